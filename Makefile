@@ -1,0 +1,182 @@
+# nstbatch Makefile.
+#
+#   make            build ./nstbatch (announces every dependency it probes)
+#   make demo       install missing Debian packages, build, render configs/demo.ini
+#   make test       install missing Debian packages, build, run the test suite
+#   make asan       build/asan/nstbatch with AddressSanitizer + UBSan
+#   make fuzz       the libFuzzer targets (clang)
+#   make bench      the CPU benchmark against PyTorch (needs scripts/install-deps.sh --dev)
+#   make weights    download the Keras VGG-19 weights into models/ (checks the MD5)
+#   make clean
+#
+# Knobs: NO_CUDA=1 (skip the CUDA side even where nvcc exists), CUDA_HOME, NVCC_GENCODE,
+# BUILD=build, V=1 (show commands), CFLAGS_EXTRA.
+
+BUILD       ?= build
+CUDA_HOME   ?= /usr/local/cuda
+NVCC_GENCODE ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80
+VERSION     := 0.1.0
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+# ---- dependency probes (pkg-config and header/compile checks, never dpkg) ----------------------
+MPICC     := $(shell command -v mpicc 2>/dev/null)
+MPI_VER   := $(shell mpirun --version 2>/dev/null | head -n1)
+HDF5_PC   := $(shell pkg-config --exists hdf5-openmpi 2>/dev/null && echo hdf5-openmpi)
+HDF5_PAR  := $(if $(HDF5_PC),$(shell grep -q 'define H5_HAVE_PARALLEL 1' $$(pkg-config --variable=includedir hdf5-openmpi 2>/dev/null)/H5pubconf.h 2>/dev/null && echo yes))
+TIFF_VER  := $(shell pkg-config --modversion libtiff-4 2>/dev/null)
+PNG_VER   := $(shell pkg-config --modversion libpng 2>/dev/null)
+JPEG_VER  := $(shell pkg-config --modversion libjpeg 2>/dev/null)
+BLAS_VER  := $(shell pkg-config --modversion openblas 2>/dev/null || pkg-config --modversion blas 2>/dev/null)
+DNNL_OK   := $(shell printf '\043include <oneapi/dnnl/dnnl.h>\nint main(void){return dnnl_version()->major < 2;}\n' | \
+               cc -x c - -ldnnl -o /dev/null 2>/dev/null && echo yes)
+DNNL_VER  := $(shell grep -h 'define DNNL_VERSION_\(MAJOR\|MINOR\|PATCH\)' /usr/include/oneapi/dnnl/dnnl_version.h 2>/dev/null | awk '{printf "%s%s", sep, $$3; sep="."}')
+NVCC      := $(if $(NO_CUDA),,$(shell test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc || command -v nvcc 2>/dev/null))
+NVCC_VER  := $(if $(NVCC),$(shell $(NVCC) --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p'))
+CUDNN_OK  := $(shell test -f $(CUDA_HOME)/include/cudnn.h -o -f /usr/include/cudnn.h -o -f /usr/include/x86_64-linux-gnu/cudnn.h && echo yes)
+CUBLAS_OK := $(shell test -f $(CUDA_HOME)/include/cublas_v2.h && echo yes)
+NCCL_OK   := $(shell test -f $(CUDA_HOME)/include/nccl.h -o -f /usr/include/nccl.h && echo yes)
+
+# ---- flags ------------------------------------------------------------------------------------
+CC      := $(if $(MPICC),$(MPICC),mpicc)
+DEPCFLAGS := $(if $(HDF5_PC),$(shell pkg-config --cflags $(HDF5_PC))) $(shell pkg-config --cflags libtiff-4 libpng libjpeg 2>/dev/null)
+DEPLIBS   := $(if $(HDF5_PC),$(shell pkg-config --libs $(HDF5_PC))) $(shell pkg-config --libs libtiff-4 libpng libjpeg 2>/dev/null) -ldnnl
+WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wformat=2 -Wno-format-nonliteral
+CFLAGS  ?= -O3 -g
+ALLCFLAGS := -std=gnu11 $(CFLAGS) $(WARN) -fopenmp -DNST_VERSION='"$(VERSION)"' $(DEPCFLAGS) -I. $(CFLAGS_EXTRA)
+LDLIBS  := $(DEPLIBS) -fopenmp -lm
+ifneq ($(NVCC),)
+CUDA_OBJ := kernels/cuda/cuda_probe.cu
+LDLIBS   += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart
+FLAVOUR  := cuda
+else
+CUDA_OBJ := kernels/cuda/cuda_none.c
+FLAVOUR  := cpu
+endif
+
+LIB_SRC := $(sort $(wildcard util/*.c tiler/*.c io/*.c kernels/*.c kernels/cpu/*.c nst/*.c mpi/*.c))
+LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(patsubst %,$(BUILD)/obj/%.o,$(basename $(CUDA_OBJ)))
+LIB     := $(BUILD)/libnst.a
+TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))
+TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tests/png_probe
+
+.PHONY: all demo test test-run asan fuzz bench weights deps check-deps clean demo-images
+all: check-deps nstbatch
+
+# The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
+STAMP := $(BUILD)/flavour-$(FLAVOUR)-$(shell echo '$(CC) $(ALLCFLAGS) $(NVCC) $(NVCC_GENCODE)' | cksum | cut -d' ' -f1)
+$(STAMP):
+	@mkdir -p $(BUILD) && rm -f $(BUILD)/flavour-* && touch $@
+
+ok = $(if $(1),[ok],[--])
+check-deps:
+	@echo "nstbatch $(VERSION): dependencies"
+	@echo "  $(call ok,$(MPICC)) Open MPI     $(if $(MPICC),$(MPI_VER) ($(MPICC)),not found: required)"
+	@echo "  $(call ok,$(HDF5_PAR)) HDF5        $(if $(HDF5_PC),$(HDF5_PC)$(if $(HDF5_PAR), (parallel), (NOT parallel)),not found: required (libhdf5-openmpi-dev))"
+	@echo "  $(call ok,$(TIFF_VER)) libtiff     $(if $(TIFF_VER),$(TIFF_VER),not found: required)"
+	@echo "  $(call ok,$(PNG_VER)) libpng      $(if $(PNG_VER),$(PNG_VER),not found: required)"
+	@echo "  $(call ok,$(JPEG_VER)) libjpeg     $(if $(JPEG_VER),$(JPEG_VER) (libjpeg-turbo),not found: required)"
+	@echo "  $(call ok,$(DNNL_OK)) oneDNN      $(if $(DNNL_OK),$(DNNL_VER): CPU convolutions and GEMMs,not found: required (libdnnl-dev))"
+	@echo "  $(call ok,$(BLAS_VER)) BLAS        $(if $(BLAS_VER),OpenBLAS $(BLAS_VER): not linked (oneDNN measured faster; bench/results/cpu_conv_choice.md),not found (optional))"
+	@echo "  $(call ok,$(NVCC)) nvcc        $(if $(NVCC),CUDA $(NVCC_VER) ($(NVCC)): CUDA side built,$(if $(NO_CUDA),disabled by NO_CUDA=1,not found): CPU-only build)"
+	@echo "  $(call ok,$(CUDNN_OK)) cuDNN       $(if $(CUDNN_OK),found (for the CUDA backend),not found (optional))"
+	@echo "  $(call ok,$(CUBLAS_OK)) cuBLAS      $(if $(CUBLAS_OK),found (for the CUDA backend),not found (optional))"
+	@echo "  $(call ok,$(NCCL_OK)) NCCL        $(if $(NCCL_OK),found (for the Gram allreduce on GPUs),not found (optional))"
+	@test -n "$(MPICC)" -a -n "$(HDF5_PAR)" -a -n "$(TIFF_VER)" -a -n "$(PNG_VER)" -a -n "$(JPEG_VER)" -a -n "$(DNNL_OK)" || \
+	  { echo "nstbatch: missing required dependencies: run scripts/install-deps.sh (or make deps)" >&2; exit 1; }
+
+deps:
+	@scripts/install-deps.sh
+
+# ---- the library, the program ----------------------------------------------------------------
+$(BUILD)/obj/%.o: %.c $(STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC    $<")
+	$(Q)$(CC) $(ALLCFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/%.o: %.cu $(STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  NVCC  $<")
+	$(Q)$(NVCC) -O2 -I. $(NVCC_GENCODE) -MMD -MP -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/nstbatch: $(BUILD)/obj/main.o $(LIB)
+	@$(if $(Q),echo "  LD    $@")
+	$(Q)$(CC) $(CFLAGS) -fopenmp -o $@ $^ $(LDLIBS)
+
+nstbatch: $(BUILD)/nstbatch
+	$(Q)cp $< $@
+
+-include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d
+
+# ---- sanitizer build (the bad-input table runs under it) ---------------------------------------
+ASAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+asan: check-deps
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan CFLAGS="$(ASAN_FLAGS)" $(BUILD)/asan/nstbatch
+
+# ---- tools and tests --------------------------------------------------------------------------
+$(BUILD)/tools/%: tools/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALLCFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c tests/test.h $(LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC    $<")
+	$(Q)$(CC) $(ALLCFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -I. $(DEPCFLAGS)
+FUZZ_IO := util/status.c util/mem.c io/image.c io/png_io.c io/jpeg_read.c io/tiff_read.c io/tiff_write.c io/atomic_file.c
+fuzz: $(BUILD)/fuzz/fuzz_config $(BUILD)/fuzz/fuzz_image
+$(BUILD)/fuzz/fuzz_config: tests/fuzz/fuzz_config.c io/config.c util/status.c
+	@mkdir -p $(dir $@)
+	$(Q)clang $(FUZZ_CFLAGS) -o $@ $^
+$(BUILD)/fuzz/fuzz_image: tests/fuzz/fuzz_image.c $(FUZZ_IO)
+	@mkdir -p $(dir $@)
+	$(Q)clang $(FUZZ_CFLAGS) -o $@ $^ $(shell pkg-config --libs libtiff-4 libpng libjpeg)
+
+# make test = install what is missing, then build and run everything in a fresh make (so the
+# probes see the packages just installed).
+test: deps
+	@$(MAKE) --no-print-directory test-run
+
+test-run: all asan fuzz $(TESTS) $(TOOLS) demo-images
+	@tests/run.sh $(BUILD)
+
+# ---- the demo ---------------------------------------------------------------------------------
+DEMO_IMAGES := configs/demo/content.png configs/demo/style.png
+demo-images: $(DEMO_IMAGES)
+$(DEMO_IMAGES) &: $(BUILD)/tools/draw_demo_images
+	@mkdir -p configs/demo
+	$(Q)$(BUILD)/tools/draw_demo_images configs/demo
+
+demo: deps
+	@$(MAKE) --no-print-directory all demo-images
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$(nproc)} mpirun --allow-run-as-root -np 1 ./nstbatch configs/demo.ini
+
+# ---- benchmark and weights --------------------------------------------------------------------
+bench: all
+	bench/cpu_iteration.sh
+
+KERAS_VGG19 := vgg19_weights_tf_dim_ordering_tf_kernels_notop.h5
+KERAS_MD5   := 253f8cb515780f3b799900260a226db6
+weights: models/$(KERAS_VGG19)
+models/$(KERAS_VGG19):
+	@mkdir -p models
+	@for url in https://storage.googleapis.com/tensorflow/keras-applications/vgg19/$(KERAS_VGG19) \
+	            https://github.com/fchollet/deep-learning-models/releases/download/v0.1/$(KERAS_VGG19); do \
+	  echo "downloading $$url"; \
+	  if curl -fL --retry 2 -o $@.part "$$url" 2>/dev/null || wget -q -O $@.part "$$url"; then break; fi; \
+	done; \
+	test -s $@.part || { rm -f $@.part; echo "weights: download failed (no internet?); fetch $(KERAS_VGG19) by hand into models/" >&2; exit 1; }; \
+	sum=$$(md5sum $@.part | cut -d' ' -f1); \
+	if [ "$$sum" != "$(KERAS_MD5)" ]; then rm -f $@.part; echo "weights: MD5 $$sum, expected $(KERAS_MD5): refusing the file" >&2; exit 1; fi; \
+	mv $@.part $@ && echo "weights: $@ (MD5 ok); set model.weights = $(CURDIR)/$@"
+
+clean:
+	rm -rf $(BUILD) nstbatch configs/demo

@@ -1,0 +1,487 @@
+/* io/config.c: INI parsing, validation against the schema (config_keys.h), --set overrides,
+ * the resolved-config writer and the generated key reference.
+ *
+ * The grammar, strictly: blank lines; comments starting with '#' or ';'; "[section]";
+ * "key = value". A value may be "quoted" (taken literally up to the next quote); otherwise an
+ * inline comment starts at whitespace followed by '#' or ';'. Lines are at most 4095 bytes.
+ * Every violation is one message naming file:line, the key and what is valid.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static nst_key_info keys[] = {
+#define NST_KEY(sec, name, type, def, lo, hi, allowed, help)                                      \
+    {#sec, #name, #sec "." #name, NST_CT_##type, def, lo, hi, allowed, help,                      \
+     offsetof(nst_config, sec##_##name), sizeof(((nst_config *)0)->sec##_##name)},
+#include "config_keys.h"
+#undef NST_KEY
+};
+
+const nst_key_info *nst_config_keys(int *count)
+{
+    if (count) *count = NST_NKEYS;
+    return keys;
+}
+
+int nst_config_find(const char *section, const char *name)
+{
+    for (int i = 0; i < NST_NKEYS; i++)
+        if (strcmp(keys[i].section, section) == 0 && strcmp(keys[i].name, name) == 0) return i;
+    return -1;
+}
+
+static int section_known(const char *section)
+{
+    for (int i = 0; i < NST_NKEYS; i++)
+        if (strcmp(keys[i].section, section) == 0) return 1;
+    return 0;
+}
+
+/* ---- small text helpers ------------------------------------------------------------------ */
+
+/* A value quoted for a one-line message: printable, at most ~60 characters. */
+static const char *shown(const char *v, char *buf, size_t cap)
+{
+    size_t n = 0, i = 0;
+    for (; v[i] && n + 4 < cap && i < 60; i++)
+        buf[n++] = (v[i] >= 0x20 && v[i] < 0x7f) ? v[i] : '?';
+    if (v[i] && n + 4 < cap) {
+        memcpy(buf + n, "...", 3);
+        n += 3;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
+static size_t levenshtein(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64) return 99;
+    size_t row[65];
+    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (row[j] + 1 < best) best = row[j] + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+static int close_enough(const char *typed, const char *cand, size_t d)
+{
+    size_t len = strlen(cand);
+    size_t limit = len / 3 > 2 ? len / 3 : 2;
+    return d <= limit || strstr(cand, typed) != NULL || strstr(typed, cand) != NULL;
+}
+
+/* " (did you mean 'x'?)" for the nearest key name in `section`, else across all sections. */
+static void suggest_key(const char *section, const char *name, char *out, size_t cap)
+{
+    int best = -1;
+    size_t bestd = 99;
+    for (int pass = 0; pass < 2 && best < 0; pass++) {
+        for (int i = 0; i < NST_NKEYS; i++) {
+            if (pass == 0 && strcmp(keys[i].section, section) != 0) continue;
+            size_t d = levenshtein(name, keys[i].name);
+            if (d < bestd && close_enough(name, keys[i].name, d)) {
+                bestd = d;
+                best = i;
+            }
+        }
+    }
+    out[0] = 0;
+    if (best >= 0) snprintf(out, cap, " (did you mean '%s'?)", keys[best].full);
+}
+
+static void section_list(char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = 0;
+    for (int i = 0; i < NST_NKEYS; i++) {
+        if (i > 0 && strcmp(keys[i].section, keys[i - 1].section) == 0) continue;
+        n += (size_t)snprintf(out + n, n < cap ? cap - n : 0, "%s%s", n ? ", " : "", keys[i].section);
+        if (n >= cap) break;
+    }
+}
+
+static void suggest_section(const char *section, char *out, size_t cap)
+{
+    const char *best = NULL;
+    size_t bestd = 99;
+    for (int i = 0; i < NST_NKEYS; i++) {
+        size_t d = levenshtein(section, keys[i].section);
+        if (d < bestd && close_enough(section, keys[i].section, d)) {
+            bestd = d;
+            best = keys[i].section;
+        }
+    }
+    char all[512];
+    section_list(all, sizeof all);
+    if (best)
+        snprintf(out, cap, " (did you mean [%s]?); sections: %s", best, all);
+    else
+        snprintf(out, cap, "; sections: %s", all);
+}
+
+/* What a key accepts, for messages and --help. */
+static void describe_valid(const nst_key_info *k, char *out, size_t cap)
+{
+    switch (k->type) {
+    case NST_CT_INT: snprintf(out, cap, "an integer in %.0f..%.0f", k->lo, k->hi); break;
+    case NST_CT_FLOAT: snprintf(out, cap, "a number in [%g, %g]", k->lo, k->hi); break;
+    case NST_CT_BOOL: snprintf(out, cap, "true or false (also yes/no, on/off, 1/0)"); break;
+    case NST_CT_ENUM: {
+        size_t n = (size_t)snprintf(out, cap, "one of ");
+        for (const char *p = k->allowed; *p && n + 2 < cap; p++) {
+            if (*p == '|') {
+                n += (size_t)snprintf(out + n, cap - n, ", ");
+            } else {
+                out[n++] = *p;
+                out[n] = 0;
+            }
+        }
+        break;
+    }
+    case NST_CT_PATH: snprintf(out, cap, "a file path"); break;
+    case NST_CT_LIST: snprintf(out, cap, "a comma-separated list"); break;
+    default: snprintf(out, cap, "text"); break;
+    }
+}
+
+static int enum_has(const char *allowed, const char *v)
+{
+    size_t lv = strlen(v);
+    const char *p = allowed;
+    while (*p) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == lv && strncmp(p, v, len) == 0) return 1;
+        if (!bar) break;
+        p = bar + 1;
+    }
+    return 0;
+}
+
+static int parse_bool(const char *v, int *out)
+{
+    static const char *t[] = {"true", "yes", "on", "1"}, *f[] = {"false", "no", "off", "0"};
+    for (int i = 0; i < 4; i++) {
+        if (strcmp(v, t[i]) == 0) return *out = 1, 1;
+        if (strcmp(v, f[i]) == 0) return *out = 0, 1;
+    }
+    return 0;
+}
+
+/* ---- setting one key --------------------------------------------------------------------- */
+
+nst_status nst_config_set_key(nst_config *c, const char *section, const char *name, const char *value,
+                              const char *where, const char *base_dir)
+{
+    char vb[96], valid[256], sugg[160];
+    int id = nst_config_find(section, name);
+    if (id < 0) {
+        if (!section_known(section)) {
+            suggest_section(section, sugg, sizeof sugg);
+            return nst_fail(NST_EINPUT, "%s: unknown section [%s]%s", where, section, sugg);
+        }
+        suggest_key(section, name, sugg, sizeof sugg);
+        return nst_fail(NST_EINPUT, "%s: unknown key '%s' in [%s]%s", where, name, section, sugg);
+    }
+    const nst_key_info *k = &keys[id];
+    char *field = (char *)c + k->offset;
+    describe_valid(k, valid, sizeof valid);
+    for (const char *p = value; *p; p++)
+        if ((unsigned char)*p < 0x20 && *p != '\t')
+            return nst_fail(NST_EINPUT, "%s: %s: value contains a control character", where, k->full);
+
+    switch (k->type) {
+    case NST_CT_INT: {
+        char *end;
+        errno = 0;
+        long long v = strtoll(value, &end, 10);
+        if (!*value || *end || errno == ERANGE || (double)v < k->lo || (double)v > k->hi)
+            return nst_fail(NST_EINPUT, "%s: %s = '%s': expected %s", where, k->full,
+                            shown(value, vb, sizeof vb), valid);
+        *(long long *)field = v;
+        break;
+    }
+    case NST_CT_FLOAT: {
+        char *end;
+        errno = 0;
+        double v = strtod(value, &end);
+        if (!*value || *end || isspace((unsigned char)*value) || !isfinite(v) || v < k->lo || v > k->hi)
+            return nst_fail(NST_EINPUT, "%s: %s = '%s': expected %s", where, k->full,
+                            shown(value, vb, sizeof vb), valid);
+        *(double *)field = v;
+        break;
+    }
+    case NST_CT_BOOL: {
+        int v;
+        if (!parse_bool(value, &v))
+            return nst_fail(NST_EINPUT, "%s: %s = '%s': expected %s", where, k->full,
+                            shown(value, vb, sizeof vb), valid);
+        *(int *)field = v;
+        break;
+    }
+    case NST_CT_ENUM:
+        if (!enum_has(k->allowed, value) || strlen(value) >= k->size)
+            return nst_fail(NST_EINPUT, "%s: %s = '%s': expected %s", where, k->full,
+                            shown(value, vb, sizeof vb), valid);
+        strcpy(field, value);
+        break;
+    case NST_CT_PATH:
+        if (*value && value[0] != '/' && base_dir && *base_dir) {
+            int n = snprintf(field, k->size, "%s/%s", base_dir, value);
+            if (n < 0 || (size_t)n >= k->size)
+                return nst_fail(NST_EINPUT, "%s: %s: path longer than %zu bytes", where, k->full,
+                                k->size - 1);
+            break;
+        }
+        /* fall through */
+    default:
+        if (strlen(value) >= k->size)
+            return nst_fail(NST_EINPUT, "%s: %s: value longer than %zu bytes", where, k->full, k->size - 1);
+        strcpy(field, value);
+        break;
+    }
+    snprintf(c->origin[id], NST_CFG_ORIGIN_MAX, "%s", where);
+    return NST_OK;
+}
+
+void nst_config_defaults(nst_config *c)
+{
+    memset(c, 0, sizeof *c);
+    for (int i = 0; i < NST_NKEYS; i++) {
+        /* Defaults are valid by construction (checked by tests/test_config.c). */
+        nst_config_set_key(c, keys[i].section, keys[i].name, keys[i].def, "default", "");
+    }
+}
+
+const char *nst_config_origin(const nst_config *c, int key)
+{
+    return (key >= 0 && key < NST_NKEYS && c->origin[key][0]) ? c->origin[key] : "default";
+}
+
+/* ---- the INI parser ---------------------------------------------------------------------- */
+
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t') s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t')) s[--n] = 0;
+    return s;
+}
+
+static int valid_name(const char *s, int allow_dot)
+{
+    if (!*s) return 0;
+    for (; *s; s++)
+        if (!(islower((unsigned char)*s) || isdigit((unsigned char)*s) || *s == '_' ||
+              (allow_dot && (*s == '.' || *s == '-'))))
+            return 0;
+    return 1;
+}
+
+nst_status nst_config_parse(nst_config *c, const char *name, const char *base_dir, const char *text,
+                            size_t len)
+{
+    int first_line[NST_NKEYS] = {0};
+    char section[64] = "";
+    char line[NST_CFG_STR_MAX + 1];
+    char where[NST_CFG_ORIGIN_MAX];
+    size_t pos = 0;
+    int lineno = 0;
+
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) pos = 3; /* UTF-8 byte-order mark */
+    while (pos < len) {
+        lineno++;
+        const char *start = text + pos;
+        const char *nl = memchr(start, '\n', len - pos);
+        size_t n = nl ? (size_t)(nl - start) : len - pos;
+        pos += n + (nl ? 1 : 0);
+        if (n && start[n - 1] == '\r') n--;
+        snprintf(where, sizeof where, "%s:%d", name, lineno);
+        if (n > NST_CFG_STR_MAX - 1)
+            return nst_fail(NST_EINPUT, "%s: line longer than %d bytes", where, NST_CFG_STR_MAX - 1);
+        if (memchr(start, 0, n))
+            return nst_fail(NST_EINPUT, "%s: line contains a NUL byte (is this a text file?)", where);
+        memcpy(line, start, n);
+        line[n] = 0;
+        char *s = trim(line);
+        if (!*s || *s == '#' || *s == ';') continue;
+
+        if (*s == '[') {
+            char *close = strchr(s, ']');
+            if (!close)
+                return nst_fail(NST_EINPUT, "%s: malformed section header: missing ']'", where);
+            char *rest = trim(close + 1);
+            if (*rest && *rest != '#' && *rest != ';')
+                return nst_fail(NST_EINPUT, "%s: malformed section header: text after ']'", where);
+            *close = 0;
+            char *sec = trim(s + 1);
+            if (!valid_name(sec, 1) || strlen(sec) >= sizeof section)
+                return nst_fail(NST_EINPUT,
+                                "%s: malformed section name '[%s]': use lower-case letters, digits and '_'",
+                                where, sec);
+            if (!section_known(sec)) {
+                char sugg[512];
+                suggest_section(sec, sugg, sizeof sugg);
+                return nst_fail(NST_EINPUT, "%s: unknown section [%s]%s", where, sec, sugg);
+            }
+            strcpy(section, sec);
+            continue;
+        }
+
+        char *eq = strchr(s, '=');
+        if (!eq)
+            return nst_fail(NST_EINPUT,
+                            "%s: malformed line: expected 'key = value', '[section]' or a comment", where);
+        *eq = 0;
+        char *key = trim(s);
+        char *val = eq + 1;
+        while (*val == ' ' || *val == '\t') val++;
+        if (!valid_name(key, 0))
+            return nst_fail(NST_EINPUT,
+                            "%s: malformed key '%.60s': use lower-case letters, digits and '_'", where, key);
+        if (!section[0])
+            return nst_fail(NST_EINPUT, "%s: key '%s' before any [section]", where, key);
+
+        if (*val == '"') {
+            char *q = strchr(val + 1, '"');
+            if (!q) return nst_fail(NST_EINPUT, "%s: %s.%s: missing closing quote", where, section, key);
+            char *rest = trim(q + 1);
+            if (*rest && *rest != '#' && *rest != ';')
+                return nst_fail(NST_EINPUT, "%s: %s.%s: text after the closing quote", where, section, key);
+            *q = 0;
+            val++;
+        } else {
+            for (char *p = val; *p; p++)
+                if ((*p == '#' || *p == ';') && p > val && (p[-1] == ' ' || p[-1] == '\t')) {
+                    *p = 0;
+                    break;
+                }
+            val = trim(val);
+        }
+
+        int id = nst_config_find(section, key);
+        if (id >= 0 && first_line[id])
+            return nst_fail(NST_EINPUT, "%s: %s set twice (first at line %d)", where, keys[id].full,
+                            first_line[id]);
+        NST_TRY(nst_config_set_key(c, section, key, val, where, base_dir));
+        first_line[id] = lineno;
+    }
+    return NST_OK;
+}
+
+nst_status nst_config_load_file(nst_config *c, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return nst_fail(NST_EINPUT, "%s: cannot open config file: %s", path, strerror(errno));
+    char *buf = malloc(NST_CFG_FILE_MAX + 1);
+    if (!buf) {
+        fclose(f);
+        return nst_fail(NST_ENOMEM, "out of memory reading %s", path);
+    }
+    size_t n = fread(buf, 1, NST_CFG_FILE_MAX + 1, f);
+    int err = ferror(f);
+    fclose(f);
+    nst_status s;
+    if (err)
+        s = nst_fail(NST_EINPUT, "%s: cannot read config file (is it a directory?)", path);
+    else if (n > NST_CFG_FILE_MAX)
+        s = nst_fail(NST_EINPUT, "%s: config file larger than %d bytes", path, NST_CFG_FILE_MAX);
+    else {
+        char dir[NST_CFG_STR_MAX];
+        snprintf(dir, sizeof dir, "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *(slash == dir ? slash + 1 : slash) = 0;
+        else
+            dir[0] = 0;
+        snprintf(c->file, sizeof c->file, "%s", path);
+        s = nst_config_parse(c, path, dir, buf, n);
+    }
+    free(buf);
+    return s;
+}
+
+nst_status nst_config_set(nst_config *c, const char *assignment)
+{
+    char buf[NST_CFG_STR_MAX + 128], where[NST_CFG_ORIGIN_MAX], vb[96];
+    if (strlen(assignment) >= sizeof buf)
+        return nst_fail(NST_EINPUT, "--set: assignment longer than %zu bytes", sizeof buf - 1);
+    strcpy(buf, assignment);
+    char *eq = strchr(buf, '=');
+    char *dot = strchr(buf, '.');
+    if (!eq || !dot || dot > eq)
+        return nst_fail(NST_EINPUT, "--set '%s': expected SECTION.KEY=VALUE, e.g. --set optim.iterations=200",
+                        shown(assignment, vb, sizeof vb));
+    *eq = 0;
+    *dot = 0;
+    char *section = trim(buf), *key = trim(dot + 1), *val = trim(eq + 1);
+    snprintf(where, sizeof where, "--set %s.%s", section, key);
+    if (!valid_name(section, 0) || !valid_name(key, 0))
+        return nst_fail(NST_EINPUT, "--set '%s': expected SECTION.KEY=VALUE with lower-case names",
+                        shown(assignment, vb, sizeof vb));
+    return nst_config_set_key(c, section, key, val, where, "");
+}
+
+/* ---- writing ----------------------------------------------------------------------------- */
+
+static void write_text_value(FILE *f, const char *v)
+{
+    int needs_quotes = 0;
+    size_t n = strlen(v);
+    if (n && (v[0] == ' ' || v[0] == '\t' || v[0] == '"' || v[n - 1] == ' ' || v[n - 1] == '\t'))
+        needs_quotes = 1;
+    for (size_t i = 1; i < n; i++)
+        if ((v[i] == '#' || v[i] == ';') && (v[i - 1] == ' ' || v[i - 1] == '\t')) needs_quotes = 1;
+    if (needs_quotes && !strchr(v, '"'))
+        fprintf(f, "\"%s\"", v);
+    else
+        fputs(v, f);
+}
+
+void nst_config_write(const nst_config *c, FILE *f)
+{
+    fprintf(f, "# nstbatch resolved configuration%s%s\n", c->file[0] ? " of " : "", c->file);
+    for (int i = 0; i < NST_NKEYS; i++) {
+        const nst_key_info *k = &keys[i];
+        if (i == 0 || strcmp(k->section, keys[i - 1].section) != 0)
+            fprintf(f, "%s[%s]\n", i ? "\n" : "", k->section);
+        const char *field = (const char *)c + k->offset;
+        fprintf(f, "%s = ", k->name);
+        switch (k->type) {
+        case NST_CT_INT: fprintf(f, "%lld", *(const long long *)field); break;
+        case NST_CT_FLOAT: fprintf(f, "%.17g", *(const double *)field); break;
+        case NST_CT_BOOL: fputs(*(const int *)field ? "true" : "false", f); break;
+        default: write_text_value(f, field); break;
+        }
+        fputc('\n', f);
+    }
+}
+
+void nst_config_help(FILE *f)
+{
+    char valid[256];
+    for (int i = 0; i < NST_NKEYS; i++) {
+        const nst_key_info *k = &keys[i];
+        if (i == 0 || strcmp(k->section, keys[i - 1].section) != 0) fprintf(f, "\n  [%s]\n", k->section);
+        describe_valid(k, valid, sizeof valid);
+        fprintf(f, "    %-22s %s; default: %s\n", k->full, valid, *k->def ? k->def : "(empty)");
+        fprintf(f, "    %-22s %s\n", "", k->help);
+    }
+}

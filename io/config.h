@@ -1,0 +1,78 @@
+/* io/config.h: the resolved configuration (INI file, then --set overrides, over the defaults).
+ *
+ * The struct's fields are generated from io/config_keys.h: key "optim.iterations" is the field
+ * cfg->optim_iterations. The struct holds no pointers, so it can be broadcast as bytes.
+ * Every field remembers where its value came from ("file.ini:12", "--set", "default") so that a
+ * later semantic check can name the line.
+ */
+#ifndef NST_CONFIG_H
+#define NST_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "../util/status.h"
+
+#define NST_CFG_STR_MAX 4096  /* longest value, and longest line of a config file */
+#define NST_CFG_ENUM_MAX 32
+#define NST_CFG_ORIGIN_MAX 320
+#define NST_CFG_FILE_MAX (1 << 20) /* a config file above 1 MiB is refused */
+
+typedef enum { NST_CT_INT, NST_CT_FLOAT, NST_CT_BOOL, NST_CT_ENUM, NST_CT_STR, NST_CT_PATH, NST_CT_LIST } nst_ctype;
+
+#define NST_CFIELD_INT(f) long long f;
+#define NST_CFIELD_FLOAT(f) double f;
+#define NST_CFIELD_BOOL(f) int f;
+#define NST_CFIELD_ENUM(f) char f[NST_CFG_ENUM_MAX];
+#define NST_CFIELD_STR(f) char f[NST_CFG_STR_MAX];
+#define NST_CFIELD_PATH(f) char f[NST_CFG_STR_MAX];
+#define NST_CFIELD_LIST(f) char f[NST_CFG_STR_MAX];
+
+enum {
+#define NST_KEY(sec, name, type, def, lo, hi, allowed, help) NST_K_##sec##_##name,
+#include "config_keys.h"
+#undef NST_KEY
+    NST_NKEYS
+};
+
+typedef struct {
+#define NST_KEY(sec, name, type, def, lo, hi, allowed, help) NST_CFIELD_##type(sec##_##name)
+#include "config_keys.h"
+#undef NST_KEY
+    char origin[NST_NKEYS][NST_CFG_ORIGIN_MAX];
+    char file[NST_CFG_STR_MAX]; /* the config file read, or "" */
+} nst_config;
+
+typedef struct {
+    const char *section, *name, *full; /* "optim", "iterations", "optim.iterations" */
+    nst_ctype type;
+    const char *def;
+    double lo, hi;
+    const char *allowed;
+    const char *help;
+    size_t offset, size;
+} nst_key_info;
+
+const nst_key_info *nst_config_keys(int *count);
+/* Index of "section.name", or -1. */
+int nst_config_find(const char *section, const char *name);
+
+void nst_config_defaults(nst_config *c);
+/* Read an INI file (at most NST_CFG_FILE_MAX bytes) into c. */
+nst_status nst_config_load_file(nst_config *c, const char *path);
+/* Parse INI text; `name` names it in messages, `base_dir` resolves relative paths ("" = none). */
+nst_status nst_config_parse(nst_config *c, const char *name, const char *base_dir, const char *text,
+                            size_t len);
+/* Apply "section.key=value" from --set. */
+nst_status nst_config_set(nst_config *c, const char *assignment);
+/* Set one key from text, validated; `where` is recorded as its origin and used in messages. */
+nst_status nst_config_set_key(nst_config *c, const char *section, const char *name, const char *value,
+                              const char *where, const char *base_dir);
+
+const char *nst_config_origin(const nst_config *c, int key);
+/* The resolved configuration as an INI file that parses back to the same values. */
+void nst_config_write(const nst_config *c, FILE *f);
+/* Generated reference of every key: type, range or values, default, help. */
+void nst_config_help(FILE *f);
+
+#endif

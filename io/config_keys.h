@@ -1,0 +1,60 @@
+/* io/config_keys.h: THE schema. Every configuration key is declared here once, and this one list
+ * generates the config struct fields, the validation, --help and --print-config.
+ *
+ *   NST_KEY(section, name, TYPE, "default", lo, hi, "allowed", "help")
+ *
+ * TYPE: INT and FLOAT check [lo, hi]; ENUM checks "a|b|c"; BOOL takes true/false, yes/no, on/off,
+ * 1/0; STR and LIST are text (LIST: comma-separated, checked by its consumer); PATH is text that,
+ * when relative and read from a file, is resolved against that file's directory. Defaults are
+ * written as text and go through the same validator (a test checks that every default is valid).
+ */
+#define NST_BIG 4611686018427387904.0 /* 2^62 */
+
+/* [content] */
+NST_KEY(content, path, PATH, "", 0, 0, "", "content image: PNG, JPEG or TIFF (8/16-bit; gray, RGB or RGBA)")
+NST_KEY(content, weight, FLOAT, "1", 0, 1e12, "", "content loss weight; the content loss is ||F-P||^2 / ||P||^2 summed over the content layers")
+NST_KEY(content, layers, LIST, "relu4_2", 0, 0, "", "content layers, comma-separated VGG-19 names relu1_1..relu5_4")
+
+/* [style] */
+NST_KEY(style, path, PATH, "", 0, 0, "", "style image: PNG, JPEG or TIFF")
+NST_KEY(style, weight, FLOAT, "1000", 0, 1e12, "", "style loss weight; each style layer's loss is ||G-A||^2 / ||A||^2 with G the Gram matrix of the whole image")
+NST_KEY(style, layers, LIST, "relu1_1,relu2_1,relu3_1,relu4_1,relu5_1", 0, 0, "", "style layers, comma-separated VGG-19 names relu1_1..relu5_4")
+NST_KEY(style, layer_weights, LIST, "", 0, 0, "", "one weight per style layer, comma-separated; empty: 1 for every layer")
+NST_KEY(style, scale, FLOAT, "1", 0.01, 100, "", "style image long side, relative to the output's long side")
+
+/* [tv] */
+NST_KEY(tv, weight, FLOAT, "10", 0, 1e12, "", "total-variation weight: mean squared difference of neighbouring pixels (image in [0,1])")
+
+/* [output] */
+NST_KEY(output, path, PATH, "", 0, 0, "", "output image; the extension picks the format: .png, .tif or .tiff")
+NST_KEY(output, size, INT, "0", 0, 1000000, "", "long side of the output in pixels; 0 keeps the content's size")
+NST_KEY(output, width, INT, "0", 0, 1000000, "", "output width in pixels (0: from height or size and the content's aspect)")
+NST_KEY(output, height, INT, "0", 0, 1000000, "", "output height in pixels (0: from width or size and the content's aspect)")
+NST_KEY(output, bits, ENUM, "8", 0, 0, "8|16", "bits per sample of the output image")
+NST_KEY(output, overwrite, BOOL, "false", 0, 0, "", "replace an existing output file (otherwise refuse before rendering)")
+
+/* [model] */
+NST_KEY(model, weights, PATH, "", 0, 0, "", "VGG-19 weights: the Keras file vgg19_weights_tf_dim_ordering_tf_kernels_notop.h5 or the nstbatch layout; empty: the built-in seeded random VGG-19")
+NST_KEY(model, random_seed, INT, "1", 0, NST_BIG, "", "seed of the built-in random VGG-19 (used when model.weights is empty)")
+NST_KEY(model, random_width_divisor, INT, "1", 1, 64, "", "channel-width divisor of the built-in random VGG-19: 1, 2, 4, 8, 16, 32 or 64")
+NST_KEY(model, pooling, ENUM, "max", 0, 0, "max|avg", "pooling layers of the network")
+
+/* [optim] */
+NST_KEY(optim, method, ENUM, "adam", 0, 0, "adam", "optimiser")
+NST_KEY(optim, iterations, INT, "500", 0, 100000000, "", "optimiser iterations")
+NST_KEY(optim, lr, FLOAT, "0.02", 1e-9, 10, "", "Adam learning rate, in image units (pixels in [0,1])")
+NST_KEY(optim, beta1, FLOAT, "0.9", 0, 0.999999, "", "Adam first-moment decay")
+NST_KEY(optim, beta2, FLOAT, "0.999", 0, 0.9999999, "", "Adam second-moment decay")
+NST_KEY(optim, eps, FLOAT, "1e-8", 1e-30, 1, "", "Adam epsilon")
+NST_KEY(optim, init, ENUM, "content", 0, 0, "content|noise|image", "initial image: the content, uniform noise (run.seed), or optim.init_path")
+NST_KEY(optim, init_path, PATH, "", 0, 0, "", "initial image when optim.init = image (resized to the output size)")
+NST_KEY(optim, clamp, BOOL, "true", 0, 0, "", "keep pixels in [0,1] after every step (projected Adam)")
+
+/* [run] */
+NST_KEY(run, seed, INT, "0", 0, NST_BIG, "", "seed of the noise initialisation")
+NST_KEY(run, device, ENUM, "auto", 0, 0, "auto|cpu|cuda", "compute backend: auto uses CUDA where a GPU is present and the CPU otherwise")
+NST_KEY(run, threads, INT, "0", 0, 4096, "", "CPU threads per rank; 0: every core this rank may use")
+NST_KEY(run, print_every, INT, "50", 0, 100000000, "", "print the loss terms every N iterations (0: first and last only)")
+
+/* [input] */
+NST_KEY(input, max_megapixels, FLOAT, "256", 0.000001, 1000000, "", "largest image (megapixels) read whole; larger inputs are refused before any allocation")

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# scripts/install-deps.sh: install the Debian 12 packages nstbatch needs to build, run and test.
+# Idempotent: installs only what is missing (apt-get update only then), so it is cheap to call
+# before every build; `make demo` and `make test` do. Runs apt-get as root, or through sudo.
+#
+#   scripts/install-deps.sh          build, run and test
+#   scripts/install-deps.sh --dev    also PyTorch, h5py, numpy, tifffile, Pillow, libvips-tools:
+#                                    regenerating test fixtures and the CPU benchmark
+set -euo pipefail
+
+pkgs=(
+  make gcc pkg-config                         # build
+  openmpi-bin libopenmpi-dev                  # MPI (mpicc, mpirun)
+  libhdf5-openmpi-dev hdf5-tools              # parallel HDF5; h5dump for the tests
+  libtiff-dev libtiff-tools                   # TIFF; tiffinfo/tiffdump for the tests
+  libpng-dev libjpeg62-turbo-dev              # PNG, JPEG
+  libdnnl-dev                                 # oneDNN: the CPU backend's convolutions and GEMMs
+  libopenblas-dev                             # BLAS (probed; oneDNN measured faster for our shapes)
+  clang libclang-rt-14-dev                    # libFuzzer targets, sanitizers
+)
+if [ "${1:-}" = "--dev" ]; then
+  pkgs+=(python3-torch python3-h5py python3-numpy python3-tifffile python3-pil libvips-tools)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+if [ "$(id -u)" -eq 0 ]; then
+  SUDO=
+elif command -v sudo >/dev/null 2>&1; then
+  SUDO=sudo
+else
+  echo "install-deps: not root and no sudo; install as root: apt-get install ${missing[*]}" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: done"
