@@ -1,0 +1,88 @@
+/* io/atomic_file.c: write-to-temporary, sync, rename, sync directory (see atomic_file.h). */
+#include "atomic_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void split_dir(const char *path, char *dir, size_t cap, const char **base)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        snprintf(dir, cap, ".");
+        *base = path;
+    } else if (slash == path) {
+        snprintf(dir, cap, "/");
+        *base = slash + 1;
+    } else {
+        snprintf(dir, cap, "%.*s", (int)(slash - path), path);
+        *base = slash + 1;
+    }
+}
+
+nst_status nst_atomic_check_target(const char *path, int overwrite)
+{
+    char dir[4096];
+    const char *base;
+    struct stat st;
+    if (!*path) return nst_fail(NST_EINPUT, "output path is empty");
+    split_dir(path, dir, sizeof dir, &base);
+    if (!*base) return nst_fail(NST_EINPUT, "%s: output path names a directory, not a file", path);
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return nst_fail(NST_EINPUT, "%s: output directory %s does not exist", path, dir);
+    if (access(dir, W_OK) != 0)
+        return nst_fail(NST_EINPUT, "%s: output directory %s is not writable", path, dir);
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) return nst_fail(NST_EINPUT, "%s: output path is a directory", path);
+        if (!overwrite)
+            return nst_fail(NST_EINPUT, "%s: output exists; set output.overwrite = true to replace it", path);
+    }
+    return NST_OK;
+}
+
+nst_status nst_atomic_begin(nst_atomic_file *af, const char *path, int overwrite)
+{
+    char dir[4096];
+    const char *base;
+    NST_TRY(nst_atomic_check_target(path, overwrite));
+    if (strlen(path) >= sizeof af->final_path) return nst_fail(NST_EINPUT, "%s: path too long", path);
+    strcpy(af->final_path, path);
+    split_dir(path, dir, sizeof dir, &base);
+    snprintf(af->tmp, sizeof af->tmp, "%s/.%s.nstbatch-%ld.tmp", dir, base, (long)getpid());
+    int fd = open(af->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return nst_fail(NST_ERUNTIME, "%s: cannot create %s: %s", path, af->tmp, strerror(errno));
+    close(fd);
+    return NST_OK;
+}
+
+nst_status nst_atomic_commit(nst_atomic_file *af)
+{
+    char dir[4096];
+    const char *base;
+    int fd = open(af->tmp, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fsync(fd) != 0) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        nst_atomic_abort(af);
+        return nst_fail(NST_ERUNTIME, "%s: cannot sync %s: %s", af->final_path, af->tmp, strerror(e));
+    }
+    close(fd);
+    if (rename(af->tmp, af->final_path) != 0) {
+        int e = errno;
+        nst_atomic_abort(af);
+        return nst_fail(NST_ERUNTIME, "%s: cannot rename %s into place: %s", af->final_path, af->tmp,
+                        strerror(e));
+    }
+    split_dir(af->final_path, dir, sizeof dir, &base);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd); /* durability of the rename; some file systems refuse fsync on directories */
+        close(dfd);
+    }
+    return NST_OK;
+}
+
+void nst_atomic_abort(nst_atomic_file *af) { unlink(af->tmp); }

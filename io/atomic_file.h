@@ -1,0 +1,28 @@
+/* io/atomic_file.h: nothing half-written under a final name.
+ *
+ * A file is written under a temporary name in the same directory (".NAME.nstbatch-PID.tmp"),
+ * then synced, renamed over the final name and the directory synced. A failed or killed run
+ * leaves at most the temporary file, never a partial file under the final name, and an existing
+ * file is replaced only when `overwrite` is set.
+ */
+#ifndef NST_ATOMIC_FILE_H
+#define NST_ATOMIC_FILE_H
+
+#include "../util/status.h"
+
+typedef struct {
+    char final_path[4096];
+    char tmp[4200];
+} nst_atomic_file;
+
+/* Check, before any long computation, that `path` may be written: its directory exists and is
+ * writable, and the file does not exist unless overwrite is set. */
+nst_status nst_atomic_check_target(const char *path, int overwrite);
+/* Choose and create the temporary file (empty) for `path`. */
+nst_status nst_atomic_begin(nst_atomic_file *af, const char *path, int overwrite);
+/* fsync the temporary, rename it to the final name, fsync the directory. */
+nst_status nst_atomic_commit(nst_atomic_file *af);
+/* Remove the temporary file. */
+void nst_atomic_abort(nst_atomic_file *af);
+
+#endif

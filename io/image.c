@@ -1,0 +1,190 @@
+/* io/image.c: image allocation, format recognition, dimension checks, sample conversion and
+ * the read/write dispatch (see image.h). */
+#include "image.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../util/checked.h"
+#include "../util/mem.h"
+#include "atomic_file.h"
+
+nst_read_limits nst_default_limits(double max_megapixels)
+{
+    nst_read_limits l = {max_megapixels * 1e6, NST_MAX_SIDE};
+    return l;
+}
+
+nst_status nst_image_alloc(nst_image *img, int w, int h)
+{
+    img->w = w;
+    img->h = h;
+    img->px = nst_alloc_array((size_t)w * (size_t)h, 3 * sizeof(float), "an image");
+    return img->px ? NST_OK : NST_ENOMEM;
+}
+
+void nst_image_free(nst_image *img)
+{
+    nst_free(img->px);
+    img->px = NULL;
+    img->w = img->h = 0;
+}
+
+nst_format nst_format_sniff(const unsigned char *h, size_t n)
+{
+    if (n >= 8 && memcmp(h, "\x89PNG\r\n\x1a\n", 8) == 0) return NST_FMT_PNG;
+    if (n >= 3 && h[0] == 0xFF && h[1] == 0xD8 && h[2] == 0xFF) return NST_FMT_JPEG;
+    if (n >= 4 && ((h[0] == 'I' && h[1] == 'I' && (h[2] == 42 || h[2] == 43) && h[3] == 0) ||
+                   (h[0] == 'M' && h[1] == 'M' && h[2] == 0 && (h[3] == 42 || h[3] == 43))))
+        return NST_FMT_TIFF;
+    return NST_FMT_UNKNOWN;
+}
+
+nst_format nst_format_from_name(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    const char *slash = strrchr(path, '/');
+    if (!dot || (slash && dot < slash)) return NST_FMT_UNKNOWN;
+    if (strcasecmp(dot, ".png") == 0) return NST_FMT_PNG;
+    if (strcasecmp(dot, ".tif") == 0 || strcasecmp(dot, ".tiff") == 0) return NST_FMT_TIFF;
+    return NST_FMT_UNKNOWN;
+}
+
+const char *nst_format_name(nst_format f)
+{
+    switch (f) {
+    case NST_FMT_PNG: return "PNG";
+    case NST_FMT_JPEG: return "JPEG";
+    case NST_FMT_TIFF: return "TIFF";
+    default: return "unknown";
+    }
+}
+
+nst_status nst_image_check_dims(const char *name, uint64_t w, uint64_t h, const nst_read_limits *lim)
+{
+    if (w == 0 || h == 0)
+        return nst_fail(NST_EINPUT, "%s: image has zero width or height (%llux%llu)", name,
+                        (unsigned long long)w, (unsigned long long)h);
+    if (w > (uint64_t)lim->max_side || h > (uint64_t)lim->max_side)
+        return nst_fail(NST_EINPUT, "%s: image is %llux%llu; the longest side allowed is %d pixels", name,
+                        (unsigned long long)w, (unsigned long long)h, lim->max_side);
+    double px = (double)w * (double)h;
+    if (px > lim->max_pixels)
+        return nst_fail(NST_EINPUT,
+                        "%s: image is %llux%llu = %.1f megapixels, above input.max_megapixels = %g",
+                        name, (unsigned long long)w, (unsigned long long)h, px / 1e6, lim->max_pixels / 1e6);
+    return NST_OK;
+}
+
+void nst_image_put_row(nst_image *img, int y, int x0, int n, const void *samples, int channels, int bits)
+{
+    float *dst = img->px + ((size_t)y * (size_t)img->w + (size_t)x0) * 3;
+    const float scale = bits == 16 ? 1.0f / 65535.0f : 1.0f / 255.0f;
+    const unsigned char *s8 = samples;
+    const uint16_t *s16 = samples;
+    for (int x = 0; x < n; x++) {
+        float v[4];
+        for (int c = 0; c < channels && c < 4; c++)
+            v[c] = (bits == 16 ? (float)s16[(size_t)x * channels + c] : (float)s8[(size_t)x * channels + c]) * scale;
+        if (channels <= 2) { /* gray (+ alpha, dropped) */
+            dst[3 * x] = dst[3 * x + 1] = dst[3 * x + 2] = v[0];
+        } else { /* RGB (+ alpha, dropped) */
+            dst[3 * x] = v[0];
+            dst[3 * x + 1] = v[1];
+            dst[3 * x + 2] = v[2];
+        }
+    }
+}
+
+nst_status nst_image_read_memory(const char *name, const unsigned char *buf, size_t len,
+                                 const nst_read_limits *lim, nst_image *out, nst_image_info *info)
+{
+    nst_image_info local;
+    if (!info) info = &local;
+    memset(info, 0, sizeof *info);
+    memset(out, 0, sizeof *out);
+    switch (nst_format_sniff(buf, len)) {
+    case NST_FMT_PNG: return nst_png_read(name, buf, len, lim, out, info);
+    case NST_FMT_JPEG: return nst_jpeg_read(name, buf, len, lim, out, info);
+    case NST_FMT_TIFF: return nst_tiff_read(name, buf, len, -1, lim, out, info);
+    default:
+        return nst_fail(NST_EINPUT, "%s: not a PNG, JPEG or TIFF file (unrecognised first bytes)", name);
+    }
+}
+
+nst_status nst_image_read(const char *path, const nst_read_limits *lim, nst_image *out, nst_image_info *info)
+{
+    nst_image_info local;
+    if (!info) info = &local;
+    memset(info, 0, sizeof *info);
+    memset(out, 0, sizeof *out);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return nst_fail(NST_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return nst_fail(NST_EINPUT, "%s: not a regular file", path);
+    }
+    unsigned char head[16];
+    ssize_t got = pread(fd, head, sizeof head, 0);
+    nst_format f = nst_format_sniff(head, got > 0 ? (size_t)got : 0);
+    nst_status s;
+    if (f == NST_FMT_UNKNOWN) {
+        s = nst_fail(NST_EINPUT, "%s: not a PNG, JPEG or TIFF file (unrecognised first bytes)", path);
+    } else if (f == NST_FMT_TIFF) {
+        /* TIFF is random access: libtiff reads what it needs from the descriptor. */
+        s = nst_tiff_read(path, NULL, (size_t)st.st_size, fd, lim, out, info);
+    } else {
+        /* PNG and JPEG are decoded from memory; their compressed size is bounded by the
+         * largest image we accept (8 bytes per pixel is far above any real compression ratio). */
+        double cap = lim->max_pixels * 8.0 + (64 << 20);
+        if ((double)st.st_size > cap) {
+            s = nst_fail(NST_EINPUT, "%s: file of %lld bytes is larger than any %s of at most %g megapixels",
+                         path, (long long)st.st_size, nst_format_name(f), lim->max_pixels / 1e6);
+        } else {
+            unsigned char *buf = nst_alloc((size_t)st.st_size + 1, "an image file");
+            if (!buf) {
+                s = NST_ENOMEM;
+            } else {
+                size_t done = 0;
+                while (done < (size_t)st.st_size) {
+                    ssize_t r = pread(fd, buf + done, (size_t)st.st_size - done, (off_t)done);
+                    if (r <= 0) break;
+                    done += (size_t)r;
+                }
+                if (done != (size_t)st.st_size)
+                    s = nst_fail(NST_EINPUT, "%s: read error: %s", path, strerror(errno));
+                else
+                    s = f == NST_FMT_PNG ? nst_png_read(path, buf, done, lim, out, info)
+                                         : nst_jpeg_read(path, buf, done, lim, out, info);
+                nst_free(buf);
+            }
+        }
+    }
+    close(fd);
+    if (s != NST_OK) nst_image_free(out);
+    return s;
+}
+
+nst_status nst_image_write(const char *path, const nst_image *img, int bits, int overwrite,
+                           const char *description)
+{
+    nst_format f = nst_format_from_name(path);
+    if (f == NST_FMT_UNKNOWN)
+        return nst_fail(NST_EINPUT, "%s: unknown output format: use a .png, .tif or .tiff name", path);
+    if (bits != 8 && bits != 16) return nst_fail(NST_EINPUT, "%s: bits must be 8 or 16", path);
+    nst_atomic_file af;
+    NST_TRY(nst_atomic_begin(&af, path, overwrite));
+    nst_status s = f == NST_FMT_PNG ? nst_png_write(af.tmp, img, bits, description)
+                                    : nst_tiff_write(af.tmp, img, bits, description);
+    if (s != NST_OK) {
+        nst_atomic_abort(&af);
+        return nst_fail_context(s, "%s", path);
+    }
+    return nst_atomic_commit(&af);
+}
