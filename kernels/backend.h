@@ -1,0 +1,125 @@
+/* kernels/backend.h: the compute backend interface. Every op the style transfer needs, behind one
+ * table of function pointers, implemented by kernels/cpu/ (reference C + oneDNN, always built)
+ * and, with a later issue, kernels/cuda/ (cuDNN, cuBLAS, own kernels).
+ *
+ * Data layout. An activation tensor is one tile's h x w positions x c channels, NHWC (channels
+ * fastest), batch 1, in the backend's memory, stored in the backend's activation dtype
+ * (fp32 on the CPU; bf16 or fp16 with fp32 accumulation on the GPU). Images, Gram matrices,
+ * targets and optimiser state are always fp32.
+ *
+ * Regions. The tiled renderer computes losses only over positions a tile owns, and seeds
+ * gradients over a wider region (the positions whose footprint reaches the tile's core), so ops
+ * that reduce or seed take rects in the tensor's own coordinates:
+ *   own  - positions counted in sums (Gram, loss values),
+ *   seed - positions that receive loss gradients.
+ * A whole-image render passes the full tensor for both.
+ *
+ * Every op returns a status; a failure records one message (util/status.h).
+ */
+#ifndef NST_BACKEND_H
+#define NST_BACKEND_H
+
+#include <stddef.h>
+
+#include "../tiler/rect.h"
+#include "../util/status.h"
+
+typedef enum { NST_F32 = 0, NST_BF16, NST_F16 } nst_dtype;
+
+typedef struct {
+    int h, w, c;
+    nst_dtype dt;
+    void *data;
+} nst_tensor;
+
+static inline size_t nst_dtype_size(nst_dtype d) { return d == NST_F32 ? 4 : 2; }
+static inline size_t nst_tensor_elems(const nst_tensor *t) { return (size_t)t->h * t->w * t->c; }
+static inline nst_rect nst_tensor_rect(const nst_tensor *t) { return nst_rect_make(0, 0, t->w, t->h); }
+
+typedef enum { NST_POOL_MAX, NST_POOL_AVG } nst_pool_kind;
+
+/* Network input from an RGB image in [0,1]: in[c] = (img[bgr ? 2 - c : c] * scale - mean[c]) / std[c] */
+typedef struct {
+    int bgr;
+    float scale, mean[3], std[3];
+} nst_preproc;
+
+typedef struct {
+    float lr, beta1, beta2, eps;
+    long long t; /* step number, from 1 */
+    int clamp;   /* project onto [0,1] after the step */
+} nst_adam_params;
+
+typedef struct nst_backend nst_backend;
+typedef struct nst_conv nst_conv; /* a backend-prepared 3x3 conv layer: weights in its layout, algorithms */
+
+typedef struct {
+    /* memory */
+    nst_status (*alloc)(nst_backend *, size_t bytes, void **ptr);
+    void (*free)(nst_backend *, void *ptr);
+    /* host fp32 <-> backend buffer of n elements of dtype dt */
+    nst_status (*upload)(nst_backend *, void *dst, const float *src, size_t n, nst_dtype dt);
+    nst_status (*download)(nst_backend *, float *dst, const void *src, size_t n, nst_dtype dt);
+    nst_status (*zero)(nst_backend *, void *ptr, size_t bytes);
+    nst_status (*synchronize)(nst_backend *);
+
+    /* 3x3 convolution, stride 1, zero 'same' padding. Weights OIHW fp32 on the host. */
+    nst_status (*conv_create)(nst_backend *, int cin, int cout, const float *w_oihw, const float *bias, nst_conv **out);
+    void (*conv_destroy)(nst_backend *, nst_conv *);
+    /* y = relu(conv(x) + b) if relu, else conv(x) + b */
+    nst_status (*conv_forward)(nst_backend *, nst_conv *, const nst_tensor *x, nst_tensor *y, int relu);
+    /* dx = gradient of conv(x) with respect to x, given dy (overwrites dx) */
+    nst_status (*conv_backward_data)(nst_backend *, nst_conv *, const nst_tensor *dy, nst_tensor *dx);
+    /* dy *= (y > 0), y the ReLU output */
+    nst_status (*relu_backward)(nst_backend *, const nst_tensor *y, nst_tensor *dy);
+    /* 2x2 stride-2 pooling, floor: y is (h/2) x (w/2) */
+    nst_status (*pool_forward)(nst_backend *, nst_pool_kind, const nst_tensor *x, nst_tensor *y);
+    /* dx = gradient through the pool (overwrites dx; max routes to the first maximum) */
+    nst_status (*pool_backward)(nst_backend *, nst_pool_kind, const nst_tensor *x, const nst_tensor *y,
+                                const nst_tensor *dy, nst_tensor *dx);
+    /* x = network input of img (img: fp32, c = 3); and its gradient (dimg overwritten) */
+    nst_status (*preprocess)(nst_backend *, const nst_preproc *, const nst_tensor *img, nst_tensor *x);
+    nst_status (*preprocess_backward)(nst_backend *, const nst_preproc *, const nst_tensor *dx, nst_tensor *dimg);
+
+    /* g (c x c, fp32) += F^T F, F the features at positions in own (unnormalised Gram sums) */
+    nst_status (*gram_accumulate)(nst_backend *, const nst_tensor *f, nst_rect own, float *g);
+    /* d = g * g_scale - a (c x c); *sumsq = sum of d^2 */
+    nst_status (*gram_diff)(nst_backend *, const float *g, float g_scale, const float *a, int c, float *d, double *sumsq);
+    /* df += scale * F d at positions in seed (d symmetric c x c) */
+    nst_status (*gram_backward)(nst_backend *, const nst_tensor *f, nst_rect seed, const float *d, float scale,
+                                nst_tensor *df);
+    /* *sumsq = sum over own of (f - p)^2; if df: df += scale * (f - p) over seed */
+    nst_status (*mse)(nst_backend *, const nst_tensor *f, const nst_tensor *p, nst_rect own, nst_rect seed, float scale,
+                      double *sumsq, nst_tensor *df);
+    /* Squared total variation of img (fp32, c = 3): *sum over pairs (p, right or lower neighbour)
+     * with p in own of (x_q - x_p)^2; if dimg: dimg += scale * d(sum)/dx over seed. */
+    nst_status (*tv)(nst_backend *, const nst_tensor *img, nst_rect own, nst_rect seed, float scale, double *sum,
+                     nst_tensor *dimg);
+    /* Adam on n fp32 values */
+    nst_status (*adam)(nst_backend *, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *);
+    /* *out = sum over own of t^2 */
+    nst_status (*sumsq)(nst_backend *, const nst_tensor *t, nst_rect own, double *out);
+    /* *out = sum a[i] * b[i] (fp32 arrays) */
+    nst_status (*dot)(nst_backend *, const float *a, const float *b, size_t n, double *out);
+} nst_backend_ops;
+
+struct nst_backend {
+    const nst_backend_ops *ops;
+    void *impl;
+    nst_dtype act_dtype;  /* activation storage */
+    char name[16];        /* "cpu", "cuda" */
+    char description[160];
+    void (*destroy)(nst_backend *);
+};
+
+/* Open a backend: device "auto" (CUDA where a usable GPU and the CUDA ops exist, else the CPU),
+ * "cpu" or "cuda". threads: CPU threads, 0 = all this process may use. A notice says which
+ * backend auto chose and why. */
+nst_status nst_backend_open(const char *device, int threads, nst_backend **out);
+void nst_backend_close(nst_backend *be);
+
+/* Allocate a tensor of h x w x c in the backend's activation dtype (data zero-filled). */
+nst_status nst_tensor_alloc(nst_backend *be, int h, int w, int c, nst_dtype dt, nst_tensor *t);
+void nst_tensor_free(nst_backend *be, nst_tensor *t);
+
+#endif

@@ -1,0 +1,133 @@
+/* kernels/cpu/backend_cpu.c: the CPU backend's op table, memory functions and set-up. */
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../../util/mem.h"
+#include "backend_cpu.h"
+#include "cpu.h"
+
+nst_status cpu_check_f32(const nst_tensor *t, const char *op)
+{
+    if (t->dt != NST_F32) return nst_fail(NST_ERUNTIME, "%s: the CPU backend computes in fp32 only", op);
+    if (!t->data || t->h < 0 || t->w < 0 || t->c < 1) return nst_fail(NST_ERUNTIME, "%s: invalid tensor", op);
+    return NST_OK;
+}
+
+nst_status cpu_check_region(const nst_tensor *t, nst_rect r, const char *op)
+{
+    if (!nst_rect_contains(nst_tensor_rect(t), r))
+        return nst_fail(NST_ERUNTIME, "%s: region %dx%d+%d+%d outside the %dx%d tensor", op, r.w, r.h, r.x, r.y, t->w, t->h);
+    return NST_OK;
+}
+
+static nst_status cpu_alloc(nst_backend *be, size_t bytes, void **ptr)
+{
+    (void)be;
+    *ptr = nst_alloc(bytes ? bytes : 1, "backend buffer");
+    return *ptr ? NST_OK : NST_ENOMEM;
+}
+
+static void cpu_free(nst_backend *be, void *ptr)
+{
+    (void)be;
+    nst_free(ptr);
+}
+
+static nst_status cpu_upload(nst_backend *be, void *dst, const float *src, size_t n, nst_dtype dt)
+{
+    (void)be;
+    if (dt != NST_F32) return nst_fail(NST_ERUNTIME, "upload: the CPU backend stores fp32 only");
+    memcpy(dst, src, n * sizeof(float));
+    return NST_OK;
+}
+
+static nst_status cpu_download(nst_backend *be, float *dst, const void *src, size_t n, nst_dtype dt)
+{
+    (void)be;
+    if (dt != NST_F32) return nst_fail(NST_ERUNTIME, "download: the CPU backend stores fp32 only");
+    memcpy(dst, src, n * sizeof(float));
+    return NST_OK;
+}
+
+static nst_status cpu_zero(nst_backend *be, void *ptr, size_t bytes)
+{
+    (void)be;
+    memset(ptr, 0, bytes);
+    return NST_OK;
+}
+
+static nst_status cpu_sync(nst_backend *be)
+{
+    (void)be;
+    return NST_OK;
+}
+
+static const nst_backend_ops cpu_ops = {
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_upload,
+    .download = cpu_download,
+    .zero = cpu_zero,
+    .synchronize = cpu_sync,
+    .conv_create = cpu_conv_create,
+    .conv_destroy = cpu_conv_destroy,
+    .conv_forward = cpu_conv_forward,
+    .conv_backward_data = cpu_conv_backward_data,
+    .relu_backward = cpu_relu_backward,
+    .pool_forward = cpu_pool_forward,
+    .pool_backward = cpu_pool_backward,
+    .preprocess = cpu_preprocess,
+    .preprocess_backward = cpu_preprocess_backward,
+    .gram_accumulate = cpu_gram_accumulate,
+    .gram_diff = cpu_gram_diff,
+    .gram_backward = cpu_gram_backward,
+    .mse = cpu_mse,
+    .tv = cpu_tv,
+    .adam = cpu_adam,
+    .sumsq = cpu_sumsq,
+    .dot = cpu_dot,
+};
+
+static void cpu_destroy(nst_backend *be)
+{
+    cpu_impl *impl = cpu_of(be);
+    if (impl) {
+        cpu_matmul_cache_free(impl);
+        nst_free(impl->scratch);
+        if (impl->stream) dnnl_stream_destroy(impl->stream);
+        if (impl->eng) dnnl_engine_destroy(impl->eng);
+        nst_free(impl);
+    }
+    nst_free(be);
+}
+
+nst_status nst_cpu_backend_open(int threads, nst_backend **out)
+{
+    nst_backend *be = nst_calloc(sizeof *be, "the CPU backend");
+    cpu_impl *impl = nst_calloc(sizeof *impl, "the CPU backend");
+    if (!be || !impl) {
+        nst_free(be);
+        nst_free(impl);
+        return NST_ENOMEM;
+    }
+    be->impl = impl;
+    be->ops = &cpu_ops;
+    be->act_dtype = NST_F32;
+    be->destroy = cpu_destroy;
+    snprintf(be->name, sizeof be->name, "cpu");
+    if (threads > 0) omp_set_num_threads(threads);
+    impl->threads = omp_get_max_threads();
+    dnnl_status_t st = dnnl_engine_create(&impl->eng, dnnl_cpu, 0);
+    if (st == dnnl_success) st = dnnl_stream_create(&impl->stream, impl->eng, dnnl_stream_default_flags);
+    if (st != dnnl_success) {
+        cpu_destroy(be);
+        return cpu_dnnl_fail(st, "dnnl_engine_create", __FILE__, __LINE__);
+    }
+    const dnnl_version_t *v = dnnl_version();
+    snprintf(be->description, sizeof be->description, "CPU, fp32, oneDNN %d.%d.%d (%s), %d thread%s", v->major, v->minor,
+             v->patch, dnnl_get_effective_cpu_isa() >= dnnl_cpu_isa_avx512_core ? "AVX-512" : "AVX2 or older",
+             impl->threads, impl->threads == 1 ? "" : "s");
+    *out = be;
+    return NST_OK;
+}

@@ -1,0 +1,66 @@
+/* kernels/cpu/cpu.h: internals shared by the CPU backend's files. The CPU backend is the
+ * reference every other backend is compared with: oneDNN for the convolutions and the Gram
+ * GEMMs (chosen by measurement over im2col + OpenBLAS, see bench/results/cpu_conv_choice.md),
+ * plain C with OpenMP for everything else. Activations are fp32. Reductions are summed per row
+ * into doubles and the rows added in order, so results do not depend on the thread count. */
+#ifndef NST_KERNELS_CPU_H
+#define NST_KERNELS_CPU_H
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include "../backend.h"
+
+typedef struct matmul_entry matmul_entry;
+
+typedef struct {
+    dnnl_engine_t eng;
+    dnnl_stream_t stream;
+    int threads;
+    matmul_entry *mm;  /* cache of matmul primitives by shape */
+    int nmm, mm_next;
+    float *scratch;    /* region copies for the Gram ops */
+    size_t scratch_cap;
+} cpu_impl;
+
+static inline cpu_impl *cpu_of(nst_backend *be) { return (cpu_impl *)be->impl; }
+
+/* oneDNN call check: records "oneDNN <call>: <status> (file:line)". */
+nst_status cpu_dnnl_fail(dnnl_status_t st, const char *call, const char *file, int line);
+#define DNNL_TRY(call)                                                                            \
+    do {                                                                                          \
+        dnnl_status_t dnnl_st_ = (call);                                                          \
+        if (dnnl_st_ != dnnl_success) return cpu_dnnl_fail(dnnl_st_, #call, __FILE__, __LINE__);  \
+    } while (0)
+
+nst_status cpu_conv_create(nst_backend *, int cin, int cout, const float *w, const float *b, nst_conv **out);
+void cpu_conv_destroy(nst_backend *, nst_conv *);
+nst_status cpu_conv_forward(nst_backend *, nst_conv *, const nst_tensor *x, nst_tensor *y, int relu);
+nst_status cpu_conv_backward_data(nst_backend *, nst_conv *, const nst_tensor *dy, nst_tensor *dx);
+
+nst_status cpu_gram_accumulate(nst_backend *, const nst_tensor *f, nst_rect own, float *g);
+nst_status cpu_gram_diff(nst_backend *, const float *g, float g_scale, const float *a, int c, float *d, double *sumsq);
+nst_status cpu_gram_backward(nst_backend *, const nst_tensor *f, nst_rect seed, const float *d, float scale,
+                             nst_tensor *df);
+void cpu_matmul_cache_free(cpu_impl *);
+
+nst_status cpu_relu_backward(nst_backend *, const nst_tensor *y, nst_tensor *dy);
+nst_status cpu_preprocess(nst_backend *, const nst_preproc *, const nst_tensor *img, nst_tensor *x);
+nst_status cpu_preprocess_backward(nst_backend *, const nst_preproc *, const nst_tensor *dx, nst_tensor *dimg);
+
+nst_status cpu_pool_forward(nst_backend *, nst_pool_kind, const nst_tensor *x, nst_tensor *y);
+nst_status cpu_pool_backward(nst_backend *, nst_pool_kind, const nst_tensor *x, const nst_tensor *y,
+                             const nst_tensor *dy, nst_tensor *dx);
+
+nst_status cpu_mse(nst_backend *, const nst_tensor *f, const nst_tensor *p, nst_rect own, nst_rect seed, float scale,
+                   double *sumsq, nst_tensor *df);
+nst_status cpu_tv(nst_backend *, const nst_tensor *img, nst_rect own, nst_rect seed, float scale, double *sum,
+                  nst_tensor *dimg);
+nst_status cpu_sumsq(nst_backend *, const nst_tensor *t, nst_rect own, double *out);
+nst_status cpu_dot(nst_backend *, const float *a, const float *b, size_t n, double *out);
+nst_status cpu_adam(nst_backend *, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *);
+
+/* Checks shared by the ops: fp32 tensors, matching shapes, a region inside the tensor. */
+nst_status cpu_check_f32(const nst_tensor *t, const char *op);
+nst_status cpu_check_region(const nst_tensor *t, nst_rect r, const char *op);
+
+#endif

@@ -1,0 +1,127 @@
+/* kernels/cpu/loss_cpu.c: the local loss terms and their gradients: mean-squared feature error
+ * (content), squared total variation of the image, and the sum of squares. Sums are taken per
+ * row in double and the rows added in order: bit-identical for any thread count. */
+#include <stdlib.h>
+
+#include "../../util/mem.h"
+#include "cpu.h"
+
+/* Sum the per-row partials in order. */
+static double ordered_sum(const double *rows, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++) s += rows[i];
+    return s;
+}
+
+nst_status cpu_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *p, nst_rect own, nst_rect seed, float scale,
+                   double *sumsq, nst_tensor *df)
+{
+    (void)be;
+    NST_TRY(cpu_check_f32(f, "mse"));
+    NST_TRY(cpu_check_f32(p, "mse"));
+    NST_TRY(cpu_check_region(f, own, "mse"));
+    if (p->h != f->h || p->w != f->w || p->c != f->c) return nst_fail(NST_ERUNTIME, "mse: target shape differs");
+    const int C = f->c, W = f->w;
+    const float *fp = f->data, *pp = p->data;
+    double *rows = nst_alloc_array((size_t)(own.h > 0 ? own.h : 1), sizeof(double), "row sums");
+    if (!rows) return NST_ENOMEM;
+#pragma omp parallel for schedule(static)
+    for (int y = 0; y < own.h; y++) {
+        const float *a = fp + ((size_t)(own.y + y) * W + own.x) * C, *b = pp + ((size_t)(own.y + y) * W + own.x) * C;
+        double s = 0;
+        for (size_t i = 0; i < (size_t)own.w * C; i++) {
+            double d = (double)a[i] - b[i];
+            s += d * d;
+        }
+        rows[y] = s;
+    }
+    *sumsq = ordered_sum(rows, own.h);
+    nst_free(rows);
+    if (df) {
+        NST_TRY(cpu_check_f32(df, "mse"));
+        NST_TRY(cpu_check_region(f, seed, "mse"));
+        float *g = df->data;
+#pragma omp parallel for schedule(static)
+        for (int y = 0; y < seed.h; y++) {
+            size_t off = ((size_t)(seed.y + y) * W + seed.x) * C;
+            for (size_t i = 0; i < (size_t)seed.w * C; i++) g[off + i] += scale * (fp[off + i] - pp[off + i]);
+        }
+    }
+    return NST_OK;
+}
+
+nst_status cpu_tv(nst_backend *be, const nst_tensor *img, nst_rect own, nst_rect seed, float scale, double *sum,
+                  nst_tensor *dimg)
+{
+    (void)be;
+    NST_TRY(cpu_check_f32(img, "tv"));
+    NST_TRY(cpu_check_region(img, own, "tv"));
+    const int W = img->w, H = img->h, C = img->c;
+    const float *x = img->data;
+    double *rows = nst_alloc_array((size_t)(own.h > 0 ? own.h : 1), sizeof(double), "row sums");
+    if (!rows) return NST_ENOMEM;
+#pragma omp parallel for schedule(static)
+    for (int yy = 0; yy < own.h; yy++) {
+        int y = own.y + yy;
+        double s = 0;
+        for (int xx = own.x; xx < own.x + own.w; xx++) {
+            const float *p = x + ((size_t)y * W + xx) * C;
+            for (int c = 0; c < C; c++) {
+                if (xx + 1 < W) {
+                    double d = (double)p[C + c] - p[c];
+                    s += d * d;
+                }
+                if (y + 1 < H) {
+                    double d = (double)p[(size_t)W * C + c] - p[c];
+                    s += d * d;
+                }
+            }
+        }
+        rows[yy] = s;
+    }
+    *sum = ordered_sum(rows, own.h);
+    nst_free(rows);
+    if (!dimg) return NST_OK;
+    NST_TRY(cpu_check_f32(dimg, "tv"));
+    NST_TRY(cpu_check_region(img, seed, "tv"));
+    float *g = dimg->data;
+#pragma omp parallel for schedule(static)
+    for (int yy = 0; yy < seed.h; yy++) {
+        int y = seed.y + yy;
+        for (int xx = seed.x; xx < seed.x + seed.w; xx++) {
+            const float *p = x + ((size_t)y * W + xx) * C;
+            float *o = g + ((size_t)y * W + xx) * C;
+            for (int c = 0; c < C; c++) {
+                /* d/dp of sum over the pairs that contain p */
+                float v = 0.f;
+                if (xx > 0) v += p[c] - p[c - C];
+                if (y > 0) v += p[c] - p[c - (size_t)W * C];
+                if (xx + 1 < W) v -= p[C + c] - p[c];
+                if (y + 1 < H) v -= p[(size_t)W * C + c] - p[c];
+                o[c] += scale * 2.f * v;
+            }
+        }
+    }
+    return NST_OK;
+}
+
+nst_status cpu_sumsq(nst_backend *be, const nst_tensor *t, nst_rect own, double *out)
+{
+    (void)be;
+    NST_TRY(cpu_check_f32(t, "sumsq"));
+    NST_TRY(cpu_check_region(t, own, "sumsq"));
+    const float *p = t->data;
+    double *rows = nst_alloc_array((size_t)(own.h > 0 ? own.h : 1), sizeof(double), "row sums");
+    if (!rows) return NST_ENOMEM;
+#pragma omp parallel for schedule(static)
+    for (int y = 0; y < own.h; y++) {
+        const float *a = p + ((size_t)(own.y + y) * t->w + own.x) * t->c;
+        double s = 0;
+        for (size_t i = 0; i < (size_t)own.w * t->c; i++) s += (double)a[i] * a[i];
+        rows[y] = s;
+    }
+    *out = ordered_sum(rows, own.h);
+    nst_free(rows);
+    return NST_OK;
+}

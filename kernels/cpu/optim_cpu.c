@@ -1,0 +1,51 @@
+/* kernels/cpu/optim_cpu.c: the Adam step and the dot product (the optimisers' element ops). */
+#include <math.h>
+
+#include "../../util/mem.h"
+#include "cpu.h"
+
+#define DOT_CHUNK 4096
+
+nst_status cpu_adam(nst_backend *be, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *p)
+{
+    (void)be;
+    /* The update in PyTorch's order of operations (torch.optim.Adam):
+     *   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2
+     *   x -= (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps),  bc = 1 - beta^t */
+    const float b1 = p->beta1, b2 = p->beta2, eps = p->eps;
+    const double bc1 = 1.0 - pow(p->beta1, (double)p->t), bc2 = 1.0 - pow(p->beta2, (double)p->t);
+    const float step = (float)(p->lr / bc1), rbc2 = (float)(1.0 / sqrt(bc2));
+    const int clamp = p->clamp;
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        float gi = g[i];
+        float mi = b1 * m[i] + (1.f - b1) * gi;
+        float vi = b2 * v[i] + (1.f - b2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        float xi = x[i] - step * mi / (sqrtf(vi) * rbc2 + eps);
+        if (clamp) xi = xi < 0.f ? 0.f : (xi > 1.f ? 1.f : xi);
+        x[i] = xi;
+    }
+    return NST_OK;
+}
+
+nst_status cpu_dot(nst_backend *be, const float *a, const float *b, size_t n, double *out)
+{
+    (void)be;
+    size_t chunks = (n + DOT_CHUNK - 1) / DOT_CHUNK;
+    double *part = nst_alloc_array(chunks ? chunks : 1, sizeof(double), "dot partials");
+    if (!part) return NST_ENOMEM;
+#pragma omp parallel for schedule(static)
+    for (size_t k = 0; k < chunks; k++) {
+        double s = 0;
+        size_t end = (k + 1) * DOT_CHUNK < n ? (k + 1) * DOT_CHUNK : n;
+        for (size_t i = k * DOT_CHUNK; i < end; i++) s += (double)a[i] * b[i];
+        part[k] = s;
+    }
+    double s = 0;
+    for (size_t k = 0; k < chunks; k++) s += part[k];
+    nst_free(part);
+    *out = s;
+    return NST_OK;
+}
