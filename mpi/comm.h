@@ -1,0 +1,36 @@
+/* mpi/comm.h: the process group. The ONLY module that includes mpi.h (and, with the CUDA issue,
+ * nccl.h). Everything else sees ranks, sizes, broadcasts and sums through these functions.
+ *
+ * Every MPI call is checked (MPI_ERRORS_RETURN on the world communicator): a failure records
+ * "MPI_<call> failed on rank R (host): <MPI error string>". Collective failures that leave ranks
+ * out of step end in nst_comm_abort, which brings the whole job down with one message. */
+#ifndef NST_COMM_H
+#define NST_COMM_H
+
+#include <stddef.h>
+
+#include "../util/status.h"
+
+nst_status nst_comm_init(int *argc, char ***argv);
+void nst_comm_finalize(void);
+int nst_comm_rank(void);
+int nst_comm_size(void);
+const char *nst_comm_host(void);
+
+/* Broadcast bytes from root. */
+nst_status nst_comm_bcast(void *buf, size_t bytes, int root);
+/* Broadcast a buffer whose size only root knows: root passes *buf and *len; others receive a new
+ * allocation (freed with nst_free). */
+nst_status nst_comm_bcast_alloc(unsigned char **buf, size_t *len, int root);
+/* Every rank learns the worst status of all ranks, and the message of the lowest rank that
+ * failed is copied into every rank's error channel, so rank 0 can print it and all stop together. */
+nst_status nst_comm_agree(nst_status mine);
+/* In-place sums over all ranks (host memory), in a fixed order: bit-identical for a given rank count. */
+nst_status nst_comm_sum_floats(float *buf, size_t n);
+nst_status nst_comm_sum_doubles(double *buf, size_t n);
+/* "Open MPI v4.1.4, ..." (callable before nst_comm_init). */
+void nst_comm_library_version(char *out, size_t cap);
+/* Abort every rank: prints "nstbatch: error: <msg>" (from this rank) and calls MPI_Abort. */
+void nst_comm_abort(int exit_code, const char *msg) __attribute__((noreturn));
+
+#endif

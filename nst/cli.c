@@ -1,0 +1,131 @@
+/* nst/cli.c: command-line parsing and the --help text (see cli.h). */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../io/config.h"
+
+static const char *options[] = {"--set", "--print-config", "--help", "--version", "--quiet", "--make-weights",
+                                "--seed", "--width-divisor", "--force"};
+
+static nst_status parse_int(const char *opt, const char *v, long long lo, long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (!*v || *end || errno || x < lo || x > hi)
+        return nst_fail(NST_EINPUT, "%s '%s': expected an integer in %lld..%lld", opt, v, lo, hi);
+    *out = x;
+    return NST_OK;
+}
+
+/* Value of an option given as "--opt VALUE" or "--opt=VALUE". */
+static nst_status option_value(int argc, char **argv, int *i, const char *opt, const char **val)
+{
+    size_t n = strlen(opt);
+    if (argv[*i][n] == '=') {
+        *val = argv[*i] + n + 1;
+        return NST_OK;
+    }
+    if (*i + 1 >= argc) return nst_fail(NST_EINPUT, "%s needs a value (see --help)", opt);
+    *val = argv[++*i];
+    return NST_OK;
+}
+
+static int is_opt(const char *arg, const char *opt)
+{
+    size_t n = strlen(opt);
+    return strncmp(arg, opt, n) == 0 && (arg[n] == 0 || arg[n] == '=');
+}
+
+nst_status nst_cli_parse(int argc, char **argv, nst_cli *cli)
+{
+    memset(cli, 0, sizeof *cli);
+    cli->mw_seed = 1;
+    cli->mw_divisor = 1;
+    int seed_given = 0, div_given = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        if (is_opt(a, "--set")) {
+            NST_TRY(option_value(argc, argv, &i, "--set", &v));
+            if (cli->nsets == NST_CLI_MAX_SETS) return nst_fail(NST_EINPUT, "more than %d --set options", NST_CLI_MAX_SETS);
+            cli->sets[cli->nsets++] = v;
+        } else if (strcmp(a, "--print-config") == 0) {
+            cli->print_config = 1;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            cli->help = 1;
+        } else if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+            cli->version = 1;
+        } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
+            cli->quiet = 1;
+        } else if (strcmp(a, "--force") == 0) {
+            cli->force = 1;
+        } else if (strcmp(a, "--make-weights") == 0) {
+            if (i + 2 >= argc) return nst_fail(NST_EINPUT, "--make-weights needs KIND and OUT.h5: --make-weights random OUT.h5");
+            cli->make_weights = 1;
+            cli->mw_kind = argv[++i];
+            cli->mw_out = argv[++i];
+            if (strcmp(cli->mw_kind, "random") != 0)
+                return nst_fail(NST_EINPUT, "--make-weights '%s': unknown kind; valid: random", cli->mw_kind);
+        } else if (is_opt(a, "--seed")) {
+            NST_TRY(option_value(argc, argv, &i, "--seed", &v));
+            NST_TRY(parse_int("--seed", v, 0, 4611686018427387904LL, &cli->mw_seed));
+            seed_given = 1;
+        } else if (is_opt(a, "--width-divisor")) {
+            long long d = 0;
+            NST_TRY(option_value(argc, argv, &i, "--width-divisor", &v));
+            NST_TRY(parse_int("--width-divisor", v, 1, 64, &d));
+            if (d & (d - 1)) return nst_fail(NST_EINPUT, "--width-divisor %lld: expected 1, 2, 4, 8, 16, 32 or 64", d);
+            cli->mw_divisor = (int)d;
+            div_given = 1;
+        } else if (a[0] == '-' && a[1]) {
+            const char *best = NULL;
+            for (size_t k = 0; k < sizeof options / sizeof *options; k++)
+                if (strncmp(a, options[k], 4) == 0) best = options[k];
+            return nst_fail(NST_EINPUT, "unknown option '%s'%s%s%s; see --help", a, best ? " (did you mean '" : "",
+                            best ? best : "", best ? "'?)" : "");
+        } else {
+            if (cli->config_path)
+                return nst_fail(NST_EINPUT, "more than one config file ('%s' and '%s'); use --set for overrides",
+                                cli->config_path, a);
+            cli->config_path = a;
+        }
+    }
+    if ((seed_given || div_given) && !cli->make_weights)
+        return nst_fail(NST_EINPUT, "--seed and --width-divisor belong to --make-weights; for the renderer use "
+                                    "--set model.random_seed=N or --set model.random_width_divisor=N");
+    if (cli->make_weights && (cli->config_path || cli->nsets || cli->print_config))
+        return nst_fail(NST_EINPUT, "--make-weights takes no config file, --set or --print-config");
+    return NST_OK;
+}
+
+void nst_cli_help(FILE *f)
+{
+    fprintf(f,
+            "usage: nstbatch [options] CONFIG.ini\n"
+            "       mpirun -np N nstbatch [options] CONFIG.ini\n"
+            "       nstbatch --make-weights random OUT.h5 [--seed N] [--width-divisor N] [--force]\n"
+            "\n"
+            "Gatys neural style transfer (VGG-19, Gram style loss, content loss, TV) of CONFIG's content\n"
+            "image in the style of its style image.\n"
+            "\n"
+            "options:\n"
+            "  --set SECTION.KEY=VALUE  override a config key (repeatable; applied after the file)\n"
+            "  --print-config           print the resolved configuration as INI and exit\n"
+            "  --quiet, -q              no progress output (errors and notices still go to stderr)\n"
+            "  --version, -V            version and the libraries this build uses\n"
+            "  --help, -h               this text\n"
+            "  --make-weights random OUT.h5\n"
+            "                           write a seeded random VGG-19 in the nstbatch layout\n"
+            "    --seed N               its seed (default 1)\n"
+            "    --width-divisor N      divide every layer's width by N: 1, 2, 4, 8, 16, 32, 64 (default 1)\n"
+            "    --force                replace OUT.h5 if it exists\n"
+            "\n"
+            "exit status: 0 done; 2 bad input (config, flags, images, weights); 1 runtime failure.\n"
+            "Relative paths in a config file are relative to that file's directory.\n"
+            "\n"
+            "configuration keys ([section] key = value in CONFIG.ini, or --set section.key=value):\n");
+    nst_config_help(f);
+}

@@ -1,0 +1,31 @@
+/* nst/cli.h: the command line.
+ *
+ *   nstbatch [options] CONFIG.ini
+ *   nstbatch --make-weights random OUT.h5 [--seed N] [--width-divisor N] [--force]
+ */
+#ifndef NST_CLI_H
+#define NST_CLI_H
+
+#include <stdio.h>
+
+#include "../util/status.h"
+
+#define NST_CLI_MAX_SETS 256
+
+typedef struct {
+    int help, version, print_config, quiet;
+    const char *config_path;
+    const char *sets[NST_CLI_MAX_SETS];
+    int nsets;
+    /* --make-weights */
+    int make_weights, force;
+    const char *mw_kind, *mw_out;
+    long long mw_seed;
+    int mw_divisor;
+} nst_cli;
+
+nst_status nst_cli_parse(int argc, char **argv, nst_cli *cli);
+/* Usage, options, and the generated reference of every config key. */
+void nst_cli_help(FILE *f);
+
+#endif

@@ -1,0 +1,143 @@
+/* nst/net.c: forward and input-gradient backward of the VGG-19 stack (see net.h). */
+#include "net.h"
+
+#include <string.h>
+
+nst_status nst_net_create(nst_backend *be, const nst_weights *w, int deepest, nst_pool_kind pool, nst_net *net)
+{
+    memset(net, 0, sizeof *net);
+    net->be = be;
+    net->pool = pool;
+    net->nlayers = deepest + 1;
+    net->pre.bgr = w->bgr;
+    net->pre.scale = w->scale;
+    memcpy(net->pre.mean, w->mean, sizeof w->mean);
+    memcpy(net->pre.std, w->std, sizeof w->std);
+    int width = 3;
+    for (int i = 0; i < net->nlayers; i++) {
+        const nst_vgg_layer *L = nst_vgg_layer_at(i);
+        if (L->op == NST_OP_CONV) {
+            if (L->conv >= w->nconv) {
+                nst_net_destroy(net);
+                return nst_fail(NST_EINPUT, "the loss uses %s, but the weights (%s) end at %s", L->relu, w->description,
+                                nst_vgg_layer_at(nst_vgg_conv_layer(w->nconv - 1))->name);
+            }
+            const nst_conv_weights *cw = &w->conv[L->conv];
+            nst_status s = be->ops->conv_create(be, cw->cin, cw->cout, cw->w, cw->b, &net->conv[L->conv]);
+            if (s != NST_OK) {
+                nst_net_destroy(net);
+                return s;
+            }
+            width = cw->cout;
+        }
+        net->width[i] = width;
+    }
+    return NST_OK;
+}
+
+void nst_net_destroy(nst_net *net)
+{
+    for (int k = 0; k < NST_VGG_NCONV; k++)
+        if (net->conv[k]) net->be->ops->conv_destroy(net->be, net->conv[k]);
+    memset(net, 0, sizeof *net);
+}
+
+void nst_net_shape(const nst_net *net, int i, int h, int w, int *oh, int *ow, int *oc)
+{
+    for (int l = 0; l <= i; l++)
+        if (nst_vgg_layer_at(l)->op == NST_OP_POOL) {
+            h /= 2;
+            w /= 2;
+        }
+    *oh = h;
+    *ow = w;
+    *oc = net->width[i];
+}
+
+size_t nst_acts_bytes(const nst_net *net, int h, int w)
+{
+    size_t el = (size_t)h * w * 3, gmax = (size_t)h * w * 3;
+    for (int i = 0; i < net->nlayers; i++) {
+        int oh, ow, oc;
+        nst_net_shape(net, i, h, w, &oh, &ow, &oc);
+        el += (size_t)oh * ow * oc;
+        if ((size_t)oh * ow * oc > gmax) gmax = (size_t)oh * ow * oc;
+    }
+    return (el + 2 * gmax) * nst_dtype_size(net->be->act_dtype);
+}
+
+nst_status nst_acts_alloc(nst_net *net, int h, int w, nst_acts *a)
+{
+    memset(a, 0, sizeof *a);
+    a->h = h;
+    a->w = w;
+    nst_backend *be = net->be;
+    nst_dtype dt = be->act_dtype;
+    size_t gmax = (size_t)h * w * 3;
+    nst_status s = nst_tensor_alloc(be, h, w, 3, dt, &a->in);
+    for (int i = 0; s == NST_OK && i < net->nlayers; i++) {
+        int oh, ow, oc;
+        nst_net_shape(net, i, h, w, &oh, &ow, &oc);
+        s = nst_tensor_alloc(be, oh, ow, oc, dt, &a->out[i]);
+        if ((size_t)oh * ow * oc > gmax) gmax = (size_t)oh * ow * oc;
+    }
+    for (int k = 0; s == NST_OK && k < 2; k++) s = nst_tensor_alloc(be, 1, (int)gmax, 1, dt, &a->g[k]);
+    a->g_cap = gmax;
+    if (s != NST_OK) nst_acts_free(net, a);
+    return s;
+}
+
+void nst_acts_free(nst_net *net, nst_acts *a)
+{
+    nst_tensor_free(net->be, &a->in);
+    for (int i = 0; i < NST_VGG_NLAYERS; i++) nst_tensor_free(net->be, &a->out[i]);
+    for (int k = 0; k < 2; k++) nst_tensor_free(net->be, &a->g[k]);
+    memset(a, 0, sizeof *a);
+}
+
+nst_status nst_net_forward(nst_net *net, const nst_tensor *img, nst_acts *a)
+{
+    nst_backend *be = net->be;
+    NST_TRY(be->ops->preprocess(be, &net->pre, img, &a->in));
+    const nst_tensor *x = &a->in;
+    for (int i = 0; i < net->nlayers; i++) {
+        const nst_vgg_layer *L = nst_vgg_layer_at(i);
+        if (L->op == NST_OP_CONV)
+            NST_TRY(be->ops->conv_forward(be, net->conv[L->conv], x, &a->out[i], 1));
+        else
+            NST_TRY(be->ops->pool_forward(be, net->pool, x, &a->out[i]));
+        x = &a->out[i];
+    }
+    return NST_OK;
+}
+
+/* A gradient view of buffer k with the shape of t. */
+static nst_tensor grad_view(const nst_acts *a, int k, const nst_tensor *t)
+{
+    nst_tensor g = {t->h, t->w, t->c, a->g[k].dt, a->g[k].data};
+    return g;
+}
+
+nst_status nst_net_backward(nst_net *net, nst_acts *a, nst_seed_fn seed, void *user, nst_tensor *dimg)
+{
+    nst_backend *be = net->be;
+    int top = net->nlayers - 1;
+    int k = 0;
+    nst_tensor g = grad_view(a, k, &a->out[top]);
+    NST_TRY(be->ops->zero(be, g.data, nst_tensor_elems(&g) * nst_dtype_size(g.dt)));
+    for (int i = top; i >= 0; i--) {
+        NST_TRY(seed(user, i, &g));
+        const nst_vgg_layer *L = nst_vgg_layer_at(i);
+        const nst_tensor *below = i > 0 ? &a->out[i - 1] : &a->in;
+        nst_tensor gb = grad_view(a, 1 - k, below);
+        if (L->op == NST_OP_CONV) {
+            NST_TRY(be->ops->relu_backward(be, &a->out[i], &g));
+            NST_TRY(be->ops->conv_backward_data(be, net->conv[L->conv], &g, &gb));
+        } else {
+            NST_TRY(be->ops->pool_backward(be, net->pool, below, &a->out[i], &g, &gb));
+        }
+        k = 1 - k;
+        g = gb;
+    }
+    return be->ops->preprocess_backward(be, &net->pre, &g, dimg);
+}
