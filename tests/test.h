@@ -1,0 +1,91 @@
+/* tests/test.h: minimal test macros (redis/hdf5 style). A test is a function; CHECK records a
+ * failure with file:line and continues; SKIP ends a test with a visible reason. Each binary ends
+ * with "N passed, N failed, N skipped" (tests/run.sh adds them up) and exits non-zero on failure.
+ *
+ *   static void t_something(void) { CHECK(x == 1, "x = %d", x); }
+ *   int main(void) { RUN(t_something); return test_report("name"); }
+ */
+#ifndef NST_TEST_H
+#define NST_TEST_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int test_passed, test_failed, test_skipped, test_cur_fail, test_cur_skip;
+static const char *test_cur;
+
+#define CHECK(cond, ...)                                                                          \
+    do {                                                                                          \
+        if (!(cond)) {                                                                            \
+            if (test_cur_fail++ < 8) {                                                            \
+                printf("    FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                        \
+                printf(__VA_ARGS__);                                                              \
+                printf("\n");                                                                     \
+            }                                                                                     \
+        }                                                                                         \
+    } while (0)
+
+/* |a - b| <= tol * max(1, |b|) style checks */
+#define CHECK_NEAR(a, b, tol, what)                                                               \
+    CHECK(fabs((double)(a) - (double)(b)) <= (tol), "%s: %.9g vs %.9g (|diff| %.3g > %.3g)", what, (double)(a), \
+          (double)(b), fabs((double)(a) - (double)(b)), (double)(tol))
+
+#define SKIP(...)                                                                                 \
+    do {                                                                                          \
+        printf("    SKIP %s: ", test_cur);                                                        \
+        printf(__VA_ARGS__);                                                                      \
+        printf("\n");                                                                             \
+        test_cur_skip = 1;                                                                        \
+        return;                                                                                   \
+    } while (0)
+
+#define RUN(fn)                                                                                   \
+    do {                                                                                          \
+        test_cur = #fn;                                                                           \
+        test_cur_fail = test_cur_skip = 0;                                                        \
+        fn();                                                                                     \
+        if (test_cur_skip) {                                                                      \
+            test_skipped++;                                                                       \
+        } else if (test_cur_fail) {                                                               \
+            test_failed++;                                                                        \
+            printf("  FAIL %s (%d checks failed)\n", #fn, test_cur_fail);                        \
+        } else {                                                                                  \
+            test_passed++;                                                                        \
+            printf("  ok   %s\n", #fn);                                                           \
+        }                                                                                         \
+        fflush(stdout);                                                                           \
+    } while (0)
+
+static inline int test_report(const char *suite)
+{
+    printf("%s: %d passed, %d failed, %d skipped\n", suite, test_passed, test_failed, test_skipped);
+    return test_failed ? 1 : 0;
+}
+
+/* Deterministic test data: uniform in [lo, hi). */
+static inline void test_fill(float *p, size_t n, unsigned seed, float lo, float hi)
+{
+    unsigned long long s = 0x9e3779b97f4a7c15ull * (seed + 1);
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        p[i] = lo + (hi - lo) * (float)((s >> 40) * (1.0 / 16777216.0));
+    }
+}
+
+/* max |a - b| / max(max |b|, floor): a relative error for whole arrays */
+static inline double test_rel_err(const float *a, const float *b, size_t n, double floor)
+{
+    double md = 0, mb = floor;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        if (d > md || d != d) md = d != d ? INFINITY : d;
+        if (fabs(b[i]) > mb) mb = fabs(b[i]);
+    }
+    return md / mb;
+}
+
+#endif

@@ -1,0 +1,564 @@
+/* tests/test_ops.c: every op of the CPU backend against a naive double-precision version written
+ * here, and a finite-difference check of every op that has a gradient.
+ *
+ * Bounds: forward ops agree with the naive versions to a relative error of 1e-5 (fp32
+ * accumulation over at most 9*64 terms); finite differences (central, in fp32 evaluated sums in
+ * double) agree with the analytic gradients to a relative error of 1e-3 along random directions
+ * and single coordinates. Inputs of max pooling are made well separated so a step never changes
+ * the argmax.
+ *
+ *   build/tests/test_ops          (make test builds and runs it)
+ */
+#include <omp.h>
+
+#include "../kernels/backend.h"
+#include "../util/mem.h"
+#include "test.h"
+
+static nst_backend *be;
+
+/* ---- tensors on the backend ------------------------------------------------------------------ */
+
+static nst_tensor tens(int h, int w, int c)
+{
+    nst_tensor t;
+    if (nst_tensor_alloc(be, h, w, c, NST_F32, &t) != NST_OK) {
+        printf("alloc failed: %s\n", nst_fail_message());
+        exit(1);
+    }
+    return t;
+}
+
+static void put(nst_tensor *t, const float *src) { be->ops->upload(be, t->data, src, nst_tensor_elems(t), NST_F32); }
+static void get(const nst_tensor *t, float *dst) { be->ops->download(be, dst, t->data, nst_tensor_elems(t), NST_F32); }
+
+static float *buf(size_t n) { return nst_alloc_array(n ? n : 1, sizeof(float), "test"); }
+
+static double dotd(const float *a, const float *b, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += (double)a[i] * b[i];
+    return s;
+}
+
+/* ---- naive references ------------------------------------------------------------------------ */
+
+static void conv_naive(const float *x, int h, int w, int ci, const float *wt, const float *b, int co, int relu, float *y)
+{
+    for (int i = 0; i < h; i++)
+        for (int j = 0; j < w; j++)
+            for (int o = 0; o < co; o++) {
+                double s = b ? b[o] : 0;
+                for (int ky = 0; ky < 3; ky++)
+                    for (int kx = 0; kx < 3; kx++) {
+                        int yy = i + ky - 1, xx = j + kx - 1;
+                        if (yy < 0 || yy >= h || xx < 0 || xx >= w) continue;
+                        for (int c = 0; c < ci; c++)
+                            s += (double)x[((size_t)yy * w + xx) * ci + c] * wt[(((size_t)o * ci + c) * 3 + ky) * 3 + kx];
+                    }
+                y[((size_t)i * w + j) * co + o] = (float)(relu && s < 0 ? 0 : s);
+            }
+}
+
+static void conv_bwd_naive(const float *dy, int h, int w, int ci, const float *wt, int co, float *dx)
+{
+    for (int i = 0; i < h; i++)
+        for (int j = 0; j < w; j++)
+            for (int c = 0; c < ci; c++) {
+                double s = 0;
+                for (int ky = 0; ky < 3; ky++)
+                    for (int kx = 0; kx < 3; kx++) {
+                        int yy = i - ky + 1, xx = j - kx + 1; /* outputs that read x[i][j] through tap (ky, kx) */
+                        if (yy < 0 || yy >= h || xx < 0 || xx >= w) continue;
+                        for (int o = 0; o < co; o++)
+                            s += (double)dy[((size_t)yy * w + xx) * co + o] * wt[(((size_t)o * ci + c) * 3 + ky) * 3 + kx];
+                    }
+                dx[((size_t)i * w + j) * ci + c] = (float)s;
+            }
+}
+
+/* ---- the finite-difference harness --------------------------------------------------------- */
+
+typedef double (*scalar_fn)(void *ctx, const float *x);
+
+/* Worst error between central finite differences and the analytic derivative <grad, v>:
+ * along ndir random directions relative to max(|fd|, |analytic|); along ncoord single
+ * coordinates relative to the largest gradient entry (a single coordinate's derivative may be
+ * ~0, where a relative error means nothing). Central differences are exact for linear and
+ * quadratic functions, so those take a large step and only rounding remains; piecewise-linear
+ * ones (ReLU, max pool) take a step smaller than any distance to a kink. */
+static double fd_worst(void *ctx, scalar_fn f, const float *x, const float *grad, size_t n, float eps, int ndir, int ncoord)
+{
+    float *xp = buf(n), *v = buf(n);
+    double worst = 0, gmax = 0;
+    for (size_t i = 0; i < n; i++) gmax = fmax(gmax, fabs(grad[i]));
+    for (int d = 0; d < ndir + ncoord; d++) {
+        if (d < ndir) {
+            test_fill(v, n, 100 + d, -1, 1);
+        } else {
+            memset(v, 0, n * sizeof(float));
+            v[(size_t)(d - ndir) * 7919 % n] = 1;
+        }
+        /* the step actually taken: x +- eps v rounded to fp32 */
+        double an = 0;
+        for (size_t i = 0; i < n; i++) xp[i] = x[i] + eps * v[i];
+        double fp = f(ctx, xp);
+        for (size_t i = 0; i < n; i++) an += (double)grad[i] * xp[i];
+        for (size_t i = 0; i < n; i++) xp[i] = x[i] - eps * v[i];
+        double fm = f(ctx, xp);
+        for (size_t i = 0; i < n; i++) an -= (double)grad[i] * xp[i];
+        an /= 2.0 * eps;
+        double fd = (fp - fm) / (2.0 * eps);
+        double scale = d < ndir ? fmax(fabs(fd), fabs(an)) : fmax(fabs(an), gmax);
+        double err = fabs(fd - an) / fmax(scale, 1e-12);
+        if (err > worst) worst = err;
+    }
+    f(ctx, x); /* leave the context evaluated at x */
+    nst_free(xp);
+    nst_free(v);
+    return worst;
+}
+
+/* ---- conv ----------------------------------------------------------------------------------- */
+
+static const int conv_shapes[][4] = {{1, 1, 3, 4}, {7, 9, 5, 6}, {16, 16, 3, 64}, {5, 3, 64, 8}, {33, 17, 8, 16}, {2, 40, 16, 3}};
+
+static void t_conv_forward_vs_naive(void)
+{
+    for (size_t s = 0; s < sizeof conv_shapes / sizeof *conv_shapes; s++) {
+        int h = conv_shapes[s][0], w = conv_shapes[s][1], ci = conv_shapes[s][2], co = conv_shapes[s][3];
+        float *x = buf((size_t)h * w * ci), *wt = buf((size_t)co * ci * 9), *b = buf(co), *y = buf((size_t)h * w * co),
+              *ref = buf((size_t)h * w * co);
+        test_fill(x, (size_t)h * w * ci, 1, -1, 1);
+        test_fill(wt, (size_t)co * ci * 9, 2, -0.5f, 0.5f);
+        test_fill(b, co, 3, -0.2f, 0.2f);
+        nst_conv *cv;
+        CHECK(be->ops->conv_create(be, ci, co, wt, b, &cv) == NST_OK, "%s", nst_fail_message());
+        nst_tensor tx = tens(h, w, ci), ty = tens(h, w, co);
+        put(&tx, x);
+        for (int relu = 0; relu < 2; relu++) {
+            CHECK(be->ops->conv_forward(be, cv, &tx, &ty, relu) == NST_OK, "%s", nst_fail_message());
+            get(&ty, y);
+            conv_naive(x, h, w, ci, wt, b, co, relu, ref);
+            double e = test_rel_err(y, ref, (size_t)h * w * co, 1e-6);
+            CHECK(e <= 1e-5, "conv %dx%d %d->%d relu %d: rel err %.3g", h, w, ci, co, relu, e);
+        }
+        be->ops->conv_destroy(be, cv);
+        nst_tensor_free(be, &tx);
+        nst_tensor_free(be, &ty);
+        nst_free(x), nst_free(wt), nst_free(b), nst_free(y), nst_free(ref);
+    }
+}
+
+static void t_conv_backward_vs_naive_and_adjoint(void)
+{
+    for (size_t s = 0; s < sizeof conv_shapes / sizeof *conv_shapes; s++) {
+        int h = conv_shapes[s][0], w = conv_shapes[s][1], ci = conv_shapes[s][2], co = conv_shapes[s][3];
+        size_t nx = (size_t)h * w * ci, ny = (size_t)h * w * co;
+        float *x = buf(nx), *wt = buf((size_t)co * ci * 9), *zero = buf(co), *dy = buf(ny), *dx = buf(nx), *ref = buf(nx),
+              *y = buf(ny);
+        test_fill(x, nx, 4, -1, 1);
+        test_fill(wt, (size_t)co * ci * 9, 5, -0.5f, 0.5f);
+        test_fill(dy, ny, 6, -1, 1);
+        memset(zero, 0, co * sizeof(float));
+        nst_conv *cv;
+        CHECK(be->ops->conv_create(be, ci, co, wt, zero, &cv) == NST_OK, "%s", nst_fail_message());
+        nst_tensor tx = tens(h, w, ci), ty = tens(h, w, co), tdy = tens(h, w, co), tdx = tens(h, w, ci);
+        put(&tdy, dy);
+        CHECK(be->ops->conv_backward_data(be, cv, &tdy, &tdx) == NST_OK, "%s", nst_fail_message());
+        get(&tdx, dx);
+        conv_bwd_naive(dy, h, w, ci, wt, co, ref);
+        double e = test_rel_err(dx, ref, nx, 1e-6);
+        CHECK(e <= 1e-5, "conv backward %dx%d %d->%d: rel err %.3g", h, w, ci, co, e);
+        /* <conv(x), dy> == <x, conv^T(dy)> */
+        put(&tx, x);
+        be->ops->conv_forward(be, cv, &tx, &ty, 0);
+        get(&ty, y);
+        double l = dotd(y, dy, ny), r = dotd(x, dx, nx);
+        CHECK(fabs(l - r) <= 1e-5 * fmax(1, fabs(l)), "adjoint %dx%d %d->%d: %.9g vs %.9g", h, w, ci, co, l, r);
+        be->ops->conv_destroy(be, cv);
+        nst_tensor_free(be, &tx), nst_tensor_free(be, &ty), nst_tensor_free(be, &tdy), nst_tensor_free(be, &tdx);
+        nst_free(x), nst_free(wt), nst_free(zero), nst_free(dy), nst_free(dx), nst_free(ref), nst_free(y);
+    }
+}
+
+/* f(x) = <r, relu(conv(x) + b)>: FD check of conv backward + relu backward */
+typedef struct {
+    nst_conv *cv;
+    nst_tensor tx, ty;
+    const float *r;
+    float *y;
+    int relu;
+} conv_ctx;
+
+static double conv_f(void *p, const float *x)
+{
+    conv_ctx *c = p;
+    put(&c->tx, x);
+    be->ops->conv_forward(be, c->cv, &c->tx, &c->ty, c->relu);
+    get(&c->ty, c->y);
+    return dotd(c->y, c->r, nst_tensor_elems(&c->ty));
+}
+
+static void t_conv_relu_finite_differences(void)
+{
+    int h = 9, w = 7, ci = 4, co = 5;
+    size_t nx = (size_t)h * w * ci, ny = (size_t)h * w * co;
+    float *x = buf(nx), *wt = buf((size_t)co * ci * 9), *b = buf(co), *r = buf(ny), *g = buf(nx), *y = buf(ny);
+    test_fill(x, nx, 7, -1, 1);
+    test_fill(wt, (size_t)co * ci * 9, 8, -0.5f, 0.5f);
+    test_fill(b, co, 9, -0.3f, 0.3f);
+    test_fill(r, ny, 10, -1, 1);
+    conv_ctx c = {NULL, tens(h, w, ci), tens(h, w, co), r, y, 0};
+    be->ops->conv_create(be, ci, co, wt, b, &c.cv);
+    nst_tensor tg = tens(h, w, co), tdx = tens(h, w, ci);
+    for (int relu = 0; relu < 2; relu++) {
+        c.relu = relu;
+        conv_f(&c, x); /* ty = forward at x (the ReLU mask) */
+        put(&tg, r);
+        if (relu) be->ops->relu_backward(be, &c.ty, &tg);
+        be->ops->conv_backward_data(be, c.cv, &tg, &tdx);
+        get(&tdx, g);
+        double e = fd_worst(&c, conv_f, x, g, nx, relu ? 1e-3f : 1e-1f, 4, 16);
+        CHECK(e <= 1e-3, "conv%s finite differences: rel err %.3g", relu ? "+relu" : "", e);
+    }
+    be->ops->conv_destroy(be, c.cv);
+    nst_tensor_free(be, &c.tx), nst_tensor_free(be, &c.ty), nst_tensor_free(be, &tg), nst_tensor_free(be, &tdx);
+    nst_free(x), nst_free(wt), nst_free(b), nst_free(r), nst_free(g), nst_free(y);
+}
+
+/* ---- pooling -------------------------------------------------------------------------------- */
+
+/* Distinct, well-separated values (gaps of 1/n): a small step never changes a max. */
+static void fill_separated(float *x, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++) x[i] = (float)((i * 7919 + seed * 104729) % n) / (float)n - 0.5f;
+}
+
+typedef struct {
+    nst_pool_kind kind;
+    nst_tensor tx, ty;
+    const float *r;
+    float *y;
+} pool_ctx;
+
+static double pool_f(void *p, const float *x)
+{
+    pool_ctx *c = p;
+    put(&c->tx, x);
+    be->ops->pool_forward(be, c->kind, &c->tx, &c->ty);
+    get(&c->ty, c->y);
+    return dotd(c->y, c->r, nst_tensor_elems(&c->ty));
+}
+
+static void t_pool_vs_naive_and_finite_differences(void)
+{
+    const int shapes[][3] = {{2, 2, 1}, {7, 9, 3}, {16, 10, 8}, {5, 5, 16}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int h = shapes[s][0], w = shapes[s][1], c = shapes[s][2], oh = h / 2, ow = w / 2;
+        size_t nx = (size_t)h * w * c, ny = (size_t)oh * ow * c;
+        float *x = buf(nx), *y = buf(ny), *r = buf(ny), *g = buf(nx);
+        fill_separated(x, nx, (unsigned)s);
+        test_fill(r, ny, 11, -1, 1);
+        for (int kind = 0; kind < 2; kind++) {
+            pool_ctx pc = {kind ? NST_POOL_AVG : NST_POOL_MAX, tens(h, w, c), tens(oh, ow, c), r, y};
+            pool_f(&pc, x);
+            for (int i = 0; i < oh; i++)
+                for (int j = 0; j < ow; j++)
+                    for (int k = 0; k < c; k++) {
+                        float a = x[((size_t)(2 * i) * w + 2 * j) * c + k], b = x[((size_t)(2 * i) * w + 2 * j + 1) * c + k];
+                        float d = x[((size_t)(2 * i + 1) * w + 2 * j) * c + k], e = x[((size_t)(2 * i + 1) * w + 2 * j + 1) * c + k];
+                        double want = kind ? 0.25 * ((double)a + b + d + e) : fmax(fmax(a, b), fmax(d, e));
+                        CHECK_NEAR(y[((size_t)i * ow + j) * c + k], want, 1e-6, "pool forward");
+                    }
+            nst_tensor tdy = tens(oh, ow, c), tdx = tens(h, w, c);
+            put(&tdy, r);
+            CHECK(be->ops->pool_backward(be, pc.kind, &pc.tx, &pc.ty, &tdy, &tdx) == NST_OK, "%s", nst_fail_message());
+            get(&tdx, g);
+            double e = fd_worst(&pc, pool_f, x, g, nx, kind ? 1e-1f : 1e-4f, 4, 16);
+            CHECK(e <= 1e-3, "%s pool %dx%dx%d finite differences: rel err %.3g", kind ? "avg" : "max", h, w, c, e);
+            nst_tensor_free(be, &pc.tx), nst_tensor_free(be, &pc.ty), nst_tensor_free(be, &tdy), nst_tensor_free(be, &tdx);
+        }
+        nst_free(x), nst_free(y), nst_free(r), nst_free(g);
+    }
+}
+
+static void t_max_pool_routes_to_first_maximum(void)
+{
+    /* a window of equal values: the gradient goes to the top-left position only (PyTorch's rule) */
+    float x[4] = {0.5f, 0.5f, 0.5f, 0.5f}, dy[1] = {3.f}, dx[4];
+    nst_tensor tx = tens(2, 2, 1), ty = tens(1, 1, 1), tdy = tens(1, 1, 1), tdx = tens(2, 2, 1);
+    put(&tx, x);
+    put(&tdy, dy);
+    be->ops->pool_forward(be, NST_POOL_MAX, &tx, &ty);
+    be->ops->pool_backward(be, NST_POOL_MAX, &tx, &ty, &tdy, &tdx);
+    get(&tdx, dx);
+    CHECK(dx[0] == 3.f && dx[1] == 0 && dx[2] == 0 && dx[3] == 0, "dx = %g %g %g %g", dx[0], dx[1], dx[2], dx[3]);
+    nst_tensor_free(be, &tx), nst_tensor_free(be, &ty), nst_tensor_free(be, &tdy), nst_tensor_free(be, &tdx);
+}
+
+/* ---- preprocessing ---------------------------------------------------------------------------- */
+
+static void t_preprocess_and_adjoint(void)
+{
+    int h = 5, w = 6;
+    size_t n = (size_t)h * w * 3;
+    float *img = buf(n), *x = buf(n), *dx = buf(n), *dimg = buf(n);
+    test_fill(img, n, 12, 0, 1);
+    test_fill(dx, n, 13, -1, 1);
+    for (int bgr = 0; bgr < 2; bgr++) {
+        nst_preproc p = {bgr, bgr ? 255.f : 1.f, {0.4f, 100.f, 0.5f}, {0.2f, 1.f, 0.3f}};
+        nst_tensor ti = tens(h, w, 3), tx = tens(h, w, 3), tdx = tens(h, w, 3), tdi = tens(h, w, 3);
+        put(&ti, img);
+        be->ops->preprocess(be, &p, &ti, &tx);
+        get(&tx, x);
+        for (size_t i = 0; i < (size_t)h * w; i++)
+            for (int c = 0; c < 3; c++) {
+                double want = ((double)img[3 * i + (bgr ? 2 - c : c)] * p.scale - p.mean[c]) / p.std[c];
+                CHECK_NEAR(x[3 * i + c], want, 1e-4 * fmax(1, fabs(want)), "preprocess");
+            }
+        put(&tdx, dx);
+        be->ops->preprocess_backward(be, &p, &tdx, &tdi);
+        get(&tdi, dimg);
+        /* linear part only: <A img, dx> == <img, A^T dx> */
+        double l = 0;
+        for (size_t i = 0; i < (size_t)h * w; i++)
+            for (int c = 0; c < 3; c++) l += (double)img[3 * i + (bgr ? 2 - c : c)] * p.scale / p.std[c] * dx[3 * i + c];
+        double r = dotd(img, dimg, n);
+        CHECK(fabs(l - r) <= 1e-4 * fmax(1, fabs(l)), "preprocess adjoint bgr %d: %.9g vs %.9g", bgr, l, r);
+        nst_tensor_free(be, &ti), nst_tensor_free(be, &tx), nst_tensor_free(be, &tdx), nst_tensor_free(be, &tdi);
+    }
+    nst_free(img), nst_free(x), nst_free(dx), nst_free(dimg);
+}
+
+/* ---- Gram --------------------------------------------------------------------------------------- */
+
+static void gram_naive(const float *f, int w, int c, nst_rect r, double *g)
+{
+    memset(g, 0, (size_t)c * c * sizeof(double));
+    for (int y = r.y; y < r.y + r.h; y++)
+        for (int x = r.x; x < r.x + r.w; x++) {
+            const float *p = f + ((size_t)y * w + x) * c;
+            for (int i = 0; i < c; i++)
+                for (int j = 0; j < c; j++) g[(size_t)i * c + j] += (double)p[i] * p[j];
+        }
+}
+
+typedef struct {
+    nst_tensor tf;
+    nst_rect own;
+    const float *d; /* symmetric c x c */
+    float *g;
+    int c;
+} gram_ctx;
+
+/* f(F) = sum_ij D_ij G_ij(F) over the region */
+static double gram_f(void *p, const float *x)
+{
+    gram_ctx *c = p;
+    put(&c->tf, x);
+    memset(c->g, 0, (size_t)c->c * c->c * sizeof(float));
+    be->ops->gram_accumulate(be, &c->tf, c->own, c->g);
+    return dotd(c->g, c->d, (size_t)c->c * c->c);
+}
+
+static void t_gram_regions_and_finite_differences(void)
+{
+    const int h = 9, w = 11, c = 6;
+    const nst_rect regions[] = {{0, 0, 11, 9}, {0, 3, 11, 4}, {2, 1, 5, 6}, {10, 8, 1, 1}, {3, 3, 0, 2}};
+    size_t n = (size_t)h * w * c;
+    float *f = buf(n), *g = buf((size_t)c * c), *d = buf((size_t)c * c), *df = buf(n);
+    double *ref = nst_alloc_array((size_t)c * c, sizeof(double), "test");
+    test_fill(f, n, 14, -1, 1);
+    for (int i = 0; i < c; i++)
+        for (int j = 0; j <= i; j++) d[i * c + j] = d[j * c + i] = (float)(0.1 * ((i * 7 + j * 3) % 11) - 0.5);
+    gram_ctx gc = {tens(h, w, c), regions[0], d, g, c};
+    nst_tensor tdf = tens(h, w, c);
+    for (size_t k = 0; k < sizeof regions / sizeof *regions; k++) {
+        nst_rect r = regions[k];
+        gc.own = r;
+        gram_f(&gc, f);
+        gram_naive(f, w, c, r, ref);
+        double worst = 0, big = 1e-6;
+        for (int i = 0; i < c * c; i++) {
+            worst = fmax(worst, fabs(g[i] - ref[i]));
+            big = fmax(big, fabs(ref[i]));
+        }
+        CHECK(worst / big <= 1e-5, "gram region %d: rel err %.3g", (int)k, worst / big);
+        /* accumulate: a second call adds the same sums */
+        be->ops->gram_accumulate(be, &gc.tf, r, g);
+        for (int i = 0; i < c * c; i++) CHECK_NEAR(g[i], 2 * ref[i], 1e-4 * fmax(1, fabs(ref[i])), "gram accumulates");
+        /* backward: gradient of f is 2 F D on the region, 0 elsewhere */
+        be->ops->zero(be, tdf.data, n * sizeof(float));
+        CHECK(be->ops->gram_backward(be, &gc.tf, r, d, 2.f, &tdf) == NST_OK, "%s", nst_fail_message());
+        get(&tdf, df);
+        if (!nst_rect_empty(r)) {
+            double e = fd_worst(&gc, gram_f, f, df, n, 1e-1f, 4, 16); /* quadratic */
+            CHECK(e <= 1e-3, "gram region %d finite differences: rel err %.3g", (int)k, e);
+        }
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < w; x++)
+                if (!nst_rect_contains(r, nst_rect_make(x, y, 1, 1)))
+                    for (int i = 0; i < c; i++) CHECK(df[((size_t)y * w + x) * c + i] == 0, "gradient outside the region");
+    }
+    /* gram_diff: d = g * s - a and the sum of squares */
+    float a[4] = {1, 2, 2, 5}, gg[4] = {4, 2, 2, 8}, dd[4];
+    double ss;
+    be->ops->gram_diff(be, gg, 0.5f, a, 2, dd, &ss);
+    CHECK(dd[0] == 1 && dd[1] == -1 && dd[3] == -1 && ss == 4.0, "gram_diff %g %g %g %g ss %g", dd[0], dd[1], dd[2], dd[3], ss);
+    nst_tensor_free(be, &gc.tf), nst_tensor_free(be, &tdf);
+    nst_free(f), nst_free(g), nst_free(d), nst_free(df), nst_free(ref);
+}
+
+/* ---- content (mse) and TV ---------------------------------------------------------------------- */
+
+typedef struct {
+    nst_tensor tf, tp;
+    nst_rect own;
+    int tv;
+} loss_ctx;
+
+static double loss_f(void *p, const float *x)
+{
+    loss_ctx *c = p;
+    double s = 0;
+    put(&c->tf, x);
+    if (c->tv)
+        be->ops->tv(be, &c->tf, c->own, c->own, 1.f, &s, NULL);
+    else
+        be->ops->mse(be, &c->tf, &c->tp, c->own, c->own, 1.f, &s, NULL);
+    return s;
+}
+
+static void t_mse_and_tv_finite_differences_and_regions(void)
+{
+    const int h = 8, w = 10, c = 3;
+    size_t n = (size_t)h * w * c;
+    float *f = buf(n), *p = buf(n), *g = buf(n), *g2 = buf(n);
+    test_fill(f, n, 15, 0, 1);
+    test_fill(p, n, 16, 0, 1);
+    nst_rect whole = {0, 0, w, h};
+    for (int tv = 0; tv < 2; tv++) {
+        loss_ctx lc = {tens(h, w, c), tens(h, w, c), whole, tv};
+        put(&lc.tp, p);
+        nst_tensor tg = tens(h, w, c);
+        double s = 0, naive = 0;
+        put(&lc.tf, f);
+        if (tv) {
+            be->ops->tv(be, &lc.tf, whole, whole, 1.f, &s, &tg);
+            for (int y = 0; y < h; y++)
+                for (int x = 0; x < w; x++)
+                    for (int k = 0; k < c; k++) {
+                        float v = f[((size_t)y * w + x) * c + k];
+                        if (x + 1 < w) naive += pow(f[((size_t)y * w + x + 1) * c + k] - v, 2);
+                        if (y + 1 < h) naive += pow(f[((size_t)(y + 1) * w + x) * c + k] - v, 2);
+                    }
+        } else {
+            be->ops->mse(be, &lc.tf, &lc.tp, whole, whole, 2.f, &s, &tg); /* scale 2: the gradient of the sum */
+            for (size_t i = 0; i < n; i++) naive += pow((double)f[i] - p[i], 2);
+        }
+        CHECK_NEAR(s, naive, 1e-9 * fmax(1, naive), tv ? "tv value" : "mse value");
+        get(&tg, g);
+        double e = fd_worst(&lc, loss_f, f, g, n, 1e-1f, 4, 16); /* quadratic */
+        CHECK(e <= 1e-3, "%s finite differences: rel err %.3g", tv ? "tv" : "mse", e);
+
+        /* Tiling semantics: values over owned parts add up to the whole, and the gradient seeded
+         * on a part equals the whole gradient there (and is untouched elsewhere). */
+        nst_rect left = {0, 0, 4, h}, right = {4, 0, w - 4, h};
+        double sl, sr;
+        nst_tensor tg2 = tens(h, w, c);
+        if (tv) {
+            be->ops->tv(be, &lc.tf, left, left, 1.f, &sl, &tg2);
+            be->ops->tv(be, &lc.tf, right, right, 1.f, &sr, NULL);
+        } else {
+            be->ops->mse(be, &lc.tf, &lc.tp, left, left, 2.f, &sl, &tg2);
+            be->ops->mse(be, &lc.tf, &lc.tp, right, right, 2.f, &sr, NULL);
+        }
+        CHECK_NEAR(sl + sr, s, 1e-9 * fmax(1, s), "parts add up to the whole");
+        get(&tg2, g2);
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < w; x++)
+                for (int k = 0; k < c; k++) {
+                    size_t i = ((size_t)y * w + x) * c + k;
+                    if (x < 4)
+                        CHECK_NEAR(g2[i], g[i], 1e-6, "seeded gradient equals the whole gradient");
+                    else
+                        CHECK(g2[i] == 0, "gradient outside the seed region");
+                }
+        nst_tensor_free(be, &lc.tf), nst_tensor_free(be, &lc.tp), nst_tensor_free(be, &tg), nst_tensor_free(be, &tg2);
+    }
+    nst_free(f), nst_free(p), nst_free(g), nst_free(g2);
+}
+
+/* ---- Adam and reductions ----------------------------------------------------------------------- */
+
+static void t_adam_matches_the_formula(void)
+{
+    const size_t n = 1000;
+    float *x = buf(n), *g = buf(n), *m = buf(n), *v = buf(n);
+    double *rx = nst_alloc_array(n, sizeof(double), "t"), *rm = nst_alloc_array(n, sizeof(double), "t"),
+           *rv = nst_alloc_array(n, sizeof(double), "t");
+    test_fill(x, n, 17, 0, 1);
+    for (size_t i = 0; i < n; i++) rx[i] = x[i], rm[i] = rv[i] = m[i] = v[i] = 0;
+    nst_adam_params p = {0.05f, 0.9f, 0.999f, 1e-8f, 0, 1};
+    for (int t = 1; t <= 5; t++) {
+        test_fill(g, n, 18 + t, -1, 1);
+        p.t = t;
+        be->ops->adam(be, x, g, m, v, n, &p);
+        for (size_t i = 0; i < n; i++) {
+            rm[i] = 0.9 * rm[i] + 0.1 * g[i];
+            rv[i] = 0.999 * rv[i] + 0.001 * (double)g[i] * g[i];
+            double mh = rm[i] / (1 - pow(0.9, t)), vh = rv[i] / (1 - pow(0.999, t));
+            rx[i] -= 0.05 * mh / (sqrt(vh) + 1e-8);
+            rx[i] = rx[i] < 0 ? 0 : rx[i] > 1 ? 1 : rx[i];
+        }
+    }
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(x[i] - rx[i]));
+    CHECK(worst <= 1e-5, "adam: max |diff| %.3g", worst);
+    nst_free(x), nst_free(g), nst_free(m), nst_free(v), nst_free(rx), nst_free(rm), nst_free(rv);
+}
+
+static void t_reductions_are_exact_enough_and_thread_independent(void)
+{
+    const size_t n = 100003;
+    float *a = buf(n), *b = buf(n);
+    test_fill(a, n, 30, -1, 1);
+    test_fill(b, n, 31, -1, 1);
+    double d, ss;
+    be->ops->dot(be, a, b, n, &d);
+    CHECK_NEAR(d, dotd(a, b, n), 1e-9, "dot");
+    nst_tensor t = {1, (int)(n / 1), 1, NST_F32, a};
+    be->ops->sumsq(be, &t, nst_tensor_rect(&t), &ss);
+    CHECK_NEAR(ss, dotd(a, a, n), 1e-8, "sumsq");
+    /* the same sums on one thread: bit-identical (per-row/chunk partials added in order) */
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    double d1, ss1;
+    be->ops->dot(be, a, b, n, &d1);
+    be->ops->sumsq(be, &t, nst_tensor_rect(&t), &ss1);
+    omp_set_num_threads(saved);
+    CHECK(d1 == d && ss1 == ss, "1 thread: dot %.17g vs %.17g, sumsq %.17g vs %.17g", d1, d, ss1, ss);
+    nst_free(a), nst_free(b);
+}
+
+int main(void)
+{
+    if (nst_backend_open("cpu", 0, &be) != NST_OK) {
+        printf("cannot open the CPU backend: %s\n", nst_fail_message());
+        return 1;
+    }
+    printf("test_ops: %s\n", be->description);
+    RUN(t_conv_forward_vs_naive);
+    RUN(t_conv_backward_vs_naive_and_adjoint);
+    RUN(t_conv_relu_finite_differences);
+    RUN(t_pool_vs_naive_and_finite_differences);
+    RUN(t_max_pool_routes_to_first_maximum);
+    RUN(t_preprocess_and_adjoint);
+    RUN(t_gram_regions_and_finite_differences);
+    RUN(t_mse_and_tv_finite_differences_and_regions);
+    RUN(t_adam_matches_the_formula);
+    RUN(t_reductions_are_exact_enough_and_thread_independent);
+    nst_backend_close(be);
+    return test_report("test_ops");
+}
