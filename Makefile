@@ -6,6 +6,7 @@
 #   make asan       build/asan/nstbatch with AddressSanitizer + UBSan
 #   make fuzz       the libFuzzer targets (clang)
 #   make bench      the CPU benchmark against PyTorch (needs scripts/install-deps.sh --dev)
+#   make bench-conv the convolution measurement behind the oneDNN choice
 #   make weights    download the Keras VGG-19 weights into models/ (checks the MD5)
 #   make clean
 #
@@ -27,7 +28,8 @@ endif
 MPICC     := $(shell command -v mpicc 2>/dev/null)
 MPI_VER   := $(shell mpirun --version 2>/dev/null | head -n1)
 HDF5_PC   := $(shell pkg-config --exists hdf5-openmpi 2>/dev/null && echo hdf5-openmpi)
-HDF5_PAR  := $(if $(HDF5_PC),$(shell grep -q 'define H5_HAVE_PARALLEL 1' $$(pkg-config --variable=includedir hdf5-openmpi 2>/dev/null)/H5pubconf.h 2>/dev/null && echo yes))
+HDF5_PAR  := $(if $(HDF5_PC),$(shell for d in $$(pkg-config --cflags-only-I $(HDF5_PC) | sed 's/-I//g'); do \
+               grep -qs 'define H5_HAVE_PARALLEL 1' $$d/H5pubconf.h && echo yes && break; done))
 TIFF_VER  := $(shell pkg-config --modversion libtiff-4 2>/dev/null)
 PNG_VER   := $(shell pkg-config --modversion libpng 2>/dev/null)
 JPEG_VER  := $(shell pkg-config --modversion libjpeg 2>/dev/null)
@@ -64,7 +66,7 @@ LIB     := $(BUILD)/libnst.a
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))
 TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tests/png_probe
 
-.PHONY: all demo test test-run asan fuzz bench weights deps check-deps clean demo-images
+.PHONY: all demo test test-run asan fuzz bench bench-conv weights deps check-deps clean demo-images
 all: check-deps nstbatch
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
@@ -125,7 +127,11 @@ $(BUILD)/tools/%: tools/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLCFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c tests/test.h $(LIB)
+$(BUILD)/tests/png_probe: tests/png_probe.c
+	@mkdir -p $(dir $@)
+	$(Q)cc -O2 -o $@ $< $(shell pkg-config --cflags --libs libpng 2>/dev/null)
+
+$(BUILD)/tests/%: tests/%.c tests/test.h tests/naive.h $(LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC    $<")
 	$(Q)$(CC) $(ALLCFLAGS) -o $@ $< $(LIB) $(LDLIBS)
@@ -133,7 +139,7 @@ $(BUILD)/tests/%: tests/%.c tests/test.h $(LIB)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -I. $(DEPCFLAGS)
 FUZZ_IO := util/status.c util/mem.c io/image.c io/png_io.c io/jpeg_read.c io/tiff_read.c io/tiff_write.c io/atomic_file.c
 fuzz: $(BUILD)/fuzz/fuzz_config $(BUILD)/fuzz/fuzz_image
-$(BUILD)/fuzz/fuzz_config: tests/fuzz/fuzz_config.c io/config.c util/status.c
+$(BUILD)/fuzz/fuzz_config: tests/fuzz/fuzz_config.c io/config.c util/status.c util/text.c
 	@mkdir -p $(dir $@)
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $^
 $(BUILD)/fuzz/fuzz_image: tests/fuzz/fuzz_image.c $(FUZZ_IO)
@@ -143,7 +149,7 @@ $(BUILD)/fuzz/fuzz_image: tests/fuzz/fuzz_image.c $(FUZZ_IO)
 # make test = install what is missing, then build and run everything in a fresh make (so the
 # probes see the packages just installed).
 test: deps
-	@$(MAKE) --no-print-directory test-run
+	@$(MAKE) --no-print-directory -j$$(nproc) test-run
 
 test-run: all asan fuzz $(TESTS) $(TOOLS) demo-images
 	@tests/run.sh $(BUILD)
@@ -157,11 +163,18 @@ $(DEMO_IMAGES) &: $(BUILD)/tools/draw_demo_images
 
 demo: deps
 	@$(MAKE) --no-print-directory all demo-images
-	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$(nproc)} mpirun --allow-run-as-root -np 1 ./nstbatch configs/demo.ini
+	mpirun --allow-run-as-root --bind-to none -np 1 ./nstbatch configs/demo.ini
 
 # ---- benchmark and weights --------------------------------------------------------------------
-bench: all
+bench: all $(BUILD)/bench/cpu_conv_choice
 	bench/cpu_iteration.sh
+
+# the measurement that chose oneDNN over im2col + OpenBLAS for the CPU convolutions
+bench-conv: $(BUILD)/bench/cpu_conv_choice
+	OMP_NUM_THREADS=$$(nproc) $(BUILD)/bench/cpu_conv_choice 512 384 | tee bench/results/cpu_conv_choice.md
+$(BUILD)/bench/cpu_conv_choice: bench/cpu_conv_choice.c
+	@mkdir -p $(dir $@)
+	$(Q)cc -O3 -fopenmp -o $@ $< -ldnnl $(shell pkg-config --cflags --libs openblas 2>/dev/null || echo -lopenblas)
 
 KERAS_VGG19 := vgg19_weights_tf_dim_ordering_tf_kernels_notop.h5
 KERAS_MD5   := 253f8cb515780f3b799900260a226db6

@@ -140,7 +140,14 @@ int main(int argc, char **argv)
     nst_job_result res;
     if (s == NST_OK) s = nst_backend_open(cfg.run_device, (int)cfg.run_threads, &be);
     if (s == NST_OK) {
-        nst_info("nstbatch %s: %d rank%s; backend: %s\n", NST_VERSION, size, size == 1 ? "" : "s", be->description);
+        nst_info("nstbatch %s: %d rank%s; backend: %s%s%s%s\n", NST_VERSION, size, size == 1 ? "" : "s", be->description,
+                 be->choice[0] ? " (" : "", be->choice, be->choice[0] ? ")" : "");
+        /* mpirun binds each rank to one core by default for small rank counts, and OpenMP sizes
+         * its pool from that mask: say so, since it silently costs most of the machine. */
+        if (cfg.run_threads == 0 && be->cores_allowed < be->cores_online)
+            nst_warn("MPI bound this rank to %d of %d cores, so the CPU backend uses %d thread%s; launch with "
+                     "mpirun --bind-to none (one rank per node) or --map-by slot:PE=N, or set run.threads\n",
+                     be->cores_allowed, be->cores_online, be->threads, be->threads == 1 ? "" : "s");
         nst_reducer red = {NULL, reducer_floats, reducer_doubles};
         s = nst_job_run(&cfg, be, red, &res);
     }

@@ -8,6 +8,8 @@
  */
 #include "config.h"
 
+#include "../util/text.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -59,51 +61,24 @@ static const char *shown(const char *v, char *buf, size_t cap)
     return buf;
 }
 
-static size_t levenshtein(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 64 || lb > 64) return 99;
-    size_t row[65];
-    for (size_t j = 0; j <= lb; j++) row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t best = diag + (a[i - 1] != b[j - 1]);
-            if (row[j] + 1 < best) best = row[j] + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
-static int close_enough(const char *typed, const char *cand, size_t d)
-{
-    size_t len = strlen(cand);
-    size_t limit = len / 3 > 2 ? len / 3 : 2;
-    return d <= limit || strstr(cand, typed) != NULL || strstr(typed, cand) != NULL;
-}
-
 /* " (did you mean 'x'?)" for the nearest key name in `section`, else across all sections. */
 static void suggest_key(const char *section, const char *name, char *out, size_t cap)
 {
-    int best = -1;
-    size_t bestd = 99;
-    for (int pass = 0; pass < 2 && best < 0; pass++) {
-        for (int i = 0; i < NST_NKEYS; i++) {
-            if (pass == 0 && strcmp(keys[i].section, section) != 0) continue;
-            size_t d = levenshtein(name, keys[i].name);
-            if (d < bestd && close_enough(name, keys[i].name, d)) {
-                bestd = d;
-                best = i;
-            }
-        }
+    const char *cand[NST_NKEYS];
+    const char *best = NULL;
+    size_t n = 0;
+    for (int i = 0; i < NST_NKEYS; i++)
+        if (strcmp(keys[i].section, section) == 0) cand[n++] = keys[i].name;
+    best = nst_nearest(name, cand, n);
+    if (best) {
+        snprintf(out, cap, " (did you mean '%s.%s'?)", section, best);
+        return;
     }
+    for (int i = 0; i < NST_NKEYS; i++) cand[i] = keys[i].name;
+    best = nst_nearest(name, cand, NST_NKEYS);
     out[0] = 0;
-    if (best >= 0) snprintf(out, cap, " (did you mean '%s'?)", keys[best].full);
+    for (int i = 0; best && i < NST_NKEYS; i++)
+        if (keys[i].name == best) snprintf(out, cap, " (did you mean '%s'?)", keys[i].full);
 }
 
 static void section_list(char *out, size_t cap)
@@ -119,15 +94,11 @@ static void section_list(char *out, size_t cap)
 
 static void suggest_section(const char *section, char *out, size_t cap)
 {
-    const char *best = NULL;
-    size_t bestd = 99;
-    for (int i = 0; i < NST_NKEYS; i++) {
-        size_t d = levenshtein(section, keys[i].section);
-        if (d < bestd && close_enough(section, keys[i].section, d)) {
-            bestd = d;
-            best = keys[i].section;
-        }
-    }
+    const char *cand[NST_NKEYS];
+    size_t n = 0;
+    for (int i = 0; i < NST_NKEYS; i++)
+        if (i == 0 || strcmp(keys[i].section, keys[i - 1].section) != 0) cand[n++] = keys[i].section;
+    const char *best = nst_nearest(section, cand, n);
     char all[512];
     section_list(all, sizeof all);
     if (best)

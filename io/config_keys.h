@@ -40,7 +40,7 @@ NST_KEY(model, random_width_divisor, INT, "1", 1, 64, "", "channel-width divisor
 NST_KEY(model, pooling, ENUM, "max", 0, 0, "max|avg", "pooling layers of the network")
 
 /* [optim] */
-NST_KEY(optim, method, ENUM, "adam", 0, 0, "adam", "optimiser")
+NST_KEY(optim, method, ENUM, "adam", 0, 0, "adam", "optimiser of the image pixels")
 NST_KEY(optim, iterations, INT, "500", 0, 100000000, "", "optimiser iterations")
 NST_KEY(optim, lr, FLOAT, "0.02", 1e-9, 10, "", "Adam learning rate, in image units (pixels in [0,1])")
 NST_KEY(optim, beta1, FLOAT, "0.9", 0, 0.999999, "", "Adam first-moment decay")

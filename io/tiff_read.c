@@ -93,10 +93,14 @@ static void src_unmap(thandle_t h, void *base, toff_t size)
 
 static int on_error(TIFF *tif, void *user, const char *module, const char *fmt, va_list ap)
 {
-    (void)tif;
     (void)module;
     tiff_src *s = user;
-    if (!s->msg[0]) vsnprintf(s->msg, sizeof s->msg, fmt, ap);
+    if (s->msg[0]) return 1;
+    vsnprintf(s->msg, sizeof s->msg, fmt, ap);
+    /* libtiff sometimes starts with the file name, which our message already gives */
+    const char *name = tif ? TIFFFileName(tif) : NULL;
+    size_t n = name ? strlen(name) : 0;
+    if (n && strncmp(s->msg, name, n) == 0 && s->msg[n] == ':') memmove(s->msg, s->msg + n + 2, strlen(s->msg + n + 2) + 1);
     return 1;
 }
 

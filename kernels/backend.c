@@ -23,13 +23,10 @@ nst_status nst_backend_open(const char *device, int threads, nst_backend **out)
         return nst_fail(NST_EINPUT, "run.device = '%s': expected one of auto, cpu, cuda", device);
     NST_TRY(nst_cpu_backend_open(threads, out));
     if (strcmp(device, "auto") == 0) {
-        char note[200];
         if (ngpu == 0)
-            snprintf(note, sizeof note, " (auto: %s)", why);
+            snprintf((*out)->choice, sizeof (*out)->choice, "auto: %s", why);
         else
-            snprintf(note, sizeof note, " (auto: %s found, but this version has no CUDA ops yet)", gpu);
-        size_t n = strlen((*out)->description);
-        snprintf((*out)->description + n, sizeof (*out)->description - n, "%s", note);
+            snprintf((*out)->choice, sizeof (*out)->choice, "auto: %s found, but this version has no CUDA ops yet", gpu);
     }
     return NST_OK;
 }

@@ -108,7 +108,11 @@ struct nst_backend {
     void *impl;
     nst_dtype act_dtype;  /* activation storage */
     char name[16];        /* "cpu", "cuda" */
-    char description[160];
+    char description[160];  /* "CPU, fp32, oneDNN 2.6.3 (AVX-512), 2 threads" */
+    char choice[256];       /* why run.device = auto chose it ("" when named explicitly) */
+    int threads;            /* CPU threads this process computes with */
+    int cores_allowed;      /* cores in this process's affinity mask (mpirun may bind ranks) */
+    int cores_online;
     void (*destroy)(nst_backend *);
 };
 

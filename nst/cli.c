@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../io/config.h"
+#include "../util/text.h"
 
 static const char *options[] = {"--set", "--print-config", "--help", "--version", "--quiet", "--make-weights",
                                 "--seed", "--width-divisor", "--force"};
@@ -81,9 +82,9 @@ nst_status nst_cli_parse(int argc, char **argv, nst_cli *cli)
             cli->mw_divisor = (int)d;
             div_given = 1;
         } else if (a[0] == '-' && a[1]) {
-            const char *best = NULL;
-            for (size_t k = 0; k < sizeof options / sizeof *options; k++)
-                if (strncmp(a, options[k], 4) == 0) best = options[k];
+            char typed[64];
+            snprintf(typed, sizeof typed, "%.*s", (int)strcspn(a, "="), a);
+            const char *best = nst_nearest(typed, options, sizeof options / sizeof *options);
             return nst_fail(NST_EINPUT, "unknown option '%s'%s%s%s; see --help", a, best ? " (did you mean '" : "",
                             best ? best : "", best ? "'?)" : "");
         } else {

@@ -19,8 +19,9 @@ nst_status nst_net_create(nst_backend *be, const nst_weights *w, int deepest, ns
         if (L->op == NST_OP_CONV) {
             if (L->conv >= w->nconv) {
                 nst_net_destroy(net);
-                return nst_fail(NST_EINPUT, "the loss uses %s, but the weights (%s) end at %s", L->relu, w->description,
-                                nst_vgg_layer_at(nst_vgg_conv_layer(w->nconv - 1))->name);
+                return nst_fail(NST_EINPUT, "the loss uses %s (it needs %s), but the weights (%s) end at %s",
+                                nst_vgg_layer_at(deepest)->relu ? nst_vgg_layer_at(deepest)->relu : nst_vgg_layer_at(deepest)->name,
+                                L->name, w->description, nst_vgg_layer_at(nst_vgg_conv_layer(w->nconv - 1))->name);
             }
             const nst_conv_weights *cw = &w->conv[L->conv];
             nst_status s = be->ops->conv_create(be, cw->cin, cw->cout, cw->w, cw->b, &net->conv[L->conv]);

@@ -13,6 +13,7 @@
 
 #include "../kernels/backend.h"
 #include "../util/mem.h"
+#include "naive.h"
 #include "test.h"
 
 static nst_backend *be;
@@ -43,21 +44,15 @@ static double dotd(const float *a, const float *b, size_t n)
 
 /* ---- naive references ------------------------------------------------------------------------ */
 
+/* fp32 in and out around the double reference of naive.h */
 static void conv_naive(const float *x, int h, int w, int ci, const float *wt, const float *b, int co, int relu, float *y)
 {
-    for (int i = 0; i < h; i++)
-        for (int j = 0; j < w; j++)
-            for (int o = 0; o < co; o++) {
-                double s = b ? b[o] : 0;
-                for (int ky = 0; ky < 3; ky++)
-                    for (int kx = 0; kx < 3; kx++) {
-                        int yy = i + ky - 1, xx = j + kx - 1;
-                        if (yy < 0 || yy >= h || xx < 0 || xx >= w) continue;
-                        for (int c = 0; c < ci; c++)
-                            s += (double)x[((size_t)yy * w + xx) * ci + c] * wt[(((size_t)o * ci + c) * 3 + ky) * 3 + kx];
-                    }
-                y[((size_t)i * w + j) * co + o] = (float)(relu && s < 0 ? 0 : s);
-            }
+    double *xd = malloc(sizeof(double) * (size_t)h * w * ci), *yd = malloc(sizeof(double) * (size_t)h * w * co);
+    to_double(x, xd, (size_t)h * w * ci);
+    naive_conv(xd, h, w, ci, wt, b, co, relu, yd);
+    for (size_t i = 0; i < (size_t)h * w * co; i++) y[i] = (float)yd[i];
+    free(xd);
+    free(yd);
 }
 
 static void conv_bwd_naive(const float *dy, int h, int w, int ci, const float *wt, int co, float *dx)

@@ -1,6 +1,9 @@
 /* kernels/cpu/backend_cpu.c: the CPU backend's op table, memory functions and set-up. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <omp.h>
+#include <sched.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "../../util/mem.h"
@@ -125,6 +128,10 @@ nst_status nst_cpu_backend_open(int threads, nst_backend **out)
         return cpu_dnnl_fail(st, "dnnl_engine_create", __FILE__, __LINE__);
     }
     const dnnl_version_t *v = dnnl_version();
+    cpu_set_t mask;
+    be->cores_online = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    be->cores_allowed = sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : be->cores_online;
+    be->threads = impl->threads;
     snprintf(be->description, sizeof be->description, "CPU, fp32, oneDNN %d.%d.%d (%s), %d thread%s", v->major, v->minor,
              v->patch, dnnl_get_effective_cpu_isa() >= dnnl_cpu_isa_avx512_core ? "AVX-512" : "AVX2 or older",
              impl->threads, impl->threads == 1 ? "" : "s");

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# tests/run.sh: the test suite (make test builds everything, then runs this). Each suite prints
+# "NAME: N passed, N failed, N skipped"; this adds them up, prints one closing summary line, and
+# exits non-zero if anything failed or a suite died without its summary.
+#
+#   tests/run.sh [BUILD_DIR]          (FUZZ_SECONDS=N shortens or lengthens the fuzzing)
+set -u
+B=${1:-build}
+cd "$(dirname "$0")/.."
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+total_p=0 total_f=0 total_s=0 broken=()
+suites=(
+  "test_config|$B/tests/test_config"
+  "test_geometry|$B/tests/test_geometry"
+  "test_ops|$B/tests/test_ops"
+  "test_loss_grad|$B/tests/test_loss_grad"
+  "test_images|$B/tests/test_images"
+  "test_weights|$B/tests/test_weights"
+  "test_reference|$B/tests/test_reference tests/fixtures"
+  "test_cli|tests/test_cli.sh ./nstbatch test_cli"
+  "test_cli_asan|tests/test_cli.sh $B/asan/nstbatch test_cli_asan"
+  "test_demo|tests/test_demo.sh ./nstbatch $B/tests/png_probe"
+  "test_fuzz|tests/test_fuzz.sh $B"
+)
+for entry in "${suites[@]}"; do
+  name=${entry%%|*} cmd=${entry#*|}
+  echo "== $name"
+  start=$(date +%s.%N)
+  out=$(timeout 1200 $cmd 2>&1); status=$?
+  secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  echo "$out"
+  line=$(grep -E "^$name: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped" <<<"$out" | tail -n 1)
+  if [ -z "$line" ]; then
+    broken+=("$name (exit status $status, no summary)")
+    total_f=$((total_f + 1))
+    continue
+  fi
+  read -r p f s < <(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped/\1 \2 \3/' <<<"$line")
+  total_p=$((total_p + p)) total_f=$((total_f + f)) total_s=$((total_s + s))
+  [ "$status" -ne 0 ] && [ "$f" -eq 0 ] && { broken+=("$name (exit status $status)"); total_f=$((total_f + 1)); }
+  echo "   ($secs s)"
+done
+echo
+for b in "${broken[@]}"; do echo "broken: $b"; done
+echo "$total_p passed, $total_f failed, $total_s skipped"
+[ "$total_f" -eq 0 ]

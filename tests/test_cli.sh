@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# tests/test_cli.sh: the command line end to end, and the table of bad inputs.
+#
+#   tests/test_cli.sh NSTBATCH [LABEL]
+#
+# Every bad config, flag, image and weight file must give exit status 2 (1 for runtime
+# failures), exactly one "nstbatch: error:" line containing the expected text, no sanitizer
+# report, no crash, and leave no output or temporary file behind. make test runs this table
+# with the normal build and with the ASan+UBSan build (build/asan/nstbatch).
+set -u
+NST=$(readlink -f "$1")
+LABEL=${2:-test_cli}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+T=$(mktemp -d /tmp/nstbatch-cli.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+pass=0 fail=0
+
+ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
+bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | head -n 12; }
+
+# case NAME EXPECTED_STATUS FRAGMENT -- ARGS...
+case_() {
+  local name=$1 want=$2 frag=$3; shift 4
+  local out status
+  out=$(cd "$T" && timeout 120 "$@" 2>&1); status=$?
+  local errors; errors=$(grep -c '^nstbatch: error:' <<<"$out")
+  if [ "$status" -ne "$want" ]; then bad "$name" "exit status $status, expected $want" "$out"; return; fi
+  if grep -q -E 'AddressSanitizer|runtime error|LeakSanitizer|Segmentation|core dumped' <<<"$out"; then bad "$name" "sanitizer report or crash" "$out"; return; fi
+  if [ "$want" -ne 0 ] && [ "$errors" -ne 1 ]; then bad "$name" "$errors error lines, expected 1" "$out"; return; fi
+  if ! grep -q -F -- "$frag" <<<"$out"; then bad "$name" "output lacks '$frag'" "$out"; return; fi
+  if ls -a "$T" | grep -q 'nstbatch-.*\.tmp'; then bad "$name" "a temporary file was left behind" "$(ls -a "$T")"; return; fi
+  if [ "$want" -ne 0 ] && [ -e "$T/out.png" ]; then bad "$name" "an output was written" ""; rm -f "$T/out.png"; return; fi
+  ok "$name"
+}
+
+# ---- fixtures ------------------------------------------------------------------------------------
+cp "$ROOT/configs/demo/content.png" "$T/content.png"
+cp "$ROOT/configs/demo/style.png" "$T/style.png"
+"$NST" --make-weights random "$T/w.h5" --width-divisor 16 >/dev/null || { echo "cannot make weights"; exit 1; }
+base() { # a valid config, with extra lines appended
+  { printf '[content]\npath = content.png\n[style]\npath = style.png\n[output]\npath = out.png\n'
+    printf '[model]\nweights = w.h5\n[optim]\niterations = 2\n'
+    printf '%b' "${1:-}"; } >"$T/$2"
+}
+head -c 4000 "$T/content.png" >"$T/trunc.png"
+printf 'not an image at all\n' >"$T/text.png"
+head -c 3000 "$T/w.h5" >"$T/trunc.h5"
+mkdir -p "$T/adir"
+# A little-endian TIFF whose header claims 1,000,000 x 1,000,000 RGB pixels in one 16-byte strip:
+# refused before any allocation (a float image of it would need 12 TB).
+printf 'II*\0\010\0\0\0\010\0'\
+'\0\1\4\0\1\0\0\0\100\102\17\0'\
+'\1\1\4\0\1\0\0\0\100\102\17\0'\
+'\2\1\3\0\1\0\0\0\10\0\0\0'\
+'\6\1\3\0\1\0\0\0\2\0\0\0'\
+'\21\1\4\0\1\0\0\0\156\0\0\0'\
+'\25\1\3\0\1\0\0\0\3\0\0\0'\
+'\26\1\4\0\1\0\0\0\100\102\17\0'\
+'\27\1\4\0\1\0\0\0\20\0\0\0'\
+'\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0' >"$T/huge.tif"
+"$NST" --make-weights random "$T/w_prefix.h5" --width-divisor 16 >/dev/null
+
+# ---- good uses ---------------------------------------------------------------------------------------
+case_ "help" 0 "optim.iterations" -- "$NST" --help
+case_ "version" 0 "nstbatch 0.1.0" -- "$NST" --version
+base "" ok.ini
+case_ "print-config applies --set" 0 "iterations = 7" -- "$NST" ok.ini --print-config --set optim.iterations=7
+case_ "make-weights refuses to overwrite" 2 "use --force" -- "$NST" --make-weights random w.h5
+case_ "a short render" 0 "wrote out.png (64x43, 8-bit)" -- "$NST" ok.ini --set optim.iterations=3 --set output.size=64
+rm -f "$T/out.png"
+
+# ---- the README documents every key -----------------------------------------------------------------
+undocumented=""
+section=""
+while IFS= read -r line; do
+  case "$line" in
+    \[*\]) section=${line#[}; section=${section%]} ;;
+    *" = "*) key="$section.${line%% = *}"; grep -q -F "\`$key\`" "$ROOT/README.md" || grep -q -F "$key\`" "$ROOT/README.md" || undocumented="$undocumented $key" ;;
+  esac
+done < <("$NST" --print-config)
+if [ -z "$undocumented" ]; then ok "the README documents every config key"; else bad "the README documents every config key" "missing:$undocumented"; fi
+
+# ---- configs -----------------------------------------------------------------------------------------
+printf '[optm]\n' >"$T/c1.ini"; case_ "unknown section" 2 "c1.ini:1: unknown section [optm] (did you mean [optim]?)" -- "$NST" c1.ini
+base '[optim]\niteration = 5\n' c2.ini; case_ "unknown key" 2 "did you mean 'optim.iterations'?" -- "$NST" c2.ini
+base '[run]\nseed = ten\n' c3.ini; case_ "wrong type" 2 "c3.ini:12: run.seed = 'ten': expected an integer" -- "$NST" c3.ini
+printf '[optim]\nlr = 100\n' >"$T/c4.ini"; case_ "out of range" 2 "c4.ini:2: optim.lr = '100': expected a number in [1e-09, 10]" -- "$NST" c4.ini
+printf '[run]\ndevice = gpu\n' >"$T/c5.ini"; case_ "bad enum" 2 "expected one of auto, cpu, cuda" -- "$NST" c5.ini
+printf '[optim]\nthis is not ini\n' >"$T/c6.ini"; case_ "malformed line" 2 "c6.ini:2: malformed line" -- "$NST" c6.ini
+{ printf '[content]\npath = '; head -c 5000 /dev/zero | tr '\0' 'a'; printf '\n'; } >"$T/c7.ini"
+case_ "over-long line" 2 "c7.ini:2: line longer than 4095 bytes" -- "$NST" c7.ini
+printf '[optim]\nlr = 0.1\nlr = 0.2\n' >"$T/c8.ini"; case_ "duplicate key" 2 "set twice (first at line 2)" -- "$NST" c8.ini
+printf '[style]\npath = style.png\n[output]\npath = out.png\n' >"$T/c9.ini"; case_ "missing content.path" 2 "content.path is not set" -- "$NST" c9.ini
+base '[style]\nlayers = relu1_1,relu6_1\n' c10.ini; case_ "unknown layer" 2 "style.layers: unknown layer 'relu6_1'" -- "$NST" c10.ini
+base '[style]\nlayer_weights = 1,2\n' c11.ini; case_ "layer weights count" 2 "2 values for 5 style layers" -- "$NST" c11.ini
+case_ "output format" 2 "valid extensions: .png, .tif, .tiff" -- "$NST" ok.ini --set output.path=out.bmp
+case_ "output directory missing" 2 "output directory nowhere does not exist" -- "$NST" ok.ini --set output.path=nowhere/out.png
+cp "$T/content.png" "$T/exists.png"
+case_ "output exists" 2 "set output.overwrite = true" -- "$NST" ok.ini --set output.path=exists.png
+case_ "config missing" 2 "cannot open config file" -- "$NST" missing.ini
+case_ "config is a directory" 2 "cannot read config file" -- "$NST" adir
+head -c 300 "$T/w.h5" >"$T/binary.ini"; case_ "binary config" 2 "binary.ini:1: malformed line" -- "$NST" binary.ini
+printf '[optim]\nlr = 0.1\0\n' >"$T/nul.ini"; case_ "NUL in a config" 2 "nul.ini:2: line contains a NUL byte" -- "$NST" nul.ini
+case_ "init image without path" 2 "optim.init = image needs optim.init_path" -- "$NST" ok.ini --set optim.init=image
+case_ "size and width" 2 "cannot be combined" -- "$NST" ok.ini --set output.size=64 --set output.width=50
+
+# ---- flags ---------------------------------------------------------------------------------------------
+case_ "unknown option" 2 "unknown option '--iterations'" -- "$NST" ok.ini --iterations 5
+case_ "malformed --set" 2 "expected SECTION.KEY=VALUE" -- "$NST" ok.ini --set iterations
+case_ "--set type error" 2 "--set optim.iterations: optim.iterations = 'x'" -- "$NST" ok.ini --set optim.iterations=x
+case_ "two config files" 2 "more than one config file" -- "$NST" ok.ini ok.ini
+case_ "no config" 2 "no config file given" -- "$NST"
+case_ "bad width divisor" 2 "expected 1, 2, 4, 8, 16, 32 or 64" -- "$NST" --make-weights random x.h5 --width-divisor 5
+case_ "cuda without a GPU" 2 "run.device = cuda" -- "$NST" ok.ini --set run.device=cuda
+
+# ---- images --------------------------------------------------------------------------------------------
+case_ "truncated content" 2 "content.path: trunc.png: corrupt PNG" -- "$NST" ok.ini --set content.path=trunc.png
+case_ "style not an image" 2 "style.path: text.png: not a PNG, JPEG or TIFF" -- "$NST" ok.ini --set style.path=text.png
+case_ "huge TIFF header" 2 "1000000x1000000 = 1000000.0 megapixels" -- "$NST" ok.ini --set content.path=huge.tif
+case_ "content is a directory" 2 "not a regular file" -- "$NST" ok.ini --set content.path=adir
+case_ "content missing" 2 "content.path: missing.png: cannot open" -- "$NST" ok.ini --set content.path=missing.png
+case_ "max megapixels" 2 "above input.max_megapixels = 0.001" -- "$NST" ok.ini --set input.max_megapixels=0.001
+case_ "style scale too large" 2 "style.scale = 100 makes the style image" -- "$NST" ok.ini --set style.scale=100 --set input.max_megapixels=1
+case_ "output too small" 2 "needs at least 16x16" -- "$NST" ok.ini --set output.size=8
+
+# ---- weights -------------------------------------------------------------------------------------------
+case_ "truncated weights" 2 "model.weights: trunc.h5" -- "$NST" ok.ini --set model.weights=trunc.h5
+case_ "weights not HDF5" 2 "not an HDF5 file" -- "$NST" ok.ini --set model.weights=text.png
+case_ "weights missing" 2 "model.weights: missing.h5: cannot open" -- "$NST" ok.ini --set model.weights=missing.h5
+
+# ---- ranks ---------------------------------------------------------------------------------------------
+if command -v mpirun >/dev/null; then
+  case_ "two ranks stop together, one message" 2 "started on 2 ranks" -- mpirun --oversubscribe -np 2 "$NST" ok.ini
+fi
+
+printf '%s: %d passed, %d failed, 0 skipped\n' "$LABEL" "$pass" "$fail"
+[ "$fail" -eq 0 ]

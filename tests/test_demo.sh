@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# tests/test_demo.sh: the shipped demo end to end. configs/demo.ini (as the README's main
+# command runs it) must exit 0, write a PNG of the configured size (checked with libpng directly,
+# tests/png_probe), leave no temporary file, and lower the style loss by at least 50x.
+#
+#   tests/test_demo.sh NSTBATCH PNG_PROBE
+set -u
+NST=$(readlink -f "$1") PROBE=$(readlink -f "$2")
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+pass=0 fail=0
+check() { if eval "$2"; then pass=$((pass + 1)); echo "  ok   $1"; else fail=$((fail + 1)); echo "  FAIL $1 ($2)"; fi; }
+
+out_png="$ROOT/configs/demo/stylised.png"
+rm -f "$out_png"
+log=$(cd "$ROOT" && mpirun --bind-to none -np 1 "$NST" configs/demo.ini 2>&1); status=$?
+echo "$log" | sed 's/^/    | /' | tail -n 14
+check "the demo exits 0" '[ $status -eq 0 ]'
+check "it writes its output" '[ -f "$out_png" ]'
+check "the output is 384x256, 8-bit (libpng)" '[ "$("$PROBE" "$out_png" 2>&1)" = "384x256 8" ]'
+check "no temporary file is left" '! ls -a "$ROOT/configs/demo" | grep -q "nstbatch-.*tmp"'
+factor=$(sed -n 's/^style loss: .*(\([0-9.]*\)x lower)$/\1/p' <<<"$log")
+check "the style loss falls by at least 50x (measured ${factor:-none}x)" 'awk -v f="${factor:-0}" "BEGIN { exit !(f >= 50) }"'
+check "it names the random network and how to get real weights" 'grep -q "make weights" <<<"$log"'
+echo "test_demo: $pass passed, $fail failed, 0 skipped"
+[ "$fail" -eq 0 ]

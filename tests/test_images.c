@@ -1,0 +1,476 @@
+/* tests/test_images.c: the image readers on every supported flavour, written here with libtiff,
+ * libpng and libjpeg directly (not with nstbatch's writers); round trips through nstbatch's
+ * writers; limits and corrupt files (clear errors, nothing allocated from a lying header); and
+ * the resize filter.
+ *
+ *   build/tests/test_images [SCRATCH_DIR]    (default: a directory under /tmp)
+ */
+#include <png.h>
+#include <stdio.h>
+#include <tiffio.h>
+#include <unistd.h>
+
+#include <jpeglib.h> /* after stdio.h */
+
+#include "../io/image.h"
+#include "../io/resample.h"
+#include "../util/mem.h"
+#include "test.h"
+
+static char dir[512];
+static nst_read_limits lim;
+
+static const char *scratch(const char *name)
+{
+    static char p[1024];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return p;
+}
+
+/* The value of channel k of pixel (x, y) in the test pattern, 0..maxv. */
+static unsigned pattern(int x, int y, int k, unsigned maxv) { return (unsigned)((x * 37 + y * 91 + k * 53) * 7919u) % (maxv + 1); }
+
+/* Expected float RGB of the pattern read from `spp` samples (gray replicated, alpha dropped). */
+static void expect_pixel(int x, int y, int spp, unsigned maxv, int inverted, float out[3])
+{
+    for (int k = 0; k < 3; k++) {
+        unsigned v = pattern(x, y, spp <= 2 ? 0 : k, maxv);
+        if (inverted) v = maxv - v;
+        out[k] = (float)v / (float)maxv;
+    }
+}
+
+static float worst_diff(const nst_image *img, int spp, unsigned maxv, int inverted)
+{
+    float worst = 0, e[3];
+    for (int y = 0; y < img->h; y++)
+        for (int x = 0; x < img->w; x++) {
+            expect_pixel(x, y, spp, maxv, inverted, e);
+            for (int k = 0; k < 3; k++) worst = fmaxf(worst, fabsf(img->px[((size_t)y * img->w + x) * 3 + k] - e[k]));
+        }
+    return worst;
+}
+
+/* ---- TIFF flavours --------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    int spp, bps, photometric, planar, tiled, compression, bigtiff, bigendian;
+} tiff_flavour;
+
+static int write_tiff(const char *path, const tiff_flavour *f, int w, int h)
+{
+    char mode[8] = "w";
+    if (f->bigtiff) strcat(mode, "8");
+    if (f->bigendian) strcat(mode, "b");
+    TIFF *t = TIFFOpen(path, mode);
+    if (!t) return 0;
+    unsigned maxv = f->bps == 16 ? 65535 : 255;
+    TIFFSetField(t, TIFFTAG_IMAGEWIDTH, w);
+    TIFFSetField(t, TIFFTAG_IMAGELENGTH, h);
+    TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, f->spp);
+    TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, f->bps);
+    TIFFSetField(t, TIFFTAG_PHOTOMETRIC, f->photometric);
+    TIFFSetField(t, TIFFTAG_PLANARCONFIG, f->planar);
+    TIFFSetField(t, TIFFTAG_COMPRESSION, f->compression);
+    if (f->spp == 2 || f->spp == 4) {
+        uint16_t extra = EXTRASAMPLE_UNASSALPHA;
+        TIFFSetField(t, TIFFTAG_EXTRASAMPLES, 1, &extra);
+    }
+    if (f->compression == COMPRESSION_JPEG && f->photometric == PHOTOMETRIC_YCBCR) {
+        TIFFSetField(t, TIFFTAG_JPEGQUALITY, 100);
+        TIFFSetField(t, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB);
+        TIFFSetField(t, TIFFTAG_YCBCRSUBSAMPLING, 1, 1);
+    }
+    if (f->photometric == PHOTOMETRIC_PALETTE) {
+        static uint16_t r[256], g[256], b[256];
+        for (int i = 0; i < 256; i++) r[i] = g[i] = b[i] = (uint16_t)(i * 257);
+        TIFFSetField(t, TIFFTAG_COLORMAP, r, g, b);
+    }
+    int planes = f->planar == PLANARCONFIG_SEPARATE ? f->spp : 1, per = f->planar == PLANARCONFIG_SEPARATE ? 1 : f->spp;
+    size_t bsz = (size_t)f->bps / 8;
+    if (f->tiled) {
+        const int tw = 16, th = 16;
+        TIFFSetField(t, TIFFTAG_TILEWIDTH, tw);
+        TIFFSetField(t, TIFFTAG_TILELENGTH, th);
+        unsigned char *buf = calloc((size_t)tw * th * per, bsz);
+        for (int p = 0; p < planes; p++)
+            for (int ty = 0; ty < h; ty += th)
+                for (int tx = 0; tx < w; tx += tw) {
+                    memset(buf, 0, (size_t)tw * th * per * bsz);
+                    for (int y = 0; y < th && ty + y < h; y++)
+                        for (int x = 0; x < tw && tx + x < w; x++)
+                            for (int k = 0; k < per; k++) {
+                                unsigned v = pattern(tx + x, ty + y, p + k, maxv);
+                                size_t i = ((size_t)y * tw + x) * per + k;
+                                if (bsz == 2) ((uint16_t *)buf)[i] = (uint16_t)v;
+                                else buf[i] = (unsigned char)v;
+                            }
+                    TIFFWriteTile(t, buf, (uint32_t)tx, (uint32_t)ty, 0, (uint16_t)p);
+                }
+        free(buf);
+    } else {
+        TIFFSetField(t, TIFFTAG_ROWSPERSTRIP, 5);
+        unsigned char *row = calloc((size_t)w * per, bsz);
+        for (int p = 0; p < planes; p++)
+            for (int y = 0; y < h; y++) {
+                for (int x = 0; x < w; x++)
+                    for (int k = 0; k < per; k++) {
+                        unsigned v = pattern(x, y, p + k, maxv);
+                        if (bsz == 2) ((uint16_t *)row)[(size_t)x * per + k] = (uint16_t)v;
+                        else row[(size_t)x * per + k] = (unsigned char)v;
+                    }
+                TIFFWriteScanline(t, row, (uint32_t)y, (uint16_t)p);
+            }
+        free(row);
+    }
+    TIFFClose(t);
+    return 1;
+}
+
+static void t_tiff_flavours(void)
+{
+    const tiff_flavour fl[] = {
+        {"rgb8_strips", 3, 8, PHOTOMETRIC_RGB, PLANARCONFIG_CONTIG, 0, COMPRESSION_NONE, 0, 0},
+        {"rgb16_strips_lzw", 3, 16, PHOTOMETRIC_RGB, PLANARCONFIG_CONTIG, 0, COMPRESSION_LZW, 0, 0},
+        {"rgba8_tiles_deflate", 4, 8, PHOTOMETRIC_RGB, PLANARCONFIG_CONTIG, 1, COMPRESSION_ADOBE_DEFLATE, 0, 0},
+        {"rgb16_tiles_planar", 3, 16, PHOTOMETRIC_RGB, PLANARCONFIG_SEPARATE, 1, COMPRESSION_NONE, 0, 0},
+        {"rgba16_strips_planar_deflate", 4, 16, PHOTOMETRIC_RGB, PLANARCONFIG_SEPARATE, 0, COMPRESSION_ADOBE_DEFLATE, 0, 0},
+        {"gray8", 1, 8, PHOTOMETRIC_MINISBLACK, PLANARCONFIG_CONTIG, 0, COMPRESSION_NONE, 0, 0},
+        {"gray16_tiles", 1, 16, PHOTOMETRIC_MINISBLACK, PLANARCONFIG_CONTIG, 1, COMPRESSION_LZW, 0, 0},
+        {"gray_alpha8", 2, 8, PHOTOMETRIC_MINISBLACK, PLANARCONFIG_CONTIG, 0, COMPRESSION_NONE, 0, 0},
+        {"miniswhite8", 1, 8, PHOTOMETRIC_MINISWHITE, PLANARCONFIG_CONTIG, 0, COMPRESSION_NONE, 0, 0},
+        {"palette8", 1, 8, PHOTOMETRIC_PALETTE, PLANARCONFIG_CONTIG, 0, COMPRESSION_NONE, 0, 0},
+        {"bigtiff_rgb8_tiles", 3, 8, PHOTOMETRIC_RGB, PLANARCONFIG_CONTIG, 1, COMPRESSION_ADOBE_DEFLATE, 1, 0},
+        {"bigendian_rgb16", 3, 16, PHOTOMETRIC_RGB, PLANARCONFIG_CONTIG, 0, COMPRESSION_NONE, 0, 1},
+        {"bigendian_bigtiff_gray16_tiles", 1, 16, PHOTOMETRIC_MINISBLACK, PLANARCONFIG_CONTIG, 1, COMPRESSION_NONE, 1, 1},
+        {"jpeg_ycbcr_tiles", 3, 8, PHOTOMETRIC_YCBCR, PLANARCONFIG_CONTIG, 1, COMPRESSION_JPEG, 0, 0},
+    };
+    const int w = 37, h = 23;
+    for (size_t i = 0; i < sizeof fl / sizeof *fl; i++) {
+        char name[128];
+        snprintf(name, sizeof name, "%s.tif", fl[i].name);
+        const char *path = scratch(name);
+        CHECK(write_tiff(path, &fl[i], w, h), "libtiff could not write %s", name);
+        nst_image img;
+        nst_image_info info;
+        nst_status s = nst_image_read(path, &lim, &img, &info);
+        CHECK(s == NST_OK, "%s: %s", name, nst_fail_message());
+        if (s != NST_OK) continue;
+        CHECK(img.w == w && img.h == h && info.format == NST_FMT_TIFF, "%s: %dx%d", name, img.w, img.h);
+        unsigned maxv = fl[i].bps == 16 ? 65535 : 255;
+        int spp = fl[i].photometric == PHOTOMETRIC_PALETTE ? 1 : fl[i].spp;
+        float tol = fl[i].compression == COMPRESSION_JPEG ? 0.25f : 1e-6f; /* JPEG of a noise pattern: lossy */
+        float d = worst_diff(&img, spp, maxv, fl[i].photometric == PHOTOMETRIC_MINISWHITE);
+        if (fl[i].compression == COMPRESSION_JPEG) {
+            /* lossy: compare the mean error instead of the worst pixel */
+            double sum = 0;
+            float e[3];
+            for (int y = 0; y < h; y++)
+                for (int x = 0; x < w; x++) {
+                    expect_pixel(x, y, 3, 255, 0, e);
+                    for (int k = 0; k < 3; k++) sum += fabs(img.px[((size_t)y * w + x) * 3 + k] - e[k]);
+                }
+            d = (float)(sum / (w * h * 3));
+            tol = 0.05f;
+        }
+        CHECK(d <= tol, "%s (%s): pixel error %.3g", name, info.detail, d);
+        nst_image_free(&img);
+    }
+}
+
+/* ---- PNG and JPEG flavours ------------------------------------------------------------------- */
+
+static int write_png(const char *path, int w, int h, int color_type, int depth, int interlace, int trns)
+{
+    FILE *f = fopen(path, "wb");
+    png_structp p = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png_create_info_struct(p);
+    if (setjmp(png_jmpbuf(p))) return 0;
+    png_init_io(p, f);
+    png_set_IHDR(p, info, w, h, depth, color_type, interlace, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    if (color_type == PNG_COLOR_TYPE_PALETTE) {
+        png_color pal[256];
+        png_byte alpha[256];
+        for (int i = 0; i < 256; i++) pal[i].red = pal[i].green = pal[i].blue = (png_byte)i, alpha[i] = 128;
+        png_set_PLTE(p, info, pal, 256);
+        if (trns) png_set_tRNS(p, info, alpha, 256, NULL);
+    }
+    png_write_info(p, info);
+    if (depth == 16) png_set_swap(p);
+    int spp = color_type == PNG_COLOR_TYPE_RGB ? 3 : color_type == PNG_COLOR_TYPE_RGBA ? 4 : color_type == PNG_COLOR_TYPE_GA ? 2 : 1;
+    unsigned maxv = depth == 16 ? 65535 : 255;
+    size_t bsz = depth == 16 ? 2 : 1;
+    png_bytep *rows = malloc(sizeof(png_bytep) * h);
+    for (int y = 0; y < h; y++) {
+        rows[y] = malloc((size_t)w * spp * bsz);
+        for (int x = 0; x < w; x++)
+            for (int k = 0; k < spp; k++) {
+                unsigned v = pattern(x, y, k, maxv);
+                if (bsz == 2) ((uint16_t *)rows[y])[x * spp + k] = (uint16_t)v;
+                else rows[y][x * spp + k] = (png_byte)v;
+            }
+    }
+    png_write_image(p, rows);
+    png_write_end(p, NULL);
+    png_destroy_write_struct(&p, &info);
+    fclose(f);
+    for (int y = 0; y < h; y++) free(rows[y]);
+    free(rows);
+    return 1;
+}
+
+static void t_png_flavours(void)
+{
+    const struct {
+        const char *name;
+        int ct, depth, interlace, trns, spp;
+    } fl[] = {{"rgb8", PNG_COLOR_TYPE_RGB, 8, PNG_INTERLACE_NONE, 0, 3},
+              {"rgb16", PNG_COLOR_TYPE_RGB, 16, PNG_INTERLACE_NONE, 0, 3},
+              {"rgba8_interlaced", PNG_COLOR_TYPE_RGBA, 8, PNG_INTERLACE_ADAM7, 0, 4},
+              {"rgba16", PNG_COLOR_TYPE_RGBA, 16, PNG_INTERLACE_NONE, 0, 4},
+              {"gray8", PNG_COLOR_TYPE_GRAY, 8, PNG_INTERLACE_NONE, 0, 1},
+              {"gray16_interlaced", PNG_COLOR_TYPE_GRAY, 16, PNG_INTERLACE_ADAM7, 0, 1},
+              {"gray_alpha8", PNG_COLOR_TYPE_GA, 8, PNG_INTERLACE_NONE, 0, 2},
+              {"palette_trns", PNG_COLOR_TYPE_PALETTE, 8, PNG_INTERLACE_NONE, 1, 1}};
+    for (size_t i = 0; i < sizeof fl / sizeof *fl; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s.png", fl[i].name);
+        CHECK(write_png(scratch(name), 29, 17, fl[i].ct, fl[i].depth, fl[i].interlace, fl[i].trns), "libpng write %s", name);
+        nst_image img;
+        nst_image_info info;
+        nst_status s = nst_image_read(scratch(name), &lim, &img, &info);
+        CHECK(s == NST_OK, "%s: %s", name, nst_fail_message());
+        if (s != NST_OK) continue;
+        float d = worst_diff(&img, fl[i].spp, fl[i].depth == 16 ? 65535 : 255, 0);
+        CHECK(d <= 1e-6f && img.w == 29 && img.h == 17, "%s (%s): error %.3g", name, info.detail, d);
+        nst_image_free(&img);
+    }
+}
+
+static void write_jpeg(const char *path, int w, int h, int gray, int progressive)
+{
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr e;
+    c.err = jpeg_std_error(&e);
+    jpeg_create_compress(&c);
+    FILE *f = fopen(path, "wb");
+    jpeg_stdio_dest(&c, f);
+    c.image_width = w;
+    c.image_height = h;
+    c.input_components = gray ? 1 : 3;
+    c.in_color_space = gray ? JCS_GRAYSCALE : JCS_RGB;
+    jpeg_set_defaults(&c);
+    jpeg_set_quality(&c, 100, TRUE);
+    if (progressive) jpeg_simple_progression(&c);
+    jpeg_start_compress(&c, TRUE);
+    unsigned char *row = malloc((size_t)w * 3);
+    while (c.next_scanline < c.image_height) {
+        int y = (int)c.next_scanline;
+        for (int x = 0; x < w; x++)
+            for (int k = 0; k < c.input_components; k++) row[x * c.input_components + k] = (unsigned char)(x * 2 + y * 2 + k * 30);
+        jpeg_write_scanlines(&c, &row, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    fclose(f);
+    free(row);
+}
+
+static void t_jpeg_flavours(void)
+{
+    for (int gray = 0; gray < 2; gray++)
+        for (int prog = 0; prog < 2; prog++) {
+            write_jpeg(scratch("j.jpg"), 48, 40, gray, prog);
+            nst_image img;
+            nst_status s = nst_image_read(scratch("j.jpg"), &lim, &img, NULL);
+            CHECK(s == NST_OK, "jpeg gray %d progressive %d: %s", gray, prog, nst_fail_message());
+            if (s != NST_OK) continue;
+            double err = 0;
+            for (int y = 0; y < 40; y++)
+                for (int x = 0; x < 48; x++)
+                    for (int k = 0; k < 3; k++)
+                        err = fmax(err, fabs(img.px[((size_t)y * 48 + x) * 3 + k] * 255 - (x * 2 + y * 2 + (gray ? 0 : k) * 30)));
+            CHECK(err <= 4, "jpeg gray %d progressive %d: max error %.1f/255", gray, prog, err);
+            nst_image_free(&img);
+        }
+}
+
+/* ---- round trips through nstbatch's writers --------------------------------------------------- */
+
+static void t_write_read_round_trips(void)
+{
+    nst_image img, back;
+    nst_image_alloc(&img, 31, 19);
+    test_fill(img.px, (size_t)31 * 19 * 3, 3, -0.1f, 1.1f); /* out of range values get clamped */
+    const char *names[] = {"rt.png", "rt.tif"};
+    for (int f = 0; f < 2; f++)
+        for (int bits = 8; bits <= 16; bits += 8) {
+            const char *p = scratch(names[f]);
+            CHECK(nst_image_write(p, &img, bits, 1, "[run]\nseed = 1\n") == NST_OK, "%s: %s", names[f], nst_fail_message());
+            CHECK(nst_image_read(p, &lim, &back, NULL) == NST_OK, "%s", nst_fail_message());
+            float worst = 0, q = bits == 16 ? 0.5f / 65535 : 0.5f / 255;
+            for (size_t i = 0; i < (size_t)31 * 19 * 3; i++) {
+                float want = fminf(fmaxf(img.px[i], 0.f), 1.f);
+                worst = fmaxf(worst, fabsf(back.px[i] - want));
+            }
+            CHECK(worst <= q + 1e-6f, "%s %d-bit: error %.3g > quantisation %.3g", names[f], bits, worst, q);
+            nst_image_free(&back);
+        }
+    /* refuses to replace an existing file unless told, and leaves it intact */
+    CHECK(nst_image_write(scratch("rt.png"), &img, 8, 0, NULL) == NST_EINPUT && strstr(nst_fail_message(), "overwrite"), "%s",
+          nst_fail_message());
+    nst_fail_clear();
+    CHECK(nst_image_write(scratch("rt.bmp"), &img, 8, 1, NULL) == NST_EINPUT, "unknown extension accepted");
+    nst_fail_clear();
+    CHECK(nst_image_write("/nonexistent-dir/x.png", &img, 8, 1, NULL) == NST_EINPUT && strstr(nst_fail_message(), "does not exist"),
+          "%s", nst_fail_message());
+    nst_fail_clear();
+    /* no temporary file left behind */
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "ls -a %s | grep -q nstbatch- && exit 1 || exit 0", dir);
+    CHECK(system(cmd) == 0, "a temporary file was left in %s", dir);
+    nst_image_free(&img);
+}
+
+/* ---- limits and corrupt files ------------------------------------------------------------------ */
+
+static void write_bytes(const char *path, const void *b, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    fwrite(b, 1, n, f);
+    fclose(f);
+}
+
+static void expect_bad(const char *path, const char *fragment)
+{
+    nst_image img;
+    nst_fail_clear();
+    nst_status s = nst_image_read(path, &lim, &img, NULL);
+    CHECK(s == NST_EINPUT, "%s: status %d", path, s);
+    CHECK(strstr(nst_fail_message(), fragment) != NULL, "%s: message '%s' lacks '%s'", path, nst_fail_message(), fragment);
+    CHECK(strstr(nst_fail_message(), path) != NULL, "message does not name the file: %s", nst_fail_message());
+}
+
+static void truncate_copy(const char *src_name, const char *dst_name, double frac)
+{
+    char src[1024], dst[1024];
+    snprintf(src, sizeof src, "%s", scratch(src_name));
+    snprintf(dst, sizeof dst, "%s", scratch(dst_name));
+    FILE *f = fopen(src, "rb");
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *b = malloc(n);
+    fread(b, 1, n, f);
+    fclose(f);
+    write_bytes(dst, b, (size_t)(n * frac));
+    free(b);
+}
+
+static void t_limits_and_corrupt_files(void)
+{
+    /* dimensions from the header are refused before any allocation */
+    nst_read_limits small = nst_default_limits(0.0005); /* 500 pixels */
+    nst_image img;
+    write_png(scratch("big.png"), 40, 40, PNG_COLOR_TYPE_RGB, 8, PNG_INTERLACE_NONE, 0);
+    nst_fail_clear();
+    CHECK(nst_image_read(scratch("big.png"), &small, &img, NULL) == NST_EINPUT &&
+              strstr(nst_fail_message(), "above input.max_megapixels"),
+          "%s", nst_fail_message());
+    /* a TIFF header claiming 1e6 x 1e6 pixels */
+    TIFF *t = TIFFOpen(scratch("huge.tif"), "w");
+    TIFFSetField(t, TIFFTAG_IMAGEWIDTH, 1000000);
+    TIFFSetField(t, TIFFTAG_IMAGELENGTH, 1000000);
+    TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, 3);
+    TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, 8);
+    TIFFSetField(t, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_RGB);
+    TIFFSetField(t, TIFFTAG_ROWSPERSTRIP, 1);
+    unsigned char row[16] = {0};
+    TIFFWriteRawStrip(t, 0, row, sizeof row);
+    TIFFClose(t);
+    expect_bad(scratch("huge.tif"), "megapixels");
+    /* a PNG header claiming 2^31-1 columns */
+    static const unsigned char png_huge[] = {0x89, 'P', 'N', 'G', 13, 10, 26, 10, 0, 0, 0, 13, 'I', 'H', 'D', 'R',
+                                             0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 1, 8, 2, 0, 0, 0, 0, 0, 0, 0};
+    write_bytes(scratch("hugew.png"), png_huge, sizeof png_huge);
+    expect_bad(scratch("hugew.png"), "PNG");
+    /* truncated files of each format */
+    write_png(scratch("ok.png"), 64, 48, PNG_COLOR_TYPE_RGB, 8, PNG_INTERLACE_NONE, 0);
+    truncate_copy("ok.png", "trunc.png", 0.6);
+    expect_bad(scratch("trunc.png"), "corrupt PNG");
+    write_jpeg(scratch("ok.jpg"), 64, 48, 0, 0);
+    truncate_copy("ok.jpg", "trunc.jpg", 0.6);
+    expect_bad(scratch("trunc.jpg"), "corrupt JPEG");
+    tiff_flavour rgb = {"", 3, 8, PHOTOMETRIC_RGB, PLANARCONFIG_CONTIG, 0, COMPRESSION_ADOBE_DEFLATE, 0, 0};
+    write_tiff(scratch("ok.tif"), &rgb, 64, 48);
+    truncate_copy("ok.tif", "trunc.tif", 0.5);
+    expect_bad(scratch("trunc.tif"), "TIFF");
+    /* not an image, empty, a directory, missing */
+    write_bytes(scratch("text.png"), "hello, world\n", 13);
+    expect_bad(scratch("text.png"), "not a PNG, JPEG or TIFF");
+    write_bytes(scratch("empty.jpg"), "", 0);
+    expect_bad(scratch("empty.jpg"), "not a PNG, JPEG or TIFF");
+    expect_bad(dir, "not a regular file");
+    expect_bad(scratch("missing.png"), "cannot open");
+    /* unsupported sample layouts get a clear error, not garbage */
+    tiff_flavour f32 = {"", 1, 32, PHOTOMETRIC_MINISBLACK, PLANARCONFIG_CONTIG, 0, COMPRESSION_NONE, 0, 0};
+    write_tiff(scratch("bits32.tif"), &f32, 8, 8);
+    expect_bad(scratch("bits32.tif"), "supported: 8 or 16");
+}
+
+/* ---- resize ------------------------------------------------------------------------------------ */
+
+static void t_resize(void)
+{
+    nst_image a, b;
+    nst_image_alloc(&a, 64, 48);
+    for (size_t i = 0; i < (size_t)64 * 48 * 3; i++) a.px[i] = 0.3f;
+    const int sizes[][2] = {{32, 24}, {13, 7}, {100, 75}, {64, 48}, {1, 1}};
+    for (int k = 0; k < 5; k++) {
+        CHECK(nst_image_resize(&a, sizes[k][0], sizes[k][1], &b) == NST_OK, "%s", nst_fail_message());
+        float worst = 0;
+        for (size_t i = 0; i < (size_t)b.w * b.h * 3; i++) worst = fmaxf(worst, fabsf(b.px[i] - 0.3f));
+        CHECK(b.w == sizes[k][0] && b.h == sizes[k][1] && worst < 1e-5f, "constant image resized to %dx%d: error %.3g", b.w,
+              b.h, worst);
+        nst_image_free(&b);
+    }
+    /* shrinking a 1-pixel checkerboard by 4 low-passes it to its mean (no aliasing) */
+    for (int y = 0; y < 48; y++)
+        for (int x = 0; x < 64; x++)
+            for (int c = 0; c < 3; c++) a.px[((size_t)y * 64 + x) * 3 + c] = (float)((x + y) & 1);
+    nst_image_resize(&a, 16, 12, &b);
+    float worst = 0;
+    for (int y = 2; y < 10; y++)
+        for (int x = 2; x < 14; x++) worst = fmaxf(worst, fabsf(b.px[((size_t)y * 16 + x) * 3] - 0.5f));
+    CHECK(worst < 0.02f, "checkerboard shrunk 4x: interior deviates %.3g from 0.5", worst);
+    nst_image_free(&b);
+    int w, h;
+    nst_fit_long_side(384, 256, 100, &w, &h);
+    CHECK(w == 100 && h == 67, "fit 384x256 to 100: %dx%d", w, h);
+    nst_fit_long_side(10, 1000, 50, &w, &h);
+    CHECK(w == 1 && h == 50, "fit 10x1000 to 50: %dx%d", w, h);
+    nst_image_free(&a);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        snprintf(dir, sizeof dir, "%s", argv[1]);
+    else
+        snprintf(dir, sizeof dir, "/tmp/nstbatch-test-images-%d", (int)getpid());
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
+    if (system(cmd) != 0) return 1;
+    TIFFSetWarningHandler(NULL);
+    lim = nst_default_limits(256);
+    RUN(t_tiff_flavours);
+    RUN(t_png_flavours);
+    RUN(t_jpeg_flavours);
+    RUN(t_write_read_round_trips);
+    RUN(t_limits_and_corrupt_files);
+    RUN(t_resize);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (argc < 2 && system(cmd) != 0) return 1;
+    return test_report("test_images");
+}

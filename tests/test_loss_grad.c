@@ -1,0 +1,247 @@
+/* tests/test_loss_grad.c: finite-difference checks of the whole loss with respect to the image,
+ * for each term alone and all together (narrow random VGG-19, width 1/16, 28x24 image; max and
+ * average pooling).
+ *
+ * 1. Against a double-precision evaluation of the same loss written here with naive loops
+ *    (tests/naive.h): central differences with a step of 1e-6 per pixel, where rounding (~1e-10)
+ *    and ReLU/max-pool kinks (a step that small crosses almost none) vanish. The gradient
+ *    nstbatch computes in fp32 agrees to a relative error <= 1e-5 along random directions and
+ *    <= 1e-5 of the largest gradient entry for single pixels.
+ * 2. Against nstbatch's own fp32 forward: here rounding noise grows as 1/step and kink crossings
+ *    as step^2; at the best step (1e-4) they agree to <= 2e-2. (That is the precision limit of
+ *    finite differences through an fp32 ReLU network, and why check 1 exists.)
+ */
+#include "../nst/objective.h"
+#include "../nst/random_vgg.h"
+#include "../util/mem.h"
+#include "naive.h"
+#include "test.h"
+
+enum { W = 28, H = 24 };
+static nst_backend *be;
+
+typedef struct {
+    const nst_weights *w;
+    const nst_loss_spec *spec;
+    double *P[NST_VGG_NLAYERS], normP[NST_VGG_NLAYERS]; /* by content index */
+    double *A[NST_VGG_NLAYERS], normA[NST_VGG_NLAYERS]; /* by style index */
+} dref;
+
+/* Features of every layer up to the deepest in use, in double; outs[l] malloc'ed. */
+static void dforward(const dref *r, const double *img, double **outs, int *oh, int *ow, int *oc)
+{
+    const nst_weights *w = r->w;
+    int h = H, wd = W, c = 3;
+    double *x = malloc(sizeof(double) * H * W * 3);
+    for (int i = 0; i < H * W; i++)
+        for (int k = 0; k < 3; k++)
+            x[3 * i + k] = (img[3 * i + (w->bgr ? 2 - k : k)] * w->scale - w->mean[k]) / w->std[k];
+    double *in = x;
+    for (int l = 0; l <= r->spec->deepest; l++) {
+        const nst_vgg_layer *L = nst_vgg_layer_at(l);
+        double *y;
+        if (L->op == NST_OP_CONV) {
+            const nst_conv_weights *cw = &w->conv[L->conv];
+            y = malloc(sizeof(double) * (size_t)h * wd * cw->cout);
+            naive_conv(x, h, wd, c, cw->w, cw->b, cw->cout, 1, y);
+            c = cw->cout;
+        } else {
+            y = malloc(sizeof(double) * (size_t)(h / 2) * (wd / 2) * c);
+            naive_pool(x, h, wd, c, r->spec->pool == NST_POOL_AVG, y);
+            h /= 2;
+            wd /= 2;
+        }
+        outs[l] = x = y;
+        oh[l] = h, ow[l] = wd, oc[l] = c;
+    }
+    free(in);
+}
+
+static void dgram(const double *f, int m, int c, double *g)
+{
+    memset(g, 0, sizeof(double) * c * c);
+    for (int p = 0; p < m; p++)
+        for (int i = 0; i < c; i++)
+            for (int j = 0; j < c; j++) g[i * c + j] += f[(size_t)p * c + i] * f[(size_t)p * c + j];
+    for (int i = 0; i < c * c; i++) g[i] /= m;
+}
+
+static double dloss(const dref *r, const double *img)
+{
+    const nst_loss_spec *s = r->spec;
+    double *outs[NST_VGG_NLAYERS] = {0};
+    int oh[NST_VGG_NLAYERS], ow[NST_VGG_NLAYERS], oc[NST_VGG_NLAYERS];
+    dforward(r, img, outs, oh, ow, oc);
+    double L = 0;
+    for (int k = 0; k < s->ncontent; k++) {
+        int l = s->content[k];
+        double ss = 0;
+        for (size_t i = 0; i < (size_t)oh[l] * ow[l] * oc[l]; i++) ss += pow(outs[l][i] - r->P[k][i], 2);
+        L += s->content_weight * ss / r->normP[k];
+    }
+    for (int k = 0; k < s->nstyle; k++) {
+        int l = s->style[k], c = oc[l];
+        double *g = malloc(sizeof(double) * c * c), ss = 0;
+        dgram(outs[l], oh[l] * ow[l], c, g);
+        for (int i = 0; i < c * c; i++) ss += pow(g[i] - r->A[k][i], 2);
+        L += s->style_weight * s->style_layer_weight[k] * ss / r->normA[k];
+        free(g);
+    }
+    double tv = 0;
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++)
+            for (int k = 0; k < 3; k++) {
+                double v = img[(y * W + x) * 3 + k];
+                if (x + 1 < W) tv += pow(img[(y * W + x + 1) * 3 + k] - v, 2);
+                if (y + 1 < H) tv += pow(img[((y + 1) * W + x) * 3 + k] - v, 2);
+            }
+    L += s->tv_weight * tv / (3.0 * W * H);
+    for (int l = 0; l < NST_VGG_NLAYERS; l++) free(outs[l]);
+    return L;
+}
+
+static void dtargets(dref *r, const double *content, const double *style)
+{
+    const nst_loss_spec *s = r->spec;
+    double *outs[NST_VGG_NLAYERS] = {0};
+    int oh[NST_VGG_NLAYERS], ow[NST_VGG_NLAYERS], oc[NST_VGG_NLAYERS];
+    dforward(r, content, outs, oh, ow, oc);
+    for (int k = 0; k < s->ncontent; k++) {
+        int l = s->content[k];
+        size_t n = (size_t)oh[l] * ow[l] * oc[l];
+        r->P[k] = malloc(sizeof(double) * n);
+        memcpy(r->P[k], outs[l], sizeof(double) * n);
+        r->normP[k] = 0;
+        for (size_t i = 0; i < n; i++) r->normP[k] += r->P[k][i] * r->P[k][i];
+    }
+    for (int l = 0; l < NST_VGG_NLAYERS; l++) free(outs[l]), outs[l] = NULL;
+    dforward(r, style, outs, oh, ow, oc); /* the style image has the same size here */
+    for (int k = 0; k < s->nstyle; k++) {
+        int l = s->style[k], c = oc[l];
+        r->A[k] = malloc(sizeof(double) * c * c);
+        dgram(outs[l], oh[l] * ow[l], c, r->A[k]);
+        r->normA[k] = 0;
+        for (int i = 0; i < c * c; i++) r->normA[k] += r->A[k][i] * r->A[k][i];
+    }
+    for (int l = 0; l < NST_VGG_NLAYERS; l++) free(outs[l]);
+}
+
+static double fp32_loss(nst_objective *o, nst_tile *t, const float *x)
+{
+    nst_loss_terms terms;
+    be->ops->upload(be, t->img.data, x, (size_t)W * H * 3, NST_F32);
+    return nst_objective_eval(o, t, 1, 0, &terms) == NST_OK ? terms.total : NAN;
+}
+
+static void check_terms(double cw, double sw, double tvw, nst_pool_kind pool, const char *what)
+{
+    const size_t n = (size_t)W * H * 3;
+    nst_weights w;
+    nst_net net;
+    nst_objective obj;
+    nst_tile tile;
+    nst_reducer none = {0};
+    nst_loss_spec spec = {0};
+    spec.ncontent = 1;
+    spec.content[0] = nst_vgg_find("relu4_2");
+    const char *sl[] = {"relu1_1", "relu2_1", "relu3_1", "relu4_1", "relu5_1"};
+    spec.nstyle = 5;
+    for (int k = 0; k < 5; k++) spec.style[k] = nst_vgg_find(sl[k]), spec.style_layer_weight[k] = 1.f + 0.5f * k;
+    spec.content_weight = cw, spec.style_weight = sw, spec.tv_weight = tvw;
+    spec.deepest = nst_vgg_find("relu5_1");
+    spec.pool = pool;
+    float *content = nst_alloc_array(n, 4, "t"), *style = nst_alloc_array(n, 4, "t"), *x = nst_alloc_array(n, 4, "t"),
+          *g = nst_alloc_array(n, 4, "t"), *xp = nst_alloc_array(n, 4, "t"), *v = nst_alloc_array(n, 4, "t");
+    double *xd = malloc(sizeof(double) * n), *cd = malloc(sizeof(double) * n), *sd = malloc(sizeof(double) * n);
+    test_fill(content, n, 1, 0, 1);
+    test_fill(style, n, 2, 0, 1);
+    test_fill(x, n, 3, 0.1f, 0.9f);
+    nst_weights_random(&w, 5, 16);
+    nst_net_create(be, &w, spec.deepest, pool, &net);
+    nst_objective_init(&obj, &spec, &net, none, W, H);
+    nst_objective_set_style(&obj, style, W, H);
+    nst_rect whole = {0, 0, W, H};
+    nst_tile_init(&obj, &tile, whole, whole);
+    nst_tile_set_content(&obj, &tile, content);
+    nst_objective_finish_targets(&obj, &tile, 1);
+    be->ops->upload(be, tile.img.data, x, n, NST_F32);
+    nst_loss_terms terms;
+    CHECK(nst_objective_eval(&obj, &tile, 1, 1, &terms) == NST_OK, "%s", nst_fail_message());
+    be->ops->download(be, g, tile.dimg.data, n, NST_F32);
+
+    dref r = {&w, &spec, {0}, {0}, {0}, {0}};
+    to_double(content, cd, n);
+    to_double(style, sd, n);
+    dtargets(&r, cd, sd);
+    double gmax = 0;
+    for (size_t i = 0; i < n; i++) gmax = fmax(gmax, fabs(g[i]));
+    to_double(x, xd, n);
+    double ld = dloss(&r, xd);
+    CHECK(fabs(ld - terms.total) <= 1e-5 * ld, "%s: double loss %.9g vs nstbatch %.9g", what, ld, terms.total);
+
+    double worst_dir = 0, worst_px = 0, worst32 = 0;
+    for (int d = 0; d < 4 + 8; d++) {
+        if (d < 4) {
+            test_fill(v, n, 50 + d, -1, 1);
+        } else {
+            memset(v, 0, n * sizeof(float));
+            v[(size_t)(d - 4) * 1237 % n] = 1;
+        }
+        /* 1. double precision, step 1e-6 */
+        const double e = 1e-6;
+        double *xs = malloc(sizeof(double) * n), an = 0;
+        for (size_t i = 0; i < n; i++) xs[i] = xd[i] + e * v[i], an += (double)g[i] * v[i];
+        double fp = dloss(&r, xs);
+        for (size_t i = 0; i < n; i++) xs[i] = xd[i] - e * v[i];
+        double fd = (fp - dloss(&r, xs)) / (2 * e);
+        free(xs);
+        if (d < 4)
+            worst_dir = fmax(worst_dir, fabs(fd - an) / fmax(fabs(fd), fabs(an)));
+        else
+            worst_px = fmax(worst_px, fabs(fd - an) / gmax);
+        /* 2. fp32 through nstbatch's forward, step 1e-4 (random directions) */
+        if (d < 4) {
+            const float e32 = 1e-4f;
+            double a32 = 0;
+            for (size_t i = 0; i < n; i++) xp[i] = x[i] + e32 * v[i];
+            double f1 = fp32_loss(&obj, &tile, xp);
+            for (size_t i = 0; i < n; i++) a32 += (double)g[i] * xp[i];
+            for (size_t i = 0; i < n; i++) xp[i] = x[i] - e32 * v[i];
+            double f2 = fp32_loss(&obj, &tile, xp);
+            for (size_t i = 0; i < n; i++) a32 -= (double)g[i] * xp[i];
+            a32 /= 2.0 * e32;
+            double fd32 = (f1 - f2) / (2.0 * e32);
+            worst32 = fmax(worst32, fabs(fd32 - a32) / fmax(fabs(fd32), fabs(a32)));
+        }
+    }
+    CHECK(worst_dir <= 1e-5, "%s: directional rel err %.3g (double FD)", what, worst_dir);
+    CHECK(worst_px <= 1e-5, "%s: per-pixel err %.3g of max |grad| (double FD)", what, worst_px);
+    CHECK(worst32 <= 2e-2, "%s: directional rel err %.3g (fp32 FD)", what, worst32);
+    printf("    %-28s loss %10.4g: double FD %.1e (directions) %.1e (pixels); fp32 FD %.1e\n", what, terms.total, worst_dir,
+           worst_px, worst32);
+    for (int k = 0; k < NST_VGG_NLAYERS; k++) free(r.P[k]), free(r.A[k]);
+    nst_tile_free(&obj, &tile);
+    nst_objective_free(&obj);
+    nst_net_destroy(&net);
+    nst_weights_free(&w);
+    nst_free(content), nst_free(style), nst_free(x), nst_free(g), nst_free(xp), nst_free(v);
+    free(xd), free(cd), free(sd);
+}
+
+static void t_content_only(void) { check_terms(1, 0, 0, NST_POOL_MAX, "content"); }
+static void t_style_only(void) { check_terms(0, 1000, 0, NST_POOL_MAX, "style"); }
+static void t_tv_only(void) { check_terms(0, 0, 10, NST_POOL_MAX, "tv"); }
+static void t_all_terms(void) { check_terms(1, 1000, 10, NST_POOL_MAX, "content+style+tv"); }
+static void t_all_terms_average_pooling(void) { check_terms(1, 1000, 10, NST_POOL_AVG, "content+style+tv, avg pool"); }
+
+int main(void)
+{
+    if (nst_backend_open("cpu", 0, &be) != NST_OK) return printf("%s\n", nst_fail_message()), 1;
+    RUN(t_content_only);
+    RUN(t_style_only);
+    RUN(t_tv_only);
+    RUN(t_all_terms);
+    RUN(t_all_terms_average_pooling);
+    nst_backend_close(be);
+    return test_report("test_loss_grad");
+}
