@@ -68,8 +68,11 @@ case_ "version" 0 "nstbatch 0.1.0" -- "$NST" --version
 base "" ok.ini
 case_ "print-config applies --set" 0 "iterations = 7" -- "$NST" ok.ini --print-config --set optim.iterations=7
 case_ "make-weights refuses to overwrite" 2 "use --force" -- "$NST" --make-weights random w.h5
-case_ "a short render" 0 "wrote out.png (64x43, 8-bit)" -- "$NST" ok.ini --set optim.iterations=3 --set output.size=64
-rm -f "$T/out.png"
+case_ "a short render" 0 "wrote out.png (64x43, 8-bit)" -- "$NST" ok.ini --set optim.iterations=3 --set output.size=64 --set output.overwrite=true
+cp "$T/out.png" "$T/first.png"
+case_ "a second identical run" 0 "wrote out.png" -- "$NST" ok.ini --set optim.iterations=3 --set output.size=64 --set output.overwrite=true
+if cmp -s "$T/first.png" "$T/out.png"; then ok "two identical runs write identical files"; else bad "two identical runs write identical files" "outputs differ"; fi
+rm -f "$T/out.png" "$T/first.png"
 
 # ---- the README documents every key -----------------------------------------------------------------
 undocumented=""
