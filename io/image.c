@@ -101,6 +101,18 @@ void nst_image_put_row(nst_image *img, int y, int x0, int n, const void *samples
     }
 }
 
+void nst_image_get_row(const nst_image *img, int y, int bits, void *samples)
+{
+    const float *src = img->px + (size_t)y * img->w * 3;
+    for (size_t i = 0; i < (size_t)img->w * 3; i++) {
+        float v = src[i] < 0.f ? 0.f : (src[i] > 1.f ? 1.f : src[i]);
+        if (bits == 16)
+            ((uint16_t *)samples)[i] = (uint16_t)(v * 65535.f + 0.5f);
+        else
+            ((unsigned char *)samples)[i] = (unsigned char)(v * 255.f + 0.5f);
+    }
+}
+
 nst_status nst_image_read_memory(const char *name, const unsigned char *buf, size_t len,
                                  const nst_read_limits *lim, nst_image *out, nst_image_info *info)
 {

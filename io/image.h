@@ -65,6 +65,9 @@ nst_status nst_image_check_dims(const char *name, uint64_t w, uint64_t h, const 
 /* Convert one row of decoded samples (channels 1..4, bits 8 or 16, native-endian 16-bit)
  * starting at column x0, n pixels, into row y of img. */
 void nst_image_put_row(nst_image *img, int y, int x0, int n, const void *samples, int channels, int bits);
+/* The inverse, for the writers: row y of img clamped to [0,1] and rounded to 8-bit or native
+ * 16-bit RGB samples (w * 3 of them). */
+void nst_image_get_row(const nst_image *img, int y, int bits, void *samples);
 
 nst_status nst_png_read(const char *name, const unsigned char *buf, size_t len, const nst_read_limits *lim,
                         nst_image *out, nst_image_info *info);

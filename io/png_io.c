@@ -154,14 +154,7 @@ nst_status nst_png_write(const char *path, const nst_image *img, int bits, const
         goto done;
     }
     for (int y = 0; y < img->h; y++) {
-        const float *src = img->px + (size_t)y * img->w * 3;
-        for (size_t i = 0; i < (size_t)img->w * 3; i++) {
-            float v = src[i] < 0.f ? 0.f : (src[i] > 1.f ? 1.f : src[i]);
-            if (bits == 16)
-                ((uint16_t *)row)[i] = (uint16_t)(v * 65535.f + 0.5f);
-            else
-                row[i] = (unsigned char)(v * 255.f + 0.5f);
-        }
+        nst_image_get_row(img, y, bits, row);
         png_write_row(png, row);
     }
     png_write_end(png, NULL);

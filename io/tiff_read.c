@@ -9,7 +9,6 @@
  * The reading is by region (rows by scanline, tiles by tile): only the strips or tiles that
  * intersect the requested rectangle are decoded.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <tiffio.h>
@@ -18,6 +17,7 @@
 #include "../util/checked.h"
 #include "../util/mem.h"
 #include "image.h"
+#include "tiff_msg.h"
 
 #define TIFF_MAX_ALLOC ((tmsize_t)256 << 20)
 
@@ -25,7 +25,7 @@ typedef struct {
     const unsigned char *buf; /* memory source, or NULL */
     int fd;                   /* file source */
     uint64_t size, pos;
-    char msg[256];
+    char msg[NST_TIFF_MSG_MAX];
 } tiff_src;
 
 static tmsize_t src_read(thandle_t h, void *out, tmsize_t n)
@@ -89,29 +89,6 @@ static void src_unmap(thandle_t h, void *base, toff_t size)
     (void)h;
     (void)base;
     (void)size;
-}
-
-static int on_error(TIFF *tif, void *user, const char *module, const char *fmt, va_list ap)
-{
-    (void)module;
-    tiff_src *s = user;
-    if (s->msg[0]) return 1;
-    vsnprintf(s->msg, sizeof s->msg, fmt, ap);
-    /* libtiff sometimes starts with the file name, which our message already gives */
-    const char *name = tif ? TIFFFileName(tif) : NULL;
-    size_t n = name ? strlen(name) : 0;
-    if (n && strncmp(s->msg, name, n) == 0 && s->msg[n] == ':') memmove(s->msg, s->msg + n + 2, strlen(s->msg + n + 2) + 1);
-    return 1;
-}
-
-static int on_warning(TIFF *tif, void *user, const char *module, const char *fmt, va_list ap)
-{
-    (void)tif;
-    (void)user;
-    (void)module;
-    (void)fmt;
-    (void)ap;
-    return 1; /* unknown tags and the like: not worth the user's attention */
 }
 
 typedef enum { PH_GRAY, PH_GRAY_INV, PH_RGB, PH_PALETTE } photo_kind;
@@ -365,11 +342,8 @@ nst_status nst_tiff_read(const char *name, const unsigned char *buf, size_t len,
                          const nst_read_limits *lim, nst_image *out, nst_image_info *info)
 {
     tiff_src src = {buf, fd, len, 0, ""};
-    TIFFOpenOptions *opts = TIFFOpenOptionsAlloc();
+    TIFFOpenOptions *opts = nst_tiff_options(src.msg, TIFF_MAX_ALLOC);
     if (!opts) return nst_fail(NST_ENOMEM, "%s: cannot create a TIFF reader", name);
-    TIFFOpenOptionsSetMaxSingleMemAlloc(opts, TIFF_MAX_ALLOC);
-    TIFFOpenOptionsSetErrorHandlerExtR(opts, on_error, &src);
-    TIFFOpenOptionsSetWarningHandlerExtR(opts, on_warning, &src);
     TIFF *tif = TIFFClientOpenExt(name, buf ? "r" : "rm", &src, src_read, src_write, src_seek, src_close,
                                   src_size, src_map, src_unmap, opts);
     TIFFOpenOptionsFree(opts);

@@ -3,40 +3,19 @@
  * ImageDescription. (Tiled BigTIFF pyramids for gigapixel outputs belong to the streaming
  * writer.) Errors from libtiff go to our error channel. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <tiffio.h>
 
 #include "../util/mem.h"
 #include "image.h"
-
-static int on_error(TIFF *tif, void *user, const char *module, const char *fmt, va_list ap)
-{
-    (void)tif;
-    (void)module;
-    char *msg = user;
-    if (!msg[0]) vsnprintf(msg, 256, fmt, ap);
-    return 1;
-}
-
-static int on_warning(TIFF *tif, void *user, const char *module, const char *fmt, va_list ap)
-{
-    (void)tif;
-    (void)user;
-    (void)module;
-    (void)fmt;
-    (void)ap;
-    return 1;
-}
+#include "tiff_msg.h"
 
 nst_status nst_tiff_write(const char *path, const nst_image *img, int bits, const char *description)
 {
-    char msg[256] = "";
-    TIFFOpenOptions *opts = TIFFOpenOptionsAlloc();
+    char msg[NST_TIFF_MSG_MAX];
+    TIFFOpenOptions *opts = nst_tiff_options(msg, 0);
     if (!opts) return nst_fail(NST_ENOMEM, "cannot create a TIFF writer");
-    TIFFOpenOptionsSetErrorHandlerExtR(opts, on_error, msg);
-    TIFFOpenOptionsSetWarningHandlerExtR(opts, on_warning, msg);
     /* "w8" = BigTIFF when the raw image could pass 4 GiB, classic TIFF otherwise */
     double raw = (double)img->w * img->h * 3 * (bits / 8);
     TIFF *tif = TIFFOpenExt(path, raw > 3.9e9 ? "w8" : "w", opts);
@@ -64,14 +43,7 @@ nst_status nst_tiff_write(const char *path, const nst_image *img, int bits, cons
     unsigned char *row = nst_alloc(rowbytes, "a TIFF row");
     if (!row) s = NST_ENOMEM;
     for (int y = 0; s == NST_OK && y < img->h; y++) {
-        const float *src = img->px + (size_t)y * img->w * 3;
-        for (size_t i = 0; i < (size_t)img->w * 3; i++) {
-            float v = src[i] < 0.f ? 0.f : (src[i] > 1.f ? 1.f : src[i]);
-            if (bits == 16)
-                ((uint16_t *)row)[i] = (uint16_t)(v * 65535.f + 0.5f);
-            else
-                row[i] = (unsigned char)(v * 255.f + 0.5f);
-        }
+        nst_image_get_row(img, y, bits, row);
         if (TIFFWriteScanline(tif, row, (uint32_t)y, 0) < 0)
             s = nst_fail(NST_ERUNTIME, "TIFF write failed at row %d: %s", y, msg[0] ? msg : strerror(errno));
     }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int test_passed, test_failed, test_skipped, test_cur_fail, test_cur_skip;
 static const char *test_cur;
@@ -62,6 +63,38 @@ static inline int test_report(const char *suite)
 {
     printf("%s: %d passed, %d failed, %d skipped\n", suite, test_passed, test_failed, test_skipped);
     return test_failed ? 1 : 0;
+}
+
+/* A scratch directory: argv[1] when given (kept afterwards), else a new one under /tmp that
+ * test_scratch_done removes. test_scratch(name) is a path in it (one static buffer: copy it
+ * before asking for a second). */
+static char test_dir[512];
+static int test_dir_owned;
+
+static inline int test_scratch_init(int argc, char **argv, const char *suite)
+{
+    char cmd[600];
+    test_dir_owned = argc < 2;
+    if (argc > 1)
+        snprintf(test_dir, sizeof test_dir, "%s", argv[1]);
+    else
+        snprintf(test_dir, sizeof test_dir, "/tmp/nstbatch-%s-%ld", suite, (long)getpid());
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", test_dir);
+    return system(cmd) == 0;
+}
+
+static inline const char *test_scratch(const char *name)
+{
+    static char p[1024];
+    snprintf(p, sizeof p, "%s/%s", test_dir, name);
+    return p;
+}
+
+static inline void test_scratch_done(void)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", test_dir);
+    if (test_dir_owned && system(cmd) != 0) printf("could not remove %s\n", test_dir);
 }
 
 /* Deterministic test data: uniform in [lo, hi). */

@@ -17,15 +17,7 @@
 #include "../util/mem.h"
 #include "test.h"
 
-static char dir[512];
 static nst_read_limits lim;
-
-static const char *scratch(const char *name)
-{
-    static char p[1024];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    return p;
-}
 
 /* The value of channel k of pixel (x, y) in the test pattern, 0..maxv. */
 static unsigned pattern(int x, int y, int k, unsigned maxv) { return (unsigned)((x * 37 + y * 91 + k * 53) * 7919u) % (maxv + 1); }
@@ -150,7 +142,7 @@ static void t_tiff_flavours(void)
     for (size_t i = 0; i < sizeof fl / sizeof *fl; i++) {
         char name[128];
         snprintf(name, sizeof name, "%s.tif", fl[i].name);
-        const char *path = scratch(name);
+        const char *path = test_scratch(name);
         CHECK(write_tiff(path, &fl[i], w, h), "libtiff could not write %s", name);
         nst_image img;
         nst_image_info info;
@@ -236,10 +228,10 @@ static void t_png_flavours(void)
     for (size_t i = 0; i < sizeof fl / sizeof *fl; i++) {
         char name[64];
         snprintf(name, sizeof name, "%s.png", fl[i].name);
-        CHECK(write_png(scratch(name), 29, 17, fl[i].ct, fl[i].depth, fl[i].interlace, fl[i].trns), "libpng write %s", name);
+        CHECK(write_png(test_scratch(name), 29, 17, fl[i].ct, fl[i].depth, fl[i].interlace, fl[i].trns), "libpng write %s", name);
         nst_image img;
         nst_image_info info;
-        nst_status s = nst_image_read(scratch(name), &lim, &img, &info);
+        nst_status s = nst_image_read(test_scratch(name), &lim, &img, &info);
         CHECK(s == NST_OK, "%s: %s", name, nst_fail_message());
         if (s != NST_OK) continue;
         float d = worst_diff(&img, fl[i].spp, fl[i].depth == 16 ? 65535 : 255, 0);
@@ -281,9 +273,9 @@ static void t_jpeg_flavours(void)
 {
     for (int gray = 0; gray < 2; gray++)
         for (int prog = 0; prog < 2; prog++) {
-            write_jpeg(scratch("j.jpg"), 48, 40, gray, prog);
+            write_jpeg(test_scratch("j.jpg"), 48, 40, gray, prog);
             nst_image img;
-            nst_status s = nst_image_read(scratch("j.jpg"), &lim, &img, NULL);
+            nst_status s = nst_image_read(test_scratch("j.jpg"), &lim, &img, NULL);
             CHECK(s == NST_OK, "jpeg gray %d progressive %d: %s", gray, prog, nst_fail_message());
             if (s != NST_OK) continue;
             double err = 0;
@@ -306,7 +298,7 @@ static void t_write_read_round_trips(void)
     const char *names[] = {"rt.png", "rt.tif"};
     for (int f = 0; f < 2; f++)
         for (int bits = 8; bits <= 16; bits += 8) {
-            const char *p = scratch(names[f]);
+            const char *p = test_scratch(names[f]);
             CHECK(nst_image_write(p, &img, bits, 1, "[run]\nseed = 1\n") == NST_OK, "%s: %s", names[f], nst_fail_message());
             CHECK(nst_image_read(p, &lim, &back, NULL) == NST_OK, "%s", nst_fail_message());
             float worst = 0, q = bits == 16 ? 0.5f / 65535 : 0.5f / 255;
@@ -318,18 +310,18 @@ static void t_write_read_round_trips(void)
             nst_image_free(&back);
         }
     /* refuses to replace an existing file unless told, and leaves it intact */
-    CHECK(nst_image_write(scratch("rt.png"), &img, 8, 0, NULL) == NST_EINPUT && strstr(nst_fail_message(), "overwrite"), "%s",
+    CHECK(nst_image_write(test_scratch("rt.png"), &img, 8, 0, NULL) == NST_EINPUT && strstr(nst_fail_message(), "overwrite"), "%s",
           nst_fail_message());
     nst_fail_clear();
-    CHECK(nst_image_write(scratch("rt.bmp"), &img, 8, 1, NULL) == NST_EINPUT, "unknown extension accepted");
+    CHECK(nst_image_write(test_scratch("rt.bmp"), &img, 8, 1, NULL) == NST_EINPUT, "unknown extension accepted");
     nst_fail_clear();
     CHECK(nst_image_write("/nonexistent-dir/x.png", &img, 8, 1, NULL) == NST_EINPUT && strstr(nst_fail_message(), "does not exist"),
           "%s", nst_fail_message());
     nst_fail_clear();
     /* no temporary file left behind */
     char cmd[700];
-    snprintf(cmd, sizeof cmd, "ls -a %s | grep -q nstbatch- && exit 1 || exit 0", dir);
-    CHECK(system(cmd) == 0, "a temporary file was left in %s", dir);
+    snprintf(cmd, sizeof cmd, "ls -a %s | grep -q nstbatch- && exit 1 || exit 0", test_dir);
+    CHECK(system(cmd) == 0, "a temporary file was left in %s", test_dir);
     nst_image_free(&img);
 }
 
@@ -355,8 +347,8 @@ static void expect_bad(const char *path, const char *fragment)
 static void truncate_copy(const char *src_name, const char *dst_name, double frac)
 {
     char src[1024], dst[1024];
-    snprintf(src, sizeof src, "%s", scratch(src_name));
-    snprintf(dst, sizeof dst, "%s", scratch(dst_name));
+    snprintf(src, sizeof src, "%s", test_scratch(src_name));
+    snprintf(dst, sizeof dst, "%s", test_scratch(dst_name));
     FILE *f = fopen(src, "rb");
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
@@ -373,13 +365,13 @@ static void t_limits_and_corrupt_files(void)
     /* dimensions from the header are refused before any allocation */
     nst_read_limits small = nst_default_limits(0.0005); /* 500 pixels */
     nst_image img;
-    write_png(scratch("big.png"), 40, 40, PNG_COLOR_TYPE_RGB, 8, PNG_INTERLACE_NONE, 0);
+    write_png(test_scratch("big.png"), 40, 40, PNG_COLOR_TYPE_RGB, 8, PNG_INTERLACE_NONE, 0);
     nst_fail_clear();
-    CHECK(nst_image_read(scratch("big.png"), &small, &img, NULL) == NST_EINPUT &&
+    CHECK(nst_image_read(test_scratch("big.png"), &small, &img, NULL) == NST_EINPUT &&
               strstr(nst_fail_message(), "above input.max_megapixels"),
           "%s", nst_fail_message());
     /* a TIFF header claiming 1e6 x 1e6 pixels */
-    TIFF *t = TIFFOpen(scratch("huge.tif"), "w");
+    TIFF *t = TIFFOpen(test_scratch("huge.tif"), "w");
     TIFFSetField(t, TIFFTAG_IMAGEWIDTH, 1000000);
     TIFFSetField(t, TIFFTAG_IMAGELENGTH, 1000000);
     TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, 3);
@@ -389,34 +381,34 @@ static void t_limits_and_corrupt_files(void)
     unsigned char row[16] = {0};
     TIFFWriteRawStrip(t, 0, row, sizeof row);
     TIFFClose(t);
-    expect_bad(scratch("huge.tif"), "megapixels");
+    expect_bad(test_scratch("huge.tif"), "megapixels");
     /* a PNG header claiming 2^31-1 columns */
     static const unsigned char png_huge[] = {0x89, 'P', 'N', 'G', 13, 10, 26, 10, 0, 0, 0, 13, 'I', 'H', 'D', 'R',
                                              0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 1, 8, 2, 0, 0, 0, 0, 0, 0, 0};
-    write_bytes(scratch("hugew.png"), png_huge, sizeof png_huge);
-    expect_bad(scratch("hugew.png"), "PNG");
+    write_bytes(test_scratch("hugew.png"), png_huge, sizeof png_huge);
+    expect_bad(test_scratch("hugew.png"), "PNG");
     /* truncated files of each format */
-    write_png(scratch("ok.png"), 64, 48, PNG_COLOR_TYPE_RGB, 8, PNG_INTERLACE_NONE, 0);
+    write_png(test_scratch("ok.png"), 64, 48, PNG_COLOR_TYPE_RGB, 8, PNG_INTERLACE_NONE, 0);
     truncate_copy("ok.png", "trunc.png", 0.6);
-    expect_bad(scratch("trunc.png"), "corrupt PNG");
-    write_jpeg(scratch("ok.jpg"), 64, 48, 0, 0);
+    expect_bad(test_scratch("trunc.png"), "corrupt PNG");
+    write_jpeg(test_scratch("ok.jpg"), 64, 48, 0, 0);
     truncate_copy("ok.jpg", "trunc.jpg", 0.6);
-    expect_bad(scratch("trunc.jpg"), "corrupt JPEG");
+    expect_bad(test_scratch("trunc.jpg"), "corrupt JPEG");
     tiff_flavour rgb = {"", 3, 8, PHOTOMETRIC_RGB, PLANARCONFIG_CONTIG, 0, COMPRESSION_ADOBE_DEFLATE, 0, 0};
-    write_tiff(scratch("ok.tif"), &rgb, 64, 48);
+    write_tiff(test_scratch("ok.tif"), &rgb, 64, 48);
     truncate_copy("ok.tif", "trunc.tif", 0.5);
-    expect_bad(scratch("trunc.tif"), "TIFF");
+    expect_bad(test_scratch("trunc.tif"), "TIFF");
     /* not an image, empty, a directory, missing */
-    write_bytes(scratch("text.png"), "hello, world\n", 13);
-    expect_bad(scratch("text.png"), "not a PNG, JPEG or TIFF");
-    write_bytes(scratch("empty.jpg"), "", 0);
-    expect_bad(scratch("empty.jpg"), "not a PNG, JPEG or TIFF");
-    expect_bad(dir, "not a regular file");
-    expect_bad(scratch("missing.png"), "cannot open");
+    write_bytes(test_scratch("text.png"), "hello, world\n", 13);
+    expect_bad(test_scratch("text.png"), "not a PNG, JPEG or TIFF");
+    write_bytes(test_scratch("empty.jpg"), "", 0);
+    expect_bad(test_scratch("empty.jpg"), "not a PNG, JPEG or TIFF");
+    expect_bad(test_dir, "not a regular file");
+    expect_bad(test_scratch("missing.png"), "cannot open");
     /* unsupported sample layouts get a clear error, not garbage */
     tiff_flavour f32 = {"", 1, 32, PHOTOMETRIC_MINISBLACK, PLANARCONFIG_CONTIG, 0, COMPRESSION_NONE, 0, 0};
-    write_tiff(scratch("bits32.tif"), &f32, 8, 8);
-    expect_bad(scratch("bits32.tif"), "supported: 8 or 16");
+    write_tiff(test_scratch("bits32.tif"), &f32, 8, 8);
+    expect_bad(test_scratch("bits32.tif"), "supported: 8 or 16");
 }
 
 /* ---- resize ------------------------------------------------------------------------------------ */
@@ -455,13 +447,7 @@ static void t_resize(void)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1)
-        snprintf(dir, sizeof dir, "%s", argv[1]);
-    else
-        snprintf(dir, sizeof dir, "/tmp/nstbatch-test-images-%d", (int)getpid());
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
-    if (system(cmd) != 0) return 1;
+    if (!test_scratch_init(argc, argv, "test-images")) return 1;
     TIFFSetWarningHandler(NULL);
     lim = nst_default_limits(256);
     RUN(t_tiff_flavours);
@@ -470,7 +456,6 @@ int main(int argc, char **argv)
     RUN(t_write_read_round_trips);
     RUN(t_limits_and_corrupt_files);
     RUN(t_resize);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (argc < 2 && system(cmd) != 0) return 1;
+    test_scratch_done();
     return test_report("test_images");
 }

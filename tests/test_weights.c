@@ -14,14 +14,6 @@
 #include "../util/mem.h"
 #include "test.h"
 
-static char dir[512];
-
-static const char *scratch(const char *name)
-{
-    static char p[1024];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    return p;
-}
 
 static void t_random_network_is_deterministic(void)
 {
@@ -45,14 +37,14 @@ static void t_layout_round_trip_and_pack(void)
 {
     nst_weights a, b, c;
     nst_weights_random(&a, 9, 8);
-    CHECK(nst_weights_write(scratch("w.h5"), &a, 1) == NST_OK, "%s", nst_fail_message());
-    CHECK(nst_weights_read(scratch("w.h5"), &b) == NST_OK, "%s", nst_fail_message());
+    CHECK(nst_weights_write(test_scratch("w.h5"), &a, 1) == NST_OK, "%s", nst_fail_message());
+    CHECK(nst_weights_read(test_scratch("w.h5"), &b) == NST_OK, "%s", nst_fail_message());
     CHECK(nst_weights_hash(&a) == nst_weights_hash(&b) && b.nconv == 16, "read back differs");
     CHECK(b.bgr == a.bgr && b.scale == a.scale && memcmp(a.mean, b.mean, sizeof a.mean) == 0 &&
               memcmp(a.std, b.std, sizeof a.std) == 0 && strcmp(a.description, b.description) == 0,
           "preprocessing or description differ");
     nst_fail_clear();
-    CHECK(nst_weights_write(scratch("w.h5"), &a, 0) == NST_EINPUT && strstr(nst_fail_message(), "overwrite"), "%s",
+    CHECK(nst_weights_write(test_scratch("w.h5"), &a, 0) == NST_EINPUT && strstr(nst_fail_message(), "overwrite"), "%s",
           nst_fail_message());
     unsigned char *buf;
     size_t len;
@@ -83,7 +75,7 @@ static void expect_bad(const char *name, const char *fragment)
 {
     nst_weights w;
     nst_fail_clear();
-    nst_status s = nst_weights_read(scratch(name), &w);
+    nst_status s = nst_weights_read(test_scratch(name), &w);
     CHECK(s == NST_EINPUT, "%s: status %d (%s)", name, s, nst_fail_message());
     CHECK(strstr(nst_fail_message(), fragment) != NULL, "%s: '%s' lacks '%s'", name, nst_fail_message(), fragment);
     CHECK(strstr(nst_fail_message(), name) != NULL, "%s: message does not name the file: %s", name, nst_fail_message());
@@ -93,9 +85,9 @@ static void expect_bad(const char *name, const char *fragment)
 static hid_t edit_copy(const char *name)
 {
     char src[1024];
-    snprintf(src, sizeof src, "%s", scratch("w.h5"));
-    copy_file(src, scratch(name), 1.0);
-    return H5Fopen(scratch(name), H5F_ACC_RDWR, H5P_DEFAULT);
+    snprintf(src, sizeof src, "%s", test_scratch("w.h5"));
+    copy_file(src, test_scratch(name), 1.0);
+    return H5Fopen(test_scratch(name), H5F_ACC_RDWR, H5P_DEFAULT);
 }
 
 static void replace_dataset(hid_t f, const char *path, hid_t type, int rank, const hsize_t *dims, const void *data)
@@ -112,15 +104,15 @@ static void t_broken_weight_files(void)
 {
     nst_weights w;
     nst_weights_random(&w, 9, 8);
-    nst_weights_write(scratch("w.h5"), &w, 1);
+    nst_weights_write(test_scratch("w.h5"), &w, 1);
     char src[1024];
-    snprintf(src, sizeof src, "%s", scratch("w.h5"));
+    snprintf(src, sizeof src, "%s", test_scratch("w.h5"));
 
-    copy_file(src, scratch("truncated.h5"), 0.5);
+    copy_file(src, test_scratch("truncated.h5"), 0.5);
     expect_bad("truncated.h5", "truncated");
-    copy_file(src, scratch("tiny.h5"), 0.001);
+    copy_file(src, test_scratch("tiny.h5"), 0.001);
     expect_bad("tiny.h5", "truncated");
-    FILE *t = fopen(scratch("text.h5"), "w");
+    FILE *t = fopen(test_scratch("text.h5"), "w");
     fputs("these are not weights\n", t);
     fclose(t);
     expect_bad("text.h5", "not an HDF5 file");
@@ -173,7 +165,7 @@ static void t_broken_weight_files(void)
     expect_bad("no_preprocessing.h5", "input_mean");
 
     /* Keras layout with an extra 4-D dataset in a layer group: ambiguous */
-    hid_t k = H5Fcreate(scratch("keras_ambiguous.h5"), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t k = H5Fcreate(test_scratch("keras_ambiguous.h5"), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     hid_t g = H5Gcreate2(k, "block1_conv1", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     hsize_t kd[4] = {3, 3, 3, 8};
     static float kw[3 * 3 * 3 * 8], kb[8];
@@ -192,10 +184,10 @@ static void t_prefix_network_and_depth_check(void)
     nst_weights w, r;
     nst_weights_random(&w, 9, 16);
     w.nconv = 10; /* conv1_1 .. conv4_2 */
-    CHECK(nst_weights_write(scratch("prefix.h5"), &w, 1) == NST_OK, "%s", nst_fail_message());
+    CHECK(nst_weights_write(test_scratch("prefix.h5"), &w, 1) == NST_OK, "%s", nst_fail_message());
     w.nconv = 16;
     nst_weights_free(&w);
-    CHECK(nst_weights_read(scratch("prefix.h5"), &r) == NST_OK && r.nconv == 10, "prefix: %s", nst_fail_message());
+    CHECK(nst_weights_read(test_scratch("prefix.h5"), &r) == NST_OK && r.nconv == 10, "prefix: %s", nst_fail_message());
     nst_backend *be;
     nst_net net;
     nst_backend_open("cpu", 0, &be);
@@ -211,19 +203,12 @@ static void t_prefix_network_and_depth_check(void)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1)
-        snprintf(dir, sizeof dir, "%s", argv[1]);
-    else
-        snprintf(dir, sizeof dir, "/tmp/nstbatch-test-weights-%d", (int)getpid());
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
-    if (system(cmd) != 0) return 1;
+    if (!test_scratch_init(argc, argv, "test-weights")) return 1;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     RUN(t_random_network_is_deterministic);
     RUN(t_layout_round_trip_and_pack);
     RUN(t_broken_weight_files);
     RUN(t_prefix_network_and_depth_check);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (argc < 2 && system(cmd) != 0) return 1;
+    test_scratch_done();
     return test_report("test_weights");
 }
