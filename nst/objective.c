@@ -160,7 +160,6 @@ nst_status nst_objective_finish_targets(nst_objective *o, nst_tile *tiles, int n
 typedef struct {
     nst_objective *o;
     nst_tile *t;
-    int grad;
 } seed_ctx;
 
 /* Add the loss gradients seeded at `layer` into grad (and the content loss values). */
@@ -217,7 +216,7 @@ nst_status nst_objective_eval(nst_objective *o, nst_tile *tiles, int ntiles, int
     double tv_scale = spec->tv_weight / (3.0 * o->img_w * o->img_h);
     for (int i = 0; i < ntiles; i++) {
         nst_tile *t = &tiles[i];
-        seed_ctx sc = {o, t, grad};
+        seed_ctx sc = {o, t};
         if (grad) {
             NST_TRY(nst_net_backward(o->net, &t->acts, seed_layer, &sc, &t->dimg));
         } else {
