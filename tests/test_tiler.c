@@ -1,0 +1,140 @@
+/* tests/test_tiler.c: property tests of the tile grid, the rank assignment, the exchange plans and
+ * the blend weights, over many image sizes (odd ones and single-tile images included). */
+#include <stdint.h>
+
+#include "../tiler/grid.h"
+#include "test.h"
+
+static const int sizes[][2] = {{320, 240}, {1, 1}, {17, 33}, {160, 160}, {161, 159}, {1000, 37}, {48, 4096}, {999, 777}};
+static const int tiles[] = {16, 48, 64, 160, 512};
+static const int halos[] = {0, 16, 32, 160};
+
+static void t_cores_partition_and_windows_contain_cores(void)
+{
+    int grids = 0;
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+        for (size_t k = 0; k < sizeof tiles / sizeof *tiles; k++)
+            for (size_t h = 0; h < sizeof halos / sizeof *halos; h++) {
+                int W = sizes[s][0], H = sizes[s][1];
+                nst_grid g;
+                int tw = tiles[k], th = tiles[(k + h) % (sizeof tiles / sizeof *tiles)]; /* square and oblong cores */
+                CHECK(nst_grid_make(W, H, tw, th, halos[h], 16, &g) == 0, "grid %dx%d %dx%d", W, H, tw, th);
+                unsigned char *cover = calloc((size_t)W * H, 1);
+                for (int t = 0; t < g.ntiles; t++) {
+                    nst_rect c = nst_grid_core(&g, t), w = nst_grid_window(&g, t);
+                    CHECK(c.x % 16 == 0 && c.y % 16 == 0 && w.x % 16 == 0 && w.y % 16 == 0, "alignment");
+                    CHECK((w.x + w.w) % 16 == 0 || w.x + w.w == W, "window end aligned or at the image edge");
+                    CHECK(nst_rect_contains(w, c), "window contains its core");
+                    nst_rect want = nst_rect_intersect(nst_rect_grow(c, halos[h]), nst_rect_make(0, 0, W, H));
+                    CHECK(nst_rect_equal(w, want), "window = core + halo, clipped");
+                    CHECK(!nst_rect_empty(c), "empty core");
+                    for (int y = c.y; y < c.y + c.h; y++)
+                        for (int x = c.x; x < c.x + c.w; x++) cover[(size_t)y * W + x]++;
+                }
+                for (size_t i = 0; i < (size_t)W * H; i++) CHECK(cover[i] == 1, "pixel %zu covered %d times", i, cover[i]);
+                free(cover);
+                grids++;
+            }
+    CHECK(grids == 160, "%d grids", grids);
+    nst_grid g;
+    CHECK(nst_grid_make(100, 100, 40, 32, 0, 16, &g) < 0, "a tile size off the stride is refused");
+    CHECK(nst_grid_make(100, 100, 32, 32, 8, 16, &g) < 0, "a halo off the stride is refused");
+    CHECK(nst_grid_make(100, 100, 128, 128, 0, 16, &g) == 0 && g.ntiles == 1, "one tile for a small image");
+    CHECK(nst_grid_make(768, 512, 384, 512, 160, 16, &g) == 0 && g.ntiles == 2, "two oblong tiles");
+}
+
+static void t_assignment_balances_and_gives_everyone_work(void)
+{
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+        for (size_t k = 0; k < sizeof tiles / sizeof *tiles; k++) {
+            nst_grid g;
+            nst_grid_make(sizes[s][0], sizes[s][1], tiles[k], tiles[k], 32, 16, &g);
+            for (int ranks = 1; ranks <= 8; ranks++) {
+                int *owner = malloc(sizeof(int) * g.ntiles), *again = malloc(sizeof(int) * g.ntiles);
+                int64_t worst = nst_assign_tiles(&g, ranks, owner), load[8] = {0}, biggest = 0;
+                nst_assign_tiles(&g, ranks, again);
+                int count[8] = {0};
+                for (int t = 0; t < g.ntiles; t++) {
+                    CHECK(owner[t] >= 0 && owner[t] < ranks && owner[t] == again[t], "owner / determinism");
+                    int64_t a = nst_rect_area(nst_grid_window(&g, t));
+                    load[owner[t]] += a;
+                    count[owner[t]]++;
+                    if (a > biggest) biggest = a;
+                }
+                int64_t lo = INT64_MAX, hi = 0;
+                for (int r = 0; r < ranks; r++) {
+                    if (g.ntiles >= ranks) CHECK(count[r] > 0, "rank %d without work (%d tiles, %d ranks)", r, g.ntiles, ranks);
+                    if (load[r] < lo) lo = load[r];
+                    if (load[r] > hi) hi = load[r];
+                }
+                CHECK(hi == worst, "reported load %lld vs %lld", (long long)worst, (long long)hi);
+                if (g.ntiles >= ranks) CHECK(hi - lo <= biggest, "imbalance %lld above one tile %lld", (long long)(hi - lo), (long long)biggest);
+                free(owner), free(again);
+            }
+        }
+}
+
+static void t_exchange_plans_cover_windows_once(void)
+{
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+        for (size_t k = 0; k < 4; k++) {
+            int W = sizes[s][0], H = sizes[s][1];
+            nst_grid g;
+            nst_grid_make(W, H, tiles[k], tiles[(k + 1) % 4], 32, 16, &g);
+            int n, m;
+            nst_transfer *p = nst_plan_core_to_window(&g, &n), *o = nst_plan_window_overlaps(&g, &m);
+            CHECK(p && o, "plans");
+            for (int t = 0; t < g.ntiles; t++) {
+                nst_rect w = nst_grid_window(&g, t);
+                unsigned char *cover = calloc((size_t)w.w * w.h, 1);
+                for (int i = 0; i < n; i++) {
+                    if (p[i].dst != t) continue;
+                    CHECK(nst_rect_contains(nst_grid_core(&g, p[i].src), p[i].rect), "transfer outside its source core");
+                    CHECK(nst_rect_contains(w, p[i].rect), "transfer outside its window");
+                    for (int y = p[i].rect.y; y < p[i].rect.y + p[i].rect.h; y++)
+                        for (int x = p[i].rect.x; x < p[i].rect.x + p[i].rect.w; x++) cover[(size_t)(y - w.y) * w.w + (x - w.x)]++;
+                }
+                for (size_t i = 0; i < (size_t)w.w * w.h; i++) CHECK(cover[i] == 1, "window pixel filled %d times", cover[i]);
+                free(cover);
+            }
+            for (int i = 1; i < n; i++) CHECK(p[i - 1].dst < p[i].dst || (p[i - 1].dst == p[i].dst && p[i - 1].src < p[i].src), "order");
+            for (int i = 0; i < m; i++) {
+                int mirrored = 0;
+                for (int j = 0; j < m; j++)
+                    mirrored |= o[j].src == o[i].dst && o[j].dst == o[i].src && nst_rect_equal(o[j].rect, o[i].rect);
+                CHECK(mirrored && o[i].src != o[i].dst, "overlap %d->%d not mirrored", o[i].src, o[i].dst);
+                CHECK(nst_rect_equal(o[i].rect, nst_rect_intersect(nst_grid_window(&g, o[i].src), nst_grid_window(&g, o[i].dst))),
+                      "overlap rect");
+            }
+            free(p), free(o);
+        }
+}
+
+static void t_blend_weights(void)
+{
+    nst_grid g;
+    nst_grid_make(200, 120, 64, 48, 32, 16, &g);
+    for (int cos = 0; cos < 2; cos++)
+        for (int t = 0; t < g.ntiles; t++) {
+            nst_rect c = nst_grid_core(&g, t), w = nst_grid_window(&g, t);
+            for (int y = w.y; y < w.y + w.h; y++)
+                for (int x = w.x; x < w.x + w.w; x++) {
+                    float v = nst_blend_weight(&g, t, x, y, g.halo, cos);
+                    CHECK(v > 0 && v <= 1, "weight %g", v);
+                    if (nst_rect_contains(c, nst_rect_make(x, y, 1, 1))) CHECK(v == 1, "core weight %g", v);
+                }
+            /* falls towards an inner window edge */
+            if (w.x > 0) CHECK(nst_blend_weight(&g, t, w.x, c.y, g.halo, cos) < 0.05f, "edge weight");
+        }
+    /* a window edge at the image border does not fade */
+    CHECK(nst_blend_weight(&g, 0, 0, 0, g.halo, 1) == 1, "image border");
+}
+
+int main(void)
+{
+    RUN(t_cores_partition_and_windows_contain_cores);
+    RUN(t_assignment_balances_and_gives_everyone_work);
+    RUN(t_exchange_plans_cover_windows_once);
+    RUN(t_blend_weights);
+    return test_report("test_tiler");
+}
