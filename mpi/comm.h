@@ -15,6 +15,9 @@ nst_status nst_comm_init(int *argc, char ***argv);
 void nst_comm_finalize(void);
 int nst_comm_rank(void);
 int nst_comm_size(void);
+/* Rank and rank count among the processes on this node (MPI_Comm_split_type, shared memory). */
+int nst_comm_local_rank(void);
+int nst_comm_local_size(void);
 const char *nst_comm_host(void);
 
 /* Broadcast bytes from root. */
@@ -22,12 +25,32 @@ nst_status nst_comm_bcast(void *buf, size_t bytes, int root);
 /* Broadcast a buffer whose size only root knows: root passes *buf and *len; others receive a new
  * allocation (freed with nst_free). */
 nst_status nst_comm_bcast_alloc(unsigned char **buf, size_t *len, int root);
+/* Blocking point-to-point of bytes (chunked above 1 GiB). */
+nst_status nst_comm_send(const void *buf, size_t bytes, int dest);
+nst_status nst_comm_recv(void *buf, size_t bytes, int src);
+
+/* A sparse neighbour exchange: one message to and from each peer, all non-blocking, then wait.
+ * Peers must agree on sizes; a message of 0 bytes is skipped on both sides. */
+typedef struct {
+    int peer;
+    void *buf;
+    size_t bytes;
+} nst_comm_msg;
+nst_status nst_comm_exchange(const nst_comm_msg *sends, int nsend, const nst_comm_msg *recvs, int nrecv);
+
+/* The worst status over all ranks, without messages: the cheap check before a collective, so a
+ * rank that failed never leaves the others waiting in it. Follow a failure with nst_comm_agree
+ * to move the message to rank 0. */
+nst_status nst_comm_check(nst_status mine);
+
 /* Every rank learns the worst status of all ranks, and the message of the lowest rank that
  * failed is copied into every rank's error channel, so rank 0 can print it and all stop together. */
 nst_status nst_comm_agree(nst_status mine);
 /* In-place sums over all ranks (host memory), in a fixed order: bit-identical for a given rank count. */
 nst_status nst_comm_sum_floats(float *buf, size_t n);
 nst_status nst_comm_sum_doubles(double *buf, size_t n);
+/* Per-element minimum, maximum and sum over ranks of n doubles (for the phase timers). */
+nst_status nst_comm_stats(const double *in, double *min, double *max, double *sum, size_t n);
 /* "Open MPI v4.1.4, ..." (callable before nst_comm_init). */
 void nst_comm_library_version(char *out, size_t cap);
 /* Abort every rank: prints "nstbatch: error: <msg>" (from this rank) and calls MPI_Abort. */

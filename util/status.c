@@ -37,6 +37,8 @@ nst_status nst_fail_context(nst_status kind, const char *fmt, ...)
 
 const char *nst_fail_message(void) { return have_msg ? msg : "unknown error"; }
 
+int nst_fail_pending(void) { return have_msg; }
+
 void nst_fail_clear(void)
 {
     have_msg = 0;

@@ -24,6 +24,8 @@ nst_status nst_fail_context(nst_status kind, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 const char *nst_fail_message(void);
+/* 1 when a failure message is recorded (a rank that only heard of another rank's failure has none). */
+int nst_fail_pending(void);
 void nst_fail_clear(void);
 
 /* Exit status for a status: 0, 2 for bad input, 1 otherwise. */
