@@ -61,7 +61,13 @@ typedef struct {
     nst_status (*upload)(nst_backend *, void *dst, const float *src, size_t n, nst_dtype dt);
     nst_status (*download)(nst_backend *, float *dst, const void *src, size_t n, nst_dtype dt);
     nst_status (*zero)(nst_backend *, void *ptr, size_t bytes);
+    nst_status (*copy)(nst_backend *, void *dst, const void *src, size_t bytes); /* backend to backend */
     nst_status (*synchronize)(nst_backend *);
+    /* Rectangles of pixels (all channels; tensors of equal channels and dtype): tensor to tensor
+     * (dst at (dx, dy)), and between a tensor and r.w * r.h * c packed host floats. */
+    nst_status (*copy_rect)(nst_backend *, const nst_tensor *src, nst_rect r, nst_tensor *dst, int dx, int dy);
+    nst_status (*download_rect)(nst_backend *, const nst_tensor *src, nst_rect r, float *host);
+    nst_status (*upload_rect)(nst_backend *, const float *host, nst_tensor *dst, nst_rect r);
 
     /* 3x3 convolution, stride 1, zero 'same' padding. Weights OIHW fp32 on the host. */
     nst_status (*conv_create)(nst_backend *, int cin, int cout, const float *w_oihw, const float *bias, nst_conv **out);
@@ -81,10 +87,15 @@ typedef struct {
     nst_status (*preprocess)(nst_backend *, const nst_preproc *, const nst_tensor *img, nst_tensor *x);
     nst_status (*preprocess_backward)(nst_backend *, const nst_preproc *, const nst_tensor *dx, nst_tensor *dimg);
 
-    /* g (c x c, fp32) += F^T F, F the features at positions in own (unnormalised Gram sums) */
-    nst_status (*gram_accumulate)(nst_backend *, const nst_tensor *f, nst_rect own, float *g);
-    /* d = g * g_scale - a (c x c); *sumsq = sum of d^2 */
-    nst_status (*gram_diff)(nst_backend *, const float *g, float g_scale, const float *a, int c, float *d, double *sumsq);
+    /* g (c x c, fp64, upper triangle used) += F^T F, F the features at positions in own: the
+     * unnormalised Gram sums. Accumulated in double, so the sums of a tiled image (added tile by
+     * tile, rank by rank) round to the same fp32 matrix as the whole image's. */
+    nst_status (*gram_accumulate)(nst_backend *, const nst_tensor *f, nst_rect own, double *g);
+    /* d = g * g_scale - a (c x c, fp32, symmetric, from g's upper triangle); *sumsq = sum of d^2.
+     * With g_prev (the previous iteration's sums, for the lagged Gram) d is taken at the linear
+     * extrapolation 2 g - g_prev, while *sumsq stays that of g: the loss of the current image. */
+    nst_status (*gram_diff)(nst_backend *, const double *g, const double *g_prev, double g_scale, const float *a, int c,
+                            float *d, double *sumsq);
     /* df += scale * F d at positions in seed (d symmetric c x c) */
     nst_status (*gram_backward)(nst_backend *, const nst_tensor *f, nst_rect seed, const float *d, float scale,
                                 nst_tensor *df);
@@ -113,6 +124,7 @@ struct nst_backend {
     int threads;            /* CPU threads this process computes with */
     int cores_allowed;      /* cores in this process's affinity mask (mpirun may bind ranks) */
     int cores_online;
+    size_t bytes_in_use, bytes_peak; /* backend buffers (the memory model is checked against this) */
     void (*destroy)(nst_backend *);
 };
 

@@ -1,5 +1,6 @@
 /* kernels/cpu/backend_cpu.c: the CPU backend's op table, memory functions and set-up. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include <cblas.h>
 #include <omp.h>
 #include <sched.h>
 #include <stdio.h>
@@ -24,17 +25,30 @@ nst_status cpu_check_region(const nst_tensor *t, nst_rect r, const char *op)
     return NST_OK;
 }
 
+/* Each buffer carries its size in a 64-byte header (alignment kept) for the byte accounting. */
+#define HEADER 64
+
 static nst_status cpu_alloc(nst_backend *be, size_t bytes, void **ptr)
 {
-    (void)be;
-    *ptr = nst_alloc(bytes ? bytes : 1, "backend buffer");
-    return *ptr ? NST_OK : NST_ENOMEM;
+    unsigned char *p = nst_alloc(bytes + HEADER, "backend buffer");
+    if (!p) {
+        *ptr = NULL;
+        return nst_fail(NST_ENOMEM, "out of memory allocating %zu bytes (%.1f MiB already in use by this rank)", bytes,
+                        (double)be->bytes_in_use / (1 << 20));
+    }
+    *(size_t *)p = bytes;
+    be->bytes_in_use += bytes;
+    if (be->bytes_in_use > be->bytes_peak) be->bytes_peak = be->bytes_in_use;
+    *ptr = p + HEADER;
+    return NST_OK;
 }
 
 static void cpu_free(nst_backend *be, void *ptr)
 {
-    (void)be;
-    nst_free(ptr);
+    if (!ptr) return;
+    unsigned char *p = (unsigned char *)ptr - HEADER;
+    be->bytes_in_use -= *(size_t *)p;
+    nst_free(p);
 }
 
 static nst_status cpu_upload(nst_backend *be, void *dst, const float *src, size_t n, nst_dtype dt)
@@ -60,6 +74,13 @@ static nst_status cpu_zero(nst_backend *be, void *ptr, size_t bytes)
     return NST_OK;
 }
 
+static nst_status cpu_copy(nst_backend *be, void *dst, const void *src, size_t bytes)
+{
+    (void)be;
+    memmove(dst, src, bytes);
+    return NST_OK;
+}
+
 static nst_status cpu_sync(nst_backend *be)
 {
     (void)be;
@@ -72,7 +93,11 @@ static const nst_backend_ops cpu_ops = {
     .upload = cpu_upload,
     .download = cpu_download,
     .zero = cpu_zero,
+    .copy = cpu_copy,
     .synchronize = cpu_sync,
+    .copy_rect = cpu_copy_rect,
+    .download_rect = cpu_download_rect,
+    .upload_rect = cpu_upload_rect,
     .conv_create = cpu_conv_create,
     .conv_destroy = cpu_conv_destroy,
     .conv_forward = cpu_conv_forward,
@@ -98,6 +123,7 @@ static void cpu_destroy(nst_backend *be)
     if (impl) {
         cpu_matmul_cache_free(impl);
         nst_free(impl->scratch);
+        nst_free(impl->dscratch);
         if (impl->stream) dnnl_stream_destroy(impl->stream);
         if (impl->eng) dnnl_engine_destroy(impl->eng);
         nst_free(impl);
@@ -121,6 +147,7 @@ nst_status nst_cpu_backend_open(int threads, nst_backend **out)
     snprintf(be->name, sizeof be->name, "cpu");
     if (threads > 0) omp_set_num_threads(threads);
     impl->threads = omp_get_max_threads();
+    openblas_set_num_threads(impl->threads);
     dnnl_status_t st = dnnl_engine_create(&impl->eng, dnnl_cpu, 0);
     if (st == dnnl_success) st = dnnl_stream_create(&impl->stream, impl->eng, dnnl_stream_default_flags);
     if (st != dnnl_success) {

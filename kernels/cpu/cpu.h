@@ -1,7 +1,7 @@
 /* kernels/cpu/cpu.h: internals shared by the CPU backend's files. The CPU backend is the
  * reference every other backend is compared with: oneDNN for the convolutions and the Gram
- * GEMMs (chosen by measurement over im2col + OpenBLAS, see bench/results/cpu_conv_choice.md),
- * plain C with OpenMP for everything else. Activations are fp32. Reductions are summed per row
+ * backward (chosen by measurement over im2col + OpenBLAS, see bench/results/cpu_conv_choice.md),
+ * OpenBLAS dsyrk for the Gram sums in double, plain C with OpenMP for everything else. Activations are fp32. Reductions are summed per row
  * into doubles and the rows added in order, so results do not depend on the thread count. */
 #ifndef NST_KERNELS_CPU_H
 #define NST_KERNELS_CPU_H
@@ -18,8 +18,10 @@ typedef struct {
     int threads;
     matmul_entry *mm;  /* cache of matmul primitives by shape */
     int nmm, mm_next;
-    float *scratch;    /* region copies for the Gram ops */
+    float *scratch;    /* region copies for the Gram backward */
     size_t scratch_cap;
+    double *dscratch;  /* rows converted to double for the Gram sums */
+    size_t dscratch_cap;
 } cpu_impl;
 
 static inline cpu_impl *cpu_of(nst_backend *be) { return (cpu_impl *)be->impl; }
@@ -32,13 +34,18 @@ nst_status cpu_dnnl_fail(dnnl_status_t st, const char *call, const char *file, i
         if (dnnl_st_ != dnnl_success) return cpu_dnnl_fail(dnnl_st_, #call, __FILE__, __LINE__);  \
     } while (0)
 
+nst_status cpu_copy_rect(nst_backend *, const nst_tensor *src, nst_rect r, nst_tensor *dst, int dx, int dy);
+nst_status cpu_download_rect(nst_backend *, const nst_tensor *src, nst_rect r, float *host);
+nst_status cpu_upload_rect(nst_backend *, const float *host, nst_tensor *dst, nst_rect r);
+
 nst_status cpu_conv_create(nst_backend *, int cin, int cout, const float *w, const float *b, nst_conv **out);
 void cpu_conv_destroy(nst_backend *, nst_conv *);
 nst_status cpu_conv_forward(nst_backend *, nst_conv *, const nst_tensor *x, nst_tensor *y, int relu);
 nst_status cpu_conv_backward_data(nst_backend *, nst_conv *, const nst_tensor *dy, nst_tensor *dx);
 
-nst_status cpu_gram_accumulate(nst_backend *, const nst_tensor *f, nst_rect own, float *g);
-nst_status cpu_gram_diff(nst_backend *, const float *g, float g_scale, const float *a, int c, float *d, double *sumsq);
+nst_status cpu_gram_accumulate(nst_backend *, const nst_tensor *f, nst_rect own, double *g);
+nst_status cpu_gram_diff(nst_backend *, const double *g, const double *g_prev, double g_scale, const float *a, int c,
+                         float *d, double *sumsq);
 nst_status cpu_gram_backward(nst_backend *, const nst_tensor *f, nst_rect seed, const float *d, float scale,
                              nst_tensor *df);
 void cpu_matmul_cache_free(cpu_impl *);

@@ -1,18 +1,27 @@
-/* kernels/cpu/gram_cpu.c: Gram matrices and their gradient with oneDNN matmul (fp32).
+/* kernels/cpu/gram_cpu.c: Gram matrices and their gradient.
  *
  *   gram:     G += F^T F          F: M positions x C channels (the region's rows of an NHWC tensor)
  *   backward: dF += F (scale * D)  D symmetric C x C
+ *
+ * The sums are taken in double (OpenBLAS dsyrk on rows converted from fp32): every product of
+ * two fp32 values is exact in double, and the rounding of the sum is far below fp32's, so a
+ * tiled image's Gram - summed tile by tile and rank by rank in another order - rounds to the same
+ * fp32 matrix as the whole image's. Everything else being bitwise the same for a pixel whatever
+ * the tiling, tiled renders then equal the whole-image render. The backward is fp32 oneDNN
+ * matmul; its rows do not depend on how many rows are computed together.
  * A region that spans whole rows is a contiguous block of the tensor and is used in place;
- * otherwise its rows are gathered into a scratch buffer first. Primitives are cached by shape. */
+ * otherwise its rows are gathered into a scratch buffer, in chunks of rows of at most
+ * SCRATCH_BYTES, so the scratch stays small whatever the tile size. Primitives are cached by shape. */
+#include <cblas.h>
 #include <string.h>
 
 #include "../../util/mem.h"
 #include "cpu.h"
 
 #define MM_CACHE 32
+#define SCRATCH_BYTES (16u << 20)
 
-struct matmul_entry {
-    int kind; /* 0: gram, 1: backward */
+struct matmul_entry { /* dF += F D for M rows of C channels */
     long long m;
     int c;
     dnnl_primitive_t prim;
@@ -33,10 +42,10 @@ void cpu_matmul_cache_free(cpu_impl *impl)
     impl->nmm = 0;
 }
 
-static nst_status matmul_get(cpu_impl *impl, int kind, long long m, int c, matmul_entry **out)
+static nst_status matmul_get(cpu_impl *impl, long long m, int c, matmul_entry **out)
 {
     for (int i = 0; i < impl->nmm; i++)
-        if (impl->mm[i].kind == kind && impl->mm[i].m == m && impl->mm[i].c == c) {
+        if (impl->mm[i].m == m && impl->mm[i].c == c) {
             *out = &impl->mm[i];
             return NST_OK;
         }
@@ -56,18 +65,12 @@ static nst_status matmul_get(cpu_impl *impl, int kind, long long m, int c, matmu
         dnnl_memory_destroy(e->d);
     }
     memset(e, 0, sizeof *e);
+    /* A = F (M x C), B = D (C x C), D = dF (M x C) */
     dnnl_memory_desc_t amd, bmd, dmd;
-    if (kind == 0) { /* A = F^T (C x M, strided view of F), B = F (M x C), D = G (C x C) */
-        dnnl_dims_t ad = {c, m}, as = {1, c}, bd = {m, c}, dd = {c, c};
-        DNNL_TRY(dnnl_memory_desc_init_by_strides(&amd, 2, ad, dnnl_f32, as));
-        DNNL_TRY(dnnl_memory_desc_init_by_tag(&bmd, 2, bd, dnnl_f32, dnnl_ab));
-        DNNL_TRY(dnnl_memory_desc_init_by_tag(&dmd, 2, dd, dnnl_f32, dnnl_ab));
-    } else { /* A = F (M x C), B = D (C x C), D = dF (M x C) */
-        dnnl_dims_t ad = {m, c}, bd = {c, c};
-        DNNL_TRY(dnnl_memory_desc_init_by_tag(&amd, 2, ad, dnnl_f32, dnnl_ab));
-        DNNL_TRY(dnnl_memory_desc_init_by_tag(&bmd, 2, bd, dnnl_f32, dnnl_ab));
-        DNNL_TRY(dnnl_memory_desc_init_by_tag(&dmd, 2, ad, dnnl_f32, dnnl_ab));
-    }
+    dnnl_dims_t ad = {m, c}, bd = {c, c};
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&amd, 2, ad, dnnl_f32, dnnl_ab));
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&bmd, 2, bd, dnnl_f32, dnnl_ab));
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&dmd, 2, ad, dnnl_f32, dnnl_ab));
     dnnl_matmul_desc_t md;
     dnnl_primitive_attr_t attr;
     dnnl_post_ops_t po;
@@ -90,7 +93,6 @@ static nst_status matmul_get(cpu_impl *impl, int kind, long long m, int c, matmu
     if (st == dnnl_success) st = dnnl_memory_create(&e->b, &bmd, impl->eng, DNNL_MEMORY_NONE);
     if (st == dnnl_success) st = dnnl_memory_create(&e->d, &dmd, impl->eng, DNNL_MEMORY_NONE);
     if (st != dnnl_success) return cpu_dnnl_fail(st, "matmul memories", __FILE__, __LINE__);
-    e->kind = kind;
     e->m = m;
     e->c = c;
     *out = e;
@@ -130,37 +132,62 @@ static void gather(const nst_tensor *t, nst_rect r, float *dst)
         memcpy(dst + (size_t)y * r.w * t->c, src + ((size_t)(r.y + y) * t->w + r.x) * t->c, (size_t)r.w * t->c * sizeof(float));
 }
 
-nst_status cpu_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect own, float *g)
+/* Rows per chunk for a region of width w, c channels, and `copies` region-sized buffers. */
+static int chunk_rows(int w, int c, int copies)
+{
+    size_t row = (size_t)w * c * sizeof(float) * copies;
+    size_t n = row ? SCRATCH_BYTES / row : 1;
+    return n < 1 ? 1 : n > (size_t)1 << 20 ? 1 << 20 : (int)n;
+}
+
+static nst_status dscratch(cpu_impl *impl, size_t n, double **out)
+{
+    if (n > impl->dscratch_cap) {
+        nst_free(impl->dscratch);
+        impl->dscratch = nst_alloc_array(n, sizeof(double), "Gram double rows");
+        impl->dscratch_cap = impl->dscratch ? n : 0;
+        if (!impl->dscratch) return NST_ENOMEM;
+    }
+    *out = impl->dscratch;
+    return NST_OK;
+}
+
+nst_status cpu_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect own, double *g)
 {
     cpu_impl *impl = cpu_of(be);
     NST_TRY(cpu_check_f32(f, "gram"));
     NST_TRY(cpu_check_region(f, own, "gram"));
     if (nst_rect_empty(own)) return NST_OK;
-    long long m = (long long)own.w * own.h;
-    const float *fp;
-    if (whole_rows(f, own)) {
-        fp = (const float *)f->data + (size_t)own.y * f->w * f->c;
-    } else {
-        float *buf;
-        NST_TRY(scratch(impl, (size_t)m * f->c, &buf));
-        gather(f, own, buf);
-        fp = buf;
+    const int c = f->c;
+    const int rows = chunk_rows(own.w, c, 2); /* doubles: twice the bytes of a float row */
+    double *buf;
+    NST_TRY(dscratch(impl, (size_t)rows * own.w * c, &buf));
+    const float *src = f->data;
+    for (int y0 = 0; y0 < own.h; y0 += rows) {
+        int n = own.h - y0 < rows ? own.h - y0 : rows;
+#pragma omp parallel for schedule(static)
+        for (int y = 0; y < n; y++) {
+            const float *in = src + ((size_t)(own.y + y0 + y) * f->w + own.x) * c;
+            double *out = buf + (size_t)y * own.w * c;
+            for (size_t i = 0; i < (size_t)own.w * c; i++) out[i] = in[i];
+        }
+        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, c, n * own.w, 1.0, buf, c, 1.0, g, c);
     }
-    matmul_entry *e;
-    NST_TRY(matmul_get(impl, 0, m, f->c, &e));
-    return run_matmul(impl, e, fp, fp, g);
+    return NST_OK;
 }
 
-nst_status cpu_gram_diff(nst_backend *be, const float *g, float g_scale, const float *a, int c, float *d, double *sumsq)
+nst_status cpu_gram_diff(nst_backend *be, const double *g, const double *g_prev, double g_scale, const float *a, int c,
+                         float *d, double *sumsq)
 {
     (void)be;
     double s = 0;
     for (int i = 0; i < c; i++) {
         double row = 0;
         for (int j = 0; j < c; j++) {
-            float v = g[(size_t)i * c + j] * g_scale - a[(size_t)i * c + j];
-            d[(size_t)i * c + j] = v;
-            row += (double)v * v;
+            size_t u = i <= j ? (size_t)i * c + j : (size_t)j * c + i; /* the upper triangle holds the sums */
+            float now = (float)(g[u] * g_scale) - a[(size_t)i * c + j];
+            row += (double)now * now;
+            d[(size_t)i * c + j] = g_prev ? (float)((2 * g[u] - g_prev[u]) * g_scale) - a[(size_t)i * c + j] : now;
         }
         s += row;
     }
@@ -179,29 +206,35 @@ nst_status cpu_gram_backward(nst_backend *be, const nst_tensor *f, nst_rect seed
         return nst_fail(NST_ERUNTIME, "gram_backward: gradient shape differs from the features");
     if (nst_rect_empty(seed)) return NST_OK;
     const int c = f->c;
-    const long long m = (long long)seed.w * seed.h;
-    const int rows = whole_rows(f, seed);
-    /* scratch: [scaled D (c*c)] [gathered F (m*c)] [result (m*c)] when the region is not whole rows */
+    const int rows_ok = whole_rows(f, seed);
+    const int rows = rows_ok ? 0 : chunk_rows(seed.w, c, 2);
+    /* scratch: [scale * D (c*c)] then, for regions that are not whole rows, [gathered F][result]
+     * for one chunk of rows */
     float *buf;
-    NST_TRY(scratch(impl, (size_t)c * c + (rows ? 0 : 2 * (size_t)m * c), &buf));
+    NST_TRY(scratch(impl, (size_t)c * c + (rows_ok ? 0 : 2 * (size_t)rows * seed.w * c), &buf));
     float *ds = buf;
     for (size_t i = 0; i < (size_t)c * c; i++) ds[i] = d[i] * scale;
     matmul_entry *e;
-    NST_TRY(matmul_get(impl, 1, m, c, &e));
-    if (rows) {
+    if (rows_ok) {
         size_t off = (size_t)seed.y * f->w * c;
+        NST_TRY(matmul_get(impl, (long long)seed.w * seed.h, c, &e));
         return run_matmul(impl, e, (const float *)f->data + off, ds, (float *)df->data + off);
     }
-    float *fin = buf + (size_t)c * c, *res = fin + (size_t)m * c;
-    gather(f, seed, fin);
-    memset(res, 0, (size_t)m * c * sizeof(float));
-    NST_TRY(run_matmul(impl, e, fin, ds, res));
+    float *fin = buf + (size_t)c * c, *res = fin + (size_t)rows * seed.w * c;
     float *dst = df->data;
+    for (int y0 = 0; y0 < seed.h; y0 += rows) {
+        nst_rect part = {seed.x, seed.y + y0, seed.w, seed.h - y0 < rows ? seed.h - y0 : rows};
+        long long m = (long long)part.w * part.h;
+        gather(f, part, fin);
+        memset(res, 0, (size_t)m * c * sizeof(float));
+        NST_TRY(matmul_get(impl, m, c, &e));
+        NST_TRY(run_matmul(impl, e, fin, ds, res));
 #pragma omp parallel for schedule(static)
-    for (int y = 0; y < seed.h; y++) {
-        float *o = dst + ((size_t)(seed.y + y) * df->w + seed.x) * c;
-        const float *r = res + (size_t)y * seed.w * c;
-        for (size_t i = 0; i < (size_t)seed.w * c; i++) o[i] += r[i];
+        for (int y = 0; y < part.h; y++) {
+            float *o = dst + ((size_t)(part.y + y) * df->w + part.x) * c;
+            const float *r = res + (size_t)y * part.w * c;
+            for (size_t i = 0; i < (size_t)part.w * c; i++) o[i] += r[i];
+        }
     }
     return NST_OK;
 }
