@@ -7,6 +7,7 @@
 #   make fuzz       the libFuzzer targets (clang)
 #   make bench      the CPU benchmark against PyTorch (needs scripts/install-deps.sh --dev)
 #   make bench-conv the convolution measurement behind the oneDNN choice
+#   make bench-scaling  strong and weak scaling over 1, 2 and 4 ranks
 #   make weights    download the Keras VGG-19 weights into models/ (checks the MD5)
 #   make clean
 #
@@ -45,8 +46,8 @@ NCCL_OK   := $(shell test -f $(CUDA_HOME)/include/nccl.h -o -f /usr/include/nccl
 
 # ---- flags ------------------------------------------------------------------------------------
 CC      := $(if $(MPICC),$(MPICC),mpicc)
-DEPCFLAGS := $(if $(HDF5_PC),$(shell pkg-config --cflags $(HDF5_PC))) $(shell pkg-config --cflags libtiff-4 libpng libjpeg 2>/dev/null)
-DEPLIBS   := $(if $(HDF5_PC),$(shell pkg-config --libs $(HDF5_PC))) $(shell pkg-config --libs libtiff-4 libpng libjpeg 2>/dev/null) -ldnnl
+DEPCFLAGS := $(if $(HDF5_PC),$(shell pkg-config --cflags $(HDF5_PC))) $(shell pkg-config --cflags libtiff-4 libpng libjpeg openblas 2>/dev/null)
+DEPLIBS   := $(if $(HDF5_PC),$(shell pkg-config --libs $(HDF5_PC))) $(shell pkg-config --libs libtiff-4 libpng libjpeg 2>/dev/null) -ldnnl $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wformat=2 -Wno-format-nonliteral
 CFLAGS  ?= -O3 -g
 ALLCFLAGS := -std=gnu11 $(CFLAGS) $(WARN) -fopenmp -DNST_VERSION='"$(VERSION)"' $(DEPCFLAGS) -I. $(CFLAGS_EXTRA)
@@ -63,10 +64,10 @@ endif
 LIB_SRC := $(sort $(wildcard util/*.c tiler/*.c io/*.c kernels/*.c kernels/cpu/*.c nst/*.c mpi/*.c))
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(patsubst %,$(BUILD)/obj/%.o,$(basename $(CUDA_OBJ)))
 LIB     := $(BUILD)/libnst.a
-TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))
-TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tests/png_probe
+TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))  # test_gram_tiled runs under mpirun
+TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff
 
-.PHONY: all demo test test-run asan fuzz bench bench-conv weights deps check-deps clean demo-images
+.PHONY: all demo test test-run asan fuzz bench bench-conv bench-scaling weights deps check-deps clean demo-images
 all: check-deps nstbatch
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
@@ -83,12 +84,12 @@ check-deps:
 	@echo "  $(call ok,$(PNG_VER)) libpng      $(if $(PNG_VER),$(PNG_VER),not found: required)"
 	@echo "  $(call ok,$(JPEG_VER)) libjpeg     $(if $(JPEG_VER),$(JPEG_VER) (libjpeg-turbo),not found: required)"
 	@echo "  $(call ok,$(DNNL_OK)) oneDNN      $(if $(DNNL_OK),$(DNNL_VER): CPU convolutions and GEMMs,not found: required (libdnnl-dev))"
-	@echo "  $(call ok,$(BLAS_VER)) BLAS        $(if $(BLAS_VER),OpenBLAS $(BLAS_VER): not linked (oneDNN measured faster; bench/results/cpu_conv_choice.md),not found (optional))"
+	@echo "  $(call ok,$(BLAS_VER)) BLAS        $(if $(BLAS_VER),OpenBLAS $(BLAS_VER): the Gram sums in double (dsyrk),not found: required (libopenblas-dev))"
 	@echo "  $(call ok,$(NVCC)) nvcc        $(if $(NVCC),CUDA $(NVCC_VER) ($(NVCC)): CUDA side built,$(if $(NO_CUDA),disabled by NO_CUDA=1,not found): CPU-only build)"
 	@echo "  $(call ok,$(CUDNN_OK)) cuDNN       $(if $(CUDNN_OK),found (for the CUDA backend),not found (optional))"
 	@echo "  $(call ok,$(CUBLAS_OK)) cuBLAS      $(if $(CUBLAS_OK),found (for the CUDA backend),not found (optional))"
 	@echo "  $(call ok,$(NCCL_OK)) NCCL        $(if $(NCCL_OK),found (for the Gram allreduce on GPUs),not found (optional))"
-	@test -n "$(MPICC)" -a -n "$(HDF5_PAR)" -a -n "$(TIFF_VER)" -a -n "$(PNG_VER)" -a -n "$(JPEG_VER)" -a -n "$(DNNL_OK)" || \
+	@test -n "$(MPICC)" -a -n "$(HDF5_PAR)" -a -n "$(TIFF_VER)" -a -n "$(PNG_VER)" -a -n "$(JPEG_VER)" -a -n "$(DNNL_OK)" -a -n "$(BLAS_VER)" || \
 	  { echo "nstbatch: missing required dependencies: run scripts/install-deps.sh (or make deps)" >&2; exit 1; }
 
 deps:
@@ -131,6 +132,10 @@ $(BUILD)/tests/png_probe: tests/png_probe.c
 	@mkdir -p $(dir $@)
 	$(Q)cc -O2 -o $@ $< $(shell pkg-config --cflags --libs libpng 2>/dev/null)
 
+$(BUILD)/tests/image_diff: tests/image_diff.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALLCFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
 $(BUILD)/tests/%: tests/%.c tests/test.h tests/naive.h $(LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC    $<")
@@ -168,6 +173,10 @@ demo: deps
 # ---- benchmark and weights --------------------------------------------------------------------
 bench: all $(BUILD)/bench/cpu_conv_choice
 	bench/cpu_iteration.sh
+
+# strong and weak scaling over ranks (bench/results/scaling.md)
+bench-scaling: all demo-images
+	bench/scaling.sh
 
 # the measurement that chose oneDNN over im2col + OpenBLAS for the CPU convolutions
 bench-conv: $(BUILD)/bench/cpu_conv_choice

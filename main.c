@@ -15,10 +15,8 @@
 #include "nst/job.h"
 #include "nst/random_vgg.h"
 #include "util/log.h"
+#include "util/version.h"
 
-#ifndef NST_VERSION
-#define NST_VERSION "0.1.0"
-#endif
 
 /* The rank a launcher gave this process, readable before MPI_Init (0 when run alone), so that
  * the answers given without MPI are printed once. */
@@ -72,30 +70,23 @@ static int make_weights(const nst_cli *cli)
     return s == NST_OK ? 0 : fail_exit(s);
 }
 
-static nst_status reducer_floats(void *ctx, float *buf, size_t n)
-{
-    (void)ctx;
-    return nst_comm_sum_floats(buf, n);
-}
-
-static nst_status reducer_doubles(void *ctx, double *buf, size_t n)
+/* The collectives the algorithm uses, from mpi/. */
+static nst_status coll_doubles(void *ctx, double *buf, size_t n)
 {
     (void)ctx;
     return nst_comm_sum_doubles(buf, n);
 }
 
-static void print_summary(const nst_config *cfg, const nst_job_result *r)
+static nst_status coll_check(void *ctx, nst_status mine)
 {
-    const nst_render_stats *st = &r->stats;
-    double mp = (double)r->width * r->height / 1e6;
-    if (st->iterations > 0)
-        nst_info("done: %lld iterations in %.2f s (%.4f s/iteration, %.3f megapixel-iterations/s); setup %.2f s\n",
-                 st->iterations, st->seconds, st->seconds / (double)st->iterations,
-                 mp * (double)st->iterations / st->seconds, st->setup_seconds);
-    if (st->first.style > 0)
-        nst_info("style loss: %.5e -> %.5e (%.1fx lower)\n", st->first.style, st->last.style,
-                 st->last.style > 0 ? st->first.style / st->last.style : 0.0);
-    nst_info("wrote %s (%dx%d, %s-bit)\n", cfg->output_path, r->width, r->height, cfg->output_bits);
+    (void)ctx;
+    return nst_comm_check(mine);
+}
+
+static nst_status coll_bcast(void *ctx, void *buf, size_t bytes)
+{
+    (void)ctx;
+    return nst_comm_bcast(buf, bytes, 0);
 }
 
 int main(int argc, char **argv)
@@ -133,27 +124,25 @@ int main(int argc, char **argv)
     if (rank == 0) s = load_config(&cli, &cfg);
     s = nst_comm_agree(s);
     if (s == NST_OK) s = nst_comm_bcast(&cfg, sizeof cfg, 0);
-    if (s == NST_OK && size > 1)
-        s = nst_fail(NST_EINPUT, "started on %d ranks, but this version renders on one rank; run with mpirun -np 1 "
-                                 "(tile-parallel rendering over ranks is not in this version yet)", size);
     nst_backend *be = NULL;
     nst_job_result res;
     if (s == NST_OK) s = nst_backend_open(cfg.run_device, (int)cfg.run_threads, &be);
+    s = nst_comm_agree(s);
     if (s == NST_OK) {
         nst_info("nstbatch %s: %d rank%s; backend: %s%s%s%s\n", NST_VERSION, size, size == 1 ? "" : "s", be->description,
                  be->choice[0] ? " (" : "", be->choice, be->choice[0] ? ")" : "");
         /* mpirun binds each rank to one core by default for small rank counts, and OpenMP sizes
-         * its pool from that mask: say so, since it silently costs most of the machine. */
-        if (cfg.run_threads == 0 && be->cores_allowed < be->cores_online)
+         * its pool from that mask: say so when a rank gets less than its share of the node. */
+        int share = be->cores_online / (nst_comm_local_size() > 0 ? nst_comm_local_size() : 1);
+        if (cfg.run_threads == 0 && be->cores_allowed < share)
             nst_warn("MPI bound this rank to %d of %d cores, so the CPU backend uses %d thread%s; launch with "
                      "mpirun --bind-to none (one rank per node) or --map-by slot:PE=N, or set run.threads\n",
                      be->cores_allowed, be->cores_online, be->threads, be->threads == 1 ? "" : "s");
-        nst_reducer red = {NULL, reducer_floats, reducer_doubles};
-        s = nst_job_run(&cfg, be, red, &res);
+        nst_collectives coll = {NULL, coll_doubles, coll_check, coll_bcast};
+        s = nst_job_run(&cfg, be, coll, &res);
     }
     nst_backend_close(be);
     s = nst_comm_agree(s);
-    if (s == NST_OK) print_summary(&cfg, &res);
     int code = s == NST_OK ? 0 : fail_exit(s);
     nst_comm_finalize();
     return code;

@@ -86,3 +86,18 @@ nst_status nst_atomic_commit(nst_atomic_file *af)
 }
 
 void nst_atomic_abort(nst_atomic_file *af) { unlink(af->tmp); }
+
+nst_status nst_atomic_write_text(const char *path, const char *text)
+{
+    nst_atomic_file af;
+    NST_TRY(nst_atomic_begin(&af, path, 1));
+    FILE *f = fopen(af.tmp, "w");
+    int ok = f && fputs(text, f) >= 0;
+    if (f && fclose(f) != 0) ok = 0;
+    if (!ok) {
+        int e = errno;
+        nst_atomic_abort(&af);
+        return nst_fail(NST_ERUNTIME, "%s: write error: %s", path, strerror(e));
+    }
+    return nst_atomic_commit(&af);
+}

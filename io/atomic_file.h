@@ -24,5 +24,7 @@ nst_status nst_atomic_begin(nst_atomic_file *af, const char *path, int overwrite
 nst_status nst_atomic_commit(nst_atomic_file *af);
 /* Remove the temporary file. */
 void nst_atomic_abort(nst_atomic_file *af);
+/* Write a whole text file that way (replacing an existing one). */
+nst_status nst_atomic_write_text(const char *path, const char *text);
 
 #endif

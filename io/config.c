@@ -126,24 +126,52 @@ static void describe_valid(const nst_key_info *k, char *out, size_t cap)
         }
         break;
     }
+    case NST_CT_INTWORD: {
+        size_t n = 0;
+        for (const char *p = k->allowed; *p && n + 2 < cap; p++) {
+            if (*p == '|') {
+                n += (size_t)snprintf(out + n, cap - n, ", ");
+            } else {
+                out[n++] = *p;
+                out[n] = 0;
+            }
+        }
+        snprintf(out + n, n < cap ? cap - n : 0, " or an integer in %.0f..%.0f", k->lo, k->hi);
+        break;
+    }
     case NST_CT_PATH: snprintf(out, cap, "a file path"); break;
     case NST_CT_LIST: snprintf(out, cap, "a comma-separated list"); break;
     default: snprintf(out, cap, "text"); break;
     }
 }
 
-static int enum_has(const char *allowed, const char *v)
+/* Position of v in "a|b|c", or -1. */
+static int enum_index(const char *allowed, const char *v)
 {
     size_t lv = strlen(v);
     const char *p = allowed;
-    while (*p) {
+    for (int i = 0; *p; i++) {
         const char *bar = strchr(p, '|');
         size_t len = bar ? (size_t)(bar - p) : strlen(p);
-        if (len == lv && strncmp(p, v, len) == 0) return 1;
+        if (len == lv && strncmp(p, v, len) == 0) return i;
         if (!bar) break;
         p = bar + 1;
     }
-    return 0;
+    return -1;
+}
+
+static int enum_has(const char *allowed, const char *v) { return enum_index(allowed, v) >= 0; }
+
+/* The i-th word of "a|b|c" into out. */
+static void enum_word(const char *allowed, int i, char *out, size_t cap)
+{
+    const char *p = allowed;
+    for (; i > 0 && p; i--) {
+        p = strchr(p, '|');
+        if (p) p++;
+    }
+    size_t len = p ? strcspn(p, "|") : 0;
+    snprintf(out, cap, "%.*s", (int)len, p ? p : "");
 }
 
 static int parse_bool(const char *v, int *out)
@@ -186,6 +214,20 @@ nst_status nst_config_set_key(nst_config *c, const char *section, const char *na
         if (!*value || *end || errno == ERANGE || (double)v < k->lo || (double)v > k->hi)
             return nst_fail(NST_EINPUT, "%s: %s = '%s': expected %s", where, k->full,
                             shown(value, vb, sizeof vb), valid);
+        *(long long *)field = v;
+        break;
+    }
+    case NST_CT_INTWORD: {
+        int word = enum_index(k->allowed, value);
+        if (word >= 0) {
+            *(long long *)field = NST_WORD(word);
+            break;
+        }
+        char *end;
+        errno = 0;
+        long long v = strtoll(value, &end, 10);
+        if (!*value || *end || errno == ERANGE || (double)v < k->lo || (double)v > k->hi)
+            return nst_fail(NST_EINPUT, "%s: %s = '%s': expected %s", where, k->full, shown(value, vb, sizeof vb), valid);
         *(long long *)field = v;
         break;
     }
@@ -437,6 +479,17 @@ void nst_config_write(const nst_config *c, FILE *f)
         fprintf(f, "%s = ", k->name);
         switch (k->type) {
         case NST_CT_INT: fprintf(f, "%lld", *(const long long *)field); break;
+        case NST_CT_INTWORD: {
+            long long v = *(const long long *)field;
+            if (v < 0) {
+                char w[32];
+                enum_word(k->allowed, (int)(-1 - v), w, sizeof w);
+                fputs(w, f);
+            } else {
+                fprintf(f, "%lld", v);
+            }
+            break;
+        }
         case NST_CT_FLOAT: fprintf(f, "%.17g", *(const double *)field); break;
         case NST_CT_BOOL: fputs(*(const int *)field ? "true" : "false", f); break;
         default: write_text_value(f, field); break;

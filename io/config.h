@@ -18,7 +18,11 @@
 #define NST_CFG_ORIGIN_MAX 320
 #define NST_CFG_FILE_MAX (1 << 20) /* a config file above 1 MiB is refused */
 
-typedef enum { NST_CT_INT, NST_CT_FLOAT, NST_CT_BOOL, NST_CT_ENUM, NST_CT_STR, NST_CT_PATH, NST_CT_LIST } nst_ctype;
+typedef enum { NST_CT_INT, NST_CT_FLOAT, NST_CT_BOOL, NST_CT_ENUM, NST_CT_STR, NST_CT_PATH, NST_CT_LIST, NST_CT_INTWORD } nst_ctype;
+
+/* An INTWORD key holds an integer in [lo, hi] or one of the words of its "allowed" list, stored
+ * as NST_WORD(0), NST_WORD(1), ... in the order listed: tiling.tile_size = auto is NST_WORD(0). */
+#define NST_WORD(i) (-1 - (i))
 
 #define NST_CFIELD_INT(f) long long f;
 #define NST_CFIELD_FLOAT(f) double f;
@@ -27,6 +31,7 @@ typedef enum { NST_CT_INT, NST_CT_FLOAT, NST_CT_BOOL, NST_CT_ENUM, NST_CT_STR, N
 #define NST_CFIELD_STR(f) char f[NST_CFG_STR_MAX];
 #define NST_CFIELD_PATH(f) char f[NST_CFG_STR_MAX];
 #define NST_CFIELD_LIST(f) char f[NST_CFG_STR_MAX];
+#define NST_CFIELD_INTWORD(f) long long f;
 
 enum {
 #define NST_KEY(sec, name, type, def, lo, hi, allowed, help) NST_K_##sec##_##name,

@@ -3,9 +3,10 @@
  *
  *   NST_KEY(section, name, TYPE, "default", lo, hi, "allowed", "help")
  *
- * TYPE: INT and FLOAT check [lo, hi]; ENUM checks "a|b|c"; BOOL takes true/false, yes/no, on/off,
- * 1/0; STR and LIST are text (LIST: comma-separated, checked by its consumer); PATH is text that,
- * when relative and read from a file, is resolved against that file's directory. Defaults are
+ * TYPE: INT and FLOAT check [lo, hi]; ENUM checks "a|b|c"; INTWORD is an integer in [lo, hi] or a
+ * word of "a|b" (tiling.tile_size = auto); BOOL takes true/false, yes/no, on/off, 1/0; STR and
+ * LIST are text (LIST: comma-separated, checked by its consumer); PATH is text that, when
+ * relative and read from a file, is resolved against that file's directory. Defaults are
  * written as text and go through the same validator (a test checks that every default is valid).
  */
 #define NST_BIG 4611686018427387904.0 /* 2^62 */
@@ -50,11 +51,21 @@ NST_KEY(optim, init, ENUM, "content", 0, 0, "content|noise|image", "initial imag
 NST_KEY(optim, init_path, PATH, "", 0, 0, "", "initial image when optim.init = image (resized to the output size)")
 NST_KEY(optim, clamp, BOOL, "true", 0, 0, "", "keep pixels in [0,1] after every step (projected Adam)")
 
+/* [tiling] */
+NST_KEY(tiling, tile_size, INTWORD, "auto", 16, 1000000, "auto", "core size of a tile in pixels, a multiple of the network's total stride (16 to relu5_1); auto: the size that minimises the slowest rank's work within the memory budget")
+NST_KEY(tiling, halo, INTWORD, "auto", 0, 100000, "auto|exact", "window overhang around each core in pixels (a multiple of the stride); exact: the width at which gradients on the core are exact (160 px to relu5_1); auto: exact in exact mode, 32 in cheap mode")
+NST_KEY(tiling, mode, ENUM, "exact", 0, 0, "exact|cheap", "exact: tiles give the whole-image result; cheap: smaller halo, lagged Gram, halos refreshed every tiling.exchange_every iterations, overlaps blended")
+NST_KEY(tiling, gram, ENUM, "auto", 0, 0, "auto|resident|two_pass|lagged", "how the global Gram meets the backward: keep every local tile's activations (resident), run the forward twice (two_pass), or use the previous iteration's Gram (lagged, not exact); auto: resident if it fits the memory budget, else two_pass (lagged in cheap mode)")
+NST_KEY(tiling, exchange_every, INTWORD, "auto", 1, 1000000, "auto", "refresh halos every N iterations (N > 1 only in cheap mode); auto: 1 in exact mode, 4 in cheap mode")
+NST_KEY(tiling, blend, ENUM, "cosine", 0, 0, "cosine|linear", "feather ramp for overlapping windows in cheap mode")
+
 /* [run] */
 NST_KEY(run, seed, INT, "0", 0, NST_BIG, "", "seed of the noise initialisation")
 NST_KEY(run, device, ENUM, "auto", 0, 0, "auto|cpu|cuda", "compute backend: auto uses CUDA where a GPU is present and the CPU otherwise")
 NST_KEY(run, threads, INT, "0", 0, 4096, "", "CPU threads per rank; 0: every core this rank may use")
 NST_KEY(run, print_every, INT, "50", 0, 100000000, "", "print the loss terms every N iterations (0: first and last only)")
+NST_KEY(run, memory_gb, FLOAT, "0", 0, 1000000, "", "memory budget per rank for tiles, activations and optimiser state, in GiB; 0: 80% of the memory available, shared by the ranks of a node")
+NST_KEY(run, record, PATH, "", 0, 0, "", "write a JSON record of the run here: tiling, Gram strategy, per-phase times (min, max, mean over ranks)")
 
 /* [input] */
 NST_KEY(input, max_megapixels, FLOAT, "256", 0.000001, 1000000, "", "largest image (megapixels) read whole; larger inputs are refused before any allocation")

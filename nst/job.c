@@ -8,9 +8,12 @@
 #include <string.h>
 
 #include "../io/atomic_file.h"
+#include "../mpi/comm.h"
 #include "../io/resample.h"
 #include "../util/log.h"
 #include "../util/mem.h"
+#include "../util/version.h"
+#include "layout.h"
 #include "random_vgg.h"
 
 static nst_status require_path(const nst_config *cfg, int key, const char *value)
@@ -110,55 +113,249 @@ nst_status nst_job_load_weights(const nst_config *cfg, nst_weights *w)
     return NST_OK;
 }
 
-nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_reducer red, nst_job_result *res)
+/* ---- rank 0: the inputs at the working resolution -------------------------------------------- */
+
+typedef struct {
+    nst_image content, style, init;
+    int has_init;
+} inputs;
+
+static void inputs_free(inputs *in)
 {
+    nst_image_free(&in->content);
+    nst_image_free(&in->style);
+    nst_image_free(&in->init);
+}
+
+static nst_status read_inputs(const nst_config *cfg, const nst_loss_spec *spec, inputs *in, int *W, int *H)
+{
+    nst_image raw;
+    nst_image_info info;
+    memset(in, 0, sizeof *in);
+    NST_TRY(read_input(cfg, NST_K_content_path, cfg->content_path, &raw, &info));
+    output_size(cfg, raw.w, raw.h, W, H);
+    nst_info("content: %s (%dx%d, %s) -> %dx%d\n", cfg->content_path, raw.w, raw.h, info.detail, *W, *H);
+    nst_status s = check_min_side(spec, "the output", *W, *H);
+    if (s == NST_OK) s = nst_image_resize(&raw, *W, *H, &in->content);
+    nst_image_free(&raw);
+    NST_TRY(s);
+    if (spec->nstyle > 0) {
+        int sw, sh;
+        NST_TRY(read_input(cfg, NST_K_style_path, cfg->style_path, &raw, &info));
+        int long_side = (int)lround(cfg->style_scale * (*W > *H ? *W : *H));
+        nst_fit_long_side(raw.w, raw.h, long_side < 1 ? 1 : long_side, &sw, &sh);
+        if ((double)sw * sh > cfg->input_max_megapixels * 1e6)
+            s = nst_fail(NST_EINPUT, "%s: style.scale = %g makes the style image %dx%d, above input.max_megapixels = %g",
+                         nst_config_origin(cfg, NST_K_style_scale), cfg->style_scale, sw, sh, cfg->input_max_megapixels);
+        if (s == NST_OK) s = check_min_side(spec, "the style image at style.scale", sw, sh);
+        if (s == NST_OK) {
+            nst_info("style:   %s (%dx%d, %s) -> %dx%d\n", cfg->style_path, raw.w, raw.h, info.detail, sw, sh);
+            s = nst_image_resize(&raw, sw, sh, &in->style);
+        }
+        nst_image_free(&raw);
+        NST_TRY(s);
+    }
+    if (strcmp(cfg->optim_init, "image") == 0) {
+        int iw, ih;
+        NST_TRY(read_resized(cfg, NST_K_optim_init_path, cfg->optim_init_path, *W, *H, &in->init, &info, &iw, &ih));
+        nst_info("init:    %s (%dx%d) -> %dx%d\n", cfg->optim_init_path, iw, ih, *W, *H);
+        in->has_init = 1;
+    }
+    return NST_OK;
+}
+
+/* ---- weights to every rank --------------------------------------------------------------------- */
+
+static nst_status share_weights(const nst_config *cfg, nst_weights *w)
+{
+    int rank = nst_comm_rank();
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    nst_status s = NST_OK;
+    memset(w, 0, sizeof *w);
+    if (rank == 0) {
+        s = nst_job_load_weights(cfg, w);
+        if (s == NST_OK && nst_comm_size() > 1) s = nst_weights_pack(w, &buf, &len);
+    }
+    NST_TRY(nst_comm_agree(s));
+    if (nst_comm_size() > 1) {
+        s = nst_comm_bcast_alloc(&buf, &len, 0);
+        if (s == NST_OK && rank != 0) s = nst_weights_unpack(buf, len, w);
+        nst_free(buf);
+    }
+    return nst_comm_agree(s);
+}
+
+/* ---- windows out, cores back ------------------------------------------------------------------- */
+
+/* Rank 0 sends every tile's window of img to its owner (tile order); every rank receives its
+ * own tiles' windows into win[] (allocated here). */
+static nst_status scatter_windows(const nst_layout *L, const nst_image *img, float **win)
+{
+    nst_status s = NST_OK;
+    float *tmp = NULL;
+    for (int t = 0, li = 0; t < L->grid.ntiles; t++) {
+        nst_rect w = nst_grid_window(&L->grid, t);
+        size_t n = (size_t)nst_rect_area(w) * 3;
+        int owner = L->owner[t];
+        if (L->rank == 0 && owner == 0) {
+            win[li] = nst_alloc_array(n, sizeof(float), "a tile window");
+            if (!win[li]) return NST_ENOMEM;
+            nst_image_extract(img, w, win[li]);
+        } else if (L->rank == 0) {
+            float *bigger = realloc(tmp, n * sizeof(float));
+            if (!bigger) nst_comm_abort(1, "out of memory sending tile windows");
+            tmp = bigger;
+            nst_image_extract(img, w, tmp);
+            s = nst_comm_send(tmp, n * sizeof(float), owner);
+        } else if (owner == L->rank) {
+            win[li] = nst_alloc_array(n, sizeof(float), "a tile window");
+            if (!win[li]) nst_comm_abort(1, "out of memory receiving a tile window");
+            s = nst_comm_recv(win[li], n * sizeof(float), 0);
+        }
+        if (owner == L->rank) li++;
+        if (s != NST_OK) break;
+    }
+    free(tmp);
+    return s;
+}
+
+/* Every rank sends its tiles' cores to rank 0 (tile order), which places them into out. */
+static nst_status gather_cores(const nst_layout *L, float **cores, nst_image *out)
+{
+    nst_status s = NST_OK;
+    float *tmp = NULL;
+    for (int t = 0, li = 0; s == NST_OK && t < L->grid.ntiles; t++) {
+        nst_rect c = nst_grid_core(&L->grid, t);
+        size_t n = (size_t)nst_rect_area(c) * 3;
+        int owner = L->owner[t];
+        if (L->rank == 0 && owner == 0) {
+            nst_image_place(out, c, cores[li]);
+        } else if (L->rank == 0) {
+            float *bigger = realloc(tmp, n * sizeof(float));
+            if (!bigger) nst_comm_abort(1, "out of memory receiving the result");
+            tmp = bigger;
+            s = nst_comm_recv(tmp, n * sizeof(float), owner);
+            if (s == NST_OK) nst_image_place(out, c, tmp);
+        } else if (owner == L->rank) {
+            s = nst_comm_send(cores[li], n * sizeof(float), 0);
+        }
+        if (owner == L->rank) li++;
+    }
+    free(tmp);
+    return s;
+}
+
+/* ---- the report ---------------------------------------------------------------------------------- */
+
+static void describe_layout(const nst_layout *L, const nst_loss_spec *spec, int W, int H)
+{
+    const nst_grid *g = &L->grid;
+    int deepest = spec->deepest < 0 ? 0 : spec->deepest;
+    nst_info("tiling:  %s mode, %dx%d = %d tile%s of %dx%d px, halo %d px%s, windows %.2fx the image; %d rank%s\n",
+             L->cheap ? "cheap" : "exact", g->nx, g->ny, g->ntiles, g->ntiles == 1 ? "" : "s", g->tile_w, g->tile_h, g->halo,
+             g->halo >= L->halo_exact ? " (exact)" : "", 1.0 + nst_grid_halo_overhead(g), L->nranks, L->nranks == 1 ? "" : "s");
+    nst_info("         exact halo for %s: %d px; %s%s\n", nst_vgg_layer_at(deepest)->relu, L->halo_exact, L->why,
+             L->cheap ? "" : "");
+    if (L->cheap) nst_info("         halos refreshed and overlaps blended every %d iterations\n", L->exchange_every);
+    (void)W;
+    (void)H;
+}
+
+/* Per-phase min/mean/max over ranks, per iteration; and the run record. */
+static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_job_result *res)
+{
+    const nst_render_stats *st = &res->stats;
+    double mn[NST_T_COUNT], mx[NST_T_COUNT], sum[NST_T_COUNT];
+    double mem[3] = {(double)L->mem_peak, (double)st->bytes_peak,
+                     L->mem_peak ? (double)st->bytes_peak / (double)L->mem_peak : 0}, mem_mn[3], mem_mx[3], mem_sum[3];
+    NST_TRY(nst_comm_stats(st->timers.t, mn, mx, sum, NST_T_COUNT));
+    NST_TRY(nst_comm_stats(mem, mem_mn, mem_mx, mem_sum, 3));
+    int n = nst_comm_size();
+    double it = st->iterations > 0 ? (double)st->iterations : 1;
+    double mp = (double)res->width * res->height / 1e6;
+    if (st->iterations > 0) {
+        nst_info("done: %lld iterations in %.2f s (%.4f s/iteration, %.3f megapixel-iterations/s); setup %.2f s\n",
+                 st->iterations, st->seconds, st->seconds / it, mp * it / st->seconds, st->setup_seconds);
+        nst_info("%-16s %11s %11s %11s   (seconds per iteration over %d rank%s)\n", "phase", "min", "mean", "max", n,
+                 n == 1 ? "" : "s");
+        for (int p = 0; p < NST_T_COUNT; p++)
+            nst_info("%-16s %11.5f %11.5f %11.5f\n", nst_timer_name(p), mn[p] / it, sum[p] / n / it, mx[p] / it);
+    }
+    nst_info("memory:  peak %.1f MiB of backend buffers on the busiest rank; the model says %.1f MiB (peak/model %.3f)\n",
+             mem_mx[1] / (1 << 20), mem_mx[0] / (1 << 20), mem_mx[2]);
+    if (st->first.style > 0)
+        nst_info("style loss: %.5e -> %.5e (%.1fx lower)\n", st->first.style, st->last.style,
+                 st->last.style > 0 ? st->first.style / st->last.style : 0.0);
+    if (!cfg->run_record[0] || nst_comm_rank() != 0) return NST_OK;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return nst_fail(NST_ENOMEM, "out of memory writing the run record");
+    fprintf(f, "{\n  \"nstbatch\": \"%s\",\n  \"ranks\": %d,\n  \"threads\": %d,\n  \"width\": %d,\n  \"height\": %d,\n",
+            NST_VERSION, n, res->threads, res->width, res->height);
+    fprintf(f, "  \"tiling\": {\"mode\": \"%s\", \"tiles\": %d, \"nx\": %d, \"ny\": %d, \"tile_w\": %d, \"tile_h\": %d, \"halo\": %d, "
+               "\"halo_exact\": %d, \"halo_overhead\": %.6f, \"gram\": \"%s\", \"exchange_every\": %d, \"max_rank_load_px\": %lld},\n",
+            L->cheap ? "cheap" : "exact", L->grid.ntiles, L->grid.nx, L->grid.ny, L->grid.tile_w, L->grid.tile_h, L->grid.halo, L->halo_exact,
+            nst_grid_halo_overhead(&L->grid), nst_gram_strategy_name(L->gram), L->exchange_every, (long long)L->max_load);
+    fprintf(f, "  \"iterations\": %lld,\n  \"seconds\": %.6f,\n  \"setup_seconds\": %.6f,\n  \"seconds_per_iteration\": %.6f,\n",
+            st->iterations, st->seconds, st->setup_seconds, st->seconds / it);
+    fprintf(f, "  \"megapixel_iterations_per_second\": %.6f,\n", st->seconds > 0 ? mp * it / st->seconds : 0.0);
+    fprintf(f, "  \"phases_seconds_per_iteration\": {");
+    for (int p = 0; p < NST_T_COUNT; p++)
+        fprintf(f, "%s\n    \"%s\": {\"min\": %.7f, \"mean\": %.7f, \"max\": %.7f}", p ? "," : "", nst_timer_key(p), mn[p] / it,
+                sum[p] / n / it, mx[p] / it);
+    fprintf(f, "\n  },\n  \"memory\": {\"model_peak_bytes_max\": %.0f, \"peak_bytes_max\": %.0f, \"peak_over_model_max\": %.6f, "
+               "\"peak_over_model_min\": %.6f},\n",
+            mem_mx[0], mem_mx[1], mem_mx[2], mem_mn[2]);
+    fprintf(f, "  \"loss\": {\"first\": {\"total\": %.9g, \"content\": %.9g, \"style\": %.9g, \"tv\": %.9g}, "
+               "\"last\": {\"total\": %.9g, \"content\": %.9g, \"style\": %.9g, \"tv\": %.9g}}\n}\n",
+            st->first.total, st->first.content, st->first.style, st->first.tv, st->last.total, st->last.content, st->last.style,
+            st->last.tv);
+    fclose(f);
+    nst_status s = nst_atomic_write_text(cfg->run_record, text);
+    free(text);
+    return s;
+}
+
+/* ---- the job ------------------------------------------------------------------------------------- */
+
+nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_collectives coll, nst_job_result *res)
+{
+    const int rank = nst_comm_rank(), nranks = nst_comm_size();
     nst_loss_spec spec;
     nst_weights weights;
-    nst_image content = {0}, style = {0}, init = {0}, out = {0};
-    nst_image_info ci, si, ii;
-    char *desc = NULL;
-    size_t desc_len = 0;
-    int sw, sh;
+    inputs in;
+    nst_layout L;
+    int dims[4] = {0, 0, 0, 0}; /* output W, H; style w, h */
     memset(res, 0, sizeof *res);
-    memset(&weights, 0, sizeof weights);
+    res->threads = be->threads;
+    memset(&in, 0, sizeof in);
+    memset(&L, 0, sizeof L);
 
-    NST_TRY(nst_job_check(cfg, &spec));
-    nst_status s = nst_job_load_weights(cfg, &weights);
+    /* rank 0 checks (and reports); the spec itself is parsed identically everywhere */
+    nst_status s = rank == 0 ? nst_job_check(cfg, &spec) : nst_loss_spec_parse(cfg, &spec);
+    NST_TRY(nst_comm_agree(s));
+    NST_TRY(share_weights(cfg, &weights));
+    if (rank == 0) {
+        s = read_inputs(cfg, &spec, &in, &dims[0], &dims[1]);
+        dims[2] = in.style.w;
+        dims[3] = in.style.h;
+    }
+    s = nst_comm_agree(s);
+    if (s == NST_OK) s = nst_comm_bcast(dims, sizeof dims, 0);
+    res->width = dims[0];
+    res->height = dims[1];
+
+    /* the layout: the same on every rank, so the budget is the smallest of them */
+    nst_net shapes;
+    if (s == NST_OK) s = nst_net_shapes(be, &weights, spec.deepest, spec.pool, &shapes);
     if (s == NST_OK) {
-        /* the content fixes the output size; it is read whole, then resized */
-        nst_image raw;
-        s = read_input(cfg, NST_K_content_path, cfg->content_path, &raw, &ci);
-        if (s == NST_OK) {
-            output_size(cfg, raw.w, raw.h, &res->width, &res->height);
-            nst_info("content: %s (%dx%d, %s) -> %dx%d\n", cfg->content_path, raw.w, raw.h, ci.detail, res->width,
-                     res->height);
-            s = check_min_side(&spec, "the output", res->width, res->height);
-            if (s == NST_OK) s = nst_image_resize(&raw, res->width, res->height, &content);
-            nst_image_free(&raw);
-        }
+        double b = (double)nst_memory_budget(cfg->run_memory_gb, nst_comm_local_size()), bmin, bmax, bsum;
+        s = nst_comm_stats(&b, &bmin, &bmax, &bsum, 1);
+        if (s == NST_OK) s = nst_layout_plan(cfg, &spec, &shapes, dims[0], dims[1], dims[2], dims[3], nranks, rank, (size_t)bmin, &L);
     }
-    if (s == NST_OK && spec.nstyle > 0) {
-        nst_image raw;
-        s = read_input(cfg, NST_K_style_path, cfg->style_path, &raw, &si);
-        if (s == NST_OK) {
-            int long_side = (int)lround(cfg->style_scale * (res->width > res->height ? res->width : res->height));
-            nst_fit_long_side(raw.w, raw.h, long_side < 1 ? 1 : long_side, &sw, &sh);
-            if ((double)sw * sh > cfg->input_max_megapixels * 1e6)
-                s = nst_fail(NST_EINPUT, "%s: style.scale = %g makes the style image %dx%d, above input.max_megapixels = %g",
-                             nst_config_origin(cfg, NST_K_style_scale), cfg->style_scale, sw, sh, cfg->input_max_megapixels);
-            if (s == NST_OK) s = check_min_side(&spec, "the style image at style.scale", sw, sh);
-            if (s == NST_OK) {
-                nst_info("style:   %s (%dx%d, %s) -> %dx%d\n", cfg->style_path, raw.w, raw.h, si.detail, sw, sh);
-                s = nst_image_resize(&raw, sw, sh, &style);
-            }
-            nst_image_free(&raw);
-        }
-    }
-    if (s == NST_OK && strcmp(cfg->optim_init, "image") == 0) {
-        int iw, ih;
-        s = read_resized(cfg, NST_K_optim_init_path, cfg->optim_init_path, res->width, res->height, &init, &ii, &iw, &ih);
-        if (s == NST_OK) nst_info("init:    %s (%dx%d) -> %dx%d\n", cfg->optim_init_path, iw, ih, res->width, res->height);
-    }
+    s = nst_comm_agree(s);
     if (s == NST_OK) {
         char loss[512];
         nst_loss_spec_describe(&spec, loss, sizeof loss);
@@ -167,22 +364,60 @@ nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_reducer red, 
         nst_info("loss:    %s\n", loss);
         nst_info("optim:   %s, %lld iterations, lr %g, init %s\n", cfg->optim_method, cfg->optim_iterations, cfg->optim_lr,
                  cfg->optim_init);
-        nst_render_ctx ctx = {cfg, &spec, be, &weights, red};
-        s = nst_render(&ctx, &content, spec.nstyle > 0 ? &style : &content, &init, &out, &res->stats);
+        describe_layout(&L, &spec, dims[0], dims[1]);
     }
+
+    /* windows out */
+    float **bufs = NULL;
     if (s == NST_OK) {
+        bufs = nst_calloc(sizeof(float *) * 3 * (size_t)(L.nlocal + 1), "tile windows");
+        if (!bufs) s = NST_ENOMEM;
+    }
+    s = nst_comm_agree(s);
+    float **cw = bufs, **iw = bufs ? bufs + L.nlocal + 1 : NULL, **cores = bufs ? bufs + 2 * (L.nlocal + 1) : NULL;
+    int has_init = strcmp(cfg->optim_init, "image") == 0;
+    if (s == NST_OK) s = scatter_windows(&L, &in.content, cw);
+    if (s == NST_OK && has_init) s = scatter_windows(&L, &in.init, iw);
+    s = nst_comm_agree(s);
+    if (rank == 0) { /* rank 0 keeps only the style image from here on */
+        nst_image_free(&in.content);
+        nst_image_free(&in.init);
+    }
+
+    /* the render */
+    if (s == NST_OK) {
+        nst_render_ctx ctx = {cfg, &spec, be, &weights, &L, coll, dims[0], dims[1], rank == 0 && spec.nstyle ? in.style.px : NULL,
+                              dims[2], dims[3]};
+        s = nst_render(&ctx, cw, has_init ? iw : NULL, cores, &res->stats);
+    }
+    s = nst_comm_agree(s);
+    nst_image_free(&in.style);
+
+    /* cores back, the output written by rank 0 */
+    nst_image out = {0};
+    if (s == NST_OK && rank == 0) s = nst_image_alloc(&out, dims[0], dims[1]);
+    s = nst_comm_agree(s);
+    if (s == NST_OK) s = gather_cores(&L, cores, &out);
+    s = nst_comm_agree(s);
+    if (s == NST_OK && rank == 0) {
+        char *desc = NULL;
+        size_t desc_len = 0;
         FILE *f = open_memstream(&desc, &desc_len);
         if (f) {
             nst_config_write(cfg, f);
             fclose(f);
         }
         s = nst_image_write(cfg->output_path, &out, atoi(cfg->output_bits), cfg->output_overwrite, desc);
+        free(desc);
     }
-    free(desc);
-    nst_image_free(&content);
-    nst_image_free(&style);
-    nst_image_free(&init);
+    s = nst_comm_agree(s);
+    if (s == NST_OK) s = nst_comm_agree(report(cfg, &L, res));
+    if (s == NST_OK) nst_info("wrote %s (%dx%d, %s-bit)\n", cfg->output_path, dims[0], dims[1], cfg->output_bits);
     nst_image_free(&out);
+    for (int i = 0; bufs && i < 3 * (L.nlocal + 1); i++) nst_free(bufs[i]);
+    nst_free(bufs);
+    inputs_free(&in);
+    nst_layout_free(&L);
     nst_weights_free(&weights);
     return s;
 }

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-nst_status nst_net_create(nst_backend *be, const nst_weights *w, int deepest, nst_pool_kind pool, nst_net *net)
+static nst_status net_build(nst_backend *be, const nst_weights *w, int deepest, nst_pool_kind pool, nst_net *net, int convs)
 {
     memset(net, 0, sizeof *net);
     net->be = be;
@@ -24,10 +24,12 @@ nst_status nst_net_create(nst_backend *be, const nst_weights *w, int deepest, ns
                                 L->name, w->description, nst_vgg_layer_at(nst_vgg_conv_layer(w->nconv - 1))->name);
             }
             const nst_conv_weights *cw = &w->conv[L->conv];
-            nst_status s = be->ops->conv_create(be, cw->cin, cw->cout, cw->w, cw->b, &net->conv[L->conv]);
-            if (s != NST_OK) {
-                nst_net_destroy(net);
-                return s;
+            if (convs) {
+                nst_status s = be->ops->conv_create(be, cw->cin, cw->cout, cw->w, cw->b, &net->conv[L->conv]);
+                if (s != NST_OK) {
+                    nst_net_destroy(net);
+                    return s;
+                }
             }
             width = cw->cout;
         }
@@ -36,10 +38,20 @@ nst_status nst_net_create(nst_backend *be, const nst_weights *w, int deepest, ns
     return NST_OK;
 }
 
+nst_status nst_net_create(nst_backend *be, const nst_weights *w, int deepest, nst_pool_kind pool, nst_net *net)
+{
+    return net_build(be, w, deepest, pool, net, 1);
+}
+
+nst_status nst_net_shapes(nst_backend *be, const nst_weights *w, int deepest, nst_pool_kind pool, nst_net *net)
+{
+    return net_build(be, w, deepest, pool, net, 0);
+}
+
 void nst_net_destroy(nst_net *net)
 {
     for (int k = 0; k < NST_VGG_NCONV; k++)
-        if (net->conv[k]) net->be->ops->conv_destroy(net->be, net->conv[k]);
+        if (net->conv[k] && net->be) net->be->ops->conv_destroy(net->be, net->conv[k]);
     memset(net, 0, sizeof *net);
 }
 
@@ -70,8 +82,8 @@ size_t nst_acts_bytes(const nst_net *net, int h, int w)
 nst_status nst_acts_alloc(nst_net *net, int h, int w, nst_acts *a)
 {
     memset(a, 0, sizeof *a);
-    a->h = h;
-    a->w = w;
+    a->h = a->cap_h = h;
+    a->w = a->cap_w = w;
     nst_backend *be = net->be;
     nst_dtype dt = be->act_dtype;
     size_t gmax = (size_t)h * w * 3;
@@ -86,6 +98,18 @@ nst_status nst_acts_alloc(nst_net *net, int h, int w, nst_acts *a)
     a->g_cap = gmax;
     if (s != NST_OK) nst_acts_free(net, a);
     return s;
+}
+
+nst_status nst_acts_reshape(nst_net *net, nst_acts *a, int h, int w)
+{
+    if (h > a->cap_h || w > a->cap_w)
+        return nst_fail(NST_ERUNTIME, "activations for %dx%d viewed at %dx%d", a->cap_w, a->cap_h, w, h);
+    a->h = h;
+    a->w = w;
+    a->in.h = h;
+    a->in.w = w;
+    for (int i = 0; i < net->nlayers; i++) nst_net_shape(net, i, h, w, &a->out[i].h, &a->out[i].w, &a->out[i].c);
+    return NST_OK;
 }
 
 void nst_acts_free(nst_net *net, nst_acts *a)

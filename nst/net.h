@@ -21,9 +21,10 @@ typedef struct {
     nst_preproc pre;
 } nst_net;
 
-/* Activations of one window shape h x w. */
+/* Activations of one window. The buffers are allocated for a largest shape (cap_h x cap_w) and
+ * viewed at the current shape (h x w), so tiles of different shapes can share one set. */
 typedef struct {
-    int h, w;
+    int h, w, cap_h, cap_w;
     nst_tensor in;                    /* preprocessed network input */
     nst_tensor out[NST_VGG_NLAYERS];  /* each layer's output */
     nst_tensor g[2];                  /* gradient ping-pong, sized for the largest activation */
@@ -34,12 +35,16 @@ typedef struct {
 typedef nst_status (*nst_seed_fn)(void *user, int layer, nst_tensor *grad);
 
 nst_status nst_net_create(nst_backend *be, const nst_weights *w, int deepest_layer, nst_pool_kind pool, nst_net *net);
+/* The same without creating the convolutions: shapes and widths only (for planning). */
+nst_status nst_net_shapes(nst_backend *be, const nst_weights *w, int deepest_layer, nst_pool_kind pool, nst_net *net);
 void nst_net_destroy(nst_net *net);
 
 /* Output shape of layer i for an h x w input. */
 void nst_net_shape(const nst_net *net, int i, int h, int w, int *oh, int *ow, int *oc);
 
 nst_status nst_acts_alloc(nst_net *net, int h, int w, nst_acts *a);
+/* View the buffers at h x w (at most the allocated shape). */
+nst_status nst_acts_reshape(nst_net *net, nst_acts *a, int h, int w);
 void nst_acts_free(nst_net *net, nst_acts *a);
 /* Bytes the activations of an h x w window take (the memory model of the planner). */
 size_t nst_acts_bytes(const nst_net *net, int h, int w);

@@ -13,15 +13,29 @@
 static int floor_div(int a, int s) { return a >= 0 ? a / s : -((-a + s - 1) / s); }
 static int ceil_div(int a, int s) { return -floor_div(-a, s); }
 
-nst_status nst_objective_init(nst_objective *o, const nst_loss_spec *spec, nst_net *net, nst_reducer red, int img_w,
-                              int img_h)
+const char *nst_gram_strategy_name(nst_gram_strategy s)
+{
+    switch (s) {
+    case NST_GRAM_RESIDENT: return "resident";
+    case NST_GRAM_TWO_PASS: return "two_pass";
+    default: return "lagged";
+    }
+}
+
+nst_status nst_objective_init(nst_objective *o, const nst_loss_spec *spec, nst_net *net, nst_collectives coll,
+                              nst_gram_strategy strategy, nst_acts *shared, int img_w, int img_h)
 {
     memset(o, 0, sizeof *o);
     o->spec = spec;
     o->net = net;
-    o->red = red;
+    o->coll = coll;
+    o->strategy = strategy;
+    o->shared = shared;
     o->img_w = img_w;
     o->img_h = img_h;
+    /* shared may be allocated later (after the style targets), but must be given */
+    if (strategy != NST_GRAM_RESIDENT && !shared) return nst_fail(NST_ERUNTIME, "objective: %s needs shared activations",
+                                                                  nst_gram_strategy_name(strategy));
     nst_backend *be = net->be;
     for (int k = 0; k < spec->nstyle; k++) {
         int h, w, c;
@@ -30,8 +44,9 @@ nst_status nst_objective_init(nst_objective *o, const nst_loss_spec *spec, nst_n
         o->M[k] = (double)h * w;
         size_t bytes = (size_t)c * c * sizeof(float);
         NST_TRY(be->ops->alloc(be, bytes, (void **)&o->A[k]));
-        NST_TRY(be->ops->alloc(be, bytes, (void **)&o->G[k]));
+        NST_TRY(be->ops->alloc(be, 2 * bytes, (void **)&o->G[k]));
         NST_TRY(be->ops->alloc(be, bytes, (void **)&o->D[k]));
+        if (strategy == NST_GRAM_LAGGED) NST_TRY(be->ops->alloc(be, 2 * bytes, (void **)&o->Gprev[k]));
     }
     return NST_OK;
 }
@@ -44,6 +59,7 @@ void nst_objective_free(nst_objective *o)
         if (o->A[k]) be->ops->free(be, o->A[k]);
         if (o->G[k]) be->ops->free(be, o->G[k]);
         if (o->D[k]) be->ops->free(be, o->D[k]);
+        if (o->Gprev[k]) be->ops->free(be, o->Gprev[k]);
     }
     memset(o, 0, sizeof *o);
 }
@@ -64,17 +80,17 @@ nst_status nst_objective_set_style(nst_objective *o, const float *style, int w, 
         for (int k = 0; s == NST_OK && k < spec->nstyle; k++) {
             const nst_tensor *f = &acts.out[spec->style[k]];
             size_t cc = (size_t)o->C[k] * o->C[k];
-            float *tmp = NULL;
-            s = be->ops->zero(be, o->A[k], cc * sizeof(float));
-            if (s == NST_OK) s = be->ops->gram_accumulate(be, f, nst_tensor_rect(f), o->A[k]);
-            /* normalise by the style image's position count; ||A||^2 from the difference to zero */
-            if (s == NST_OK) s = be->ops->alloc(be, cc * sizeof(float), (void **)&tmp);
-            if (s == NST_OK) s = be->ops->zero(be, tmp, cc * sizeof(float));
+            float *zeros = NULL;
+            /* A = G/m of the style image (G's buffer borrowed); ||A||^2 from the difference to zero */
+            s = be->ops->zero(be, o->G[k], cc * sizeof(double));
+            if (s == NST_OK) s = be->ops->gram_accumulate(be, f, nst_tensor_rect(f), o->G[k]);
+            if (s == NST_OK) s = be->ops->alloc(be, cc * sizeof(float), (void **)&zeros);
+            if (s == NST_OK) s = be->ops->zero(be, zeros, cc * sizeof(float));
             if (s == NST_OK) {
                 double m = (double)f->h * f->w;
-                s = be->ops->gram_diff(be, o->A[k], (float)(1.0 / m), tmp, o->C[k], o->A[k], &o->normA[k]);
+                s = be->ops->gram_diff(be, o->G[k], NULL, 1.0 / m, zeros, o->C[k], o->A[k], &o->normA[k]);
             }
-            if (tmp) be->ops->free(be, tmp);
+            if (zeros) be->ops->free(be, zeros);
         }
         nst_acts_free(net, &acts);
     }
@@ -82,14 +98,34 @@ nst_status nst_objective_set_style(nst_objective *o, const float *style, int w, 
     return s;
 }
 
-nst_status nst_tile_init(nst_objective *o, nst_tile *t, nst_rect core, nst_rect window)
+nst_status nst_objective_share_style(nst_objective *o)
+{
+    nst_backend *be = o->net->be;
+    if (!o->coll.bcast || o->spec->nstyle == 0) return NST_OK;
+    NST_TRY(o->coll.bcast(o->coll.ctx, o->normA, sizeof(double) * (size_t)o->spec->nstyle));
+    for (int k = 0; k < o->spec->nstyle; k++) {
+        size_t cc = (size_t)o->C[k] * o->C[k];
+        float *host = nst_alloc_array(cc, sizeof(float), "style targets");
+        if (!host) return NST_ENOMEM;
+        nst_status s = be->ops->download(be, host, o->A[k], cc, NST_F32);
+        if (s == NST_OK) s = o->coll.bcast(o->coll.ctx, host, cc * sizeof(float));
+        if (s == NST_OK) s = be->ops->upload(be, o->A[k], host, cc, NST_F32);
+        nst_free(host);
+        NST_TRY(s);
+    }
+    return NST_OK;
+}
+
+nst_status nst_tile_init(nst_objective *o, nst_tile *t, int index, nst_rect core, nst_rect window, int seed_window)
 {
     nst_net *net = o->net;
     nst_backend *be = net->be;
     memset(t, 0, sizeof *t);
+    t->index = index;
     t->core = core;
     t->window = window;
-    t->own_px = t->seed_px = nst_rect_translate(core, -window.x, -window.y);
+    t->own_px = nst_rect_translate(core, -window.x, -window.y);
+    t->seed_px = seed_window ? nst_rect_make(0, 0, window.w, window.h) : t->own_px;
     for (int i = 0; i < net->nlayers; i++) {
         nst_footprint f = nst_vgg_footprint(i);
         int lh, lw, lc;
@@ -105,11 +141,16 @@ nst_status nst_tile_init(nst_objective *o, nst_tile *t, nst_rect core, nst_rect 
         int y0 = ceil_div(core.y - f.hi, s), y1 = floor_div(core.y + core.h - 1 + f.lo, s) + 1;
         nst_rect seed = {x0 - ox, y0 - oy, x1 - x0, y1 - y0};
         t->own[i] = nst_rect_intersect(own, extent);
-        t->seed[i] = nst_rect_intersect(seed, extent);
+        t->seed[i] = seed_window ? extent : nst_rect_intersect(seed, extent);
     }
     nst_status s = nst_tensor_alloc(be, window.h, window.w, 3, NST_F32, &t->img);
     if (s == NST_OK) s = nst_tensor_alloc(be, window.h, window.w, 3, NST_F32, &t->dimg);
-    if (s == NST_OK) s = nst_acts_alloc(net, window.h, window.w, &t->acts);
+    if (s == NST_OK && o->strategy == NST_GRAM_RESIDENT) {
+        s = nst_acts_alloc(net, window.h, window.w, &t->own_acts);
+        t->acts = &t->own_acts;
+    } else {
+        t->acts = o->shared;
+    }
     if (s != NST_OK) nst_tile_free(o, t);
     return s;
 }
@@ -120,7 +161,15 @@ void nst_tile_free(nst_objective *o, nst_tile *t)
     nst_tensor_free(be, &t->img);
     nst_tensor_free(be, &t->dimg);
     for (int i = 0; i < NST_VGG_NLAYERS; i++) nst_tensor_free(be, &t->target[i]);
-    nst_acts_free(o->net, &t->acts);
+    if (t->acts == &t->own_acts) nst_acts_free(o->net, &t->own_acts);
+    t->acts = NULL;
+}
+
+/* Forward the tile's pixels through the network into its (possibly shared) activations. */
+static nst_status forward_tile(nst_objective *o, nst_tile *t)
+{
+    if (t->acts != &t->own_acts) NST_TRY(nst_acts_reshape(o->net, t->acts, t->window.h, t->window.w));
+    return nst_net_forward(o->net, &t->img, t->acts);
 }
 
 nst_status nst_tile_set_content(nst_objective *o, nst_tile *t, const float *window_px)
@@ -129,19 +178,12 @@ nst_status nst_tile_set_content(nst_objective *o, nst_tile *t, const float *wind
     nst_backend *be = o->net->be;
     if (spec->ncontent == 0) return NST_OK;
     NST_TRY(be->ops->upload(be, t->img.data, window_px, (size_t)t->window.w * t->window.h * 3, NST_F32));
-    NST_TRY(nst_net_forward(o->net, &t->img, &t->acts));
+    NST_TRY(forward_tile(o, t));
     for (int k = 0; k < spec->ncontent; k++) {
         int l = spec->content[k];
-        const nst_tensor *f = &t->acts.out[l];
+        const nst_tensor *f = &t->acts->out[l];
         NST_TRY(nst_tensor_alloc(be, f->h, f->w, f->c, f->dt, &t->target[l]));
-        size_t bytes = nst_tensor_elems(f) * nst_dtype_size(f->dt);
-        /* copy through the host: done once per tile, and keeps the interface small */
-        float *host = nst_alloc(bytes * (sizeof(float) / nst_dtype_size(f->dt)), "content targets");
-        if (!host) return NST_ENOMEM;
-        nst_status s = be->ops->download(be, host, f->data, nst_tensor_elems(f), f->dt);
-        if (s == NST_OK) s = be->ops->upload(be, t->target[l].data, host, nst_tensor_elems(f), f->dt);
-        nst_free(host);
-        NST_TRY(s);
+        NST_TRY(be->ops->copy_rect(be, f, nst_tensor_rect(f), &t->target[l], 0, 0));
         double ss;
         NST_TRY(be->ops->sumsq(be, f, t->own[l], &ss));
         o->normP[k] += ss;
@@ -149,11 +191,9 @@ nst_status nst_tile_set_content(nst_objective *o, nst_tile *t, const float *wind
     return NST_OK;
 }
 
-nst_status nst_objective_finish_targets(nst_objective *o, nst_tile *tiles, int ntiles)
+nst_status nst_objective_finish_targets(nst_objective *o)
 {
-    (void)tiles;
-    (void)ntiles;
-    if (o->red.sum_doubles && o->spec->ncontent) NST_TRY(o->red.sum_doubles(o->red.ctx, o->normP, (size_t)o->spec->ncontent));
+    if (o->coll.sum_doubles && o->spec->ncontent) NST_TRY(o->coll.sum_doubles(o->coll.ctx, o->normP, (size_t)o->spec->ncontent));
     return NST_OK;
 }
 
@@ -162,7 +202,8 @@ typedef struct {
     nst_tile *t;
 } seed_ctx;
 
-/* Add the loss gradients seeded at `layer` into grad (and the content loss values). */
+/* Add the loss gradients seeded at `layer` into grad (and the content loss values). With grad
+ * NULL only the content values are taken. */
 static nst_status seed_layer(void *user, int layer, nst_tensor *grad)
 {
     seed_ctx *sc = user;
@@ -170,7 +211,7 @@ static nst_status seed_layer(void *user, int layer, nst_tensor *grad)
     nst_tile *t = sc->t;
     const nst_loss_spec *spec = o->spec;
     nst_backend *be = o->net->be;
-    const nst_tensor *f = &t->acts.out[layer];
+    const nst_tensor *f = &t->acts->out[layer];
     for (int k = 0; k < spec->nstyle; k++) {
         if (spec->style[k] != layer) continue;
         double w = spec->style_weight * spec->style_layer_weight[k];
@@ -188,56 +229,149 @@ static nst_status seed_layer(void *user, int layer, nst_tensor *grad)
     return NST_OK;
 }
 
-nst_status nst_objective_eval(nst_objective *o, nst_tile *tiles, int ntiles, int grad, nst_loss_terms *terms)
+static nst_status gram_tile(nst_objective *o, nst_tile *t)
+{
+    nst_backend *be = o->net->be;
+    for (int k = 0; k < o->spec->nstyle; k++)
+        NST_TRY(be->ops->gram_accumulate(be, &t->acts->out[o->spec->style[k]], t->own[o->spec->style[k]], o->G[k]));
+    return NST_OK;
+}
+
+/* Backward of one tile whose forward is in its activations, and its TV term. */
+static nst_status backward_tile(nst_objective *o, nst_tile *t, int grad)
+{
+    nst_backend *be = o->net->be;
+    seed_ctx sc = {o, t};
+    if (grad) {
+        NST_TRY(nst_net_backward(o->net, t->acts, seed_layer, &sc, &t->dimg));
+    } else {
+        for (int l = 0; l < o->net->nlayers; l++) NST_TRY(seed_layer(&sc, l, NULL));
+    }
+    if (o->spec->tv_weight > 0) {
+        double s, scale = o->spec->tv_weight / (3.0 * o->img_w * o->img_h);
+        NST_TRY(be->ops->tv(be, &t->img, t->own_px, t->seed_px, (float)scale, &s, grad ? &t->dimg : NULL));
+        o->tv_pending += s;
+    }
+    return NST_OK;
+}
+
+static nst_status zero_grams(nst_objective *o)
+{
+    nst_backend *be = o->net->be;
+    for (int k = 0; k < o->spec->nstyle; k++) NST_TRY(be->ops->zero(be, o->G[k], (size_t)o->C[k] * o->C[k] * sizeof(double)));
+    return NST_OK;
+}
+
+/* The status of every rank (a failed rank still reaches this, so nobody waits in vain). */
+static nst_status check(nst_objective *o, nst_status s)
+{
+    return o->coll.check ? o->coll.check(o->coll.ctx, s) : s;
+}
+
+/* Sum the Gram sums over ranks and set D = G/M - A (for the lagged Gram at the extrapolated
+ * sums, for the next iteration); the style terms of the current image from it. */
+static nst_status reduce_grams(nst_objective *o, nst_loss_terms *terms, int extrapolate)
 {
     const nst_loss_spec *spec = o->spec;
     nst_backend *be = o->net->be;
+    terms->style = 0;
+    for (int k = 0; k < spec->nstyle; k++) {
+        size_t cc = (size_t)o->C[k] * o->C[k];
+        if (o->coll.sum_doubles) NST_TRY(o->coll.sum_doubles(o->coll.ctx, o->G[k], cc));
+        double ss;
+        const double *prev = extrapolate && o->have_prev ? o->Gprev[k] : NULL;
+        NST_TRY(be->ops->gram_diff(be, o->G[k], prev, 1.0 / o->M[k], o->A[k], o->C[k], o->D[k], &ss));
+        if (extrapolate) NST_TRY(be->ops->copy(be, o->Gprev[k], o->G[k], cc * sizeof(double)));
+        terms->style_layer[k] = spec->style_weight * spec->style_layer_weight[k] * ss / fmax(o->normA[k], NORM_FLOOR);
+        terms->style += terms->style_layer[k];
+    }
+    if (extrapolate) o->have_prev = 1;
+    o->have_D = 1;
+    return NST_OK;
+}
+
+/* Forward every tile and sum its Gram matrices (pass one of resident and two-pass). */
+static nst_status forward_all(nst_objective *o, nst_tile *tiles, int ntiles)
+{
+    NST_TRY(zero_grams(o));
+    for (int i = 0; i < ntiles; i++) {
+        NST_TRY(forward_tile(o, &tiles[i]));
+        NST_TRY(gram_tile(o, &tiles[i]));
+    }
+    return NST_OK;
+}
+
+nst_status nst_objective_eval(nst_objective *o, nst_tile *tiles, int ntiles, int grad, nst_timers *tm, nst_loss_terms *terms)
+{
+    const nst_loss_spec *spec = o->spec;
+    nst_status s = NST_OK;
+    double mark = nst_now();
     memset(terms, 0, sizeof *terms);
     memset(o->content_pending, 0, sizeof o->content_pending);
     o->tv_pending = 0;
 
-    /* 1. forward every tile and sum the Gram matrices over owned positions */
-    for (int k = 0; k < spec->nstyle; k++) NST_TRY(be->ops->zero(be, o->G[k], (size_t)o->C[k] * o->C[k] * sizeof(float)));
-    for (int i = 0; i < ntiles; i++) {
-        nst_tile *t = &tiles[i];
-        NST_TRY(nst_net_forward(o->net, &t->img, &t->acts));
-        for (int k = 0; k < spec->nstyle; k++)
-            NST_TRY(be->ops->gram_accumulate(be, &t->acts.out[spec->style[k]], t->own[spec->style[k]], o->G[k]));
-    }
-    /* 2. one global statistic: sum over ranks, then divide by the whole image's count */
-    for (int k = 0; k < spec->nstyle; k++) {
-        if (o->red.sum_floats) NST_TRY(o->red.sum_floats(o->red.ctx, o->G[k], (size_t)o->C[k] * o->C[k]));
-        double ss;
-        NST_TRY(be->ops->gram_diff(be, o->G[k], (float)(1.0 / o->M[k]), o->A[k], o->C[k], o->D[k], &ss));
-        terms->style_layer[k] = spec->style_weight * spec->style_layer_weight[k] * ss / fmax(o->normA[k], NORM_FLOOR);
-        terms->style += terms->style_layer[k];
-    }
-    /* 3. backward every tile (its activations are still resident) */
-    double tv_scale = spec->tv_weight / (3.0 * o->img_w * o->img_h);
-    for (int i = 0; i < ntiles; i++) {
-        nst_tile *t = &tiles[i];
-        seed_ctx sc = {o, t};
-        if (grad) {
-            NST_TRY(nst_net_backward(o->net, &t->acts, seed_layer, &sc, &t->dimg));
+    if (!grad || o->strategy != NST_GRAM_LAGGED || !o->have_D) {
+        /* forward of every tile, Gram sums, then the global statistic */
+        if (grad && o->strategy != NST_GRAM_RESIDENT) {
+            s = forward_all(o, tiles, ntiles); /* pass one: only the Gram */
         } else {
-            for (int l = 0; l < o->net->nlayers; l++) NST_TRY(seed_layer(&sc, l, NULL));
+            s = zero_grams(o);
+            for (int i = 0; s == NST_OK && i < ntiles; i++) {
+                s = forward_tile(o, &tiles[i]);
+                if (s == NST_OK) s = gram_tile(o, &tiles[i]);
+                /* without a gradient, the content and TV values are taken while the features exist */
+                if (s == NST_OK && !grad) s = backward_tile(o, &tiles[i], 0);
+            }
         }
-        if (spec->tv_weight > 0) {
-            double s;
-            NST_TRY(be->ops->tv(be, &t->img, t->own_px, t->seed_px, (float)tv_scale, &s, grad ? &t->dimg : NULL));
-            o->tv_pending += s;
+        nst_timer_lap(tm, NST_T_FORWARD, &mark);
+        NST_TRY(check(o, s));
+        NST_TRY(reduce_grams(o, terms, 0));
+        nst_timer_lap(tm, NST_T_GRAM_REDUCE, &mark);
+    }
+    if (grad) {
+        if (o->strategy == NST_GRAM_LAGGED) {
+            /* one pass: forward (Gram sums of this iteration) and backward with the previous D */
+            nst_loss_terms now;
+            s = zero_grams(o);
+            for (int i = 0; s == NST_OK && i < ntiles; i++) {
+                double t0 = nst_now();
+                s = forward_tile(o, &tiles[i]);
+                if (s == NST_OK) s = gram_tile(o, &tiles[i]);
+                if (tm) tm->t[NST_T_FORWARD] += nst_now() - t0;
+                t0 = nst_now();
+                if (s == NST_OK) s = backward_tile(o, &tiles[i], 1);
+                if (tm) tm->t[NST_T_BACKWARD] += nst_now() - t0;
+            }
+            mark = nst_now();
+            NST_TRY(check(o, s));
+            memset(&now, 0, sizeof now);
+            NST_TRY(reduce_grams(o, &now, 1)); /* D for the next iteration; the loss of this one */
+            memcpy(terms->style_layer, now.style_layer, sizeof now.style_layer);
+            terms->style = now.style;
+            nst_timer_lap(tm, NST_T_GRAM_REDUCE, &mark);
+        } else {
+            for (int i = 0; s == NST_OK && i < ntiles; i++) {
+                if (o->strategy == NST_GRAM_TWO_PASS) { /* pass two: the forward again, then the backward */
+                    s = forward_tile(o, &tiles[i]);
+                    nst_timer_lap(tm, NST_T_FORWARD, &mark);
+                }
+                if (s == NST_OK) s = backward_tile(o, &tiles[i], 1);
+                nst_timer_lap(tm, NST_T_BACKWARD, &mark);
+            }
+            NST_TRY(check(o, s));
         }
     }
-    /* 4. the local sums, added over ranks */
+    /* the local sums, added over ranks */
     double sums[NST_VGG_NLAYERS + 1];
     for (int k = 0; k < spec->ncontent; k++) sums[k] = o->content_pending[k];
     sums[spec->ncontent] = o->tv_pending;
-    if (o->red.sum_doubles) NST_TRY(o->red.sum_doubles(o->red.ctx, sums, (size_t)spec->ncontent + 1));
+    if (o->coll.sum_doubles) NST_TRY(o->coll.sum_doubles(o->coll.ctx, sums, (size_t)spec->ncontent + 1));
     for (int k = 0; k < spec->ncontent; k++) {
         terms->content_layer[k] = spec->content_weight * sums[k] / fmax(o->normP[k], NORM_FLOOR);
         terms->content += terms->content_layer[k];
     }
-    terms->tv = tv_scale * sums[spec->ncontent];
+    terms->tv = spec->tv_weight / (3.0 * o->img_w * o->img_h) * sums[spec->ncontent];
     terms->total = terms->content + terms->style + terms->tv;
+    nst_timer_lap(tm, NST_T_REDUCE, &mark);
     return NST_OK;
 }

@@ -1,20 +1,264 @@
-/* nst/render.c: the optimisation loop of one image (see render.h). One tile covers the whole
- * image here; the tiled, multi-rank renderer feeds the same objective with many tiles. */
+/* nst/render.c: the tiled optimisation loop of one image (see render.h). */
 #include "render.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "../mpi/comm.h"
 #include "../util/log.h"
 #include "../util/mem.h"
 #include "../util/rng.h"
-#include "../util/timer.h"
 
-void nst_noise_init(float *x, int w, int h, unsigned long long seed)
+void nst_image_extract(const nst_image *img, nst_rect r, float *out)
 {
-    size_t n = (size_t)w * h * 3;
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) x[i] = nst_rng_uniform(seed, 0x6e6f697365ull /* "noise" */, i);
+    for (int y = 0; y < r.h; y++)
+        memcpy(out + (size_t)y * r.w * 3, img->px + ((size_t)(r.y + y) * img->w + r.x) * 3, (size_t)r.w * 3 * sizeof(float));
 }
+
+void nst_image_place(nst_image *img, nst_rect r, const float *in)
+{
+    for (int y = 0; y < r.h; y++)
+        memcpy(img->px + ((size_t)(r.y + y) * img->w + r.x) * 3, in + (size_t)y * r.w * 3, (size_t)r.w * 3 * sizeof(float));
+}
+
+void nst_noise_rect(float *out, nst_rect r, int W, unsigned long long seed)
+{
+#pragma omp parallel for schedule(static)
+    for (int y = 0; y < r.h; y++)
+        for (int x = 0; x < r.w; x++)
+            for (int c = 0; c < 3; c++) {
+                uint64_t i = ((uint64_t)(r.y + y) * (uint64_t)W + (uint64_t)(r.x + x)) * 3 + (uint64_t)c;
+                out[((size_t)y * r.w + x) * 3 + c] = nst_rng_uniform(seed, 0x6e6f697365ull /* "noise" */, i);
+            }
+}
+
+/* ---- per-tile optimiser state ------------------------------------------------------------------ */
+
+/* Parallel to the tiles: what the optimiser owns for each local tile. */
+typedef struct {
+    nst_tensor x, g; /* the optimised pixels and their gradient: the core (exact) or the window (cheap) */
+    nst_tensor m, v; /* Adam */
+} tile_state;
+
+/* The worst status of all ranks (one process: its own). */
+static nst_status agree(const nst_render_ctx *ctx, nst_status s)
+{
+    return ctx->coll.check ? ctx->coll.check(ctx->coll.ctx, s) : s;
+}
+
+/* ---- the halo exchange ------------------------------------------------------------------------- */
+
+typedef struct {
+    nst_transfer *tr;
+    int ntr;
+    int npeers, *peers;       /* ranks exchanged with */
+    float **sendbuf, **recvbuf;
+    size_t *sendn, *recvn;    /* floats */
+    float **stage;            /* cheap mode: copies of local tiles' contributions, per transfer (owned) */
+    const float **from;       /* cheap mode: where each transfer's values are (stage or a receive buffer) */
+} exchange;
+
+static void exchange_free(exchange *ex)
+{
+    for (int p = 0; p < ex->npeers; p++) {
+        nst_free(ex->sendbuf[p]);
+        nst_free(ex->recvbuf[p]);
+    }
+    for (int i = 0; ex->stage && i < ex->ntr; i++) nst_free(ex->stage[i]);
+    nst_free(ex->stage);
+    nst_free(ex->from);
+    nst_free(ex->sendbuf);
+    nst_free(ex->recvbuf);
+    nst_free(ex->sendn);
+    nst_free(ex->recvn);
+    nst_free(ex->peers);
+    free(ex->tr);
+    memset(ex, 0, sizeof *ex);
+}
+
+static int peer_slot(const exchange *ex, int rank)
+{
+    for (int p = 0; p < ex->npeers; p++)
+        if (ex->peers[p] == rank) return p;
+    return -1;
+}
+
+/* Keep the transfers this rank takes part in; size the per-peer buffers. */
+static nst_status exchange_plan(const nst_layout *L, exchange *ex)
+{
+    int n;
+    memset(ex, 0, sizeof *ex);
+    nst_transfer *all = L->cheap ? nst_plan_window_overlaps(&L->grid, &n) : nst_plan_core_to_window(&L->grid, &n);
+    if (!all) return nst_fail(NST_ENOMEM, "out of memory planning the halo exchange");
+    ex->tr = all;
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (L->owner[all[i].src] == L->rank || L->owner[all[i].dst] == L->rank) all[k++] = all[i];
+    ex->ntr = k;
+    ex->peers = nst_alloc_array((size_t)L->nranks, sizeof(int), "exchange peers");
+    ex->sendbuf = nst_calloc(sizeof(float *) * (size_t)L->nranks, "exchange buffers");
+    ex->recvbuf = nst_calloc(sizeof(float *) * (size_t)L->nranks, "exchange buffers");
+    ex->sendn = nst_calloc(sizeof(size_t) * (size_t)L->nranks, "exchange sizes");
+    ex->recvn = nst_calloc(sizeof(size_t) * (size_t)L->nranks, "exchange sizes");
+    if (!ex->peers || !ex->sendbuf || !ex->recvbuf || !ex->sendn || !ex->recvn) return NST_ENOMEM;
+    for (int i = 0; i < ex->ntr; i++) {
+        int so = L->owner[ex->tr[i].src], dof = L->owner[ex->tr[i].dst];
+        if (so == dof) continue;
+        int other = so == L->rank ? dof : so;
+        int p = peer_slot(ex, other);
+        if (p < 0) ex->peers[p = ex->npeers++] = other;
+        size_t floats = (size_t)nst_rect_area(ex->tr[i].rect) * 3;
+        if (so == L->rank)
+            ex->sendn[p] += floats;
+        else
+            ex->recvn[p] += floats;
+    }
+    for (int p = 0; p < ex->npeers; p++) {
+        ex->sendbuf[p] = nst_alloc_array(ex->sendn[p] + 1, sizeof(float), "halo send buffer");
+        ex->recvbuf[p] = nst_alloc_array(ex->recvn[p] + 1, sizeof(float), "halo receive buffer");
+        if (!ex->sendbuf[p] || !ex->recvbuf[p]) return NST_ENOMEM;
+    }
+    if (L->cheap) {
+        ex->stage = nst_calloc(sizeof(float *) * (size_t)(ex->ntr + 1), "blend staging");
+        ex->from = nst_calloc(sizeof(float *) * (size_t)(ex->ntr + 1), "blend staging");
+        if (!ex->stage || !ex->from) return NST_ENOMEM;
+    }
+    return NST_OK;
+}
+
+/* Index of grid tile t among the local tiles (they are sorted), or -1. */
+static int local_index(const nst_layout *L, int t)
+{
+    int lo = 0, hi = L->nlocal - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (L->local[mid] == t) return mid;
+        if (L->local[mid] < t)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+/* Where a transfer's pixels are in the source's optimised pixels: its core (exact) or window (cheap). */
+static nst_rect src_rect(const nst_layout *L, const nst_tile *src, const nst_transfer *tr)
+{
+    nst_rect origin = L->cheap ? src->window : src->core;
+    return nst_rect_translate(tr->rect, -origin.x, -origin.y);
+}
+
+/* Pack what this rank sends, exchange with the peers, and place (exact) or stage (cheap) what it
+ * receives; transfers between two local tiles are copied directly (exact) or staged (cheap). */
+static nst_status exchange_run(const nst_render_ctx *ctx, nst_tile *tiles, tile_state *st, exchange *ex)
+{
+    const nst_layout *L = ctx->layout;
+    nst_backend *be = ctx->be;
+    size_t *off = nst_calloc(sizeof(size_t) * (size_t)(ex->npeers + 1), "exchange offsets");
+    nst_status s = off ? NST_OK : NST_ENOMEM;
+    for (int i = 0; s == NST_OK && i < ex->ntr; i++) { /* pack, in the global order */
+        const nst_transfer *tr = &ex->tr[i];
+        if (L->owner[tr->src] != L->rank) continue;
+        int si = local_index(L, tr->src);
+        nst_rect r = src_rect(L, &tiles[si], tr);
+        if (L->owner[tr->dst] == L->rank) {
+            if (L->cheap) {
+                if (!ex->stage[i]) ex->stage[i] = nst_alloc_array((size_t)nst_rect_area(r) * 3, sizeof(float), "blend staging");
+                s = ex->stage[i] ? be->ops->download_rect(be, &st[si].x, r, ex->stage[i]) : NST_ENOMEM;
+                ex->from[i] = ex->stage[i];
+            } else {
+                nst_tile *dst = &tiles[local_index(L, tr->dst)];
+                s = be->ops->copy_rect(be, &st[si].x, r, &dst->img, tr->rect.x - dst->window.x, tr->rect.y - dst->window.y);
+            }
+        } else {
+            int p = peer_slot(ex, L->owner[tr->dst]);
+            s = be->ops->download_rect(be, &st[si].x, r, ex->sendbuf[p] + off[p]);
+            off[p] += (size_t)nst_rect_area(r) * 3;
+        }
+    }
+    s = agree(ctx, s); /* nobody enters the exchange if a rank could not pack */
+    if (s == NST_OK && ex->npeers) {
+        nst_comm_msg *sends = nst_alloc_array((size_t)ex->npeers, 2 * sizeof(nst_comm_msg), "exchange messages");
+        if (!sends) nst_comm_abort(1, "out of memory for the halo exchange messages");
+        nst_comm_msg *recvs = sends + ex->npeers;
+        for (int p = 0; p < ex->npeers; p++) {
+            sends[p] = (nst_comm_msg){ex->peers[p], ex->sendbuf[p], ex->sendn[p] * sizeof(float)};
+            recvs[p] = (nst_comm_msg){ex->peers[p], ex->recvbuf[p], ex->recvn[p] * sizeof(float)};
+        }
+        s = nst_comm_exchange(sends, ex->npeers, recvs, ex->npeers);
+        nst_free(sends);
+    }
+    if (off) memset(off, 0, sizeof(size_t) * (size_t)(ex->npeers + 1));
+    for (int i = 0; s == NST_OK && i < ex->ntr; i++) { /* unpack, in the same order */
+        const nst_transfer *tr = &ex->tr[i];
+        if (L->owner[tr->dst] != L->rank || L->owner[tr->src] == L->rank) continue;
+        int p = peer_slot(ex, L->owner[tr->src]);
+        const float *data = ex->recvbuf[p] + off[p];
+        off[p] += (size_t)nst_rect_area(tr->rect) * 3;
+        if (L->cheap) {
+            ex->from[i] = data; /* valid until the next exchange */
+        } else {
+            nst_tile *dst = &tiles[local_index(L, tr->dst)];
+            s = be->ops->upload_rect(be, data, &dst->img, nst_rect_translate(tr->rect, -dst->window.x, -dst->window.y));
+        }
+    }
+    nst_free(off);
+    return s;
+}
+
+/* Cheap mode: every local window becomes the feather-weighted mean of all windows covering each
+ * pixel, summed in tile order so every tile computes the same values. */
+static nst_status blend_run(const nst_render_ctx *ctx, nst_tile *tiles, tile_state *st, exchange *ex)
+{
+    const nst_layout *L = ctx->layout;
+    nst_backend *be = ctx->be;
+    nst_status s = exchange_run(ctx, tiles, st, ex);
+    for (int li = 0; s == NST_OK && li < L->nlocal; li++) {
+        const nst_tile *t = &tiles[li];
+        nst_rect w = t->window;
+        size_t n = (size_t)w.w * w.h;
+        float *own = nst_alloc_array(n * 3, sizeof(float), "blend window");
+        float *acc = nst_calloc(n * 3 * sizeof(float), "blend sums"), *wsum = nst_calloc(n * sizeof(float), "blend weights");
+        if (!own || !acc || !wsum) s = NST_ENOMEM;
+        if (s == NST_OK) s = be->ops->download(be, own, st[li].x.data, n * 3, NST_F32);
+        int own_done = 0;
+        /* contributions in increasing source tile order; the transfers are ordered by (dst, src) */
+        for (int i = 0; s == NST_OK && i <= ex->ntr; i++) {
+            const nst_transfer *tr = i < ex->ntr ? &ex->tr[i] : NULL;
+            if (tr && tr->dst != t->index) continue;
+            if (!own_done && (!tr || tr->src > t->index)) {
+                for (int y = 0; y < w.h; y++)
+                    for (int x = 0; x < w.w; x++) {
+                        float wt = nst_blend_weight(&L->grid, t->index, w.x + x, w.y + y, L->grid.halo, L->blend_cosine);
+                        size_t k = (size_t)y * w.w + x;
+                        wsum[k] += wt;
+                        for (int c = 0; c < 3; c++) acc[3 * k + c] += wt * own[3 * k + c];
+                    }
+                own_done = 1;
+            }
+            if (!tr) break;
+            const float *vals = ex->from[i];
+            for (int y = 0; y < tr->rect.h; y++)
+                for (int x = 0; x < tr->rect.w; x++) {
+                    int gx = tr->rect.x + x, gy = tr->rect.y + y;
+                    float wt = nst_blend_weight(&L->grid, tr->src, gx, gy, L->grid.halo, L->blend_cosine);
+                    size_t k = (size_t)(gy - w.y) * w.w + (gx - w.x);
+                    wsum[k] += wt;
+                    for (int c = 0; c < 3; c++) acc[3 * k + c] += wt * vals[((size_t)y * tr->rect.w + x) * 3 + c];
+                }
+        }
+        if (s == NST_OK) {
+            for (size_t k = 0; k < n; k++)
+                for (int c = 0; c < 3; c++) own[3 * k + c] = acc[3 * k + c] / wsum[k];
+            s = be->ops->upload(be, st[li].x.data, own, n * 3, NST_F32);
+        }
+        nst_free(own), nst_free(acc), nst_free(wsum);
+    }
+    return s;
+}
+
+/* ---- the loop ----------------------------------------------------------------------------------- */
 
 static void print_header(void)
 {
@@ -29,58 +273,152 @@ static void print_terms(long long it, const nst_loss_terms *t, double spi)
         nst_info("%10lld %12.5e %12.5e %12.5e %12.5e %9s\n", it, t->total, t->content, t->style, t->tv, "-");
 }
 
-nst_status nst_render(const nst_render_ctx *ctx, const nst_image *content, const nst_image *style, const nst_image *init,
-                      nst_image *out, nst_render_stats *st)
+/* Set up a local tile and its optimiser state: content targets, the optimised pixels from the
+ * initial image. */
+static nst_status tile_setup(const nst_render_ctx *ctx, nst_objective *obj, nst_tile *tile, tile_state *ts, int t,
+                             const float *content, const float *init)
+{
+    const nst_layout *L = ctx->layout;
+    nst_backend *be = ctx->be;
+    const nst_config *cfg = ctx->cfg;
+    nst_rect core = nst_grid_core(&L->grid, t), win = nst_grid_window(&L->grid, t);
+    NST_TRY(nst_tile_init(obj, tile, t, core, win, L->cheap));
+    NST_TRY(nst_tile_set_content(obj, tile, content));
+    /* the optimised region: the core (exact) or the window (cheap, the tile's own img/dimg) */
+    nst_rect opt = L->cheap ? win : core;
+    size_t n = (size_t)nst_rect_area(opt) * 3;
+    float *x0 = nst_alloc_array(n, sizeof(float), "initial pixels");
+    if (!x0) return NST_ENOMEM;
+    nst_rect rel = nst_rect_translate(opt, -win.x, -win.y);
+    const float *src = strcmp(cfg->optim_init, "image") == 0 ? init : content;
+    if (strcmp(cfg->optim_init, "noise") == 0) {
+        nst_noise_rect(x0, opt, ctx->img_w, (unsigned long long)cfg->run_seed);
+    } else {
+        for (int y = 0; y < rel.h; y++)
+            memcpy(x0 + (size_t)y * rel.w * 3, src + ((size_t)(rel.y + y) * win.w + rel.x) * 3, (size_t)rel.w * 3 * sizeof(float));
+    }
+    nst_status s = NST_OK;
+    if (L->cheap) {
+        ts->x = tile->img;
+        ts->g = tile->dimg;
+    } else {
+        s = nst_tensor_alloc(be, core.h, core.w, 3, NST_F32, &ts->x);
+        if (s == NST_OK) s = nst_tensor_alloc(be, core.h, core.w, 3, NST_F32, &ts->g);
+    }
+    if (s == NST_OK) s = be->ops->upload(be, ts->x.data, x0, n, NST_F32);
+    if (s == NST_OK) s = nst_tensor_alloc(be, opt.h, opt.w, 3, NST_F32, &ts->m);
+    if (s == NST_OK) s = nst_tensor_alloc(be, opt.h, opt.w, 3, NST_F32, &ts->v);
+    nst_free(x0);
+    return s;
+}
+
+static void tile_teardown(const nst_render_ctx *ctx, nst_objective *obj, nst_tile *tile, tile_state *ts)
+{
+    if (!ctx->layout->cheap) { /* in cheap mode x and g are the tile's own img and dimg */
+        nst_tensor_free(ctx->be, &ts->x);
+        nst_tensor_free(ctx->be, &ts->g);
+    }
+    nst_tensor_free(ctx->be, &ts->m);
+    nst_tensor_free(ctx->be, &ts->v);
+    if (tile->img.data) nst_tile_free(obj, tile);
+}
+
+/* Make the windows current: exact mode refills them from the cores; cheap mode blends them. */
+static nst_status refresh(const nst_render_ctx *ctx, nst_tile *tiles, tile_state *st, exchange *ex)
+{
+    return ctx->layout->cheap ? blend_run(ctx, tiles, st, ex) : exchange_run(ctx, tiles, st, ex);
+}
+
+/* The test hook NSTBATCH_FAULT=RANK:ITERATION: that rank fails at that iteration's step, as a rank
+ * that ran out of memory or lost a device would, so the tests can check that every rank stops
+ * with one message instead of hanging. */
+static nst_status injected_fault(long long it)
+{
+    const char *f = getenv("NSTBATCH_FAULT");
+    int rank;
+    long long at;
+    if (f && sscanf(f, "%d:%lld", &rank, &at) == 2 && rank == nst_comm_rank() && at == it)
+        return nst_fail(NST_ERUNTIME, "rank %d: injected fault at iteration %lld (NSTBATCH_FAULT=%s)", rank, it, f);
+    return NST_OK;
+}
+
+/* Adam on the owned pixels of every local tile. */
+static nst_status step(const nst_render_ctx *ctx, nst_tile *tiles, tile_state *st, long long t)
 {
     const nst_config *cfg = ctx->cfg;
     nst_backend *be = ctx->be;
-    const int W = content->w, H = content->h;
-    const size_t n = (size_t)W * H * 3;
+    nst_adam_params ap = {(float)cfg->optim_lr, (float)cfg->optim_beta1, (float)cfg->optim_beta2, (float)cfg->optim_eps, t,
+                          cfg->optim_clamp};
+    for (int i = 0; i < ctx->layout->nlocal; i++) {
+        if (!ctx->layout->cheap) /* the gradient of the owned pixels: the core of the window's gradient */
+            NST_TRY(be->ops->copy_rect(be, &tiles[i].dimg, tiles[i].own_px, &st[i].g, 0, 0));
+        NST_TRY(be->ops->adam(be, st[i].x.data, st[i].g.data, st[i].m.data, st[i].v.data, nst_tensor_elems(&st[i].x), &ap));
+    }
+    return NST_OK;
+}
+
+nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, float **out, nst_render_stats *st)
+{
+    const nst_config *cfg = ctx->cfg;
+    const nst_layout *L = ctx->layout;
+    nst_backend *be = ctx->be;
     nst_net net;
     nst_objective obj;
-    nst_tile tile;
-    float *m = NULL, *v = NULL;
-    int have_net = 0, have_obj = 0, have_tile = 0;
-    nst_status s;
+    nst_acts shared;
+    exchange ex;
+    tile_state *ts = NULL;
+    nst_tile *tiles = NULL;
+    int have_net = 0, have_obj = 0, have_shared = 0;
     memset(st, 0, sizeof *st);
-    memset(out, 0, sizeof *out);
+    memset(&ex, 0, sizeof ex);
     double t0 = nst_now();
 
-    s = nst_net_create(be, ctx->weights, ctx->spec->deepest, ctx->spec->pool, &net);
+    nst_status s = nst_net_create(be, ctx->weights, ctx->spec->deepest, ctx->spec->pool, &net);
     have_net = s == NST_OK;
-    if (s == NST_OK) s = nst_objective_init(&obj, ctx->spec, &net, ctx->red, W, H);
+    int want_shared = L->gram != NST_GRAM_RESIDENT && L->nlocal > 0;
+    if (s == NST_OK)
+        s = nst_objective_init(&obj, ctx->spec, &net, ctx->coll, L->gram, L->gram != NST_GRAM_RESIDENT ? &shared : NULL,
+                               ctx->img_w, ctx->img_h);
     have_obj = s == NST_OK;
-    if (s == NST_OK) s = nst_objective_set_style(&obj, style->px, style->w, style->h);
-    nst_rect whole = nst_rect_make(0, 0, W, H);
-    if (s == NST_OK) s = nst_tile_init(&obj, &tile, whole, whole);
-    have_tile = s == NST_OK;
-    if (s == NST_OK) s = nst_tile_set_content(&obj, &tile, content->px);
-    if (s == NST_OK) s = nst_objective_finish_targets(&obj, &tile, 1);
-    if (s == NST_OK) s = nst_image_alloc(out, W, H);
-    if (s == NST_OK) {
-        if (strcmp(cfg->optim_init, "noise") == 0)
-            nst_noise_init(out->px, W, H, (unsigned long long)cfg->run_seed);
-        else
-            memcpy(out->px, strcmp(cfg->optim_init, "image") == 0 ? init->px : content->px, n * sizeof(float));
-        s = be->ops->upload(be, tile.img.data, out->px, n, NST_F32);
+    /* style targets: rank 0 computes them from the whole style image (its activations come and go
+     * before the tiles' buffers exist), every rank receives them */
+    if (s == NST_OK && ctx->style) s = nst_objective_set_style(&obj, ctx->style, ctx->style_w, ctx->style_h);
+    s = agree(ctx, s);
+    if (s == NST_OK) s = nst_objective_share_style(&obj);
+    if (s == NST_OK && want_shared) {
+        int mh = 0, mw = 0; /* one set of activations for the largest local window */
+        for (int i = 0; i < L->nlocal; i++) {
+            nst_rect w = nst_grid_window(&L->grid, L->local[i]);
+            if (w.h > mh) mh = w.h;
+            if (w.w > mw) mw = w.w;
+        }
+        s = nst_acts_alloc(&net, mh, mw, &shared);
+        have_shared = s == NST_OK;
     }
-    /* Adam state (backend memory) */
-    if (s == NST_OK) s = be->ops->alloc(be, n * sizeof(float), (void **)&m);
-    if (s == NST_OK) s = be->ops->alloc(be, n * sizeof(float), (void **)&v);
-    if (s == NST_OK) s = be->ops->zero(be, m, n * sizeof(float));
-    if (s == NST_OK) s = be->ops->zero(be, v, n * sizeof(float));
+    if (s == NST_OK) {
+        ts = nst_calloc(sizeof(tile_state) * (size_t)(L->nlocal + 1), "tile states");
+        tiles = nst_calloc(sizeof(nst_tile) * (size_t)(L->nlocal + 1), "tiles");
+        if (!ts || !tiles) s = NST_ENOMEM;
+    }
+    for (int i = 0; s == NST_OK && i < L->nlocal; i++)
+        s = tile_setup(ctx, &obj, &tiles[i], &ts[i], L->local[i], content[i], init ? init[i] : NULL);
+    s = agree(ctx, s);
+    if (s == NST_OK) s = nst_objective_finish_targets(&obj);
+    if (s == NST_OK) s = exchange_plan(L, &ex);
+    s = agree(ctx, s);
     st->setup_seconds = nst_now() - t0;
 
     const long long iters = cfg->optim_iterations;
     const long long every = cfg->run_print_every;
-    nst_adam_params ap = {(float)cfg->optim_lr, (float)cfg->optim_beta1, (float)cfg->optim_beta2, (float)cfg->optim_eps, 0,
-                          cfg->optim_clamp};
     if (s == NST_OK) print_header();
-    double t_loop = nst_now(), t_mark = t_loop;
+    double t_loop = nst_now(), t_mark = t_loop; /* s/iter of a row: since the previous row */
     long long mark = 0;
     for (long long it = 0; s == NST_OK && it < iters; it++) {
+        double m0 = nst_now();
+        if (!L->cheap || (it > 0 && it % L->exchange_every == 0)) s = refresh(ctx, tiles, ts, &ex);
+        nst_timer_lap(&st->timers, NST_T_EXCHANGE, &m0);
         nst_loss_terms terms;
-        s = nst_objective_eval(&obj, &tile, 1, 1, &terms);
+        if (s == NST_OK) s = nst_objective_eval(&obj, tiles, L->nlocal, 1, &st->timers, &terms);
         if (s != NST_OK) break;
         if (it == 0) st->first = terms;
         if (it == 0 || (every > 0 && it % every == 0)) {
@@ -89,28 +427,82 @@ nst_status nst_render(const nst_render_ctx *ctx, const nst_image *content, const
             t_mark = now;
             mark = it;
         }
-        ap.t = it + 1;
-        /* the whole image is this rank's single tile's core */
-        s = be->ops->adam(be, tile.img.data, tile.dimg.data, m, v, n, &ap);
+        m0 = nst_now();
+        s = injected_fault(it);
+        if (s == NST_OK) s = step(ctx, tiles, ts, it + 1);
+        s = agree(ctx, s); /* every rank reaches this, failed or not */
+        nst_timer_lap(&st->timers, NST_T_OPTIM, &m0);
     }
     double t_end = nst_now();
     st->seconds = t_end - t_loop;
     st->iterations = iters;
-    if (s == NST_OK) { /* the loss of the result: one more forward */
+    if (s == NST_OK) { /* the loss of the result: windows made current, one more forward */
+        s = refresh(ctx, tiles, ts, &ex);
         nst_loss_terms terms;
-        s = nst_objective_eval(&obj, &tile, 1, 0, &terms);
+        if (s == NST_OK) s = nst_objective_eval(&obj, tiles, L->nlocal, 0, NULL, &terms);
         if (s == NST_OK) {
             st->last = terms;
             if (iters == 0) st->first = terms;
-            print_terms(iters, &terms, iters > mark ? (t_end - t_mark) / (double)(iters - mark) : 0);
+            print_terms(iters, &terms, iters > 0 ? st->seconds / (double)iters : 0); /* the loop's mean */
         }
     }
-    if (s == NST_OK) s = be->ops->download(be, out->px, tile.img.data, n, NST_F32);
-    if (m) be->ops->free(be, m);
-    if (v) be->ops->free(be, v);
-    if (have_tile) nst_tile_free(&obj, &tile);
+    for (int i = 0; s == NST_OK && i < L->nlocal; i++) { /* the cores of the result */
+        nst_rect core = tiles[i].core;
+        out[i] = nst_alloc_array((size_t)nst_rect_area(core) * 3, sizeof(float), "a tile's result");
+        if (!out[i])
+            s = NST_ENOMEM;
+        else if (L->cheap)
+            s = be->ops->download_rect(be, &tiles[i].img, tiles[i].own_px, out[i]);
+        else
+            s = be->ops->download(be, out[i], ts[i].x.data, (size_t)nst_rect_area(core) * 3, NST_F32);
+    }
+    st->bytes_peak = be->bytes_peak;
+    exchange_free(&ex);
+    for (int i = 0; ts && i < L->nlocal; i++) tile_teardown(ctx, &obj, &tiles[i], &ts[i]);
+    nst_free(ts);
+    nst_free(tiles);
     if (have_obj) nst_objective_free(&obj);
+    if (have_shared) nst_acts_free(&net, &shared);
     if (have_net) nst_net_destroy(&net);
+    return s;
+}
+
+nst_status nst_render_image(const nst_config *cfg, const nst_loss_spec *spec, nst_backend *be, const nst_weights *w,
+                            const nst_image *content, const nst_image *style, const nst_image *init, nst_image *out,
+                            nst_render_stats *stats)
+{
+    nst_net probe;
+    nst_layout L;
+    int W = content->w, H = content->h;
+    memset(out, 0, sizeof *out);
+    NST_TRY(nst_net_shapes(be, w, spec->deepest, spec->pool, &probe));
+    nst_status s = nst_layout_plan(cfg, spec, &probe, W, H, style ? style->w : 0, style ? style->h : 0, 1, 0,
+                                   nst_memory_budget(cfg->run_memory_gb, 1), &L);
+    nst_net_destroy(&probe);
+    NST_TRY(s);
+    float **bufs = nst_calloc(sizeof(float *) * 3 * (size_t)(L.nlocal + 1), "tile windows");
+    if (!bufs) {
+        nst_layout_free(&L);
+        return NST_ENOMEM;
+    }
+    float **cw = bufs, **iw = bufs + L.nlocal + 1, **res = bufs + 2 * (L.nlocal + 1);
+    for (int i = 0; s == NST_OK && i < L.nlocal; i++) {
+        nst_rect win = nst_grid_window(&L.grid, L.local[i]);
+        cw[i] = nst_alloc_array((size_t)nst_rect_area(win) * 3, sizeof(float), "a content window");
+        if (init) iw[i] = nst_alloc_array((size_t)nst_rect_area(win) * 3, sizeof(float), "an init window");
+        if (!cw[i] || (init && !iw[i])) s = NST_ENOMEM;
+        else {
+            nst_image_extract(content, win, cw[i]);
+            if (init) nst_image_extract(init, win, iw[i]);
+        }
+    }
+    nst_render_ctx ctx = {cfg, spec, be, w, &L, {0}, W, H, style ? style->px : NULL, style ? style->w : 0, style ? style->h : 0};
+    if (s == NST_OK) s = nst_render(&ctx, cw, init ? iw : NULL, res, stats);
+    if (s == NST_OK) s = nst_image_alloc(out, W, H);
+    for (int i = 0; s == NST_OK && i < L.nlocal; i++) nst_image_place(out, nst_grid_core(&L.grid, L.local[i]), res[i]);
+    for (int i = 0; i < 3 * (L.nlocal + 1); i++) nst_free(bufs[i]);
+    nst_free(bufs);
+    nst_layout_free(&L);
     if (s != NST_OK) nst_image_free(out);
     return s;
 }

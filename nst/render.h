@@ -1,18 +1,31 @@
-/* nst/render.h: the optimisation of one image: targets, initialisation, the iteration loop with
- * Adam, progress on rank 0. Inputs arrive already at the working resolution. */
+/* nst/render.h: the optimisation of one image over this rank's tiles: targets, initialisation,
+ * the iteration loop (halo exchange, the objective with its global Gram, Adam on the owned
+ * pixels), progress on rank 0. Inputs arrive at the working resolution, as each local tile's
+ * window of pixels; the result leaves as each local tile's core.
+ *
+ * Exact mode: a tile optimises its core; before every iteration its window is refilled from the
+ * cores that cover it (its own by a local copy, others by a copy or a message). Cheap mode: a tile
+ * optimises its whole window with the lagged Gram; every tiling.exchange_every iterations, and at
+ * the end, the pixels where windows overlap are blended with feathered weights, every tile
+ * computing the same blend.
+ */
 #ifndef NST_RENDER_H
 #define NST_RENDER_H
 
 #include "../io/config.h"
 #include "../io/image.h"
 #include "../io/weights.h"
+#include "layout.h"
 #include "objective.h"
+#include "timers.h"
 
 typedef struct {
     long long iterations;
     nst_loss_terms first, last; /* at the initial image and at the result */
     double seconds;             /* the iteration loop */
-    double setup_seconds;       /* network, targets */
+    double setup_seconds;       /* network, targets, tiles */
+    nst_timers timers;          /* this rank's per-phase seconds in the loop */
+    size_t bytes_peak;          /* the backend's peak allocation on this rank */
 } nst_render_stats;
 
 typedef struct {
@@ -20,15 +33,29 @@ typedef struct {
     const nst_loss_spec *spec;
     nst_backend *be;
     const nst_weights *weights;
-    nst_reducer red;
+    const nst_layout *layout;
+    nst_collectives coll;
+    int img_w, img_h;            /* the whole image */
+    const float *style;          /* the style image at its working size: rank 0 only, NULL elsewhere */
+    int style_w, style_h;
 } nst_render_ctx;
 
-/* content, style, init (may be NULL unless optim.init = image): host images; content and init
- * are at the output size. out receives the result (allocated here). */
-nst_status nst_render(const nst_render_ctx *ctx, const nst_image *content, const nst_image *style, const nst_image *init,
-                      nst_image *out, nst_render_stats *stats);
+/* content[i] (and init[i] when optim.init = image, else NULL): the window pixels of local tile i,
+ * host fp32. out[i] receives the core pixels of local tile i (nst_free them). Collective. */
+nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, float **out, nst_render_stats *stats);
 
-/* Fill x (w x h x 3) with the noise initialisation: uniform in [0,1], a function of (seed, pixel). */
-void nst_noise_init(float *x, int w, int h, unsigned long long seed);
+/* One process, whole images: plans the layout for one rank, cuts the windows, renders, and
+ * assembles out (allocated here). style may be NULL without style layers; init may be NULL. */
+nst_status nst_render_image(const nst_config *cfg, const nst_loss_spec *spec, nst_backend *be, const nst_weights *w,
+                            const nst_image *content, const nst_image *style, const nst_image *init, nst_image *out,
+                            nst_render_stats *stats);
+
+/* Copy rectangle r of a whole image to packed pixels, and back. */
+void nst_image_extract(const nst_image *img, nst_rect r, float *out);
+void nst_image_place(nst_image *img, nst_rect r, const float *in);
+
+/* The noise initialisation over r: uniform in [0,1], a function of (seed, pixel of the W-wide
+ * image), so every tiling draws the same noise. */
+void nst_noise_rect(float *out, nst_rect r, int W, unsigned long long seed);
 
 #endif

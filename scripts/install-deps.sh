@@ -15,7 +15,7 @@ pkgs=(
   libtiff-dev libtiff-tools                   # TIFF; tiffinfo/tiffdump for the tests
   libpng-dev libjpeg62-turbo-dev              # PNG, JPEG
   libdnnl-dev                                 # oneDNN: the CPU backend's convolutions and GEMMs
-  libopenblas-dev                             # BLAS (probed; oneDNN measured faster for our shapes)
+  libopenblas-dev                             # BLAS: the Gram sums in double (dsyrk)
   clang libclang-rt-14-dev                    # libFuzzer targets, sanitizers
 )
 if [ "${1:-}" = "--dev" ]; then

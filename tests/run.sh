@@ -17,9 +17,11 @@ suites=(
   "test_images|$B/tests/test_images"
   "test_weights|$B/tests/test_weights"
   "test_reference|$B/tests/test_reference tests/fixtures"
+  "test_tiler|$B/tests/test_tiler"
   "test_cli|tests/test_cli.sh ./nstbatch test_cli"
   "test_cli_asan|tests/test_cli.sh $B/asan/nstbatch test_cli_asan"
   "test_demo|tests/test_demo.sh ./nstbatch $B/tests/png_probe"
+  "test_tiles|tests/test_tiles.sh ./nstbatch $B/tests/image_diff"
   "test_fuzz|tests/test_fuzz.sh $B"
 )
 for entry in "${suites[@]}"; do

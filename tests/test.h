@@ -14,8 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-static int test_passed, test_failed, test_skipped, test_cur_fail, test_cur_skip;
-static const char *test_cur;
+static int test_passed, test_failed, test_skipped, test_cur_fail __attribute__((unused)),
+    test_cur_skip __attribute__((unused));
+static const char *test_cur __attribute__((unused));
 
 #define CHECK(cond, ...)                                                                          \
     do {                                                                                          \

@@ -135,7 +135,13 @@ case_ "weights missing" 2 "model.weights: missing.h5: cannot open" -- "$NST" ok.
 
 # ---- ranks ---------------------------------------------------------------------------------------------
 if command -v mpirun >/dev/null; then
-  case_ "two ranks stop together, one message" 2 "started on 2 ranks" -- mpirun --oversubscribe -np 2 "$NST" ok.ini
+  case_ "two ranks: a bad input stops both, one message" 2 "content.path: trunc.png: corrupt PNG" -- mpirun --oversubscribe -np 2 "$NST" ok.ini --set content.path=trunc.png
+  case_ "two ranks render" 0 "wrote out.png" -- mpirun --oversubscribe -np 2 "$NST" ok.ini --set optim.iterations=2 --set output.size=64 --set tiling.tile_size=32 --set output.overwrite=true
+  rm -f "$T/out.png"
+  case_ "tile size off the stride" 2 "tiling.tile_size = 100: must be a multiple of 16" -- "$NST" ok.ini --set tiling.tile_size=100
+  case_ "halo off the stride" 2 "tiling.halo = 40: must be a multiple of 16" -- "$NST" ok.ini --set tiling.halo=40
+  case_ "exchange_every in exact mode" 2 "tiling.exchange_every = 4 needs tiling.mode = cheap" -- "$NST" ok.ini --set tiling.exchange_every=4
+  case_ "resident that cannot fit" 2 "fits the memory budget" -- "$NST" ok.ini --set tiling.gram=resident --set run.memory_gb=0.001
 fi
 
 printf '%s: %d passed, %d failed, 0 skipped\n' "$LABEL" "$pass" "$fail"

@@ -78,7 +78,7 @@ static void t_whole_image_tile_regions(void)
     nst_objective obj;
     nst_tile t;
     nst_loss_spec spec = {0};
-    nst_reducer none = {0};
+    nst_collectives none = {0};
     CHECK(nst_backend_open("cpu", 0, &be) == NST_OK, "%s", nst_fail_message());
     nst_weights_random(&w, 1, 32);
     spec.nstyle = 1;
@@ -87,16 +87,16 @@ static void t_whole_image_tile_regions(void)
     spec.style_weight = 1;
     spec.deepest = spec.style[0];
     CHECK(nst_net_create(be, &w, spec.deepest, NST_POOL_MAX, &net) == NST_OK, "%s", nst_fail_message());
-    CHECK(nst_objective_init(&obj, &spec, &net, none, 37, 21) == NST_OK, "%s", nst_fail_message());
+    CHECK(nst_objective_init(&obj, &spec, &net, none, NST_GRAM_RESIDENT, NULL, 37, 21) == NST_OK, "%s", nst_fail_message());
     nst_rect whole = {0, 0, 37, 21};
-    CHECK(nst_tile_init(&obj, &t, whole, whole) == NST_OK, "%s", nst_fail_message());
+    CHECK(nst_tile_init(&obj, &t, 0, whole, whole, 0) == NST_OK, "%s", nst_fail_message());
     for (int l = 0; l < net.nlayers; l++) {
-        nst_rect full = nst_tensor_rect(&t.acts.out[l]);
+        nst_rect full = nst_tensor_rect(&t.acts->out[l]);
         CHECK(nst_rect_equal(t.own[l], full) && nst_rect_equal(t.seed[l], full), "layer %d: own %dx%d seed %dx%d of %dx%d", l,
               t.own[l].w, t.own[l].h, t.seed[l].w, t.seed[l].h, full.w, full.h);
     }
-    CHECK(t.acts.out[spec.deepest].w == 2 && t.acts.out[spec.deepest].h == 1, "relu5_1 of 37x21 is %dx%d",
-          t.acts.out[spec.deepest].w, t.acts.out[spec.deepest].h);
+    CHECK(t.acts->out[spec.deepest].w == 2 && t.acts->out[spec.deepest].h == 1, "relu5_1 of 37x21 is %dx%d",
+          t.acts->out[spec.deepest].w, t.acts->out[spec.deepest].h);
     CHECK(obj.M[0] == 2, "M = %g", obj.M[0]);
     nst_tile_free(&obj, &t);
     nst_objective_free(&obj);

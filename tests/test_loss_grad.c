@@ -130,7 +130,7 @@ static double fp32_loss(nst_objective *o, nst_tile *t, const float *x)
 {
     nst_loss_terms terms;
     be->ops->upload(be, t->img.data, x, (size_t)W * H * 3, NST_F32);
-    return nst_objective_eval(o, t, 1, 0, &terms) == NST_OK ? terms.total : NAN;
+    return nst_objective_eval(o, t, 1, 0, NULL, &terms) == NST_OK ? terms.total : NAN;
 }
 
 static void check_terms(double cw, double sw, double tvw, nst_pool_kind pool, const char *what)
@@ -140,7 +140,7 @@ static void check_terms(double cw, double sw, double tvw, nst_pool_kind pool, co
     nst_net net;
     nst_objective obj;
     nst_tile tile;
-    nst_reducer none = {0};
+    nst_collectives none = {0};
     nst_loss_spec spec = {0};
     spec.ncontent = 1;
     spec.content[0] = nst_vgg_find("relu4_2");
@@ -158,15 +158,15 @@ static void check_terms(double cw, double sw, double tvw, nst_pool_kind pool, co
     test_fill(x, n, 3, 0.1f, 0.9f);
     nst_weights_random(&w, 5, 16);
     nst_net_create(be, &w, spec.deepest, pool, &net);
-    nst_objective_init(&obj, &spec, &net, none, W, H);
+    nst_objective_init(&obj, &spec, &net, none, NST_GRAM_RESIDENT, NULL, W, H);
     nst_objective_set_style(&obj, style, W, H);
     nst_rect whole = {0, 0, W, H};
-    nst_tile_init(&obj, &tile, whole, whole);
+    nst_tile_init(&obj, &tile, 0, whole, whole, 0);
     nst_tile_set_content(&obj, &tile, content);
-    nst_objective_finish_targets(&obj, &tile, 1);
+    nst_objective_finish_targets(&obj);
     be->ops->upload(be, tile.img.data, x, n, NST_F32);
     nst_loss_terms terms;
-    CHECK(nst_objective_eval(&obj, &tile, 1, 1, &terms) == NST_OK, "%s", nst_fail_message());
+    CHECK(nst_objective_eval(&obj, &tile, 1, 1, NULL, &terms) == NST_OK, "%s", nst_fail_message());
     be->ops->download(be, g, tile.dimg.data, n, NST_F32);
 
     dref r = {&w, &spec, {0}, {0}, {0}, {0}};

@@ -343,18 +343,24 @@ typedef struct {
     nst_tensor tf;
     nst_rect own;
     const float *d; /* symmetric c x c */
-    float *g;
+    double *g;      /* Gram sums: upper triangle */
     int c;
 } gram_ctx;
+
+/* G[i][j] from the upper triangle the op fills */
+static double gsym(const double *g, int c, int i, int j) { return i <= j ? g[(size_t)i * c + j] : g[(size_t)j * c + i]; }
 
 /* f(F) = sum_ij D_ij G_ij(F) over the region */
 static double gram_f(void *p, const float *x)
 {
     gram_ctx *c = p;
     put(&c->tf, x);
-    memset(c->g, 0, (size_t)c->c * c->c * sizeof(float));
+    memset(c->g, 0, (size_t)c->c * c->c * sizeof(double));
     be->ops->gram_accumulate(be, &c->tf, c->own, c->g);
-    return dotd(c->g, c->d, (size_t)c->c * c->c);
+    double s = 0;
+    for (int i = 0; i < c->c; i++)
+        for (int j = 0; j < c->c; j++) s += c->d[i * c->c + j] * gsym(c->g, c->c, i, j);
+    return s;
 }
 
 static void t_gram_regions_and_finite_differences(void)
@@ -362,8 +368,8 @@ static void t_gram_regions_and_finite_differences(void)
     const int h = 9, w = 11, c = 6;
     const nst_rect regions[] = {{0, 0, 11, 9}, {0, 3, 11, 4}, {2, 1, 5, 6}, {10, 8, 1, 1}, {3, 3, 0, 2}};
     size_t n = (size_t)h * w * c;
-    float *f = buf(n), *g = buf((size_t)c * c), *d = buf((size_t)c * c), *df = buf(n);
-    double *ref = nst_alloc_array((size_t)c * c, sizeof(double), "test");
+    float *f = buf(n), *d = buf((size_t)c * c), *df = buf(n);
+    double *g = nst_alloc_array((size_t)c * c, sizeof(double), "test"), *ref = nst_alloc_array((size_t)c * c, sizeof(double), "test");
     test_fill(f, n, 14, -1, 1);
     for (int i = 0; i < c; i++)
         for (int j = 0; j <= i; j++) d[i * c + j] = d[j * c + i] = (float)(0.1 * ((i * 7 + j * 3) % 11) - 0.5);
@@ -375,14 +381,17 @@ static void t_gram_regions_and_finite_differences(void)
         gram_f(&gc, f);
         gram_naive(f, w, c, r, ref);
         double worst = 0, big = 1e-6;
-        for (int i = 0; i < c * c; i++) {
-            worst = fmax(worst, fabs(g[i] - ref[i]));
-            big = fmax(big, fabs(ref[i]));
-        }
-        CHECK(worst / big <= 1e-5, "gram region %d: rel err %.3g", (int)k, worst / big);
+        for (int i = 0; i < c; i++)
+            for (int j = i; j < c; j++) {
+                worst = fmax(worst, fabs(g[i * c + j] - ref[i * c + j]));
+                big = fmax(big, fabs(ref[i * c + j]));
+            }
+        /* double accumulation of exact fp32 products: equal to the naive double sums to rounding */
+        CHECK(worst / big <= 1e-12, "gram region %d: rel err %.3g", (int)k, worst / big);
         /* accumulate: a second call adds the same sums */
         be->ops->gram_accumulate(be, &gc.tf, r, g);
-        for (int i = 0; i < c * c; i++) CHECK_NEAR(g[i], 2 * ref[i], 1e-4 * fmax(1, fabs(ref[i])), "gram accumulates");
+        for (int i = 0; i < c; i++)
+            for (int j = i; j < c; j++) CHECK_NEAR(g[i * c + j], 2 * ref[i * c + j], 1e-9 * fmax(1, fabs(ref[i * c + j])), "gram accumulates");
         /* backward: gradient of f is 2 F D on the region, 0 elsewhere */
         be->ops->zero(be, tdf.data, n * sizeof(float));
         CHECK(be->ops->gram_backward(be, &gc.tf, r, d, 2.f, &tdf) == NST_OK, "%s", nst_fail_message());
@@ -396,11 +405,29 @@ static void t_gram_regions_and_finite_differences(void)
                 if (!nst_rect_contains(r, nst_rect_make(x, y, 1, 1)))
                     for (int i = 0; i < c; i++) CHECK(df[((size_t)y * w + x) * c + i] == 0, "gradient outside the region");
     }
-    /* gram_diff: d = g * s - a and the sum of squares */
-    float a[4] = {1, 2, 2, 5}, gg[4] = {4, 2, 2, 8}, dd[4];
+    /* summed over parts in any order, the Gram rounds to the same fp32 matrix as over the whole */
+    memset(g, 0, (size_t)c * c * sizeof(double));
+    be->ops->gram_accumulate(be, &gc.tf, nst_rect_make(0, 0, w, h), g);
+    double *g2 = nst_calloc((size_t)c * c * sizeof(double), "test");
+    const nst_rect parts[] = {{6, 4, 5, 5}, {0, 0, 6, 4}, {0, 4, 6, 5}, {6, 0, 5, 4}};
+    for (int k = 0; k < 4; k++) be->ops->gram_accumulate(be, &gc.tf, parts[k], g2);
+    int differ = 0;
+    for (int i = 0; i < c; i++)
+        for (int j = i; j < c; j++) differ += (float)g[i * c + j] != (float)g2[i * c + j];
+    CHECK(differ == 0, "%d entries of the tiled Gram round differently", differ);
+    nst_free(g2);
+    /* gram_diff: d = g * s - a from the upper triangle, and the sum of squares */
+    double gg[4] = {4, 2, -99, 8};
+    float a[4] = {1, 2, 2, 5}, dd[4];
     double ss;
-    be->ops->gram_diff(be, gg, 0.5f, a, 2, dd, &ss);
-    CHECK(dd[0] == 1 && dd[1] == -1 && dd[3] == -1 && ss == 4.0, "gram_diff %g %g %g %g ss %g", dd[0], dd[1], dd[2], dd[3], ss);
+    be->ops->gram_diff(be, gg, NULL, 0.5, a, 2, dd, &ss);
+    CHECK(dd[0] == 1 && dd[1] == -1 && dd[2] == -1 && dd[3] == -1 && ss == 4.0, "gram_diff %g %g %g %g ss %g", dd[0], dd[1],
+          dd[2], dd[3], ss);
+    /* extrapolated from the previous sums: d at 2 g - g_prev, the loss still at g */
+    double prev[4] = {2, 2, -99, 4};
+    be->ops->gram_diff(be, gg, prev, 0.5, a, 2, dd, &ss);
+    CHECK(dd[0] == 2 && dd[1] == -1 && dd[2] == -1 && dd[3] == 1 && ss == 4.0, "extrapolated gram_diff %g %g %g %g ss %g", dd[0],
+          dd[1], dd[2], dd[3], ss);
     nst_tensor_free(be, &gc.tf), nst_tensor_free(be, &tdf);
     nst_free(f), nst_free(g), nst_free(d), nst_free(df), nst_free(ref);
 }

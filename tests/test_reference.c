@@ -124,17 +124,18 @@ static void t_torch_loss_features_gradient(void)
     nst_net net;
     nst_objective obj;
     nst_tile tile;
-    nst_reducer none = {0};
+    nst_collectives none = {0};
     CHECK(nst_net_create(be, &w, spec.deepest, spec.pool, &net) == NST_OK, "%s", nst_fail_message());
-    CHECK(nst_objective_init(&obj, &spec, &net, none, content.w, content.h) == NST_OK, "%s", nst_fail_message());
+    CHECK(nst_objective_init(&obj, &spec, &net, none, NST_GRAM_RESIDENT, NULL, content.w, content.h) == NST_OK, "%s",
+          nst_fail_message());
     CHECK(nst_objective_set_style(&obj, style.px, style.w, style.h) == NST_OK, "%s", nst_fail_message());
     nst_rect whole = nst_rect_make(0, 0, content.w, content.h);
-    CHECK(nst_tile_init(&obj, &tile, whole, whole) == NST_OK, "%s", nst_fail_message());
+    CHECK(nst_tile_init(&obj, &tile, 0, whole, whole, 0) == NST_OK, "%s", nst_fail_message());
     CHECK(nst_tile_set_content(&obj, &tile, content.px) == NST_OK, "%s", nst_fail_message());
-    nst_objective_finish_targets(&obj, &tile, 1);
+    nst_objective_finish_targets(&obj);
     be->ops->upload(be, tile.img.data, x0.px, (size_t)content.w * content.h * 3, NST_F32);
     nst_loss_terms t;
-    CHECK(nst_objective_eval(&obj, &tile, 1, 1, &t) == NST_OK, "%s", nst_fail_message());
+    CHECK(nst_objective_eval(&obj, &tile, 1, 1, NULL, &t) == NST_OK, "%s", nst_fail_message());
 
     char path[128];
     size_t n;
@@ -143,14 +144,18 @@ static void t_torch_loss_features_gradient(void)
         const char *l = nst_vgg_layer_at(spec.style[k])->relu;
         snprintf(path, sizeof path, "/torch/features/%s", l);
         float *f = rd(path, &n);
-        double e = rel_err_t(&tile.acts.out[spec.style[k]], f, n);
+        double e = rel_err_t(&tile.acts->out[spec.style[k]], f, n);
         worst_feat = fmax(worst_feat, e);
         CHECK(e <= 1e-5, "features %s: rel err %.3g", l, e);
         nst_free(f);
         /* G = sums / M, and the style target */
         float *g = rd((snprintf(path, sizeof path, "/torch/gram/%s", l), path), &n);
         float *mine = nst_alloc_array(n, sizeof(float), "t");
-        for (size_t i = 0; i < n; i++) mine[i] = (float)(obj.G[k][i] / obj.M[k]);
+        int c = obj.C[k]; /* G holds the upper triangle */
+        for (size_t i = 0; i < n; i++) {
+            size_t r = i / (size_t)c, q = i % (size_t)c;
+            mine[i] = (float)(obj.G[k][r <= q ? r * c + q : q * c + r] / obj.M[k]);
+        }
         double eg = test_rel_err(mine, g, n, 1e-12);
         worst_gram = fmax(worst_gram, eg);
         CHECK(eg <= 1e-5, "gram %s: rel err %.3g", l, eg);
@@ -165,7 +170,7 @@ static void t_torch_loss_features_gradient(void)
     for (int k = 0; k < spec.ncontent; k++) {
         const char *l = nst_vgg_layer_at(spec.content[k])->relu;
         float *f = rd((snprintf(path, sizeof path, "/torch/features/%s", l), path), &n);
-        double e = rel_err_t(&tile.acts.out[spec.content[k]], f, n);
+        double e = rel_err_t(&tile.acts->out[spec.content[k]], f, n);
         worst_feat = fmax(worst_feat, e);
         CHECK(e <= 1e-5, "features %s: rel err %.3g", l, e);
         nst_free(f);
@@ -192,11 +197,10 @@ static void t_torch_loss_features_gradient(void)
     cfg.optim_eps = attr_d("/torch", "adam_eps");
     cfg.run_print_every = 0;
     snprintf(cfg.optim_init, sizeof cfg.optim_init, "image");
-    nst_render_ctx ctx = {&cfg, &spec, be, &w, none};
     nst_image out;
     nst_render_stats st;
     nst_log_set_quiet(1);
-    CHECK(nst_render(&ctx, &content, &style, &x0, &out, &st) == NST_OK, "%s", nst_fail_message());
+    CHECK(nst_render_image(&cfg, &spec, be, &w, &content, &style, &x0, &out, &st) == NST_OK, "%s", nst_fail_message());
     nst_log_set_quiet(0);
     float *adam = rd("/torch/adam", &n);
     double worst = 0;

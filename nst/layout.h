@@ -1,0 +1,59 @@
+/* nst/layout.h: how the image is split: the tile size and halo, which rank owns which tile, how
+ * the global Gram meets the backward, and the memory each rank needs for it. Every rank computes
+ * the same layout from the same inputs (no communication).
+ *
+ * Memory model (bytes of backend buffers per rank; float32 activations):
+ *   sum over the rank's tiles of   24 * window_px                (window pixels, their gradient)
+ *                                + targets(window)               (content features)
+ *                                + acts(window)   if resident    (every layer's output, 2 gradients)
+ *   + acts(largest window)        if two_pass or lagged
+ *   + 48 * core_px  (exact mode: owned pixels, gradient, Adam m and v)
+ *     or 24 * window_px (cheap mode: Adam m and v over the optimised window)
+ *   + 16 * C_l^2 per style layer (target and difference fp32, Gram sums fp64; 24 when lagged)
+ * with acts(h x w) = 4 * (3 hw + sum_l C_l h_l w_l + 2 max_l C_l h_l w_l), the shapes of
+ * nst_net_shape. Rank 0 first computes the style targets, before any tile exists:
+ * acts(style) + 12 * style_px + 16 * C_max^2 + the Gram buffers. Host staging for the halo
+ * exchange and the CPU backend's scratch (at most 16 MiB per Gram call) come on top.
+ */
+#ifndef NST_LAYOUT_H
+#define NST_LAYOUT_H
+
+#include "../io/config.h"
+#include "../tiler/grid.h"
+#include "net.h"
+#include "objective.h"
+#include "spec.h"
+
+typedef struct {
+    nst_grid grid;
+    int align;          /* the network's total stride to the deepest layer in use */
+    int halo_exact;     /* the exact-gradient halo, aligned */
+    int cheap;          /* tiling.mode = cheap */
+    int exchange_every;
+    int blend_cosine;
+    nst_gram_strategy gram;
+    int nranks, rank;
+    int *owner;         /* per tile */
+    int nlocal, *local; /* this rank's tiles, increasing */
+    int64_t max_load;   /* window pixels of the most loaded rank */
+    size_t mem_model;   /* the model for this rank's tiles (steady state) */
+    size_t mem_style;   /* rank 0: the style targets' transient (style activations, image, Grams) */
+    size_t mem_peak;    /* this rank's peak: the larger of the two */
+    size_t mem_max;     /* the largest model over ranks */
+    size_t mem_budget;
+    char why[320];      /* how the tile size and the Gram strategy were chosen */
+} nst_layout;
+
+/* Plan the layout of a W x H image on nranks ranks for this rank. style_w/h: the style image
+ * (rank 0's transient). Errors name the config key (tile size or halo off the stride, memory). */
+nst_status nst_layout_plan(const nst_config *cfg, const nst_loss_spec *spec, const nst_net *net, int W, int H, int style_w,
+                           int style_h, int nranks, int rank, size_t budget, nst_layout *L);
+void nst_layout_free(nst_layout *L);
+
+/* Bytes of rank r's backend buffers for a grid, owners and strategy (the model above). */
+size_t nst_layout_memory(const nst_grid *g, const int *owner, int r, int cheap, nst_gram_strategy gram,
+                         const nst_loss_spec *spec, const nst_net *net);
+/* The budget: memory_gb if set, else 80% of MemAvailable shared by the ranks of a node. */
+size_t nst_memory_budget(double memory_gb, int local_ranks);
+
+#endif
