@@ -126,7 +126,8 @@ int main(int argc, char **argv)
     if (s == NST_OK) s = nst_comm_bcast(&cfg, sizeof cfg, 0);
     nst_backend *be = NULL;
     nst_job_result res;
-    if (s == NST_OK) s = nst_backend_open(cfg.run_device, (int)cfg.run_threads, &be);
+    int threads = cfg.run_threads ? (int)cfg.run_threads : nst_default_threads(nst_comm_local_size());
+    if (s == NST_OK) s = nst_backend_open(cfg.run_device, threads, &be);
     s = nst_comm_agree(s);
     if (s == NST_OK) {
         nst_info("nstbatch %s: %d rank%s; backend: %s%s%s%s\n", NST_VERSION, size, size == 1 ? "" : "s", be->description,

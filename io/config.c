@@ -107,6 +107,22 @@ static void suggest_section(const char *section, char *out, size_t cap)
         snprintf(out, cap, "; sections: %s", all);
 }
 
+/* "a|b|c" written as "a, b, c" at out; returns the length written. */
+static size_t list_words(const char *allowed, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = 0;
+    for (const char *p = allowed; *p && n + 3 < cap; p++) {
+        if (*p == '|') {
+            n += (size_t)snprintf(out + n, cap - n, ", ");
+        } else {
+            out[n++] = *p;
+            out[n] = 0;
+        }
+    }
+    return n;
+}
+
 /* What a key accepts, for messages and --help. */
 static void describe_valid(const nst_key_info *k, char *out, size_t cap)
 {
@@ -116,27 +132,12 @@ static void describe_valid(const nst_key_info *k, char *out, size_t cap)
     case NST_CT_BOOL: snprintf(out, cap, "true or false (also yes/no, on/off, 1/0)"); break;
     case NST_CT_ENUM: {
         size_t n = (size_t)snprintf(out, cap, "one of ");
-        for (const char *p = k->allowed; *p && n + 2 < cap; p++) {
-            if (*p == '|') {
-                n += (size_t)snprintf(out + n, cap - n, ", ");
-            } else {
-                out[n++] = *p;
-                out[n] = 0;
-            }
-        }
+        list_words(k->allowed, out + n, cap - n);
         break;
     }
     case NST_CT_INTWORD: {
-        size_t n = 0;
-        for (const char *p = k->allowed; *p && n + 2 < cap; p++) {
-            if (*p == '|') {
-                n += (size_t)snprintf(out + n, cap - n, ", ");
-            } else {
-                out[n++] = *p;
-                out[n] = 0;
-            }
-        }
-        snprintf(out + n, n < cap ? cap - n : 0, " or an integer in %.0f..%.0f", k->lo, k->hi);
+        size_t n = list_words(k->allowed, out, cap);
+        snprintf(out + n, cap - n, " or an integer in %.0f..%.0f", k->lo, k->hi);
         break;
     }
     case NST_CT_PATH: snprintf(out, cap, "a file path"); break;

@@ -62,7 +62,7 @@ NST_KEY(tiling, blend, ENUM, "cosine", 0, 0, "cosine|linear", "feather ramp for 
 /* [run] */
 NST_KEY(run, seed, INT, "0", 0, NST_BIG, "", "seed of the noise initialisation")
 NST_KEY(run, device, ENUM, "auto", 0, 0, "auto|cpu|cuda", "compute backend: auto uses CUDA where a GPU is present and the CPU otherwise")
-NST_KEY(run, threads, INT, "0", 0, 4096, "", "CPU threads per rank; 0: every core this rank may use")
+NST_KEY(run, threads, INT, "0", 0, 4096, "", "CPU threads per rank; 0: this rank's share of the node's cores (at most the cores it is bound to)")
 NST_KEY(run, print_every, INT, "50", 0, 100000000, "", "print the loss terms every N iterations (0: first and last only)")
 NST_KEY(run, memory_gb, FLOAT, "0", 0, 1000000, "", "memory budget per rank for tiles, activations and optimiser state, in GiB; 0: 80% of the memory available, shared by the ranks of a node")
 NST_KEY(run, record, PATH, "", 0, 0, "", "write a JSON record of the run here: tiling, Gram strategy, per-phase times (min, max, mean over ranks)")

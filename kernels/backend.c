@@ -1,11 +1,24 @@
 /* kernels/backend.c: choosing and opening a backend (run.device), and tensor allocation. */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include "backend.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cpu/backend_cpu.h"
 #include "cuda/cuda.h"
+
+int nst_default_threads(int ranks_on_node)
+{
+    cpu_set_t mask;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int allowed = sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : (int)online;
+    int share = (int)(online / (ranks_on_node > 0 ? ranks_on_node : 1));
+    int t = share < allowed ? share : allowed;
+    return t < 1 ? 1 : t;
+}
 
 nst_status nst_backend_open(const char *device, int threads, nst_backend **out)
 {

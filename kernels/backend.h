@@ -128,6 +128,10 @@ struct nst_backend {
     void (*destroy)(nst_backend *);
 };
 
+/* CPU threads for a rank when run.threads = 0: its share of the node's cores (ranks_on_node
+ * ranks), at most the cores its affinity mask allows, at least 1. */
+int nst_default_threads(int ranks_on_node);
+
 /* Open a backend: device "auto" (CUDA where a usable GPU and the CUDA ops exist, else the CPU),
  * "cpu" or "cuda". threads: CPU threads, 0 = all this process may use. A notice says which
  * backend auto chose and why. */

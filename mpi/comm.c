@@ -176,34 +176,25 @@ nst_status nst_comm_agree(nst_status mine)
 
 /* Sums in a fixed order: MPI_Allreduce's reduction order may depend on the algorithm chosen
  * for the message size; gathering to rank 0, adding in rank order and broadcasting is exact
- * and reproducible. The payloads (Grams, a few scalars) are small. */
-static nst_status ordered_sum(void *buf, size_t n, MPI_Datatype type, size_t esize)
+ * and reproducible. The payloads (Gram sums, a few scalars) are small. */
+nst_status nst_comm_sum_doubles(double *buf, size_t n)
 {
     if (world_size == 1 || n == 0) return NST_OK;
     if (n > (size_t)1 << 28) return nst_fail(NST_ERUNTIME, "sum of %zu values is too large for one call", n);
-    unsigned char *all = NULL;
+    double *all = NULL;
     if (world_rank == 0) {
-        all = nst_alloc_array((size_t)world_size * n, esize, "a reduction buffer");
+        all = nst_alloc_array((size_t)world_size * n, sizeof(double), "a reduction buffer");
         if (!all) nst_comm_abort(1, "out of memory for a reduction buffer on rank 0");
     }
-    MPI_TRY(MPI_Gather(buf, (int)n, type, all, (int)n, type, 0, MPI_COMM_WORLD));
-    if (world_rank == 0) {
+    MPI_TRY(MPI_Gather(buf, (int)n, MPI_DOUBLE, all, (int)n, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    if (world_rank == 0) { /* buf already holds rank 0's part: add ranks 1.. in order */
         for (int r = 1; r < world_size; r++)
-            for (size_t i = 0; i < n; i++) {
-                if (esize == sizeof(float))
-                    ((float *)buf)[i] += ((float *)(all + (size_t)r * n * esize))[i];
-                else
-                    ((double *)buf)[i] += ((double *)(all + (size_t)r * n * esize))[i];
-            }
-        /* rank 0's own contribution came first: buf already held it */
+            for (size_t i = 0; i < n; i++) buf[i] += all[(size_t)r * n + i];
         nst_free(all);
     }
-    MPI_TRY(MPI_Bcast(buf, (int)n, type, 0, MPI_COMM_WORLD));
+    MPI_TRY(MPI_Bcast(buf, (int)n, MPI_DOUBLE, 0, MPI_COMM_WORLD));
     return NST_OK;
 }
-
-nst_status nst_comm_sum_floats(float *buf, size_t n) { return ordered_sum(buf, n, MPI_FLOAT, sizeof(float)); }
-nst_status nst_comm_sum_doubles(double *buf, size_t n) { return ordered_sum(buf, n, MPI_DOUBLE, sizeof(double)); }
 
 void nst_comm_library_version(char *out, size_t cap)
 {

@@ -47,7 +47,6 @@ nst_status nst_comm_check(nst_status mine);
  * failed is copied into every rank's error channel, so rank 0 can print it and all stop together. */
 nst_status nst_comm_agree(nst_status mine);
 /* In-place sums over all ranks (host memory), in a fixed order: bit-identical for a given rank count. */
-nst_status nst_comm_sum_floats(float *buf, size_t n);
 nst_status nst_comm_sum_doubles(double *buf, size_t n);
 /* Per-element minimum, maximum and sum over ranks of n doubles (for the phase timers). */
 nst_status nst_comm_stats(const double *in, double *min, double *max, double *sum, size_t n);
