@@ -8,6 +8,7 @@
 #   make bench      the CPU benchmark against PyTorch (needs scripts/install-deps.sh --dev)
 #   make bench-conv the convolution measurement behind the oneDNN choice
 #   make bench-scaling  strong and weak scaling over 1, 2 and 4 ranks
+#   make bench-cheap    the cheap tiling mode against the exact one
 #   make weights    download the Keras VGG-19 weights into models/ (checks the MD5)
 #   make clean
 #
@@ -67,7 +68,7 @@ LIB     := $(BUILD)/libnst.a
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))  # test_gram_tiled runs under mpirun
 TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff
 
-.PHONY: all demo test test-run asan fuzz bench bench-conv bench-scaling weights deps check-deps clean demo-images
+.PHONY: all demo test test-run asan fuzz bench bench-conv bench-scaling bench-cheap weights deps check-deps clean demo-images
 all: check-deps nstbatch
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
@@ -177,6 +178,10 @@ bench: all $(BUILD)/bench/cpu_conv_choice
 # strong and weak scaling over ranks (bench/results/scaling.md)
 bench-scaling: all demo-images
 	bench/scaling.sh
+
+# the cheap mode's cost and savings against exact (bench/results/cheap_mode.md)
+bench-cheap: all demo-images $(BUILD)/tests/image_diff
+	bench/cheap_mode.sh
 
 # the measurement that chose oneDNN over im2col + OpenBLAS for the CPU convolutions
 bench-conv: $(BUILD)/bench/cpu_conv_choice
