@@ -143,14 +143,15 @@ $(BUILD)/tests/%: tests/%.c tests/test.h tests/naive.h $(LIB)
 	$(Q)$(CC) $(ALLCFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -I. $(DEPCFLAGS)
-FUZZ_IO := util/status.c util/mem.c io/image.c io/png_io.c io/jpeg_read.c io/tiff_read.c io/tiff_write.c io/tiff_msg.c io/atomic_file.c
-fuzz: $(BUILD)/fuzz/fuzz_config $(BUILD)/fuzz/fuzz_image
+FUZZ_IO := util/status.c util/mem.c io/image.c io/png_read.c io/png_write.c io/jpeg_read.c io/tiff_read.c io/tiff_write.c \
+           io/tiff_msg.c io/atomic_file.c io/source.c io/resample.c tiler/rect.c
+fuzz: $(BUILD)/fuzz/fuzz_config $(BUILD)/fuzz/fuzz_image $(BUILD)/fuzz/fuzz_tiff
 $(BUILD)/fuzz/fuzz_config: tests/fuzz/fuzz_config.c io/config.c util/status.c util/text.c
 	@mkdir -p $(dir $@)
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $^
-$(BUILD)/fuzz/fuzz_image: tests/fuzz/fuzz_image.c $(FUZZ_IO)
+$(BUILD)/fuzz/fuzz_image $(BUILD)/fuzz/fuzz_tiff: $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_IO)
 	@mkdir -p $(dir $@)
-	$(Q)clang $(FUZZ_CFLAGS) -o $@ $^ $(shell pkg-config --libs libtiff-4 libpng libjpeg)
+	$(Q)clang $(FUZZ_CFLAGS) -o $@ $^ $(shell pkg-config --libs libtiff-4 libpng libjpeg) -lm
 
 # make test = install what is missing, then build and run everything in a fresh make (so the
 # probes see the packages just installed).

@@ -27,12 +27,21 @@ NST_KEY(style, scale, FLOAT, "1", 0.01, 100, "", "style image long side, relativ
 NST_KEY(tv, weight, FLOAT, "10", 0, 1e12, "", "total-variation weight: mean squared difference of neighbouring pixels (image in [0,1])")
 
 /* [output] */
-NST_KEY(output, path, PATH, "", 0, 0, "", "output image; the extension picks the format: .png, .tif or .tiff")
+NST_KEY(output, path, PATH, "", 0, 0, "", "output image; without output.format its extension picks the format (.tif/.tiff, .h5/.hdf5, .png); with it, each format's extension replaces it")
+NST_KEY(output, format, LIST, "", 0, 0, "tiff|hdf5|png", "output formats, comma-separated: tiff (tiled BigTIFF pyramid), hdf5 (parallel HDF5 image), png; empty: from output.path's extension")
 NST_KEY(output, size, INT, "0", 0, 1000000, "", "long side of the output in pixels; 0 keeps the content's size")
 NST_KEY(output, width, INT, "0", 0, 1000000, "", "output width in pixels (0: from height or size and the content's aspect)")
 NST_KEY(output, height, INT, "0", 0, 1000000, "", "output height in pixels (0: from width or size and the content's aspect)")
 NST_KEY(output, bits, ENUM, "8", 0, 0, "8|16", "bits per sample of the output image")
-NST_KEY(output, overwrite, BOOL, "false", 0, 0, "", "replace an existing output file (otherwise refuse before rendering)")
+NST_KEY(output, overwrite, BOOL, "false", 0, 0, "", "replace existing output files (otherwise refuse before rendering)")
+NST_KEY(output, compression, ENUM, "deflate", 0, 0, "deflate|lzw|jpeg|zstd|none", "TIFF tile compression: deflate and lzw and zstd with the horizontal predictor (lossless), jpeg (YCbCr, output.quality; 8-bit only), none")
+NST_KEY(output, level, INT, "0", 0, 22, "", "compression level: deflate 1-9 (TIFF, HDF5, PNG), zstd 1-22; 0: the codec's default (deflate 6, zstd 9)")
+NST_KEY(output, quality, INT, "90", 1, 100, "", "JPEG quality of output.compression = jpeg")
+NST_KEY(output, hdf5_compression, ENUM, "deflate", 0, 0, "deflate|none", "HDF5 chunk filters: deflate (with shuffle, at output.level) or none")
+NST_KEY(output, tile_size, INT, "512", 16, 8192, "", "output tile size in pixels, a multiple of 16: TIFF tiles, HDF5 chunks, the unit each rank compresses")
+NST_KEY(output, pyramid, BOOL, "true", 0, 0, "", "write reduced-resolution levels (halving down to one tile): TIFF SubIFDs, HDF5 /level1, /level2, ...")
+NST_KEY(output, bigtiff, ENUM, "auto", 0, 0, "auto|yes|no", "BigTIFF: auto when the uncompressed pyramid could pass 4 GiB")
+NST_KEY(output, preview, INT, "1024", 0, 65536, "", "long side of the PNG preview written next to the outputs (NAME.preview.png); 0: none")
 
 /* [model] */
 NST_KEY(model, weights, PATH, "", 0, 0, "", "VGG-19 weights: the Keras file vgg19_weights_tf_dim_ordering_tf_kernels_notop.h5 or the nstbatch layout; empty: the built-in seeded random VGG-19")
@@ -58,6 +67,7 @@ NST_KEY(tiling, mode, ENUM, "exact", 0, 0, "exact|cheap", "exact: tiles give the
 NST_KEY(tiling, gram, ENUM, "auto", 0, 0, "auto|resident|two_pass|lagged", "how the global Gram meets the backward: keep every local tile's activations (resident), run the forward twice (two_pass), or use the previous iteration's Gram (lagged, not exact); auto: resident if it fits the memory budget, else two_pass (lagged in cheap mode)")
 NST_KEY(tiling, exchange_every, INTWORD, "auto", 1, 1000000, "auto", "refresh halos every N iterations (N > 1 only in cheap mode); auto: 1 in exact mode, 4 in cheap mode")
 NST_KEY(tiling, blend, ENUM, "cosine", 0, 0, "cosine|linear", "feather ramp for overlapping windows in cheap mode")
+NST_KEY(tiling, blend_width, INTWORD, "auto", 1, 100000, "auto", "width of the feather ramp in pixels, from a window's inner edge (at most the halo); auto: the halo")
 
 /* [run] */
 NST_KEY(run, seed, INT, "0", 0, NST_BIG, "", "seed of the noise initialisation")
@@ -68,4 +78,5 @@ NST_KEY(run, memory_gb, FLOAT, "0", 0, 1000000, "", "memory budget per rank for 
 NST_KEY(run, record, PATH, "", 0, 0, "", "write a JSON record of the run here: tiling, Gram strategy, per-phase times (min, max, mean over ranks)")
 
 /* [input] */
-NST_KEY(input, max_megapixels, FLOAT, "256", 0.000001, 1000000, "", "largest image (megapixels) read whole; larger inputs are refused before any allocation")
+NST_KEY(input, max_megapixels, FLOAT, "100000", 0.000001, 1000000, "", "largest input image in megapixels (TIFF is read by region); larger inputs are refused before any allocation")
+NST_KEY(input, max_whole_megapixels, FLOAT, "256", 0.000001, 1000000, "", "largest PNG or JPEG input in megapixels: those formats are decoded whole on one rank; use a tiled TIFF above")

@@ -2,21 +2,18 @@
  * the read/write dispatch (see image.h). */
 #include "image.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "../util/checked.h"
 #include "../util/mem.h"
 #include "atomic_file.h"
+#include "source.h"
 
 nst_read_limits nst_default_limits(double max_megapixels)
 {
-    nst_read_limits l = {max_megapixels * 1e6, NST_MAX_SIDE};
+    nst_read_limits l = {max_megapixels * 1e6, NST_MAX_SIDE, "input.max_megapixels", NULL};
     return l;
 }
 
@@ -76,14 +73,19 @@ nst_status nst_image_check_dims(const char *name, uint64_t w, uint64_t h, const 
     double px = (double)w * (double)h;
     if (px > lim->max_pixels)
         return nst_fail(NST_EINPUT,
-                        "%s: image is %llux%llu = %.1f megapixels, above input.max_megapixels = %g",
-                        name, (unsigned long long)w, (unsigned long long)h, px / 1e6, lim->max_pixels / 1e6);
+                        "%s: image is %llux%llu = %.1f megapixels, above %s = %g%s",
+                        name, (unsigned long long)w, (unsigned long long)h, px / 1e6,
+                        lim->key ? lim->key : "input.max_megapixels", lim->max_pixels / 1e6, lim->hint ? lim->hint : "");
     return NST_OK;
 }
 
 void nst_image_put_row(nst_image *img, int y, int x0, int n, const void *samples, int channels, int bits)
 {
-    float *dst = img->px + ((size_t)y * (size_t)img->w + (size_t)x0) * 3;
+    nst_samples_to_rgb(img->px + ((size_t)y * (size_t)img->w + (size_t)x0) * 3, n, samples, channels, bits);
+}
+
+void nst_samples_to_rgb(float *dst, int n, const void *samples, int channels, int bits)
+{
     const float scale = bits == 16 ? 1.0f / 65535.0f : 1.0f / 255.0f;
     const unsigned char *s8 = samples;
     const uint16_t *s16 = samples;
@@ -103,8 +105,12 @@ void nst_image_put_row(nst_image *img, int y, int x0, int n, const void *samples
 
 void nst_image_get_row(const nst_image *img, int y, int bits, void *samples)
 {
-    const float *src = img->px + (size_t)y * img->w * 3;
-    for (size_t i = 0; i < (size_t)img->w * 3; i++) {
+    nst_rgb_to_samples(samples, img->px + (size_t)y * img->w * 3, img->w, bits);
+}
+
+void nst_rgb_to_samples(void *samples, const float *src, int n, int bits)
+{
+    for (size_t i = 0; i < (size_t)n * 3; i++) {
         float v = src[i] < 0.f ? 0.f : (src[i] > 1.f ? 1.f : src[i]);
         if (bits == 16)
             ((uint16_t *)samples)[i] = (uint16_t)(v * 65535.f + 0.5f);
@@ -113,74 +119,39 @@ void nst_image_get_row(const nst_image *img, int y, int bits, void *samples)
     }
 }
 
+static nst_status read_whole(nst_source *src, nst_image *out, nst_image_info *info)
+{
+    if (info) *info = src->info;
+    nst_status s = nst_image_alloc(out, src->w, src->h);
+    if (s == NST_OK) s = nst_source_read(src, nst_rect_make(0, 0, src->w, src->h), out->px);
+    nst_source_close(src);
+    if (s != NST_OK) nst_image_free(out);
+    return s;
+}
+
+static nst_source_limits whole_limits(const nst_read_limits *lim)
+{
+    nst_source_limits l = {lim->max_pixels, lim->max_pixels, lim->max_side, lim->key, lim->key};
+    return l;
+}
+
 nst_status nst_image_read_memory(const char *name, const unsigned char *buf, size_t len,
                                  const nst_read_limits *lim, nst_image *out, nst_image_info *info)
 {
-    nst_image_info local;
-    if (!info) info = &local;
-    memset(info, 0, sizeof *info);
+    nst_source *src;
+    nst_source_limits l = whole_limits(lim);
     memset(out, 0, sizeof *out);
-    switch (nst_format_sniff(buf, len)) {
-    case NST_FMT_PNG: return nst_png_read(name, buf, len, lim, out, info);
-    case NST_FMT_JPEG: return nst_jpeg_read(name, buf, len, lim, out, info);
-    case NST_FMT_TIFF: return nst_tiff_read(name, buf, len, -1, lim, out, info);
-    default:
-        return nst_fail(NST_EINPUT, "%s: not a PNG, JPEG or TIFF file (unrecognised first bytes)", name);
-    }
+    NST_TRY(nst_source_open_memory(name, buf, len, &l, &src));
+    return read_whole(src, out, info);
 }
 
 nst_status nst_image_read(const char *path, const nst_read_limits *lim, nst_image *out, nst_image_info *info)
 {
-    nst_image_info local;
-    if (!info) info = &local;
-    memset(info, 0, sizeof *info);
+    nst_source *src;
+    nst_source_limits l = whole_limits(lim);
     memset(out, 0, sizeof *out);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return nst_fail(NST_EINPUT, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return nst_fail(NST_EINPUT, "%s: not a regular file", path);
-    }
-    unsigned char head[16];
-    ssize_t got = pread(fd, head, sizeof head, 0);
-    nst_format f = nst_format_sniff(head, got > 0 ? (size_t)got : 0);
-    nst_status s;
-    if (f == NST_FMT_UNKNOWN) {
-        s = nst_fail(NST_EINPUT, "%s: not a PNG, JPEG or TIFF file (unrecognised first bytes)", path);
-    } else if (f == NST_FMT_TIFF) {
-        /* TIFF is random access: libtiff reads what it needs from the descriptor. */
-        s = nst_tiff_read(path, NULL, (size_t)st.st_size, fd, lim, out, info);
-    } else {
-        /* PNG and JPEG are decoded from memory; their compressed size is bounded by the
-         * largest image we accept (8 bytes per pixel is far above any real compression ratio). */
-        double cap = lim->max_pixels * 8.0 + (64 << 20);
-        if ((double)st.st_size > cap) {
-            s = nst_fail(NST_EINPUT, "%s: file of %lld bytes is larger than any %s of at most %g megapixels",
-                         path, (long long)st.st_size, nst_format_name(f), lim->max_pixels / 1e6);
-        } else {
-            unsigned char *buf = nst_alloc((size_t)st.st_size + 1, "an image file");
-            if (!buf) {
-                s = NST_ENOMEM;
-            } else {
-                size_t done = 0;
-                while (done < (size_t)st.st_size) {
-                    ssize_t r = pread(fd, buf + done, (size_t)st.st_size - done, (off_t)done);
-                    if (r <= 0) break;
-                    done += (size_t)r;
-                }
-                if (done != (size_t)st.st_size)
-                    s = nst_fail(NST_EINPUT, "%s: read error: %s", path, strerror(errno));
-                else
-                    s = f == NST_FMT_PNG ? nst_png_read(path, buf, done, lim, out, info)
-                                         : nst_jpeg_read(path, buf, done, lim, out, info);
-                nst_free(buf);
-            }
-        }
-    }
-    close(fd);
-    if (s != NST_OK) nst_image_free(out);
-    return s;
+    NST_TRY(nst_source_open(path, &l, &src));
+    return read_whole(src, out, info);
 }
 
 nst_status nst_image_write(const char *path, const nst_image *img, int bits, int overwrite,

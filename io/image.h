@@ -30,8 +30,10 @@ typedef struct {
 } nst_image_info;
 
 typedef struct {
-    double max_pixels;  /* refuse larger images before allocating (input.max_megapixels) */
+    double max_pixels;  /* refuse larger images before allocating */
     int max_side;       /* refuse a longer side (also bounds any header-driven arithmetic) */
+    const char *key;    /* the config key behind max_pixels, for messages (NULL: input.max_megapixels) */
+    const char *hint;   /* appended to the message when max_pixels refuses an image (may be NULL) */
 } nst_read_limits;
 
 #define NST_MAX_SIDE 1000000
@@ -41,7 +43,8 @@ nst_read_limits nst_default_limits(double max_megapixels);
 nst_status nst_image_alloc(nst_image *img, int w, int h);
 void nst_image_free(nst_image *img);
 
-/* Read a whole image file. Errors name the file and what is wrong with it. */
+/* Read a whole image file (io/source.h reads by region). Errors name the file and what is wrong
+ * with it. */
 nst_status nst_image_read(const char *path, const nst_read_limits *lim, nst_image *out, nst_image_info *info);
 /* Read from memory (the fuzzers' entry point); `name` appears in messages. */
 nst_status nst_image_read_memory(const char *name, const unsigned char *buf, size_t len,
@@ -62,20 +65,21 @@ nst_status nst_image_write(const char *path, const nst_image *img, int bits, int
 
 /* Check dimensions against the limits; names `name` in the message. */
 nst_status nst_image_check_dims(const char *name, uint64_t w, uint64_t h, const nst_read_limits *lim);
-/* Convert one row of decoded samples (channels 1..4, bits 8 or 16, native-endian 16-bit)
- * starting at column x0, n pixels, into row y of img. */
+/* Convert n pixels of decoded samples (channels 1..4, bits 8 or 16, native-endian 16-bit) to RGB
+ * floats: gray is replicated, alpha dropped. */
+void nst_samples_to_rgb(float *dst, int n, const void *samples, int channels, int bits);
+/* The same into row y of img from column x0. */
 void nst_image_put_row(nst_image *img, int y, int x0, int n, const void *samples, int channels, int bits);
 /* The inverse, for the writers: row y of img clamped to [0,1] and rounded to 8-bit or native
  * 16-bit RGB samples (w * 3 of them). */
 void nst_image_get_row(const nst_image *img, int y, int bits, void *samples);
+/* n RGB pixels of floats, clamped and rounded, to 8-bit or native 16-bit samples. */
+void nst_rgb_to_samples(void *samples, const float *src, int n, int bits);
 
 nst_status nst_png_read(const char *name, const unsigned char *buf, size_t len, const nst_read_limits *lim,
                         nst_image *out, nst_image_info *info);
 nst_status nst_jpeg_read(const char *name, const unsigned char *buf, size_t len, const nst_read_limits *lim,
                          nst_image *out, nst_image_info *info);
-/* TIFF from memory (buf != NULL) or from an open file descriptor (fd >= 0, buf == NULL). */
-nst_status nst_tiff_read(const char *name, const unsigned char *buf, size_t len, int fd,
-                         const nst_read_limits *lim, nst_image *out, nst_image_info *info);
 nst_status nst_png_write(const char *path, const nst_image *img, int bits, const char *description);
 nst_status nst_tiff_write(const char *path, const nst_image *img, int bits, const char *description);
 

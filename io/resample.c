@@ -1,5 +1,6 @@
-/* io/resample.c: separable Lanczos-3 resizing (see resample.h). Each output pixel's weights are
- * computed once per axis and normalised to sum to 1, so a constant image stays constant. */
+/* io/resample.c: separable Lanczos-3 resizing of any rectangle, streaming (see resample.h). Each
+ * output pixel's weights are computed from its index alone and normalised to sum to 1, so a
+ * constant image stays constant and a pixel's value does not depend on the rectangle asked for. */
 #include "resample.h"
 
 #include <math.h>
@@ -21,31 +22,32 @@ static double sinc(double x)
 
 static double lanczos3(double x) { return fabs(x) < 3.0 ? sinc(x) * sinc(x / 3.0) : 0.0; }
 
-/* Weights for resizing n_in samples to n_out along one axis. */
-static nst_status make_taps(int n_in, int n_out, taps **out, float **pool)
+/* Weights of outputs [o0, o0 + n) when resizing n_in samples to n_out along one axis. */
+static nst_status make_taps(int n_in, int n_out, int o0, int n, taps **out, float **pool)
 {
     double scale = (double)n_in / n_out;
     double support = 3.0 * (scale > 1.0 ? scale : 1.0);
     double stretch = scale > 1.0 ? scale : 1.0;
     int max_taps = (int)ceil(2 * support) + 2;
-    taps *t = nst_alloc_array((size_t)n_out, sizeof(taps), "resampling taps");
-    float *w = nst_alloc_array((size_t)n_out * max_taps, sizeof(float), "resampling weights");
+    taps *t = nst_alloc_array((size_t)n, sizeof(taps), "resampling taps");
+    float *w = nst_alloc_array((size_t)n * max_taps, sizeof(float), "resampling weights");
     if (!t || !w) {
         nst_free(t);
         nst_free(w);
         return NST_ENOMEM;
     }
-    for (int o = 0; o < n_out; o++) {
+    for (int i = 0; i < n; i++) {
+        int o = o0 + i;
         double center = (o + 0.5) * scale; /* in input coordinates, pixel centres at i + 0.5 */
         int lo = (int)floor(center - support), hi = (int)ceil(center + support);
         if (lo < 0) lo = 0;
         if (hi > n_in) hi = n_in;
         if (hi - lo > max_taps) hi = lo + max_taps;
         double sum = 0;
-        float *wo = w + (size_t)o * max_taps;
-        for (int i = lo; i < hi; i++) {
-            double v = lanczos3((i + 0.5 - center) / stretch);
-            wo[i - lo] = (float)v;
+        float *wo = w + (size_t)i * max_taps;
+        for (int k = lo; k < hi; k++) {
+            double v = lanczos3((k + 0.5 - center) / stretch);
+            wo[k - lo] = (float)v;
             sum += v;
         }
         if (sum == 0) { /* degenerate: nearest sample */
@@ -54,73 +56,149 @@ static nst_status make_taps(int n_in, int n_out, taps **out, float **pool)
             wo[0] = 1.f;
             sum = 1;
         }
-        for (int i = 0; i < hi - lo; i++) wo[i] = (float)(wo[i] / sum);
-        t[o].first = lo;
-        t[o].count = hi - lo;
-        t[o].w = wo;
+        for (int k = 0; k < hi - lo; k++) wo[k] = (float)(wo[k] / sum);
+        t[i].first = lo;
+        t[i].count = hi - lo;
+        t[i].w = wo;
     }
     *out = t;
     *pool = w;
     return NST_OK;
 }
 
-nst_status nst_image_resize(const nst_image *src, int w, int h, nst_image *dst)
+/* Identity taps for an axis that keeps its size: output o is source o, copied exactly. */
+static nst_status copy_taps(int o0, int n, taps **out, float **pool)
 {
-    memset(dst, 0, sizeof *dst);
-    if (w < 1 || h < 1) return nst_fail(NST_EINPUT, "cannot resize to %dx%d", w, h);
-    NST_TRY(nst_image_alloc(dst, w, h));
-    if (w == src->w && h == src->h) {
-        memcpy(dst->px, src->px, (size_t)w * h * 3 * sizeof(float));
-        return NST_OK;
+    taps *t = nst_alloc_array((size_t)n, sizeof(taps), "resampling taps");
+    float *w = nst_alloc(sizeof(float), "resampling weights");
+    if (!t || !w) {
+        nst_free(t);
+        nst_free(w);
+        return NST_ENOMEM;
     }
+    w[0] = 1.f;
+    for (int i = 0; i < n; i++) t[i] = (taps){o0 + i, 1, w};
+    *out = t;
+    *pool = w;
+    return NST_OK;
+}
+
+static nst_status axis_taps(int n_in, int n_out, int o0, int n, taps **out, float **pool)
+{
+    return n_in == n_out ? copy_taps(o0, n, out, pool) : make_taps(n_in, n_out, o0, n, out, pool);
+}
+
+/* Source rows are read in chunks this many bytes wide at most (rounded to whole bands). */
+#define CHUNK_BYTES ((size_t)32 << 20)
+
+nst_status nst_resample_rect(nst_source *src, int W, int H, nst_rect r, float *out)
+{
+    if (W < 1 || H < 1 || r.x < 0 || r.y < 0 || r.w < 1 || r.h < 1 || r.x + r.w > W || r.y + r.h > H)
+        return nst_fail(NST_ERUNTIME, "%s: cannot resample region %dx%d+%d+%d of a %dx%d image", src->name, r.w, r.h, r.x, r.y, W, H);
+    const int sw = src->w, sh = src->h;
+    if (W == sw && H == sh) return nst_source_read(src, r, out);
+
     taps *tx = NULL, *ty = NULL;
-    float *px = NULL, *py = NULL, *mid = NULL;
-    nst_status s = make_taps(src->w, w, &tx, &px);
-    if (s == NST_OK) s = make_taps(src->h, h, &ty, &py);
-    if (s == NST_OK) {
-        mid = nst_alloc_array((size_t)src->h * w, 3 * sizeof(float), "resampling buffer");
-        if (!mid) s = NST_ENOMEM;
+    float *px = NULL, *py = NULL, *ring = NULL, *chunk = NULL;
+    nst_status s = axis_taps(sw, W, r.x, r.w, &tx, &px);
+    if (s == NST_OK) s = axis_taps(sh, H, r.y, r.h, &ty, &py);
+    if (s != NST_OK) goto out;
+
+    /* the source columns and rows under the rectangle */
+    int sx0 = tx[0].first, sx1 = tx[0].first + tx[0].count, max_ty = 0;
+    for (int i = 0; i < r.w; i++) {
+        if (tx[i].first < sx0) sx0 = tx[i].first;
+        if (tx[i].first + tx[i].count > sx1) sx1 = tx[i].first + tx[i].count;
     }
-    if (s == NST_OK) {
-        /* horizontal pass: src (src->w x src->h) -> mid (w x src->h) */
+    for (int i = 0; i < r.h; i++)
+        if (ty[i].count > max_ty) max_ty = ty[i].count;
+    const int sy0 = ty[0].first, sy1 = ty[r.h - 1].first + ty[r.h - 1].count; /* firsts ascend with the output row */
+    const int scols = sx1 - sx0;
+
+    /* chunks of whole bands (within CHUNK_BYTES where a band allows), starting on a band boundary */
+    const int band = src->band > 0 ? src->band : 1;
+    size_t row_bytes = (size_t)scols * 3 * sizeof(float);
+    int chunk_rows = (int)(CHUNK_BYTES / row_bytes / (size_t)band) * band;
+    if (chunk_rows < band) chunk_rows = row_bytes * band <= 4 * CHUNK_BYTES ? band : (int)(CHUNK_BYTES / row_bytes);
+    if (chunk_rows < 1) chunk_rows = 1;
+    if (chunk_rows > sy1 - sy0 + band) chunk_rows = sy1 - sy0 + band;
+    const int cap = max_ty + chunk_rows; /* ring rows: an output row's taps plus one chunk */
+    ring = nst_alloc_array((size_t)cap * r.w, 3 * sizeof(float), "the resampling ring");
+    chunk = nst_alloc_array((size_t)chunk_rows, row_bytes, "a band of source rows");
+    if (!ring || !chunk) {
+        s = NST_ENOMEM;
+        goto out;
+    }
+
+    int filled = sy0;                  /* source rows [sy0, filled) have been read and filtered */
+    int next = band > 1 ? sy0 / band * band : sy0; /* the next chunk starts here (band-aligned) */
+    for (int oy = 0; s == NST_OK && oy < r.h;) {
+        /* read and horizontally filter chunks until output row oy has all its source rows */
+        while (s == NST_OK && filled < ty[oy].first + ty[oy].count) {
+            int c0 = next, c1 = next + chunk_rows < sh ? next + chunk_rows : sh;
+            if (c1 > sy1) c1 = sy1;
+            s = nst_source_read(src, nst_rect_make(sx0, c0, scols, c1 - c0), chunk);
+            if (s != NST_OK) break;
 #pragma omp parallel for schedule(static)
-        for (int y = 0; y < src->h; y++) {
-            const float *in = src->px + (size_t)y * src->w * 3;
-            float *o = mid + (size_t)y * w * 3;
-            for (int x = 0; x < w; x++) {
-                float r = 0, g = 0, b = 0;
-                for (int k = 0; k < tx[x].count; k++) {
-                    const float *p = in + (size_t)(tx[x].first + k) * 3;
-                    float c = tx[x].w[k];
-                    r += c * p[0];
-                    g += c * p[1];
-                    b += c * p[2];
+            for (int y = c0 > filled ? c0 : filled; y < c1; y++) {
+                const float *in = chunk + (size_t)(y - c0) * scols * 3;
+                float *o = ring + (size_t)(y % cap) * r.w * 3;
+                for (int x = 0; x < r.w; x++) {
+                    const float *p = in + (size_t)(tx[x].first - sx0) * 3;
+                    float cr = 0, cg = 0, cb = 0;
+                    for (int k = 0; k < tx[x].count; k++) {
+                        float c = tx[x].w[k];
+                        cr += c * p[3 * k];
+                        cg += c * p[3 * k + 1];
+                        cb += c * p[3 * k + 2];
+                    }
+                    o[3 * x] = cr;
+                    o[3 * x + 1] = cg;
+                    o[3 * x + 2] = cb;
                 }
-                o[3 * x] = r;
-                o[3 * x + 1] = g;
-                o[3 * x + 2] = b;
             }
+            filled = c1;
+            next = c1;
         }
-        /* vertical pass: mid -> dst, clamped */
+        if (s != NST_OK) break;
+        /* every output row whose taps are in the ring now, filtered vertically */
+        int oy1 = oy;
+        while (oy1 < r.h && ty[oy1].first + ty[oy1].count <= filled) oy1++;
 #pragma omp parallel for schedule(static)
-        for (int y = 0; y < h; y++) {
-            float *o = dst->px + (size_t)y * w * 3;
-            for (int i = 0; i < w * 3; i++) o[i] = 0;
+        for (int y = oy; y < oy1; y++) {
+            float *o = out + (size_t)y * r.w * 3;
+            const size_t n = (size_t)r.w * 3;
+            for (size_t i = 0; i < n; i++) o[i] = 0;
             for (int k = 0; k < ty[y].count; k++) {
-                const float *in = mid + (size_t)(ty[y].first + k) * w * 3;
+                const float *in = ring + (size_t)((ty[y].first + k) % cap) * n;
                 float c = ty[y].w[k];
-                for (int i = 0; i < w * 3; i++) o[i] += c * in[i];
+                for (size_t i = 0; i < n; i++) o[i] += c * in[i];
             }
-            for (int i = 0; i < w * 3; i++) o[i] = o[i] < 0.f ? 0.f : (o[i] > 1.f ? 1.f : o[i]);
+            for (size_t i = 0; i < n; i++) o[i] = o[i] < 0.f ? 0.f : (o[i] > 1.f ? 1.f : o[i]);
         }
+        oy = oy1;
     }
+out:
     nst_free(tx);
     nst_free(px);
     nst_free(ty);
     nst_free(py);
-    nst_free(mid);
-    if (s != NST_OK) nst_image_free(dst);
+    nst_free(ring);
+    nst_free(chunk);
     return s;
+}
+
+nst_status nst_image_resize(const nst_image *src, int w, int h, nst_image *dst)
+{
+    memset(dst, 0, sizeof *dst);
+    if (w < 1 || h < 1) return nst_fail(NST_EINPUT, "cannot resize to %dx%d", w, h);
+    nst_source *s;
+    NST_TRY(nst_source_wrap(src, "an image in memory", &s));
+    nst_status st = nst_image_alloc(dst, w, h);
+    if (st == NST_OK) st = nst_resample_rect(s, w, h, nst_rect_make(0, 0, w, h), dst->px);
+    nst_source_close(s);
+    if (st != NST_OK) nst_image_free(dst);
+    return st;
 }
 
 void nst_fit_long_side(int src_w, int src_h, int long_side, int *w, int *h)

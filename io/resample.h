@@ -1,14 +1,27 @@
-/* io/resample.h: resizing images to the working resolution with a proper filter.
+/* io/resample.h: resizing images to the working resolution with a proper filter, by region.
  *
  * Separable Lanczos-3. When shrinking, the kernel is stretched by the scale factor so that it
  * low-passes (anti-aliases) like an area filter would; when enlarging it interpolates. Results
- * are clamped to [0,1] (Lanczos rings slightly at hard edges).
+ * are clamped to [0,1] (Lanczos rings slightly at hard edges). An axis whose size does not
+ * change is copied exactly.
+ *
+ * Any rectangle of the resized image is computed from a source (io/source.h) without reading
+ * more of it than the filter's footprint under that rectangle, streaming: source rows are read
+ * in bands, filtered horizontally into a ring of rows and filtered vertically as soon as an
+ * output row has all its taps, so memory is a few bands of the rectangle's width whatever the
+ * scale. Every output pixel is the same arithmetic in the same order whichever rectangle it is
+ * computed in: tiles of a resized image equal the whole resized image, bit for bit.
  */
 #ifndef NST_RESAMPLE_H
 #define NST_RESAMPLE_H
 
 #include "image.h"
+#include "source.h"
 
+/* Rectangle r of src resized to W x H, into out (r.w * r.h * 3 floats). */
+nst_status nst_resample_rect(nst_source *src, int W, int H, nst_rect r, float *out);
+
+/* The whole image resized (dst allocated here). */
 nst_status nst_image_resize(const nst_image *src, int w, int h, nst_image *dst);
 
 /* Output size for a long side of `long_side` pixels keeping src's aspect (at least 1x1). */

@@ -1,4 +1,4 @@
-/* io/tiff_read.c: TIFF reader (libtiff) for untrusted files.
+/* io/tiff_read.c: TIFF region source (libtiff) for untrusted files (see source.h).
  *
  * Accepts 8/16-bit unsigned samples; gray (min-is-black or min-is-white), gray+alpha, RGB, RGBA,
  * 8-bit palette, and JPEG-compressed YCbCr (decoded to RGB by libtiff); strips or tiles; chunky
@@ -6,8 +6,8 @@
  * read. Before anything is decoded the header is validated: dimensions against the limits,
  * sample layout, and every strip's or tile's offset + byte count against the file size.
  * libtiff runs with a 256 MiB single-allocation cap and its messages go to our error channel.
- * The reading is by region (rows by scanline, tiles by tile): only the strips or tiles that
- * intersect the requested rectangle are decoded.
+ * The reading is by region: only the strips or tiles that intersect the requested rectangle are
+ * decoded, into buffers the source keeps between reads (one tile or strip, per plane).
  */
 #include <stdio.h>
 #include <string.h>
@@ -16,7 +16,7 @@
 
 #include "../util/checked.h"
 #include "../util/mem.h"
-#include "image.h"
+#include "source.h"
 #include "tiff_msg.h"
 
 #define TIFF_MAX_ALLOC ((tmsize_t)256 << 20)
@@ -103,21 +103,26 @@ typedef struct {
     uint16_t *cmap[3];
     int tiled;
     uint32_t tw, th, rps;
+    /* kept between reads */
+    int whole_strips;          /* strips decode whole; else one huge chunky strip, row by row */
+    unsigned char *dec, *inter; /* one decoded tile/strip (or scanline); its planes interleaved */
+    uint16_t *scratch;         /* a converted row (inverted gray, palette) */
+    uint32_t next_row;         /* the scanline path's position: rows are decoded forward only */
 } tiff_reader;
 
-/* Convert n pixels of one decoded row (interleaved spp samples) into img row y from column x. */
-static void put_pixels(const tiff_reader *r, nst_image *img, int y, int x, int n, const void *samples,
-                       uint16_t *scratch)
+/* Convert n pixels of decoded samples (interleaved, spp per pixel) into RGB floats at dst. */
+static void put_pixels(const tiff_reader *r, float *dst, int n, const void *samples)
 {
+    uint16_t *scratch = r->scratch;
     if (r->kind == PH_RGB || r->kind == PH_GRAY) {
-        nst_image_put_row(img, y, x, n, samples, r->spp, r->bps);
+        nst_samples_to_rgb(dst, n, samples, r->spp, r->bps);
         return;
     }
     if (r->kind == PH_GRAY_INV) { /* inverted to 16-bit full scale (255 * 257 = 65535) */
         for (int i = 0; i < n; i++)
             scratch[i] = r->bps == 16 ? (uint16_t)(65535 - ((const uint16_t *)samples)[(size_t)i * r->spp])
                                       : (uint16_t)((255 - ((const uint8_t *)samples)[(size_t)i * r->spp]) * 257);
-        nst_image_put_row(img, y, x, n, scratch, 1, 16);
+        nst_samples_to_rgb(dst, n, scratch, 1, 16);
         return;
     }
     /* palette: 8-bit indices into 16-bit colour maps */
@@ -127,7 +132,7 @@ static void put_pixels(const tiff_reader *r, nst_image *img, int y, int x, int n
         scratch[3 * i + 1] = r->cmap[1][idx];
         scratch[3 * i + 2] = r->cmap[2][idx];
     }
-    nst_image_put_row(img, y, x, n, scratch, 3, 16);
+    nst_samples_to_rgb(dst, n, scratch, 3, 16);
 }
 
 static nst_status lib_error(const tiff_reader *r, const char *what)
@@ -243,121 +248,158 @@ static void interleave(const tiff_reader *r, unsigned char *inter, const unsigne
                    per_plane * b);
 }
 
-/* Read rows [y0, y1) x columns [x0, x1) of the image into img at (0,0) (img is (x1-x0) x (y1-y0)).
- * Strips are decoded whole (each plane once) when they fit the allocation cap; a larger
- * single strip of chunky data is decoded row by row. */
-static nst_status read_region(tiff_reader *r, int x0, int y0, int x1, int y1, nst_image *img)
+/* The decoding buffers, sized once from the validated header. */
+static nst_status reader_buffers(tiff_reader *r)
+{
+    const size_t b = r->bps / 8;
+    const int planar = r->planar == PLANARCONFIG_SEPARATE;
+    size_t unit_w = r->tiled ? r->tw : r->w, unit_h = r->tiled ? r->th : r->rps;
+    size_t dec_bytes;
+    if (r->tiled) {
+        dec_bytes = (size_t)TIFFTileSize64(r->tif);
+    } else {
+        uint64_t strip_bytes = TIFFVStripSize64(r->tif, r->rps);
+        r->whole_strips = strip_bytes > 0 && strip_bytes <= (uint64_t)TIFF_MAX_ALLOC;
+        if (!r->whole_strips && planar)
+            return nst_fail(NST_EINPUT, "%s: planar TIFF with strips above %lld bytes is not supported", r->name,
+                            (long long)TIFF_MAX_ALLOC);
+        dec_bytes = r->whole_strips ? (size_t)strip_bytes : (size_t)TIFFScanlineSize64(r->tif);
+    }
+    r->scratch = nst_alloc_array(unit_w, 3 * sizeof(uint16_t), "TIFF conversion row");
+    r->dec = nst_alloc(dec_bytes, "a decoded TIFF tile or strip");
+    if (planar) r->inter = nst_alloc_array(unit_w * unit_h, r->spp * b, "a TIFF tile or strip, interleaved");
+    return r->scratch && r->dec && (!planar || r->inter) ? NST_OK : NST_ENOMEM;
+}
+
+/* Rows [y0, y0 + rows) x columns [x0, x0 + cols) of the image into out (RGB floats, cols per row). */
+static nst_status read_region(tiff_reader *r, int x0, int y0, int cols, int rows, float *out)
 {
     const size_t b = r->bps / 8;
     const int planar = r->planar == PLANARCONFIG_SEPARATE;
     const int planes = planar ? r->spp : 1;
-    const size_t unit_w = r->tiled ? r->tw : r->w, unit_h = r->tiled ? r->th : r->rps;
-    nst_status s = NST_OK;
-    unsigned char *dec = NULL, *inter = NULL;
-    uint16_t *scratch = nst_alloc_array(unit_w, 3 * sizeof(uint16_t), "TIFF conversion row");
-    if (!scratch) return NST_ENOMEM;
+    const int x1 = x0 + cols, y1 = y0 + rows;
 
+    if (!r->tiled && !r->whole_strips) { /* one huge chunky strip: forward only, restarting when asked for an earlier row */
+        uint32_t y = (uint32_t)y0 < r->next_row ? 0 : r->next_row;
+        for (; y < (uint32_t)y1; y++) {
+            if (TIFFReadScanline(r->tif, r->dec, y, 0) < 0) {
+                r->next_row = UINT32_MAX; /* restart next time */
+                return lib_error(r, "cannot decode a row");
+            }
+            if ((int)y >= y0) put_pixels(r, out + (size_t)((int)y - y0) * cols * 3, cols, r->dec + (size_t)x0 * r->spp * b);
+        }
+        r->next_row = (uint32_t)y1;
+        return NST_OK;
+    }
     if (!r->tiled) {
-        uint64_t strip_bytes = TIFFVStripSize64(r->tif, r->rps < r->h ? r->rps : r->h);
-        int whole_strips = strip_bytes > 0 && strip_bytes <= (uint64_t)TIFF_MAX_ALLOC;
-        if (!whole_strips && planar) {
-            s = nst_fail(NST_EINPUT, "%s: planar TIFF with strips above %lld bytes is not supported", r->name,
-                         (long long)TIFF_MAX_ALLOC);
-            goto out;
-        }
-        if (!whole_strips) { /* one huge chunky strip: decode forward, row by row */
-            dec = nst_alloc((size_t)TIFFScanlineSize64(r->tif), "a TIFF scanline");
-            if (!dec) {
-                s = NST_ENOMEM;
-                goto out;
-            }
-            for (int y = 0; y < y1; y++) {
-                if (TIFFReadScanline(r->tif, dec, (uint32_t)y, 0) < 0) {
-                    s = lib_error(r, "cannot decode a row");
-                    goto out;
-                }
-                if (y >= y0) put_pixels(r, img, y - y0, 0, x1 - x0, dec + (size_t)x0 * r->spp * b, scratch);
-            }
-            goto out;
-        }
-        dec = nst_alloc((size_t)strip_bytes, "a TIFF strip");
-        if (planar) inter = nst_alloc_array(unit_w * unit_h, r->spp * b, "TIFF interleaved strip");
-        if (!dec || (planar && !inter)) {
-            s = NST_ENOMEM;
-            goto out;
-        }
+        tmsize_t strip_bytes = (tmsize_t)TIFFVStripSize64(r->tif, r->rps);
         for (uint32_t sy = (uint32_t)y0 / r->rps * r->rps; sy < (uint32_t)y1; sy += r->rps) {
             size_t nrows = r->h - sy < r->rps ? r->h - sy : r->rps;
             for (int p = 0; p < planes; p++) {
-                if (TIFFReadEncodedStrip(r->tif, TIFFComputeStrip(r->tif, sy, (uint16_t)p), dec, (tmsize_t)strip_bytes) < 0) {
-                    s = lib_error(r, "cannot decode a strip");
-                    goto out;
-                }
-                if (planar) interleave(r, inter, dec, p, nrows, r->w, r->w);
+                if (TIFFReadEncodedStrip(r->tif, TIFFComputeStrip(r->tif, sy, (uint16_t)p), r->dec, strip_bytes) < 0)
+                    return lib_error(r, "cannot decode a strip");
+                if (planar) interleave(r, r->inter, r->dec, p, nrows, r->w, r->w);
             }
-            const unsigned char *px = planar ? inter : dec;
+            const unsigned char *px = planar ? r->inter : r->dec;
             for (size_t yy = 0; yy < nrows; yy++) {
                 int y = (int)(sy + yy);
                 if (y < y0 || y >= y1) continue;
-                put_pixels(r, img, y - y0, 0, x1 - x0, px + (yy * r->w + (size_t)x0) * r->spp * b, scratch);
+                put_pixels(r, out + (size_t)(y - y0) * cols * 3, cols, px + (yy * r->w + (size_t)x0) * r->spp * b);
             }
         }
-        goto out;
+        return NST_OK;
     }
-
-    {
-        tmsize_t ts = TIFFTileSize(r->tif);
-        dec = nst_alloc((size_t)ts, "a TIFF tile");
-        if (planar) inter = nst_alloc_array(unit_w * unit_h, r->spp * b, "TIFF interleaved tile");
-        if (!dec || (planar && !inter)) {
-            s = NST_ENOMEM;
-            goto out;
-        }
-        for (uint32_t ty = (uint32_t)y0 / r->th * r->th; ty < (uint32_t)y1; ty += r->th) {
-            for (uint32_t tx = (uint32_t)x0 / r->tw * r->tw; tx < (uint32_t)x1; tx += r->tw) {
-                for (int p = 0; p < planes; p++) {
-                    if (TIFFReadEncodedTile(r->tif, TIFFComputeTile(r->tif, tx, ty, 0, (uint16_t)p), dec, ts) < 0) {
-                        s = lib_error(r, "cannot decode a tile");
-                        goto out;
-                    }
-                    if (planar) interleave(r, inter, dec, p, r->th, r->tw, r->tw);
-                }
-                const unsigned char *px = planar ? inter : dec;
-                int cx0 = (int)tx > x0 ? (int)tx : x0, cx1 = (int)(tx + r->tw) < x1 ? (int)(tx + r->tw) : x1;
-                int cy0 = (int)ty > y0 ? (int)ty : y0, cy1 = (int)(ty + r->th) < y1 ? (int)(ty + r->th) : y1;
-                for (int y = cy0; y < cy1; y++)
-                    put_pixels(r, img, y - y0, cx0 - x0, cx1 - cx0,
-                               px + (((size_t)(y - (int)ty) * r->tw + (size_t)(cx0 - (int)tx)) * r->spp) * b, scratch);
+    tmsize_t ts = TIFFTileSize(r->tif);
+    for (uint32_t ty = (uint32_t)y0 / r->th * r->th; ty < (uint32_t)y1; ty += r->th) {
+        for (uint32_t tx = (uint32_t)x0 / r->tw * r->tw; tx < (uint32_t)x1; tx += r->tw) {
+            for (int p = 0; p < planes; p++) {
+                if (TIFFReadEncodedTile(r->tif, TIFFComputeTile(r->tif, tx, ty, 0, (uint16_t)p), r->dec, ts) < 0)
+                    return lib_error(r, "cannot decode a tile");
+                if (planar) interleave(r, r->inter, r->dec, p, r->th, r->tw, r->tw);
             }
+            const unsigned char *px = planar ? r->inter : r->dec;
+            int cx0 = (int)tx > x0 ? (int)tx : x0, cx1 = (int)(tx + r->tw) < x1 ? (int)(tx + r->tw) : x1;
+            int cy0 = (int)ty > y0 ? (int)ty : y0, cy1 = (int)(ty + r->th) < y1 ? (int)(ty + r->th) : y1;
+            for (int y = cy0; y < cy1; y++)
+                put_pixels(r, out + ((size_t)(y - y0) * cols + (size_t)(cx0 - x0)) * 3, cx1 - cx0,
+                           px + (((size_t)(y - (int)ty) * r->tw + (size_t)(cx0 - (int)tx)) * r->spp) * b);
         }
     }
-out:
-    nst_free(dec);
-    nst_free(inter);
-    nst_free(scratch);
-    return s;
+    return NST_OK;
 }
 
-nst_status nst_tiff_read(const char *name, const unsigned char *buf, size_t len, int fd,
-                         const nst_read_limits *lim, nst_image *out, nst_image_info *info)
-{
-    tiff_src src = {buf, fd, len, 0, ""};
-    TIFFOpenOptions *opts = nst_tiff_options(src.msg, TIFF_MAX_ALLOC);
-    if (!opts) return nst_fail(NST_ENOMEM, "%s: cannot create a TIFF reader", name);
-    TIFF *tif = TIFFClientOpenExt(name, buf ? "r" : "rm", &src, src_read, src_write, src_seek, src_close,
-                                  src_size, src_map, src_unmap, opts);
-    TIFFOpenOptionsFree(opts);
-    if (!tif)
-        return nst_fail(NST_EINPUT, "%s: corrupt TIFF: %s", name, src.msg[0] ? src.msg : "cannot read the header");
+/* ---- the source ------------------------------------------------------------------------------------ */
+
+typedef struct {
+    tiff_src src;
     tiff_reader r;
-    memset(&r, 0, sizeof r);
-    r.tif = tif;
-    r.src = &src;
-    r.name = name;
-    nst_status s = validate(&r, lim, info);
-    if (s == NST_OK) s = nst_image_alloc(out, (int)r.w, (int)r.h);
-    if (s == NST_OK) s = read_region(&r, 0, 0, (int)r.w, (int)r.h, out);
-    TIFFClose(tif);
-    if (s != NST_OK) nst_image_free(out);
-    return s;
+} tiff_source;
+
+static nst_status tiff_source_read(nst_source *s, nst_rect rect, float *out)
+{
+    tiff_source *ts = s->impl;
+    if (rect.x < 0 || rect.y < 0 || rect.w < 1 || rect.h < 1 || rect.x + rect.w > s->w || rect.y + rect.h > s->h)
+        return nst_fail(NST_ERUNTIME, "%s: region %dx%d+%d+%d outside the %dx%d image", s->name, rect.w, rect.h, rect.x, rect.y,
+                        s->w, s->h);
+    ts->src.msg[0] = 0;
+    return read_region(&ts->r, rect.x, rect.y, rect.w, rect.h, out);
+}
+
+static void tiff_source_close(nst_source *s)
+{
+    tiff_source *ts = s->impl;
+    if (ts->r.tif) TIFFClose(ts->r.tif);
+    if (!ts->src.buf && ts->src.fd >= 0) close(ts->src.fd);
+    nst_free(ts->r.dec);
+    nst_free(ts->r.inter);
+    nst_free(ts->r.scratch);
+    nst_free(ts);
+    nst_free(s);
+}
+
+nst_status nst_tiff_source_open(const char *name, const unsigned char *buf, size_t len, int fd,
+                                const nst_read_limits *lim, nst_source **out)
+{
+    *out = NULL;
+    nst_source *s = nst_calloc(sizeof *s, "a TIFF source");
+    tiff_source *ts = nst_calloc(sizeof *ts, "a TIFF source");
+    if (!s || !ts) {
+        nst_free(s);
+        nst_free(ts);
+        if (!buf && fd >= 0) close(fd);
+        return NST_ENOMEM;
+    }
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->impl = ts;
+    s->read = tiff_source_read;
+    s->close = tiff_source_close;
+    s->random_access = 1;
+    ts->src = (tiff_src){buf, buf ? -1 : fd, len, 0, ""};
+    TIFFOpenOptions *opts = nst_tiff_options(ts->src.msg, TIFF_MAX_ALLOC);
+    if (!opts) {
+        tiff_source_close(s);
+        return nst_fail(NST_ENOMEM, "%s: cannot create a TIFF reader", name);
+    }
+    /* "m": no memory mapping of files (a gigapixel file is read where needed, with pread) */
+    ts->r.tif = TIFFClientOpenExt(s->name, buf ? "r" : "rm", &ts->src, src_read, src_write, src_seek, src_close, src_size,
+                                  src_map, src_unmap, opts);
+    TIFFOpenOptionsFree(opts);
+    if (!ts->r.tif) {
+        nst_status st = nst_fail(NST_EINPUT, "%s: corrupt TIFF: %s", name, ts->src.msg[0] ? ts->src.msg : "cannot read the header");
+        tiff_source_close(s);
+        return st;
+    }
+    ts->r.src = &ts->src;
+    ts->r.name = s->name;
+    nst_status st = validate(&ts->r, lim, &s->info);
+    if (st == NST_OK) st = reader_buffers(&ts->r);
+    if (st != NST_OK) {
+        tiff_source_close(s);
+        return st;
+    }
+    s->w = (int)ts->r.w;
+    s->h = (int)ts->r.h;
+    s->band = (int)(ts->r.tiled ? ts->r.th : ts->r.whole_strips ? ts->r.rps : 1);
+    *out = s;
+    return NST_OK;
 }

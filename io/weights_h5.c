@@ -9,6 +9,7 @@
 #include "../util/checked.h"
 #include "../util/mem.h"
 #include "atomic_file.h"
+#include "h5_util.h"
 #include "weights.h"
 
 #define NST_FORMAT_NAME "nstbatch-vgg19"
@@ -16,24 +17,6 @@
 static const float caffe_mean_bgr[3] = {103.939f, 116.779f, 123.68f};
 
 /* ---- HDF5 helpers ------------------------------------------------------------------------ */
-
-static herr_t last_error_cb(unsigned n, const H5E_error2_t *e, void *data)
-{
-    (void)n;
-    if (e->desc && *e->desc) snprintf(data, 200, "%s", e->desc);
-    return 0;
-}
-
-/* The innermost message of the current HDF5 error stack ("" if none). */
-static const char *h5_reason(char *buf)
-{
-    buf[0] = 0;
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, last_error_cb, buf);
-    H5Eclear2(H5E_DEFAULT);
-    return buf;
-}
-
-static void h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 
 static int link_exists(hid_t loc, const char *path)
 {
@@ -124,7 +107,7 @@ static nst_status read_floats(hid_t d, float *out, const char *file, const char 
 {
     char why[200];
     if (H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0)
-        return nst_fail(NST_EINPUT, "%s: cannot read %s (truncated or corrupt file?): %s", file, what, h5_reason(why));
+        return nst_fail(NST_EINPUT, "%s: cannot read %s (truncated or corrupt file?): %s", file, what, nst_h5_reason(why));
     return NST_OK;
 }
 
@@ -262,7 +245,7 @@ nst_status nst_weights_read(const char *path, nst_weights *w)
 {
     char why[200], fmt[64];
     memset(w, 0, sizeof *w);
-    h5_quiet();
+    nst_h5_quiet();
     htri_t is = H5Fis_hdf5(path);
     if (is <= 0) {
         FILE *f = fopen(path, "rb");
@@ -271,7 +254,7 @@ nst_status nst_weights_read(const char *path, nst_weights *w)
         return nst_fail(NST_EINPUT, "%s: not an HDF5 file (truncated, or not a weights file)", path);
     }
     hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (file < 0) return nst_fail(NST_EINPUT, "%s: cannot open as HDF5 (truncated or corrupt?): %s", path, h5_reason(why));
+    if (file < 0) return nst_fail(NST_EINPUT, "%s: cannot open as HDF5 (truncated or corrupt?): %s", path, nst_h5_reason(why));
 
     nst_status s = NST_OK;
     hid_t root = -1;
@@ -326,40 +309,6 @@ nst_status nst_weights_read(const char *path, nst_weights *w)
 
 /* ---- writing the nstbatch layout --------------------------------------------------------- */
 
-static int write_str_attr(hid_t obj, const char *name, const char *value)
-{
-    hid_t t = H5Tcopy(H5T_C_S1);
-    H5Tset_size(t, strlen(value) + 1);
-    H5Tset_strpad(t, H5T_STR_NULLTERM);
-    hid_t sp = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
-    int ok = a >= 0 && H5Awrite(a, t, value) >= 0;
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(sp);
-    H5Tclose(t);
-    return ok;
-}
-
-static int write_float_attr(hid_t obj, const char *name, const float *v, hsize_t n)
-{
-    hid_t sp = H5Screate_simple(1, &n, NULL);
-    hid_t a = H5Acreate2(obj, name, H5T_IEEE_F32LE, sp, H5P_DEFAULT, H5P_DEFAULT);
-    int ok = a >= 0 && H5Awrite(a, H5T_NATIVE_FLOAT, v) >= 0;
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(sp);
-    return ok;
-}
-
-static int write_int_attr(hid_t obj, const char *name, int v)
-{
-    hid_t sp = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(obj, name, H5T_STD_I32LE, sp, H5P_DEFAULT, H5P_DEFAULT);
-    int ok = a >= 0 && H5Awrite(a, H5T_NATIVE_INT, &v) >= 0;
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(sp);
-    return ok;
-}
-
 static int write_dataset(hid_t loc, const char *name, const float *v, int rank, const hsize_t *dims)
 {
     hid_t sp = H5Screate_simple(rank, dims, NULL);
@@ -374,17 +323,17 @@ nst_status nst_weights_write(const char *path, const nst_weights *w, int overwri
 {
     char why[200];
     nst_atomic_file af;
-    h5_quiet();
+    nst_h5_quiet();
     NST_TRY(nst_atomic_begin(&af, path, overwrite));
     hid_t f = H5Fcreate(af.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (f < 0) {
         nst_atomic_abort(&af);
-        return nst_fail(NST_ERUNTIME, "%s: cannot create HDF5 file: %s", path, h5_reason(why));
+        return nst_fail(NST_ERUNTIME, "%s: cannot create HDF5 file: %s", path, nst_h5_reason(why));
     }
-    int ok = write_str_attr(f, "format", NST_FORMAT_NAME) && write_int_attr(f, "format_version", 1) &&
-             write_str_attr(f, "description", w->description) && write_str_attr(f, "input_order", w->bgr ? "BGR" : "RGB") &&
-             write_float_attr(f, "input_scale", &w->scale, 1) && write_float_attr(f, "input_mean", w->mean, 3) &&
-             write_float_attr(f, "input_std", w->std, 3);
+    int ok = nst_h5_write_str_attr(f, "format", NST_FORMAT_NAME) && nst_h5_write_int_attr(f, "format_version", 1) &&
+             nst_h5_write_str_attr(f, "description", w->description) && nst_h5_write_str_attr(f, "input_order", w->bgr ? "BGR" : "RGB") &&
+             nst_h5_write_float_attr(f, "input_scale", &w->scale, 1) && nst_h5_write_float_attr(f, "input_mean", w->mean, 3) &&
+             nst_h5_write_float_attr(f, "input_std", w->std, 3);
     for (int k = 0; ok && k < w->nconv; k++) {
         const nst_conv_weights *c = &w->conv[k];
         hid_t g = H5Gcreate2(f, nst_vgg_layer_at(nst_vgg_conv_layer(k))->name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -395,7 +344,7 @@ nst_status nst_weights_write(const char *path, const nst_weights *w, int overwri
     if (H5Fclose(f) < 0) ok = 0;
     if (!ok) {
         nst_atomic_abort(&af);
-        return nst_fail(NST_ERUNTIME, "%s: cannot write HDF5 weights: %s", path, h5_reason(why));
+        return nst_fail(NST_ERUNTIME, "%s: cannot write HDF5 weights: %s", path, nst_h5_reason(why));
     }
     return nst_atomic_commit(&af);
 }

@@ -1,28 +1,32 @@
-/* nst/job.h: one render job, from a resolved config to a written image, on all ranks.
+/* nst/job.h: one render job, from a resolved config to written images, on all ranks.
  *
- * Rank 0 checks the config, reads the weights and the images and broadcasts what the others
- * need (weights, sizes); every rank plans the same layout; rank 0 sends each tile's window of the
- * content (and start image) to its owner; every rank renders its tiles; the cores come back to
- * rank 0, which writes the output. (Inputs small enough to read whole are read by rank 0 and
- * scattered; reading and writing by region is the streaming I/O's business.) Every failure ends
- * with all ranks agreeing on the status and rank 0 printing one message. */
+ * Every rank checks the config; rank 0 reads the weights and broadcasts them, opens the content
+ * (its size sets the output's) and reads the style; every rank plans the same layout, reads the
+ * windows of its tiles (nst/inputs.h: by region from a TIFF, from rank 0 otherwise), renders
+ * them (nst/render.h) and writes the output tiles it owns (nst/output.h). No rank holds the whole
+ * image. Every failure ends with all ranks agreeing on the status and rank 0 printing one
+ * message. */
 #ifndef NST_JOB_H
 #define NST_JOB_H
 
 #include "../io/config.h"
 #include "../kernels/backend.h"
+#include "output.h"
 #include "render.h"
 #include "spec.h"
 
 typedef struct {
     int width, height; /* output size */
     int threads;       /* CPU threads per rank */
+    long long max_core_px; /* the most pixels any rank owns */
+    double input_seconds;
     nst_render_stats stats;
+    nst_output_stats output;
 } nst_job_result;
 
 /* Semantic checks of a config before anything is read: loss layers, required paths, output
- * format and size keys, and that the output may be written. Errors name the config line. */
-nst_status nst_job_check(const nst_config *cfg, nst_loss_spec *spec);
+ * formats, codecs and size keys, and that the outputs may be written. Errors name the config line. */
+nst_status nst_job_check(const nst_config *cfg, nst_loss_spec *spec, nst_output_spec *out);
 /* model.weights, or the built-in random network (with a notice saying how to get real weights). */
 nst_status nst_job_load_weights(const nst_config *cfg, nst_weights *w);
 /* Check, read inputs, render, write the output, report. Collective: every rank calls it. */

@@ -131,6 +131,9 @@ nst_status nst_layout_plan(const nst_config *cfg, const nst_loss_spec *spec, con
         nst_warn("tiling.halo = %d is below the exact %d px for %s: tiles will not equal the whole-image result\n", halo,
                  L->halo_exact, nst_vgg_layer_at(deepest)->relu);
 
+    /* the feather ramp of the cheap mode's blend: the halo unless set */
+    L->blend_width = cfg->tiling_blend_width == NST_WORD(0) ? halo : (int)cfg->tiling_blend_width;
+
     /* halo exchange period */
     long long ek = cfg->tiling_exchange_every;
     L->exchange_every = ek == NST_WORD(0) ? (L->cheap ? 4 : 1) : (int)ek;

@@ -31,6 +31,7 @@ typedef struct {
     int cheap;          /* tiling.mode = cheap */
     int exchange_every;
     int blend_cosine;
+    int blend_width;    /* feather ramp width in pixels (cheap mode) */
     nst_gram_strategy gram;
     int nranks, rank;
     int *owner;         /* per tile */

@@ -230,7 +230,7 @@ static nst_status blend_run(const nst_render_ctx *ctx, nst_tile *tiles, tile_sta
             if (!own_done && (!tr || tr->src > t->index)) {
                 for (int y = 0; y < w.h; y++)
                     for (int x = 0; x < w.w; x++) {
-                        float wt = nst_blend_weight(&L->grid, t->index, w.x + x, w.y + y, L->grid.halo, L->blend_cosine);
+                        float wt = nst_blend_weight(&L->grid, t->index, w.x + x, w.y + y, L->blend_width, L->blend_cosine);
                         size_t k = (size_t)y * w.w + x;
                         wsum[k] += wt;
                         for (int c = 0; c < 3; c++) acc[3 * k + c] += wt * own[3 * k + c];
@@ -242,7 +242,7 @@ static nst_status blend_run(const nst_render_ctx *ctx, nst_tile *tiles, tile_sta
             for (int y = 0; y < tr->rect.h; y++)
                 for (int x = 0; x < tr->rect.w; x++) {
                     int gx = tr->rect.x + x, gy = tr->rect.y + y;
-                    float wt = nst_blend_weight(&L->grid, tr->src, gx, gy, L->grid.halo, L->blend_cosine);
+                    float wt = nst_blend_weight(&L->grid, tr->src, gx, gy, L->blend_width, L->blend_cosine);
                     size_t k = (size_t)(gy - w.y) * w.w + (gx - w.x);
                     wsum[k] += wt;
                     for (int c = 0; c < 3; c++) acc[3 * k + c] += wt * vals[((size_t)y * tr->rect.w + x) * 3 + c];
@@ -357,8 +357,46 @@ static nst_status step(const nst_render_ctx *ctx, nst_tile *tiles, tile_state *s
     return NST_OK;
 }
 
+/* optim.iterations = 0: no optimisation, so no network: the result is the initial image (the
+ * content, the noise or optim.init_path), each core cut from its window as the windows arrive. */
+static nst_status render_initial(const nst_render_ctx *ctx, float **content, float **init, float **out, nst_render_stats *st)
+{
+    const nst_layout *L = ctx->layout;
+    const nst_config *cfg = ctx->cfg;
+    double t0 = nst_now();
+    nst_status s = NST_OK;
+    for (int i = 0; i < L->nlocal; i++) {
+        nst_rect core = nst_grid_core(&L->grid, L->local[i]), win = nst_grid_window(&L->grid, L->local[i]);
+        if (s == NST_OK) {
+            out[i] = nst_alloc_array((size_t)nst_rect_area(core) * 3, sizeof(float), "a tile's result");
+            if (!out[i]) s = NST_ENOMEM;
+        }
+        if (s == NST_OK && strcmp(cfg->optim_init, "noise") == 0) {
+            nst_noise_rect(out[i], core, ctx->img_w, (unsigned long long)cfg->run_seed);
+        } else if (s == NST_OK) {
+            const float *src = strcmp(cfg->optim_init, "image") == 0 ? init[i] : content[i];
+            nst_rect rel = nst_rect_translate(core, -win.x, -win.y);
+            for (int y = 0; y < rel.h; y++)
+                memcpy(out[i] + (size_t)y * rel.w * 3, src + ((size_t)(rel.y + y) * win.w + rel.x) * 3, (size_t)rel.w * 3 * sizeof(float));
+        }
+        nst_free(content[i]);
+        content[i] = NULL;
+        if (init) {
+            nst_free(init[i]);
+            init[i] = NULL;
+        }
+    }
+    st->setup_seconds = nst_now() - t0;
+    nst_info("optim.iterations = 0: no optimisation; the output is the initial image (%s)\n", cfg->optim_init);
+    return agree(ctx, s);
+}
+
 nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, float **out, nst_render_stats *st)
 {
+    if (ctx->cfg->optim_iterations == 0) {
+        memset(st, 0, sizeof *st);
+        return render_initial(ctx, content, init, out, st);
+    }
     const nst_config *cfg = ctx->cfg;
     const nst_layout *L = ctx->layout;
     nst_backend *be = ctx->be;
@@ -400,8 +438,15 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
         tiles = nst_calloc(sizeof(nst_tile) * (size_t)(L->nlocal + 1), "tiles");
         if (!ts || !tiles) s = NST_ENOMEM;
     }
-    for (int i = 0; s == NST_OK && i < L->nlocal; i++)
+    for (int i = 0; s == NST_OK && i < L->nlocal; i++) {
         s = tile_setup(ctx, &obj, &tiles[i], &ts[i], L->local[i], content[i], init ? init[i] : NULL);
+        nst_free(content[i]); /* consumed: the targets and the optimised pixels have what they need */
+        content[i] = NULL;
+        if (init) {
+            nst_free(init[i]);
+            init[i] = NULL;
+        }
+    }
     s = agree(ctx, s);
     if (s == NST_OK) s = nst_objective_finish_targets(&obj);
     if (s == NST_OK) s = exchange_plan(L, &ex);

@@ -41,7 +41,9 @@ typedef struct {
 } nst_render_ctx;
 
 /* content[i] (and init[i] when optim.init = image, else NULL): the window pixels of local tile i,
- * host fp32. out[i] receives the core pixels of local tile i (nst_free them). Collective. */
+ * host fp32, consumed (freed and set to NULL as soon as the tile is set up). out[i] receives the
+ * core pixels of local tile i (nst_free them). With optim.iterations = 0 there is no network and
+ * no loss: the result is the initial image. Collective. */
 nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, float **out, nst_render_stats *stats);
 
 /* One process, whole images: plans the layout for one rank, cuts the windows, renders, and

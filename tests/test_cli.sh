@@ -31,7 +31,7 @@ case_() {
   if [ "$want" -ne 0 ] && [ "$errors" -ne 1 ]; then bad "$name" "$errors error lines, expected 1" "$out"; return; fi
   if ! grep -q -F -- "$frag" <<<"$out"; then bad "$name" "output lacks '$frag'" "$out"; return; fi
   if ls -a "$T" | grep -q 'nstbatch-.*\.tmp'; then bad "$name" "a temporary file was left behind" "$(ls -a "$T")"; return; fi
-  if [ "$want" -ne 0 ] && [ -e "$T/out.png" ]; then bad "$name" "an output was written" ""; rm -f "$T/out.png"; return; fi
+  if [ "$want" -ne 0 ] && [ -e "$T/out.png" -o -e "$T/out.preview.png" ]; then bad "$name" "an output was written" "$(ls "$T")"; rm -f "$T/out.png" "$T/out.preview.png"; return; fi
   ok "$name"
 }
 
@@ -72,7 +72,7 @@ case_ "a short render" 0 "wrote out.png (64x43, 8-bit)" -- "$NST" ok.ini --set o
 cp "$T/out.png" "$T/first.png"
 case_ "a second identical run" 0 "wrote out.png" -- "$NST" ok.ini --set optim.iterations=3 --set output.size=64 --set output.overwrite=true
 if cmp -s "$T/first.png" "$T/out.png"; then ok "two identical runs write identical files"; else bad "two identical runs write identical files" "outputs differ"; fi
-rm -f "$T/out.png" "$T/first.png"
+rm -f "$T/out.png" "$T/out.preview.png" "$T/first.png"
 
 # ---- the README documents every key -----------------------------------------------------------------
 undocumented=""
@@ -98,7 +98,7 @@ printf '[optim]\nlr = 0.1\nlr = 0.2\n' >"$T/c8.ini"; case_ "duplicate key" 2 "se
 printf '[style]\npath = style.png\n[output]\npath = out.png\n' >"$T/c9.ini"; case_ "missing content.path" 2 "content.path is not set" -- "$NST" c9.ini
 base '[style]\nlayers = relu1_1,relu6_1\n' c10.ini; case_ "unknown layer" 2 "style.layers: unknown layer 'relu6_1'" -- "$NST" c10.ini
 base '[style]\nlayer_weights = 1,2\n' c11.ini; case_ "layer weights count" 2 "2 values for 5 style layers" -- "$NST" c11.ini
-case_ "output format" 2 "valid extensions: .png, .tif, .tiff" -- "$NST" ok.ini --set output.path=out.bmp
+case_ "output format" 2 "valid extensions: .tif, .tiff, .h5, .hdf5, .png" -- "$NST" ok.ini --set output.path=out.bmp
 case_ "output directory missing" 2 "output directory nowhere does not exist" -- "$NST" ok.ini --set output.path=nowhere/out.png
 cp "$T/content.png" "$T/exists.png"
 case_ "output exists" 2 "set output.overwrite = true" -- "$NST" ok.ini --set output.path=exists.png
@@ -137,7 +137,7 @@ case_ "weights missing" 2 "model.weights: missing.h5: cannot open" -- "$NST" ok.
 if command -v mpirun >/dev/null; then
   case_ "two ranks: a bad input stops both, one message" 2 "content.path: trunc.png: corrupt PNG" -- mpirun --oversubscribe -np 2 "$NST" ok.ini --set content.path=trunc.png
   case_ "two ranks render" 0 "wrote out.png" -- mpirun --oversubscribe -np 2 "$NST" ok.ini --set optim.iterations=2 --set output.size=64 --set tiling.tile_size=32 --set output.overwrite=true
-  rm -f "$T/out.png"
+  rm -f "$T/out.png" "$T/out.preview.png"
   case_ "tile size off the stride" 2 "tiling.tile_size = 100: must be a multiple of 16" -- "$NST" ok.ini --set tiling.tile_size=100
   case_ "halo off the stride" 2 "tiling.halo = 40: must be a multiple of 16" -- "$NST" ok.ini --set tiling.halo=40
   case_ "exchange_every in exact mode" 2 "tiling.exchange_every = 4 needs tiling.mode = cheap" -- "$NST" ok.ini --set tiling.exchange_every=4

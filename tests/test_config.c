@@ -164,6 +164,7 @@ static void t_semantic_checks_name_the_line(void)
 {
     nst_config c;
     nst_loss_spec spec;
+    nst_output_spec out;
     CHECK(parse(&c, "[style]\nlayers = relu1_1,relu9_9\n") == NST_OK, "%s", nst_fail_message());
     nst_fail_clear();
     CHECK(nst_loss_spec_parse(&c, &spec) == NST_EINPUT, "unknown layer accepted");
@@ -184,16 +185,16 @@ static void t_semantic_checks_name_the_line(void)
     /* required keys, format, exclusive size keys */
     CHECK(parse(&c, "[style]\npath = s.png\n") == NST_OK, "%s", nst_fail_message());
     nst_fail_clear();
-    CHECK(nst_job_check(&c, &spec) == NST_EINPUT && strstr(nst_fail_message(), "content.path is not set"), "%s",
+    CHECK(nst_job_check(&c, &spec, &out) == NST_EINPUT && strstr(nst_fail_message(), "content.path is not set"), "%s",
           nst_fail_message());
     CHECK(parse(&c, "[content]\npath = a.png\n[style]\npath = s.png\n[output]\npath = o.bmp\n") == NST_OK, "%s", nst_fail_message());
     nst_fail_clear();
-    CHECK(nst_job_check(&c, &spec) == NST_EINPUT && strstr(nst_fail_message(), "t.ini:6") &&
-              strstr(nst_fail_message(), ".png, .tif, .tiff"),
+    CHECK(nst_job_check(&c, &spec, &out) == NST_EINPUT && strstr(nst_fail_message(), "t.ini:6") &&
+              strstr(nst_fail_message(), ".tif, .tiff, .h5, .hdf5, .png"),
           "%s", nst_fail_message());
     CHECK(parse(&c, "[content]\npath = a.png\n[style]\npath = s.png\n[output]\npath = o.png\nsize = 10\nwidth = 5\n") == NST_OK, "%s", nst_fail_message());
     nst_fail_clear();
-    CHECK(nst_job_check(&c, &spec) == NST_EINPUT && strstr(nst_fail_message(), "cannot be combined"), "%s",
+    CHECK(nst_job_check(&c, &spec, &out) == NST_EINPUT && strstr(nst_fail_message(), "cannot be combined"), "%s",
           nst_fail_message());
 }
 

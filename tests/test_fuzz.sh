@@ -10,7 +10,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 secs=${FUZZ_SECONDS:-30}
 pass=0 fail=0
 mkdir -p "$B/fuzz/artifacts"
-for target in config image; do
+for target in config image tiff; do
   bin="$B/fuzz/fuzz_$target"
   if [ ! -x "$bin" ]; then echo "  FAIL fuzz_$target: not built ($bin)"; fail=$((fail + 1)); continue; fi
   work=$(mktemp -d)   # new inputs go here; the committed seeds stay as they are

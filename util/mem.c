@@ -2,6 +2,7 @@
 #include "mem.h"
 
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <string.h>
 
 #include "checked.h"
@@ -36,3 +37,10 @@ void *nst_alloc_array(size_t count, size_t size, const char *what)
 }
 
 void nst_free(void *p) { free(p); }
+
+size_t nst_peak_rss(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (size_t)ru.ru_maxrss * 1024; /* Linux reports KiB */
+}

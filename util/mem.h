@@ -13,5 +13,7 @@ void *nst_calloc(size_t bytes, const char *what);
 /* count * size with overflow check. */
 void *nst_alloc_array(size_t count, size_t size, const char *what);
 void nst_free(void *p);
+/* This process's peak resident set so far, in bytes (getrusage). */
+size_t nst_peak_rss(void);
 
 #endif

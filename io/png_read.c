@@ -1,9 +1,8 @@
-/* io/png_io.c: PNG reader (from memory) and writer (8/16-bit RGB) with libpng.
+/* io/png_read.c: PNG reader (from memory) with libpng; PNG is decoded whole (not random access).
  *
  * libpng reports errors by longjmp; every libpng message is captured into our error channel
  * with the file name, and every buffer allocated after setjmp is released on that path.
  */
-#include <errno.h>
 #include <png.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -108,63 +107,5 @@ done:
     nst_free(rows);
     nst_free(rowp);
     if (status != NST_OK) nst_image_free(out);
-    return status;
-}
-
-nst_status nst_png_write(const char *path, const nst_image *img, int bits, const char *description)
-{
-    png_ctx ctx = {NULL, 0, 0, ""};
-    FILE *volatile f = fopen(path, "wb");
-    if (!f) return nst_fail(NST_ERUNTIME, "cannot open for writing: %s", strerror(errno));
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &ctx, pngio_error, pngio_warning);
-    png_infop pinfo = png ? png_create_info_struct(png) : NULL;
-    unsigned char *volatile row = NULL;
-    volatile nst_status status = NST_OK;
-    if (!pinfo) {
-        png_destroy_write_struct(&png, NULL);
-        fclose(f);
-        return nst_fail(NST_ENOMEM, "cannot create a PNG writer");
-    }
-    if (setjmp(png_jmpbuf(png))) {
-        status = nst_fail(NST_ERUNTIME, "PNG write failed: %s", ctx.msg);
-        goto done;
-    }
-    png_init_io(png, f);
-    png_set_IHDR(png, pinfo, (png_uint_32)img->w, (png_uint_32)img->h, bits, PNG_COLOR_TYPE_RGB,
-                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    png_text text[2];
-    memset(text, 0, sizeof text);
-    text[0].compression = PNG_TEXT_COMPRESSION_NONE;
-    text[0].key = "Software";
-    text[0].text = "nstbatch";
-    int ntext = 1;
-    if (description) {
-        text[1].compression = PNG_ITXT_COMPRESSION_zTXt;
-        text[1].key = "nstbatch.config";
-        text[1].text = (char *)description;
-        ntext = 2;
-    }
-    png_set_text(png, pinfo, text, ntext);
-    png_write_info(png, pinfo);
-    if (bits == 16) png_set_swap(png);
-    size_t bps = bits == 16 ? 2 : 1;
-    row = nst_alloc_array((size_t)img->w * 3, bps, "a PNG row");
-    if (!row) {
-        status = NST_ENOMEM;
-        goto done;
-    }
-    for (int y = 0; y < img->h; y++) {
-        nst_image_get_row(img, y, bits, row);
-        png_write_row(png, row);
-    }
-    png_write_end(png, NULL);
-
-done:
-    png_destroy_write_struct(&png, &pinfo);
-    nst_free(row);
-    if (fflush(f) != 0 || ferror(f)) {
-        if (status == NST_OK) status = nst_fail(NST_ERUNTIME, "write error: %s", strerror(errno));
-    }
-    if (fclose(f) != 0 && status == NST_OK) status = nst_fail(NST_ERUNTIME, "write error: %s", strerror(errno));
     return status;
 }

@@ -1,0 +1,22 @@
+/* mpi/h5_mpio.c: MPI-IO file access and collective transfers for parallel HDF5 (see h5_mpio.h). */
+#include "h5_mpio.h"
+
+#include <mpi.h>
+
+#include "comm.h"
+
+nst_status nst_comm_h5_fapl(hid_t fapl)
+{
+    if (H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL) < 0 || H5Pset_all_coll_metadata_ops(fapl, 1) < 0 ||
+        H5Pset_coll_metadata_write(fapl, 1) < 0)
+        return nst_fail(NST_ERUNTIME, "rank %d: HDF5 cannot use MPI-IO (H5Pset_fapl_mpio failed): is this HDF5 built parallel?",
+                        nst_comm_rank());
+    return NST_OK;
+}
+
+nst_status nst_comm_h5_dxpl(hid_t dxpl)
+{
+    if (H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE) < 0)
+        return nst_fail(NST_ERUNTIME, "rank %d: HDF5 refused collective transfers (H5Pset_dxpl_mpio)", nst_comm_rank());
+    return NST_OK;
+}

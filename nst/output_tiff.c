@@ -1,0 +1,212 @@
+/* nst/output_tiff.c: the TIFF sink. Every rank compresses the tiles it owns (one encoder per
+ * thread) in batches of about BATCH_BYTES; batch by batch the compressed bytes travel to rank 0,
+ * which writes them with raw tile writes, so the ranks' compression runs in parallel and the file
+ * has one writer. */
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../mpi/comm.h"
+#include "../util/mem.h"
+#include "../util/timer.h"
+#include "output_sink.h"
+
+#define BATCH_BYTES ((size_t)32 << 20) /* uncompressed bytes per rank per batch */
+
+typedef struct {
+    nst_tiff_params p;
+    nst_tiff_writer *w;      /* rank 0 */
+    nst_tiff_encoder **enc;  /* one per thread */
+    int nenc;
+} tiff_sink;
+
+static nst_status tiff_close(nst_sink *sk, int ok)
+{
+    tiff_sink *ts = sk->impl;
+    nst_status s = NST_OK;
+    if (ts->w) {
+        double t0 = nst_now();
+        s = nst_tiff_writer_close(ts->w);
+        sk->io_seconds += nst_now() - t0;
+        ts->w = NULL;
+        struct stat st;
+        if (s == NST_OK && stat(sk->af.tmp, &st) == 0) sk->bytes = (unsigned long long)st.st_size;
+    }
+    for (int i = 0; i < ts->nenc; i++) nst_tiff_encoder_free(ts->enc[i]);
+    nst_free(ts->enc);
+    nst_free(ts);
+    sk->impl = NULL;
+    return ok ? nst_comm_agree(s) : NST_OK;
+}
+
+/* This rank's batch b: tiles [b K, min((b + 1) K, n)) of its list, compressed into one buffer:
+ * K 64-bit lengths, then the bytes. */
+static nst_status compress_batch(tiff_sink *ts, const nst_pyramid *P, const nst_tileset *set, int first, int count, int K,
+                                 unsigned char **msg, size_t *msg_len)
+{
+    unsigned char **parts = nst_calloc(sizeof(unsigned char *) * (size_t)(count + 1), "compressed tiles");
+    uint64_t *lens = nst_calloc(sizeof(uint64_t) * (size_t)K, "compressed tile sizes");
+    nst_status s = parts && lens ? NST_OK : NST_ENOMEM;
+    int failed = 0;
+    if (s == NST_OK) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(ts->nenc)
+        for (int i = 0; i < count; i++) {
+            if (failed) continue;
+            nst_rect r = nst_tileset_rect(P, set, first + i);
+            const unsigned char *bytes;
+            size_t len;
+            nst_status e = nst_tiff_encode(ts->enc[omp_get_thread_num()], set->px[first + i], r.w, r.h, &bytes, &len);
+            if (e == NST_OK) {
+                parts[i] = nst_alloc(len, "a compressed tile");
+                if (parts[i]) memcpy(parts[i], bytes, len);
+                lens[i] = len;
+            }
+            if (e != NST_OK || !parts[i]) {
+#pragma omp atomic write
+                failed = 1;
+            }
+        }
+        if (failed) s = nst_fail_pending() ? NST_ERUNTIME : nst_fail(NST_ERUNTIME, "TIFF tile compression failed");
+    }
+    size_t total = (size_t)K * sizeof(uint64_t);
+    for (int i = 0; s == NST_OK && i < count; i++) total += (size_t)lens[i];
+    if (s == NST_OK) {
+        *msg = nst_alloc(total, "a batch of compressed tiles");
+        if (!*msg) s = NST_ENOMEM;
+    }
+    if (s == NST_OK) {
+        memcpy(*msg, lens, (size_t)K * sizeof(uint64_t));
+        size_t off = (size_t)K * sizeof(uint64_t);
+        for (int i = 0; i < count; i++) {
+            memcpy(*msg + off, parts[i], (size_t)lens[i]);
+            off += (size_t)lens[i];
+        }
+        *msg_len = total;
+    }
+    for (int i = 0; parts && i < count; i++) nst_free(parts[i]);
+    nst_free(parts);
+    nst_free(lens);
+    return s;
+}
+
+static nst_status tiff_level(nst_sink *sk, const nst_pyramid *P, const nst_tileset *set)
+{
+    tiff_sink *ts = sk->impl;
+    const int rank = nst_comm_rank(), nranks = nst_comm_size();
+    const nst_level *lv = &set->lv;
+    double t_start = nst_now(), t0;
+    nst_status s = NST_OK;
+    if (rank == 0) {
+        t0 = nst_now();
+        s = nst_tiff_writer_level(ts->w, set->level, lv->w, lv->h);
+        sk->io_seconds += nst_now() - t0;
+    }
+    NST_TRY(nst_comm_agree(s));
+
+    /* batches of K tiles; every rank knows every rank's tile list from the owners */
+    const size_t tile_bytes = (size_t)P->tile * P->tile * 3 * (size_t)set->sample_bytes;
+    const int K = BATCH_BYTES / tile_bytes > 1 ? (int)(BATCH_BYTES / tile_bytes) : 1;
+    int *count = nst_calloc(sizeof(int) * (size_t)nranks, "tiles per rank");
+    int *list = rank == 0 ? nst_alloc_array((size_t)lv->ntiles, sizeof(int), "tile lists") : NULL;
+    int *start = rank == 0 ? nst_calloc(sizeof(int) * (size_t)(nranks + 1), "tile lists") : NULL;
+    if (!count || (rank == 0 && (!list || !start))) s = NST_ENOMEM;
+    int batches = 0;
+    if (s == NST_OK) {
+        for (int t = 0; t < lv->ntiles; t++) count[set->owner[t]]++;
+        for (int r = 0; r < nranks; r++)
+            if ((count[r] + K - 1) / K > batches) batches = (count[r] + K - 1) / K;
+        if (rank == 0) { /* rank r's tiles, ascending, at list[start[r]] */
+            for (int r = 0; r < nranks; r++) start[r + 1] = start[r] + count[r];
+            int *fill = nst_calloc(sizeof(int) * (size_t)nranks, "tile lists");
+            if (!fill) s = NST_ENOMEM;
+            for (int t = 0; s == NST_OK && t < lv->ntiles; t++) list[start[set->owner[t]] + fill[set->owner[t]]++] = t;
+            nst_free(fill);
+        }
+    }
+    s = nst_comm_agree(s);
+
+    for (int b = 0; s == NST_OK && b < batches; b++) {
+        int first = b * K, mine = set->nown - first < K ? set->nown - first : K;
+        if (mine < 0) mine = 0;
+        unsigned char *msg = NULL;
+        size_t msg_len = 0;
+        if (mine > 0) s = compress_batch(ts, P, set, first, mine, K, &msg, &msg_len);
+        s = nst_comm_agree(s); /* nobody waits for a batch that will not come */
+        if (s != NST_OK) {
+            nst_free(msg);
+            break;
+        }
+        if (rank != 0) {
+            if (mine > 0) {
+                uint64_t len = msg_len;
+                s = nst_comm_send(&len, sizeof len, 0);
+                if (s == NST_OK) s = nst_comm_send(msg, msg_len, 0);
+            }
+        } else {
+            nst_status w = NST_OK; /* a write failure still receives every batch, then reports */
+            for (int r = 0; r < nranks && s == NST_OK; r++) {
+                int n = count[r] - first < K ? count[r] - first : K;
+                if (n <= 0) continue;
+                unsigned char *data = msg;
+                if (r != 0) {
+                    uint64_t len = 0;
+                    s = nst_comm_recv(&len, sizeof len, r);
+                    data = s == NST_OK ? nst_alloc((size_t)len, "a received batch of tiles") : NULL;
+                    if (s == NST_OK && !data) nst_comm_abort(1, "out of memory receiving compressed tiles");
+                    if (s == NST_OK) s = nst_comm_recv(data, (size_t)len, r);
+                }
+                const uint64_t *lens = (const uint64_t *)data;
+                size_t off = (size_t)K * sizeof(uint64_t);
+                t0 = nst_now();
+                for (int i = 0; s == NST_OK && w == NST_OK && i < n; i++) {
+                    w = nst_tiff_writer_tile(ts->w, list[start[r] + first + i], data + off, (size_t)lens[i]);
+                    off += (size_t)lens[i];
+                }
+                sk->io_seconds += nst_now() - t0;
+                if (r != 0) nst_free(data);
+            }
+            if (s == NST_OK) s = w;
+        }
+        nst_free(msg);
+        s = nst_comm_agree(s);
+    }
+    if (s == NST_OK && rank == 0) {
+        t0 = nst_now();
+        s = nst_tiff_writer_end_level(ts->w);
+        sk->io_seconds += nst_now() - t0;
+    }
+    nst_free(count);
+    nst_free(list);
+    nst_free(start);
+    sk->seconds += nst_now() - t_start;
+    return nst_comm_agree(s);
+}
+
+nst_status nst_sink_tiff(nst_sink *sk, const nst_output_spec *o, const nst_pyramid *P, int nlevels, const char *description)
+{
+    NST_TRY(nst_sink_begin(sk, NST_OUT_TIFF, o->path[NST_OUT_TIFF], o->overwrite, nlevels));
+    tiff_sink *ts = nst_calloc(sizeof *ts, "the TIFF sink");
+    nst_status s = ts ? NST_OK : NST_ENOMEM;
+    if (ts) {
+        sk->impl = ts;
+        sk->level = tiff_level;
+        sk->close = tiff_close;
+        ts->p = o->tiff;
+        ts->nenc = omp_get_max_threads();
+        ts->enc = nst_calloc(sizeof(nst_tiff_encoder *) * (size_t)ts->nenc, "TIFF encoders");
+        if (!ts->enc) s = NST_ENOMEM;
+        for (int i = 0; s == NST_OK && i < ts->nenc; i++) s = nst_tiff_encoder_new(&ts->p, &ts->enc[i]);
+    }
+    if (s == NST_OK && nst_comm_rank() == 0) {
+        /* BigTIFF from the uncompressed size of the whole pyramid: compression cannot be counted on */
+        double raw = nst_pyramid_pixels(P) * 3 * (o->bits / 8);
+        for (int k = nlevels; k < P->nlevels; k++) raw -= (double)P->lv[k].w * P->lv[k].h * 3 * (o->bits / 8);
+        int big = strcmp(o->bigtiff, "yes") == 0 || (strcmp(o->bigtiff, "auto") == 0 && raw > 3.9e9);
+        s = nst_tiff_writer_open(sk->af.tmp, &ts->p, nlevels, big, description, &ts->w);
+    }
+    s = nst_comm_agree(s);
+    if (s != NST_OK && ts) tiff_close(sk, 0);
+    return s;
+}

@@ -1,0 +1,264 @@
+/* nst/output_tiles.c: output tiles assembled on their owners (see output_tiles.h).
+ *
+ * Both moves are the same plan: pieces (render cores, or halved tiles of the level above) cut by
+ * the level's tiles (nst_plan_pieces_to_tiles, ordered by piece). The piece's owner produces each
+ * cut: into its own tile directly, or packed into the buffer for the tile's owner; one sparse
+ * exchange; the receivers unpack in the same order. */
+#include "output_tiles.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../io/image.h"
+#include "../mpi/comm.h"
+#include "../util/mem.h"
+
+/* Produce rect r of piece `src` as samples into dst (row stride `stride` bytes). */
+typedef void (*produce_fn)(void *ctx, int src, nst_rect r, unsigned char *dst, size_t stride);
+/* Called once a local piece has produced all its cuts. */
+typedef void (*done_fn)(void *ctx, int src);
+
+void nst_tileset_free(nst_tileset *ts)
+{
+    for (int i = 0; ts->px && i < ts->nown; i++) nst_free(ts->px[i]);
+    nst_free(ts->px);
+    nst_free(ts->own);
+    nst_free(ts->owner);
+    memset(ts, 0, sizeof *ts);
+}
+
+nst_rect nst_tileset_rect(const nst_pyramid *P, const nst_tileset *ts, int i) { return nst_pyramid_tile(P, ts->level, ts->own[i]); }
+
+/* The level's owners are filled in by the caller; allocate this rank's tiles. */
+static nst_status tileset_alloc(const nst_pyramid *P, int level, int bits, nst_tileset *ts)
+{
+    const int rank = nst_comm_rank();
+    ts->level = level;
+    ts->lv = P->lv[level];
+    ts->sample_bytes = bits / 8;
+    for (int t = 0; t < ts->lv.ntiles; t++) ts->nown += ts->owner[t] == rank;
+    ts->own = nst_alloc_array((size_t)ts->nown + 1, sizeof(int), "output tile list");
+    ts->px = nst_calloc(sizeof(unsigned char *) * ((size_t)ts->nown + 1), "output tiles");
+    if (!ts->own || !ts->px) return NST_ENOMEM;
+    for (int t = 0, i = 0; t < ts->lv.ntiles; t++)
+        if (ts->owner[t] == rank) ts->own[i++] = t;
+    for (int i = 0; i < ts->nown; i++) {
+        size_t n = (size_t)nst_rect_area(nst_tileset_rect(P, ts, i)) * 3 * (size_t)ts->sample_bytes;
+        ts->px[i] = nst_alloc(n, "an output tile");
+        if (!ts->px[i]) return NST_ENOMEM;
+        ts->bytes += n;
+    }
+    return NST_OK;
+}
+
+static int find(const int *sorted, int n, int v)
+{
+    int lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (sorted[mid] == v) return mid;
+        if (sorted[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+/* The move: see the file comment. src_owner[] per piece; dst has its owners and buffers. */
+static nst_status move_pieces(const nst_pyramid *P, const nst_transfer *tr, int ntr, const int *src_owner, nst_tileset *dst,
+                              produce_fn produce, done_fn done, void *ctx, size_t held, size_t *peak)
+{
+    const int rank = nst_comm_rank(), nranks = nst_comm_size();
+    const size_t px = 3 * (size_t)dst->sample_bytes;
+    size_t *sendn = nst_calloc(sizeof(size_t) * 2 * (size_t)nranks, "output exchange sizes");
+    if (!sendn) return NST_ENOMEM;
+    size_t *recvn = sendn + nranks;
+    for (int i = 0; i < ntr; i++) {
+        int so = src_owner[tr[i].src], dof = dst->owner[tr[i].dst];
+        size_t n = (size_t)nst_rect_area(tr[i].rect) * px;
+        if (so == rank && dof != rank) sendn[dof] += n;
+        if (dof == rank && so != rank) recvn[so] += n;
+    }
+    nst_comm_msg *msgs = nst_calloc(sizeof(nst_comm_msg) * 2 * (size_t)nranks, "output exchange messages");
+    size_t *off = nst_calloc(sizeof(size_t) * (size_t)nranks, "output exchange offsets");
+    nst_status s = msgs && off ? NST_OK : NST_ENOMEM;
+    int nsend = 0, nrecv = 0;
+    size_t inflight = 0;
+    for (int r = 0; s == NST_OK && r < nranks; r++) {
+        if (sendn[r]) {
+            msgs[nsend] = (nst_comm_msg){r, nst_alloc(sendn[r], "an output send buffer"), sendn[r]};
+            if (!msgs[nsend++].buf) s = NST_ENOMEM;
+            inflight += sendn[r];
+        }
+    }
+    nst_comm_msg *recvs = msgs ? msgs + nranks : NULL;
+    for (int r = 0; s == NST_OK && r < nranks; r++) {
+        if (recvn[r]) {
+            recvs[nrecv] = (nst_comm_msg){r, nst_alloc(recvn[r], "an output receive buffer"), recvn[r]};
+            if (!recvs[nrecv++].buf) s = NST_ENOMEM;
+            inflight += recvn[r];
+        }
+    }
+    if (peak && held + inflight + dst->bytes > *peak) *peak = held + inflight + dst->bytes;
+    /* produce, in plan order; a piece is done after its last cut */
+    for (int i = 0; s == NST_OK && i < ntr; i++) {
+        const nst_transfer *t = &tr[i];
+        if (src_owner[t->src] != rank) continue;
+        int dof = dst->owner[t->dst];
+        if (dof == rank) {
+            int li = find(dst->own, dst->nown, t->dst);
+            nst_rect tile = nst_pyramid_tile(P, dst->level, t->dst);
+            size_t stride = (size_t)tile.w * px;
+            produce(ctx, t->src, t->rect, dst->px[li] + (size_t)(t->rect.y - tile.y) * stride + (size_t)(t->rect.x - tile.x) * px, stride);
+        } else {
+            int m = 0;
+            while (msgs[m].peer != dof) m++;
+            produce(ctx, t->src, t->rect, (unsigned char *)msgs[m].buf + off[dof], (size_t)t->rect.w * px);
+            off[dof] += (size_t)nst_rect_area(t->rect) * px;
+        }
+        if (done && (i + 1 == ntr || tr[i + 1].src != t->src)) done(ctx, t->src);
+    }
+    s = nst_comm_agree(s); /* nobody enters the exchange if a rank could not allocate */
+    if (s == NST_OK) s = nst_comm_exchange(msgs, nsend, recvs, nrecv);
+    if (s == NST_OK) {
+        memset(off, 0, sizeof(size_t) * (size_t)nranks);
+        for (int i = 0; i < ntr; i++) {
+            const nst_transfer *t = &tr[i];
+            int so = src_owner[t->src];
+            if (dst->owner[t->dst] != rank || so == rank) continue;
+            int m = 0;
+            while (recvs[m].peer != so) m++;
+            int li = find(dst->own, dst->nown, t->dst);
+            nst_rect tile = nst_pyramid_tile(P, dst->level, t->dst);
+            size_t stride = (size_t)tile.w * px, row = (size_t)t->rect.w * px;
+            const unsigned char *in = (const unsigned char *)recvs[m].buf + off[so];
+            unsigned char *o = dst->px[li] + (size_t)(t->rect.y - tile.y) * stride + (size_t)(t->rect.x - tile.x) * px;
+            for (int y = 0; y < t->rect.h; y++) memcpy(o + (size_t)y * stride, in + (size_t)y * row, row);
+            off[so] += (size_t)t->rect.h * row;
+        }
+    }
+    for (int i = 0; msgs && i < nsend; i++) nst_free(msgs[i].buf);
+    for (int i = 0; recvs && i < nrecv; i++) nst_free(recvs[i].buf);
+    nst_free(msgs);
+    nst_free(off);
+    nst_free(sendn);
+    return s;
+}
+
+/* ---- level 0: quantised render cores -------------------------------------------------------------- */
+
+typedef struct {
+    const nst_layout *L;
+    float **cores;
+    int bits;
+} cores_ctx;
+
+static void produce_core(void *c, int src, nst_rect r, unsigned char *dst, size_t stride)
+{
+    cores_ctx *cc = c;
+    int li = find(cc->L->local, cc->L->nlocal, src);
+    nst_rect core = nst_grid_core(&cc->L->grid, src);
+    for (int y = 0; y < r.h; y++)
+        nst_rgb_to_samples(dst + (size_t)y * stride, cc->cores[li] + ((size_t)(r.y - core.y + y) * core.w + (size_t)(r.x - core.x)) * 3, r.w,
+                           cc->bits);
+}
+
+static void core_done(void *c, int src)
+{
+    cores_ctx *cc = c;
+    int li = find(cc->L->local, cc->L->nlocal, src);
+    nst_free(cc->cores[li]);
+    cc->cores[li] = NULL;
+}
+
+nst_status nst_tiles_level0(const nst_pyramid *P, const nst_layout *L, float **cores, int bits, nst_tileset *out, size_t *peak)
+{
+    memset(out, 0, sizeof *out);
+    const nst_grid *g = &L->grid;
+    out->owner = nst_alloc_array((size_t)P->lv[0].ntiles, sizeof(int), "output tile owners");
+    nst_rect *pieces = nst_alloc_array((size_t)g->ntiles, sizeof(nst_rect), "render cores");
+    nst_status s = out->owner && pieces ? NST_OK : NST_ENOMEM;
+    if (s == NST_OK) {
+        nst_pyramid_owners0(P, g, L->owner, out->owner);
+        for (int t = 0; t < g->ntiles; t++) pieces[t] = nst_grid_core(g, t);
+        s = tileset_alloc(P, 0, bits, out);
+    }
+    size_t held = 0; /* the float cores */
+    for (int i = 0; i < L->nlocal; i++) held += (size_t)nst_rect_area(nst_grid_core(g, L->local[i])) * 3 * sizeof(float);
+    int ntr = 0;
+    nst_transfer *tr = s == NST_OK ? nst_plan_pieces_to_tiles(P, 0, pieces, g->ntiles, &ntr) : NULL;
+    if (s == NST_OK && !tr) s = nst_fail(NST_ENOMEM, "out of memory planning the output tiles");
+    s = nst_comm_agree(s);
+    cores_ctx cc = {L, cores, bits};
+    if (s == NST_OK) s = move_pieces(P, tr, ntr, L->owner, out, produce_core, core_done, &cc, held, peak);
+    for (int i = 0; i < L->nlocal; i++) { /* whatever a failure left */
+        nst_free(cores[i]);
+        cores[i] = NULL;
+    }
+    free(tr);
+    nst_free(pieces);
+    if (s != NST_OK) nst_tileset_free(out);
+    return s;
+}
+
+/* ---- level k + 1: halved tiles of level k -------------------------------------------------------- */
+
+typedef struct {
+    const nst_pyramid *P;
+    const nst_tileset *above;
+} halve_ctx;
+
+static void produce_halved(void *c, int src, nst_rect r, unsigned char *dst, size_t stride)
+{
+    halve_ctx *hc = c;
+    const nst_tileset *a = hc->above;
+    int li = find(a->own, a->nown, src);
+    nst_rect st = nst_pyramid_tile(hc->P, a->level, src); /* the source tile, in level-k coordinates */
+    const int W = a->lv.w, H = a->lv.h;
+    for (int y = 0; y < r.h; y++) {
+        int sy = 2 * (r.y + y), ny = sy + 1 < H ? 2 : 1;
+        for (int x = 0; x < r.w; x++) {
+            int sx = 2 * (r.x + x), nx = sx + 1 < W ? 2 : 1;
+            unsigned n = (unsigned)(nx * ny);
+            for (int ch = 0; ch < 3; ch++) {
+                unsigned sum = 0;
+                for (int dy = 0; dy < ny; dy++)
+                    for (int dx = 0; dx < nx; dx++) {
+                        size_t k = ((size_t)(sy + dy - st.y) * st.w + (size_t)(sx + dx - st.x)) * 3 + (size_t)ch;
+                        sum += a->sample_bytes == 2 ? ((const uint16_t *)a->px[li])[k] : a->px[li][k];
+                    }
+                unsigned v = (sum + n / 2) / n;
+                if (a->sample_bytes == 2)
+                    ((uint16_t *)(dst + (size_t)y * stride))[3 * x + ch] = (uint16_t)v;
+                else
+                    dst[(size_t)y * stride + 3 * (size_t)x + (size_t)ch] = (unsigned char)v;
+            }
+        }
+    }
+}
+
+nst_status nst_tiles_reduce(const nst_pyramid *P, const nst_tileset *above, nst_tileset *out, size_t *peak)
+{
+    memset(out, 0, sizeof *out);
+    const int level = above->level + 1;
+    const nst_level *up = &above->lv;
+    out->owner = nst_alloc_array((size_t)P->lv[level].ntiles, sizeof(int), "output tile owners");
+    nst_rect *pieces = nst_alloc_array((size_t)up->ntiles, sizeof(nst_rect), "halved tiles");
+    nst_status s = out->owner && pieces ? NST_OK : NST_ENOMEM;
+    if (s == NST_OK) {
+        nst_pyramid_owners_reduced(P, level, above->owner, out->owner);
+        for (int t = 0; t < up->ntiles; t++) pieces[t] = nst_pyramid_halve(nst_pyramid_tile(P, above->level, t));
+        s = tileset_alloc(P, level, above->sample_bytes * 8, out);
+    }
+    int ntr = 0;
+    nst_transfer *tr = s == NST_OK ? nst_plan_pieces_to_tiles(P, level, pieces, up->ntiles, &ntr) : NULL;
+    if (s == NST_OK && !tr) s = nst_fail(NST_ENOMEM, "out of memory planning the output tiles");
+    s = nst_comm_agree(s);
+    halve_ctx hc = {P, above};
+    if (s == NST_OK) s = move_pieces(P, tr, ntr, above->owner, out, produce_halved, NULL, &hc, above->bytes, peak);
+    free(tr);
+    nst_free(pieces);
+    if (s != NST_OK) nst_tileset_free(out);
+    return s;
+}
