@@ -66,7 +66,7 @@ LIB_SRC := $(sort $(wildcard util/*.c tiler/*.c io/*.c kernels/*.c kernels/cpu/*
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(patsubst %,$(BUILD)/obj/%.o,$(basename $(CUDA_OBJ)))
 LIB     := $(BUILD)/libnst.a
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))  # test_gram_tiled runs under mpirun
-TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff
+TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run
 
 .PHONY: all demo test test-run asan fuzz bench bench-conv bench-scaling bench-cheap weights deps check-deps clean demo-images
 all: check-deps nstbatch
@@ -132,6 +132,10 @@ $(BUILD)/tools/%: tools/%.c $(LIB)
 $(BUILD)/tests/png_probe: tests/png_probe.c
 	@mkdir -p $(dir $@)
 	$(Q)cc -O2 -o $@ $< $(shell pkg-config --cflags --libs libpng 2>/dev/null)
+
+$(BUILD)/tests/rss_run: tests/rss_run.c
+	@mkdir -p $(dir $@)
+	$(Q)cc -O2 -o $@ $<
 
 $(BUILD)/tests/image_diff: tests/image_diff.c $(LIB)
 	@mkdir -p $(dir $@)

@@ -34,7 +34,7 @@ NST_KEY(output, width, INT, "0", 0, 1000000, "", "output width in pixels (0: fro
 NST_KEY(output, height, INT, "0", 0, 1000000, "", "output height in pixels (0: from width or size and the content's aspect)")
 NST_KEY(output, bits, ENUM, "8", 0, 0, "8|16", "bits per sample of the output image")
 NST_KEY(output, overwrite, BOOL, "false", 0, 0, "", "replace existing output files (otherwise refuse before rendering)")
-NST_KEY(output, compression, ENUM, "deflate", 0, 0, "deflate|lzw|jpeg|zstd|none", "TIFF tile compression: deflate and lzw and zstd with the horizontal predictor (lossless), jpeg (YCbCr, output.quality; 8-bit only), none")
+NST_KEY(output, compression, ENUM, "deflate", 0, 0, "deflate|lzw|jpeg|zstd|none", "TIFF tile compression: deflate and lzw and zstd with the horizontal predictor (lossless), jpeg (YCbCr, output.quality, chroma halved below quality 90; 8-bit only), none")
 NST_KEY(output, level, INT, "0", 0, 22, "", "compression level: deflate 1-9 (TIFF, HDF5, PNG), zstd 1-22; 0: the codec's default (deflate 6, zstd 9)")
 NST_KEY(output, quality, INT, "90", 1, 100, "", "JPEG quality of output.compression = jpeg")
 NST_KEY(output, hdf5_compression, ENUM, "deflate", 0, 0, "deflate|none", "HDF5 chunk filters: deflate (with shuffle, at output.level) or none")

@@ -99,25 +99,19 @@ nst_status nst_h5_image_level(nst_h5_image *hi, int level, int w, int h)
     return ok ? NST_OK : h5_error(hi, "image attributes");
 }
 
-nst_status nst_h5_image_write_band(nst_h5_image *hi, int y, int rows, int nchunks, const int *x, const int *w, const void *data)
+nst_status nst_h5_image_write_block(nst_h5_image *hi, int x, int y, int w, int h, const void *data)
 {
-    if (hi->dset < 0) return nst_fail(NST_ERUNTIME, "%s: HDF5 band written outside a level", hi->path);
+    if (hi->dset < 0) return nst_fail(NST_ERUNTIME, "%s: HDF5 block written outside a level", hi->path);
     hid_t fs = H5Dget_space(hi->dset), ms = -1;
     int ok = fs >= 0;
-    hsize_t total = 0;
-    if (ok && nchunks == 0) ok = H5Sselect_none(fs) >= 0;
-    for (int i = 0; ok && i < nchunks; i++) {
-        hsize_t start[3] = {(hsize_t)y, (hsize_t)x[i], 0}, count[3] = {(hsize_t)rows, (hsize_t)w[i], 3};
-        ok = H5Sselect_hyperslab(fs, i == 0 ? H5S_SELECT_SET : H5S_SELECT_OR, start, NULL, count, NULL) >= 0;
-        total += (hsize_t)w[i];
-    }
+    hsize_t start[3] = {(hsize_t)y, (hsize_t)x, 0}, count[3] = {(hsize_t)h, (hsize_t)w, 3};
+    if (ok) ok = w > 0 ? H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 : H5Sselect_none(fs) >= 0;
     if (ok) {
-        hsize_t mdims[3] = {(hsize_t)(nchunks ? rows : 1), total ? total : 1, 3};
+        hsize_t mdims[3] = {w > 0 ? (hsize_t)h : 1, w > 0 ? (hsize_t)w : 1, 3};
         ms = H5Screate_simple(3, mdims, NULL);
-        ok = ms >= 0 && (nchunks > 0 || H5Sselect_none(ms) >= 0);
+        ok = ms >= 0 && (w > 0 || H5Sselect_none(ms) >= 0);
     }
-    if (ok)
-        ok = H5Dwrite(hi->dset, hi->p.bits == 16 ? H5T_NATIVE_USHORT : H5T_NATIVE_UCHAR, ms, fs, hi->dxpl, nchunks ? data : NULL) >= 0;
+    if (ok) ok = H5Dwrite(hi->dset, hi->p.bits == 16 ? H5T_NATIVE_USHORT : H5T_NATIVE_UCHAR, ms, fs, hi->dxpl, w > 0 ? data : NULL) >= 0;
     if (ms >= 0) H5Sclose(ms);
     if (fs >= 0) H5Sclose(fs);
     return ok ? NST_OK : h5_error(hi, "collective write");

@@ -27,10 +27,10 @@ nst_status nst_h5_image_create(const char *path, const nst_h5_params *p, int nle
                                nst_h5_image **out);
 /* Create dataset /level<level> of w x h, with its attributes. */
 nst_status nst_h5_image_level(nst_h5_image *hi, int level, int w, int h);
-/* This rank's chunks in one row of tiles: rows [y, y + rows); chunk i covers columns [x[i], x[i] +
- * w[i]) (ascending); data holds rows x (sum of w) x 3 samples, row by row across the chunks.
- * nchunks = 0 takes part without data. */
-nst_status nst_h5_image_write_band(nst_h5_image *hi, int y, int rows, int nchunks, const int *x, const int *w, const void *data);
+/* This rank's block of whole chunks: rows [y, y + h) x columns [x, x + w), data h x w x 3
+ * samples; w = 0 takes part without data. (One rectangle per call: HDF5 maps a single block to
+ * its chunks directly, while a union of blocks is mapped element by element, 50x slower.) */
+nst_status nst_h5_image_write_block(nst_h5_image *hi, int x, int y, int w, int h, const void *data);
 nst_status nst_h5_image_end_level(nst_h5_image *hi);
 /* Close (collective); frees hi whatever happens. */
 nst_status nst_h5_image_close(nst_h5_image *hi);

@@ -66,7 +66,9 @@ static int set_tags(TIFF *tif, const nst_tiff_params *p, int w, int h)
     if (!ok) return 0;
     switch (p->codec) {
     case NST_TC_JPEG:
-        return TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_YCBCR) && TIFFSetField(tif, TIFFTAG_YCBCRSUBSAMPLING, 2, 2) &&
+        /* chroma at half resolution below quality 90, full at 90 and above (libvips' choice) */
+        return TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_YCBCR) &&
+               TIFFSetField(tif, TIFFTAG_YCBCRSUBSAMPLING, p->quality < 90 ? 2 : 1, p->quality < 90 ? 2 : 1) &&
                TIFFSetField(tif, TIFFTAG_JPEGQUALITY, p->quality) && TIFFSetField(tif, TIFFTAG_JPEGTABLESMODE, 0) &&
                TIFFSetField(tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB);
     case NST_TC_DEFLATE:

@@ -16,7 +16,10 @@ nst_status nst_comm_h5_fapl(hid_t fapl)
 
 nst_status nst_comm_h5_dxpl(hid_t dxpl)
 {
-    if (H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE) < 0)
+    /* collective at the HDF5 level (filtered chunks need it), each rank's whole chunks written
+     * with independent MPI-IO: no two-phase aggregation of data that is already in chunk-sized
+     * pieces (measured on 4 ranks: 0.15 s against 0.65 s for 320 MB) */
+    if (H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE) < 0 || H5Pset_dxpl_mpio_collective_opt(dxpl, H5FD_MPIO_INDIVIDUAL_IO) < 0)
         return nst_fail(NST_ERUNTIME, "rank %d: HDF5 refused collective transfers (H5Pset_dxpl_mpio)", nst_comm_rank());
     return NST_OK;
 }

@@ -9,7 +9,8 @@
 
 /* File access over MPI-IO on all ranks, with collective metadata reads and writes. */
 nst_status nst_comm_h5_fapl(hid_t fapl);
-/* Collective raw-data transfers (required for filtered datasets written in parallel). */
+/* Collective raw-data transfers (required for filtered datasets written in parallel), done as
+ * independent MPI-IO writes of whole chunks. */
 nst_status nst_comm_h5_dxpl(hid_t dxpl);
 
 #endif

@@ -92,7 +92,8 @@ nst_status nst_inputs_open(const nst_config *cfg, const nst_loss_spec *spec, nst
                      in->content->info.detail, in->content->random_access ? ", read by region" : "", in->W, in->H);
             s = check_min_side(spec, "the output", in->W, in->H);
         }
-        if (s == NST_OK && spec->nstyle > 0) s = read_style(cfg, spec, in);
+        /* the style image is only for the style targets: no optimisation, no targets */
+        if (s == NST_OK && spec->nstyle > 0 && cfg->optim_iterations > 0) s = read_style(cfg, spec, in);
         if (s == NST_OK && strcmp(cfg->optim_init, "image") == 0) { /* is the initial image random access? */
             nst_source *init;
             s = open_input(cfg, NST_K_optim_init_path, cfg->optim_init_path, &init);

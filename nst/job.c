@@ -175,6 +175,7 @@ static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_o
                "\"peak_over_model_min\": %.6f, \"rss_peak_bytes_max\": %.0f, \"rss_peak_bytes_min\": %.0f, "
                "\"output_buffers_peak_bytes_max\": %.0f},\n",
             mem_mx[0], mem_mx[1], mem_mx[2], mem_mn[2], io_mx[NIO - 1], io_mn[NIO - 1], io_mx[NIO - 2]);
+    fprintf(f, "  \"weights_bytes\": %zu,\n", res->weights_bytes);
     fprintf(f, "  \"input\": {\"seconds_max\": %.6f},\n", io_mx[NIO - 3]);
     fprintf(f, "  \"output\": {\"levels\": %d, \"bits\": %d, \"tile_size\": %d, \"seconds_max\": %.6f, \"exchange_seconds_max\": %.6f, "
                "\"files\": {",
@@ -226,6 +227,8 @@ nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_collectives c
     /* every rank checks (the output files are checked where they will be written); rank 0 reports */
     NST_TRY(nst_comm_agree(nst_job_check(cfg, &spec, &out)));
     NST_TRY(share_weights(cfg, &weights));
+    for (int k = 0; k < weights.nconv; k++)
+        res->weights_bytes += sizeof(float) * ((size_t)weights.conv[k].cout * weights.conv[k].cin * 9 + (size_t)weights.conv[k].cout);
     nst_status s = nst_inputs_open(cfg, &spec, &in);
     int dims[2] = {in.style.w, in.style.h}; /* the style size: rank 0's transient in the memory model */
     if (s == NST_OK) s = nst_comm_bcast(dims, sizeof dims, 0);

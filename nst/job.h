@@ -19,6 +19,7 @@ typedef struct {
     int width, height; /* output size */
     int threads;       /* CPU threads per rank */
     long long max_core_px; /* the most pixels any rank owns */
+    size_t weights_bytes;  /* the network every rank holds */
     double input_seconds;
     nst_render_stats stats;
     nst_output_stats output;

@@ -205,7 +205,7 @@ nst_status nst_layout_plan(const nst_config *cfg, const nst_loss_spec *spec, con
             int64_t load = nst_assign_tiles(&g, nranks, owner);
             for (int k = 0; k < nwant; k++) {
                 size_t mem = worst_memory(&g, owner, nranks, L->cheap, want[k], spec, net);
-                if (mem > budget) continue;
+                if (mem > budget && cfg->optim_iterations > 0) continue; /* no optimisation: no network buffers */
                 double cost = (double)load * (want[k] == NST_GRAM_TWO_PASS ? 1.5 : 1.0);
                 long long area = (long long)cw[a] * ch[b], best_area = (long long)best_w * best_h;
                 int squarer = abs(cw[a] - ch[b]) < abs(best_w - best_h);
@@ -228,7 +228,7 @@ nst_status nst_layout_plan(const nst_config *cfg, const nst_loss_spec *spec, con
                         nst_config_origin(cfg, tk != NST_WORD(0) ? NST_K_tiling_tile_size : NST_K_run_memory_gb), W, H,
                         gib(budget), t, nst_gram_strategy_name(want[nwant - 1]));
     }
-    if (style_transient > budget)
+    if (style_transient > budget && cfg->optim_iterations > 0)
         nst_warn("the style image's activations (%.2f GiB on rank 0) exceed the memory budget; lower style.scale if this fails\n",
                  gib(style_transient));
 

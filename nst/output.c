@@ -4,6 +4,7 @@
 #include "output.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../mpi/comm.h"
@@ -21,6 +22,18 @@ nst_status nst_sink_begin(nst_sink *sk, int format, const char *path, int overwr
     s = nst_comm_agree(s);
     if (s == NST_OK) s = nst_comm_bcast(&sk->af, sizeof sk->af, 0);
     return s;
+}
+
+/* The test hook NSTBATCH_FAULT=RANK:output: that rank fails once level 0 is in every file (a full
+ * disk, a lost rank), so the tests can check that no output appears and none is damaged. */
+static nst_status injected_fault(void)
+{
+    const char *f = getenv("NSTBATCH_FAULT");
+    int rank;
+    char what[16];
+    if (f && sscanf(f, "%d:%15s", &rank, what) == 2 && rank == nst_comm_rank() && strcmp(what, "output") == 0)
+        return nst_fail(NST_ERUNTIME, "rank %d: injected fault while writing the output (NSTBATCH_FAULT=%s)", rank, f);
+    return NST_OK;
 }
 
 /* The level the preview is made from: the smallest at least `side` long (level 0 if none is). */
@@ -87,6 +100,7 @@ nst_status nst_output_write(const nst_output_spec *o, const nst_layout *L, float
             for (int i = 0; s == NST_OK && i < nsinks; i++)
                 if (k < sinks[i].nlevels) s = sinks[i].level(&sinks[i], &P, &cur);
         if (s == NST_OK && k == pv) s = nst_write_preview(&P, &cur, o->preview_side, preview.af.tmp);
+        if (s == NST_OK && k == 0) s = nst_comm_agree(injected_fault());
         if (s == NST_OK && k < last) {
             t0 = nst_now();
             s = nst_tiles_reduce(&P, &cur, &next, &st->peak_bytes);

@@ -1,7 +1,7 @@
 /* nst/output_hdf5.c: the HDF5 sink. Every rank writes the chunks it owns in collective
- * transfers, one row of tiles per call: the row's chunks laid side by side in one band buffer,
- * which is the order HDF5 walks the union of their hyperslabs in. Ranks whose tiles lie in fewer
- * rows take part in the remaining calls with nothing to write. */
+ * transfers, one run of consecutive tiles of a row per call (one rectangle: HDF5's fast path),
+ * the run's tiles laid side by side in one block buffer. Ranks with fewer runs take part in the
+ * remaining calls with nothing to write. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -42,49 +42,43 @@ static nst_status hdf5_level(nst_sink *sk, const nst_pyramid *P, const nst_tiles
     sk->io_seconds += nst_now() - t0;
     NST_TRY(nst_comm_agree(s));
 
-    /* the calls: as many as the most rows of tiles any rank has tiles in */
-    int *rows = nst_calloc(sizeof(int) * (size_t)nranks, "tile rows per rank");
-    int *x = nst_alloc_array((size_t)lv->nx + 1, sizeof(int), "chunk columns");
-    int *w = nst_alloc_array((size_t)lv->nx + 1, sizeof(int), "chunk widths");
-    unsigned char *band = NULL;
-    if (!rows || !x || !w) s = NST_ENOMEM;
+    /* the calls: as many as the most runs any rank has */
+    int *runs = nst_calloc(sizeof(int) * (size_t)nranks, "tile runs per rank");
+    unsigned char *block = NULL;
+    if (!runs) s = NST_ENOMEM;
     int calls = 0;
     if (s == NST_OK) {
-        for (int j = 0; j < lv->ny; j++)
-            for (int r = 0; r < nranks; r++) {
-                int has = 0;
-                for (int i = 0; i < lv->nx && !has; i++) has = set->owner[j * lv->nx + i] == r;
-                rows[r] += has;
-            }
+        for (int t = 0; t < lv->ntiles; t++) /* a run starts where the tile on the left is another rank's */
+            if (t % lv->nx == 0 || set->owner[t - 1] != set->owner[t]) runs[set->owner[t]]++;
         for (int r = 0; r < nranks; r++)
-            if (rows[r] > calls) calls = rows[r];
-        size_t row_bytes = (size_t)lv->w * 3 * (size_t)set->sample_bytes;
-        band = nst_alloc((size_t)(lv->h < T ? lv->h : T) * row_bytes, "an HDF5 band of tiles");
-        if (!band) s = NST_ENOMEM;
+            if (runs[r] > calls) calls = runs[r];
+        block = nst_alloc((size_t)(lv->h < T ? lv->h : T) * lv->w * 3 * (size_t)set->sample_bytes, "an HDF5 block of tiles");
+        if (!block) s = NST_ENOMEM;
     }
     s = nst_comm_agree(s);
     const size_t px = 3 * (size_t)set->sample_bytes;
     for (int c = 0, i = 0; s == NST_OK && c < calls; c++) {
-        /* this rank's next row of tiles: own[i ..] while the row stays the same */
-        int n = 0, y = 0, h = 1, total = 0;
+        /* this rank's next run: own[i ..] while in the same row and adjacent */
+        int n = 0, x = 0, y = 0, w = 0, h = 1;
         if (i < set->nown) {
-            int j = set->own[i] / lv->nx;
             nst_rect r0 = nst_tileset_rect(P, set, i);
+            x = r0.x;
             y = r0.y;
             h = r0.h;
-            for (int k = i; k < set->nown && set->own[k] / lv->nx == j; k++, n++) {
-                nst_rect r = nst_tileset_rect(P, set, k);
-                x[n] = r.x;
-                w[n] = r.w;
-                total += r.w;
+            while (i + n < set->nown && set->own[i + n] == set->own[i] + n && set->own[i + n] / lv->nx == set->own[i] / lv->nx) {
+                w += nst_tileset_rect(P, set, i + n).w;
+                n++;
             }
-            for (int k = 0, col = 0; k < n; col += w[k], k++) /* side by side in the band */
+            for (int k = 0, col = 0; k < n; k++) { /* side by side in the block */
+                int tw = nst_tileset_rect(P, set, i + k).w;
                 for (int yy = 0; yy < h; yy++)
-                    memcpy(band + ((size_t)yy * total + (size_t)col) * px, set->px[i + k] + (size_t)yy * w[k] * px, (size_t)w[k] * px);
+                    memcpy(block + ((size_t)yy * w + (size_t)col) * px, set->px[i + k] + (size_t)yy * tw * px, (size_t)tw * px);
+                col += tw;
+            }
             i += n;
         }
         t0 = nst_now();
-        s = nst_h5_image_write_band(hs->h5, y, h, n, x, w, band);
+        s = nst_h5_image_write_block(hs->h5, x, y, w, h, block);
         sk->io_seconds += nst_now() - t0;
         s = nst_comm_agree(s);
     }
@@ -93,10 +87,8 @@ static nst_status hdf5_level(nst_sink *sk, const nst_pyramid *P, const nst_tiles
         s = nst_h5_image_end_level(hs->h5);
         sk->io_seconds += nst_now() - t0;
     }
-    nst_free(rows);
-    nst_free(x);
-    nst_free(w);
-    nst_free(band);
+    nst_free(runs);
+    nst_free(block);
     sk->seconds += nst_now() - t_start;
     return nst_comm_agree(s);
 }

@@ -4,8 +4,7 @@
 # before every build; `make demo` and `make test` do. Runs apt-get as root, or through sudo.
 #
 #   scripts/install-deps.sh          build, run and test
-#   scripts/install-deps.sh --dev    also PyTorch, h5py, numpy, tifffile, Pillow, libvips-tools:
-#                                    regenerating test fixtures and the CPU benchmark
+#   scripts/install-deps.sh --dev    also PyTorch: regenerating test fixtures and the CPU benchmark
 set -euo pipefail
 
 pkgs=(
@@ -17,9 +16,11 @@ pkgs=(
   libdnnl-dev                                 # oneDNN: the CPU backend's convolutions and GEMMs
   libopenblas-dev                             # BLAS: the Gram sums in double (dsyrk)
   clang libclang-rt-14-dev                    # libFuzzer targets, sanitizers
+  libvips-tools python3-h5py python3-tifffile python3-numpy python3-pil
+                                              # readers we did not write, for the output tests
 )
 if [ "${1:-}" = "--dev" ]; then
-  pkgs+=(python3-torch python3-h5py python3-numpy python3-tifffile python3-pil libvips-tools)
+  pkgs+=(python3-torch)
 fi
 
 missing=()

@@ -22,6 +22,8 @@ suites=(
   "test_cli_asan|tests/test_cli.sh $B/asan/nstbatch test_cli_asan"
   "test_demo|tests/test_demo.sh ./nstbatch $B/tests/png_probe"
   "test_tiles|tests/test_tiles.sh ./nstbatch $B/tests/image_diff"
+  "test_outputs|tests/test_outputs.sh ./nstbatch $B/tools/make_test_tiff"
+  "test_bigio|tests/test_bigio.sh ./nstbatch $B/tools/make_test_tiff $B/tests/rss_run"
   "test_fuzz|tests/test_fuzz.sh $B"
 )
 for entry in "${suites[@]}"; do

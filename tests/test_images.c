@@ -1,7 +1,7 @@
 /* tests/test_images.c: the image readers on every supported flavour, written here with libtiff,
- * libpng and libjpeg directly (not with nstbatch's writers); round trips through nstbatch's
- * writers; limits and corrupt files (clear errors, nothing allocated from a lying header); and
- * the resize filter.
+ * libpng and libjpeg directly (not with nstbatch's writers), whole and by region; round trips
+ * through nstbatch's writers; limits and corrupt files (clear errors, nothing allocated from a
+ * lying header); the resize filter, and the streaming resampler by region against the whole.
  *
  *   build/tests/test_images [SCRATCH_DIR]    (default: a directory under /tmp)
  */
@@ -14,6 +14,7 @@
 
 #include "../io/image.h"
 #include "../io/resample.h"
+#include "../io/source.h"
 #include "../util/mem.h"
 #include "test.h"
 
@@ -120,6 +121,39 @@ static int write_tiff(const char *path, const tiff_flavour *f, int w, int h)
     return 1;
 }
 
+/* Regions of the file read through a source equal the same pixels of the whole read, bit for bit:
+ * single pixels, rows, columns, rectangles across tile and strip borders, the last corner, and
+ * the reads out of order (a region above the last one read). */
+static void check_regions(const char *path, const nst_image *whole, const char *name)
+{
+    nst_source *src;
+    nst_source_limits sl = nst_source_default_limits(256, 256);
+    nst_status s = nst_source_open(path, &sl, &src);
+    CHECK(s == NST_OK, "%s: open as a region source: %s", name, nst_fail_message());
+    if (s != NST_OK) return;
+    CHECK(src->random_access && src->w == whole->w && src->h == whole->h && src->band >= 1, "%s: source %dx%d band %d random %d", name,
+          src->w, src->h, src->band, src->random_access);
+    const int W = whole->w, H = whole->h;
+    const nst_rect rects[] = {{0, 0, 1, 1},         {W - 1, H - 1, 1, 1}, {0, 7, W, 1},     {5, 0, 1, H},     {3, 4, 20, 13},
+                              {15, 15, 2, 2},       {0, 0, W, H},         {10, 17, 27, 6},  {1, 2, 3, 4},     {W - 17, 0, 17, H}};
+    float *buf = malloc((size_t)W * H * 3 * sizeof(float));
+    int bad = 0;
+    for (size_t k = 0; k < sizeof rects / sizeof *rects; k++) {
+        nst_rect r = rects[k];
+        s = nst_source_read(src, r, buf);
+        CHECK(s == NST_OK, "%s: region %dx%d+%d+%d: %s", name, r.w, r.h, r.x, r.y, nst_fail_message());
+        for (int y = 0; s == NST_OK && y < r.h; y++)
+            if (memcmp(buf + (size_t)y * r.w * 3, whole->px + ((size_t)(r.y + y) * W + r.x) * 3, (size_t)r.w * 3 * sizeof(float))) bad++;
+    }
+    CHECK(bad == 0, "%s: %d region rows differ from the whole read", name, bad);
+    /* a region outside the image is refused, not read */
+    nst_fail_clear();
+    CHECK(nst_source_read(src, nst_rect_make(W - 3, 0, 4, 1), buf) != NST_OK, "%s: a region past the edge was read", name);
+    nst_fail_clear();
+    free(buf);
+    nst_source_close(src);
+}
+
 static void t_tiff_flavours(void)
 {
     const tiff_flavour fl[] = {
@@ -167,6 +201,7 @@ static void t_tiff_flavours(void)
             tol = 0.05f;
         }
         CHECK(d <= tol, "%s (%s): pixel error %.3g", name, info.detail, d);
+        check_regions(path, &img, name);
         nst_image_free(&img);
     }
 }
@@ -445,6 +480,51 @@ static void t_resize(void)
     nst_image_free(&a);
 }
 
+/* The streaming resampler by region equals the whole image resized, bit for bit: from a tiled
+ * and a striped TIFF, shrinking, enlarging, and changing one axis only, any rectangle. */
+static void t_resample_regions(void)
+{
+    const tiff_flavour fl[] = {
+        {"rs_tiles", 3, 8, PHOTOMETRIC_RGB, PLANARCONFIG_CONTIG, 1, COMPRESSION_ADOBE_DEFLATE, 0, 0},
+        {"rs_strips16", 3, 16, PHOTOMETRIC_RGB, PLANARCONFIG_CONTIG, 0, COMPRESSION_LZW, 0, 0},
+    };
+    const int w = 203, h = 131;
+    const int sizes[][2] = {{61, 40}, {500, 321}, {203, 77}, {90, 131}, {1, 1}, {203, 131}};
+    for (size_t f = 0; f < 2; f++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s.tif", fl[f].name);
+        const char *path = test_scratch(name);
+        CHECK(write_tiff(path, &fl[f], w, h), "libtiff could not write %s", name);
+        nst_image whole, ref;
+        nst_source *src;
+        nst_source_limits sl = nst_source_default_limits(256, 256);
+        if (nst_image_read(path, &lim, &whole, NULL) != NST_OK || nst_source_open(path, &sl, &src) != NST_OK) {
+            CHECK(0, "%s: %s", name, nst_fail_message());
+            continue;
+        }
+        for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+            int W = sizes[k][0], H = sizes[k][1];
+            CHECK(nst_image_resize(&whole, W, H, &ref) == NST_OK, "%s", nst_fail_message());
+            const nst_rect rects[] = {{0, 0, W, H}, {W / 3, H / 4, W / 2 + 1, H / 3 + 1}, {W - 1, H - 1, 1, 1}, {0, H / 2, W, 1}, {W / 2, 0, 1, H}};
+            int bad = 0;
+            for (size_t r = 0; r < sizeof rects / sizeof *rects; r++) {
+                nst_rect rc = nst_rect_intersect(rects[r], nst_rect_make(0, 0, W, H));
+                if (nst_rect_empty(rc)) continue;
+                float *out = malloc((size_t)nst_rect_area(rc) * 3 * sizeof(float));
+                nst_status s = nst_resample_rect(src, W, H, rc, out);
+                CHECK(s == NST_OK, "%s -> %dx%d region %dx%d+%d+%d: %s", name, W, H, rc.w, rc.h, rc.x, rc.y, nst_fail_message());
+                for (int y = 0; s == NST_OK && y < rc.h; y++)
+                    if (memcmp(out + (size_t)y * rc.w * 3, ref.px + ((size_t)(rc.y + y) * W + rc.x) * 3, (size_t)rc.w * 3 * sizeof(float))) bad++;
+                free(out);
+            }
+            CHECK(bad == 0, "%s -> %dx%d: %d rows of regions differ from the whole resize", name, W, H, bad);
+            nst_image_free(&ref);
+        }
+        nst_source_close(src);
+        nst_image_free(&whole);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (!test_scratch_init(argc, argv, "test-images")) return 1;
@@ -456,6 +536,7 @@ int main(int argc, char **argv)
     RUN(t_write_read_round_trips);
     RUN(t_limits_and_corrupt_files);
     RUN(t_resize);
+    RUN(t_resample_regions);
     test_scratch_done();
     return test_report("test_images");
 }

@@ -1,8 +1,10 @@
-/* tests/test_tiler.c: property tests of the tile grid, the rank assignment, the exchange plans and
- * the blend weights, over many image sizes (odd ones and single-tile images included). */
+/* tests/test_tiler.c: property tests of the tile grid, the rank assignment, the exchange plans,
+ * the blend weights and the output pyramid, over many image sizes (odd ones and single-tile
+ * images included). */
 #include <stdint.h>
 
 #include "../tiler/grid.h"
+#include "../tiler/pyramid.h"
 #include "test.h"
 
 static const int sizes[][2] = {{320, 240}, {1, 1}, {17, 33}, {160, 160}, {161, 159}, {1000, 37}, {48, 4096}, {999, 777}};
@@ -130,11 +132,98 @@ static void t_blend_weights(void)
     CHECK(nst_blend_weight(&g, 0, 0, 0, g.halo, 1) == 1, "image border");
 }
 
+/* The output pyramid: levels halve (ceil) down to the first that fits one tile; tiles partition
+ * every level; the piece plans cover every pixel exactly once, from pieces owned by the given
+ * ranks; halved tiles land in exactly one tile of the next level; owners follow the render. */
+static void t_output_pyramid(void)
+{
+    const int out_tiles[] = {16, 64, 512};
+    int checked = 0;
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+        for (size_t k = 0; k < sizeof out_tiles / sizeof *out_tiles; k++) {
+            int W = sizes[s][0], H = sizes[s][1], T = out_tiles[k];
+            nst_pyramid P;
+            CHECK(nst_pyramid_make(W, H, T, 1, &P) == 0, "pyramid %dx%d T %d", W, H, T);
+            const nst_level *top = &P.lv[P.nlevels - 1];
+            CHECK(top->w <= T && top->h <= T && top->ntiles == 1, "%dx%d T %d: the last level is %dx%d", W, H, T, top->w, top->h);
+            for (int l = 1; l < P.nlevels; l++)
+                CHECK(P.lv[l].w == (P.lv[l - 1].w + 1) / 2 && P.lv[l].h == (P.lv[l - 1].h + 1) / 2, "level %d halves", l);
+            if (P.nlevels > 1) CHECK(P.lv[P.nlevels - 2].w > T || P.lv[P.nlevels - 2].h > T, "one level too many");
+            nst_pyramid one;
+            CHECK(nst_pyramid_make(W, H, T, 0, &one) == 0 && one.nlevels == 1, "no reduced levels when not asked");
+            /* a render grid and owners (3 ranks) to cut level 0 from */
+            nst_grid g;
+            nst_grid_make(W, H, 48, 32, 16, 16, &g);
+            int *rowner = malloc(sizeof(int) * (size_t)g.ntiles), *owner = malloc(sizeof(int) * (size_t)P.lv[0].ntiles);
+            nst_assign_tiles(&g, 3, rowner);
+            nst_pyramid_owners0(&P, &g, rowner, owner);
+            for (int t = 0; t < P.lv[0].ntiles; t++) {
+                nst_rect r = nst_pyramid_tile(&P, 0, t);
+                int cx = r.x + r.w / 2, cy = r.y + r.h / 2, rt = (cy / 32) * g.nx + cx / 48;
+                CHECK(nst_rect_contains(nst_grid_core(&g, rt), nst_rect_make(cx, cy, 1, 1)) && owner[t] == rowner[rt],
+                      "output tile %d: owner is the render core's at its centre", t);
+            }
+            for (int l = 0; l < P.nlevels; l++) {
+                const nst_level *lv = &P.lv[l];
+                nst_rect *pieces;
+                int npieces, ntr = 0;
+                if (l == 0) {
+                    npieces = g.ntiles;
+                    pieces = malloc(sizeof(nst_rect) * (size_t)npieces);
+                    for (int t = 0; t < npieces; t++) pieces[t] = nst_grid_core(&g, t);
+                } else {
+                    npieces = P.lv[l - 1].ntiles;
+                    pieces = malloc(sizeof(nst_rect) * (size_t)npieces);
+                    for (int t = 0; t < npieces; t++) pieces[t] = nst_pyramid_halve(nst_pyramid_tile(&P, l - 1, t));
+                }
+                nst_transfer *tr = nst_plan_pieces_to_tiles(&P, l, pieces, npieces, &ntr);
+                unsigned char *cover = calloc((size_t)lv->w * lv->h, 1);
+                int order_ok = 1, inside = 1, per_piece_ok = 1;
+                int *cuts = calloc((size_t)npieces, sizeof(int));
+                for (int i = 0; i < ntr; i++) {
+                    nst_rect r = tr[i].rect;
+                    if (i && tr[i].src < tr[i - 1].src) order_ok = 0;
+                    if (!nst_rect_contains(nst_pyramid_tile(&P, l, tr[i].dst), r) || !nst_rect_contains(pieces[tr[i].src], r)) inside = 0;
+                    cuts[tr[i].src]++;
+                    for (int y = r.y; y < r.y + r.h; y++)
+                        for (int x = r.x; x < r.x + r.w; x++) cover[(size_t)y * lv->w + x]++;
+                }
+                for (int t = 0; l > 0 && t < npieces; t++) per_piece_ok &= cuts[t] == 1; /* a halved tile lands in one tile */
+                int once = 1;
+                for (size_t i = 0; i < (size_t)lv->w * lv->h; i++) once &= cover[i] == 1;
+                CHECK(tr && order_ok && inside && once && per_piece_ok,
+                      "%dx%d T %d level %d: plan ordered %d, inside %d, covers once %d, halved pieces whole %d", W, H, T, l, order_ok, inside,
+                      once, per_piece_ok);
+                if (l > 0) {
+                    int *o2 = malloc(sizeof(int) * (size_t)lv->ntiles);
+                    nst_pyramid_owners_reduced(&P, l, owner, o2);
+                    for (int t = 0; t < lv->ntiles; t++) {
+                        int i = t % lv->nx, j = t / lv->nx;
+                        CHECK(o2[t] == owner[2 * j * P.lv[l - 1].nx + 2 * i], "level %d tile %d: owner of its top-left child", l, t);
+                    }
+                    free(owner);
+                    owner = o2;
+                }
+                free(cuts);
+                free(cover);
+                free(tr);
+                free(pieces);
+                checked++;
+            }
+            free(owner);
+            free(rowner);
+        }
+    CHECK(checked > 50, "only %d levels checked", checked);
+    nst_pyramid P;
+    CHECK(nst_pyramid_make(100, 100, 24, 1, &P) != 0 && nst_pyramid_make(0, 5, 16, 1, &P) != 0, "invalid pyramids refused");
+}
+
 int main(void)
 {
     RUN(t_cores_partition_and_windows_contain_cores);
     RUN(t_assignment_balances_and_gives_everyone_work);
     RUN(t_exchange_plans_cover_windows_once);
     RUN(t_blend_weights);
+    RUN(t_output_pyramid);
     return test_report("test_tiler");
 }

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# tests/test_bigio.sh: memory is bounded by what a rank owns, never by the image.
+#
+#   tests/test_bigio.sh NSTBATCH MAKE_TEST_TIFF RSS_RUN
+#
+# A synthetic 12000 x 8400 (100.8 megapixel) tiled TIFF goes through read-by-region, 0 iterations
+# (no network: the output is the input) and both writers (BigTIFF-capable TIFF pyramid and
+# parallel HDF5, with the preview) on 2 and 4 ranks. Every rank's peak resident set is measured by
+# the kernel (tests/rss_run.c: wait4's ru_maxrss), not by nstbatch, and must stay below the
+# documented bound (README, "Gigapixel I/O"):
+#
+#   base 64 MiB + the network's weights + 12 B x (window pixels of the rank's tiles) + 12 B x (the largest core)
+#        + 3 B x bits/8 x (one row of output tiles: tile_size x width) + 32 MiB (a band of source rows)
+#        + 64 MiB on rank 0 (the preview level, the bands it gathers)
+#
+# which for a 100 MP image is far below the image itself (1.15 GiB as floats, what the renderer
+# works in); the peak also falls with more ranks. Level 0 of both files must equal the input.
+set -u
+NST=$(readlink -f "$1") MKTIFF=$(readlink -f "$2") RSS=$(readlink -f "$3")
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+T=$(mktemp -d /tmp/nstbatch-bigio.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+pass=0 fail=0 skip=0
+ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
+bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
+
+W=12000 H=8400 TILE=512
+free_kib=$(awk '/MemAvailable/ {print $2}' /proc/meminfo)
+if [ "$free_kib" -lt 6000000 ]; then
+  printf '  SKIP 100 MP through 2 and 4 ranks: needs 6 GB of available memory, %d MB here\n' $((free_kib / 1024))
+  printf 'test_bigio: 0 passed, 0 failed, 1 skipped\n'; exit 0
+fi
+"$MKTIFF" "$T/in.tif" $W $H --tile 512 --level 1 || { echo "cannot make the input"; exit 1; }
+cat >"$T/io.ini" <<EOF
+[content]
+path = in.tif
+[style]
+path = $ROOT/configs/demo/style.png
+[output]
+path = out
+format = tiff,hdf5
+tile_size = $TILE
+overwrite = true
+[optim]
+iterations = 0
+[tiling]
+mode = cheap
+halo = 16
+tile_size = 2048
+[run]
+print_every = 0
+EOF
+whole=$((W * H * 12))
+declare -A peak
+for n in 2 4; do
+  mkdir -p "$T/rss$n"
+  start=$(date +%s.%N)
+  out=$(cd "$T" && timeout 600 mpirun --oversubscribe -np $n "$RSS" "$T/rss$n" "$NST" io.ini --set run.record=r$n.json 2>&1); status=$?
+  secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  if [ $status -ne 0 ]; then bad "$n ranks: 100 MP through both writers" "exit status $status" "$out"; continue; fi
+  json() { sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p" "$T/r$n.json" | head -n 1; }
+  load=$(json max_rank_load_px) tw=$(json tile_w) th=$(json tile_h) wb=$(json weights_bytes)
+  bound=$(( (64 << 20) + wb + 12 * load + 12 * tw * th + 3 * TILE * W + (32 << 20) ))
+  worst=0 line=""
+  for r in $(seq 0 $((n - 1))); do
+    kib=$(cat "$T/rss$n/rss.$r" 2>/dev/null || echo 0) b=$bound
+    [ "$r" -eq 0 ] && b=$((bound + (64 << 20)))
+    line="$line rank $r $((kib / 1024)) MiB (bound $((b >> 20)));"
+    [ $((kib * 1024)) -le "$b" ] || worst=1
+    [ "$kib" -gt "${peak[$n]:-0}" ] && peak[$n]=$kib
+  done
+  if [ $worst -eq 0 ] && [ "${peak[$n]}" -gt 0 ]; then
+    ok "$n ranks, ${secs} s: peak RSS per rank within the bound:$line the image as floats is $((whole >> 20)) MiB"
+  else
+    bad "$n ranks: peak RSS per rank" "above the bound:$line" "$out"
+  fi
+  if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import h5py, tifffile, numpy' 2>/dev/null; then
+    res=$(/usr/bin/python3 "$ROOT/tests/check_outputs.py" input "$T/out" "$T/in.tif" 2>&1)
+    fails=$(grep -c FAIL <<<"$res") oks=$(grep -c '  ok ' <<<"$res")
+    [ "$fails" -eq 0 ] && [ "$oks" -eq 2 ] && ok "$n ranks: level 0 of out.tif and out.h5 equals the 100 MP input" || bad "$n ranks: output equals input" "" "$res"
+  else
+    skip=$((skip + 1)); echo "  SKIP $n ranks: output equals input: python3 h5py/tifffile/numpy missing"
+  fi
+  rm -f "$T"/out.*
+done
+if [ -n "${peak[2]:-}" ] && [ -n "${peak[4]:-}" ]; then
+  p2=$((peak[2] * 1024)) p4=$((peak[4] * 1024))
+  if [ $((p4 * 10)) -le $((p2 * 7)) ] && [ $((p4 * 5)) -le $((whole * 2)) ]; then
+    ok "the peak falls with the ranks: $((p2 >> 20)) MiB on 2, $((p4 >> 20)) MiB on 4 (<= 0.7x; and <= 0.4x the image as floats)"
+  else
+    bad "the peak falls with the ranks" "$((p2 >> 20)) MiB on 2, $((p4 >> 20)) MiB on 4, image $((whole >> 20)) MiB"
+  fi
+fi
+printf 'test_bigio: %d passed, %d failed, %d skipped\n' "$pass" "$fail" "$skip"
+[ "$fail" -eq 0 ]

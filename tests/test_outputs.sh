@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# tests/test_outputs.sh: the output files, read back with readers we did not write.
+#
+#   tests/test_outputs.sh NSTBATCH MAKE_TEST_TIFF
+#
+# A small render (a tiled TIFF content read by region and resized on every rank, the random VGG-19
+# at width 1/8, 4 Adam steps, 64 px output tiles so every level has several) written as TIFF, HDF5
+# and PNG on 1, 2 and 4 ranks: tiffinfo/tiffdump (tiles, compression, SubIFDs, BigTIFF), h5dump
+# (chunks, filters, fixed-length string attributes), and tests/check_outputs.py with tifffile,
+# h5py, Pillow and libvips (every level, NewSubfileType, the HDF5 Image attributes, reduced levels
+# = 2x2 rounded means, all formats and all rank counts the same pixels). Then 16-bit zstd BigTIFF,
+# lzw (lossless: the same pixels), jpeg (PSNR), the cheap mode's blend over ranks, and the
+# guarantees: a run killed with SIGKILL while writing leaves no output under the final name and
+# an existing output intact; a rank that fails while writing leaves nothing at all.
+set -u
+NST=$(readlink -f "$1") MKTIFF=$(readlink -f "$2")
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CHECK="$ROOT/tests/check_outputs.py"
+T=$(mktemp -d /tmp/nstbatch-outputs.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+pass=0 fail=0 skip=0
+ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
+bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
+skipped() { skip=$((skip + 1)); printf '  SKIP %s: %s\n' "$1" "$2"; }
+
+# readers we did not write: present where scripts/install-deps.sh ran
+readers=1
+/usr/bin/python3 -c 'import h5py, tifffile, numpy, PIL' 2>/dev/null || { readers=0; why="python3 h5py/tifffile/numpy/PIL missing"; }
+for tool in vips tiffinfo tiffdump h5dump; do command -v $tool >/dev/null || { readers=0; why="$tool missing"; }; done
+[ $readers -eq 1 ] || echo "  (reader checks skipped: $why; scripts/install-deps.sh installs them)"
+# check_outputs.py ARGS...: count its ok/FAIL lines
+pycheck() {
+  if [ $readers -eq 0 ]; then skipped "check_outputs.py $1 ${2##*/}" "$why"; return; fi
+  local out; out=$(/usr/bin/python3 "$CHECK" "$@" 2>&1)
+  echo "$out" | grep -E '^  (ok|FAIL) '
+  pass=$((pass + $(grep -c '^  ok ' <<<"$out"))) fail=$((fail + $(grep -c '^  FAIL ' <<<"$out")))
+  grep -q -E '^  (ok|FAIL) ' <<<"$out" || bad "check_outputs.py $*" "no result" "$out"
+}
+
+"$MKTIFF" "$T/content.tif" 420 300 --tile 32 >/dev/null || { echo "cannot make the content TIFF"; exit 1; }
+cat >"$T/out.ini" <<EOF
+[content]
+path = content.tif
+[style]
+path = $ROOT/configs/demo/style.png
+[output]
+path = out.png
+format = tiff,hdf5,png
+width = 300
+height = 214
+tile_size = 64
+overwrite = true
+[model]
+random_width_divisor = 8
+[optim]
+iterations = 4
+[tiling]
+tile_size = 96
+[run]
+threads = 1
+print_every = 0
+EOF
+
+# run NAME RANKS [--set ...]: renders T/NAME.{tif,h5,png} (the formats of the config)
+run() {
+  local name=$1 ranks=$2; shift 2
+  local out status
+  out=$(cd "$T" && timeout 300 mpirun --oversubscribe -np "$ranks" "$NST" out.ini --set output.path="$name.png" "$@" 2>&1); status=$?
+  echo "$out" >"$T/$name.log"
+  if [ $status -ne 0 ]; then bad "$name renders" "exit status $status" "$out"; return 1; fi
+  return 0
+}
+
+# ---- the three formats on 1, 2 and 4 ranks -----------------------------------------------------
+for n in 1 2 4; do
+  run "r$n" "$n" || continue
+  grep -q "read by region" "$T/r$n.log" && ok "r$n: the TIFF content is read by region on $n rank(s)" || bad "r$n: read by region" "" "$(cat "$T/r$n.log")"
+  pycheck formats "$T/r$n" 8 64 deflate
+done
+pycheck same "$T/r1" "$T/r2"
+pycheck same "$T/r1" "$T/r4"
+if [ $readers -eq 1 ] && [ -f "$T/r2.tif" ]; then
+  info=$(tiffinfo "$T/r2.tif" 2>&1) dump=$(tiffdump "$T/r2.tif" 2>&1) levels=$(grep -c '^  ok   TIFF: level' < <(/usr/bin/python3 "$CHECK" formats "$T/r2" 8 64) )
+  grep -q "Tile Width: 64 Tile Length: 64" <<<"$info" && grep -q "Compression Scheme: AdobeDeflate" <<<"$info" && grep -q "Predictor" <<<"$info" \
+    && ok "tiffinfo: 64x64 tiles, AdobeDeflate with a predictor" || bad "tiffinfo" "unexpected" "$info"
+  grep -q "Version: 0x2a" <<<"$dump" && grep -q -E "SubIFD \(330\) (IFD|LONG)[^ ]* \([0-9]+\) $levels<" <<<"$dump" \
+    && ok "tiffdump: classic TIFF (small output, auto), SubIFD tag with $levels reduced levels" || bad "tiffdump" "expected classic TIFF and $levels SubIFDs" "$dump"
+  h5=$(h5dump -p -H "$T/r2.h5" 2>&1)
+  grep -q "CHUNKED ( 64, 64, 3 )" <<<"$h5" && grep -q "SHUFFLE" <<<"$h5" && grep -q "DEFLATE" <<<"$h5" && grep -q 'DATASET "level1"' <<<"$h5" \
+    && grep -q "STRPAD H5T_STR_NULLTERM" <<<"$h5" && grep -q 'ATTRIBUTE "CLASS"' <<<"$h5" \
+    && ok "h5dump: /level0 and /level1.., chunked 64x64x3, SHUFFLE + DEFLATE, null-terminated fixed-length string attributes" \
+    || bad "h5dump" "unexpected layout" "$h5"
+fi
+
+# ---- codecs and bit depths ----------------------------------------------------------------------
+if run z16 2 --set output.bits=16 --set output.compression=zstd --set output.bigtiff=yes --set output.format=tiff,hdf5; then
+  pycheck formats "$T/z16" 16 64 zstd
+  [ $readers -eq 1 ] && { tiffdump "$T/z16.tif" 2>&1 | grep -q "Version: 0x2b" && ok "output.bigtiff = yes: tiffdump shows BigTIFF (0x2b)" || bad "BigTIFF" "not BigTIFF" "$(tiffdump "$T/z16.tif" | head -3)"; }
+fi
+if run lzw 2 --set output.compression=lzw --set output.format=tiff; then
+  pycheck formats "$T/lzw" 8 64 lzw
+  pycheck same "$T/lzw" "$T/r2"
+fi
+if run jpg 2 --set output.compression=jpeg --set output.quality=90 --set output.format=tiff; then
+  pycheck formats "$T/jpg" 8 64 jpeg
+  pycheck psnr "$T/jpg" "$T/r2" 90
+fi
+if run raw 1 --set output.compression=none --set output.format=tiff --set output.pyramid=false; then
+  pycheck formats "$T/raw" 8 64 none 0
+  pycheck same "$T/raw" "$T/r1" 1
+fi
+
+# ---- the cheap mode: blended overlaps, the same on any rank count -------------------------------
+if run cheap1 1 --set tiling.mode=cheap --set tiling.tile_size=64 --set tiling.blend=linear --set tiling.blend_width=8 --set output.format=tiff \
+   && run cheap2 2 --set tiling.mode=cheap --set tiling.tile_size=64 --set tiling.blend=linear --set tiling.blend_width=8 --set output.format=tiff \
+   && run cheapw 2 --set tiling.mode=cheap --set tiling.tile_size=64 --set output.format=tiff; then
+  grep -q "linear ramp of 8 px" "$T/cheap2.log" && ok "cheap mode: the log names the blend (linear ramp of 8 px)" || bad "cheap blend" "not named" "$(cat "$T/cheap2.log")"
+  pycheck same "$T/cheap1" "$T/cheap2"
+  if [ $readers -eq 1 ]; then
+    /usr/bin/python3 "$CHECK" same "$T/cheap2" "$T/cheapw" | grep -q FAIL && ok "tiling.blend_width changes the blended pixels" || bad "blend width" "no effect"
+  fi
+fi
+
+# ---- nothing half-written under a final name ----------------------------------------------------
+"$MKTIFF" "$T/big.tif" 3000 2400 --tile 256 >/dev/null
+printf 'an existing output\n' >"$T/keep.tif"
+cp "$T/keep.tif" "$T/keep.orig"
+( cd "$T" && exec "$NST" out.ini --set content.path=big.tif --set output.path=keep.tif --set output.format=tiff,hdf5 --set optim.iterations=0 \
+    --set output.width=0 --set output.height=0 --set output.level=9 --set output.tile_size=128 --set output.preview=0 --set run.threads=1 \
+    >"$T/kill.log" 2>&1 ) &
+pid=$!
+killed=0
+for _ in $(seq 1 600); do # SIGKILL as soon as a temporary file has data in it
+  if ls -a "$T" | grep -q '^\.keep\..*\.tmp$' && [ -n "$(find "$T" -maxdepth 1 -name '.keep.*.tmp' -size +1k)" ]; then
+    kill -9 $pid 2>/dev/null && killed=1
+    break
+  fi
+  sleep 0.02
+done
+wait $pid 2>/dev/null
+if [ $killed -eq 1 ]; then
+  cmp -s "$T/keep.tif" "$T/keep.orig" && [ ! -e "$T/keep.h5" ] \
+    && ok "killed (SIGKILL) while writing: the existing keep.tif is untouched, no keep.h5 appeared (temporaries: $(ls -a "$T" | grep -c 'nstbatch-.*\.tmp'))" \
+    || bad "killed while writing" "an output under its final name changed" "$(ls -la "$T")"
+else
+  bad "killed while writing" "never saw a temporary file being written" "$(cat "$T/kill.log")"
+fi
+rm -f "$T"/.keep.* "$T/keep.h5"
+
+out=$(cd "$T" && NSTBATCH_FAULT=1:output timeout 120 mpirun --oversubscribe -np 2 "$NST" out.ini --set output.path=keep.tif 2>&1); status=$?
+errors=$(grep -c '^nstbatch: error:' <<<"$out")
+if [ $status -eq 1 ] && [ "$errors" -eq 1 ] && grep -q "injected fault while writing the output" <<<"$out" && cmp -s "$T/keep.tif" "$T/keep.orig" \
+   && [ ! -e "$T/keep.h5" ] && [ ! -e "$T/keep.png" ] && [ ! -e "$T/keep.preview.png" ] && ! ls -a "$T" | grep -q 'nstbatch-.*\.tmp'; then
+  ok "a rank failing mid-write: exit 1, one message, no output appears, the existing one is intact, no temporary left"
+else
+  bad "a rank failing mid-write" "status $status, $errors error lines" "$out
+$(ls -la "$T")"
+fi
+
+printf 'test_outputs: %d passed, %d failed, %d skipped\n' "$pass" "$fail" "$skip"
+[ "$fail" -eq 0 ]
