@@ -117,6 +117,13 @@ nst_status nst_inputs_open(const nst_config *cfg, const nst_loss_spec *spec, nst
     return s;
 }
 
+/* One window, resampled from the source; a failure names the config key (the file names itself). */
+static nst_status window(nst_source *src, const nst_inputs *in, int key, nst_rect w, float *out)
+{
+    nst_status s = nst_resample_rect(src, in->W, in->H, w, out);
+    return s == NST_OK ? s : nst_fail_context(s, "%s", nst_config_keys(NULL)[key].full);
+}
+
 /* The windows of one input: every rank from its own source (random access), or rank 0 resamples
  * every window and sends it to its owner (then every window is sent, even after a failure, so
  * no owner waits for one that will not come; the failure follows in the agreement). */
@@ -144,14 +151,14 @@ static nst_status windows_of(const nst_config *cfg, nst_inputs *in, const nst_la
         }
         float *dst = owner == rank ? out[li] : NULL;
         if (random) {
-            if (dst && s == NST_OK) s = nst_resample_rect(src, in->W, in->H, w, dst);
+            if (dst && s == NST_OK) s = window(src, in, key, w, dst);
         } else if (rank == 0) {
             if (!dst) {
                 float *bigger = realloc(tmp, n * sizeof(float));
                 if (!bigger) nst_comm_abort(1, "out of memory sending tile windows");
                 dst = tmp = bigger;
             }
-            nst_status r = s == NST_OK ? nst_resample_rect(src, in->W, in->H, w, dst) : s;
+            nst_status r = s == NST_OK ? window(src, in, key, w, dst) : s;
             if (r != NST_OK) memset(dst, 0, n * sizeof(float));
             if (s == NST_OK) s = r;
             if (owner != 0) {

@@ -24,6 +24,7 @@ suites=(
   "test_tiles|tests/test_tiles.sh ./nstbatch $B/tests/image_diff"
   "test_outputs|tests/test_outputs.sh ./nstbatch $B/tools/make_test_tiff"
   "test_bigio|tests/test_bigio.sh ./nstbatch $B/tools/make_test_tiff $B/tests/rss_run"
+  "test_tiff_corpus|tests/test_tiff_corpus.sh $B/asan/nstbatch $B/fuzz/fuzz_tiff"
   "test_fuzz|tests/test_fuzz.sh $B"
 )
 for entry in "${suites[@]}"; do

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# tests/test_fuzz.sh: run the libFuzzer targets for a short fixed time each (FUZZ_SECONDS,
-# default 30) from the committed seed corpora. A crash, sanitizer report, leak or time-out fails
+# tests/test_fuzz.sh: run the libFuzzer targets (the config parser, the whole-image readers, the
+# TIFF region reader) for a short fixed time each (FUZZ_SECONDS, default 30) from the committed
+# seed corpora. A crash, sanitizer report, leak or time-out fails
 # the test and leaves the crashing input under build/fuzz/artifacts/ (make it a regression seed).
 #
 #   tests/test_fuzz.sh BUILD_DIR
@@ -14,7 +15,9 @@ for target in config image tiff; do
   bin="$B/fuzz/fuzz_$target"
   if [ ! -x "$bin" ]; then echo "  FAIL fuzz_$target: not built ($bin)"; fail=$((fail + 1)); continue; fi
   work=$(mktemp -d)   # new inputs go here; the committed seeds stay as they are
-  log=$("$bin" "$work" "$ROOT/tests/fuzz/corpus_$target" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=20 \
+  seeds=("$ROOT/tests/fuzz/corpus_$target")
+  [ -d "$ROOT/tests/fuzz/corpus_${target}_bad" ] && seeds+=("$ROOT/tests/fuzz/corpus_${target}_bad") # the malformed corpus seeds too
+  log=$("$bin" "$work" "${seeds[@]}" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=20 \
         -max_len=65536 -artifact_prefix="$B/fuzz/artifacts/$target-" -print_final_stats=1 2>&1); status=$?
   rm -rf "$work"
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' <<<"$log")
