@@ -9,6 +9,7 @@
 #   make bench-conv the convolution measurement behind the oneDNN choice
 #   make bench-scaling  strong and weak scaling over 1, 2 and 4 ranks
 #   make bench-cheap    the cheap tiling mode against the exact one
+#   make bench-io   gigapixel read/write throughput (BigTIFF, HDF5) on 1, 2, 4 ranks against vips tiffsave
 #   make weights    download the Keras VGG-19 weights into models/ (checks the MD5)
 #   make clean
 #
@@ -68,7 +69,7 @@ LIB     := $(BUILD)/libnst.a
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))  # test_gram_tiled runs under mpirun
 TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run
 
-.PHONY: all demo test test-run asan fuzz bench bench-conv bench-scaling bench-cheap weights deps check-deps clean demo-images
+.PHONY: all demo test test-run asan fuzz bench bench-conv bench-scaling bench-cheap bench-io weights deps check-deps clean demo-images
 all: check-deps nstbatch
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
@@ -187,6 +188,10 @@ bench-scaling: all demo-images
 # the cheap mode's cost and savings against exact (bench/results/cheap_mode.md)
 bench-cheap: all demo-images $(BUILD)/tests/image_diff
 	bench/cheap_mode.sh
+
+# gigapixel I/O: read and write throughput against libvips (bench/results/io_throughput.md)
+bench-io: all demo-images $(BUILD)/tools/make_test_tiff
+	bench/io_throughput.sh
 
 # the measurement that chose oneDNN over im2col + OpenBLAS for the CPU convolutions
 bench-conv: $(BUILD)/bench/cpu_conv_choice

@@ -9,12 +9,22 @@
 #include <unistd.h>
 
 #include "../util/mem.h"
+#include "../util/timer.h"
 
 nst_source_limits nst_source_default_limits(double max_megapixels, double max_whole_megapixels)
 {
     nst_source_limits l = {max_megapixels * 1e6, max_whole_megapixels * 1e6, NST_MAX_SIDE, "input.max_megapixels",
                            "input.max_whole_megapixels"};
     return l;
+}
+
+nst_status nst_source_read(nst_source *s, nst_rect r, float *out)
+{
+    double t0 = nst_now();
+    nst_status st = s->read(s, r, out);
+    s->read_seconds += nst_now() - t0;
+    s->read_pixels += (unsigned long long)nst_rect_area(r);
+    return st;
 }
 
 void nst_source_close(nst_source *s)

@@ -22,6 +22,8 @@ struct nst_source {
     int band;            /* rows that decode together (a tile row, a strip): reads aligned to it decode nothing twice */
     int random_access;   /* 1: regions are decoded from the file on demand; 0: the image is in memory */
     nst_image_info info; /* what the file holds */
+    double read_seconds; /* time spent in nst_source_read (decoding), for the throughput report */
+    unsigned long long read_pixels;
     nst_status (*read)(nst_source *s, nst_rect r, float *out);
     void (*close)(nst_source *s);
     void *impl;
@@ -46,7 +48,7 @@ nst_status nst_source_open_memory(const char *name, const unsigned char *buf, si
 nst_status nst_source_wrap(const nst_image *img, const char *name, nst_source **out);
 
 /* Pixels of r (inside the image) into out: r.w * r.h * 3 floats, row-major. */
-static inline nst_status nst_source_read(nst_source *s, nst_rect r, float *out) { return s->read(s, r, out); }
+nst_status nst_source_read(nst_source *s, nst_rect r, float *out);
 void nst_source_close(nst_source *s);
 
 /* ---- for the format modules -------------------------------------------------------------------- */

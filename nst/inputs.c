@@ -92,8 +92,6 @@ nst_status nst_inputs_open(const nst_config *cfg, const nst_loss_spec *spec, nst
                      in->content->info.detail, in->content->random_access ? ", read by region" : "", in->W, in->H);
             s = check_min_side(spec, "the output", in->W, in->H);
         }
-        /* the style image is only for the style targets: no optimisation, no targets */
-        if (s == NST_OK && spec->nstyle > 0 && cfg->optim_iterations > 0) s = read_style(cfg, spec, in);
         if (s == NST_OK && strcmp(cfg->optim_init, "image") == 0) { /* is the initial image random access? */
             nst_source *init;
             s = open_input(cfg, NST_K_optim_init_path, cfg->optim_init_path, &init);
@@ -113,6 +111,21 @@ nst_status nst_inputs_open(const nst_config *cfg, const nst_loss_spec *spec, nst
     in->H = info[1];
     in->content_random = info[2];
     in->init_random = info[3];
+    in->seconds += nst_now() - t0;
+    return s;
+}
+
+nst_status nst_inputs_style(const nst_config *cfg, const nst_loss_spec *spec, nst_inputs *in, int *style_w, int *style_h)
+{
+    double t0 = nst_now();
+    nst_status s = NST_OK;
+    /* the style image is only for the style targets: no optimisation, no targets */
+    if (nst_comm_rank() == 0 && spec->nstyle > 0 && cfg->optim_iterations > 0) s = read_style(cfg, spec, in);
+    s = nst_comm_agree(s);
+    int dims[2] = {in->style.w, in->style.h};
+    if (s == NST_OK) s = nst_comm_bcast(dims, sizeof dims, 0);
+    *style_w = dims[0];
+    *style_h = dims[1];
     in->seconds += nst_now() - t0;
     return s;
 }
@@ -172,6 +185,12 @@ static nst_status windows_of(const nst_config *cfg, nst_inputs *in, const nst_la
         if (owner == rank) li++;
     }
     free(tmp);
+    if (src) {
+        in->read_seconds += src->read_seconds;
+        in->read_pixels += src->read_pixels;
+        src->read_seconds = 0;
+        src->read_pixels = 0;
+    }
     if (src && src != have) nst_source_close(src);
     return nst_comm_agree(s);
 }

@@ -24,11 +24,15 @@ typedef struct {
     int content_random;  /* the content is a TIFF, read by region on every rank */
     int init_random;
     double seconds;      /* this rank's time reading and resampling */
+    double read_seconds; /* of which decoding source pixels (nst_source_read) */
+    unsigned long long read_pixels; /* source pixels decoded (halos and filter footprints included) */
 } nst_inputs;
 
-/* Rank 0: open the content, size the output, read and resize the style; every rank learns the
- * sizes. Collective. */
+/* Rank 0: open the content and size the output; every rank learns the size. Collective. */
 nst_status nst_inputs_open(const nst_config *cfg, const nst_loss_spec *spec, nst_inputs *in);
+/* Rank 0: read and resize the style image (when there is an optimisation with style layers);
+ * every rank learns its size (0 x 0 without). Collective. */
+nst_status nst_inputs_style(const nst_config *cfg, const nst_loss_spec *spec, nst_inputs *in, int *style_w, int *style_h);
 /* Every rank: the content windows of its local tiles (content[i], allocated here), and the
  * initial image's when optim.init = image (init[i], else untouched). Collective. */
 nst_status nst_inputs_windows(const nst_config *cfg, nst_inputs *in, const nst_layout *L, float **content, float **init);

@@ -97,14 +97,15 @@ static void describe_layout(const nst_layout *L, const nst_loss_spec *spec)
 static const char *const format_keys[NST_OUT_NFORMATS] = {"tiff", "hdf5", "png"};
 
 /* The output phase on the log: per file its size, rank 0's time in it and the rates. */
-static void describe_output(const nst_output_spec *o, const nst_output_stats *os, const double *mx, int W, int H)
+static void describe_output(const nst_output_spec *o, const nst_output_stats *os, const double *total, const double *exch,
+                            const double *fmt, const double *fmt_io, int W, int H)
 {
     double raw = (double)W * H * 3 * (o->bits / 8);
     nst_info("output:  %d level%s, %.2f s (moving and halving tiles: %.2f s on the slowest rank)\n", os->levels,
-             os->levels == 1 ? "" : "s", mx[0], mx[1]);
+             os->levels == 1 ? "" : "s", *total, *exch);
     for (int f = 0; f < NST_OUT_NFORMATS; f++) {
         if (!o->want[f]) continue;
-        double t = mx[2 + f], io = mx[2 + NST_OUT_NFORMATS + f];
+        double t = fmt[f], io = fmt_io[f];
         nst_info("         %-5s %s: %.1f MB, %.2f s (%.1f MB/s of level-0 pixels; %.2f s in the writing calls)\n", format_keys[f],
                  o->path[f], (double)os->bytes[f] / 1e6, t, t > 0 ? raw / 1e6 / t : 0.0, io);
     }
@@ -118,17 +119,21 @@ static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_o
     double mn[NST_T_COUNT], mx[NST_T_COUNT], sum[NST_T_COUNT];
     double mem[3] = {(double)L->mem_peak, (double)st->bytes_peak,
                      L->mem_peak ? (double)st->bytes_peak / (double)L->mem_peak : 0}, mem_mn[3], mem_mx[3], mem_sum[3];
-    enum { NIO = 2 + 2 * NST_OUT_NFORMATS + 3 };
+    /* the I/O figures, gathered in one call */
+    enum { IO_OUT, IO_EXCH, IO_FMT, IO_FMTIO = IO_FMT + NST_OUT_NFORMATS, IO_IN = IO_FMTIO + NST_OUT_NFORMATS, IO_READ, IO_READPX,
+           IO_OUTPEAK, IO_RSS, NIO };
     double io[NIO], io_mn[NIO], io_mx[NIO], io_sum[NIO];
-    io[0] = os->seconds;
-    io[1] = os->exchange_seconds;
+    io[IO_OUT] = os->seconds;
+    io[IO_EXCH] = os->exchange_seconds;
     for (int f = 0; f < NST_OUT_NFORMATS; f++) {
-        io[2 + f] = os->format_seconds[f];
-        io[2 + NST_OUT_NFORMATS + f] = os->io_seconds[f];
+        io[IO_FMT + f] = os->format_seconds[f];
+        io[IO_FMTIO + f] = os->io_seconds[f];
     }
-    io[NIO - 3] = res->input_seconds;
-    io[NIO - 2] = (double)os->peak_bytes;
-    io[NIO - 1] = (double)nst_peak_rss();
+    io[IO_IN] = res->input_seconds;
+    io[IO_READ] = res->input_read_seconds;
+    io[IO_READPX] = (double)res->input_read_pixels;
+    io[IO_OUTPEAK] = (double)os->peak_bytes;
+    io[IO_RSS] = (double)nst_peak_rss();
     NST_TRY(nst_comm_stats(st->timers.t, mn, mx, sum, NST_T_COUNT));
     NST_TRY(nst_comm_stats(mem, mem_mn, mem_mx, mem_sum, 3));
     NST_TRY(nst_comm_stats(io, io_mn, io_mx, io_sum, NIO));
@@ -145,9 +150,10 @@ static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_o
         nst_info("memory:  peak %.1f MiB of backend buffers on the busiest rank; the model says %.1f MiB (peak/model %.3f)\n",
                  mem_mx[1] / (1 << 20), mem_mx[0] / (1 << 20), mem_mx[2]);
     }
-    nst_info("input:   %.2f s reading and resampling (slowest rank)\n", io_mx[NIO - 3]);
-    describe_output(o, os, io_mx, res->width, res->height);
-    nst_info("rss:     peak %.1f MiB on the largest rank (%.1f MiB on the smallest)\n", io_mx[NIO - 1] / (1 << 20), io_mn[NIO - 1] / (1 << 20));
+    nst_info("input:   %.2f s reading and resampling (slowest rank), %.2f s of it decoding; %.1f megapixels decoded by all ranks\n",
+             io_mx[IO_IN], io_mx[IO_READ], io_sum[IO_READPX] / 1e6);
+    describe_output(o, os, io_mx + IO_OUT, io_mx + IO_EXCH, io_mx + IO_FMT, io_mx + IO_FMTIO, res->width, res->height);
+    nst_info("rss:     peak %.1f MiB on the largest rank (%.1f MiB on the smallest)\n", io_mx[IO_RSS] / (1 << 20), io_mn[IO_RSS] / (1 << 20));
     if (st->first.style > 0)
         nst_info("style loss: %.5e -> %.5e (%.1fx lower)\n", st->first.style, st->last.style,
                  st->last.style > 0 ? st->first.style / st->last.style : 0.0);
@@ -174,16 +180,17 @@ static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_o
     fprintf(f, "\n  },\n  \"memory\": {\"model_peak_bytes_max\": %.0f, \"peak_bytes_max\": %.0f, \"peak_over_model_max\": %.6f, "
                "\"peak_over_model_min\": %.6f, \"rss_peak_bytes_max\": %.0f, \"rss_peak_bytes_min\": %.0f, "
                "\"output_buffers_peak_bytes_max\": %.0f},\n",
-            mem_mx[0], mem_mx[1], mem_mx[2], mem_mn[2], io_mx[NIO - 1], io_mn[NIO - 1], io_mx[NIO - 2]);
+            mem_mx[0], mem_mx[1], mem_mx[2], mem_mn[2], io_mx[IO_RSS], io_mn[IO_RSS], io_mx[IO_OUTPEAK]);
     fprintf(f, "  \"weights_bytes\": %zu,\n", res->weights_bytes);
-    fprintf(f, "  \"input\": {\"seconds_max\": %.6f},\n", io_mx[NIO - 3]);
+    fprintf(f, "  \"input\": {\"seconds_max\": %.6f, \"read_seconds_max\": %.6f, \"source_pixels_decoded\": %.0f},\n", io_mx[IO_IN],
+            io_mx[IO_READ], io_sum[IO_READPX]);
     fprintf(f, "  \"output\": {\"levels\": %d, \"bits\": %d, \"tile_size\": %d, \"seconds_max\": %.6f, \"exchange_seconds_max\": %.6f, "
                "\"files\": {",
-            os->levels, o->bits, o->tiff.tile, io_mx[0], io_mx[1]);
+            os->levels, o->bits, o->tiff.tile, io_mx[IO_OUT], io_mx[IO_EXCH]);
     for (int fm = 0, k = 0; fm < NST_OUT_NFORMATS; fm++) {
         if (!o->want[fm]) continue;
         fprintf(f, "%s\n    \"%s\": {\"path\": \"%s\", \"bytes\": %llu, \"seconds_max\": %.6f, \"io_seconds_max\": %.6f}", k++ ? "," : "",
-                format_keys[fm], o->path[fm], os->bytes[fm], io_mx[2 + fm], io_mx[2 + NST_OUT_NFORMATS + fm]);
+                format_keys[fm], o->path[fm], os->bytes[fm], io_mx[IO_FMT + fm], io_mx[IO_FMTIO + fm]);
     }
     fprintf(f, "\n  }},\n");
     fprintf(f, "  \"loss\": {\"first\": {\"total\": %.9g, \"content\": %.9g, \"style\": %.9g, \"tv\": %.9g}, "
@@ -230,9 +237,9 @@ nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_collectives c
     for (int k = 0; k < weights.nconv; k++)
         res->weights_bytes += sizeof(float) * ((size_t)weights.conv[k].cout * weights.conv[k].cin * 9 + (size_t)weights.conv[k].cout);
     nst_status s = nst_inputs_open(cfg, &spec, &in);
-    int dims[2] = {in.style.w, in.style.h}; /* the style size: rank 0's transient in the memory model */
-    if (s == NST_OK) s = nst_comm_bcast(dims, sizeof dims, 0);
     if (s == NST_OK) s = nst_comm_agree(nst_output_spec_check_size(cfg, &out, in.W, in.H));
+    int dims[2] = {0, 0}; /* the style size: rank 0's transient in the memory model */
+    if (s == NST_OK) s = nst_inputs_style(cfg, &spec, &in, &dims[0], &dims[1]);
     res->width = in.W;
     res->height = in.H;
 
@@ -275,6 +282,8 @@ nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_collectives c
     int has_init = strcmp(cfg->optim_init, "image") == 0;
     if (s == NST_OK) s = nst_inputs_windows(cfg, &in, &L, cw, iw);
     res->input_seconds = in.seconds;
+    res->input_read_seconds = in.read_seconds;
+    res->input_read_pixels = in.read_pixels;
 
     /* the render */
     if (s == NST_OK) {

@@ -20,7 +20,8 @@ typedef struct {
     int threads;       /* CPU threads per rank */
     long long max_core_px; /* the most pixels any rank owns */
     size_t weights_bytes;  /* the network every rank holds */
-    double input_seconds;
+    double input_seconds, input_read_seconds; /* reading and resampling; of it, decoding */
+    unsigned long long input_read_pixels;
     nst_render_stats stats;
     nst_output_stats output;
 } nst_job_result;

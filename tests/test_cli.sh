@@ -100,6 +100,17 @@ base '[style]\nlayers = relu1_1,relu6_1\n' c10.ini; case_ "unknown layer" 2 "sty
 base '[style]\nlayer_weights = 1,2\n' c11.ini; case_ "layer weights count" 2 "2 values for 5 style layers" -- "$NST" c11.ini
 case_ "output format" 2 "valid extensions: .tif, .tiff, .h5, .hdf5, .png" -- "$NST" ok.ini --set output.path=out.bmp
 case_ "output directory missing" 2 "output directory nowhere does not exist" -- "$NST" ok.ini --set output.path=nowhere/out.png
+case_ "unknown output format" 2 "output.format: unknown format 'gif'; valid: tiff, hdf5, png" -- "$NST" ok.ini --set output.format=tiff,gif
+case_ "output without extension or format" 2 "unknown format; valid extensions: .tif, .tiff, .h5, .hdf5, .png (or set output.format)" -- "$NST" ok.ini --set output.path=result
+case_ "jpeg at 16 bits" 2 "output.bits: jpeg compression needs 8 bits per sample" -- "$NST" ok.ini --set output.format=tiff --set output.compression=jpeg --set output.bits=16
+case_ "output tile off 16" 2 "output.tile_size = 100: must be a multiple of 16" -- "$NST" ok.ini --set output.format=tiff --set output.tile_size=100
+case_ "deflate level 15" 2 "output.level = 15: deflate levels are 1 to 9" -- "$NST" ok.ini --set output.level=15
+case_ "zstd level with a deflate PNG" 2 "is a zstd level, but the PNG output is deflate-compressed" -- "$NST" ok.ini --set output.format=tiff,png --set output.compression=zstd --set output.level=15
+case_ "classic TIFF too small for the output" 2 "output.bigtiff = no, but the 60000x40000 output is 9.6 GB uncompressed" -- "$NST" ok.ini --set output.format=tiff --set output.bigtiff=no --set output.width=60000 --set output.height=40000
+case_ "PNG above the whole-image limit" 2 "above input.max_whole_megapixels = 0.01; PNG and JPEG are decoded whole" -- "$NST" ok.ini --set input.max_whole_megapixels=0.01
+printf 'x' >"$T/out.h5"
+case_ "an existing HDF5 output" 2 "out.h5: output exists; set output.overwrite = true" -- "$NST" ok.ini --set output.format=png,hdf5
+rm -f "$T/out.h5"
 cp "$T/content.png" "$T/exists.png"
 case_ "output exists" 2 "set output.overwrite = true" -- "$NST" ok.ini --set output.path=exists.png
 case_ "config missing" 2 "cannot open config file" -- "$NST" missing.ini
