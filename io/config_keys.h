@@ -67,7 +67,7 @@ NST_KEY(tiling, mode, ENUM, "exact", 0, 0, "exact|cheap", "exact: tiles give the
 NST_KEY(tiling, gram, ENUM, "auto", 0, 0, "auto|resident|two_pass|lagged", "how the global Gram meets the backward: keep every local tile's activations (resident), run the forward twice (two_pass), or use the previous iteration's Gram (lagged, not exact); auto: resident if it fits the memory budget, else two_pass (lagged in cheap mode)")
 NST_KEY(tiling, exchange_every, INTWORD, "auto", 1, 1000000, "auto", "refresh halos every N iterations (N > 1 only in cheap mode); auto: 1 in exact mode, 4 in cheap mode")
 NST_KEY(tiling, blend, ENUM, "cosine", 0, 0, "cosine|linear", "feather ramp for overlapping windows in cheap mode")
-NST_KEY(tiling, blend_width, INTWORD, "auto", 1, 100000, "auto", "width of the feather ramp in pixels, from a window's inner edge (at most the halo); auto: the halo")
+NST_KEY(tiling, blend_width, INTWORD, "auto", 1, 100000, "auto", "width of the cheap mode's feather ramp in pixels, from a window's inner edge (twice the halo spans the whole overlap); auto: the halo")
 
 /* [run] */
 NST_KEY(run, seed, INT, "0", 0, NST_BIG, "", "seed of the noise initialisation")

@@ -7,7 +7,8 @@
  * sample layout, and every strip's or tile's offset + byte count against the file size.
  * libtiff runs with a 256 MiB single-allocation cap and its messages go to our error channel.
  * The reading is by region: only the strips or tiles that intersect the requested rectangle are
- * decoded, into buffers the source keeps between reads (one tile or strip, per plane).
+ * decoded, and the source keeps the most recently used ones (planes interleaved) in a small cache,
+ * so neighbouring windows, whose halos reach into the same tiles, decode them once.
  */
 #include <stdio.h>
 #include <string.h>
@@ -16,10 +17,12 @@
 
 #include "../util/checked.h"
 #include "../util/mem.h"
+#include "../util/threads.h"
 #include "source.h"
 #include "tiff_msg.h"
 
 #define TIFF_MAX_ALLOC ((tmsize_t)256 << 20)
+#define CACHE_BYTES ((size_t)64 << 20) /* decoded tiles or strips kept per source */
 
 typedef struct {
     const unsigned char *buf; /* memory source, or NULL */
@@ -105,9 +108,17 @@ typedef struct {
     uint32_t tw, th, rps;
     /* kept between reads */
     int whole_strips;          /* strips decode whole; else one huge chunky strip, row by row */
-    unsigned char *dec, *inter; /* one decoded tile/strip (or scanline); its planes interleaved */
+    unsigned char *dec;        /* one decoded plane of a tile or strip (or a scanline) */
     uint16_t *scratch;         /* a converted row (inverted gray, palette) */
     uint32_t next_row;         /* the scanline path's position: rows are decoded forward only */
+    struct {                   /* decoded tiles or strips, planes interleaved, least recently used out */
+        int64_t unit;          /* tile or strip index (of plane 0); -1: empty */
+        uint64_t used;
+        unsigned char *px;
+    } cache[64];
+    int ncache;
+    size_t unit_bytes, dec_bytes;
+    uint64_t clock;
 } tiff_reader;
 
 /* Convert n pixels of decoded samples (interleaved, spp per pixel) into RGB floats at dst. */
@@ -249,7 +260,7 @@ static void interleave(const tiff_reader *r, unsigned char *inter, const unsigne
 }
 
 /* The decoding buffers, sized once from the validated header. */
-static nst_status reader_buffers(tiff_reader *r)
+static nst_status reader_buffers(tiff_reader *r, int nreaders)
 {
     const size_t b = r->bps / 8;
     const int planar = r->planar == PLANARCONFIG_SEPARATE;
@@ -267,16 +278,65 @@ static nst_status reader_buffers(tiff_reader *r)
     }
     r->scratch = nst_alloc_array(unit_w, 3 * sizeof(uint16_t), "TIFF conversion row");
     r->dec = nst_alloc(dec_bytes, "a decoded TIFF tile or strip");
-    if (planar) r->inter = nst_alloc_array(unit_w * unit_h, r->spp * b, "a TIFF tile or strip, interleaved");
-    return r->scratch && r->dec && (!planar || r->inter) ? NST_OK : NST_ENOMEM;
+    r->dec_bytes = dec_bytes;
+    r->unit_bytes = unit_w * unit_h * r->spp * b;
+    /* as many cached units as fit this reader's share of CACHE_BYTES, at least one */
+    r->ncache = (int)(CACHE_BYTES / (size_t)nreaders / (r->unit_bytes ? r->unit_bytes : 1));
+    if (r->ncache < 1) r->ncache = 1;
+    if (r->ncache > (int)(sizeof r->cache / sizeof *r->cache)) r->ncache = (int)(sizeof r->cache / sizeof *r->cache);
+    for (int i = 0; i < r->ncache; i++) r->cache[i].unit = -1;
+    return r->scratch && r->dec ? NST_OK : NST_ENOMEM;
+}
+
+/* Tile or strip `unit` (plane 0's index; rows [y, y + nrows) of the image for a strip), decoded with
+ * its planes interleaved: from the cache, or decoded into the least recently used slot. */
+static const unsigned char *decoded_unit(tiff_reader *r, uint32_t unit, uint32_t x, uint32_t y, size_t nrows, nst_status *st)
+{
+    int slot = 0;
+    for (int i = 0; i < r->ncache; i++) {
+        if (r->cache[i].unit == (int64_t)unit) {
+            r->cache[i].used = ++r->clock;
+            return r->cache[i].px;
+        }
+        if (r->cache[i].used < r->cache[slot].used) slot = i;
+    }
+    if (!r->cache[slot].px) {
+        r->cache[slot].px = nst_alloc(r->unit_bytes, "a cached TIFF tile or strip");
+        if (!r->cache[slot].px) {
+            *st = NST_ENOMEM;
+            return NULL;
+        }
+    }
+    r->cache[slot].unit = -1;
+    const int planar = r->planar == PLANARCONFIG_SEPARATE;
+    const int planes = planar ? r->spp : 1;
+    unsigned char *px = r->cache[slot].px;
+    for (int p = 0; p < planes; p++) {
+        unsigned char *into = planar ? r->dec : px;
+        tmsize_t cap = (tmsize_t)(planar ? r->dec_bytes : r->unit_bytes); /* libtiff decodes at most this much */
+        if (r->tiled) {
+            if (TIFFReadEncodedTile(r->tif, TIFFComputeTile(r->tif, x, y, 0, (uint16_t)p), into, cap) < 0) {
+                *st = lib_error(r, "cannot decode a tile");
+                return NULL;
+            }
+            if (planar) interleave(r, px, r->dec, p, r->th, r->tw, r->tw);
+        } else {
+            if (TIFFReadEncodedStrip(r->tif, TIFFComputeStrip(r->tif, y, (uint16_t)p), into, cap) < 0) {
+                *st = lib_error(r, "cannot decode a strip");
+                return NULL;
+            }
+            if (planar) interleave(r, px, r->dec, p, nrows, r->w, r->w);
+        }
+    }
+    r->cache[slot].unit = unit;
+    r->cache[slot].used = ++r->clock;
+    return px;
 }
 
 /* Rows [y0, y0 + rows) x columns [x0, x0 + cols) of the image into out (RGB floats, cols per row). */
 static nst_status read_region(tiff_reader *r, int x0, int y0, int cols, int rows, float *out)
 {
     const size_t b = r->bps / 8;
-    const int planar = r->planar == PLANARCONFIG_SEPARATE;
-    const int planes = planar ? r->spp : 1;
     const int x1 = x0 + cols, y1 = y0 + rows;
 
     if (!r->tiled && !r->whole_strips) { /* one huge chunky strip: forward only, restarting when asked for an earlier row */
@@ -291,16 +351,12 @@ static nst_status read_region(tiff_reader *r, int x0, int y0, int cols, int rows
         r->next_row = (uint32_t)y1;
         return NST_OK;
     }
+    nst_status st = NST_OK;
     if (!r->tiled) {
-        tmsize_t strip_bytes = (tmsize_t)TIFFVStripSize64(r->tif, r->rps);
         for (uint32_t sy = (uint32_t)y0 / r->rps * r->rps; sy < (uint32_t)y1; sy += r->rps) {
             size_t nrows = r->h - sy < r->rps ? r->h - sy : r->rps;
-            for (int p = 0; p < planes; p++) {
-                if (TIFFReadEncodedStrip(r->tif, TIFFComputeStrip(r->tif, sy, (uint16_t)p), r->dec, strip_bytes) < 0)
-                    return lib_error(r, "cannot decode a strip");
-                if (planar) interleave(r, r->inter, r->dec, p, nrows, r->w, r->w);
-            }
-            const unsigned char *px = planar ? r->inter : r->dec;
+            const unsigned char *px = decoded_unit(r, TIFFComputeStrip(r->tif, sy, 0), 0, sy, nrows, &st);
+            if (!px) return st;
             for (size_t yy = 0; yy < nrows; yy++) {
                 int y = (int)(sy + yy);
                 if (y < y0 || y >= y1) continue;
@@ -309,15 +365,10 @@ static nst_status read_region(tiff_reader *r, int x0, int y0, int cols, int rows
         }
         return NST_OK;
     }
-    tmsize_t ts = TIFFTileSize(r->tif);
     for (uint32_t ty = (uint32_t)y0 / r->th * r->th; ty < (uint32_t)y1; ty += r->th) {
         for (uint32_t tx = (uint32_t)x0 / r->tw * r->tw; tx < (uint32_t)x1; tx += r->tw) {
-            for (int p = 0; p < planes; p++) {
-                if (TIFFReadEncodedTile(r->tif, TIFFComputeTile(r->tif, tx, ty, 0, (uint16_t)p), r->dec, ts) < 0)
-                    return lib_error(r, "cannot decode a tile");
-                if (planar) interleave(r, r->inter, r->dec, p, r->th, r->tw, r->tw);
-            }
-            const unsigned char *px = planar ? r->inter : r->dec;
+            const unsigned char *px = decoded_unit(r, TIFFComputeTile(r->tif, tx, ty, 0, 0), tx, ty, r->th, &st);
+            if (!px) return st;
             int cx0 = (int)tx > x0 ? (int)tx : x0, cx1 = (int)(tx + r->tw) < x1 ? (int)(tx + r->tw) : x1;
             int cy0 = (int)ty > y0 ? (int)ty : y0, cy1 = (int)(ty + r->th) < y1 ? (int)(ty + r->th) : y1;
             for (int y = cy0; y < cy1; y++)
@@ -330,9 +381,15 @@ static nst_status read_region(tiff_reader *r, int x0, int y0, int cols, int rows
 
 /* ---- the source ------------------------------------------------------------------------------------ */
 
+#define MAX_READERS 16
+
+/* One libtiff handle per thread on the same bytes (pread keeps no shared position): the rows of
+ * tiles or strips of a region decode in parallel. */
 typedef struct {
-    tiff_src src;
-    tiff_reader r;
+    int n;
+    tiff_src src[MAX_READERS];
+    tiff_reader r[MAX_READERS];
+    int fd, owns_fd;
 } tiff_source;
 
 static nst_status tiff_source_read(nst_source *s, nst_rect rect, float *out)
@@ -341,20 +398,62 @@ static nst_status tiff_source_read(nst_source *s, nst_rect rect, float *out)
     if (rect.x < 0 || rect.y < 0 || rect.w < 1 || rect.h < 1 || rect.x + rect.w > s->w || rect.y + rect.h > s->h)
         return nst_fail(NST_ERUNTIME, "%s: region %dx%d+%d+%d outside the %dx%d image", s->name, rect.w, rect.h, rect.x, rect.y,
                         s->w, s->h);
-    ts->src.msg[0] = 0;
-    return read_region(&ts->r, rect.x, rect.y, rect.w, rect.h, out);
+    const int unit_h = s->band;
+    const int first = rect.y / unit_h, last = (rect.y + rect.h - 1) / unit_h;
+    if (ts->n == 1 || first == last) {
+        ts->src[0].msg[0] = 0;
+        return read_region(&ts->r[0], rect.x, rect.y, rect.w, rect.h, out);
+    }
+    nst_status worst = NST_OK;
+    char why[1024] = "";
+#pragma omp parallel for schedule(dynamic, 1) num_threads(ts->n)
+    for (int k = first; k <= last; k++) {
+        int t = nst_thread_num();
+        int y0 = k * unit_h > rect.y ? k * unit_h : rect.y, y1 = (k + 1) * unit_h < rect.y + rect.h ? (k + 1) * unit_h : rect.y + rect.h;
+        ts->src[t].msg[0] = 0;
+        nst_status st = read_region(&ts->r[t], rect.x, y0, rect.w, y1 - y0, out + (size_t)(y0 - rect.y) * rect.w * 3);
+        if (st != NST_OK) {
+#pragma omp critical(nst_tiff_read_failure)
+            if (worst == NST_OK) {
+                worst = st;
+                nst_fail_take(why, sizeof why);
+            }
+        }
+    }
+    if (worst != NST_OK) nst_fail(worst, "%s", why); /* the worker's message, on this thread */
+    return worst;
 }
 
 static void tiff_source_close(nst_source *s)
 {
     tiff_source *ts = s->impl;
-    if (ts->r.tif) TIFFClose(ts->r.tif);
-    if (!ts->src.buf && ts->src.fd >= 0) close(ts->src.fd);
-    nst_free(ts->r.dec);
-    nst_free(ts->r.inter);
-    nst_free(ts->r.scratch);
+    for (int i = 0; i < ts->n; i++) {
+        if (ts->r[i].tif) TIFFClose(ts->r[i].tif);
+        nst_free(ts->r[i].dec);
+        for (int c = 0; c < ts->r[i].ncache; c++) nst_free(ts->r[i].cache[c].px);
+        nst_free(ts->r[i].scratch);
+    }
+    if (ts->owns_fd && ts->fd >= 0) close(ts->fd);
     nst_free(ts);
     nst_free(s);
+}
+
+/* Open handle i on the bytes, validate, size its buffers (a share of the cache). */
+static nst_status open_reader(nst_source *s, tiff_source *ts, int i, const unsigned char *buf, size_t len, const nst_read_limits *lim)
+{
+    ts->src[i] = (tiff_src){buf, buf ? -1 : ts->fd, len, 0, ""};
+    TIFFOpenOptions *opts = nst_tiff_options(ts->src[i].msg, TIFF_MAX_ALLOC);
+    if (!opts) return nst_fail(NST_ENOMEM, "%s: cannot create a TIFF reader", s->name);
+    /* "m": no memory mapping of files (a gigapixel file is read where needed, with pread) */
+    ts->r[i].tif = TIFFClientOpenExt(s->name, buf ? "r" : "rm", &ts->src[i], src_read, src_write, src_seek, src_close, src_size,
+                                     src_map, src_unmap, opts);
+    TIFFOpenOptionsFree(opts);
+    if (!ts->r[i].tif)
+        return nst_fail(NST_EINPUT, "%s: corrupt TIFF: %s", s->name, ts->src[i].msg[0] ? ts->src[i].msg : "cannot read the header");
+    ts->r[i].src = &ts->src[i];
+    ts->r[i].name = s->name;
+    NST_TRY(validate(&ts->r[i], lim, &s->info));
+    return reader_buffers(&ts->r[i], ts->n);
 }
 
 nst_status nst_tiff_source_open(const char *name, const unsigned char *buf, size_t len, int fd,
@@ -374,32 +473,27 @@ nst_status nst_tiff_source_open(const char *name, const unsigned char *buf, size
     s->read = tiff_source_read;
     s->close = tiff_source_close;
     s->random_access = 1;
-    ts->src = (tiff_src){buf, buf ? -1 : fd, len, 0, ""};
-    TIFFOpenOptions *opts = nst_tiff_options(ts->src.msg, TIFF_MAX_ALLOC);
-    if (!opts) {
-        tiff_source_close(s);
-        return nst_fail(NST_ENOMEM, "%s: cannot create a TIFF reader", name);
+    ts->fd = buf ? -1 : fd;
+    ts->owns_fd = !buf;
+    ts->n = 1;
+    nst_status st = open_reader(s, ts, 0, buf, len, lim);
+    if (st == NST_OK) {
+        s->w = (int)ts->r[0].w;
+        s->h = (int)ts->r[0].h;
+        s->band = (int)(ts->r[0].tiled ? ts->r[0].th : ts->r[0].whole_strips ? ts->r[0].rps : 1);
+        /* more handles for the threads, where tiles or whole strips can be decoded independently */
+        int want = nst_max_threads();
+        if (want > MAX_READERS) want = MAX_READERS;
+        if (ts->r[0].tiled || ts->r[0].whole_strips)
+            for (int i = 1; st == NST_OK && i < want; i++) {
+                ts->n = i + 1;
+                st = open_reader(s, ts, i, buf, len, lim);
+            }
     }
-    /* "m": no memory mapping of files (a gigapixel file is read where needed, with pread) */
-    ts->r.tif = TIFFClientOpenExt(s->name, buf ? "r" : "rm", &ts->src, src_read, src_write, src_seek, src_close, src_size,
-                                  src_map, src_unmap, opts);
-    TIFFOpenOptionsFree(opts);
-    if (!ts->r.tif) {
-        nst_status st = nst_fail(NST_EINPUT, "%s: corrupt TIFF: %s", name, ts->src.msg[0] ? ts->src.msg : "cannot read the header");
-        tiff_source_close(s);
-        return st;
-    }
-    ts->r.src = &ts->src;
-    ts->r.name = s->name;
-    nst_status st = validate(&ts->r, lim, &s->info);
-    if (st == NST_OK) st = reader_buffers(&ts->r);
     if (st != NST_OK) {
         tiff_source_close(s);
         return st;
     }
-    s->w = (int)ts->r.w;
-    s->h = (int)ts->r.h;
-    s->band = (int)(ts->r.tiled ? ts->r.th : ts->r.whole_strips ? ts->r.rps : 1);
     *out = s;
     return NST_OK;
 }

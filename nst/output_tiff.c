@@ -2,7 +2,6 @@
  * thread) in batches of about BATCH_BYTES; batch by batch the compressed bytes travel to rank 0,
  * which writes them with raw tile writes, so the ranks' compression runs in parallel and the file
  * has one writer. */
-#include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 
 #include "../mpi/comm.h"
 #include "../util/mem.h"
+#include "../util/threads.h"
 #include "../util/timer.h"
 #include "output_sink.h"
 
@@ -50,6 +50,7 @@ static nst_status compress_batch(tiff_sink *ts, const nst_pyramid *P, const nst_
     uint64_t *lens = nst_calloc(sizeof(uint64_t) * (size_t)K, "compressed tile sizes");
     nst_status s = parts && lens ? NST_OK : NST_ENOMEM;
     int failed = 0;
+    char why[1024] = "";
     if (s == NST_OK) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(ts->nenc)
         for (int i = 0; i < count; i++) {
@@ -57,18 +58,21 @@ static nst_status compress_batch(tiff_sink *ts, const nst_pyramid *P, const nst_
             nst_rect r = nst_tileset_rect(P, set, first + i);
             const unsigned char *bytes;
             size_t len;
-            nst_status e = nst_tiff_encode(ts->enc[omp_get_thread_num()], set->px[first + i], r.w, r.h, &bytes, &len);
+            nst_status e = nst_tiff_encode(ts->enc[nst_thread_num()], set->px[first + i], r.w, r.h, &bytes, &len);
             if (e == NST_OK) {
                 parts[i] = nst_alloc(len, "a compressed tile");
                 if (parts[i]) memcpy(parts[i], bytes, len);
                 lens[i] = len;
             }
             if (e != NST_OK || !parts[i]) {
-#pragma omp atomic write
-                failed = 1;
+#pragma omp critical(nst_tiff_compress_failure)
+                if (!failed) {
+                    failed = 1;
+                    nst_fail_take(why, sizeof why); /* the worker thread's message */
+                }
             }
         }
-        if (failed) s = nst_fail_pending() ? NST_ERUNTIME : nst_fail(NST_ERUNTIME, "TIFF tile compression failed");
+        if (failed) s = nst_fail(NST_ERUNTIME, "%s", why);
     }
     size_t total = (size_t)K * sizeof(uint64_t);
     for (int i = 0; s == NST_OK && i < count; i++) total += (size_t)lens[i];
@@ -194,7 +198,7 @@ nst_status nst_sink_tiff(nst_sink *sk, const nst_output_spec *o, const nst_pyram
         sk->level = tiff_level;
         sk->close = tiff_close;
         ts->p = o->tiff;
-        ts->nenc = omp_get_max_threads();
+        ts->nenc = nst_max_threads();
         ts->enc = nst_calloc(sizeof(nst_tiff_encoder *) * (size_t)ts->nenc, "TIFF encoders");
         if (!ts->enc) s = NST_ENOMEM;
         for (int i = 0; s == NST_OK && i < ts->nenc; i++) s = nst_tiff_encoder_new(&ts->p, &ts->enc[i]);

@@ -39,6 +39,13 @@ const char *nst_fail_message(void) { return have_msg ? msg : "unknown error"; }
 
 int nst_fail_pending(void) { return have_msg; }
 
+void nst_fail_take(char *buf, unsigned cap)
+{
+    if (cap) snprintf(buf, cap, "%s", have_msg ? msg : "failed");
+    have_msg = 0;
+    msg[0] = 0;
+}
+
 void nst_fail_clear(void)
 {
     have_msg = 0;

@@ -24,6 +24,9 @@ nst_status nst_fail_context(nst_status kind, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 const char *nst_fail_message(void);
+/* The message is kept per thread: a worker thread (OpenMP) that failed hands its message to the
+ * thread that reports with this (copies it into buf, cap bytes, and clears the worker's). */
+void nst_fail_take(char *buf, unsigned cap);
 /* 1 when a failure message is recorded (a rank that only heard of another rank's failure has none). */
 int nst_fail_pending(void);
 void nst_fail_clear(void);
