@@ -119,6 +119,13 @@ vips' time over nstbatch's observed TIFF write time (above 1: nstbatch is faster
 | ranks | file | read raw | read observed | write raw | write observed | write s | file MB | vips / nstbatch | run s |
 |---|---|---|---|---|---|---|---|---|---|
 $rows
+Reading the table: the TIFF is compressed on every rank by every thread (one libtiff encoder per thread) and written
+by rank 0 with raw tile writes, so its raw rate is the page cache's; vips tiffsave compresses on its writing thread.
+HDF5 runs its deflate filter inside H5Dwrite on one thread per rank (pre-compressed chunks through H5Dwrite_chunk are
+not coordinated across ranks in HDF5 1.10: tried with two ranks, one rank's chunk was lost), so it gains from ranks,
+not threads, and without TIFF's horizontal predictor its files are larger. This
+machine has 2 cores: 2 and 4 ranks share them, and nothing here can show scaling beyond 2.
+
 Log: bench/results/io_throughput.log.
 EOF
 echo "wrote $OUT"
