@@ -93,6 +93,23 @@ static void candidate_range(const nst_grid *g, nst_rect r, int widen, int *i0, i
     if (*j1 >= g->ny) *j1 = g->ny - 1;
 }
 
+int nst_transfers_push(nst_transfer **list, size_t *n, size_t *cap, nst_transfer t)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? 2 * *cap : 16;
+        nst_transfer *bigger = realloc(*list, c * sizeof **list);
+        if (!bigger) {
+            free(*list);
+            *list = NULL;
+            return -1;
+        }
+        *list = bigger;
+        *cap = c;
+    }
+    (*list)[(*n)++] = t;
+    return 0;
+}
+
 static nst_transfer *plan(const nst_grid *g, int *n, int overlaps)
 {
     size_t cap = 16, count = 0;
@@ -108,16 +125,7 @@ static nst_transfer *plan(const nst_grid *g, int *n, int overlaps)
                 if (overlaps && src == dst) continue;
                 nst_rect r = nst_rect_intersect(win, overlaps ? nst_grid_window(g, src) : nst_grid_core(g, src));
                 if (nst_rect_empty(r)) continue;
-                if (count == cap) {
-                    nst_transfer *bigger = realloc(out, 2 * cap * sizeof *out);
-                    if (!bigger) {
-                        free(out);
-                        return NULL;
-                    }
-                    out = bigger;
-                    cap *= 2;
-                }
-                out[count++] = (nst_transfer){src, dst, r};
+                if (nst_transfers_push(&out, &count, &cap, (nst_transfer){src, dst, r}) != 0) return NULL;
             }
     }
     *n = (int)count;

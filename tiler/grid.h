@@ -42,6 +42,10 @@ typedef struct {
     nst_rect rect;
 } nst_transfer;
 
+/* A growing list of transfers: append t to *list (count *n, capacity *cap, doubling). 0, or -1
+ * when out of memory (the list is then freed and NULL). */
+int nst_transfers_push(nst_transfer **list, size_t *n, size_t *cap, nst_transfer t);
+
 /* The exact-mode halo exchange: every window is filled from the cores that cover it (its own
  * core included). All transfers of the image, ordered by (dst, src). *n receives the count;
  * returns a malloc'ed array (free()) or NULL when out of memory. */

@@ -74,16 +74,7 @@ nst_transfer *nst_plan_pieces_to_tiles(const nst_pyramid *p, int level, const ns
                 int t = j * l->nx + i;
                 nst_rect x = nst_rect_intersect(r, nst_pyramid_tile(p, level, t));
                 if (nst_rect_empty(x)) continue;
-                if (count == cap) {
-                    nst_transfer *bigger = realloc(out, 2 * cap * sizeof *out);
-                    if (!bigger) {
-                        free(out);
-                        return NULL;
-                    }
-                    out = bigger;
-                    cap *= 2;
-                }
-                out[count++] = (nst_transfer){s, t, x};
+                if (nst_transfers_push(&out, &count, &cap, (nst_transfer){s, t, x}) != 0) return NULL;
             }
     }
     *n = (int)count;
