@@ -1,11 +1,13 @@
 /* mpi/comm.c: ranks, broadcasts, status agreement and sums over MPI (see comm.h). */
 #include "comm.h"
+#include "comm_mpi.h"
 
 #include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../util/log.h"
@@ -13,6 +15,28 @@
 
 static int world_rank, world_size = 1, local_rank, local_size = 1, initialised;
 static char host[256] = "?";
+
+/* The group the calls act on: the world, or a group pushed on top of it (a batch's rank group,
+ * the ranks of a coarse pyramid level). cur_rank and cur_size describe it. */
+struct nst_group {
+    MPI_Comm comm;
+    int rank, size;
+};
+#define STACK_MAX 8
+static struct nst_group world_group = {MPI_COMM_NULL, 0, 1};
+static struct nst_group *stack[STACK_MAX];
+static int depth;
+static MPI_Comm cur = MPI_COMM_NULL;
+static int cur_rank, cur_size = 1;
+
+static void set_current(const struct nst_group *g)
+{
+    cur = g->comm;
+    cur_rank = g->rank;
+    cur_size = g->size;
+}
+
+MPI_Comm nst_comm_mpi(void) { return cur; }
 
 static nst_status mpi_fail(int rc, const char *call)
 {
@@ -37,6 +61,8 @@ nst_status nst_comm_init(int *argc, char ***argv)
     MPI_TRY(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     MPI_TRY(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
     MPI_TRY(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
+    world_group = (struct nst_group){MPI_COMM_WORLD, world_rank, world_size};
+    set_current(&world_group);
     MPI_Comm node;
     MPI_TRY(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node));
     MPI_TRY(MPI_Comm_rank(node, &local_rank));
@@ -51,8 +77,63 @@ void nst_comm_finalize(void)
     initialised = 0;
 }
 
-int nst_comm_rank(void) { return world_rank; }
-int nst_comm_size(void) { return world_size; }
+int nst_comm_rank(void) { return cur_rank; }
+int nst_comm_size(void) { return cur_size; }
+int nst_comm_world_rank(void) { return world_rank; }
+int nst_comm_world_size(void) { return world_size; }
+
+nst_status nst_comm_split(int color, int key, nst_group **out)
+{
+    *out = NULL;
+    MPI_Comm c;
+    MPI_TRY(MPI_Comm_split(cur, color < 0 ? MPI_UNDEFINED : color, key, &c));
+    if (c == MPI_COMM_NULL) return NST_OK;
+    nst_group *g = nst_calloc(sizeof *g, "a rank group");
+    if (!g) {
+        MPI_Comm_free(&c);
+        return NST_ENOMEM;
+    }
+    g->comm = c;
+    MPI_TRY(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
+    MPI_TRY(MPI_Comm_rank(c, &g->rank));
+    MPI_TRY(MPI_Comm_size(c, &g->size));
+    *out = g;
+    return NST_OK;
+}
+
+void nst_comm_push(nst_group *g)
+{
+    if (depth == STACK_MAX) nst_comm_abort(1, "rank groups nested too deep");
+    stack[depth++] = g;
+    set_current(g);
+}
+
+void nst_comm_pop(void)
+{
+    if (depth > 0) depth--;
+    set_current(depth ? stack[depth - 1] : &world_group);
+}
+
+void nst_comm_group_free(nst_group *g)
+{
+    if (!g) return;
+    MPI_Comm_free(&g->comm);
+    nst_free(g);
+}
+
+nst_status nst_comm_idle_barrier(void)
+{
+    if (cur_size == 1) return NST_OK;
+    MPI_Request req;
+    MPI_TRY(MPI_Ibarrier(cur, &req));
+    int done = 0;
+    struct timespec nap = {0, 1000000}; /* 1 ms: a waiting rank leaves its core to the ranks at work */
+    while (!done) {
+        MPI_TRY(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+        if (!done) nanosleep(&nap, NULL);
+    }
+    return NST_OK;
+}
 int nst_comm_local_rank(void) { return local_rank; }
 int nst_comm_local_size(void) { return local_size; }
 const char *nst_comm_host(void) { return host; }
@@ -62,7 +143,7 @@ nst_status nst_comm_bcast(void *buf, size_t bytes, int root)
     unsigned char *p = buf;
     while (bytes > 0) { /* MPI counts are int: send in chunks of 1 GiB */
         int n = bytes > (1u << 30) ? (1 << 30) : (int)bytes;
-        MPI_TRY(MPI_Bcast(p, n, MPI_BYTE, root, MPI_COMM_WORLD));
+        MPI_TRY(MPI_Bcast(p, n, MPI_BYTE, root, cur));
         p += n;
         bytes -= (size_t)n;
     }
@@ -71,9 +152,9 @@ nst_status nst_comm_bcast(void *buf, size_t bytes, int root)
 
 nst_status nst_comm_bcast_alloc(unsigned char **buf, size_t *len, int root)
 {
-    unsigned long long n = world_rank == root ? *len : 0;
-    MPI_TRY(MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, root, MPI_COMM_WORLD));
-    if (world_rank != root) {
+    unsigned long long n = cur_rank == root ? *len : 0;
+    MPI_TRY(MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, root, cur));
+    if (cur_rank != root) {
         *len = (size_t)n;
         *buf = nst_alloc(n ? (size_t)n : 1, "a broadcast buffer");
         if (!*buf) nst_comm_abort(1, "out of memory receiving a broadcast"); /* the root would wait forever */
@@ -88,7 +169,7 @@ nst_status nst_comm_send(const void *buf, size_t bytes, int dest)
     const unsigned char *p = buf;
     do {
         int n = bytes > CHUNK ? (int)CHUNK : (int)bytes;
-        MPI_TRY(MPI_Send(p, n, MPI_BYTE, dest, 7, MPI_COMM_WORLD));
+        MPI_TRY(MPI_Send(p, n, MPI_BYTE, dest, 7, cur));
         p += n;
         bytes -= (size_t)n;
     } while (bytes > 0);
@@ -100,7 +181,7 @@ nst_status nst_comm_recv(void *buf, size_t bytes, int src)
     unsigned char *p = buf;
     do {
         int n = bytes > CHUNK ? (int)CHUNK : (int)bytes;
-        MPI_TRY(MPI_Recv(p, n, MPI_BYTE, src, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        MPI_TRY(MPI_Recv(p, n, MPI_BYTE, src, 7, cur, MPI_STATUS_IGNORE));
         p += n;
         bytes -= (size_t)n;
     } while (bytes > 0);
@@ -115,12 +196,12 @@ nst_status nst_comm_exchange(const nst_comm_msg *sends, int nsend, const nst_com
     for (int i = 0; i < nrecv && rc == MPI_SUCCESS; i++) {
         if (!recvs[i].bytes) continue;
         if (recvs[i].bytes > INT_MAX) rc = MPI_ERR_COUNT;
-        else rc = MPI_Irecv(recvs[i].buf, (int)recvs[i].bytes, MPI_BYTE, recvs[i].peer, 11, MPI_COMM_WORLD, &req[n++]);
+        else rc = MPI_Irecv(recvs[i].buf, (int)recvs[i].bytes, MPI_BYTE, recvs[i].peer, 11, cur, &req[n++]);
     }
     for (int i = 0; i < nsend && rc == MPI_SUCCESS; i++) {
         if (!sends[i].bytes) continue;
         if (sends[i].bytes > INT_MAX) rc = MPI_ERR_COUNT;
-        else rc = MPI_Isend(sends[i].buf, (int)sends[i].bytes, MPI_BYTE, sends[i].peer, 11, MPI_COMM_WORLD, &req[n++]);
+        else rc = MPI_Isend(sends[i].buf, (int)sends[i].bytes, MPI_BYTE, sends[i].peer, 11, cur, &req[n++]);
     }
     if (rc == MPI_SUCCESS) rc = MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
     nst_free(req);
@@ -134,9 +215,9 @@ nst_status nst_comm_exchange(const nst_comm_msg *sends, int nsend, const nst_com
 
 nst_status nst_comm_check(nst_status mine)
 {
-    if (world_size == 1) return mine;
+    if (cur_size == 1) return mine;
     int me = (int)mine, worst = 0;
-    if (MPI_Allreduce(&me, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
+    if (MPI_Allreduce(&me, &worst, 1, MPI_INT, MPI_MAX, cur) != MPI_SUCCESS)
         nst_comm_abort(1, "MPI_Allreduce failed while ranks checked their status");
     return (nst_status)worst;
 }
@@ -144,30 +225,30 @@ nst_status nst_comm_check(nst_status mine)
 nst_status nst_comm_stats(const double *in, double *mn, double *mx, double *sum, size_t n)
 {
     if (n > INT_MAX) return nst_fail(NST_ERUNTIME, "nst_comm_stats: too many values");
-    MPI_TRY(MPI_Allreduce(in, mn, (int)n, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD));
-    MPI_TRY(MPI_Allreduce(in, mx, (int)n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-    MPI_TRY(MPI_Allreduce(in, sum, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    MPI_TRY(MPI_Allreduce(in, mn, (int)n, MPI_DOUBLE, MPI_MIN, cur));
+    MPI_TRY(MPI_Allreduce(in, mx, (int)n, MPI_DOUBLE, MPI_MAX, cur));
+    MPI_TRY(MPI_Allreduce(in, sum, (int)n, MPI_DOUBLE, MPI_SUM, cur));
     return NST_OK;
 }
 
 nst_status nst_comm_agree(nst_status mine)
 {
-    if (world_size == 1) return mine;
+    if (cur_size == 1) return mine;
     /* the lowest rank that failed with a message of its own (ranks that only heard of a failure
      * through nst_comm_check have none), and the worst status */
-    int me[2] = {mine != NST_OK && nst_fail_pending() ? world_rank : world_size, (int)mine}, all[2];
-    int rc = MPI_Allreduce(&me[0], &all[0], 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (rc == MPI_SUCCESS) rc = MPI_Allreduce(&me[1], &all[1], 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    int me[2] = {mine != NST_OK && nst_fail_pending() ? cur_rank : cur_size, (int)mine}, all[2];
+    int rc = MPI_Allreduce(&me[0], &all[0], 1, MPI_INT, MPI_MIN, cur);
+    if (rc == MPI_SUCCESS) rc = MPI_Allreduce(&me[1], &all[1], 1, MPI_INT, MPI_MAX, cur);
     if (rc != MPI_SUCCESS) nst_comm_abort(1, "MPI_Allreduce failed while ranks agreed on a status");
     if (all[1] == NST_OK) return NST_OK;
-    if (all[0] == world_size) { /* failed, but nobody said why: the lowest failing rank speaks */
-        me[0] = mine != NST_OK ? world_rank : world_size;
-        if (MPI_Allreduce(&me[0], &all[0], 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS)
+    if (all[0] == cur_size) { /* failed, but nobody said why: the lowest failing rank speaks */
+        me[0] = mine != NST_OK ? cur_rank : cur_size;
+        if (MPI_Allreduce(&me[0], &all[0], 1, MPI_INT, MPI_MIN, cur) != MPI_SUCCESS)
             nst_comm_abort(1, "MPI_Allreduce failed while ranks agreed on a status");
     }
     char msg[2048];
     snprintf(msg, sizeof msg, "%s", nst_fail_message());
-    if (MPI_Bcast(msg, sizeof msg, MPI_CHAR, all[0], MPI_COMM_WORLD) != MPI_SUCCESS)
+    if (MPI_Bcast(msg, sizeof msg, MPI_CHAR, all[0], cur) != MPI_SUCCESS)
         nst_comm_abort(1, "MPI_Bcast failed while ranks agreed on a status");
     msg[sizeof msg - 1] = 0;
     nst_fail_clear();
@@ -179,20 +260,20 @@ nst_status nst_comm_agree(nst_status mine)
  * and reproducible. The payloads (Gram sums, a few scalars) are small. */
 nst_status nst_comm_sum_doubles(double *buf, size_t n)
 {
-    if (world_size == 1 || n == 0) return NST_OK;
+    if (cur_size == 1 || n == 0) return NST_OK;
     if (n > (size_t)1 << 28) return nst_fail(NST_ERUNTIME, "sum of %zu values is too large for one call", n);
     double *all = NULL;
-    if (world_rank == 0) {
-        all = nst_alloc_array((size_t)world_size * n, sizeof(double), "a reduction buffer");
+    if (cur_rank == 0) {
+        all = nst_alloc_array((size_t)cur_size * n, sizeof(double), "a reduction buffer");
         if (!all) nst_comm_abort(1, "out of memory for a reduction buffer on rank 0");
     }
-    MPI_TRY(MPI_Gather(buf, (int)n, MPI_DOUBLE, all, (int)n, MPI_DOUBLE, 0, MPI_COMM_WORLD));
-    if (world_rank == 0) { /* buf already holds rank 0's part: add ranks 1.. in order */
-        for (int r = 1; r < world_size; r++)
+    MPI_TRY(MPI_Gather(buf, (int)n, MPI_DOUBLE, all, (int)n, MPI_DOUBLE, 0, cur));
+    if (cur_rank == 0) { /* buf already holds rank 0's part: add ranks 1.. in order */
+        for (int r = 1; r < cur_size; r++)
             for (size_t i = 0; i < n; i++) buf[i] += all[(size_t)r * n + i];
         nst_free(all);
     }
-    MPI_TRY(MPI_Bcast(buf, (int)n, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    MPI_TRY(MPI_Bcast(buf, (int)n, MPI_DOUBLE, 0, cur));
     return NST_OK;
 }
 

@@ -13,8 +13,25 @@
 
 nst_status nst_comm_init(int *argc, char ***argv);
 void nst_comm_finalize(void);
+/* Rank and size in the current group (the world unless a group is pushed): every call below
+ * acts on the current group. */
 int nst_comm_rank(void);
 int nst_comm_size(void);
+int nst_comm_world_rank(void);
+int nst_comm_world_size(void);
+
+/* Rank groups: a batch's groups render different jobs at once, a coarse pyramid level runs on the
+ * ranks that have tiles. Split the current group by color (ranks with the same color form a
+ * group, ordered by key; color < 0: in none, *out = NULL). Collective on the current group. */
+typedef struct nst_group nst_group;
+nst_status nst_comm_split(int color, int key, nst_group **out);
+/* Make g the current group until the matching pop. */
+void nst_comm_push(nst_group *g);
+void nst_comm_pop(void);
+void nst_comm_group_free(nst_group *g);
+/* A barrier on the current group that sleeps between tests instead of spinning: ranks with
+ * nothing to do wait without taking cores from the ranks at work. */
+nst_status nst_comm_idle_barrier(void);
 /* Rank and rank count among the processes on this node (MPI_Comm_split_type, shared memory). */
 int nst_comm_local_rank(void);
 int nst_comm_local_size(void);

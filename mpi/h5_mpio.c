@@ -4,10 +4,11 @@
 #include <mpi.h>
 
 #include "comm.h"
+#include "comm_mpi.h"
 
 nst_status nst_comm_h5_fapl(hid_t fapl)
 {
-    if (H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL) < 0 || H5Pset_all_coll_metadata_ops(fapl, 1) < 0 ||
+    if (H5Pset_fapl_mpio(fapl, nst_comm_mpi(), MPI_INFO_NULL) < 0 || H5Pset_all_coll_metadata_ops(fapl, 1) < 0 ||
         H5Pset_coll_metadata_write(fapl, 1) < 0)
         return nst_fail(NST_ERUNTIME, "rank %d: HDF5 cannot use MPI-IO (H5Pset_fapl_mpio failed): is this HDF5 built parallel?",
                         nst_comm_rank());

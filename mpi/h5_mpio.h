@@ -7,7 +7,7 @@
 
 #include "../util/status.h"
 
-/* File access over MPI-IO on all ranks, with collective metadata reads and writes. */
+/* File access over MPI-IO on the ranks of the current group, with collective metadata reads and writes. */
 nst_status nst_comm_h5_fapl(hid_t fapl);
 /* Collective raw-data transfers (required for filtered datasets written in parallel), done as
  * independent MPI-IO writes of whole chunks. */

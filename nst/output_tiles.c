@@ -1,9 +1,7 @@
-/* nst/output_tiles.c: output tiles assembled on their owners (see output_tiles.h).
- *
- * Both moves are the same plan: pieces (render cores, or halved tiles of the level above) cut by
- * the level's tiles (nst_plan_pieces_to_tiles, ordered by piece). The piece's owner produces each
- * cut: into its own tile directly, or packed into the buffer for the tile's owner; one sparse
- * exchange; the receivers unpack in the same order. */
+/* nst/output_tiles.c: output tiles assembled on their owners (see output_tiles.h). Both moves are
+ * nst/move.h's: pieces (render cores, or halved tiles of the level above) cut by the level's tiles
+ * (nst_plan_pieces_to_tiles, grouped by piece), each cut produced by the piece's owner: quantised
+ * from floats, or halved. */
 #include "output_tiles.h"
 
 #include <stdlib.h>
@@ -12,11 +10,7 @@
 #include "../io/image.h"
 #include "../mpi/comm.h"
 #include "../util/mem.h"
-
-/* Produce rect r of piece `src` as samples into dst (row stride `stride` bytes). */
-typedef void (*produce_fn)(void *ctx, int src, nst_rect r, unsigned char *dst, size_t stride);
-/* Called once a local piece has produced all its cuts. */
-typedef void (*done_fn)(void *ctx, int src);
+#include "move.h"
 
 void nst_tileset_free(nst_tileset *ts)
 {
@@ -65,84 +59,22 @@ static int find(const int *sorted, int n, int v)
     return -1;
 }
 
-/* The move: see the file comment. src_owner[] per piece; dst has its owners and buffers. */
+/* Move the plan's pieces into the level's tiles (nst/move.h): destinations indexed by tile. */
 static nst_status move_pieces(const nst_pyramid *P, const nst_transfer *tr, int ntr, const int *src_owner, nst_tileset *dst,
-                              produce_fn produce, done_fn done, void *ctx, size_t held, size_t *peak)
+                              nst_produce_fn produce, nst_done_fn done, void *ctx, size_t held, size_t *peak)
 {
-    const int rank = nst_comm_rank(), nranks = nst_comm_size();
-    const size_t px = 3 * (size_t)dst->sample_bytes;
-    size_t *sendn = nst_calloc(sizeof(size_t) * 2 * (size_t)nranks, "output exchange sizes");
-    if (!sendn) return NST_ENOMEM;
-    size_t *recvn = sendn + nranks;
-    for (int i = 0; i < ntr; i++) {
-        int so = src_owner[tr[i].src], dof = dst->owner[tr[i].dst];
-        size_t n = (size_t)nst_rect_area(tr[i].rect) * px;
-        if (so == rank && dof != rank) sendn[dof] += n;
-        if (dof == rank && so != rank) recvn[so] += n;
-    }
-    nst_comm_msg *msgs = nst_calloc(sizeof(nst_comm_msg) * 2 * (size_t)nranks, "output exchange messages");
-    size_t *off = nst_calloc(sizeof(size_t) * (size_t)nranks, "output exchange offsets");
-    nst_status s = msgs && off ? NST_OK : NST_ENOMEM;
-    int nsend = 0, nrecv = 0;
-    size_t inflight = 0;
-    for (int r = 0; s == NST_OK && r < nranks; r++) {
-        if (sendn[r]) {
-            msgs[nsend] = (nst_comm_msg){r, nst_alloc(sendn[r], "an output send buffer"), sendn[r]};
-            if (!msgs[nsend++].buf) s = NST_ENOMEM;
-            inflight += sendn[r];
-        }
-    }
-    nst_comm_msg *recvs = msgs ? msgs + nranks : NULL;
-    for (int r = 0; s == NST_OK && r < nranks; r++) {
-        if (recvn[r]) {
-            recvs[nrecv] = (nst_comm_msg){r, nst_alloc(recvn[r], "an output receive buffer"), recvn[r]};
-            if (!recvs[nrecv++].buf) s = NST_ENOMEM;
-            inflight += recvn[r];
-        }
-    }
-    if (peak && held + inflight + dst->bytes > *peak) *peak = held + inflight + dst->bytes;
-    /* produce, in plan order; a piece is done after its last cut */
-    for (int i = 0; s == NST_OK && i < ntr; i++) {
-        const nst_transfer *t = &tr[i];
-        if (src_owner[t->src] != rank) continue;
-        int dof = dst->owner[t->dst];
-        if (dof == rank) {
-            int li = find(dst->own, dst->nown, t->dst);
-            nst_rect tile = nst_pyramid_tile(P, dst->level, t->dst);
-            size_t stride = (size_t)tile.w * px;
-            produce(ctx, t->src, t->rect, dst->px[li] + (size_t)(t->rect.y - tile.y) * stride + (size_t)(t->rect.x - tile.x) * px, stride);
-        } else {
-            int m = 0;
-            while (msgs[m].peer != dof) m++;
-            produce(ctx, t->src, t->rect, (unsigned char *)msgs[m].buf + off[dof], (size_t)t->rect.w * px);
-            off[dof] += (size_t)nst_rect_area(t->rect) * px;
-        }
-        if (done && (i + 1 == ntr || tr[i + 1].src != t->src)) done(ctx, t->src);
-    }
-    s = nst_comm_agree(s); /* nobody enters the exchange if a rank could not allocate */
-    if (s == NST_OK) s = nst_comm_exchange(msgs, nsend, recvs, nrecv);
+    const int n = dst->lv.ntiles;
+    nst_rect *rects = nst_alloc_array((size_t)n, sizeof(nst_rect), "output tile rectangles");
+    unsigned char **px = nst_calloc(sizeof(unsigned char *) * (size_t)n, "output tile buffers");
+    nst_status s = rects && px ? NST_OK : NST_ENOMEM;
     if (s == NST_OK) {
-        memset(off, 0, sizeof(size_t) * (size_t)nranks);
-        for (int i = 0; i < ntr; i++) {
-            const nst_transfer *t = &tr[i];
-            int so = src_owner[t->src];
-            if (dst->owner[t->dst] != rank || so == rank) continue;
-            int m = 0;
-            while (recvs[m].peer != so) m++;
-            int li = find(dst->own, dst->nown, t->dst);
-            nst_rect tile = nst_pyramid_tile(P, dst->level, t->dst);
-            size_t stride = (size_t)tile.w * px, row = (size_t)t->rect.w * px;
-            const unsigned char *in = (const unsigned char *)recvs[m].buf + off[so];
-            unsigned char *o = dst->px[li] + (size_t)(t->rect.y - tile.y) * stride + (size_t)(t->rect.x - tile.x) * px;
-            for (int y = 0; y < t->rect.h; y++) memcpy(o + (size_t)y * stride, in + (size_t)y * row, row);
-            off[so] += (size_t)t->rect.h * row;
-        }
+        for (int t = 0; t < n; t++) rects[t] = nst_pyramid_tile(P, dst->level, t);
+        for (int i = 0; i < dst->nown; i++) px[dst->own[i]] = dst->px[i];
+        nst_move mv = {tr, ntr, src_owner, dst->owner, rects, px, 3 * (size_t)dst->sample_bytes, produce, done, ctx};
+        s = nst_move_run(&mv, held + dst->bytes, peak);
     }
-    for (int i = 0; msgs && i < nsend; i++) nst_free(msgs[i].buf);
-    for (int i = 0; recvs && i < nrecv; i++) nst_free(recvs[i].buf);
-    nst_free(msgs);
-    nst_free(off);
-    nst_free(sendn);
+    nst_free(rects);
+    nst_free(px);
     return s;
 }
 
