@@ -50,7 +50,7 @@ NST_KEY(model, random_width_divisor, INT, "1", 1, 64, "", "channel-width divisor
 NST_KEY(model, pooling, ENUM, "max", 0, 0, "max|avg", "pooling layers of the network")
 
 /* [optim] */
-NST_KEY(optim, method, ENUM, "adam", 0, 0, "adam", "optimiser of the image pixels")
+NST_KEY(optim, method, ENUM, "adam", 0, 0, "adam|lbfgs", "optimiser of the image pixels: Adam, or L-BFGS (exact tiling; history sharded by tile, dot products over all ranks)")
 NST_KEY(optim, iterations, INT, "500", 0, 100000000, "", "optimiser iterations")
 NST_KEY(optim, lr, FLOAT, "0.02", 1e-9, 10, "", "Adam learning rate, in image units (pixels in [0,1])")
 NST_KEY(optim, beta1, FLOAT, "0.9", 0, 0.999999, "", "Adam first-moment decay")
@@ -58,7 +58,9 @@ NST_KEY(optim, beta2, FLOAT, "0.999", 0, 0.9999999, "", "Adam second-moment deca
 NST_KEY(optim, eps, FLOAT, "1e-8", 1e-30, 1, "", "Adam epsilon")
 NST_KEY(optim, init, ENUM, "content", 0, 0, "content|noise|image", "initial image: the content, uniform noise (run.seed), or optim.init_path")
 NST_KEY(optim, init_path, PATH, "", 0, 0, "", "initial image when optim.init = image (resized to the output size)")
-NST_KEY(optim, clamp, BOOL, "true", 0, 0, "", "keep pixels in [0,1] after every step (projected Adam)")
+NST_KEY(optim, clamp, BOOL, "true", 0, 0, "", "keep pixels in [0,1] after every step (projected Adam; L-BFGS does not project, its output is clamped)")
+NST_KEY(optim, lbfgs_history, INT, "10", 1, 1000, "", "L-BFGS history length: pairs kept, each 24 bytes per owned pixel (counted by the planner)")
+NST_KEY(optim, lbfgs_step, FLOAT, "1", 1e-6, 100, "", "L-BFGS step length (1: the quasi-Newton step; no line search)")
 
 /* [tiling] */
 NST_KEY(tiling, tile_size, INTWORD, "auto", 16, 1000000, "auto", "core size of a tile in pixels, a multiple of the network's total stride (16 to relu5_1); auto: the size that minimises the slowest rank's work within the memory budget")

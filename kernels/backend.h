@@ -110,8 +110,10 @@ typedef struct {
     nst_status (*adam)(nst_backend *, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *);
     /* *out = sum over own of t^2 */
     nst_status (*sumsq)(nst_backend *, const nst_tensor *t, nst_rect own, double *out);
-    /* *out = sum a[i] * b[i] (fp32 arrays) */
+    /* *out = sum a[i] * b[i] (fp32 arrays), independent of the thread count */
     nst_status (*dot)(nst_backend *, const float *a, const float *b, size_t n, double *out);
+    /* y = a * x + b * y on n fp32 values (x may be y): the L-BFGS vector updates */
+    nst_status (*axpby)(nst_backend *, float *y, const float *x, size_t n, float a, float b);
 } nst_backend_ops;
 
 struct nst_backend {

@@ -1,5 +1,6 @@
 /* nst/layout.c: tile size, halo, ownership, Gram strategy and the memory model (see layout.h). */
 #include "layout.h"
+#include "lbfgs.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -22,7 +23,7 @@ static size_t targets_bytes(const nst_loss_spec *spec, const nst_net *net, int h
     return b;
 }
 
-size_t nst_layout_memory(const nst_grid *g, const int *owner, int r, int cheap, nst_gram_strategy gram,
+size_t nst_layout_memory(const nst_grid *g, const int *owner, int r, int cheap, size_t opt_px_bytes, nst_gram_strategy gram,
                          const nst_loss_spec *spec, const nst_net *net)
 {
     size_t b = 0, shared = 0;
@@ -31,7 +32,7 @@ size_t nst_layout_memory(const nst_grid *g, const int *owner, int r, int cheap, 
         nst_rect w = nst_grid_window(g, t), c = nst_grid_core(g, t);
         size_t wpx = (size_t)w.w * w.h, cpx = (size_t)c.w * c.h;
         b += 24 * wpx + targets_bytes(spec, net, w.h, w.w);
-        b += cheap ? 24 * wpx : 48 * cpx;
+        b += cheap ? 24 * wpx : opt_px_bytes * cpx;
         size_t a = acts_bytes(net, w.h, w.w);
         if (gram == NST_GRAM_RESIDENT)
             b += a;
@@ -88,12 +89,12 @@ static int candidates(int n, int align, int *out, int cap)
 }
 
 /* The largest model over ranks for a grid and strategy. */
-static size_t worst_memory(const nst_grid *g, const int *owner, int nranks, int cheap, nst_gram_strategy gram,
+static size_t worst_memory(const nst_grid *g, const int *owner, int nranks, int cheap, size_t opt_px_bytes, nst_gram_strategy gram,
                            const nst_loss_spec *spec, const nst_net *net)
 {
     size_t worst = 0;
     for (int r = 0; r < nranks; r++) {
-        size_t m = nst_layout_memory(g, owner, r, cheap, gram, spec, net);
+        size_t m = nst_layout_memory(g, owner, r, cheap, opt_px_bytes, gram, spec, net);
         if (m > worst) worst = m;
     }
     return worst;
@@ -130,6 +131,15 @@ nst_status nst_layout_plan(const nst_config *cfg, const nst_loss_spec *spec, con
     if (!L->cheap && halo < L->halo_exact)
         nst_warn("tiling.halo = %d is below the exact %d px for %s: tiles will not equal the whole-image result\n", halo,
                  L->halo_exact, nst_vgg_layer_at(deepest)->relu);
+
+    /* the optimiser's state per owned pixel (exact mode): the pixels and their gradient, then Adam's
+     * m and v, or L-BFGS's history pairs, direction and previous gradient */
+    L->lbfgs = strcmp(cfg->optim_method, "lbfgs") == 0;
+    L->opt_px_bytes = 24 + (L->lbfgs ? 3 * nst_lbfgs_bytes_per_value((int)cfg->optim_lbfgs_history) : 24);
+    if (L->lbfgs && L->cheap)
+        return nst_fail(NST_EINPUT, "%s: optim.method = lbfgs needs tiling.mode = exact (the cheap mode's lagged Gram changes the "
+                                    "objective under L-BFGS's curvature pairs)",
+                        nst_config_origin(cfg, NST_K_optim_method));
 
     /* the feather ramp of the cheap mode's blend: the halo unless set */
     L->blend_width = cfg->tiling_blend_width == NST_WORD(0) ? halo : (int)cfg->tiling_blend_width;
@@ -204,7 +214,7 @@ nst_status nst_layout_plan(const nst_config *cfg, const nst_loss_spec *spec, con
             owner = o;
             int64_t load = nst_assign_tiles(&g, nranks, owner);
             for (int k = 0; k < nwant; k++) {
-                size_t mem = worst_memory(&g, owner, nranks, L->cheap, want[k], spec, net);
+                size_t mem = worst_memory(&g, owner, nranks, L->cheap, L->opt_px_bytes, want[k], spec, net);
                 if (mem > budget && cfg->optim_iterations > 0) continue; /* no optimisation: no network buffers */
                 double cost = (double)load * (want[k] == NST_GRAM_TWO_PASS ? 1.5 : 1.0);
                 long long area = (long long)cw[a] * ch[b], best_area = (long long)best_w * best_h;
@@ -243,7 +253,7 @@ nst_status nst_layout_plan(const nst_config *cfg, const nst_loss_spec *spec, con
     L->max_load = nst_assign_tiles(&L->grid, nranks, L->owner);
     for (int t = 0; t < L->grid.ntiles; t++)
         if (L->owner[t] == rank) L->local[L->nlocal++] = t;
-    L->mem_model = nst_layout_memory(&L->grid, L->owner, rank, L->cheap, L->gram, spec, net);
+    L->mem_model = nst_layout_memory(&L->grid, L->owner, rank, L->cheap, L->opt_px_bytes, L->gram, spec, net);
     L->mem_style = style_transient;
     L->mem_peak = L->mem_model > style_transient ? L->mem_model : style_transient;
     L->mem_max = best_mem;

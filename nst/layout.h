@@ -7,7 +7,8 @@
  *                                + targets(window)               (content features)
  *                                + acts(window)   if resident    (every layer's output, 2 gradients)
  *   + acts(largest window)        if two_pass or lagged
- *   + 48 * core_px  (exact mode: owned pixels, gradient, Adam m and v)
+ *   + 48 * core_px  (exact mode: owned pixels, gradient, Adam m and v;
+ *                    with L-BFGS 24 + 12 (2 m + 2) for history m: the pairs, direction, previous gradient)
  *     or 24 * window_px (cheap mode: Adam m and v over the optimised window)
  *   + 16 * C_l^2 per style layer (target and difference fp32, Gram sums fp64; 24 when lagged)
  * with acts(h x w) = 4 * (3 hw + sum_l C_l h_l w_l + 2 max_l C_l h_l w_l), the shapes of
@@ -32,6 +33,8 @@ typedef struct {
     int exchange_every;
     int blend_cosine;
     int blend_width;    /* feather ramp width in pixels (cheap mode) */
+    int lbfgs;          /* optim.method = lbfgs */
+    size_t opt_px_bytes; /* optimiser state per owned pixel, exact mode (x, g, and Adam's m, v or L-BFGS's history) */
     nst_gram_strategy gram;
     int nranks, rank;
     int *owner;         /* per tile */
@@ -52,7 +55,7 @@ nst_status nst_layout_plan(const nst_config *cfg, const nst_loss_spec *spec, con
 void nst_layout_free(nst_layout *L);
 
 /* Bytes of rank r's backend buffers for a grid, owners and strategy (the model above). */
-size_t nst_layout_memory(const nst_grid *g, const int *owner, int r, int cheap, nst_gram_strategy gram,
+size_t nst_layout_memory(const nst_grid *g, const int *owner, int r, int cheap, size_t opt_px_bytes, nst_gram_strategy gram,
                          const nst_loss_spec *spec, const nst_net *net);
 /* The budget: memory_gb if set, else 80% of MemAvailable shared by the ranks of a node. */
 size_t nst_memory_budget(double memory_gb, int local_ranks);

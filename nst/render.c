@@ -9,6 +9,7 @@
 #include "../util/log.h"
 #include "../util/mem.h"
 #include "../util/rng.h"
+#include "lbfgs.h"
 
 void nst_image_extract(const nst_image *img, nst_rect r, float *out)
 {
@@ -306,8 +307,8 @@ static nst_status tile_setup(const nst_render_ctx *ctx, nst_objective *obj, nst_
         if (s == NST_OK) s = nst_tensor_alloc(be, core.h, core.w, 3, NST_F32, &ts->g);
     }
     if (s == NST_OK) s = be->ops->upload(be, ts->x.data, x0, n, NST_F32);
-    if (s == NST_OK) s = nst_tensor_alloc(be, opt.h, opt.w, 3, NST_F32, &ts->m);
-    if (s == NST_OK) s = nst_tensor_alloc(be, opt.h, opt.w, 3, NST_F32, &ts->v);
+    if (s == NST_OK && !L->lbfgs) s = nst_tensor_alloc(be, opt.h, opt.w, 3, NST_F32, &ts->m);
+    if (s == NST_OK && !L->lbfgs) s = nst_tensor_alloc(be, opt.h, opt.w, 3, NST_F32, &ts->v);
     nst_free(x0);
     return s;
 }
@@ -342,19 +343,44 @@ static nst_status injected_fault(long long it)
     return NST_OK;
 }
 
-/* Adam on the owned pixels of every local tile. */
-static nst_status step(const nst_render_ctx *ctx, nst_tile *tiles, tile_state *st, long long t)
+/* Adam on the owned pixels of every local tile, or an L-BFGS step over all of them. */
+static nst_status step(const nst_render_ctx *ctx, nst_tile *tiles, tile_state *st, nst_lbfgs *lb, long long t)
 {
     const nst_config *cfg = ctx->cfg;
+    const nst_layout *L = ctx->layout;
     nst_backend *be = ctx->be;
     nst_adam_params ap = {(float)cfg->optim_lr, (float)cfg->optim_beta1, (float)cfg->optim_beta2, (float)cfg->optim_eps, t,
                           cfg->optim_clamp};
-    for (int i = 0; i < ctx->layout->nlocal; i++) {
-        if (!ctx->layout->cheap) /* the gradient of the owned pixels: the core of the window's gradient */
+    for (int i = 0; i < L->nlocal; i++) {
+        if (!L->cheap) /* the gradient of the owned pixels: the core of the window's gradient */
             NST_TRY(be->ops->copy_rect(be, &tiles[i].dimg, tiles[i].own_px, &st[i].g, 0, 0));
-        NST_TRY(be->ops->adam(be, st[i].x.data, st[i].g.data, st[i].m.data, st[i].v.data, nst_tensor_elems(&st[i].x), &ap));
+        if (!L->lbfgs)
+            NST_TRY(be->ops->adam(be, st[i].x.data, st[i].g.data, st[i].m.data, st[i].v.data, nst_tensor_elems(&st[i].x), &ap));
     }
-    return NST_OK;
+    if (!L->lbfgs) return NST_OK;
+    float **x = nst_alloc_array((size_t)L->nlocal + 1, 2 * sizeof(float *), "L-BFGS vectors");
+    if (!x) return NST_ENOMEM;
+    float **g = x + L->nlocal + 1;
+    for (int i = 0; i < L->nlocal; i++) {
+        x[i] = st[i].x.data;
+        g[i] = st[i].g.data;
+    }
+    nst_status s = nst_lbfgs_step(lb, x, g);
+    nst_free(x);
+    return s;
+}
+
+/* L-BFGS over the local tiles' cores. */
+static nst_status lbfgs_setup(const nst_render_ctx *ctx, tile_state *st, nst_lbfgs *lb)
+{
+    const nst_layout *L = ctx->layout;
+    size_t *n = nst_alloc_array((size_t)L->nlocal + 1, sizeof(size_t), "L-BFGS sizes");
+    if (!n) return NST_ENOMEM;
+    for (int i = 0; i < L->nlocal; i++) n[i] = nst_tensor_elems(&st[i].x);
+    nst_status s = nst_lbfgs_init(lb, ctx->be, ctx->coll, (int)ctx->cfg->optim_lbfgs_history, ctx->cfg->optim_lbfgs_step, L->nlocal,
+                                  L->local, L->grid.ntiles, n);
+    nst_free(n);
+    return s;
 }
 
 /* optim.iterations = 0: no optimisation, so no network: the result is the initial image (the
@@ -404,11 +430,13 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
     nst_objective obj;
     nst_acts shared;
     exchange ex;
+    nst_lbfgs lb;
     tile_state *ts = NULL;
     nst_tile *tiles = NULL;
     int have_net = 0, have_obj = 0, have_shared = 0;
     memset(st, 0, sizeof *st);
     memset(&ex, 0, sizeof ex);
+    memset(&lb, 0, sizeof lb);
     double t0 = nst_now();
 
     nst_status s = nst_net_create(be, ctx->weights, ctx->spec->deepest, ctx->spec->pool, &net);
@@ -450,6 +478,7 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
     s = agree(ctx, s);
     if (s == NST_OK) s = nst_objective_finish_targets(&obj);
     if (s == NST_OK) s = exchange_plan(L, &ex);
+    if (s == NST_OK && L->lbfgs) s = lbfgs_setup(ctx, ts, &lb);
     s = agree(ctx, s);
     st->setup_seconds = nst_now() - t0;
 
@@ -474,7 +503,7 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
         }
         m0 = nst_now();
         s = injected_fault(it);
-        if (s == NST_OK) s = step(ctx, tiles, ts, it + 1);
+        if (s == NST_OK) s = step(ctx, tiles, ts, &lb, it + 1);
         s = agree(ctx, s); /* every rank reaches this, failed or not */
         nst_timer_lap(&st->timers, NST_T_OPTIM, &m0);
     }
@@ -502,6 +531,8 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
             s = be->ops->download(be, out[i], ts[i].x.data, (size_t)nst_rect_area(core) * 3, NST_F32);
     }
     st->bytes_peak = be->bytes_peak;
+    if (L->lbfgs && lb.resets) nst_info("L-BFGS: %d direction%s reset to the gradient (not a descent direction)\n", lb.resets, lb.resets == 1 ? "" : "s");
+    nst_lbfgs_free(&lb);
     exchange_free(&ex);
     for (int i = 0; ts && i < L->nlocal; i++) tile_teardown(ctx, &obj, &tiles[i], &ts[i]);
     nst_free(ts);

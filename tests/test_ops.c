@@ -564,6 +564,29 @@ static void t_reductions_are_exact_enough_and_thread_independent(void)
     nst_free(a), nst_free(b);
 }
 
+static void t_axpby(void)
+{
+    const size_t n = 10007;
+    float *x = buf(n), *y = buf(n), *y0 = buf(n);
+    test_fill(x, n, 40, -1, 1);
+    test_fill(y, n, 41, -1, 1);
+    memcpy(y0, y, n * sizeof(float));
+    be->ops->axpby(be, y, x, n, 0.75f, -2.5f);
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(y[i] - (0.75 * x[i] - 2.5 * y0[i])));
+    CHECK(worst <= 1e-6, "axpby: max |diff| %.3g", worst);
+    for (size_t i = 0; i < n; i++) y[i] = NAN; /* b = 0: y's old values are not read */
+    be->ops->axpby(be, y, x, n, -1.f, 0.f);
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) bad += y[i] != -x[i];
+    CHECK(bad == 0, "axpby with b = 0: %d values wrong", bad);
+    be->ops->axpby(be, x, x, n, 0.f, 2.f); /* in place: x = 2x */
+    bad = 0;
+    for (size_t i = 0; i < n; i++) bad += x[i] != 2.f * -y[i];
+    CHECK(bad == 0, "axpby in place: %d values wrong", bad);
+    nst_free(x), nst_free(y), nst_free(y0);
+}
+
 int main(void)
 {
     if (nst_backend_open("cpu", 0, &be) != NST_OK) {
@@ -581,6 +604,7 @@ int main(void)
     RUN(t_mse_and_tv_finite_differences_and_regions);
     RUN(t_adam_matches_the_formula);
     RUN(t_reductions_are_exact_enough_and_thread_independent);
+    RUN(t_axpby);
     nst_backend_close(be);
     return test_report("test_ops");
 }

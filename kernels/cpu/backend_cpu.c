@@ -115,6 +115,7 @@ static const nst_backend_ops cpu_ops = {
     .adam = cpu_adam,
     .sumsq = cpu_sumsq,
     .dot = cpu_dot,
+    .axpby = cpu_axpby,
 };
 
 static void cpu_destroy(nst_backend *be)

@@ -64,6 +64,7 @@ nst_status cpu_tv(nst_backend *, const nst_tensor *img, nst_rect own, nst_rect s
                   nst_tensor *dimg);
 nst_status cpu_sumsq(nst_backend *, const nst_tensor *t, nst_rect own, double *out);
 nst_status cpu_dot(nst_backend *, const float *a, const float *b, size_t n, double *out);
+nst_status cpu_axpby(nst_backend *, float *y, const float *x, size_t n, float a, float b);
 nst_status cpu_adam(nst_backend *, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *);
 
 /* Checks shared by the ops: fp32 tensors, matching shapes, a region inside the tensor. */

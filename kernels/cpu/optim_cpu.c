@@ -1,4 +1,4 @@
-/* kernels/cpu/optim_cpu.c: the Adam step and the dot product (the optimisers' element ops). */
+/* kernels/cpu/optim_cpu.c: the optimisers' element ops: the Adam step, the dot product, y = a x + b y. */
 #include <math.h>
 
 #include "../../util/mem.h"
@@ -47,5 +47,18 @@ nst_status cpu_dot(nst_backend *be, const float *a, const float *b, size_t n, do
     for (size_t k = 0; k < chunks; k++) s += part[k];
     nst_free(part);
     *out = s;
+    return NST_OK;
+}
+
+nst_status cpu_axpby(nst_backend *be, float *y, const float *x, size_t n, float a, float b)
+{
+    (void)be;
+    if (b == 0.f) { /* y's old values (perhaps uninitialised) do not take part */
+#pragma omp parallel for simd schedule(static)
+        for (size_t i = 0; i < n; i++) y[i] = a * x[i];
+    } else {
+#pragma omp parallel for simd schedule(static)
+        for (size_t i = 0; i < n; i++) y[i] = a * x[i] + b * y[i];
+    }
     return NST_OK;
 }
