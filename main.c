@@ -1,7 +1,8 @@
 /* main.c: nstbatch's entry point. Parses the command line, answers --help, --version,
  * --print-config and --make-weights without MPI, otherwise starts MPI, lets rank 0 resolve and
- * validate the config, broadcasts it, runs the job, and maps the outcome to the exit status
- * (0 done, 2 bad input, 1 runtime failure). Only rank 0 prints; all ranks stop together. */
+ * validate the config (and a batch's jobs), broadcasts it, loads the network once, runs the job
+ * or the batch, and maps the outcome to the exit status (0 done, 2 bad input, 1 runtime failure;
+ * a batch: the first failed job's). Only rank 0 prints; all ranks stop together. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +13,13 @@
 #include "kernels/cuda/cuda.h"
 #include "mpi/comm.h"
 #include "nst/cli.h"
+#include "io/jobs.h"
+#include "nst/batch.h"
 #include "nst/job.h"
+#include "nst/style_cache.h"
 #include "nst/random_vgg.h"
 #include "util/log.h"
+#include "util/mem.h"
 #include "util/version.h"
 
 
@@ -36,12 +41,31 @@ static int fail_exit(nst_status s)
     return nst_exit_code(s);
 }
 
-static nst_status load_config(const nst_cli *cli, nst_config *cfg)
+/* The config file (its [job.NAME] sections to jobs), --set, then batch.manifest's jobs. */
+static nst_status load_config(const nst_cli *cli, nst_config *cfg, nst_jobset *jobs)
 {
     nst_config_defaults(cfg);
-    if (cli->config_path) NST_TRY(nst_config_load_file(cfg, cli->config_path));
+    if (cli->config_path) NST_TRY(nst_config_load_file(cfg, jobs, cli->config_path));
     for (int i = 0; i < cli->nsets; i++) NST_TRY(nst_config_set(cfg, cli->sets[i]));
+    if (cfg->batch_manifest[0])
+        NST_TRY(nst_jobset_read_manifest(jobs, cfg->batch_manifest, nst_config_origin(cfg, NST_K_batch_manifest)));
     return NST_OK;
+}
+
+/* Rank 0's job list to every rank. Collective. */
+static nst_status share_jobs(nst_jobset *jobs)
+{
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    nst_status s = nst_comm_rank() == 0 ? nst_jobset_pack(jobs, &buf, &len) : NST_OK;
+    s = nst_comm_agree(s);
+    if (s == NST_OK) s = nst_comm_bcast_alloc(&buf, &len, 0);
+    if (s == NST_OK && nst_comm_rank() != 0) s = nst_jobset_unpack(jobs, buf, len);
+    if (nst_comm_rank() == 0)
+        free(buf);
+    else
+        nst_free(buf);
+    return nst_comm_agree(s);
 }
 
 static void print_version(void)
@@ -105,11 +129,16 @@ int main(int argc, char **argv)
         return 0;
     }
     if (cli.make_weights) return nst_log_is_root() ? make_weights(&cli) : 0;
+    nst_jobset jobs;
+    nst_jobset_init(&jobs);
     if (cli.print_config) {
-        s = load_config(&cli, &cfg);
-        if (s != NST_OK) return fail_exit(s);
-        if (nst_log_is_root()) nst_config_write(&cfg, stdout);
-        return 0;
+        s = load_config(&cli, &cfg, &jobs);
+        if (s == NST_OK && nst_log_is_root()) {
+            nst_config_write(&cfg, stdout);
+            nst_jobset_write(&jobs, stdout);
+        }
+        nst_jobset_free(&jobs);
+        return s == NST_OK ? 0 : fail_exit(s);
     }
     if (!cli.config_path && cli.nsets == 0) {
         s = nst_fail(NST_EINPUT, "no config file given; usage: nstbatch [options] CONFIG.ini (see --help)");
@@ -121,9 +150,10 @@ int main(int argc, char **argv)
     if (s != NST_OK) return fail_exit(s);
     int rank = nst_comm_rank(), size = nst_comm_size();
     nst_log_set_rank(rank);
-    if (rank == 0) s = load_config(&cli, &cfg);
+    if (rank == 0) s = load_config(&cli, &cfg, &jobs);
     s = nst_comm_agree(s);
     if (s == NST_OK) s = nst_comm_bcast(&cfg, sizeof cfg, 0);
+    if (s == NST_OK) s = share_jobs(&jobs);
     nst_backend *be = NULL;
     nst_job_result res;
     int threads = cfg.run_threads ? (int)cfg.run_threads : nst_default_threads(nst_comm_local_size());
@@ -140,9 +170,25 @@ int main(int argc, char **argv)
                      "mpirun --bind-to none (one rank per node) or --map-by slot:PE=N, or set run.threads\n",
                      be->cores_allowed, be->cores_online, be->threads, be->threads == 1 ? "" : "s");
         nst_collectives coll = {NULL, coll_doubles, coll_check, coll_bcast};
-        s = nst_job_run(&cfg, be, coll, &res);
+        nst_weights weights;
+        nst_style_cache *cache = NULL;
+        memset(&weights, 0, sizeof weights);
+        s = nst_job_weights(&cfg, &weights);
+        if (s == NST_OK) s = nst_comm_agree(nst_style_cache_open(cfg.batch_style_cache, &cache));
+        if (s == NST_OK) {
+            nst_job_env env = {&weights, cache};
+            if (jobs.njobs > 0) {
+                nst_batch batch = {&cfg, &jobs, (const char *const *)cli.sets, cli.nsets};
+                s = nst_batch_run(&batch, be, coll, &env);
+            } else {
+                s = nst_job_run(&cfg, be, coll, &env, &res);
+            }
+        }
+        nst_style_cache_free(cache);
+        nst_weights_free(&weights);
     }
     nst_backend_close(be);
+    nst_jobset_free(&jobs);
     s = nst_comm_agree(s);
     int code = s == NST_OK ? 0 : fail_exit(s);
     nst_comm_finalize();

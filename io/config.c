@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include "../util/text.h"
+#include "jobs.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -141,6 +142,7 @@ static void describe_valid(const nst_key_info *k, char *out, size_t cap)
         break;
     }
     case NST_CT_PATH: snprintf(out, cap, "a file path"); break;
+    case NST_CT_PATHLIST: snprintf(out, cap, "file paths, comma-separated"); break;
     case NST_CT_LIST: snprintf(out, cap, "a comma-separated list"); break;
     default: snprintf(out, cap, "text"); break;
     }
@@ -256,6 +258,32 @@ nst_status nst_config_set_key(nst_config *c, const char *section, const char *na
                             shown(value, vb, sizeof vb), valid);
         strcpy(field, value);
         break;
+    case NST_CT_PATHLIST: { /* each item resolved like a PATH; items joined with ", " */
+        char joined[NST_CFG_STR_MAX], item[NST_CFG_STR_MAX];
+        size_t n = 0;
+        joined[0] = 0;
+        for (const char *p = value; *p;) {
+            const char *comma = strchr(p, ',');
+            size_t len = comma ? (size_t)(comma - p) : strlen(p);
+            while (len && (*p == ' ' || *p == '\t')) p++, len--;
+            while (len && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
+            if (len >= sizeof item) return nst_fail(NST_EINPUT, "%s: %s: path longer than %zu bytes", where, k->full, sizeof item - 1);
+            memcpy(item, p, len);
+            item[len] = 0;
+            if (len) {
+                int w = item[0] != '/' && base_dir && *base_dir
+                            ? snprintf(joined + n, sizeof joined - n, "%s%s/%s", n ? ", " : "", base_dir, item)
+                            : snprintf(joined + n, sizeof joined - n, "%s%s", n ? ", " : "", item);
+                if (w < 0 || (size_t)w >= sizeof joined - n || n + (size_t)w >= k->size)
+                    return nst_fail(NST_EINPUT, "%s: %s: value longer than %zu bytes", where, k->full, k->size - 1);
+                n += (size_t)w;
+            }
+            if (!comma) break;
+            p = comma + 1;
+        }
+        strcpy(field, joined);
+        break;
+    }
     case NST_CT_PATH:
         if (*value && value[0] != '/' && base_dir && *base_dir) {
             int n = snprintf(field, k->size, "%s/%s", base_dir, value);
@@ -309,11 +337,33 @@ static int valid_name(const char *s, int allow_dot)
     return 1;
 }
 
-nst_status nst_config_parse(nst_config *c, const char *name, const char *base_dir, const char *text,
-                            size_t len)
+/* A value: "quoted" as it is, or bare with a trailing comment removed; NULL when quoting is
+ * broken (*why says how). */
+static char *unquote(char *val, const char **why)
+{
+    if (*val == '"') {
+        char *q = strchr(val + 1, '"');
+        *why = "missing closing quote";
+        if (!q) return NULL;
+        char *rest = trim(q + 1);
+        *why = "text after the closing quote";
+        if (*rest && *rest != '#' && *rest != ';') return NULL;
+        *q = 0;
+        return val + 1;
+    }
+    for (char *p = val; *p; p++)
+        if ((*p == '#' || *p == ';') && p > val && (p[-1] == ' ' || p[-1] == '\t')) {
+            *p = 0;
+            break;
+        }
+    return trim(val);
+}
+
+nst_status nst_config_parse(nst_config *c, struct nst_jobset *jobs, const char *name, const char *base_dir, const char *text, size_t len)
 {
     int first_line[NST_NKEYS] = {0};
     char section[64] = "";
+    int in_job = 0; /* inside a [job.NAME] section: its lines go to `jobs` */
     char line[NST_CFG_STR_MAX + 1];
     char where[NST_CFG_ORIGIN_MAX];
     size_t pos = 0;
@@ -346,6 +396,14 @@ nst_status nst_config_parse(nst_config *c, const char *name, const char *base_di
                 return nst_fail(NST_EINPUT, "%s: malformed section header: text after ']'", where);
             *close = 0;
             char *sec = trim(s + 1);
+            in_job = 0;
+            if (strncmp(sec, "job.", 4) == 0) {
+                if (!jobs) return nst_fail(NST_EINPUT, "%s: [%s]: job sections belong in the config file", where, sec);
+                NST_TRY(nst_jobset_begin(jobs, sec + 4, where));
+                in_job = 1;
+                snprintf(section, sizeof section, "%s", "job");
+                continue;
+            }
             if (!valid_name(sec, 1) || strlen(sec) >= sizeof section)
                 return nst_fail(NST_EINPUT,
                                 "%s: malformed section name '[%s]': use lower-case letters, digits and '_'",
@@ -367,28 +425,21 @@ nst_status nst_config_parse(nst_config *c, const char *name, const char *base_di
         char *key = trim(s);
         char *val = eq + 1;
         while (*val == ' ' || *val == '\t') val++;
+        const char *why = "";
+        if (in_job) { /* section.key = value, checked now against the keys, applied per job */
+            char *v = unquote(val, &why);
+            if (!v) return nst_fail(NST_EINPUT, "%s: %s: %s", where, key, why);
+            NST_TRY(nst_jobset_add(jobs, key, v, where, base_dir));
+            continue;
+        }
         if (!valid_name(key, 0))
             return nst_fail(NST_EINPUT,
                             "%s: malformed key '%.60s': use lower-case letters, digits and '_'", where, key);
         if (!section[0])
             return nst_fail(NST_EINPUT, "%s: key '%s' before any [section]", where, key);
 
-        if (*val == '"') {
-            char *q = strchr(val + 1, '"');
-            if (!q) return nst_fail(NST_EINPUT, "%s: %s.%s: missing closing quote", where, section, key);
-            char *rest = trim(q + 1);
-            if (*rest && *rest != '#' && *rest != ';')
-                return nst_fail(NST_EINPUT, "%s: %s.%s: text after the closing quote", where, section, key);
-            *q = 0;
-            val++;
-        } else {
-            for (char *p = val; *p; p++)
-                if ((*p == '#' || *p == ';') && p > val && (p[-1] == ' ' || p[-1] == '\t')) {
-                    *p = 0;
-                    break;
-                }
-            val = trim(val);
-        }
+        val = unquote(val, &why);
+        if (!val) return nst_fail(NST_EINPUT, "%s: %s.%s: %s", where, section, key, why);
 
         int id = nst_config_find(section, key);
         if (id >= 0 && first_line[id])
@@ -400,7 +451,7 @@ nst_status nst_config_parse(nst_config *c, const char *name, const char *base_di
     return NST_OK;
 }
 
-nst_status nst_config_load_file(nst_config *c, const char *path)
+nst_status nst_config_load_file(nst_config *c, struct nst_jobset *jobs, const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return nst_fail(NST_EINPUT, "%s: cannot open config file: %s", path, strerror(errno));
@@ -426,7 +477,7 @@ nst_status nst_config_load_file(nst_config *c, const char *path)
         else
             dir[0] = 0;
         snprintf(c->file, sizeof c->file, "%s", path);
-        s = nst_config_parse(c, path, dir, buf, n);
+        s = nst_config_parse(c, jobs, path, dir, buf, n);
     }
     free(buf);
     return s;
@@ -469,33 +520,43 @@ static void write_text_value(FILE *f, const char *v)
         fputs(v, f);
 }
 
+void nst_config_value_text(const nst_config *c, int key, char *out, size_t cap)
+{
+    const nst_key_info *k = &keys[key];
+    const char *field = (const char *)c + k->offset;
+    switch (k->type) {
+    case NST_CT_INT: snprintf(out, cap, "%lld", *(const long long *)field); break;
+    case NST_CT_INTWORD: {
+        long long v = *(const long long *)field;
+        if (v < 0)
+            enum_word(k->allowed, (int)(-1 - v), out, cap);
+        else
+            snprintf(out, cap, "%lld", v);
+        break;
+    }
+    case NST_CT_FLOAT: snprintf(out, cap, "%.17g", *(const double *)field); break;
+    case NST_CT_BOOL: snprintf(out, cap, "%s", *(const int *)field ? "true" : "false"); break;
+    default: snprintf(out, cap, "%s", field); break;
+    }
+}
+
+void nst_config_write_assignment(FILE *f, const char *lhs, const char *value)
+{
+    fprintf(f, "%s = ", lhs);
+    write_text_value(f, value);
+    fputc('\n', f);
+}
+
 void nst_config_write(const nst_config *c, FILE *f)
 {
+    char v[NST_CFG_STR_MAX];
     fprintf(f, "# nstbatch resolved configuration%s%s\n", c->file[0] ? " of " : "", c->file);
     for (int i = 0; i < NST_NKEYS; i++) {
         const nst_key_info *k = &keys[i];
         if (i == 0 || strcmp(k->section, keys[i - 1].section) != 0)
             fprintf(f, "%s[%s]\n", i ? "\n" : "", k->section);
-        const char *field = (const char *)c + k->offset;
-        fprintf(f, "%s = ", k->name);
-        switch (k->type) {
-        case NST_CT_INT: fprintf(f, "%lld", *(const long long *)field); break;
-        case NST_CT_INTWORD: {
-            long long v = *(const long long *)field;
-            if (v < 0) {
-                char w[32];
-                enum_word(k->allowed, (int)(-1 - v), w, sizeof w);
-                fputs(w, f);
-            } else {
-                fprintf(f, "%lld", v);
-            }
-            break;
-        }
-        case NST_CT_FLOAT: fprintf(f, "%.17g", *(const double *)field); break;
-        case NST_CT_BOOL: fputs(*(const int *)field ? "true" : "false", f); break;
-        default: write_text_value(f, field); break;
-        }
-        fputc('\n', f);
+        nst_config_value_text(c, i, v, sizeof v);
+        nst_config_write_assignment(f, k->name, v);
     }
 }
 

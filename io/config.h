@@ -18,7 +18,7 @@
 #define NST_CFG_ORIGIN_MAX 320
 #define NST_CFG_FILE_MAX (1 << 20) /* a config file above 1 MiB is refused */
 
-typedef enum { NST_CT_INT, NST_CT_FLOAT, NST_CT_BOOL, NST_CT_ENUM, NST_CT_STR, NST_CT_PATH, NST_CT_LIST, NST_CT_INTWORD } nst_ctype;
+typedef enum { NST_CT_INT, NST_CT_FLOAT, NST_CT_BOOL, NST_CT_ENUM, NST_CT_STR, NST_CT_PATH, NST_CT_LIST, NST_CT_INTWORD, NST_CT_PATHLIST } nst_ctype;
 
 /* An INTWORD key holds an integer in [lo, hi] or one of the words of its "allowed" list, stored
  * as NST_WORD(0), NST_WORD(1), ... in the order listed: tiling.tile_size = auto is NST_WORD(0). */
@@ -32,6 +32,7 @@ typedef enum { NST_CT_INT, NST_CT_FLOAT, NST_CT_BOOL, NST_CT_ENUM, NST_CT_STR, N
 #define NST_CFIELD_PATH(f) char f[NST_CFG_STR_MAX];
 #define NST_CFIELD_LIST(f) char f[NST_CFG_STR_MAX];
 #define NST_CFIELD_INTWORD(f) long long f;
+#define NST_CFIELD_PATHLIST(f) char f[NST_CFG_STR_MAX];
 
 enum {
 #define NST_KEY(sec, name, type, def, lo, hi, allowed, help) NST_K_##sec##_##name,
@@ -63,10 +64,12 @@ const nst_key_info *nst_config_keys(int *count);
 int nst_config_find(const char *section, const char *name);
 
 void nst_config_defaults(nst_config *c);
-/* Read an INI file (at most NST_CFG_FILE_MAX bytes) into c. */
-nst_status nst_config_load_file(nst_config *c, const char *path);
+struct nst_jobset;
+/* Read an INI file (at most NST_CFG_FILE_MAX bytes) into c; its [job.NAME] sections go to jobs
+ * (io/jobs.h; NULL: refused). */
+nst_status nst_config_load_file(nst_config *c, struct nst_jobset *jobs, const char *path);
 /* Parse INI text; `name` names it in messages, `base_dir` resolves relative paths ("" = none). */
-nst_status nst_config_parse(nst_config *c, const char *name, const char *base_dir, const char *text,
+nst_status nst_config_parse(nst_config *c, struct nst_jobset *jobs, const char *name, const char *base_dir, const char *text,
                             size_t len);
 /* Apply "section.key=value" from --set. */
 nst_status nst_config_set(nst_config *c, const char *assignment);
@@ -75,6 +78,10 @@ nst_status nst_config_set_key(nst_config *c, const char *section, const char *na
                               const char *where, const char *base_dir);
 
 const char *nst_config_origin(const nst_config *c, int key);
+/* The value of a key as config text (resolved paths; INTWORD words by name). */
+void nst_config_value_text(const nst_config *c, int key, char *out, size_t cap);
+/* "lhs = value\n", the value quoted where it must be to read back the same. */
+void nst_config_write_assignment(FILE *f, const char *lhs, const char *value);
 /* The resolved configuration as an INI file that parses back to the same values. */
 void nst_config_write(const nst_config *c, FILE *f);
 /* Generated reference of every key: type, range or values, default, help. */

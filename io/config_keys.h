@@ -17,7 +17,8 @@ NST_KEY(content, weight, FLOAT, "1", 0, 1e12, "", "content loss weight; the cont
 NST_KEY(content, layers, LIST, "relu4_2", 0, 0, "", "content layers, comma-separated VGG-19 names relu1_1..relu5_4")
 
 /* [style] */
-NST_KEY(style, path, PATH, "", 0, 0, "", "style image: PNG, JPEG or TIFF")
+NST_KEY(style, path, PATHLIST, "", 0, 0, "", "style images, comma-separated: PNG, JPEG or TIFF (a large TIFF is read by region)")
+NST_KEY(style, blend_weights, LIST, "", 0, 0, "", "one weight per style image, comma-separated (normalised to sum 1); empty: equal")
 NST_KEY(style, weight, FLOAT, "1000", 0, 1e12, "", "style loss weight; each style layer's loss is ||G-A||^2 / ||A||^2 with G the Gram matrix of the whole image")
 NST_KEY(style, layers, LIST, "relu1_1,relu2_1,relu3_1,relu4_1,relu5_1", 0, 0, "", "style layers, comma-separated VGG-19 names relu1_1..relu5_4")
 NST_KEY(style, layer_weights, LIST, "", 0, 0, "", "one weight per style layer, comma-separated; empty: 1 for every layer")
@@ -70,6 +71,24 @@ NST_KEY(tiling, gram, ENUM, "auto", 0, 0, "auto|resident|two_pass|lagged", "how 
 NST_KEY(tiling, exchange_every, INTWORD, "auto", 1, 1000000, "auto", "refresh halos every N iterations (N > 1 only in cheap mode); auto: 1 in exact mode, 4 in cheap mode")
 NST_KEY(tiling, blend, ENUM, "cosine", 0, 0, "cosine|linear", "feather ramp for overlapping windows in cheap mode")
 NST_KEY(tiling, blend_width, INTWORD, "auto", 1, 100000, "auto", "width of the cheap mode's feather ramp in pixels, from a window's inner edge (twice the halo spans the whole overlap); auto: the halo")
+
+/* [pyramid] */
+NST_KEY(pyramid, levels, INTWORD, "1", 1, 16, "auto", "coarse-to-fine levels, each factor times smaller than the next, the finest the output; 1: no pyramid; auto: as many as keep the coarsest level's short side at least pyramid.min_size")
+NST_KEY(pyramid, factor, FLOAT, "2", 1.1, 8, "", "size ratio between successive levels")
+NST_KEY(pyramid, min_size, INT, "256", 16, 1000000, "", "with pyramid.levels = auto: the coarsest level's short side is at least this")
+NST_KEY(pyramid, iterations, LIST, "", 0, 0, "", "iterations per level, coarse to fine, comma-separated; empty: optim.iterations on every level")
+NST_KEY(pyramid, state, ENUM, "reset", 0, 0, "reset|carry", "Adam's moments at a level change: reset, or carried (upsampled like the pixels); L-BFGS always starts a new history")
+
+/* [color] */
+NST_KEY(color, mode, ENUM, "none", 0, 0, "none|luminance|match", "colour control: luminance-only transfer keeping the content's colours, or the style's colours matched to the content's (mean and covariance over the whole image)")
+
+/* [batch] */
+NST_KEY(batch, manifest, PATH, "", 0, 0, "", "a file of jobs, one per line: CONTENT STYLE OUTPUT [section.key=value ...] (relative paths from the manifest's directory; # comments)")
+NST_KEY(batch, on_error, ENUM, "continue", 0, 0, "continue|stop", "a job that fails: report it and go on with the others, or stop the batch")
+NST_KEY(batch, group_ranks, INTWORD, "auto", 1, 1000000, "auto", "ranks per group for small jobs, which groups render side by side; auto: 1")
+NST_KEY(batch, pack_megapixels, FLOAT, "4", 0, 1000000, "", "jobs whose output is at most this many megapixels are packed into rank groups; larger jobs use every rank")
+NST_KEY(batch, style_cache, PATH, "", 0, 0, "", "a directory where style targets are kept as HDF5 files and reused by later runs; empty: memory only")
+NST_KEY(batch, summary, PATH, "", 0, 0, "", "write the batch's summary (every job: status, time, size, loss, output, message) as JSON to this file; empty: the table on stdout only")
 
 /* [run] */
 NST_KEY(run, seed, INT, "0", 0, NST_BIG, "", "seed of the noise initialisation")

@@ -55,3 +55,38 @@ int nst_h5_write_int_attr(hid_t obj, const char *name, int v)
     return ok;
 }
 
+/* A string attribute, fixed- or variable-length; 0 if absent or not a string. */
+int nst_h5_read_str_attr(hid_t obj, const char *name, char *out, size_t cap)
+{
+    out[0] = 0;
+    if (H5Aexists(obj, name) <= 0) return 0;
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    if (a < 0) return 0;
+    hid_t t = H5Aget_type(a);
+    int ok = 0;
+    if (t >= 0 && H5Tget_class(t) == H5T_STRING) {
+        hid_t mt = H5Tcopy(H5T_C_S1);
+        if (H5Tis_variable_str(t) > 0) {
+            char *s = NULL;
+            H5Tset_size(mt, H5T_VARIABLE);
+            if (H5Aread(a, mt, &s) >= 0 && s) {
+                snprintf(out, cap, "%s", s);
+                ok = 1;
+            }
+            if (s) H5free_memory(s);
+        } else {
+            size_t n = H5Tget_size(t);
+            if (n > 0 && n < cap) {
+                H5Tset_size(mt, n + 1);
+                H5Tset_strpad(mt, H5T_STR_NULLTERM);
+                ok = H5Aread(a, mt, out) >= 0;
+            }
+        }
+        H5Tclose(mt);
+    }
+    if (t >= 0) H5Tclose(t);
+    H5Aclose(a);
+    return ok;
+}
+
+/* A float attribute of exactly n values; 0 if absent or of another size. */

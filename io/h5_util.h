@@ -13,5 +13,7 @@ const char *nst_h5_reason(char *buf);
 int nst_h5_write_str_attr(hid_t obj, const char *name, const char *value);
 int nst_h5_write_int_attr(hid_t obj, const char *name, int v);
 int nst_h5_write_float_attr(hid_t obj, const char *name, const float *v, hsize_t n);
+/* A string attribute, fixed- or variable-length, into out (cap bytes); 0 if absent or not a string. */
+int nst_h5_read_str_attr(hid_t obj, const char *name, char *out, size_t cap);
 
 #endif

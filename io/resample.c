@@ -91,7 +91,46 @@ static nst_status axis_taps(int n_in, int n_out, int o0, int n, taps **out, floa
 /* Source rows are read in chunks this many bytes wide at most (rounded to whole bands). */
 #define CHUNK_BYTES ((size_t)32 << 20)
 
-nst_status nst_resample_rect(nst_source *src, int W, int H, nst_rect r, float *out)
+static nst_status resample(nst_source *src, int W, int H, nst_rect r, float *out, int clamp);
+
+nst_status nst_resample_rect(nst_source *src, int W, int H, nst_rect r, float *out) { return resample(src, W, H, r, out, 1); }
+nst_status nst_resample_rect_raw(nst_source *src, int W, int H, nst_rect r, float *out) { return resample(src, W, H, r, out, 0); }
+
+/* The source extent of one axis' outputs [o0, o0 + n): the union of their taps. */
+static void axis_extent(int n_in, int n_out, int o0, int n, int *lo, int *hi)
+{
+    if (n_in == n_out) {
+        *lo = o0;
+        *hi = o0 + n;
+        return;
+    }
+    taps *t = NULL;
+    float *pool = NULL;
+    if (make_taps(n_in, n_out, o0, n, &t, &pool) != NST_OK) { /* out of memory: the whole axis is always enough */
+        nst_fail_clear();
+        *lo = 0;
+        *hi = n_in;
+        return;
+    }
+    *lo = t[0].first;
+    *hi = t[0].first + t[0].count;
+    for (int i = 0; i < n; i++) {
+        if (t[i].first < *lo) *lo = t[i].first;
+        if (t[i].first + t[i].count > *hi) *hi = t[i].first + t[i].count;
+    }
+    nst_free(t);
+    nst_free(pool);
+}
+
+nst_rect nst_resample_footprint(int sw, int sh, int W, int H, nst_rect r)
+{
+    int x0, x1, y0, y1;
+    axis_extent(sw, W, r.x, r.w, &x0, &x1);
+    axis_extent(sh, H, r.y, r.h, &y0, &y1);
+    return nst_rect_make(x0, y0, x1 - x0, y1 - y0);
+}
+
+static nst_status resample(nst_source *src, int W, int H, nst_rect r, float *out, int clamp)
 {
     if (W < 1 || H < 1 || r.x < 0 || r.y < 0 || r.w < 1 || r.h < 1 || r.x + r.w > W || r.y + r.h > H)
         return nst_fail(NST_ERUNTIME, "%s: cannot resample region %dx%d+%d+%d of a %dx%d image", src->name, r.w, r.h, r.x, r.y, W, H);
@@ -174,7 +213,8 @@ nst_status nst_resample_rect(nst_source *src, int W, int H, nst_rect r, float *o
                 float c = ty[y].w[k];
                 for (size_t i = 0; i < n; i++) o[i] += c * in[i];
             }
-            for (size_t i = 0; i < n; i++) o[i] = o[i] < 0.f ? 0.f : (o[i] > 1.f ? 1.f : o[i]);
+            if (clamp)
+                for (size_t i = 0; i < n; i++) o[i] = o[i] < 0.f ? 0.f : (o[i] > 1.f ? 1.f : o[i]);
         }
         oy = oy1;
     }

@@ -20,6 +20,11 @@
 
 /* Rectangle r of src resized to W x H, into out (r.w * r.h * 3 floats). */
 nst_status nst_resample_rect(nst_source *src, int W, int H, nst_rect r, float *out);
+/* The same without the clamp to [0,1] (values that are not pixels: optimiser state). */
+nst_status nst_resample_rect_raw(nst_source *src, int W, int H, nst_rect r, float *out);
+/* The source pixels rectangle r of an sw x sh image resized to W x H reads: the union of its
+ * filter taps. A source needs only these to resample r. */
+nst_rect nst_resample_footprint(int sw, int sh, int W, int H, nst_rect r);
 
 /* The whole image resized (dst allocated here). */
 nst_status nst_image_resize(const nst_image *src, int w, int h, nst_image *dst);

@@ -35,18 +35,21 @@ void nst_source_close(nst_source *s)
 /* ---- in memory ------------------------------------------------------------------------------------ */
 
 typedef struct {
-    const nst_image *img; /* borrowed, or &own */
+    const nst_image *img; /* borrowed, or &own: the pixels of `have` */
     nst_image own;
+    nst_rect have;        /* the part of the image in memory (the whole image, or a region of it) */
 } mem_source;
 
 static nst_status mem_read(nst_source *s, nst_rect r, float *out)
 {
-    const nst_image *img = ((mem_source *)s->impl)->img;
-    if (r.x < 0 || r.y < 0 || r.w < 1 || r.h < 1 || r.x + r.w > img->w || r.y + r.h > img->h)
-        return nst_fail(NST_ERUNTIME, "%s: region %dx%d+%d+%d outside the %dx%d image", s->name, r.w, r.h, r.x, r.y, img->w,
-                        img->h);
+    const mem_source *m = s->impl;
+    const nst_image *img = m->img;
+    if (r.w < 1 || r.h < 1 || !nst_rect_contains(m->have, r))
+        return nst_fail(NST_ERUNTIME, "%s: region %dx%d+%d+%d outside the %dx%d+%d+%d in memory", s->name, r.w, r.h, r.x, r.y, m->have.w,
+                        m->have.h, m->have.x, m->have.y);
     for (int y = 0; y < r.h; y++)
-        memcpy(out + (size_t)y * r.w * 3, img->px + ((size_t)(r.y + y) * img->w + r.x) * 3, (size_t)r.w * 3 * sizeof(float));
+        memcpy(out + (size_t)y * r.w * 3, img->px + ((size_t)(r.y - m->have.y + y) * img->w + (r.x - m->have.x)) * 3,
+               (size_t)r.w * 3 * sizeof(float));
     return NST_OK;
 }
 
@@ -81,8 +84,22 @@ nst_status nst_source_wrap(const nst_image *img, const char *name, nst_source **
     mem_source *m;
     NST_TRY(mem_make(name, out, &m));
     m->img = img;
+    m->have = nst_rect_make(0, 0, img->w, img->h);
     (*out)->w = img->w;
     (*out)->h = img->h;
+    (*out)->info.channels = 3;
+    return NST_OK;
+}
+
+nst_status nst_source_wrap_region(const nst_image *region, nst_rect have, int w, int h, const char *name, nst_source **out)
+{
+    mem_source *m;
+    NST_TRY(mem_make(name, out, &m));
+    m->img = region;
+    m->have = have;
+    (*out)->band = 1; /* reads start where asked: rows above `have` are not here */
+    (*out)->w = w;
+    (*out)->h = h;
     (*out)->info.channels = 3;
     return NST_OK;
 }
@@ -93,6 +110,7 @@ nst_status nst_source_own(nst_image *img, const char *name, const nst_image_info
     NST_TRY(mem_make(name, out, &m));
     m->own = *img;
     m->img = &m->own;
+    m->have = nst_rect_make(0, 0, img->w, img->h);
     memset(img, 0, sizeof *img);
     (*out)->w = m->own.w;
     (*out)->h = m->own.h;

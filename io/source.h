@@ -46,6 +46,9 @@ nst_status nst_source_open_memory(const char *name, const unsigned char *buf, si
                                   nst_source **out);
 /* A source over img (borrowed: img must outlive it). */
 nst_status nst_source_wrap(const nst_image *img, const char *name, nst_source **out);
+/* A source for a w x h image of which only `have` is in memory, as `region` (have.w x have.h
+ * pixels, borrowed): reads must lie inside `have` (resampling a rectangle whose footprint it is). */
+nst_status nst_source_wrap_region(const nst_image *region, nst_rect have, int w, int h, const char *name, nst_source **out);
 
 /* Pixels of r (inside the image) into out: r.w * r.h * 3 floats, row-major. */
 nst_status nst_source_read(nst_source *s, nst_rect r, float *out);

@@ -35,41 +35,6 @@ static int link_exists(hid_t loc, const char *path)
     }
 }
 
-/* A string attribute, fixed- or variable-length; 0 if absent or not a string. */
-static int read_str_attr(hid_t obj, const char *name, char *out, size_t cap)
-{
-    out[0] = 0;
-    if (H5Aexists(obj, name) <= 0) return 0;
-    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
-    if (a < 0) return 0;
-    hid_t t = H5Aget_type(a);
-    int ok = 0;
-    if (t >= 0 && H5Tget_class(t) == H5T_STRING) {
-        hid_t mt = H5Tcopy(H5T_C_S1);
-        if (H5Tis_variable_str(t) > 0) {
-            char *s = NULL;
-            H5Tset_size(mt, H5T_VARIABLE);
-            if (H5Aread(a, mt, &s) >= 0 && s) {
-                snprintf(out, cap, "%s", s);
-                ok = 1;
-            }
-            if (s) H5free_memory(s);
-        } else {
-            size_t n = H5Tget_size(t);
-            if (n > 0 && n < cap) {
-                H5Tset_size(mt, n + 1);
-                H5Tset_strpad(mt, H5T_STR_NULLTERM);
-                ok = H5Aread(a, mt, out) >= 0;
-            }
-        }
-        H5Tclose(mt);
-    }
-    if (t >= 0) H5Tclose(t);
-    H5Aclose(a);
-    return ok;
-}
-
-/* A float attribute of exactly n values; 0 if absent or of another size. */
 static int read_float_attr(hid_t obj, const char *name, float *out, int n)
 {
     if (H5Aexists(obj, name) <= 0) return 0;
@@ -231,7 +196,7 @@ static nst_status project_layer(hid_t root, int k, const char *file, nst_weights
 static nst_status project_preprocessing(hid_t root, const char *file, nst_weights *w)
 {
     char order[16];
-    if (!read_str_attr(root, "input_order", order, sizeof order) || (strcmp(order, "RGB") && strcmp(order, "BGR")))
+    if (!nst_h5_read_str_attr(root, "input_order", order, sizeof order) || (strcmp(order, "RGB") && strcmp(order, "BGR")))
         return nst_fail(NST_EINPUT, "%s: attribute input_order must be \"RGB\" or \"BGR\"", file);
     w->bgr = strcmp(order, "BGR") == 0;
     if (!read_float_attr(root, "input_scale", &w->scale, 1) || !read_float_attr(root, "input_mean", w->mean, 3) ||
@@ -258,12 +223,12 @@ nst_status nst_weights_read(const char *path, nst_weights *w)
 
     nst_status s = NST_OK;
     hid_t root = -1;
-    int project = read_str_attr(file, "format", fmt, sizeof fmt) && strcmp(fmt, NST_FORMAT_NAME) == 0;
+    int project = nst_h5_read_str_attr(file, "format", fmt, sizeof fmt) && strcmp(fmt, NST_FORMAT_NAME) == 0;
     if (project) {
         root = H5Gopen2(file, "/", H5P_DEFAULT);
         s = project_preprocessing(root, path, w);
         char desc[200] = "";
-        read_str_attr(root, "description", desc, sizeof desc);
+        nst_h5_read_str_attr(root, "description", desc, sizeof desc);
         snprintf(w->description, sizeof w->description, "%s", desc[0] ? desc : "nstbatch-layout VGG-19");
     } else {
         const char *base = link_exists(file, "block1_conv1") ? "/" : link_exists(file, "model_weights/block1_conv1") ? "/model_weights" : NULL;

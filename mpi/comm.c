@@ -38,7 +38,7 @@ static void set_current(const struct nst_group *g)
 
 MPI_Comm nst_comm_mpi(void) { return cur; }
 
-static nst_status mpi_fail(int rc, const char *call)
+nst_status nst_comm_mpi_fail(int rc, const char *call)
 {
     char err[MPI_MAX_ERROR_STRING] = "";
     int n = 0;
@@ -46,11 +46,7 @@ static nst_status mpi_fail(int rc, const char *call)
     return nst_fail(NST_ERUNTIME, "%s failed on rank %d (%s): %s", call, world_rank, host, err);
 }
 
-#define MPI_TRY(call)                                                                             \
-    do {                                                                                          \
-        int rc_ = (call);                                                                         \
-        if (rc_ != MPI_SUCCESS) return mpi_fail(rc_, #call);                                      \
-    } while (0)
+#define MPI_TRY NST_MPI_TRY
 
 nst_status nst_comm_init(int *argc, char ***argv)
 {
@@ -150,6 +146,18 @@ nst_status nst_comm_bcast(void *buf, size_t bytes, int root)
     return NST_OK;
 }
 
+nst_status nst_comm_merge_bytes(void *buf, size_t bytes)
+{
+    unsigned char *p = buf;
+    while (bytes > 0) {
+        int n = bytes > (1u << 30) ? (1 << 30) : (int)bytes;
+        MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, p, n, MPI_BYTE, MPI_BOR, cur));
+        p += n;
+        bytes -= (size_t)n;
+    }
+    return NST_OK;
+}
+
 nst_status nst_comm_bcast_alloc(unsigned char **buf, size_t *len, int root)
 {
     unsigned long long n = cur_rank == root ? *len : 0;
@@ -207,7 +215,7 @@ nst_status nst_comm_exchange(const nst_comm_msg *sends, int nsend, const nst_com
     nst_free(req);
     /* a half-done exchange leaves peers waiting: there is no clean way back */
     if (rc != MPI_SUCCESS) {
-        mpi_fail(rc, "MPI halo exchange");
+        nst_comm_mpi_fail(rc, "MPI halo exchange");
         nst_comm_abort(1, nst_fail_message());
     }
     return NST_OK;

@@ -42,6 +42,9 @@ nst_status nst_comm_bcast(void *buf, size_t bytes, int root);
 /* Broadcast a buffer whose size only root knows: root passes *buf and *len; others receive a new
  * allocation (freed with nst_free). */
 nst_status nst_comm_bcast_alloc(unsigned char **buf, size_t *len, int root);
+/* Every rank's buffer OR-ed together, in place: rows that one rank filled and the others left
+ * zero reach every rank (a batch's summary). */
+nst_status nst_comm_merge_bytes(void *buf, size_t bytes);
 /* Blocking point-to-point of bytes (chunked above 1 GiB). */
 nst_status nst_comm_send(const void *buf, size_t bytes, int dest);
 nst_status nst_comm_recv(void *buf, size_t bytes, int src);

@@ -1,9 +1,20 @@
-/* mpi/comm_mpi.h: for the other files of mpi/ only: the MPI communicator of the current group. */
+/* mpi/comm_mpi.h: for the other files of mpi/ only: the MPI communicator of the current group and
+ * the checked-call macro. */
 #ifndef NST_COMM_MPI_H
 #define NST_COMM_MPI_H
 
 #include <mpi.h>
 
+#include "../util/status.h"
+
 MPI_Comm nst_comm_mpi(void);
+/* "MPI_<call> failed on rank R (host): <MPI error string>", recorded; NST_ERUNTIME. */
+nst_status nst_comm_mpi_fail(int rc, const char *call);
+
+#define NST_MPI_TRY(call)                                                                         \
+    do {                                                                                          \
+        int rc_ = (call);                                                                         \
+        if (rc_ != MPI_SUCCESS) return nst_comm_mpi_fail(rc_, #call);                             \
+    } while (0)
 
 #endif

@@ -11,8 +11,10 @@
 #include "../mpi/comm.h"
 #include "../util/log.h"
 #include "../util/mem.h"
+#include "../util/timer.h"
 #include "../util/version.h"
 #include "inputs.h"
+#include "levels.h"
 #include "layout.h"
 #include "output.h"
 #include "random_vgg.h"
@@ -80,19 +82,6 @@ static nst_status share_weights(const nst_config *cfg, nst_weights *w)
 }
 
 /* ---- the report ---------------------------------------------------------------------------------- */
-
-static void describe_layout(const nst_layout *L, const nst_loss_spec *spec)
-{
-    const nst_grid *g = &L->grid;
-    int deepest = spec->deepest < 0 ? 0 : spec->deepest;
-    nst_info("tiling:  %s mode, %dx%d = %d tile%s of %dx%d px, halo %d px%s, windows %.2fx the image; %d rank%s\n",
-             L->cheap ? "cheap" : "exact", g->nx, g->ny, g->ntiles, g->ntiles == 1 ? "" : "s", g->tile_w, g->tile_h, g->halo,
-             g->halo >= L->halo_exact ? " (exact)" : "", 1.0 + nst_grid_halo_overhead(g), L->nranks, L->nranks == 1 ? "" : "s");
-    nst_info("         exact halo for %s: %d px; %s\n", nst_vgg_layer_at(deepest)->relu, L->halo_exact, L->why);
-    if (L->cheap)
-        nst_info("         halos refreshed and overlaps blended (%s ramp of %d px) every %d iterations\n",
-                 L->blend_cosine ? "raised-cosine" : "linear", L->blend_width, L->exchange_every);
-}
 
 static const char *const format_keys[NST_OUT_NFORMATS] = {"tiff", "hdf5", "png"};
 
@@ -182,6 +171,15 @@ static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_o
                "\"output_buffers_peak_bytes_max\": %.0f},\n",
             mem_mx[0], mem_mx[1], mem_mx[2], mem_mn[2], io_mx[IO_RSS], io_mn[IO_RSS], io_mx[IO_OUTPEAK]);
     fprintf(f, "  \"weights_bytes\": %zu,\n", res->weights_bytes);
+    fprintf(f, "  \"seconds_total\": %.6f,\n  \"levels\": [", res->seconds);
+    for (int k = 0; k < res->nlevels; k++) {
+        const nst_level_report *lr = &res->levels[k];
+        fprintf(f, "%s\n    {\"width\": %d, \"height\": %d, \"iterations\": %lld, \"tiles\": %d, \"ranks\": %d, \"seconds\": %.6f, "
+                   "\"style_seconds\": %.6f, \"style_tiles\": %d, \"style_from_cache\": %d, \"loss_first\": %.9g, \"loss_last\": %.9g}",
+                k ? "," : "", lr->w, lr->h, lr->iterations, lr->tiles, lr->ranks, lr->seconds, lr->style_seconds, lr->style_tiles, lr->style_cached,
+                lr->first.total, lr->last.total);
+    }
+    fprintf(f, "\n  ],\n");
     fprintf(f, "  \"input\": {\"seconds_max\": %.6f, \"read_seconds_max\": %.6f, \"source_pixels_decoded\": %.0f},\n", io_mx[IO_IN],
             io_mx[IO_READ], io_sum[IO_READPX]);
     fprintf(f, "  \"output\": {\"levels\": %d, \"bits\": %d, \"tile_size\": %d, \"seconds_max\": %.6f, \"exchange_seconds_max\": %.6f, "
@@ -217,82 +215,96 @@ static char *config_text(const nst_config *cfg)
     return desc;
 }
 
-nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_collectives coll, nst_job_result *res)
+nst_status nst_job_weights(const nst_config *cfg, nst_weights *w) { return share_weights(cfg, w); }
+
+nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_collectives coll, const nst_job_env *env, nst_job_result *res)
 {
     const int rank = nst_comm_rank(), nranks = nst_comm_size();
     nst_loss_spec spec;
     nst_output_spec out;
-    nst_weights weights;
     nst_inputs in;
+    nst_styles styles;
     nst_layout L;
+    const nst_weights *weights = env->weights;
     memset(res, 0, sizeof *res);
     res->threads = be->threads;
     memset(&in, 0, sizeof in);
     memset(&L, 0, sizeof L);
-    memset(&weights, 0, sizeof weights);
+    memset(&styles, 0, sizeof styles);
+    double t_start = nst_now();
 
     /* every rank checks (the output files are checked where they will be written); rank 0 reports */
     NST_TRY(nst_comm_agree(nst_job_check(cfg, &spec, &out)));
-    NST_TRY(share_weights(cfg, &weights));
-    for (int k = 0; k < weights.nconv; k++)
-        res->weights_bytes += sizeof(float) * ((size_t)weights.conv[k].cout * weights.conv[k].cin * 9 + (size_t)weights.conv[k].cout);
+    for (int k = 0; k < weights->nconv; k++)
+        res->weights_bytes += sizeof(float) * ((size_t)weights->conv[k].cout * weights->conv[k].cin * 9 + (size_t)weights->conv[k].cout);
     nst_status s = nst_inputs_open(cfg, &spec, &in);
     if (s == NST_OK) s = nst_comm_agree(nst_output_spec_check_size(cfg, &out, in.W, in.H));
-    int dims[2] = {0, 0}; /* the style size: rank 0's transient in the memory model */
-    if (s == NST_OK) s = nst_inputs_style(cfg, &spec, &in, &dims[0], &dims[1]);
+    if (s == NST_OK && spec.nstyle > 0 && cfg->optim_iterations + (cfg->pyramid_iterations[0] ? 1 : 0) > 0) s = nst_styles_open(cfg, &styles);
     res->width = in.W;
     res->height = in.H;
 
-    /* the layout: the same on every rank, so the budget is the smallest of them */
+    /* the levels, each planned the same on every rank, within the smallest rank's budget */
+    nst_level_plan plan;
     nst_net shapes;
-    if (s == NST_OK) s = nst_net_shapes(be, &weights, spec.deepest, spec.pool, &shapes);
+    int have_shapes = 0;
+    if (s == NST_OK) s = nst_comm_agree(nst_levels_plan(cfg, &spec, in.W, in.H, &plan));
+    if (s == NST_OK && styles.n > 0)
+        s = nst_comm_agree(nst_styles_check(cfg, &spec, &styles, plan.w[0] > plan.h[0] ? plan.w[0] : plan.h[0], in.W > in.H ? in.W : in.H));
     if (s == NST_OK) {
-        double b = (double)nst_memory_budget(cfg->run_memory_gb, nst_comm_local_size()), bmin, bmax, bsum;
+        s = nst_net_shapes(be, weights, spec.deepest, spec.pool, &shapes);
+        have_shapes = s == NST_OK;
+    }
+    double bmin = 0;
+    if (s == NST_OK) {
+        double b = (double)nst_memory_budget(cfg->run_memory_gb, nst_comm_local_size()), bmax, bsum;
         s = nst_comm_stats(&b, &bmin, &bmax, &bsum, 1);
-        if (s == NST_OK) s = nst_layout_plan(cfg, &spec, &shapes, in.W, in.H, dims[0], dims[1], nranks, rank, (size_t)bmin, &L);
     }
     s = nst_comm_agree(s);
     if (s == NST_OK) {
         char loss[512], files[1024];
         nst_loss_spec_describe(&spec, loss, sizeof loss);
         nst_output_describe(&out, files, sizeof files);
-        nst_info("model:   %s, %d conv layers, hash %016llx\n", weights.description, weights.nconv,
-                 (unsigned long long)nst_weights_hash(&weights));
+        nst_info("model:   %s, %d conv layers, hash %016llx\n", weights->description, weights->nconv,
+                 (unsigned long long)nst_weights_hash(weights));
         nst_info("loss:    %s\n", loss);
-        nst_info("optim:   %s, %lld iterations, lr %g, init %s\n", cfg->optim_method, cfg->optim_iterations, cfg->optim_lr,
-                 cfg->optim_init);
-        describe_layout(&L, &spec);
+        nst_info("optim:   %s, %lld iterations, lr %g, init %s%s%s\n", cfg->optim_method, cfg->optim_iterations, cfg->optim_lr, cfg->optim_init,
+                 strcmp(cfg->color_mode, "none") ? "; color " : "", strcmp(cfg->color_mode, "none") ? cfg->color_mode : "");
+        if (plan.n > 1) {
+            char sizes[512];
+            size_t n = 0;
+            for (int k = 0; k < plan.n && n < sizeof sizes; k++)
+                n += (size_t)snprintf(sizes + n, sizeof sizes - n, "%s%dx%d (%lld)", k ? ", " : "", plan.w[k], plan.h[k], plan.iterations[k]);
+            nst_info("pyramid: %d levels, factor %g: %s; Adam state at a level change: %s\n", plan.n, cfg->pyramid_factor, sizes,
+                     strcmp(cfg->optim_method, "adam") ? "a new L-BFGS history" : cfg->pyramid_state);
+        }
         nst_info("output:  %s (%d-bit%s, %d px tiles)%s%s\n", files, out.bits,
                  out.want[NST_OUT_TIFF] ? (out.tiff.codec == NST_TC_JPEG ? ", TIFF jpeg" : out.tiff.codec == NST_TC_NONE ? ", TIFF uncompressed" : "") : "",
                  out.tiff.tile, out.preview_path[0] ? "; preview " : "", out.preview_path);
+    }
+
+    /* the render, coarse to fine */
+    float **cores = NULL;
+    if (s == NST_OK) {
+        nst_levels_ctx lc = {cfg, &spec, be, weights, &shapes, coll, &in, spec.nstyle ? &styles : NULL, env->cache, (size_t)bmin};
+        s = nst_levels_run(&lc, &plan, &L, &cores, res->levels);
+        res->nlevels = plan.n;
+        if (s == NST_OK) {
+            res->stats = res->levels[plan.n - 1].stats;
+            res->stats.first = res->levels[0].first;
+        }
+    }
+    res->input_seconds = in.seconds;
+    res->input_read_seconds = in.read_seconds;
+    res->input_read_pixels = in.read_pixels;
+    if (s == NST_OK) {
         for (int i = 0; i < L.nlocal; i++) res->max_core_px += nst_rect_area(nst_grid_core(&L.grid, L.local[i]));
         double c = (double)res->max_core_px, cmn, cmx, csum;
         s = nst_comm_stats(&c, &cmn, &cmx, &csum, 1);
         res->max_core_px = (long long)cmx;
     }
-
-    /* windows in, from the files by region where they allow it */
-    float **bufs = NULL;
-    if (s == NST_OK) {
-        bufs = nst_calloc(sizeof(float *) * 3 * (size_t)(L.nlocal + 1), "tile windows");
-        if (!bufs) s = NST_ENOMEM;
-    }
-    s = nst_comm_agree(s);
-    float **cw = bufs, **iw = bufs ? bufs + L.nlocal + 1 : NULL, **cores = bufs ? bufs + 2 * (L.nlocal + 1) : NULL;
-    int has_init = strcmp(cfg->optim_init, "image") == 0;
-    if (s == NST_OK) s = nst_inputs_windows(cfg, &in, &L, cw, iw);
-    res->input_seconds = in.seconds;
-    res->input_read_seconds = in.read_seconds;
-    res->input_read_pixels = in.read_pixels;
-
-    /* the render */
-    if (s == NST_OK) {
-        nst_render_ctx ctx = {cfg, &spec, be, &weights, &L, coll, in.W, in.H, rank == 0 && spec.nstyle ? in.style.px : NULL,
-                              dims[0], dims[1]};
-        s = nst_render(&ctx, cw, has_init ? iw : NULL, cores, &res->stats);
-    }
-    s = nst_comm_agree(s);
     nst_inputs_close(&in);
+    nst_styles_close(&styles);
+    if (have_shapes) nst_net_destroy(&shapes);
 
     /* the output, written by the ranks that own it */
     char *desc = s == NST_OK ? config_text(cfg) : NULL;
@@ -300,16 +312,20 @@ nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_collectives c
     s = nst_comm_agree(s);
     if (s == NST_OK) s = nst_output_write(&out, &L, cores, in.W, in.H, desc, &res->output);
     free(desc);
+    res->seconds = nst_now() - t_start;
     if (s == NST_OK) s = nst_comm_agree(report(cfg, &L, &out, res));
     if (s == NST_OK) {
         char files[1024];
         nst_output_describe(&out, files, sizeof files);
+        snprintf(res->outputs, sizeof res->outputs, "%s", files);
         nst_info("wrote %s (%dx%d, %d-bit)\n", files, in.W, in.H, out.bits);
     }
-    for (int i = 0; bufs && i < 3 * (L.nlocal + 1); i++) nst_free(bufs[i]);
-    nst_free(bufs);
-    nst_inputs_close(&in);
+    if (cores) {
+        for (int i = 0; i < L.nlocal; i++) nst_free(cores[i]);
+        nst_free(cores);
+    }
     nst_layout_free(&L);
-    nst_weights_free(&weights);
+    (void)rank;
+    (void)nranks;
     return s;
 }

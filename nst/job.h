@@ -12,8 +12,14 @@
 #include "../io/config.h"
 #include "../kernels/backend.h"
 #include "output.h"
+#include "levels.h"
 #include "render.h"
 #include "spec.h"
+
+typedef struct {
+    const nst_weights *weights;     /* the network (a batch loads it once for its jobs) */
+    struct nst_style_cache *cache;  /* style targets kept across levels and jobs (may be NULL) */
+} nst_job_env;
 
 typedef struct {
     int width, height; /* output size */
@@ -22,8 +28,12 @@ typedef struct {
     size_t weights_bytes;  /* the network every rank holds */
     double input_seconds, input_read_seconds; /* reading and resampling; of it, decoding */
     unsigned long long input_read_pixels;
-    nst_render_stats stats;
+    nst_render_stats stats;         /* the last level's, with the first level's initial loss */
+    int nlevels;
+    nst_level_report levels[NST_MAX_LEVELS];
     nst_output_stats output;
+    double seconds;                 /* the whole job */
+    char outputs[1024];             /* the files written */
 } nst_job_result;
 
 /* Semantic checks of a config before anything is read: loss layers, required paths, output
@@ -31,7 +41,10 @@ typedef struct {
 nst_status nst_job_check(const nst_config *cfg, nst_loss_spec *spec, nst_output_spec *out);
 /* model.weights, or the built-in random network (with a notice saying how to get real weights). */
 nst_status nst_job_load_weights(const nst_config *cfg, nst_weights *w);
-/* Check, read inputs, render, write the output, report. Collective: every rank calls it. */
-nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_collectives coll, nst_job_result *res);
+/* Rank 0 loads the network (model.weights or the random VGG-19), every rank receives it. Collective. */
+nst_status nst_job_weights(const nst_config *cfg, nst_weights *w);
+/* Check, read inputs, render every level, write the outputs, report. Collective on the current
+ * group: every rank of it calls it. */
+nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_collectives coll, const nst_job_env *env, nst_job_result *res);
 
 #endif

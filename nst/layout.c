@@ -102,8 +102,8 @@ static size_t worst_memory(const nst_grid *g, const int *owner, int nranks, int 
 
 static double gib(size_t b) { return (double)b / (double)(1ull << 30); }
 
-nst_status nst_layout_plan(const nst_config *cfg, const nst_loss_spec *spec, const nst_net *net, int W, int H, int style_w,
-                           int style_h, int nranks, int rank, size_t budget, nst_layout *L)
+nst_status nst_layout_plan(const nst_config *cfg, const nst_loss_spec *spec, const nst_net *net, int W, int H, int nranks, int rank,
+                           size_t budget, nst_layout *L)
 {
     memset(L, 0, sizeof *L);
     L->nranks = nranks;
@@ -172,16 +172,6 @@ nst_status nst_layout_plan(const nst_config *cfg, const nst_loss_spec *spec, con
             nst_warn("tiling.gram = lagged: the backward uses the previous iteration's Gram; not exact\n");
     }
 
-    /* rank 0's transient: the style image, its activations, the Gram buffers, a zero matrix */
-    size_t grams = 0, cmax = 0;
-    for (int k = 0; k < spec->nstyle; k++) {
-        size_t c = (size_t)net->width[spec->style[k]];
-        grams += 16 * c * c;
-        if (c > cmax) cmax = c;
-    }
-    size_t style_transient =
-        rank == 0 && spec->nstyle ? acts_bytes(net, style_h, style_w) + 12 * (size_t)style_w * style_h + grams + 4 * cmax * cmax : 0;
-
     /* tile size: given (square), or the width and height that minimise the slowest rank's cost
      * within the budget (cost: window pixels, times 1.5 when the forward runs twice); among equal
      * costs larger cores, then squarer ones */
@@ -238,9 +228,6 @@ nst_status nst_layout_plan(const nst_config *cfg, const nst_loss_spec *spec, con
                         nst_config_origin(cfg, tk != NST_WORD(0) ? NST_K_tiling_tile_size : NST_K_run_memory_gb), W, H,
                         gib(budget), t, nst_gram_strategy_name(want[nwant - 1]));
     }
-    if (style_transient > budget && cfg->optim_iterations > 0)
-        nst_warn("the style image's activations (%.2f GiB on rank 0) exceed the memory budget; lower style.scale if this fails\n",
-                 gib(style_transient));
 
     nst_grid_make(W, H, best_w, best_h, halo, L->align, &L->grid);
     L->gram = best_g;
@@ -254,17 +241,13 @@ nst_status nst_layout_plan(const nst_config *cfg, const nst_loss_spec *spec, con
     for (int t = 0; t < L->grid.ntiles; t++)
         if (L->owner[t] == rank) L->local[L->nlocal++] = t;
     L->mem_model = nst_layout_memory(&L->grid, L->owner, rank, L->cheap, L->opt_px_bytes, L->gram, spec, net);
-    L->mem_style = style_transient;
-    L->mem_peak = L->mem_model > style_transient ? L->mem_model : style_transient;
+    L->mem_peak = L->mem_model;
     L->mem_max = best_mem;
     snprintf(L->why, sizeof L->why, "%s tile size %dx%d px%s; Gram %s: %.3f GiB per rank of %.2f GiB budget%s",
              tk == NST_WORD(0) ? "auto" : "configured", best_w, best_h,
              tk == NST_WORD(0) ? " (least work on the slowest rank)" : "", nst_gram_strategy_name(best_g), gib(best_mem),
              gib(budget),
              strcmp(cfg->tiling_gram, "auto") == 0 && best_g == NST_GRAM_TWO_PASS ? " (resident did not fit)" : "");
-    if (L->grid.ntiles < nranks)
-        nst_warn("%d tiles for %d ranks: ranks %d..%d have no work; set tiling.tile_size smaller to spread it\n", L->grid.ntiles,
-                 nranks, L->grid.ntiles, nranks - 1);
     return NST_OK;
 }
 

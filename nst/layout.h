@@ -12,9 +12,9 @@
  *     or 24 * window_px (cheap mode: Adam m and v over the optimised window)
  *   + 16 * C_l^2 per style layer (target and difference fp32, Gram sums fp64; 24 when lagged)
  * with acts(h x w) = 4 * (3 hw + sum_l C_l h_l w_l + 2 max_l C_l h_l w_l), the shapes of
- * nst_net_shape. Rank 0 first computes the style targets, before any tile exists:
- * acts(style) + 12 * style_px + 16 * C_max^2 + the Gram buffers. Host staging for the halo
- * exchange and the CPU backend's scratch (at most 16 MiB per Gram call) come on top.
+ * nst_net_shape. The style targets are computed before the render, tiled within the same budget
+ * (nst/style.h). Host staging for the halo exchange and the CPU backend's scratch (at most 16 MiB
+ * per Gram call) come on top.
  */
 #ifndef NST_LAYOUT_H
 #define NST_LAYOUT_H
@@ -41,17 +41,16 @@ typedef struct {
     int nlocal, *local; /* this rank's tiles, increasing */
     int64_t max_load;   /* window pixels of the most loaded rank */
     size_t mem_model;   /* the model for this rank's tiles (steady state) */
-    size_t mem_style;   /* rank 0: the style targets' transient (style activations, image, Grams) */
-    size_t mem_peak;    /* this rank's peak: the larger of the two */
+    size_t mem_peak;    /* this rank's peak (the model) */
     size_t mem_max;     /* the largest model over ranks */
     size_t mem_budget;
     char why[320];      /* how the tile size and the Gram strategy were chosen */
 } nst_layout;
 
-/* Plan the layout of a W x H image on nranks ranks for this rank. style_w/h: the style image
- * (rank 0's transient). Errors name the config key (tile size or halo off the stride, memory). */
-nst_status nst_layout_plan(const nst_config *cfg, const nst_loss_spec *spec, const nst_net *net, int W, int H, int style_w,
-                           int style_h, int nranks, int rank, size_t budget, nst_layout *L);
+/* Plan the layout of a W x H image on nranks ranks for this rank. Errors name the config key
+ * (tile size or halo off the stride, memory). */
+nst_status nst_layout_plan(const nst_config *cfg, const nst_loss_spec *spec, const nst_net *net, int W, int H, int nranks, int rank,
+                           size_t budget, nst_layout *L);
 void nst_layout_free(nst_layout *L);
 
 /* Bytes of rank r's backend buffers for a grid, owners and strategy (the model above). */

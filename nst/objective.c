@@ -98,6 +98,37 @@ nst_status nst_objective_set_style(nst_objective *o, const float *style, int w, 
     return s;
 }
 
+nst_status nst_objective_style_targets(const nst_loss_spec *spec, nst_backend *be, const nst_weights *w, const float *style, int sw, int sh,
+                                       float **A, double *normA)
+{
+    nst_net net;
+    nst_objective o;
+    nst_acts dummy;
+    NST_TRY(nst_net_create(be, w, spec->deepest, spec->pool, &net));
+    nst_collectives none = {0};
+    nst_status s = nst_objective_init(&o, spec, &net, none, NST_GRAM_TWO_PASS, &dummy, sw, sh);
+    if (s == NST_OK) s = nst_objective_set_style(&o, style, sw, sh);
+    for (int k = 0; s == NST_OK && k < spec->nstyle; k++) {
+        size_t cc = (size_t)o.C[k] * o.C[k];
+        A[k] = nst_alloc_array(cc, sizeof(float), "style targets");
+        s = A[k] ? be->ops->download(be, A[k], o.A[k], cc, NST_F32) : NST_ENOMEM;
+        normA[k] = o.normA[k];
+    }
+    if (o.net) nst_objective_free(&o);
+    nst_net_destroy(&net);
+    return s;
+}
+
+nst_status nst_objective_set_targets(nst_objective *o, float *const *A, const double *normA)
+{
+    nst_backend *be = o->net->be;
+    for (int k = 0; k < o->spec->nstyle; k++) {
+        NST_TRY(be->ops->upload(be, o->A[k], A[k], (size_t)o->C[k] * o->C[k], NST_F32));
+        o->normA[k] = normA[k];
+    }
+    return NST_OK;
+}
+
 nst_status nst_objective_share_style(nst_objective *o)
 {
     nst_backend *be = o->net->be;
@@ -116,16 +147,8 @@ nst_status nst_objective_share_style(nst_objective *o)
     return NST_OK;
 }
 
-nst_status nst_tile_init(nst_objective *o, nst_tile *t, int index, nst_rect core, nst_rect window, int seed_window)
+void nst_layer_regions(const nst_net *net, nst_rect core, nst_rect window, int seed_window, nst_rect *own_out, nst_rect *seed_out)
 {
-    nst_net *net = o->net;
-    nst_backend *be = net->be;
-    memset(t, 0, sizeof *t);
-    t->index = index;
-    t->core = core;
-    t->window = window;
-    t->own_px = nst_rect_translate(core, -window.x, -window.y);
-    t->seed_px = seed_window ? nst_rect_make(0, 0, window.w, window.h) : t->own_px;
     for (int i = 0; i < net->nlayers; i++) {
         nst_footprint f = nst_vgg_footprint(i);
         int lh, lw, lc;
@@ -140,9 +163,22 @@ nst_status nst_tile_init(nst_objective *o, nst_tile *t, int index, nst_rect core
         int x0 = ceil_div(core.x - f.hi, s), x1 = floor_div(core.x + core.w - 1 + f.lo, s) + 1;
         int y0 = ceil_div(core.y - f.hi, s), y1 = floor_div(core.y + core.h - 1 + f.lo, s) + 1;
         nst_rect seed = {x0 - ox, y0 - oy, x1 - x0, y1 - y0};
-        t->own[i] = nst_rect_intersect(own, extent);
-        t->seed[i] = seed_window ? extent : nst_rect_intersect(seed, extent);
+        own_out[i] = nst_rect_intersect(own, extent);
+        seed_out[i] = seed_window ? extent : nst_rect_intersect(seed, extent);
     }
+}
+
+nst_status nst_tile_init(nst_objective *o, nst_tile *t, int index, nst_rect core, nst_rect window, int seed_window)
+{
+    nst_net *net = o->net;
+    nst_backend *be = net->be;
+    memset(t, 0, sizeof *t);
+    t->index = index;
+    t->core = core;
+    t->window = window;
+    t->own_px = nst_rect_translate(core, -window.x, -window.y);
+    t->seed_px = seed_window ? nst_rect_make(0, 0, window.w, window.h) : t->own_px;
+    nst_layer_regions(net, core, window, seed_window, t->own, t->seed);
     nst_status s = nst_tensor_alloc(be, window.h, window.w, 3, NST_F32, &t->img);
     if (s == NST_OK) s = nst_tensor_alloc(be, window.h, window.w, 3, NST_F32, &t->dimg);
     if (s == NST_OK && o->strategy == NST_GRAM_RESIDENT) {

@@ -26,6 +26,7 @@
 #ifndef NST_OBJECTIVE_H
 #define NST_OBJECTIVE_H
 
+#include "../io/weights.h"
 #include "../tiler/rect.h"
 #include "net.h"
 #include "spec.h"
@@ -87,10 +88,22 @@ nst_status nst_objective_init(nst_objective *o, const nst_loss_spec *spec, nst_n
                               nst_gram_strategy strategy, nst_acts *shared, int img_w, int img_h);
 void nst_objective_free(nst_objective *o);
 
-/* Style targets from a whole style image (fp32 h x w x 3 in [0,1], host memory). */
+/* Style targets from a whole style image (fp32 h x w x 3 in [0,1], host memory), on one process
+ * (tests, nst_render_image; a job computes them tiled over its ranks: nst/style.h). */
 nst_status nst_objective_set_style(nst_objective *o, const float *style, int w, int h);
+/* The style targets of a whole style image on this process, downloaded (A[k] allocated: host
+ * C x C per style layer, nst_free them). */
+nst_status nst_objective_style_targets(const nst_loss_spec *spec, nst_backend *be, const nst_weights *w, const float *style, int sw, int sh,
+                                       float **A, double *normA);
+/* Style targets given (host C x C per style layer, and their squared norms), e.g. from nst/style.h. */
+nst_status nst_objective_set_targets(nst_objective *o, float *const *A, const double *normA);
 /* Give every rank rank 0's style targets (after rank 0 alone called set_style). */
 nst_status nst_objective_share_style(nst_objective *o);
+
+/* Per layer, the positions a tile owns (own: features whose aligned block starts in the core) and
+ * the positions its gradient is seeded on (seed: whose footprint reaches the core, or the whole
+ * window), relative to the window at each layer. */
+void nst_layer_regions(const nst_net *net, nst_rect core, nst_rect window, int seed_window, nst_rect *own, nst_rect *seed);
 
 /* Set up a tile over `core` with `window` (image coordinates; window contains core) and allocate
  * its buffers (its own activations if resident). Regions per layer: own = the core's positions;

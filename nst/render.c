@@ -276,9 +276,10 @@ static void print_terms(long long it, const nst_loss_terms *t, double spi)
 
 /* Set up a local tile and its optimiser state: content targets, the optimised pixels from the
  * initial image. */
-static nst_status tile_setup(const nst_render_ctx *ctx, nst_objective *obj, nst_tile *tile, tile_state *ts, int t,
+static nst_status tile_setup(const nst_render_ctx *ctx, nst_objective *obj, nst_tile *tile, tile_state *ts, int li,
                              const float *content, const float *init)
 {
+    const int t = ctx->layout->local[li];
     const nst_layout *L = ctx->layout;
     nst_backend *be = ctx->be;
     const nst_config *cfg = ctx->cfg;
@@ -291,8 +292,8 @@ static nst_status tile_setup(const nst_render_ctx *ctx, nst_objective *obj, nst_
     float *x0 = nst_alloc_array(n, sizeof(float), "initial pixels");
     if (!x0) return NST_ENOMEM;
     nst_rect rel = nst_rect_translate(opt, -win.x, -win.y);
-    const float *src = strcmp(cfg->optim_init, "image") == 0 ? init : content;
-    if (strcmp(cfg->optim_init, "noise") == 0) {
+    const float *src = init ? init : content;
+    if (!init && strcmp(cfg->optim_init, "noise") == 0) {
         nst_noise_rect(x0, opt, ctx->img_w, (unsigned long long)cfg->run_seed);
     } else {
         for (int y = 0; y < rel.h; y++)
@@ -309,6 +310,10 @@ static nst_status tile_setup(const nst_render_ctx *ctx, nst_objective *obj, nst_
     if (s == NST_OK) s = be->ops->upload(be, ts->x.data, x0, n, NST_F32);
     if (s == NST_OK && !L->lbfgs) s = nst_tensor_alloc(be, opt.h, opt.w, 3, NST_F32, &ts->m);
     if (s == NST_OK && !L->lbfgs) s = nst_tensor_alloc(be, opt.h, opt.w, 3, NST_F32, &ts->v);
+    if (s == NST_OK && !L->lbfgs && ctx->state_in) { /* the previous level's moments, upsampled */
+        s = be->ops->upload(be, ts->m.data, ctx->state_in->m[li], n, NST_F32);
+        if (s == NST_OK) s = be->ops->upload(be, ts->v.data, ctx->state_in->v[li], n, NST_F32);
+    }
     nst_free(x0);
     return s;
 }
@@ -397,10 +402,10 @@ static nst_status render_initial(const nst_render_ctx *ctx, float **content, flo
             out[i] = nst_alloc_array((size_t)nst_rect_area(core) * 3, sizeof(float), "a tile's result");
             if (!out[i]) s = NST_ENOMEM;
         }
-        if (s == NST_OK && strcmp(cfg->optim_init, "noise") == 0) {
+        if (s == NST_OK && !init && strcmp(cfg->optim_init, "noise") == 0) {
             nst_noise_rect(out[i], core, ctx->img_w, (unsigned long long)cfg->run_seed);
         } else if (s == NST_OK) {
-            const float *src = strcmp(cfg->optim_init, "image") == 0 ? init[i] : content[i];
+            const float *src = init ? init[i] : content[i];
             nst_rect rel = nst_rect_translate(core, -win.x, -win.y);
             for (int y = 0; y < rel.h; y++)
                 memcpy(out[i] + (size_t)y * rel.w * 3, src + ((size_t)(rel.y + y) * win.w + rel.x) * 3, (size_t)rel.w * 3 * sizeof(float));
@@ -413,13 +418,13 @@ static nst_status render_initial(const nst_render_ctx *ctx, float **content, flo
         }
     }
     st->setup_seconds = nst_now() - t0;
-    nst_info("optim.iterations = 0: no optimisation; the output is the initial image (%s)\n", cfg->optim_init);
+    nst_info("0 iterations: no optimisation; the output is the initial image (%s)\n", init ? "given" : cfg->optim_init);
     return agree(ctx, s);
 }
 
 nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, float **out, nst_render_stats *st)
 {
-    if (ctx->cfg->optim_iterations == 0) {
+    if (ctx->iterations == 0) {
         memset(st, 0, sizeof *st);
         return render_initial(ctx, content, init, out, st);
     }
@@ -437,6 +442,7 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
     memset(st, 0, sizeof *st);
     memset(&ex, 0, sizeof ex);
     memset(&lb, 0, sizeof lb);
+    be->bytes_peak = be->bytes_in_use; /* the peak of this render (the style targets came and went before) */
     double t0 = nst_now();
 
     nst_status s = nst_net_create(be, ctx->weights, ctx->spec->deepest, ctx->spec->pool, &net);
@@ -446,11 +452,9 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
         s = nst_objective_init(&obj, ctx->spec, &net, ctx->coll, L->gram, L->gram != NST_GRAM_RESIDENT ? &shared : NULL,
                                ctx->img_w, ctx->img_h);
     have_obj = s == NST_OK;
-    /* style targets: rank 0 computes them from the whole style image (its activations come and go
-     * before the tiles' buffers exist), every rank receives them */
-    if (s == NST_OK && ctx->style) s = nst_objective_set_style(&obj, ctx->style, ctx->style_w, ctx->style_h);
+    /* the style targets, computed before the render (nst/style.h) */
+    if (s == NST_OK && ctx->targets) s = nst_objective_set_targets(&obj, ctx->targets, ctx->normA);
     s = agree(ctx, s);
-    if (s == NST_OK) s = nst_objective_share_style(&obj);
     if (s == NST_OK && want_shared) {
         int mh = 0, mw = 0; /* one set of activations for the largest local window */
         for (int i = 0; i < L->nlocal; i++) {
@@ -467,7 +471,7 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
         if (!ts || !tiles) s = NST_ENOMEM;
     }
     for (int i = 0; s == NST_OK && i < L->nlocal; i++) {
-        s = tile_setup(ctx, &obj, &tiles[i], &ts[i], L->local[i], content[i], init ? init[i] : NULL);
+        s = tile_setup(ctx, &obj, &tiles[i], &ts[i], i, content[i], init ? init[i] : NULL);
         nst_free(content[i]); /* consumed: the targets and the optimised pixels have what they need */
         content[i] = NULL;
         if (init) {
@@ -482,7 +486,8 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
     s = agree(ctx, s);
     st->setup_seconds = nst_now() - t0;
 
-    const long long iters = cfg->optim_iterations;
+    const long long iters = ctx->iterations;
+    const long long t_start = ctx->state_in ? ctx->state_in->t : 0;
     const long long every = cfg->run_print_every;
     if (s == NST_OK) print_header();
     double t_loop = nst_now(), t_mark = t_loop; /* s/iter of a row: since the previous row */
@@ -503,7 +508,7 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
         }
         m0 = nst_now();
         s = injected_fault(it);
-        if (s == NST_OK) s = step(ctx, tiles, ts, &lb, it + 1);
+        if (s == NST_OK) s = step(ctx, tiles, ts, &lb, t_start + it + 1);
         s = agree(ctx, s); /* every rank reaches this, failed or not */
         nst_timer_lap(&st->timers, NST_T_OPTIM, &m0);
     }
@@ -530,6 +535,21 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
         else
             s = be->ops->download(be, out[i], ts[i].x.data, (size_t)nst_rect_area(core) * 3, NST_F32);
     }
+    if (s == NST_OK && ctx->state_out && !L->lbfgs) { /* Adam's moments for the next level */
+        nst_adam_state *so = ctx->state_out;
+        so->t = t_start + iters;
+        so->m = nst_calloc(sizeof(float *) * 2 * ((size_t)L->nlocal + 1), "Adam state");
+        so->v = so->m ? so->m + L->nlocal + 1 : NULL;
+        if (!so->m) s = NST_ENOMEM;
+        for (int i = 0; s == NST_OK && i < L->nlocal; i++) {
+            size_t n = nst_tensor_elems(&ts[i].m);
+            so->m[i] = nst_alloc_array(n, sizeof(float), "Adam state");
+            so->v[i] = nst_alloc_array(n, sizeof(float), "Adam state");
+            if (!so->m[i] || !so->v[i]) s = NST_ENOMEM;
+            if (s == NST_OK) s = be->ops->download(be, so->m[i], ts[i].m.data, n, NST_F32);
+            if (s == NST_OK) s = be->ops->download(be, so->v[i], ts[i].v.data, n, NST_F32);
+        }
+    }
     st->bytes_peak = be->bytes_peak;
     if (L->lbfgs && lb.resets) nst_info("L-BFGS: %d direction%s reset to the gradient (not a descent direction)\n", lb.resets, lb.resets == 1 ? "" : "s");
     nst_lbfgs_free(&lb);
@@ -552,10 +572,17 @@ nst_status nst_render_image(const nst_config *cfg, const nst_loss_spec *spec, ns
     int W = content->w, H = content->h;
     memset(out, 0, sizeof *out);
     NST_TRY(nst_net_shapes(be, w, spec->deepest, spec->pool, &probe));
-    nst_status s = nst_layout_plan(cfg, spec, &probe, W, H, style ? style->w : 0, style ? style->h : 0, 1, 0,
-                                   nst_memory_budget(cfg->run_memory_gb, 1), &L);
+    nst_status s = nst_layout_plan(cfg, spec, &probe, W, H, 1, 0, nst_memory_budget(cfg->run_memory_gb, 1), &L);
     nst_net_destroy(&probe);
     NST_TRY(s);
+    /* the style targets of the whole style image, on this process */
+    float *A[NST_VGG_NLAYERS] = {0};
+    double normA[NST_VGG_NLAYERS] = {0};
+    if (style && spec->nstyle) s = nst_objective_style_targets(spec, be, w, style->px, style->w, style->h, A, normA);
+    if (s != NST_OK) {
+        nst_layout_free(&L);
+        return s;
+    }
     float **bufs = nst_calloc(sizeof(float *) * 3 * (size_t)(L.nlocal + 1), "tile windows");
     if (!bufs) {
         nst_layout_free(&L);
@@ -572,8 +599,9 @@ nst_status nst_render_image(const nst_config *cfg, const nst_loss_spec *spec, ns
             if (init) nst_image_extract(init, win, iw[i]);
         }
     }
-    nst_render_ctx ctx = {cfg, spec, be, w, &L, {0}, W, H, style ? style->px : NULL, style ? style->w : 0, style ? style->h : 0};
+    nst_render_ctx ctx = {cfg, spec, be, w, &L, {0}, W, H, cfg->optim_iterations, style && spec->nstyle ? A : NULL, normA, NULL, NULL};
     if (s == NST_OK) s = nst_render(&ctx, cw, init ? iw : NULL, res, stats);
+    for (int k = 0; k < NST_VGG_NLAYERS; k++) nst_free(A[k]);
     if (s == NST_OK) s = nst_image_alloc(out, W, H);
     for (int i = 0; s == NST_OK && i < L.nlocal; i++) nst_image_place(out, nst_grid_core(&L.grid, L.local[i]), res[i]);
     for (int i = 0; i < 3 * (L.nlocal + 1); i++) nst_free(bufs[i]);

@@ -28,6 +28,13 @@ typedef struct {
     size_t bytes_peak;          /* the backend's peak allocation on this rank */
 } nst_render_stats;
 
+/* Adam's moments handed from one pyramid level to the next (pyramid.state = carry): per local
+ * tile, over its optimised region (the core in exact mode, the window in cheap mode). */
+typedef struct {
+    float **m, **v;
+    long long t; /* the steps taken: the bias correction goes on from there */
+} nst_adam_state;
+
 typedef struct {
     const nst_config *cfg;
     const nst_loss_spec *spec;
@@ -35,15 +42,19 @@ typedef struct {
     const nst_weights *weights;
     const nst_layout *layout;
     nst_collectives coll;
-    int img_w, img_h;            /* the whole image */
-    const float *style;          /* the style image at its working size: rank 0 only, NULL elsewhere */
-    int style_w, style_h;
+    int img_w, img_h;                   /* the whole image (of this level) */
+    long long iterations;               /* this level's */
+    float *const *targets;              /* style targets (host C x C per style layer), NULL without style layers */
+    const double *normA;
+    const nst_adam_state *state_in;     /* NULL: Adam starts afresh */
+    nst_adam_state *state_out;          /* NULL: not kept; else filled (arrays allocated here) */
 } nst_render_ctx;
 
-/* content[i] (and init[i] when optim.init = image, else NULL): the window pixels of local tile i,
- * host fp32, consumed (freed and set to NULL as soon as the tile is set up). out[i] receives the
- * core pixels of local tile i (nst_free them). With optim.iterations = 0 there is no network and
- * no loss: the result is the initial image. Collective. */
+/* content[i]: the content window pixels of local tile i, host fp32. init[i]: the initial
+ * window pixels (optim.init = image, or the previous pyramid level upsampled), or init = NULL for
+ * the content or noise (optim.init). Both consumed (freed and set to NULL as soon as the tile is
+ * set up). out[i] receives the core pixels of local tile i (nst_free them). With 0 iterations
+ * there is no network and no loss: the result is the initial image. Collective. */
 nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, float **out, nst_render_stats *stats);
 
 /* One process, whole images: plans the layout for one rank, cuts the windows, renders, and

@@ -12,7 +12,7 @@ static nst_status parse(nst_config *c, const char *text)
 {
     nst_fail_clear();
     nst_config_defaults(c);
-    return nst_config_parse(c, "t.ini", "", text, strlen(text));
+    return nst_config_parse(c, NULL, "t.ini", "", text, strlen(text));
 }
 
 /* text must fail with bad input, and the message must contain every fragment */
@@ -91,7 +91,7 @@ static void t_every_error_names_line_key_and_valid_values(void)
     const char nul[] = "[optim]\nlr = 0.1\0x\n";
     nst_fail_clear();
     nst_config_defaults(&c);
-    CHECK(nst_config_parse(&c, "t.ini", "", nul, sizeof nul - 1) == NST_EINPUT && strstr(nst_fail_message(), "NUL"),
+    CHECK(nst_config_parse(&c, NULL, "t.ini", "", nul, sizeof nul - 1) == NST_EINPUT && strstr(nst_fail_message(), "NUL"),
           "NUL byte: %s", nst_fail_message());
 }
 
@@ -121,7 +121,7 @@ static void t_relative_paths_follow_the_config_file(void)
     nst_config c;
     nst_config_defaults(&c);
     const char *t = "[content]\npath = img/a.png\n[style]\npath = /abs/b.png\n";
-    CHECK(nst_config_parse(&c, "cfg/x.ini", "cfg", t, strlen(t)) == NST_OK, "%s", nst_fail_message());
+    CHECK(nst_config_parse(&c, NULL, "cfg/x.ini", "cfg", t, strlen(t)) == NST_OK, "%s", nst_fail_message());
     CHECK(strcmp(c.content_path, "cfg/img/a.png") == 0, "relative path resolved to '%s'", c.content_path);
     CHECK(strcmp(c.style_path, "/abs/b.png") == 0, "absolute path kept: '%s'", c.style_path);
 }

@@ -110,6 +110,21 @@ int nst_transfers_push(nst_transfer **list, size_t *n, size_t *cap, nst_transfer
     return 0;
 }
 
+nst_transfer *nst_plan_rects(const nst_rect *src, int nsrc, const nst_rect *dst, int ndst, int *n)
+{
+    size_t cap = 16, count = 0;
+    nst_transfer *out = malloc(cap * sizeof *out);
+    if (!out) return NULL;
+    for (int s = 0; s < nsrc; s++)
+        for (int d = 0; d < ndst; d++) {
+            nst_rect r = nst_rect_intersect(src[s], dst[d]);
+            if (nst_rect_empty(r)) continue;
+            if (nst_transfers_push(&out, &count, &cap, (nst_transfer){s, d, r}) != 0) return NULL;
+        }
+    *n = (int)count;
+    return out;
+}
+
 static nst_transfer *plan(const nst_grid *g, int *n, int overlaps)
 {
     size_t cap = 16, count = 0;

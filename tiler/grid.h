@@ -46,6 +46,11 @@ typedef struct {
  * when out of memory (the list is then freed and NULL). */
 int nst_transfers_push(nst_transfer **list, size_t *n, size_t *cap, nst_transfer t);
 
+/* Every non-empty intersection of a source rectangle with a destination rectangle, as transfers
+ * {src index, dst index, rect} ordered by (src, dst): pixels from one layout to another (a pyramid
+ * level's cores to the next level's windows' footprints). NULL when out of memory. */
+nst_transfer *nst_plan_rects(const nst_rect *src, int nsrc, const nst_rect *dst, int ndst, int *n);
+
 /* The exact-mode halo exchange: every window is filled from the cores that cover it (its own
  * core included). All transfers of the image, ordered by (dst, src). *n receives the count;
  * returns a malloc'ed array (free()) or NULL when out of memory. */

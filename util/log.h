@@ -6,6 +6,8 @@
 void nst_log_set_rank(int rank);
 void nst_log_set_quiet(int quiet);
 int nst_log_is_root(void);
+/* Text put before every line printed (a batch's "[job] " while a group renders it); "" for none. */
+void nst_log_set_prefix(const char *prefix);
 
 /* Progress and results: stdout, rank 0, silent with --quiet. */
 void nst_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

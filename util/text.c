@@ -1,4 +1,4 @@
-/* util/text.c: edit distance and "did you mean" (see text.h). */
+/* util/text.c: edit distance, "did you mean", JSON strings (see text.h). */
 #include "text.h"
 
 #include <string.h>
@@ -38,4 +38,18 @@ const char *nst_nearest(const char *typed, const char *const *cand, size_t n)
         }
     }
     return best;
+}
+
+void nst_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
 }

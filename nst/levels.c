@@ -1,0 +1,375 @@
+/* nst/levels.c: one job, coarse to fine (see levels.h). */
+#include "levels.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../io/resample.h"
+#include "../mpi/comm.h"
+#include "../util/log.h"
+#include "../util/mem.h"
+#include "../util/timer.h"
+#include "color.h"
+#include "move.h"
+
+nst_status nst_levels_plan(const nst_config *cfg, const nst_loss_spec *spec, int W, int H, nst_level_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    const double f = cfg->pyramid_factor;
+    const int shortest = W < H ? W : H;
+    int n;
+    if (cfg->pyramid_levels == NST_WORD(0)) { /* auto: the coarsest short side at least pyramid.min_size */
+        n = 1;
+        while (n < NST_MAX_LEVELS && shortest / pow(f, n) >= (double)cfg->pyramid_min_size) n++;
+    } else {
+        n = (int)cfg->pyramid_levels;
+    }
+    p->n = n;
+    const int m = nst_loss_spec_min_side(spec);
+    for (int k = 0; k < n; k++) {
+        double d = pow(f, n - 1 - k);
+        p->w[k] = k == n - 1 ? W : (int)lround(W / d);
+        p->h[k] = k == n - 1 ? H : (int)lround(H / d);
+        if (p->w[k] < 1) p->w[k] = 1;
+        if (p->h[k] < 1) p->h[k] = 1;
+        if (p->w[k] < m || p->h[k] < m)
+            return nst_fail(NST_EINPUT,
+                            "%s: pyramid.levels = %d with pyramid.factor = %g makes level 1 %dx%d; the deepest layer in use (%s) needs "
+                            "at least %dx%d: fewer levels or a smaller factor",
+                            nst_config_origin(cfg, NST_K_pyramid_levels), n, f, p->w[0], p->h[0], nst_vgg_layer_at(spec->deepest)->relu, m, m);
+        p->iterations[k] = cfg->optim_iterations;
+    }
+    if (cfg->pyramid_iterations[0]) {
+        char list[NST_CFG_STR_MAX];
+        snprintf(list, sizeof list, "%s", cfg->pyramid_iterations);
+        int k = 0;
+        for (char *save = NULL, *tok = strtok_r(list, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save), k++) {
+            char *end;
+            long long v = strtoll(tok, &end, 10);
+            if (*end || v < 0 || v > 100000000 || k >= n)
+                return nst_fail(NST_EINPUT, "%s: pyramid.iterations = '%s': %d integers in 0..100000000 expected, one per level (coarse to fine)",
+                                nst_config_origin(cfg, NST_K_pyramid_iterations), cfg->pyramid_iterations, n);
+            p->iterations[k] = v;
+        }
+        if (k != n)
+            return nst_fail(NST_EINPUT, "%s: pyramid.iterations has %d value%s for %d level%s", nst_config_origin(cfg, NST_K_pyramid_iterations), k,
+                            k == 1 ? "" : "s", n, n == 1 ? "" : "s");
+    }
+    return NST_OK;
+}
+
+/* ---- the previous level, upsampled ----------------------------------------------------------------- */
+
+/* The optimised region of tile t: its core (exact), or its window (cheap). */
+static nst_rect opt_rect(const nst_layout *L, int t) { return L->cheap ? nst_grid_window(&L->grid, t) : nst_grid_core(&L->grid, t); }
+
+/* Move the previous level's per-tile arrays (over data[t], local tiles; the cores are the plan's
+ * pieces, so overlapping windows give each pixel once) to the footprints of the new level's
+ * regions dst[t], and resample every local one to the new size (out[i], allocated). */
+static nst_status upsample(const nst_layout *Lp, int wp, int hp, const nst_rect *data, float **px, const nst_layout *Ln, int wn, int hn,
+                           const nst_rect *dst, float **out, int raw)
+{
+    const int np = Lp->grid.ntiles, nn = Ln->grid.ntiles;
+    nst_rect *cores = nst_alloc_array((size_t)np, sizeof(nst_rect), "previous cores");
+    nst_rect *fp = nst_alloc_array((size_t)nn, sizeof(nst_rect), "footprints");
+    float **srcpx = nst_calloc(sizeof(float *) * (size_t)np, "previous pixels");
+    unsigned char **dstpx = nst_calloc(sizeof(unsigned char *) * (size_t)nn, "footprint buffers");
+    nst_status s = cores && fp && srcpx && dstpx ? NST_OK : NST_ENOMEM;
+    int ntr = 0;
+    nst_transfer *tr = NULL;
+    if (s == NST_OK) {
+        for (int t = 0; t < np; t++) cores[t] = nst_grid_core(&Lp->grid, t);
+        for (int i = 0; i < Lp->nlocal; i++) srcpx[Lp->local[i]] = px[i];
+        for (int t = 0; t < nn; t++) fp[t] = nst_resample_footprint(wp, hp, wn, hn, dst[t]);
+        for (int i = 0; s == NST_OK && i < Ln->nlocal; i++) {
+            int t = Ln->local[i];
+            dstpx[t] = nst_alloc_array((size_t)nst_rect_area(fp[t]) * 3, sizeof(float), "a footprint of the previous level");
+            if (!dstpx[t]) s = NST_ENOMEM;
+        }
+        tr = nst_plan_rects(cores, np, fp, nn, &ntr);
+        if (s == NST_OK && !tr) s = nst_fail(NST_ENOMEM, "out of memory planning the level change");
+    }
+    s = nst_comm_agree(s);
+    if (s == NST_OK) {
+        nst_float_rects fr = {data, srcpx, 3};
+        nst_move mv = {tr, ntr, Lp->owner, Ln->owner, fp, dstpx, 3 * sizeof(float), nst_produce_floats, NULL, &fr};
+        s = nst_move_run(&mv, 0, NULL);
+    }
+    for (int i = 0; s == NST_OK && i < Ln->nlocal; i++) {
+        int t = Ln->local[i];
+        nst_image region = {fp[t].w, fp[t].h, (float *)dstpx[t]};
+        nst_source *src = NULL;
+        out[i] = nst_alloc_array((size_t)nst_rect_area(dst[t]) * 3, sizeof(float), "an upsampled window");
+        s = out[i] ? nst_source_wrap_region(&region, fp[t], wp, hp, "the previous level", &src) : NST_ENOMEM;
+        if (s == NST_OK) s = raw ? nst_resample_rect_raw(src, wn, hn, dst[t], out[i]) : nst_resample_rect(src, wn, hn, dst[t], out[i]);
+        nst_source_close(src);
+    }
+    for (int t = 0; dstpx && t < nn; t++) nst_free(dstpx[t]);
+    free(tr);
+    nst_free(cores), nst_free(fp), nst_free(srcpx), nst_free(dstpx);
+    return nst_comm_agree(s);
+}
+
+/* The initial windows of level Ln from the previous level's result, and Adam's moments when carried. */
+static nst_status level_change(const nst_layout *Lp, int wp, int hp, float **pcores, const nst_adam_state *pst, const nst_layout *Ln,
+                               int wn, int hn, float **init, nst_adam_state *st)
+{
+    nst_rect *dcore = nst_alloc_array((size_t)Lp->grid.ntiles, sizeof(nst_rect), "previous regions");
+    nst_rect *dopt = nst_alloc_array((size_t)Lp->grid.ntiles, sizeof(nst_rect), "previous regions");
+    nst_rect *win = nst_alloc_array((size_t)Ln->grid.ntiles, sizeof(nst_rect), "new windows");
+    nst_rect *opt = nst_alloc_array((size_t)Ln->grid.ntiles, sizeof(nst_rect), "new regions");
+    nst_status s = dcore && dopt && win && opt ? NST_OK : NST_ENOMEM;
+    s = nst_comm_agree(s);
+    if (s == NST_OK) {
+        for (int t = 0; t < Lp->grid.ntiles; t++) dcore[t] = nst_grid_core(&Lp->grid, t), dopt[t] = opt_rect(Lp, t);
+        for (int t = 0; t < Ln->grid.ntiles; t++) win[t] = nst_grid_window(&Ln->grid, t), opt[t] = opt_rect(Ln, t);
+        s = upsample(Lp, wp, hp, dcore, pcores, Ln, wn, hn, win, init, 0);
+    }
+    if (s == NST_OK && pst && st) { /* Adam's moments: not pixels, so not clamped; v stays >= 0 */
+        st->t = pst->t;
+        st->m = nst_calloc(sizeof(float *) * 2 * ((size_t)Ln->nlocal + 1), "Adam state");
+        s = nst_comm_agree(st->m ? NST_OK : NST_ENOMEM);
+        if (s == NST_OK) {
+            st->v = st->m + Ln->nlocal + 1;
+            s = upsample(Lp, wp, hp, dopt, pst->m, Ln, wn, hn, opt, st->m, 1);
+        }
+        if (s == NST_OK) s = upsample(Lp, wp, hp, dopt, pst->v, Ln, wn, hn, opt, st->v, 1);
+        for (int i = 0; s == NST_OK && i < Ln->nlocal; i++)
+            for (size_t j = 0; j < (size_t)nst_rect_area(opt[Ln->local[i]]) * 3; j++)
+                if (st->v[i][j] < 0.f) st->v[i][j] = 0.f;
+    }
+    nst_free(dcore), nst_free(dopt), nst_free(win), nst_free(opt);
+    return s;
+}
+
+static void state_free(nst_adam_state *st, int n)
+{
+    for (int i = 0; st->m && i < n; i++) {
+        nst_free(st->m[i]);
+        nst_free(st->v[i]);
+    }
+    nst_free(st->m);
+    memset(st, 0, sizeof *st);
+}
+
+/* ---- colour ------------------------------------------------------------------------------------- */
+
+/* The content's colour statistics over the pixels this level's tiles own, added over ranks. */
+static nst_status content_stats(const nst_levels_ctx *c, const nst_layout *L, float **content, nst_color_mode mode, nst_color_stats *cs)
+{
+    memset(cs, 0, sizeof *cs);
+    for (int i = 0; i < L->nlocal; i++) {
+        nst_rect core = nst_grid_core(&L->grid, L->local[i]), w = nst_grid_window(&L->grid, L->local[i]);
+        for (int y = 0; y < core.h; y++) {
+            const float *row = content[i] + ((size_t)(core.y - w.y + y) * w.w + (size_t)(core.x - w.x)) * 3;
+            if (mode == NST_COLOR_LUMINANCE)
+                nst_color_stats_add_luminance(cs, row, (size_t)core.w);
+            else
+                nst_color_stats_add(cs, row, (size_t)core.w);
+        }
+    }
+    return c->coll.sum_doubles ? c->coll.sum_doubles(c->coll.ctx, (double *)cs, sizeof *cs / sizeof(double)) : NST_OK;
+}
+
+/* Luminance mode, at the end: the result's luminance with the content's chroma at the output size. */
+static nst_status keep_chroma(const nst_levels_ctx *c, const nst_layout *L, int W, int H, float **cores)
+{
+    const nst_grid *g = &L->grid;
+    nst_rect *rects = nst_alloc_array((size_t)g->ntiles + 1, sizeof(nst_rect), "cores");
+    float **content = nst_calloc(sizeof(float *) * ((size_t)L->nlocal + 1), "content cores");
+    nst_status s = rects && content ? NST_OK : NST_ENOMEM;
+    s = nst_comm_agree(s);
+    if (s == NST_OK) {
+        for (int t = 0; t < g->ntiles; t++) rects[t] = nst_grid_core(g, t);
+        s = nst_read_rects(c->cfg, NST_K_content_path, c->cfg->content_path, &c->in->content, c->in->content_random, W, H, rects, L->owner,
+                           g->ntiles, content, &c->in->read_seconds, &c->in->read_pixels);
+    }
+    for (int i = 0; s == NST_OK && i < L->nlocal; i++)
+        nst_color_keep_chroma(cores[i], content[i], (size_t)nst_rect_area(rects[L->local[i]]));
+    for (int i = 0; content && i < L->nlocal; i++) nst_free(content[i]);
+    nst_free(content);
+    nst_free(rects);
+    return s;
+}
+
+/* ---- one level on the ranks that have tiles ------------------------------------------------------- */
+
+/* Render on the ranks that own tiles: a group of them when some have none (they wait, asleep). */
+static nst_status render_level(const nst_render_ctx *ctx, float **content, float **init, float **out, nst_render_stats *st, int *ranks)
+{
+    const nst_layout *L = ctx->layout;
+    const int nranks = nst_comm_size();
+    int *map = nst_alloc_array((size_t)nranks, sizeof(int), "rank map");
+    nst_status s = nst_comm_agree(map ? NST_OK : NST_ENOMEM);
+    if (s != NST_OK) {
+        nst_free(map);
+        return s;
+    }
+    int nactive = 0;
+    for (int r = 0; r < nranks; r++) map[r] = -1;
+    for (int t = 0; t < L->grid.ntiles; t++) map[L->owner[t]] = 0;
+    for (int r = 0; r < nranks; r++)
+        if (map[r] == 0) map[r] = nactive++;
+    *ranks = nactive;
+    if (nactive == nranks) {
+        nst_free(map);
+        return nst_render(ctx, content, init, out, st);
+    }
+    nst_group *grp = NULL;
+    s = nst_comm_split(L->nlocal > 0 ? 0 : -1, nst_comm_rank(), &grp);
+    if (s == NST_OK && grp) {
+        nst_layout sub = *L; /* the same tiles, ranks renumbered within the group */
+        sub.owner = nst_alloc_array((size_t)L->grid.ntiles, sizeof(int), "tile owners");
+        if (!sub.owner) nst_comm_abort(1, "out of memory renumbering a level's ranks");
+        for (int t = 0; t < L->grid.ntiles; t++) sub.owner[t] = map[L->owner[t]];
+        sub.rank = map[L->rank];
+        sub.nranks = nactive;
+        nst_render_ctx c2 = *ctx;
+        c2.layout = &sub;
+        nst_comm_push(grp);
+        s = nst_render(&c2, content, init, out, st);
+        nst_comm_pop();
+        nst_free(sub.owner);
+    } else {
+        memset(st, 0, sizeof *st);
+    }
+    nst_comm_group_free(grp);
+    nst_free(map);
+    nst_status w = nst_comm_idle_barrier(); /* the ranks without tiles waited here, asleep */
+    if (s == NST_OK) s = w;
+    return nst_comm_agree(s);
+}
+
+/* The tiling of a level, for the log. */
+static void describe_layout(const nst_layout *L, const nst_loss_spec *spec)
+{
+    const nst_grid *g = &L->grid;
+    int deepest = spec->deepest < 0 ? 0 : spec->deepest;
+    nst_info("tiling:  %s mode, %dx%d = %d tile%s of %dx%d px, halo %d px%s, windows %.2fx the image; %d rank%s\n",
+             L->cheap ? "cheap" : "exact", g->nx, g->ny, g->ntiles, g->ntiles == 1 ? "" : "s", g->tile_w, g->tile_h, g->halo,
+             g->halo >= L->halo_exact ? " (exact)" : "", 1.0 + nst_grid_halo_overhead(g), L->nranks, L->nranks == 1 ? "" : "s");
+    nst_info("         exact halo for %s: %d px; %s\n", nst_vgg_layer_at(deepest)->relu, L->halo_exact, L->why);
+    if (L->cheap)
+        nst_info("         halos refreshed and overlaps blended (%s ramp of %d px) every %d iterations\n",
+                 L->blend_cosine ? "raised-cosine" : "linear", L->blend_width, L->exchange_every);
+}
+
+/* ---- the loop ---------------------------------------------------------------------------------- */
+
+nst_status nst_levels_run(const nst_levels_ctx *c, const nst_level_plan *p, nst_layout *Lout, float ***cores_out, nst_level_report *rep)
+{
+    const nst_config *cfg = c->cfg;
+    const nst_loss_spec *spec = c->spec;
+    const nst_color_mode mode = (nst_color_mode)nst_color_mode_parse(cfg->color_mode);
+    const int carry = strcmp(cfg->pyramid_state, "carry") == 0 && strcmp(cfg->optim_method, "adam") == 0;
+    nst_layout prev;
+    float **pcores = NULL;
+    nst_adam_state pstate;
+    int pw = 0, ph = 0;
+    long long adam_t = 0; /* Adam's steps so far, when its state is carried */
+    memset(&prev, 0, sizeof prev);
+    memset(&pstate, 0, sizeof pstate);
+    nst_status s = NST_OK;
+    for (int k = 0; s == NST_OK && k < p->n; k++) {
+        double t0 = nst_now();
+        const int w = p->w[k], h = p->h[k];
+        nst_level_report *r = &rep[k];
+        memset(r, 0, sizeof *r);
+        r->w = w, r->h = h, r->iterations = p->iterations[k];
+        nst_layout L;
+        memset(&L, 0, sizeof L);
+        s = nst_comm_agree(nst_layout_plan(cfg, spec, c->shapes, w, h, nst_comm_size(), nst_comm_rank(), c->budget, &L));
+        if (s != NST_OK) break;
+        r->tiles = L.grid.ntiles, r->tile_w = L.grid.tile_w, r->tile_h = L.grid.tile_h, r->halo = L.grid.halo;
+        r->gram = nst_gram_strategy_name(L.gram);
+        if (p->n > 1) nst_info("level %d/%d: %dx%d, %lld iterations\n", k + 1, p->n, w, h, p->iterations[k]);
+        describe_layout(&L, spec);
+        if (p->n == 1 && L.grid.ntiles < L.nranks) /* (coarse pyramid levels run on fewer ranks by design) */
+            nst_warn("%d tile%s for %d ranks: ranks %d..%d have no work; set tiling.tile_size smaller to spread it\n", L.grid.ntiles,
+                     L.grid.ntiles == 1 ? "" : "s", L.nranks, L.grid.ntiles, L.nranks - 1);
+
+        float **bufs = nst_calloc(sizeof(float *) * 3 * ((size_t)L.nlocal + 1), "level buffers");
+        s = nst_comm_agree(bufs ? NST_OK : NST_ENOMEM);
+        float **content = bufs, **init = bufs ? bufs + L.nlocal + 1 : NULL, **cores = bufs ? bufs + 2 * (L.nlocal + 1) : NULL;
+        int have_init = k > 0 || strcmp(cfg->optim_init, "image") == 0;
+        nst_adam_state state_in;
+        memset(&state_in, 0, sizeof state_in);
+        if (s == NST_OK) s = nst_inputs_windows(cfg, c->in, &L, w, h, content, k == 0 && have_init ? init : NULL);
+        if (s == NST_OK && k > 0) { /* (ranks that had no tiles hold no moments: the step count is the plan's) */
+            pstate.t = adam_t;
+            s = level_change(&prev, pw, ph, pcores, carry ? &pstate : NULL, &L, w, h, init, &state_in);
+        }
+        if (k > 0) { /* the previous level is in this one's initial windows now */
+            for (int i = 0; pcores && i < prev.nlocal; i++) nst_free(pcores[i]);
+            nst_free(pcores);
+            pcores = NULL;
+            state_free(&pstate, prev.nlocal);
+            nst_layout_free(&prev);
+        }
+        /* colour: the content's statistics at this level; luminance-only inputs */
+        nst_color_stats cs;
+        memset(&cs, 0, sizeof cs);
+        if (s == NST_OK && mode != NST_COLOR_NONE) s = nst_comm_agree(content_stats(c, &L, content, mode, &cs));
+        if (s == NST_OK && mode == NST_COLOR_LUMINANCE)
+            for (int i = 0; i < L.nlocal; i++) {
+                size_t n = (size_t)nst_rect_area(nst_grid_window(&L.grid, L.local[i]));
+                nst_color_to_luminance(content[i], n);
+                if (k == 0 && have_init) nst_color_to_luminance(init[i], n);
+            }
+        /* the style targets at this level's size */
+        nst_style_targets T;
+        memset(&T, 0, sizeof T);
+        if (s == NST_OK && spec->nstyle > 0 && p->iterations[k] > 0) {
+            s = nst_style_targets_compute(cfg, spec, c->weights, c->be, c->coll, c->styles, w > h ? w : h, mode, &cs, c->cache, &T);
+            r->style_seconds = T.seconds, r->style_tiles = T.tiles, r->style_cached = T.from_cache;
+            if (s == NST_OK)
+                nst_info("         style targets for %dx%d: %s (%.2f s)\n", w, h,
+                         T.from_cache ? "from the cache" : T.tiles > 1 ? "computed over tiles" : "computed", T.seconds);
+        }
+        /* the render */
+        nst_adam_state state_out;
+        memset(&state_out, 0, sizeof state_out);
+        if (s == NST_OK) {
+            nst_render_ctx ctx = {cfg, spec, c->be, c->weights, &L, c->coll, w, h, p->iterations[k], spec->nstyle ? T.A : NULL, T.normA,
+                                  state_in.m ? &state_in : NULL, carry && k + 1 < p->n ? &state_out : NULL};
+            s = render_level(&ctx, content, have_init ? init : NULL, cores, &r->stats, &r->ranks);
+        }
+        state_free(&state_in, L.nlocal);
+        nst_style_targets_free(&T);
+        r->first = r->stats.first, r->last = r->stats.last;
+        r->seconds = nst_now() - t0;
+        if (s == NST_OK && p->n > 1)
+            nst_info("level %d/%d done: %dx%d, loss %.5e -> %.5e, %.2f s%s\n", k + 1, p->n, w, h, r->first.total, r->last.total, r->seconds,
+                     r->ranks < nst_comm_size() ? " (on fewer ranks: it has fewer tiles)" : "");
+        /* keep this level's result for the next one (or the output) */
+        float **kept = NULL;
+        if (s == NST_OK) {
+            kept = nst_calloc(sizeof(float *) * ((size_t)L.nlocal + 1), "a level's result");
+            s = nst_comm_agree(kept ? NST_OK : NST_ENOMEM);
+            for (int i = 0; kept && i < L.nlocal; i++) kept[i] = cores[i], cores[i] = NULL;
+        }
+        for (int i = 0; bufs && i < 3 * (L.nlocal + 1); i++) nst_free(bufs[i]);
+        nst_free(bufs);
+        if (s != NST_OK) {
+            nst_free(kept);
+            state_free(&state_out, L.nlocal);
+            nst_layout_free(&L);
+            break;
+        }
+        prev = L, pcores = kept, pstate = state_out, pw = w, ph = h;
+        adam_t += p->iterations[k];
+    }
+    if (s == NST_OK && mode == NST_COLOR_LUMINANCE) s = keep_chroma(c, &prev, pw, ph, pcores);
+    state_free(&pstate, prev.nlocal);
+    if (s != NST_OK) {
+        for (int i = 0; pcores && i < prev.nlocal; i++) nst_free(pcores[i]);
+        nst_free(pcores);
+        nst_layout_free(&prev);
+        return s;
+    }
+    *Lout = prev;
+    *cores_out = pcores;
+    return NST_OK;
+}

@@ -1,0 +1,66 @@
+/* nst/levels.h: one job, coarse to fine.
+ *
+ * Level sizes: the output, and each coarser level pyramid.factor times smaller, pyramid.levels of
+ * them (auto: as many as keep the coarsest short side at least pyramid.min_size). Per level:
+ *   1. a layout of the level's image over the job's ranks (nst/layout.h);
+ *   2. its windows of the content, resized to the level by region (nst/inputs.h);
+ *   3. the initial pixels: optim.init at the coarsest level; at the others the previous level's
+ *      result upsampled: its cores move to the ranks whose windows' resampling footprints they
+ *      cover (nst/move.h), and each rank resamples its windows from what it received; with
+ *      pyramid.state = carry Adam's moments go the same way (L-BFGS starts a new history);
+ *   4. the style targets for the level's size: the style images keep their scale in output
+ *      pixels, so each level sees them resized like the content (nst/style.h, cached);
+ *   5. the render, on the ranks that own tiles: a coarse level that fits in fewer tiles than
+ *      there are ranks runs on a group of just those ranks, and the others wait without spinning
+ *      (nst_comm_idle_barrier) instead of taking part in every iteration's collectives.
+ * With color.mode, the content's colour statistics at each level (over the whole image) set the
+ * style's transform; luminance mode renders luminance and gives the result the content's chroma
+ * at the end.
+ */
+#ifndef NST_LEVELS_H
+#define NST_LEVELS_H
+
+#include "inputs.h"
+#include "render.h"
+#include "style.h"
+
+#define NST_MAX_LEVELS 16
+
+typedef struct {
+    int n;
+    int w[NST_MAX_LEVELS], h[NST_MAX_LEVELS];   /* coarse to fine; the last is the output */
+    long long iterations[NST_MAX_LEVELS];
+} nst_level_plan;
+
+/* The levels for a W x H output. Errors name pyramid.levels / pyramid.iterations. */
+nst_status nst_levels_plan(const nst_config *cfg, const nst_loss_spec *spec, int W, int H, nst_level_plan *p);
+
+typedef struct {
+    int w, h, tiles, ranks, tile_w, tile_h, halo;
+    long long iterations;
+    const char *gram;
+    nst_loss_terms first, last;
+    double seconds;          /* the level, from layout to result */
+    double style_seconds;
+    int style_tiles, style_cached;
+    nst_render_stats stats;
+} nst_level_report;
+
+typedef struct {
+    const nst_config *cfg;
+    const nst_loss_spec *spec;
+    nst_backend *be;
+    const nst_weights *weights;
+    const nst_net *shapes;           /* channel widths, for the planner */
+    nst_collectives coll;
+    nst_inputs *in;
+    nst_styles *styles;              /* NULL without style layers */
+    struct nst_style_cache *cache;
+    size_t budget;                   /* memory per rank */
+} nst_levels_ctx;
+
+/* Every level. On success *L is the last level's layout over the job's ranks and *cores its
+ * local tiles' result (allocated) for the output; rep[k] reports level k. Collective. */
+nst_status nst_levels_run(const nst_levels_ctx *c, const nst_level_plan *p, nst_layout *L, float ***cores, nst_level_report *rep);
+
+#endif
