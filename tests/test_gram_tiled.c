@@ -85,7 +85,7 @@ int main(int argc, char **argv)
     test_fill(img.px, (size_t)320 * 240 * 3, 9, 0, 1);
     nst_net shapes;
     nst_net_shapes(be, &w, spec.deepest, spec.pool, &shapes);
-    if (nst_layout_plan(&cfg, &spec, &shapes, 320, 240, 0, 0, size, rank, (size_t)1 << 34, &L) != NST_OK)
+    if (nst_layout_plan(&cfg, &spec, &shapes, 320, 240, size, rank, (size_t)1 << 34, &L) != NST_OK)
         nst_comm_abort(1, nst_fail_message());
     nst_collectives coll = {NULL, sum_doubles, check, NULL};
     double *tiled[NST_VGG_NLAYERS] = {0}, *whole[NST_VGG_NLAYERS] = {0};
