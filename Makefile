@@ -10,6 +10,7 @@
 #   make bench-scaling  strong and weak scaling over 1, 2 and 4 ranks
 #   make bench-cheap    the cheap tiling mode against the exact one
 #   make bench-io   gigapixel read/write throughput (BigTIFF, HDF5) on 1, 2, 4 ranks against vips tiffsave
+#   make bench-batch    one batch of small jobs (packed and not) against a loop of runs
 #   make weights    download the Keras VGG-19 weights into models/ (checks the MD5)
 #   make clean
 #
@@ -69,7 +70,7 @@ LIB     := $(BUILD)/libnst.a
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))  # test_gram_tiled runs under mpirun
 TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run
 
-.PHONY: all demo test test-run asan fuzz bench bench-conv bench-scaling bench-cheap bench-io weights deps check-deps clean demo-images
+.PHONY: all demo test test-run asan fuzz bench bench-conv bench-scaling bench-cheap bench-io bench-batch weights deps check-deps clean demo-images
 all: check-deps nstbatch
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
@@ -180,6 +181,10 @@ demo: deps
 # ---- benchmark and weights --------------------------------------------------------------------
 bench: all $(BUILD)/bench/cpu_conv_choice
 	bench/cpu_iteration.sh
+
+# one batch against a loop of runs, packed and unpacked (bench/results/batch_packing.md)
+bench-batch: all demo-images
+	bench/batch_packing.sh
 
 # strong and weak scaling over ranks (bench/results/scaling.md)
 bench-scaling: all demo-images
