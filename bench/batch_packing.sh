@@ -70,7 +70,7 @@ grep -q "$N done, 0 failed" "$T/batch.log" && grep -q "$N done, 0 failed" "$T/pa
   echo "The packed run's summary:"
   echo
   echo '```'
-  sed -n '/^batch:   [0-9]* jobs:/,$p' "$T/packed.log"
+  sed -n '/^batch:   [0-9]* jobs:/,$p' "$T/packed.log" | grep -v '^\['
   echo '```'
 } >bench/results/batch_packing.md
 cat bench/results/batch_packing.md
