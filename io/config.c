@@ -451,6 +451,16 @@ nst_status nst_config_parse(nst_config *c, struct nst_jobset *jobs, const char *
     return NST_OK;
 }
 
+void nst_config_dir_of(const char *path, char *dir, size_t cap)
+{
+    snprintf(dir, cap, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = 0;
+    else
+        dir[0] = 0;
+}
+
 nst_status nst_config_load_file(nst_config *c, struct nst_jobset *jobs, const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -470,12 +480,7 @@ nst_status nst_config_load_file(nst_config *c, struct nst_jobset *jobs, const ch
         s = nst_fail(NST_EINPUT, "%s: config file larger than %d bytes", path, NST_CFG_FILE_MAX);
     else {
         char dir[NST_CFG_STR_MAX];
-        snprintf(dir, sizeof dir, "%s", path);
-        char *slash = strrchr(dir, '/');
-        if (slash)
-            *(slash == dir ? slash + 1 : slash) = 0;
-        else
-            dir[0] = 0;
+        nst_config_dir_of(path, dir, sizeof dir);
         snprintf(c->file, sizeof c->file, "%s", path);
         s = nst_config_parse(c, jobs, path, dir, buf, n);
     }

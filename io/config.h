@@ -68,6 +68,8 @@ struct nst_jobset;
 /* Read an INI file (at most NST_CFG_FILE_MAX bytes) into c; its [job.NAME] sections go to jobs
  * (io/jobs.h; NULL: refused). */
 nst_status nst_config_load_file(nst_config *c, struct nst_jobset *jobs, const char *path);
+/* The directory part of path ("" for none, "/" at the root): what relative paths in it resolve against. */
+void nst_config_dir_of(const char *path, char *dir, size_t cap);
 /* Parse INI text; `name` names it in messages, `base_dir` resolves relative paths ("" = none). */
 nst_status nst_config_parse(nst_config *c, struct nst_jobset *jobs, const char *name, const char *base_dir, const char *text,
                             size_t len);

@@ -210,12 +210,7 @@ nst_status nst_jobset_read_manifest(nst_jobset *js, const char *path, const char
     if (err) s = nst_fail(NST_EINPUT, "%s: batch.manifest: cannot read %s (is it a directory?)", origin, path);
     if (s == NST_OK && len > MANIFEST_MAX) s = nst_fail(NST_EINPUT, "%s: manifest larger than %zu bytes", path, MANIFEST_MAX);
     char dir[NST_CFG_STR_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *(slash == dir ? slash + 1 : slash) = 0;
-    else
-        dir[0] = 0;
+    nst_config_dir_of(path, dir, sizeof dir);
     char line[NST_CFG_STR_MAX], where[NST_CFG_ORIGIN_MAX];
     size_t pos = len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0; /* UTF-8 byte-order mark */
     int lineno = 0, njobs0 = js->njobs;
