@@ -64,6 +64,8 @@ CUDA_OBJ := kernels/cuda/cuda_none.c
 FLAVOUR  := cpu
 endif
 
+ALLCFLAGS += -DNST_BUILD_FLAGS='"$(FLAVOUR) build: $(CC) $(CFLAGS)"'
+
 LIB_SRC := $(sort $(wildcard util/*.c tiler/*.c io/*.c kernels/*.c kernels/cpu/*.c nst/*.c mpi/*.c))
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(patsubst %,$(BUILD)/obj/%.o,$(basename $(CUDA_OBJ)))
 LIB     := $(BUILD)/libnst.a

@@ -2,7 +2,8 @@
  * --print-config and --make-weights without MPI, otherwise starts MPI, lets rank 0 resolve and
  * validate the config (and a batch's jobs), broadcasts it, loads the network once, runs the job
  * or the batch, and maps the outcome to the exit status (0 done, 2 bad input, 1 runtime failure;
- * a batch: the first failed job's). Only rank 0 prints; all ranks stop together. */
+ * 75 checkpointed on a signal; a batch: the first failed job's). Only rank 0 prints; all ranks
+ * stop together. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,11 +16,13 @@
 #include "nst/cli.h"
 #include "io/jobs.h"
 #include "nst/batch.h"
+#include "nst/progress.h"
 #include "nst/job.h"
 #include "nst/style_cache.h"
 #include "nst/random_vgg.h"
 #include "util/log.h"
 #include "util/mem.h"
+#include "util/signals.h"
 #include "util/version.h"
 
 
@@ -37,8 +40,31 @@ static int launch_rank(void)
 
 static int fail_exit(nst_status s)
 {
-    if (nst_log_is_root()) nst_print_error(nst_fail_message());
+    if (nst_log_is_root() && s == NST_EINTERRUPTED)
+        fprintf(stderr, "nstbatch: %s\n", nst_fail_message()); /* not an error: checkpointed, requeue me */
+    else if (nst_log_is_root())
+        nst_print_error(nst_fail_message());
     return nst_exit_code(s);
+}
+
+/* The world MPI started against what the launcher asked for: --expect-ranks N, and the srun
+ * singleton trap (open-mpi/ompi #13523): srun without a working PMI starts N processes that each
+ * see a world of one. Every singleton is its own rank 0, so only the launcher's task 0 speaks. */
+static nst_status check_world(const nst_cli *cli, int size, int launched_as)
+{
+    const char *step = getenv("SLURM_STEP_NUM_TASKS");
+    int srun_tasks = step && *step ? atoi(step) : 0;
+    if (size == 1 && srun_tasks > 1 && !getenv("OMPI_COMM_WORLD_SIZE")) {
+        nst_log_set_rank(launched_as);
+        return nst_fail(NST_EINPUT, "srun started %d tasks but MPI sees a world of 1 in each (singletons: no PMI connection); launch with "
+                        "srun --mpi=pmix (see srun --mpi=list) or with mpirun inside the allocation", srun_tasks);
+    }
+    if (cli->expect_ranks && cli->expect_ranks != size) {
+        if (size == 1) nst_log_set_rank(launched_as);
+        return nst_fail(NST_EINPUT, "--expect-ranks %d: MPI started %d rank%s; check the launcher (srun --mpi=pmix, or mpirun -np %d)", cli->expect_ranks,
+                        size, size == 1 ? "" : "s", cli->expect_ranks);
+    }
+    return NST_OK;
 }
 
 /* The config file (its [job.NAME] sections to jobs), --set, then batch.manifest's jobs. */
@@ -146,10 +172,18 @@ int main(int argc, char **argv)
     }
     nst_log_set_quiet(cli.quiet);
 
+    const int launched_as = launch_rank();
     s = nst_comm_init(&argc, &argv);
     if (s != NST_OK) return fail_exit(s);
     int rank = nst_comm_rank(), size = nst_comm_size();
     nst_log_set_rank(rank);
+    nst_signals_install(); /* after MPI_Init: SIGUSR1/SIGTERM are ours */
+    s = check_world(&cli, size, launched_as);
+    if (s != NST_OK) {
+        int code = fail_exit(s);
+        nst_comm_finalize();
+        return code;
+    }
     if (rank == 0) s = load_config(&cli, &cfg, &jobs);
     s = nst_comm_agree(s);
     if (s == NST_OK) s = nst_comm_bcast(&cfg, sizeof cfg, 0);
@@ -170,15 +204,17 @@ int main(int argc, char **argv)
                      "mpirun --bind-to none (one rank per node) or --map-by slot:PE=N, or set run.threads\n",
                      be->cores_allowed, be->cores_online, be->threads, be->threads == 1 ? "" : "s");
         nst_collectives coll = {NULL, coll_doubles, coll_check, coll_bcast};
+        nst_progress progress;
+        s = nst_progress_open(&progress, &cfg, cli.quiet, strcmp(be->name, "cuda") == 0);
         nst_weights weights;
         nst_style_cache *cache = NULL;
         memset(&weights, 0, sizeof weights);
-        s = nst_job_weights(&cfg, &weights);
+        if (s == NST_OK) s = nst_job_weights(&cfg, &weights);
         if (s == NST_OK) s = nst_comm_agree(nst_style_cache_open(cfg.batch_style_cache, &cache));
         if (s == NST_OK) {
-            nst_job_env env = {&weights, cache};
+            nst_job_env env = {&weights, cache, cfg.checkpoint_path, cli.restart, &progress, ""};
             if (jobs.njobs > 0) {
-                nst_batch batch = {&cfg, &jobs, (const char *const *)cli.sets, cli.nsets};
+                nst_batch batch = {&cfg, &jobs, (const char *const *)cli.sets, cli.nsets, cli.restart};
                 s = nst_batch_run(&batch, be, coll, &env);
             } else {
                 s = nst_job_run(&cfg, be, coll, &env, &res);
@@ -186,6 +222,7 @@ int main(int argc, char **argv)
         }
         nst_style_cache_free(cache);
         nst_weights_free(&weights);
+        nst_progress_close(&progress);
     }
     nst_backend_close(be);
     nst_jobset_free(&jobs);

@@ -96,7 +96,19 @@ NST_KEY(run, device, ENUM, "auto", 0, 0, "auto|cpu|cuda", "compute backend: auto
 NST_KEY(run, threads, INT, "0", 0, 4096, "", "CPU threads per rank; 0: this rank's share of the node's cores (at most the cores it is bound to)")
 NST_KEY(run, print_every, INT, "50", 0, 100000000, "", "print the loss terms every N iterations (0: first and last only)")
 NST_KEY(run, memory_gb, FLOAT, "0", 0, 1000000, "", "memory budget per rank for tiles, activations and optimiser state, in GiB; 0: 80% of the memory available, shared by the ranks of a node")
-NST_KEY(run, record, PATH, "", 0, 0, "", "write a JSON record of the run here: tiling, Gram strategy, per-phase times (min, max, mean over ranks)")
+NST_KEY(run, record, PATH, "", 0, 0, "", "write a JSON record of the run here: build, config, rank/host/GPU map, tiling, Gram strategy, per-phase times (min, max, mean over ranks)")
+NST_KEY(run, progress, ENUM, "auto", 0, 0, "auto|live|lines", "progress on rank 0: a live status line redrawn in place besides the rows (live), the rows only (lines), or live when run directly on a terminal and lines under mpirun/srun, which cannot tell (auto); --quiet silences both")
+
+/* [checkpoint] */
+NST_KEY(checkpoint, path, PATH, "", 0, 0, "", "directory for checkpoints (one file per rank and a manifest; a matching one is resumed at start); empty: none, and SIGUSR1/SIGTERM stop the run without saving")
+NST_KEY(checkpoint, every, INT, "0", 0, 100000000, "", "checkpoint every N iterations of a level; 0: not by count")
+NST_KEY(checkpoint, minutes, FLOAT, "0", 0, 1000000, "", "checkpoint every M minutes of wall time (rank 0's clock); 0: not by time")
+
+/* [metrics] */
+NST_KEY(metrics, path, PATH, "", 0, 0, "", "JSON-lines log: one object per print interval (level, iteration, loss terms, per-phase times min/max/mean over ranks, memory, GPU samples) and events; empty: none")
+NST_KEY(metrics, prometheus, PATH, "", 0, 0, "", "Prometheus textfile (node_exporter textfile collector), rewritten atomically every print interval; empty: none")
+NST_KEY(metrics, gpu, ENUM, "auto", 0, 0, "auto|on|off", "GPU monitoring through NVML loaded at run time: auto when the backend runs on a GPU, on whenever NVML finds one, off")
+NST_KEY(metrics, gpu_interval, FLOAT, "1", 0.05, 3600, "", "seconds between NVML samples")
 
 /* [input] */
 NST_KEY(input, max_megapixels, FLOAT, "100000", 0.000001, 1000000, "", "largest input image in megapixels (TIFF is read by region); larger inputs are refused before any allocation")

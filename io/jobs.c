@@ -83,10 +83,11 @@ nst_status nst_jobset_begin(nst_jobset *js, const char *name, const char *where)
     return NST_OK;
 }
 
-/* The key table's shared keys: one network, one backend, one batch. */
+/* The key table's shared keys: one network, one backend, one batch, its checkpoints and metrics. */
 static int shared_key(const char *section, const char *name)
 {
-    return strcmp(section, "model") == 0 || strcmp(section, "batch") == 0 ||
+    return strcmp(section, "model") == 0 || strcmp(section, "batch") == 0 || strcmp(section, "checkpoint") == 0 ||
+           strcmp(section, "metrics") == 0 ||
            (strcmp(section, "run") == 0 && (strcmp(name, "device") == 0 || strcmp(name, "threads") == 0));
 }
 

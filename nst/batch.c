@@ -1,6 +1,8 @@
 /* nst/batch.c: many jobs in one run: probe, pack into rank groups, render, summarise (see batch.h). */
 #include "batch.h"
 
+#include "checkpoint.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +19,8 @@
 #include "inputs.h"
 #include "levels.h"
 
-enum { ROW_NONE, ROW_DONE, ROW_FAILED, ROW_NOT_RUN };
-static const char *const state_names[] = {"not run", "done", "failed", "not run"};
+enum { ROW_NONE, ROW_DONE, ROW_FAILED, ROW_NOT_RUN, ROW_STOPPED, ROW_EARLIER, ROW_NSTATES };
+static const char *const state_names[] = {"not run", "done", "failed", "not run", "stopped", "earlier"};
 
 /* One job's line of the summary: filled on one rank (world rank 0 when probing, the group's rank 0
  * when rendering) and zero elsewhere, so rows merge over ranks by OR-ing bytes. */
@@ -39,9 +41,18 @@ static nst_status job_config(const nst_batch *b, int j, nst_config *cfg)
     return NST_OK;
 }
 
+/* A job's checkpoints: checkpoint.path/NAME (every job its own manifest). */
+static void job_checkpoint_dir(const nst_batch *b, int j, char *out, size_t cap)
+{
+    if (b->base->checkpoint_path[0])
+        snprintf(out, cap, "%s/%s", b->base->checkpoint_path, nst_job_name(b->jobs, j));
+    else
+        out[0] = 0;
+}
+
 static void fail_row(row *r, nst_status s)
 {
-    r->state = ROW_FAILED;
+    r->state = s == NST_EINTERRUPTED ? ROW_STOPPED : ROW_FAILED;
     r->code = nst_exit_code(s);
     snprintf(r->message, sizeof r->message, "%s", nst_fail_message());
     nst_fail_clear();
@@ -57,8 +68,12 @@ static nst_status probe_one(const nst_batch *b, int j, nst_config *cfg, row *r)
     nst_output_spec out;
     nst_level_plan plan;
     nst_source *src = NULL;
+    char dir[4200];
     NST_TRY(job_config(b, j, cfg));
     snprintf(r->output, sizeof r->output, "%.*s", (int)sizeof r->output - 1, cfg->output_path);
+    job_checkpoint_dir(b, j, dir, sizeof dir);
+    if (!b->restart && nst_ckpt_is_done(cfg, dir, r->output, sizeof r->output))
+        return NST_OK; /* finished by an earlier run: its outputs exist, nothing to check; the job says so when it runs */
     NST_TRY(nst_job_check(cfg, &spec, &out));
     NST_TRY(nst_open_input(cfg, NST_K_content_path, cfg->content_path, &src));
     nst_output_size(cfg, src->w, src->h, &r->w, &r->h);
@@ -179,8 +194,13 @@ static nst_status render_one(const nst_batch *b, int j, int group, nst_backend *
     double t0 = nst_now();
     nst_job_result res;
     memset(&res, 0, sizeof res);
+    char dir[4200];
+    job_checkpoint_dir(b, j, dir, sizeof dir);
+    nst_job_env jenv = *env;
+    jenv.checkpoint_dir = dir;
+    jenv.name = nst_job_name(b->jobs, j);
     s = nst_comm_agree(job_config(b, j, cfg));
-    if (s == NST_OK) s = nst_job_run(cfg, be, coll, env, &res);
+    if (s == NST_OK) s = nst_job_run(cfg, be, coll, &jenv, &res);
     if (nst_comm_rank() == 0) {
         memset(r, 0, sizeof *r);
         r->seconds = nst_now() - t0;
@@ -188,12 +208,12 @@ static nst_status render_one(const nst_batch *b, int j, int group, nst_backend *
         r->group = group;
         r->w = res.width, r->h = res.height;
         if (s == NST_OK) {
-            r->state = ROW_DONE;
+            r->state = res.skipped ? ROW_EARLIER : ROW_DONE;
             r->loss = res.stats.last.total;
             snprintf(r->output, sizeof r->output, "%s", res.outputs);
         } else {
             fail_row(r, s);
-            nst_warn("job '%s' failed: %s\n", nst_job_name(b->jobs, j), r->message);
+            if (s != NST_EINTERRUPTED) nst_warn("job '%s' failed: %s\n", nst_job_name(b->jobs, j), r->message);
         }
     }
     nst_fail_clear();
@@ -203,11 +223,12 @@ static nst_status render_one(const nst_batch *b, int j, int group, nst_backend *
 }
 
 /* The small jobs of this rank's group, side by side with the other groups. */
-static nst_status render_groups(const nst_batch *b, const schedule *sc, int stop_on_error, nst_backend *be,
+static nst_status render_groups(const nst_batch *b, const schedule *sc, nst_backend *be,
                                 nst_collectives coll, const nst_job_env *env, row *out)
 {
     const int me = nst_comm_world_rank();
     const int mine = me / sc->G < sc->ngroups ? me / sc->G : sc->ngroups - 1;
+    const int stop_on_error = strcmp(b->base->batch_on_error, "stop") == 0;
     nst_group *grp = NULL;
     NST_TRY(nst_comm_split(mine, me, &grp));
     nst_comm_push(grp);
@@ -217,14 +238,14 @@ static nst_status render_groups(const nst_batch *b, const schedule *sc, int stop
     for (int i = 0; i < sc->nsmall && fatal == NST_OK; i++) {
         int j = sc->order[i];
         if (sc->group_of[j] != mine) continue;
-        if (stop_on_error) { /* a failure elsewhere stops this group before its next job */
+        { /* a failure elsewhere (batch.on_error = stop) or a signal stops this group before its next job */
             int st = nst_comm_rank() == 0 && nst_notice_received();
             fatal = nst_comm_bcast(&st, sizeof st, 0);
             stop |= st;
         }
         if (stop || fatal != NST_OK) break;
         nst_status s = render_one(b, j, mine, be, coll, env, &out[j]); /* a failed job is in its row */
-        if (s != NST_OK && stop_on_error) {
+        if (s == NST_EINTERRUPTED || (s != NST_OK && stop_on_error)) { /* a signal stops every group */
             stop = 1;
             for (int g = 0; nst_comm_rank() == 0 && g < sc->ngroups; g++)
                 if (g != mine && fatal == NST_OK) fatal = nst_notice_post(g * sc->G);
@@ -246,14 +267,14 @@ static nst_status render_groups(const nst_batch *b, const schedule *sc, int stop
 static void print_summary(const nst_batch *b, const row *rows, const schedule *sc, double seconds)
 {
     const int n = b->jobs->njobs;
-    int count[4] = {0, 0, 0, 0}, wname = 4;
+    int count[ROW_NSTATES] = {0}, wname = 4;
     for (int j = 0; j < n; j++) {
         count[rows[j].state]++;
         int l = (int)strlen(nst_job_name(b->jobs, j));
         if (l > wname) wname = l;
     }
-    nst_info("\nbatch:   %d job%s: %d done, %d failed, %d not run; %.2f s on %d rank%s", n, n == 1 ? "" : "s", count[ROW_DONE],
-             count[ROW_FAILED], count[ROW_NONE] + count[ROW_NOT_RUN], seconds, nst_comm_world_size(), nst_comm_world_size() == 1 ? "" : "s");
+    nst_info("\nbatch:   %d job%s: %d done, %d done earlier, %d failed, %d stopped, %d not run; %.2f s on %d rank%s", n, n == 1 ? "" : "s",
+             count[ROW_DONE], count[ROW_EARLIER], count[ROW_FAILED], count[ROW_STOPPED], count[ROW_NONE] + count[ROW_NOT_RUN], seconds, nst_comm_world_size(), nst_comm_world_size() == 1 ? "" : "s");
     if (sc->ngroups > 1) nst_info(" (small jobs in %d groups of %d)", sc->ngroups, sc->G);
     nst_info("\n  %-*s  %-7s  %5s  %11s  %9s  %11s  %s\n", wname, "job", "status", "ranks", "size", "seconds", "loss", "output / reason");
     for (int j = 0; j < n; j++) {
@@ -262,8 +283,9 @@ static void print_summary(const nst_batch *b, const row *rows, const schedule *s
         if (r->w) snprintf(size, sizeof size, "%dx%d", r->w, r->h);
         if (r->ranks) snprintf(ranks, sizeof ranks, "%d", r->ranks), snprintf(secs, sizeof secs, "%.2f", r->seconds);
         if (r->state == ROW_DONE) snprintf(loss, sizeof loss, "%.4e", r->loss);
+        int shows_output = r->state == ROW_DONE || r->state == ROW_EARLIER;
         nst_info("  %-*s  %-7s  %5s  %11s  %9s  %11s  %s\n", wname, nst_job_name(b->jobs, j), state_names[r->state], ranks, size, secs, loss,
-                 r->state == ROW_DONE ? r->output : r->message);
+                 shows_output ? r->output : r->message);
     }
 }
 
@@ -284,7 +306,7 @@ static nst_status write_summary(const nst_batch *b, const row *rows, const sched
         fprintf(f, ", \"status\": \"%s\", \"exit_code\": %d, \"ranks\": %d, \"group\": %d, \"large\": %s, \"width\": %d, \"height\": %d, "
                    "\"seconds\": %.6f, \"loss\": %.9g, \"output\": ",
                 state_names[r->state], r->code, r->ranks, r->group, r->large ? "true" : "false", r->w, r->h, r->seconds, r->loss);
-        nst_json_string(f, r->state == ROW_DONE ? r->output : "");
+        nst_json_string(f, r->state == ROW_DONE || r->state == ROW_EARLIER ? r->output : "");
         fprintf(f, ", \"message\": ");
         nst_json_string(f, r->message);
         fputc('}', f);
@@ -327,13 +349,14 @@ nst_status nst_batch_run(const nst_batch *b, nst_backend *be, nst_collectives co
     for (int j = 0; s == NST_OK && !stop && j < n; j++) {
         if (!rows[j].large) continue;
         nst_status sj = render_one(b, j, -1, be, coll, env, &done[j]); /* a failed job is in its row */
-        if (sj != NST_OK && stop_on_error) stop = 1;
+        if (sj == NST_EINTERRUPTED || (sj != NST_OK && stop_on_error)) stop = 1;
     }
     /* 3. small jobs, packed */
-    if (s == NST_OK && !stop && sc.nsmall > 0) s = render_groups(b, &sc, stop_on_error, be, coll, env, done);
+    if (s == NST_OK && !stop && sc.nsmall > 0) s = render_groups(b, &sc, be, coll, env, done);
     if (s == NST_OK) s = nst_comm_merge_bytes(done, sizeof(row) * (size_t)n);
     if (s == NST_OK) {
         nst_status first = NST_OK;
+        int nstopped = 0;
         char why[700] = "";
         for (int j = 0; j < n; j++) { /* probe failures stay; rendered rows replace the rest */
             if (rows[j].state == ROW_NONE) {
@@ -346,6 +369,7 @@ nst_status nst_batch_run(const nst_batch *b, nst_backend *be, nst_collectives co
                 first = rows[j].code == 2 ? NST_EINPUT : NST_ERUNTIME;
                 snprintf(why, sizeof why, "job '%s': %s", nst_job_name(b->jobs, j), rows[j].message);
             }
+            nstopped += rows[j].state == ROW_STOPPED;
         }
         double seconds = nst_now() - t0;
         print_summary(b, rows, &sc, seconds);
@@ -355,6 +379,10 @@ nst_status nst_batch_run(const nst_batch *b, nst_backend *be, nst_collectives co
             int nf = 0;
             for (int j = 0; j < n; j++) nf += rows[j].state == ROW_FAILED;
             s = nst_fail(first, "%d of %d job%s failed (the first, %s)", nf, n, n == 1 ? "" : "s", why);
+        } else if (s == NST_OK && nstopped > 0) { /* a signal: the stopped jobs checkpointed; the next run goes on */
+            s = nst_fail(NST_EINTERRUPTED, "batch stopped by a signal: %d job%s checkpointed%s; run it again (or requeue: exit status 75) to "
+                         "go on: finished jobs are not rendered again", nstopped, nstopped == 1 ? "" : "s",
+                         b->base->checkpoint_path[0] ? "" : " (no: checkpoint.path is not set)");
         }
     }
     nst_free(sc.group_of);

@@ -15,7 +15,12 @@
  *    job starts after a failure is known (other groups learn of it by a notice, mpi/notice.h).
  * 6. The summary table (every job: status, ranks, size, time, loss, output or message) is printed
  *    by world rank 0 and, with batch.summary, written as JSON.
- * The status is NST_OK when every job rendered, else the first failed job's. */
+ * 7. With checkpoint.path each job checkpoints into checkpoint.path/NAME; a finished job leaves a
+ *    done record there and a later run (a requeued batch) reports it as "earlier" without
+ *    rendering it. A signal stops every group at its next iteration boundary with a checkpoint;
+ *    no job starts after it.
+ * The status is NST_OK when every job rendered, NST_EINTERRUPTED after a signal, else the first
+ * failed job's. */
 #ifndef NST_BATCH_H
 #define NST_BATCH_H
 
@@ -27,6 +32,7 @@ typedef struct {
     const nst_jobset *jobs;
     const char *const *sets;     /* the command line's --set assignments, applied over each job */
     int nsets;
+    int restart;                 /* --restart: render every job again, ignoring checkpoints and done records */
 } nst_batch;
 
 /* Collective on the world. */

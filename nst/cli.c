@@ -9,7 +9,7 @@
 #include "../util/text.h"
 
 static const char *options[] = {"--set", "--print-config", "--help", "--version", "--quiet", "--make-weights",
-                                "--seed", "--width-divisor", "--force"};
+                                "--seed", "--width-divisor", "--force", "--restart", "--expect-ranks"};
 
 static nst_status parse_int(const char *opt, const char *v, long long lo, long long hi, long long *out)
 {
@@ -63,6 +63,13 @@ nst_status nst_cli_parse(int argc, char **argv, nst_cli *cli)
             cli->quiet = 1;
         } else if (strcmp(a, "--force") == 0) {
             cli->force = 1;
+        } else if (strcmp(a, "--restart") == 0) {
+            cli->restart = 1;
+        } else if (is_opt(a, "--expect-ranks")) {
+            long long n = 0;
+            NST_TRY(option_value(argc, argv, &i, "--expect-ranks", &v));
+            NST_TRY(parse_int("--expect-ranks", v, 1, 1000000, &n));
+            cli->expect_ranks = (int)n;
         } else if (strcmp(a, "--make-weights") == 0) {
             if (i + 2 >= argc) return nst_fail(NST_EINPUT, "--make-weights needs KIND and OUT.h5: --make-weights random OUT.h5");
             cli->make_weights = 1;
@@ -116,6 +123,9 @@ void nst_cli_help(FILE *f)
             "  --set SECTION.KEY=VALUE  override a config key (repeatable; applied after the file)\n"
             "  --print-config           print the resolved configuration as INI and exit\n"
             "  --quiet, -q              no progress output (errors and notices still go to stderr)\n"
+            "  --restart                do not resume the checkpoint in checkpoint.path: start over\n"
+            "  --expect-ranks N         refuse to run unless MPI started N ranks (the Slurm templates pass\n"
+            "                           $SLURM_NTASKS: a launcher without PMI starts N singletons)\n"
             "  --version, -V            version and the libraries this build uses\n"
             "  --help, -h               this text\n"
             "  --make-weights random OUT.h5\n"
@@ -124,7 +134,8 @@ void nst_cli_help(FILE *f)
             "    --width-divisor N      divide every layer's width by N: 1, 2, 4, 8, 16, 32, 64 (default 1)\n"
             "    --force                replace OUT.h5 if it exists\n"
             "\n"
-            "exit status: 0 done; 2 bad input (config, flags, images, weights); 1 runtime failure.\n"
+            "exit status: 0 done; 2 bad input (config, flags, images, weights); 1 runtime failure;\n"
+            "75 stopped by SIGUSR1/SIGTERM after writing a checkpoint (requeue the job to resume).\n"
             "Relative paths in a config file are relative to that file's directory.\n"
             "\n"
             "configuration keys ([section] key = value in CONFIG.ini, or --set section.key=value):\n");

@@ -14,6 +14,8 @@
 
 typedef struct {
     int help, version, print_config, quiet;
+    int restart;          /* --restart: ignore a matching checkpoint, start over */
+    int expect_ranks;     /* --expect-ranks N: the MPI world must have N ranks (0: not checked) */
     const char *config_path;
     const char *sets[NST_CLI_MAX_SETS];
     int nsets;

@@ -12,7 +12,12 @@
 #include "../util/log.h"
 #include "../util/mem.h"
 #include "../util/timer.h"
+#include "../util/text.h"
 #include "../util/version.h"
+#include "../io/versions.h"
+#include <unistd.h>
+#include "checkpoint.h"
+#include "progress.h"
 #include "inputs.h"
 #include "levels.h"
 #include "layout.h"
@@ -101,8 +106,47 @@ static void describe_output(const nst_output_spec *o, const nst_output_stats *os
 }
 
 /* Per-phase min/mean/max over ranks, per iteration; and the run record. */
-static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_output_spec *o, const nst_job_result *res)
+static char *config_text(const nst_config *cfg);
+
+/* One rank's line of the run record's map. */
+typedef struct {
+    char host[64];
+    char device[160];
+    int world_rank, local_rank;
+} rank_entry;
+
+/* Every rank's host, node-local rank and device, on every rank. Collective. */
+static nst_status rank_map(const nst_backend *be, const nst_job_env *env, rank_entry **out)
 {
+    const int n = nst_comm_size();
+    rank_entry *m = nst_calloc(sizeof *m * (size_t)n, "the rank map");
+    NST_TRY(nst_comm_agree(m ? NST_OK : NST_ENOMEM));
+    rank_entry *me = &m[nst_comm_rank()];
+    gethostname(me->host, sizeof me->host - 1);
+    me->world_rank = nst_comm_world_rank();
+    me->local_rank = nst_comm_local_rank();
+    if (env->progress && env->progress->gpu) {
+        int idx;
+        char name[96];
+        nst_gpu_monitor_identity(env->progress->gpu, &idx, name, sizeof name);
+        snprintf(me->device, sizeof me->device, "%s; monitoring NVML GPU %d (%s)", be->name, idx, name);
+    } else {
+        snprintf(me->device, sizeof me->device, "%s", be->name);
+    }
+    nst_status s = nst_comm_merge_bytes(m, sizeof *m * (size_t)n);
+    if (s != NST_OK) {
+        nst_free(m);
+        return s;
+    }
+    *out = m;
+    return NST_OK;
+}
+
+static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_output_spec *o, const nst_job_result *res, const nst_backend *be,
+                         const nst_job_env *env)
+{
+    rank_entry *map = NULL;
+    if (cfg->run_record[0]) NST_TRY(rank_map(be, env, &map));
     const nst_render_stats *st = &res->stats;
     const nst_output_stats *os = &res->output;
     double mn[NST_T_COUNT], mx[NST_T_COUNT], sum[NST_T_COUNT];
@@ -146,13 +190,52 @@ static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_o
     if (st->first.style > 0)
         nst_info("style loss: %.5e -> %.5e (%.1fx lower)\n", st->first.style, st->last.style,
                  st->last.style > 0 ? st->first.style / st->last.style : 0.0);
-    if (!cfg->run_record[0] || nst_comm_rank() != 0) return NST_OK;
+    if (!cfg->run_record[0] || nst_comm_rank() != 0) {
+        nst_free(map);
+        return NST_OK;
+    }
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    if (!f) return nst_fail(NST_ENOMEM, "out of memory writing the run record");
+    if (!f) {
+        nst_free(map);
+        return nst_fail(NST_ENOMEM, "out of memory writing the run record");
+    }
     fprintf(f, "{\n  \"nstbatch\": \"%s\",\n  \"ranks\": %d,\n  \"threads\": %d,\n  \"width\": %d,\n  \"height\": %d,\n",
             NST_VERSION, n, res->threads, res->width, res->height);
+    char libs[256], mpi[256];
+    nst_io_versions(libs, sizeof libs);
+    nst_comm_library_version(mpi, sizeof mpi);
+    fprintf(f, "  \"build\": {\"version\": \"%s\", \"compiler\": ", NST_VERSION);
+    nst_json_string(f, __VERSION__);
+    fprintf(f, ", \"flags\": ");
+    nst_json_string(f, NST_BUILD_FLAGS);
+    fprintf(f, ", \"libraries\": ");
+    nst_json_string(f, libs);
+    fprintf(f, ", \"mpi\": ");
+    nst_json_string(f, mpi);
+    fprintf(f, ", \"backend\": ");
+    nst_json_string(f, be->description);
+    fprintf(f, "},\n  \"job\": ");
+    nst_json_string(f, env->name ? env->name : "");
+    fprintf(f, ",\n  \"rank_map\": [");
+    for (int r = 0; r < n; r++) {
+        fprintf(f, "%s\n    {\"rank\": %d, \"world_rank\": %d, \"host\": ", r ? "," : "", r, map[r].world_rank);
+        nst_json_string(f, map[r].host);
+        fprintf(f, ", \"local_rank\": %d, \"device\": ", map[r].local_rank);
+        nst_json_string(f, map[r].device);
+        fputc('}', f);
+    }
+    fprintf(f, "\n  ],\n  \"checkpoint\": {\"path\": ");
+    nst_json_string(f, env->checkpoint_dir ? env->checkpoint_dir : "");
+    fprintf(f, ", \"written\": %d, \"resumed_level\": %d, \"resumed_iteration\": %lld},\n", res->checkpoints, res->resumed_level,
+            res->resumed_iteration);
+    nst_free(map);
+    char *conf = config_text(cfg);
+    fprintf(f, "  \"config\": ");
+    nst_json_string(f, conf ? conf : "");
+    free(conf);
+    fprintf(f, ",\n");
     fprintf(f, "  \"tiling\": {\"mode\": \"%s\", \"tiles\": %d, \"nx\": %d, \"ny\": %d, \"tile_w\": %d, \"tile_h\": %d, \"halo\": %d, "
                "\"halo_exact\": %d, \"halo_overhead\": %.6f, \"gram\": \"%s\", \"exchange_every\": %d, \"blend_width\": %d, "
                "\"max_rank_load_px\": %lld, \"max_rank_core_px\": %lld},\n",
@@ -233,8 +316,23 @@ nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_collectives c
     memset(&styles, 0, sizeof styles);
     double t_start = nst_now();
 
+    /* finished by an earlier run (a requeued job, a batch run again): nothing to do */
+    int done = 0;
+    if (rank == 0 && !env->restart) done = nst_ckpt_is_done(cfg, env->checkpoint_dir, res->outputs, sizeof res->outputs);
+    NST_TRY(nst_comm_bcast(&done, sizeof done, 0));
+    if (done) {
+        NST_TRY(nst_comm_bcast(res->outputs, sizeof res->outputs, 0));
+        res->skipped = 1;
+        nst_info("already rendered by an earlier run (checkpoint %s says done): %s\n", env->checkpoint_dir, res->outputs);
+        return NST_OK;
+    }
     /* every rank checks (the output files are checked where they will be written); rank 0 reports */
     NST_TRY(nst_comm_agree(nst_job_check(cfg, &spec, &out)));
+    nst_ckpt ck;
+    NST_TRY(nst_ckpt_open(&ck, cfg, env->checkpoint_dir, env->restart));
+    if (ck.done) /* done, but an output is gone (or its name changed): render again */
+        nst_notice("checkpoint %s: the finished render's outputs (%s) are not all there: rendering again\n", ck.dir, ck.outputs);
+    if (ck.resume) res->resumed_level = ck.level + 1, res->resumed_iteration = ck.iteration;
     for (int k = 0; k < weights->nconv; k++)
         res->weights_bytes += sizeof(float) * ((size_t)weights->conv[k].cout * weights->conv[k].cin * 9 + (size_t)weights->conv[k].cout);
     nst_status s = nst_inputs_open(cfg, &spec, &in);
@@ -248,6 +346,7 @@ nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_collectives c
     nst_net shapes;
     int have_shapes = 0;
     if (s == NST_OK) s = nst_comm_agree(nst_levels_plan(cfg, &spec, in.W, in.H, &plan));
+    if (s == NST_OK) nst_progress_job(env->progress, env->name, plan.n, plan.w, plan.h, plan.iterations);
     if (s == NST_OK && styles.n > 0)
         s = nst_comm_agree(nst_styles_check(cfg, &spec, &styles, plan.w[0] > plan.h[0] ? plan.w[0] : plan.h[0], in.W > in.H ? in.W : in.H));
     if (s == NST_OK) {
@@ -285,7 +384,8 @@ nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_collectives c
     /* the render, coarse to fine */
     float **cores = NULL;
     if (s == NST_OK) {
-        nst_levels_ctx lc = {cfg, &spec, be, weights, &shapes, coll, &in, spec.nstyle ? &styles : NULL, env->cache, (size_t)bmin};
+        ck.done = 0;
+        nst_levels_ctx lc = {cfg, &spec, be, weights, &shapes, coll, &in, spec.nstyle ? &styles : NULL, env->cache, (size_t)bmin, &ck, env->progress};
         s = nst_levels_run(&lc, &plan, &L, &cores, res->levels);
         res->nlevels = plan.n;
         if (s == NST_OK) {
@@ -313,13 +413,17 @@ nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_collectives c
     if (s == NST_OK) s = nst_output_write(&out, &L, cores, in.W, in.H, desc, &res->output);
     free(desc);
     res->seconds = nst_now() - t_start;
-    if (s == NST_OK) s = nst_comm_agree(report(cfg, &L, &out, res));
+    if (s == NST_OK) s = nst_comm_agree(report(cfg, &L, &out, res, be, env));
     if (s == NST_OK) {
         char files[1024];
         nst_output_describe(&out, files, sizeof files);
         snprintf(res->outputs, sizeof res->outputs, "%s", files);
         nst_info("wrote %s (%dx%d, %d-bit)\n", files, in.W, in.H, out.bits);
+        s = nst_comm_agree(nst_ckpt_finish(&ck, files));
     }
+    res->checkpoints = ck.written;
+    nst_ckpt_free(&ck);
+    nst_progress_job_end(env->progress, s == NST_OK ? "done" : s == NST_EINTERRUPTED ? "stopped" : "failed", nst_now() - t_start);
     if (cores) {
         for (int i = 0; i < L.nlocal; i++) nst_free(cores[i]);
         nst_free(cores);

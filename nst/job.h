@@ -19,6 +19,10 @@
 typedef struct {
     const nst_weights *weights;     /* the network (a batch loads it once for its jobs) */
     struct nst_style_cache *cache;  /* style targets kept across levels and jobs (may be NULL) */
+    const char *checkpoint_dir;     /* this job's checkpoints ("" or NULL: none) */
+    int restart;                    /* --restart: do not resume, start over */
+    struct nst_progress *progress;  /* progress and metrics (NULL: none) */
+    const char *name;               /* the batch job's name ("" or NULL outside a batch) */
 } nst_job_env;
 
 typedef struct {
@@ -34,6 +38,10 @@ typedef struct {
     nst_output_stats output;
     double seconds;                 /* the whole job */
     char outputs[1024];             /* the files written */
+    int skipped;                    /* finished by an earlier run (its checkpoint manifest says done) */
+    int checkpoints;                /* written by this run */
+    int resumed_level;              /* 1-based level resumed from a checkpoint, 0: a fresh start */
+    long long resumed_iteration;
 } nst_job_result;
 
 /* Semantic checks of a config before anything is read: loss layers, required paths, output

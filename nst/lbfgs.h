@@ -17,6 +17,7 @@
 #define NST_LBFGS_H
 
 #include "../kernels/backend.h"
+#include "../io/ckpt_file.h"
 #include "objective.h"
 
 typedef struct {
@@ -44,5 +45,10 @@ nst_status nst_lbfgs_init(nst_lbfgs *L, nst_backend *be, nst_collectives coll, i
  * g[i] at x. Collective. */
 nst_status nst_lbfgs_step(nst_lbfgs *L, float *const *x, float *const *g);
 void nst_lbfgs_free(nst_lbfgs *L);
+
+/* The whole state (history ring, direction, previous gradient, scalars) to a checkpoint file,
+ * and back into an L initialised with the same tiles and history size. */
+nst_status nst_lbfgs_save(const nst_lbfgs *L, nst_ckpt_writer *w);
+nst_status nst_lbfgs_load(nst_lbfgs *L, const nst_ckpt_reader *r);
 
 #endif

@@ -11,6 +11,7 @@
 #include "../util/log.h"
 #include "../util/mem.h"
 #include "../util/timer.h"
+#include "checkpoint.h"
 #include "color.h"
 #include "move.h"
 
@@ -272,15 +273,30 @@ nst_status nst_levels_run(const nst_levels_ctx *c, const nst_level_plan *p, nst_
     memset(&prev, 0, sizeof prev);
     memset(&pstate, 0, sizeof pstate);
     nst_status s = NST_OK;
-    for (int k = 0; s == NST_OK && k < p->n; k++) {
+    nst_ckpt *ck = c->ckpt;
+    const int k0 = ck && ck->resume ? ck->level : 0; /* a resume starts at the checkpoint's level */
+    if (k0 >= p->n) return nst_fail(NST_EINPUT, "checkpoint %s: level %d, but this render has %d level%s", ck->dir, k0 + 1, p->n, p->n == 1 ? "" : "s");
+    for (int k = 0; k < k0; k++) { /* finished before the checkpoint: their reports from the manifest */
+        nst_level_report *r = &rep[k];
+        const nst_ckpt_level *lv = &ck->levels[k];
+        memset(r, 0, sizeof *r);
+        r->w = p->w[k], r->h = p->h[k], r->iterations = p->iterations[k], r->tiles = lv->tiles, r->ranks = lv->ranks;
+        r->first.total = lv->first, r->last.total = lv->last, r->seconds = lv->seconds;
+        r->gram = "-";
+        adam_t += p->iterations[k];
+        if (p->n > 1) nst_info("level %d/%d: %dx%d, finished before the checkpoint (loss %.5e -> %.5e)\n", k + 1, p->n, r->w, r->h, lv->first, lv->last);
+    }
+    for (int k = k0; s == NST_OK && k < p->n; k++) {
         double t0 = nst_now();
         const int w = p->w[k], h = p->h[k];
+        const int resuming = ck && ck->resume && k == k0;
         nst_level_report *r = &rep[k];
         memset(r, 0, sizeof *r);
         r->w = w, r->h = h, r->iterations = p->iterations[k];
         nst_layout L;
         memset(&L, 0, sizeof L);
-        s = nst_comm_agree(nst_layout_plan(cfg, spec, c->shapes, w, h, nst_comm_size(), nst_comm_rank(), c->budget, &L));
+        s = nst_comm_agree(nst_layout_plan_tiles(cfg, spec, c->shapes, w, h, nst_comm_size(), nst_comm_rank(), c->budget,
+                                                 resuming ? ck->tile_w : 0, resuming ? ck->tile_h : 0, &L));
         if (s != NST_OK) break;
         r->tiles = L.grid.ntiles, r->tile_w = L.grid.tile_w, r->tile_h = L.grid.tile_h, r->halo = L.grid.halo;
         r->gram = nst_gram_strategy_name(L.gram);
@@ -293,15 +309,16 @@ nst_status nst_levels_run(const nst_levels_ctx *c, const nst_level_plan *p, nst_
         float **bufs = nst_calloc(sizeof(float *) * 3 * ((size_t)L.nlocal + 1), "level buffers");
         s = nst_comm_agree(bufs ? NST_OK : NST_ENOMEM);
         float **content = bufs, **init = bufs ? bufs + L.nlocal + 1 : NULL, **cores = bufs ? bufs + 2 * (L.nlocal + 1) : NULL;
-        int have_init = k > 0 || strcmp(cfg->optim_init, "image") == 0;
+        /* the initial pixels: a resumed level's come from the checkpoint (the content stands in) */
+        int have_init = !resuming && (k > 0 || strcmp(cfg->optim_init, "image") == 0);
         nst_adam_state state_in;
         memset(&state_in, 0, sizeof state_in);
         if (s == NST_OK) s = nst_inputs_windows(cfg, c->in, &L, w, h, content, k == 0 && have_init ? init : NULL);
-        if (s == NST_OK && k > 0) { /* (ranks that had no tiles hold no moments: the step count is the plan's) */
+        if (s == NST_OK && k > k0) { /* (ranks that had no tiles hold no moments: the step count is the plan's) */
             pstate.t = adam_t;
             s = level_change(&prev, pw, ph, pcores, carry ? &pstate : NULL, &L, w, h, init, &state_in);
         }
-        if (k > 0) { /* the previous level is in this one's initial windows now */
+        if (k > k0) { /* the previous level is in this one's initial windows now */
             for (int i = 0; pcores && i < prev.nlocal; i++) nst_free(pcores[i]);
             nst_free(pcores);
             pcores = NULL;
@@ -333,13 +350,19 @@ nst_status nst_levels_run(const nst_levels_ctx *c, const nst_level_plan *p, nst_
         memset(&state_out, 0, sizeof state_out);
         if (s == NST_OK) {
             nst_render_ctx ctx = {cfg, spec, c->be, c->weights, &L, c->coll, w, h, p->iterations[k], spec->nstyle ? T.A : NULL, T.normA,
-                                  state_in.m ? &state_in : NULL, carry && k + 1 < p->n ? &state_out : NULL};
+                                  state_in.m ? &state_in : NULL, carry && k + 1 < p->n ? &state_out : NULL, ck, k, c->progress};
             s = render_level(&ctx, content, have_init ? init : NULL, cores, &r->stats, &r->ranks);
+            if (ck && s == NST_OK) s = nst_comm_agree(nst_ckpt_sync(ck)); /* a generation written on a subgroup, to the ranks that waited */
+            if (resuming) ck->resume = 0;
         }
         state_free(&state_in, L.nlocal);
         nst_style_targets_free(&T);
         r->first = r->stats.first, r->last = r->stats.last;
         r->seconds = nst_now() - t0;
+        if (s == NST_OK && ck) {
+            nst_ckpt_level lv = {w, h, r->tiles, r->ranks, r->iterations, r->first.total, r->last.total, r->seconds};
+            nst_ckpt_level_done(ck, k, &lv);
+        }
         if (s == NST_OK && p->n > 1)
             nst_info("level %d/%d done: %dx%d, loss %.5e -> %.5e, %.2f s%s\n", k + 1, p->n, w, h, r->first.total, r->last.total, r->seconds,
                      r->ranks < nst_comm_size() ? " (on fewer ranks: it has fewer tiles)" : "");

@@ -57,9 +57,13 @@ typedef struct {
     nst_styles *styles;              /* NULL without style layers */
     struct nst_style_cache *cache;
     size_t budget;                   /* memory per rank */
+    struct nst_ckpt *ckpt;           /* checkpoints (a resume starts at its level); NULL: none */
+    struct nst_progress *progress;   /* NULL: none */
 } nst_levels_ctx;
 
-/* Every level. On success *L is the last level's layout over the job's ranks and *cores its
+/* Every level; with a checkpoint to resume, the levels before its level are skipped (their
+ * reports come from the manifest) and its level starts from the checkpoint's state and tiling.
+ * On success *L is the last level's layout over the job's ranks and *cores its
  * local tiles' result (allocated) for the output; rep[k] reports level k. Collective. */
 nst_status nst_levels_run(const nst_levels_ctx *c, const nst_level_plan *p, nst_layout *L, float ***cores, nst_level_report *rep);
 

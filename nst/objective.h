@@ -28,6 +28,7 @@
 
 #include "../io/weights.h"
 #include "../tiler/rect.h"
+#include "../io/ckpt_file.h"
 #include "net.h"
 #include "spec.h"
 #include "timers.h"
@@ -119,5 +120,10 @@ nst_status nst_objective_finish_targets(nst_objective *o);
  * region. tm (may be NULL) accumulates per-phase times. Collective: every rank calls it. */
 nst_status nst_objective_eval(nst_objective *o, nst_tile *tiles, int ntiles, int grad, nst_timers *tm,
                               nst_loss_terms *terms);
+
+/* The state the lagged Gram keeps between iterations (the sums, the previous sums, D), to a
+ * checkpoint file and back; nothing for the exact strategies. */
+nst_status nst_objective_save(const nst_objective *o, nst_ckpt_writer *w);
+nst_status nst_objective_load(nst_objective *o, const nst_ckpt_reader *r);
 
 #endif

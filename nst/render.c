@@ -9,7 +9,10 @@
 #include "../util/log.h"
 #include "../util/mem.h"
 #include "../util/rng.h"
+#include "../util/signals.h"
+#include "checkpoint.h"
 #include "lbfgs.h"
+#include "progress.h"
 
 void nst_image_extract(const nst_image *img, nst_rect r, float *out)
 {
@@ -422,6 +425,109 @@ static nst_status render_initial(const nst_render_ctx *ctx, float **content, flo
     return agree(ctx, s);
 }
 
+/* ---- checkpoint state ------------------------------------------------------------------------------- */
+
+typedef struct {
+    const nst_render_ctx *ctx;
+    tile_state *ts;
+    nst_lbfgs *lb;
+    nst_objective *obj;
+    long long t_start;
+    const nst_loss_terms *first;
+} render_state;
+
+typedef struct {
+    int64_t t_start;
+    int32_t nlocal, cheap, lbfgs, pad;
+} state_header;
+
+/* This rank's part of a checkpoint: its tiles' optimised pixels and optimiser state. */
+static nst_status save_state(void *p, nst_ckpt_writer *w)
+{
+    const render_state *rs = p;
+    const nst_layout *L = rs->ctx->layout;
+    nst_backend *be = rs->ctx->be;
+    state_header h = {rs->t_start, L->nlocal, L->cheap, L->lbfgs, 0};
+    char name[64];
+    NST_TRY(nst_ckpt_put(w, "render", &h, sizeof h));
+    NST_TRY(nst_ckpt_put(w, "tiles", L->local, sizeof(int) * (size_t)L->nlocal));
+    NST_TRY(nst_ckpt_put(w, "first", rs->first, sizeof *rs->first));
+    for (int i = 0; i < L->nlocal; i++) {
+        size_t bytes = nst_tensor_elems(&rs->ts[i].x) * sizeof(float);
+        snprintf(name, sizeof name, "x/%d", i);
+        NST_TRY(nst_ckpt_put_buffer(w, be, name, rs->ts[i].x.data, bytes));
+        if (L->lbfgs) continue;
+        snprintf(name, sizeof name, "m/%d", i);
+        NST_TRY(nst_ckpt_put_buffer(w, be, name, rs->ts[i].m.data, bytes));
+        snprintf(name, sizeof name, "v/%d", i);
+        NST_TRY(nst_ckpt_put_buffer(w, be, name, rs->ts[i].v.data, bytes));
+    }
+    if (L->lbfgs) NST_TRY(nst_lbfgs_save(rs->lb, w));
+    return nst_objective_save(rs->obj, w);
+}
+
+/* The same, back from this rank's file of the checkpoint being resumed. */
+static nst_status load_state(render_state *rs, long long *t_start, nst_loss_terms *first)
+{
+    const nst_layout *L = rs->ctx->layout;
+    nst_backend *be = rs->ctx->be;
+    nst_ckpt_reader *r = NULL;
+    state_header h;
+    char name[64];
+    NST_TRY(nst_ckpt_open_rank(rs->ctx->ckpt, &r));
+    nst_status s = nst_ckpt_get(r, "render", &h, sizeof h);
+    if (s == NST_OK && (h.nlocal != L->nlocal || h.cheap != L->cheap || h.lbfgs != L->lbfgs))
+        s = nst_fail(NST_EINPUT, "checkpoint: rank %d held %d tiles (%s mode, %s); this run plans %d (%s, %s): a different tiling", nst_comm_rank(),
+                     h.nlocal, h.cheap ? "cheap" : "exact", h.lbfgs ? "L-BFGS" : "Adam", L->nlocal, L->cheap ? "cheap" : "exact",
+                     L->lbfgs ? "L-BFGS" : "Adam");
+    size_t n;
+    const int *tiles = s == NST_OK ? nst_ckpt_find(r, "tiles", &n) : NULL;
+    if (s == NST_OK && (!tiles || n != sizeof(int) * (size_t)L->nlocal || memcmp(tiles, L->local, n) != 0))
+        s = tiles ? nst_fail(NST_EINPUT, "checkpoint: rank %d held other tiles than this run assigns it: a different tiling", nst_comm_rank()) : NST_EINPUT;
+    if (s == NST_OK) s = nst_ckpt_get(r, "first", first, sizeof *first);
+    for (int i = 0; s == NST_OK && i < L->nlocal; i++) {
+        size_t bytes = nst_tensor_elems(&rs->ts[i].x) * sizeof(float);
+        snprintf(name, sizeof name, "x/%d", i);
+        s = nst_ckpt_get_buffer(r, be, name, rs->ts[i].x.data, bytes);
+        if (s != NST_OK || L->lbfgs) continue;
+        snprintf(name, sizeof name, "m/%d", i);
+        s = nst_ckpt_get_buffer(r, be, name, rs->ts[i].m.data, bytes);
+        snprintf(name, sizeof name, "v/%d", i);
+        if (s == NST_OK) s = nst_ckpt_get_buffer(r, be, name, rs->ts[i].v.data, bytes);
+    }
+    if (s == NST_OK && L->lbfgs) s = nst_lbfgs_load(rs->lb, r);
+    if (s == NST_OK) s = nst_objective_load(rs->obj, r);
+    if (s == NST_OK) *t_start = h.t_start;
+    nst_ckpt_reader_close(r);
+    return s;
+}
+
+/* At the boundary after `done` iterations: a checkpoint when due; on a signal, one and the stop. */
+static nst_status boundary(const nst_render_ctx *ctx, render_state *rs, long long done, nst_render_stats *st)
+{
+    nst_ckpt *c = ctx->ckpt;
+    int p = nst_ckpt_poll(c, done, ctx->coll.sum_doubles, ctx->coll.ctx);
+    if (p == NST_CKPT_NONE) return NST_OK;
+    double t0 = nst_now();
+    if (c->enabled) {
+        NST_TRY(nst_ckpt_write(c, ctx->level, done, ctx->layout->grid.tile_w, ctx->layout->grid.tile_h, save_state, rs));
+        st->checkpoints++;
+        char fields[4400];
+        snprintf(fields, sizeof fields, "\"level\": %d, \"iteration\": %lld, \"generation\": %lld, \"seconds\": %.3f, \"signal\": %s",
+                 ctx->level + 1, done, c->gen, nst_now() - t0, p == NST_CKPT_SIGNAL ? "true" : "false");
+        nst_progress_event(ctx->progress, "checkpoint", fields);
+    }
+    st->checkpoint_seconds += nst_now() - t0;
+    if (p != NST_CKPT_SIGNAL) return NST_OK;
+    int sig = nst_signal_pending();
+    const char *name = sig ? nst_signal_name(sig) : "SIGUSR1/SIGTERM";
+    if (!c->enabled)
+        return nst_fail(NST_ERUNTIME, "stopped by %s at level %d, iteration %lld of %lld; checkpoint.path is not set, so nothing was saved", name,
+                        ctx->level + 1, done, ctx->iterations);
+    return nst_fail(NST_EINTERRUPTED, "stopped by %s at level %d, iteration %lld of %lld: checkpoint written to %s; run again (or requeue: "
+                    "exit status 75) to resume", name, ctx->level + 1, done, ctx->iterations, c->dir);
+}
+
 nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, float **out, nst_render_stats *st)
 {
     if (ctx->iterations == 0) {
@@ -484,15 +590,26 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
     if (s == NST_OK) s = exchange_plan(L, &ex);
     if (s == NST_OK && L->lbfgs) s = lbfgs_setup(ctx, ts, &lb);
     s = agree(ctx, s);
+    const long long iters = ctx->iterations;
+    long long t_start = ctx->state_in ? ctx->state_in->t : 0, it0 = 0;
+    render_state rs = {ctx, ts, &lb, &obj, 0, &st->first};
+    if (s == NST_OK && ctx->ckpt && ctx->ckpt->resume && ctx->ckpt->level == ctx->level) {
+        s = agree(ctx, load_state(&rs, &t_start, &st->first));
+        it0 = ctx->ckpt->iteration;
+        if (s == NST_OK) nst_info("resumed: level %d at iteration %lld of %lld from %s\n", ctx->level + 1, it0, iters, ctx->ckpt->dir);
+        st->resumed_at = it0;
+    }
+    rs.t_start = t_start;
     st->setup_seconds = nst_now() - t0;
 
-    const long long iters = ctx->iterations;
-    const long long t_start = ctx->state_in ? ctx->state_in->t : 0;
     const long long every = cfg->run_print_every;
-    if (s == NST_OK) print_header();
+    if (s == NST_OK && ctx->progress)
+        nst_progress_level(ctx->progress, ctx->level, it0);
+    else if (s == NST_OK)
+        print_header();
     double t_loop = nst_now(), t_mark = t_loop; /* s/iter of a row: since the previous row */
-    long long mark = 0;
-    for (long long it = 0; s == NST_OK && it < iters; it++) {
+    long long mark = it0;
+    for (long long it = it0; s == NST_OK && it < iters; it++) {
         double m0 = nst_now();
         if (!L->cheap || (it > 0 && it % L->exchange_every == 0)) s = refresh(ctx, tiles, ts, &ex);
         nst_timer_lap(&st->timers, NST_T_EXCHANGE, &m0);
@@ -500,7 +617,10 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
         if (s == NST_OK) s = nst_objective_eval(&obj, tiles, L->nlocal, 1, &st->timers, &terms);
         if (s != NST_OK) break;
         if (it == 0) st->first = terms;
-        if (it == 0 || (every > 0 && it % every == 0)) {
+        if (ctx->progress) {
+            s = nst_progress_iter(ctx->progress, it, &terms, &st->timers, be->bytes_in_use, 0);
+            if (s != NST_OK) break;
+        } else if (it == 0 || (every > 0 && it % every == 0)) {
             double now = nst_now();
             print_terms(it, &terms, it > mark ? (now - t_mark) / (double)(it - mark) : 0);
             t_mark = now;
@@ -511,10 +631,11 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
         if (s == NST_OK) s = step(ctx, tiles, ts, &lb, t_start + it + 1);
         s = agree(ctx, s); /* every rank reaches this, failed or not */
         nst_timer_lap(&st->timers, NST_T_OPTIM, &m0);
+        if (s == NST_OK && ctx->ckpt) s = agree(ctx, boundary(ctx, &rs, it + 1, st));
     }
     double t_end = nst_now();
-    st->seconds = t_end - t_loop;
-    st->iterations = iters;
+    st->seconds = t_end - t_loop - st->checkpoint_seconds;
+    st->iterations = iters - it0;
     if (s == NST_OK) { /* the loss of the result: windows made current, one more forward */
         s = refresh(ctx, tiles, ts, &ex);
         nst_loss_terms terms;
@@ -522,7 +643,10 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
         if (s == NST_OK) {
             st->last = terms;
             if (iters == 0) st->first = terms;
-            print_terms(iters, &terms, iters > 0 ? st->seconds / (double)iters : 0); /* the loop's mean */
+            if (ctx->progress)
+                s = nst_progress_iter(ctx->progress, iters, &terms, &st->timers, be->bytes_in_use, 1);
+            else
+                print_terms(iters, &terms, st->iterations > 0 ? st->seconds / (double)st->iterations : 0); /* the loop's mean */
         }
     }
     for (int i = 0; s == NST_OK && i < L->nlocal; i++) { /* the cores of the result */
@@ -599,7 +723,7 @@ nst_status nst_render_image(const nst_config *cfg, const nst_loss_spec *spec, ns
             if (init) nst_image_extract(init, win, iw[i]);
         }
     }
-    nst_render_ctx ctx = {cfg, spec, be, w, &L, {0}, W, H, cfg->optim_iterations, style && spec->nstyle ? A : NULL, normA, NULL, NULL};
+    nst_render_ctx ctx = {cfg, spec, be, w, &L, {0}, W, H, cfg->optim_iterations, style && spec->nstyle ? A : NULL, normA, NULL, NULL, NULL, 0, NULL};
     if (s == NST_OK) s = nst_render(&ctx, cw, init ? iw : NULL, res, stats);
     for (int k = 0; k < NST_VGG_NLAYERS; k++) nst_free(A[k]);
     if (s == NST_OK) s = nst_image_alloc(out, W, H);

@@ -26,6 +26,9 @@ typedef struct {
     double setup_seconds;       /* network, targets, tiles */
     nst_timers timers;          /* this rank's per-phase seconds in the loop */
     size_t bytes_peak;          /* the backend's peak allocation on this rank */
+    double checkpoint_seconds;  /* writing checkpoints (not in the loop's phases) */
+    int checkpoints;
+    long long resumed_at;       /* the iteration a resumed level started from (0: fresh) */
 } nst_render_stats;
 
 /* Adam's moments handed from one pyramid level to the next (pyramid.state = carry): per local
@@ -48,9 +51,18 @@ typedef struct {
     const double *normA;
     const nst_adam_state *state_in;     /* NULL: Adam starts afresh */
     nst_adam_state *state_out;          /* NULL: not kept; else filled (arrays allocated here) */
+    struct nst_ckpt *ckpt;              /* checkpoints and signals (NULL: neither, e.g. tests) */
+    int level;                          /* the pyramid level, for checkpoints and progress */
+    struct nst_progress *progress;      /* rank 0's progress display and metrics (NULL: the plain table) */
 } nst_render_ctx;
 
-/* content[i]: the content window pixels of local tile i, host fp32. init[i]: the initial
+/* With ctx->ckpt: at every iteration boundary a checkpoint is written when due, and a signal
+ * (SIGUSR1/SIGTERM on any rank) writes one and returns NST_EINTERRUPTED. When ctx->ckpt resumes
+ * this level, the optimised pixels, the optimiser state and the lagged Gram come from this rank's
+ * checkpoint file (content and init then only serve the content targets) and the loop goes on
+ * from the checkpoint's iteration: the result is bit-identical to an uninterrupted render.
+ *
+ * content[i]: the content window pixels of local tile i, host fp32. init[i]: the initial
  * window pixels (optim.init = image, or the previous pyramid level upsampled), or init = NULL for
  * the content or noise (optim.init). Both consumed (freed and set to NULL as soon as the tile is
  * set up). out[i] receives the core pixels of local tile i (nst_free them). With 0 iterations

@@ -57,6 +57,7 @@ int nst_exit_code(nst_status s)
     switch (s) {
     case NST_OK: return 0;
     case NST_EINPUT: return 2;
+    case NST_EINTERRUPTED: return NST_EXIT_REQUEUE;
     default: return 1;
     }
 }

@@ -8,8 +8,13 @@
 #ifndef NST_STATUS_H
 #define NST_STATUS_H
 
+/* The exit status of a run that checkpointed on SIGUSR1/SIGTERM and wants to be requeued. */
+#define NST_EXIT_REQUEUE 75
+
 typedef enum {
     NST_OK = 0,
+    NST_EINTERRUPTED, /* stopped on a signal after a checkpoint: requeue to resume. Exit status 75
+                       * (EX_TEMPFAIL). Below the errors: a real failure elsewhere wins. */
     NST_EINPUT,   /* bad input: config, flags, images, weights. Exit status 2. */
     NST_ERUNTIME, /* runtime failure: I/O, library, device. Exit status 1. */
     NST_ENOMEM    /* an allocation failed. Exit status 1. */
@@ -31,7 +36,7 @@ void nst_fail_take(char *buf, unsigned cap);
 int nst_fail_pending(void);
 void nst_fail_clear(void);
 
-/* Exit status for a status: 0, 2 for bad input, 1 otherwise. */
+/* Exit status for a status: 0, 2 for bad input, 75 when checkpointed on a signal, 1 otherwise. */
 int nst_exit_code(nst_status s);
 
 /* Relay a failing status to the caller. */
