@@ -11,6 +11,7 @@
 #   make bench-cheap    the cheap tiling mode against the exact one
 #   make bench-io   gigapixel read/write throughput (BigTIFF, HDF5) on 1, 2, 4 ranks against vips tiffsave
 #   make bench-batch    one batch of small jobs (packed and not) against a loop of runs
+#   make bench-ckpt     checkpoint layout: per-rank files against one parallel HDF5 file
 #   make weights    download the Keras VGG-19 weights into models/ (checks the MD5)
 #   make clean
 #
@@ -70,9 +71,10 @@ LIB_SRC := $(sort $(wildcard util/*.c tiler/*.c io/*.c kernels/*.c kernels/cpu/*
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(patsubst %,$(BUILD)/obj/%.o,$(basename $(CUDA_OBJ)))
 LIB     := $(BUILD)/libnst.a
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))  # test_gram_tiled runs under mpirun
-TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run
+TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run \
+           $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 
-.PHONY: all demo test test-run asan fuzz bench bench-conv bench-scaling bench-cheap bench-io bench-batch weights deps check-deps clean demo-images
+.PHONY: all demo test test-run asan fuzz bench bench-conv bench-scaling bench-cheap bench-io bench-batch bench-ckpt weights deps test-deps check-deps clean demo-images
 all: check-deps nstbatch
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
@@ -99,6 +101,9 @@ check-deps:
 
 deps:
 	@scripts/install-deps.sh
+
+test-deps:
+	@scripts/install-deps.sh --test
 
 # ---- the library, the program ----------------------------------------------------------------
 $(BUILD)/obj/%.o: %.c $(STAMP)
@@ -141,6 +146,11 @@ $(BUILD)/tests/rss_run: tests/rss_run.c
 	@mkdir -p $(dir $@)
 	$(Q)cc -O2 -o $@ $<
 
+# a stand-in NVML for the GPU-monitoring tests (no GPU in CI)
+$(BUILD)/tests/fake-nvml/libnvidia-ml.so.1: tests/fake_nvml.c
+	@mkdir -p $(dir $@)
+	$(Q)cc -O2 -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
+
 $(BUILD)/tests/image_diff: tests/image_diff.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLCFLAGS) -o $@ $< $(LIB) $(LDLIBS)
@@ -163,7 +173,7 @@ $(BUILD)/fuzz/fuzz_image $(BUILD)/fuzz/fuzz_tiff: $(BUILD)/fuzz/%: tests/fuzz/%.
 
 # make test = install what is missing, then build and run everything in a fresh make (so the
 # probes see the packages just installed).
-test: deps
+test: test-deps
 	@$(MAKE) --no-print-directory -j$$(nproc) test-run
 
 test-run: all asan fuzz $(TESTS) $(TOOLS) demo-images
@@ -199,6 +209,13 @@ bench-cheap: all demo-images $(BUILD)/tests/image_diff
 # gigapixel I/O: read and write throughput against libvips (bench/results/io_throughput.md)
 bench-io: all demo-images $(BUILD)/tools/make_test_tiff
 	bench/io_throughput.sh
+
+# per-rank checkpoint files against one parallel HDF5 file (bench/results/checkpoint.md)
+bench-ckpt: $(BUILD)/bench/checkpoint_format
+	bench/checkpoint_format.sh
+$(BUILD)/bench/checkpoint_format: bench/checkpoint_format.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALLCFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
 # the measurement that chose oneDNN over im2col + OpenBLAS for the CPU convolutions
 bench-conv: $(BUILD)/bench/cpu_conv_choice

@@ -273,8 +273,11 @@ static void print_summary(const nst_batch *b, const row *rows, const schedule *s
         int l = (int)strlen(nst_job_name(b->jobs, j));
         if (l > wname) wname = l;
     }
-    nst_info("\nbatch:   %d job%s: %d done, %d done earlier, %d failed, %d stopped, %d not run; %.2f s on %d rank%s", n, n == 1 ? "" : "s",
-             count[ROW_DONE], count[ROW_EARLIER], count[ROW_FAILED], count[ROW_STOPPED], count[ROW_NONE] + count[ROW_NOT_RUN], seconds, nst_comm_world_size(), nst_comm_world_size() == 1 ? "" : "s");
+    char more[96] = "";
+    if (count[ROW_EARLIER] || count[ROW_STOPPED])
+        snprintf(more, sizeof more, " (%d done by an earlier run, %d stopped by a signal and checkpointed)", count[ROW_EARLIER], count[ROW_STOPPED]);
+    nst_info("\nbatch:   %d job%s: %d done, %d failed, %d not run%s; %.2f s on %d rank%s", n, n == 1 ? "" : "s", count[ROW_DONE] + count[ROW_EARLIER],
+             count[ROW_FAILED], count[ROW_NONE] + count[ROW_NOT_RUN] + count[ROW_STOPPED], more, seconds, nst_comm_world_size(), nst_comm_world_size() == 1 ? "" : "s");
     if (sc->ngroups > 1) nst_info(" (small jobs in %d groups of %d)", sc->ngroups, sc->G);
     nst_info("\n  %-*s  %-7s  %5s  %11s  %9s  %11s  %s\n", wname, "job", "status", "ranks", "size", "seconds", "loss", "output / reason");
     for (int j = 0; j < n; j++) {

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "checkpoint.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,6 +241,22 @@ static nst_status make_dir(const char *dir)
     return NST_OK;
 }
 
+/* Temporary files of a run that was killed while writing a checkpoint (one run uses a checkpoint
+ * directory at a time): they never became part of a generation. */
+static void remove_stale(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    char path[4400];
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == 'g' && strstr(e->d_name, ".nstc.tmp-")) {
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+    }
+    closedir(d);
+}
+
 /* Rank 0: the decision. */
 static nst_status decide(nst_ckpt *c, int restart)
 {
@@ -247,6 +264,7 @@ static nst_status decide(nst_ckpt *c, int restart)
     manifest m;
     int found;
     NST_TRY(make_dir(c->dir));
+    remove_stale(c->dir);
     manifest_path(c, path, sizeof path);
     nst_status s = read_manifest(path, &m, &found);
     if (s != NST_OK && restart) { /* an unreadable manifest is replaced by the first new checkpoint */

@@ -3,7 +3,9 @@
 # Idempotent: installs only what is missing (apt-get update only then), so it is cheap to call
 # before every build; `make demo` and `make test` do. Runs apt-get as root, or through sudo.
 #
-#   scripts/install-deps.sh          build, run and test
+#   scripts/install-deps.sh          build and run
+#   scripts/install-deps.sh --test   also what only the tests use: a real Slurm (slurm-wlm, munge)
+#                                    and gnuplot for the plot command (make test)
 #   scripts/install-deps.sh --dev    also PyTorch: regenerating test fixtures and the CPU benchmark
 set -euo pipefail
 
@@ -19,9 +21,10 @@ pkgs=(
   libvips-tools python3-h5py python3-tifffile python3-numpy python3-pil
                                               # readers we did not write, for the output tests
 )
-if [ "${1:-}" = "--dev" ]; then
-  pkgs+=(python3-torch)
-fi
+case "${1:-}" in
+  --test) pkgs+=(slurm-wlm munge gnuplot-nox) ;;
+  --dev) pkgs+=(slurm-wlm munge gnuplot-nox python3-torch) ;;
+esac
 
 missing=()
 for p in "${pkgs[@]}"; do

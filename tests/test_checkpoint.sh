@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# tests/test_checkpoint.sh: checkpoint and restart with mpirun (the Slurm side: test_slurm.sh).
+#
+#   tests/test_checkpoint.sh NSTBATCH IMAGE_DIFF
+#
+# 2-rank CPU renders of the demo images (random VGG-19 width 1/8, one thread per rank, 16-bit TIFF):
+# - resume equality: a render stopped by SIGTERM (sent to the ranks, as Slurm's preemption does) at
+#   a few points, one of them while a checkpoint is being written, and one killed with SIGKILL in
+#   the middle of a checkpoint, resumed each time, ends bit-identical (image_diff max 0) to an
+#   uninterrupted render; the same for a 2-level pyramid with Adam's state carried, cheap mode (the
+#   lagged Gram), L-BFGS (its history);
+# - a killed write leaves the previous generation in force (its manifest and files), never a
+#   partial checkpoint;
+# - SIGUSR1 to mpirun: exit status 75; SIGTERM without checkpoint.path: exit 1, "nothing saved";
+# - a changed config (naming the key), a changed input file, another rank count and a corrupt
+#   rank file are refused with exit 2; --restart starts over;
+# - a finished job is not rendered again ("already rendered"); a batch stopped by a signal
+#   resumes its stopped jobs and skips its finished ones, with the same images.
+set -u
+NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+T=$(mktemp -d /tmp/nstbatch-ckpt.XXXXXX)
+trap 'pkill -KILL -f "$T/" 2>/dev/null; rm -rf "$T"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+pass=0 fail=0
+ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
+bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
+mkdir -p "$T/out"
+cp "$ROOT/configs/demo/content.png" "$T/content.png"
+
+cat >"$T/ck.ini" <<EOF
+[content]
+path = content.png
+[style]
+path = $ROOT/configs/demo/style.png
+[output]
+width = 192
+height = 128
+bits = 16
+overwrite = true
+preview = 0
+[model]
+random_width_divisor = 8
+[optim]
+iterations = 240
+[tiling]
+tile_size = 64
+[run]
+threads = 1
+print_every = 40
+EOF
+
+# nst LOG ARGS...: nstbatch on 2 ranks in T, log in T/LOG.log, exit status in $rc
+nst() {
+  local log=$1; shift
+  (cd "$T" && timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" "$@") >"$T/$log.log" 2>&1
+  rc=$?
+}
+# nst_bg LOG ARGS...: the same in the background; its mpirun's pid in $bg
+nst_bg() {
+  local log=$1; shift
+  (cd "$T" && exec timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" "$@") >"$T/$log.log" 2>&1 &
+  bg=$!
+}
+same() { # same NAME A B: image_diff says max 0
+  local d; d=$("$DIFF" "$T/$2" "$T/$3" 2>&1)
+  if [ "${d%% mean*}" = "max 0" ]; then ok "$1"; else bad "$1" "$d"; fi
+}
+# ranks SIG: send SIG to this test's nstbatch ranks (not mpirun), as Slurm does on preemption
+ranks() { pkill "-$1" -f "^$NST .*ck.ini" 2>/dev/null; }
+# wait_for FILE_GLOB SECONDS: until a file matching the glob exists
+wait_for() {
+  local i
+  for ((i = 0; i < $2 * 20; i++)); do compgen -G "$1" >/dev/null && return 0; sleep 0.05; done
+  return 1
+}
+# wait_iter LOG N: until the log shows a row of iteration >= N
+wait_iter() {
+  local i
+  for ((i = 0; i < 600; i++)); do
+    awk -v n="$2" '$1 ~ /^[0-9]+$/ && $1 + 0 >= n { f = 1 } END { exit !f }' "$T/$1.log" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
+# ---- resume equality -----------------------------------------------------------------------------
+# interrupted NAME SETS...: stop a render 3 times (SIGTERM at iteration >= 40; SIGTERM while a
+# checkpoint is being written; SIGKILL while one is being written), resume it each time, and compare
+# its image with NAME's uninterrupted reference.
+interrupted() {
+  local name=$1; shift
+  local ck="ck_$name" sets=("$@" --set output.path=out/$name.tif --set checkpoint.path=ck_$name --set checkpoint.every=20)
+  nst ref_$name ck.ini "$@" --set output.path=out/ref_$name.tif
+  [ $rc -eq 0 ] || { bad "$name: reference render" "exit $rc" "$(cat "$T/ref_$name.log")"; return; }
+  # 1. SIGTERM to the ranks after iteration 40
+  nst_bg ${name}_1 ck.ini "${sets[@]}"
+  wait_iter ${name}_1 40; ranks TERM; wait $bg; local r1=$?
+  local it1; it1=$(sed -n 's/^iteration = //p' "$T/$ck/manifest")
+  if [ $r1 -ne 0 ] && grep -q "stopped by SIGTERM" "$T/${name}_1.log" && [ -n "$it1" ]; then ok "$name: SIGTERM to the ranks: checkpoint at iteration $it1, stopped"
+  else bad "$name: SIGTERM stop" "exit $r1, manifest iteration '$it1'" "$(tail -n 5 "$T/${name}_1.log")"; fi
+  # 2. SIGTERM while a checkpoint is being written (the write is held 1 s): it completes, then the stop
+  NSTBATCH_CKPT_PAUSE=1 nst_bg ${name}_2 ck.ini "${sets[@]}"
+  wait_for "$T/$ck/*.tmp-*" 60; ranks TERM; wait $bg; local r2=$?
+  if [ $r2 -ne 0 ] && grep -q "resumed: level" "$T/${name}_2.log" && grep -q "stopped by SIGTERM" "$T/${name}_2.log" && ! compgen -G "$T/$ck/*.tmp-*" >/dev/null; then
+    ok "$name: SIGTERM during a checkpoint write: the write completes, the run stops at the next boundary ($(sed -n 's/^iteration = //p' "$T/$ck/manifest"))"
+  else bad "$name: SIGTERM during a write" "exit $r2" "$(tail -n 6 "$T/${name}_2.log")"; fi
+  # 3. SIGKILL while a checkpoint is being written: the previous generation stays in force
+  local gen; gen=$(sed -n 's/^generation = //p' "$T/$ck/manifest")
+  NSTBATCH_CKPT_PAUSE=2 nst_bg ${name}_3 ck.ini "${sets[@]}"
+  wait_for "$T/$ck/*.tmp-*" 60; sleep 0.2; ranks KILL; wait $bg
+  local gen2 files; gen2=$(sed -n 's/^generation = //p' "$T/$ck/manifest")
+  files=$(ls "$T/$ck" | grep -c "^g$(printf %08d "$gen2")-r")
+  if [ "$gen2" = "$gen" ] && [ "$files" = 2 ]; then ok "$name: SIGKILL in a checkpoint write: generation $gen2 and its 2 files stay in force"
+  else bad "$name: SIGKILL in a write" "generation $gen -> $gen2, $files files" "$(ls -la "$T/$ck")"; fi
+  # 4. to the end
+  nst ${name}_4 ck.ini "${sets[@]}"
+  if [ $rc -eq 0 ] && grep -q "resumed: level" "$T/${name}_4.log"; then same "$name: stopped 3 times and resumed == uninterrupted" out/$name.tif out/ref_$name.tif
+  else bad "$name: the final resume" "exit $rc" "$(tail -n 8 "$T/${name}_4.log")"; fi
+  if grep -q "^state = done" "$T/$ck/manifest" && ! compgen -G "$T/$ck/g*" >/dev/null; then ok "$name: a finished job leaves a done manifest and no rank files"
+  else bad "$name: after the end" "manifest/files" "$(ls "$T/$ck"; head -5 "$T/$ck/manifest")"; fi
+}
+interrupted adam
+interrupted carry --set pyramid.levels=2 --set pyramid.state=carry --set pyramid.iterations=80,240
+interrupted cheap --set tiling.mode=cheap
+interrupted lbfgs --set optim.method=lbfgs
+
+# ---- exit statuses ------------------------------------------------------------------------------------
+nst_bg usr1 ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_usr1
+wait_iter usr1 40; pkill -USR1 -P $bg; wait $bg; r=$?
+[ $r -eq 75 ] && grep -q "stopped by SIGUSR1" "$T/usr1.log" && ok "SIGUSR1 to mpirun: checkpoint and exit status 75" || bad "SIGUSR1 exit status" "exit $r" "$(tail -n 4 "$T/usr1.log")"
+nst_bg nockpt ck.ini --set output.path=out/nockpt.tif
+wait_iter nockpt 40; ranks TERM; wait $bg; r=$?
+[ $r -eq 1 ] && grep -q "checkpoint.path is not set, so nothing was saved" "$T/nockpt.log" && [ ! -e "$T/out/nockpt.tif" ] \
+  && ok "SIGTERM without checkpoint.path: exit 1, 'nothing was saved', no output" || bad "SIGTERM without checkpoint.path" "exit $r" "$(tail -n 4 "$T/nockpt.log")"
+
+# ---- refusals, --restart --------------------------------------------------------------------------
+# ck_usr1 holds a running checkpoint of ck.ini (output out/usr1.tif)
+nst changed ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_usr1 --set style.weight=2000
+[ $rc -eq 2 ] && grep -q "different render (it has 'style.weight = 1000' where this run has 'style.weight = 2000')" "$T/changed.log" \
+  && ok "a changed config is refused, naming the key (exit 2)" || bad "changed config" "exit $rc" "$(tail -n 3 "$T/changed.log")"
+touch -d '2001-01-01' "$T/content.png"
+nst input ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_usr1
+[ $rc -eq 2 ] && grep -q "file content.path .*content.png: size [0-9]*, mtime" "$T/input.log" && ok "a changed input file (mtime) is refused (exit 2)" \
+  || bad "changed input" "exit $rc" "$(tail -n 3 "$T/input.log")"
+touch -d "@$(sed -n 's/.*content.png: size [0-9]*, mtime \([0-9]*\)$/\1/p' "$T/ck_usr1/manifest" | head -n 1)" "$T/content.png"
+(cd "$T" && timeout 120 mpirun --oversubscribe --bind-to none -np 1 "$NST" ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_usr1) >"$T/ranks.log" 2>&1; r=$?
+[ $r -eq 2 ] && grep -q "written by 2 ranks and this run has 1: launch with 2 ranks" "$T/ranks.log" && ok "another rank count is refused (exit 2)" \
+  || bad "rank count" "exit $r" "$(tail -n 3 "$T/ranks.log")"
+cp -a "$T/ck_usr1" "$T/ck_bad"
+f=$(ls "$T"/ck_bad/g*-r00001.nstc | head -n 1)
+printf '\x55' | dd of="$f" bs=1 seek=200 conv=notrunc status=none
+nst corrupt ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_bad
+[ $rc -eq 2 ] && grep -q "r00001.nstc: not a complete nstbatch checkpoint file (checksum mismatch)" "$T/corrupt.log" && ok "a corrupt rank file is refused by its checksum (exit 2)" \
+  || bad "corrupt rank file" "exit $rc" "$(tail -n 3 "$T/corrupt.log")"
+nst restart ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_usr1 --set style.weight=2000 --restart
+[ $rc -eq 0 ] && grep -q "starting over (--restart)" "$T/restart.log" && ! grep -q "resumed:" "$T/restart.log" && grep -q "^state = done" "$T/ck_usr1/manifest" \
+  && ok "--restart starts over and finishes" || bad "--restart" "exit $rc" "$(tail -n 4 "$T/restart.log")"
+nst again ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_usr1 --set style.weight=2000
+[ $rc -eq 0 ] && grep -q "already rendered by an earlier run" "$T/again.log" && ! grep -q "iteration" "$T/again.log" \
+  && ok "a finished job is not rendered again" || bad "finished job again" "exit $rc" "$(tail -n 4 "$T/again.log")"
+
+# ---- a batch stopped by a signal -------------------------------------------------------------------
+{ sed 's/^iterations = 240$/iterations = 120/' "$T/ck.ini"
+  printf '[checkpoint]\npath = ck_batch\nevery = 25\n[batch]\nsummary = out/bsum.json\n'
+  w=500; for n in a b c d; do printf '[job.%s]\noutput.path = out/b_%s.tif\nstyle.weight = %s\n' $n $n $w; w=$((w * 2)); done; } >"$T/batch.ini"
+nst bref batch.ini --set checkpoint.path=ck_bref
+for n in a b c d; do mv "$T/out/b_$n.tif" "$T/out/bref_$n.tif" 2>/dev/null; done
+[ $rc -eq 0 ] || bad "batch reference" "exit $rc" "$(tail -n 8 "$T/bref.log")"
+nst_bg b1 batch.ini
+for _ in $(seq 600); do grep -q "^\[[cd]\] checkpoint:" "$T/b1.log" && break; sleep 0.05; done
+pkill -USR1 -P $bg; wait $bg; r=$?
+ndone=$(grep -c '"status": "done"' "$T/out/bsum.json" 2>/dev/null) nstop=$(grep -c '"status": "stopped"' "$T/out/bsum.json" 2>/dev/null)
+[ $r -eq 75 ] && [ "${nstop:-0}" -ge 1 ] && ok "a batch signalled: exit 75, $ndone done, $nstop stopped and checkpointed" || bad "batch signal" "exit $r" "$(tail -n 10 "$T/b1.log")"
+nst b2 batch.ini
+nearlier=$(grep -c '"status": "earlier"' "$T/out/bsum.json" 2>/dev/null)
+if [ $rc -eq 0 ] && [ "${ndone:-0}" -ge 1 ] && [ "${nearlier:-0}" = "${ndone:-x}" ] && grep -q "resumed: level" "$T/b2.log"; then ok "run again: $nearlier finished jobs skipped, the stopped ones resumed"
+else bad "batch again" "exit $rc, earlier '$nearlier' vs done '$ndone'" "$(tail -n 10 "$T/b2.log")"; fi
+for n in a b c d; do same "batch job $n: signalled and resumed == the uninterrupted batch" out/b_$n.tif out/bref_$n.tif; done
+
+echo "test_checkpoint: $pass passed, $fail failed, 0 skipped"
+[ $fail -eq 0 ]

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# tests/test_metrics.sh: progress, the JSON-lines log, the run record, the Prometheus file, GPU
+# monitoring through NVML, and the plot command.
+#
+#   tests/test_metrics.sh NSTBATCH FAKE_NVML_DIR
+#
+# - every line of metrics.path parses as JSON with the fields the README lists; rows carry per-phase
+#   min <= mean <= max over ranks; the run record parses and has the build, the config, the rank map;
+# - the Prometheus file has only HELP/TYPE comments and `name{labels} value` samples, and no
+#   temporary file is left beside it;
+# - GPU monitoring with a stand-in NVML (FAKE_NVML_DIR/libnvidia-ml.so.1, tests/fake_nvml.c):
+#   samples in the rows, the rank map names the GPU, warnings for low utilisation and heat, once each;
+#   metrics.gpu = on without NVML says why and the run goes on; the CPU default says nothing;
+# - run.progress = live draws a status line with the ETA; --quiet prints nothing on stdout;
+# - tools/nstbatch-plot makes its PNGs (with the GPU plot when the log has samples) and refuses a
+#   log that is not JSON lines (exit 2).
+# Skips the JSON/PNG checks with a reason when /usr/bin/python3 or gnuplot are missing.
+set -u
+NST=$(readlink -f "$1") NVML=$(readlink -f "$2")
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+T=$(mktemp -d /tmp/nstbatch-metrics.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+pass=0 fail=0 skip=0
+ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
+bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
+skipped() { skip=$((skip + 1)); printf '  SKIP %s: %s\n' "$1" "$2"; }
+PY=/usr/bin/python3
+have_py=1; $PY -c 'import json' 2>/dev/null || have_py=0
+
+cat >"$T/m.ini" <<EOF
+[content]
+path = $ROOT/configs/demo/content.png
+[style]
+path = $ROOT/configs/demo/style.png
+[output]
+width = 192
+height = 128
+overwrite = true
+preview = 0
+[model]
+random_width_divisor = 8
+[optim]
+iterations = 60
+[tiling]
+tile_size = 64
+[pyramid]
+levels = 2
+[run]
+threads = 1
+print_every = 20
+EOF
+nst() { # nst LOG ARGS...
+  local log=$1; shift
+  (cd "$T" && timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$@") >"$T/$log.log" 2>"$T/$log.err"
+  rc=$?
+}
+
+# ---- JSON lines, run record, Prometheus (CPU, no GPU monitoring) ---------------------------------------
+nst plain "$NST" m.ini --set output.path=plain.png --set metrics.path=m.jsonl --set metrics.prometheus=m.prom --set run.record=rec.json
+[ $rc -eq 0 ] || bad "a render with metrics" "exit $rc" "$(cat "$T/plain.err")"
+if [ $have_py = 1 ]; then
+  out=$($PY - "$T/m.jsonl" "$T/rec.json" <<'EOF' 2>&1
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+ev = [r["event"] for r in rows]
+assert ev[0] == "job_start" and ev[-1] == "job_end", ev
+assert ev.count("level_start") == 2 and ev.count("level_end") == 2, ev
+its = [r for r in rows if r["event"] in ("iteration", "level_end")]
+for r in its:
+    for k in ("time", "elapsed_s", "job", "level", "levels", "width", "height", "iteration", "iterations", "loss", "megapixel_iterations_per_second", "eta_s", "memory"):
+        assert k in r, (k, r)
+    assert set(r["loss"]) == {"total", "content", "style", "tv"}
+    for p in r.get("phases_s_per_iteration", {}).values():
+        assert p["min"] <= p["mean"] + 1e-12 and p["mean"] <= p["max"] + 1e-12, p
+    assert "gpu" not in r, "a CPU run has no GPU samples"
+assert sum("phases_s_per_iteration" in r for r in its) >= 4
+assert [r["iteration"] for r in its if r["level"] == 2] == [0, 20, 40, 60], its
+rec = json.load(open(sys.argv[2]))
+for k in ("build", "config", "rank_map", "tiling", "phases_seconds_per_iteration", "checkpoint", "levels"):
+    assert k in rec, k
+assert len(rec["rank_map"]) == 2 and rec["rank_map"][1]["rank"] == 1 and rec["rank_map"][0]["host"], rec["rank_map"]
+assert "[optim]" in rec["config"] and rec["build"]["mpi"], rec["build"]
+print(len(rows), "lines,", len(its), "rows")
+EOF
+)
+  [ $? -eq 0 ] && ok "metrics.path: $out parse, with phases min <= mean <= max; the run record has build, config, rank map" \
+    || bad "metrics.path / run.record" "$out" "$(head -c 600 "$T/m.jsonl")"
+else skipped "JSON checks" "no /usr/bin/python3"; fi
+bad_lines=$(grep -v -E '^# (HELP|TYPE) nstbatch_[a-z_]+ ' "$T/m.prom" | grep -v -E '^nstbatch_[a-z_]+\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\} -?[0-9.e+-]+$' | head -n 3)
+if [ -s "$T/m.prom" ] && [ -z "$bad_lines" ] && grep -q '^nstbatch_level{job=""} 2$' "$T/m.prom" && ! ls -a "$T" | grep -q 'm.prom.*tmp'; then
+  ok "metrics.prometheus: $(grep -c '^nstbatch' "$T/m.prom") samples in the text format, written atomically"
+else bad "metrics.prometheus" "'$bad_lines'" "$(head -n 20 "$T/m.prom")"; fi
+grep -qi "gpu\|nvml" "$T/plain.err" && bad "CPU run with metrics.gpu = auto" "mentions GPUs" "$(cat "$T/plain.err")" || ok "a CPU run (metrics.gpu = auto) says nothing about GPUs"
+
+# ---- GPU monitoring with the stand-in NVML -----------------------------------------------------------
+nst gpu env LD_LIBRARY_PATH="$NVML" FAKE_NVML_UTIL=40 FAKE_NVML_TEMP=91 "$NST" m.ini --set output.path=gpu.png --set metrics.gpu=on \
+  --set metrics.gpu_interval=0.05 --set metrics.path=g.jsonl --set run.record=grec.json
+nwarn=$(grep -c "warning: GPU" "$T/gpu.err")
+if [ $rc -eq 0 ] && grep -q "GPU utilisation under 70%: the least busy GPU averaged 40%" "$T/gpu.err" && grep -q "GPU temperature over 85 C: 91 C" "$T/gpu.err" \
+  && [ "$nwarn" = 2 ]; then ok "NVML (stand-in): warnings for utilisation 40% and 91 C, once each per job"
+else bad "GPU warnings" "exit $rc, $nwarn warnings" "$(cat "$T/gpu.err")"; fi
+if [ $have_py = 1 ]; then
+  out=$($PY - "$T/g.jsonl" "$T/grec.json" <<'EOF' 2>&1
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+g = [r["gpu"] for r in rows if "gpu" in r]
+assert g and all(x["gpus"] == 2 and x["util_percent_min"] == 40 and x["temperature_c_max"] == 91 for x in g), g[:1]
+assert all(abs(x["memory_used_bytes_max"] - 10e9) < 1 and x["power_w_max"] == 300 for x in g), g[:1]
+assert sum(r["event"] == "warning" for r in rows) == 2
+rec = json.load(open(sys.argv[2]))
+assert all("Fake GPU" in m["device"] for m in rec["rank_map"]), rec["rank_map"]
+print(len(g), "rows with GPU samples")
+EOF
+)
+  [ $? -eq 0 ] && ok "GPU samples in metrics.path ($out), warnings as events, the GPU in the rank map" || bad "GPU samples" "$out"
+fi
+nst nogpu env LD_LIBRARY_PATH=/nonexistent "$NST" m.ini --set output.path=nogpu.png --set metrics.gpu=on
+[ $rc -eq 0 ] && grep -q "metrics.gpu = on: no GPU monitoring on rank 0: NVML not loaded" "$T/nogpu.err" && ok "metrics.gpu = on without NVML: one notice, the run goes on" \
+  || bad "metrics.gpu = on without NVML" "exit $rc" "$(cat "$T/nogpu.err")"
+
+# ---- progress ------------------------------------------------------------------------------------------
+nst live "$NST" m.ini --set output.path=live.png --set run.progress=live --set optim.iterations=200 --set run.print_every=100
+if [ $rc -eq 0 ] && grep -a -q $'\r\033\\[Klevel 2/2  iteration [0-9]*/200  loss .* MPit/s  ETA [0-9]' "$T/live.log"; then
+  ok "run.progress = live: a status line redrawn in place with level, iteration, loss, MPit/s, ETA"
+else bad "live progress" "exit $rc" "$(tr '\r' '\n' <"$T/live.log" | tail -n 5)"; fi
+rows=$(tr '\r' '\n' <"$T/live.log" | sed 's/\x1b\[K//g' | grep -a -E '^ +100 ')
+grep -q -E '^ +100( +[0-9.e+-]+){7} +([0-9]+s|[0-9]+m[0-9]+s)$' <<<"$rows" && ok "rows carry s/iter, MPit/s and the ETA" || bad "row ETA" "no ETA column" "$rows"
+nst quiet "$NST" m.ini --set output.path=quiet.png --quiet
+[ $rc -eq 0 ] && [ ! -s "$T/quiet.log" ] && ok "--quiet: nothing on stdout" || bad "--quiet" "exit $rc" "$(head -n 5 "$T/quiet.log")"
+
+# ---- plots ---------------------------------------------------------------------------------------------
+if [ $have_py = 1 ] && command -v gnuplot >/dev/null; then
+  out=$("$ROOT/tools/nstbatch-plot" "$T/g.jsonl" "$T/plots" 2>&1); r=$?
+  good=0
+  for f in loss throughput phases gpu; do
+    [ "$(head -c 8 "$T/plots/$f.png" 2>/dev/null | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ] && [ "$(stat -c %s "$T/plots/$f.png")" -gt 5000 ] && good=$((good + 1))
+  done
+  [ $r -eq 0 ] && [ $good = 4 ] && ok "tools/nstbatch-plot: loss, throughput, phases and GPU PNGs" || bad "plots" "exit $r, $good good PNGs" "$out"
+  echo "not json" >"$T/bad.jsonl"
+  out=$("$ROOT/tools/nstbatch-plot" "$T/bad.jsonl" "$T/plots2" 2>&1); r=$?
+  [ $r -eq 2 ] && grep -q "bad.jsonl:1: not a JSON line" <<<"$out" && ok "tools/nstbatch-plot refuses a log that is not JSON lines (exit 2)" || bad "plot on bad input" "exit $r" "$out"
+else
+  skipped "plots" "needs /usr/bin/python3 and gnuplot (scripts/install-deps.sh --test)"
+fi
+
+echo "test_metrics: $pass passed, $fail failed, $skip skipped"
+[ $fail -eq 0 ]

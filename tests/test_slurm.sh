@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# tests/test_slurm.sh: the launcher checks, the sbatch templates, and a real Slurm on localhost.
+#
+#   tests/test_slurm.sh NSTBATCH IMAGE_DIFF
+#
+# Without Slurm: the srun singleton trap and --expect-ranks are refused with one line (exit 2);
+# every template parses (bash -n), refuses to run outside Slurm, marks its site lines # EDIT and
+# opens with the napkin arithmetic.
+# With Slurm (tests/slurm/start_local.sh starts munge, slurmctld and slurmd on localhost; SKIP with
+# the reason when it cannot), each template runs with its GPU lines removed and 2 tasks of 1 CPU:
+# - one-node-srun.sbatch (srun --mpi=pmix) and one-node-mpirun.sbatch under `sbatch --wait` write
+#   the same image as mpirun -np 2 outside Slurm;
+# - a job with a 1-minute limit and --signal=B:USR1@40 is signalled, checkpoints, requeues itself
+#   (slurm/launch.sh), resumes and ends bit-identical to the uninterrupted render;
+# - array.sbatch splits a manifest over 2 elements, each a packed batch.
+set -u
+NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+T=$(mktemp -d /tmp/nstbatch-slurm.XXXXXX)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+pass=0 fail=0 skip=0
+ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
+bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
+skipped() { skip=$((skip + 1)); printf '  SKIP %s: %s\n' "$1" "$2"; }
+slurm_up=0
+cleanup() {
+  [ $slurm_up = 1 ] && { scancel -u root 2>/dev/null; "$ROOT/tests/slurm/start_local.sh" --stop "$T/slurm"; }
+  rm -rf "$T"
+}
+trap cleanup EXIT
+same() { # same NAME A B: image_diff says max 0
+  local d; d=$("$DIFF" "$T/$2" "$T/$3" 2>&1)
+  if [ "${d%% mean*}" = "max 0" ]; then ok "$1"; else bad "$1" "$d"; fi
+}
+mkdir -p "$T/out"
+cat >"$T/job.ini" <<EOF
+[content]
+path = $ROOT/configs/demo/content.png
+[style]
+path = $ROOT/configs/demo/style.png
+[output]
+width = 192
+height = 128
+bits = 16
+overwrite = true
+preview = 0
+[model]
+random_width_divisor = 8
+[optim]
+iterations = 100
+[tiling]
+tile_size = 64
+[run]
+threads = 1
+print_every = 50
+EOF
+
+# ---- launcher checks, without Slurm ----------------------------------------------------------------
+out=$(cd "$T" && env SLURM_STEP_NUM_TASKS=4 SLURM_PROCID=0 "$NST" job.ini --set output.path=out/x.tif 2>&1); r=$?
+[ $r -eq 2 ] && grep -q "srun started 4 tasks but MPI sees a world of 1 in each (singletons: no PMI connection); launch with srun --mpi=pmix" <<<"$out" \
+  && [ "$(grep -c error <<<"$out")" = 1 ] && ok "the srun singleton trap: one line, exit 2" || bad "singleton trap" "exit $r" "$out"
+out=$(cd "$T" && env SLURM_STEP_NUM_TASKS=4 SLURM_PROCID=3 "$NST" job.ini --set output.path=out/x.tif 2>&1); r=$?
+[ $r -eq 2 ] && [ -z "$out" ] && ok "... and only the launcher's task 0 prints it" || bad "singleton trap, task 3" "exit $r" "$out"
+out=$(cd "$T" && timeout 60 mpirun --oversubscribe --bind-to none -np 2 "$NST" --expect-ranks 3 job.ini --set output.path=out/x.tif 2>&1); r=$?
+[ $r -eq 2 ] && [ "$(grep -c "expect-ranks 3: MPI started 2 ranks" <<<"$out")" = 1 ] && ok "--expect-ranks 3 on 2 ranks: one line, exit 2" || bad "--expect-ranks" "exit $r" "$out"
+for t in "$ROOT"/slurm/*.sbatch; do
+  n=$(basename "$t")
+  bash -n "$t" || { bad "$n" "bash -n fails"; continue; }
+  out=$(cd "$T" && env -u SLURM_JOB_ID bash "$t" job.ini 2>&1); r=$?
+  if [ $r -eq 2 ] && grep -q "submit with sbatch" <<<"$out" && grep -q "# EDIT" "$t" && grep -q "^# Napkin arithmetic" "$t" && grep -q "^#SBATCH --signal=B:USR1@" "$t" \
+    && grep -q "^#SBATCH --requeue" "$t"; then ok "$n: parses, refuses to run outside Slurm, # EDIT lines, napkin arithmetic, USR1 and --requeue"
+  else bad "$n" "exit $r" "$out"; fi
+done
+out=$(env -u SLURM_JOB_ID "$ROOT/slurm/launch.sh" ck mpirun "$NST" 2>&1); r=$?
+[ $r -eq 2 ] && grep -q "not inside a Slurm job" <<<"$out" && ok "slurm/launch.sh refuses to run outside Slurm" || bad "launch.sh outside Slurm" "exit $r" "$out"
+
+# ---- a real Slurm ------------------------------------------------------------------------------------
+if ! conf=$("$ROOT/tests/slurm/start_local.sh" "$T/slurm" 2>"$T/slurm.err"); then
+  skipped "real Slurm" "$(tail -n 1 "$T/slurm.err")"
+  echo "test_slurm: $pass passed, $fail failed, $skip skipped"
+  [ $fail -eq 0 ]
+  exit
+fi
+eval "$conf"
+slurm_up=1
+ok "Slurm on localhost: $(sinfo -h -o '%P %D node %c CPUs %t' | head -n 1)"
+# cpu TEMPLATE: the template for this 2-CPU node: no GPU lines, 2 tasks of 1 CPU
+cpu() { sed -e '/--gpus-per-task\|--gpus-per-node\|--partition\|--output/d' -e 's/--ntasks-per-node=8/--ntasks-per-node=2/' \
+            -e 's/--cpus-per-task=8/--cpus-per-task=1/' -e 's/ --gpu-bind=closest//' "$ROOT/slurm/$1" >"$T/$1"; }
+for t in one-node-srun one-node-mpirun array multi-node; do cpu $t.sbatch; done
+export NSTBATCH_HOME=$ROOT
+(cd "$T" && timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" job.ini --set output.path=out/ref.tif) >"$T/ref.log" 2>&1 || bad "reference render" "mpirun failed" "$(cat "$T/ref.log")"
+for t in one-node-srun one-node-mpirun; do
+  (cd "$T" && timeout 300 sbatch --wait -o "$T/$t.out" --export=ALL,CKPT="$T/ck-$t" "$T/$t.sbatch" job.ini --set output.path="$T/out/$t.tif") >/dev/null 2>&1; r=$?
+  if [ $r -eq 0 ] && grep -q "2 ranks" "$T/$t.out"; then same "sbatch --wait $t.sbatch (2 tasks): the image of mpirun -np 2" out/$t.tif out/ref.tif
+  else bad "sbatch --wait $t.sbatch" "exit $r" "$(cat "$T/$t.out")"; fi
+done
+
+# the time limit: signalled, checkpointed, requeued, resumed
+sed 's/^iterations = 100$/iterations = 1400/' "$T/job.ini" >"$T/long.ini"
+(cd "$T" && timeout 600 mpirun --oversubscribe --bind-to none -np 2 "$NST" long.ini --set output.path=out/longref.tif) >"$T/longref.log" 2>&1 \
+  || bad "uninterrupted reference" "mpirun failed" "$(tail -n 5 "$T/longref.log")"
+# a 1-minute limit, USR1 40 s before it (Slurm checks limits periodically: 20 to 40 s into the run),
+# against a render of about 40 s
+J=$(cd "$T" && sbatch --parsable --time=1 --signal=B:USR1@40 -o "$T/limit.out" --export=ALL,CKPT="$T/ck-limit" "$T/one-node-srun.sbatch" long.ini \
+    --set output.path="$T/out/limit.tif" --set checkpoint.every=200)
+state="" restarts=0 waited=0
+for ((i = 0; i < 480; i++)); do
+  info=$(scontrol show job "$J" 2>/dev/null)
+  state=$(grep -o 'JobState=[A-Z_]*' <<<"$info" | cut -d= -f2) restarts=$(grep -o 'Restarts=[0-9]*' <<<"$info" | cut -d= -f2)
+  case "$state" in COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | "") break ;; esac
+  # a requeued job waits its begin time out (about 2 minutes): the test does not
+  if [ "$state" = PENDING ] && [ "${restarts:-0}" -gt $waited ]; then scontrol update JobId="$J" StartTime=now 2>/dev/null && waited=$restarts; fi
+  sleep 0.5
+done
+if [ "$state" = COMPLETED ] && [ "${restarts:-0}" -ge 1 ] && grep -q "got SIGUSR1: forwarding it" "$T/limit.out" && grep -q "requeueing job $J" "$T/limit.out" \
+  && grep -q "resumed: level 1 at iteration" "$T/limit.out"; then
+  ok "a 1-minute limit: USR1 from Slurm, checkpoint, requeue ($restarts), resume at iteration $(grep -o 'resumed: level 1 at iteration [0-9]*' "$T/limit.out" | tail -n 1 | awk '{print $NF}')"
+  same "... and the requeued job's image == the uninterrupted render" out/limit.tif out/longref.tif
+else bad "time limit and requeue" "state '$state', restarts '$restarts'" "$(grep -v '^ *[0-9]' "$T/limit.out" | tail -n 12)"; fi
+
+# a job array over a manifest: 2 elements, each a batch
+for i in 1 2 3 4; do echo "$ROOT/configs/demo/content.png $ROOT/configs/demo/style.png out/arr$i.tif optim.iterations=$((10 * i))"; done >"$T/jobs.txt"
+(cd "$T" && timeout 300 sbatch --wait --array=0-1 -o "$T/array-%a.out" "$T/array.sbatch" job.ini jobs.txt --set output.width=96 --set output.height=64) >/dev/null 2>&1; r=$?
+n=$(ls "$T"/out/arr*.tif 2>/dev/null | wc -l)
+if [ $r -eq 0 ] && [ "$n" = 4 ] && grep -q "2 jobs: 2 done" "$T/array-0.out" && grep -q "2 jobs: 2 done" "$T/array-1.out"; then
+  ok "array.sbatch --array=0-1: 2 elements of 2 jobs each, 4 images"
+else bad "array.sbatch" "exit $r, $n images" "$(tail -n 8 "$T"/array-*.out)"; fi
+
+echo "test_slurm: $pass passed, $fail failed, $skip skipped"
+[ $fail -eq 0 ]
