@@ -12,7 +12,7 @@ out=bench/results/checkpoint.md
   echo "# Checkpoint layout: per-rank files against one parallel HDF5 file"
   echo
   echo "\`make bench-ckpt\` ($(date -u +%Y-%m-%d), $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p' | head -n 1); $(df -T "$D" | awk 'NR == 2 { print $2 }') file system at ${CKPT_BENCH_DIR:-/tmp};"
-  echo "$(mpirun --version | head -n 1); HDF5 $(h5cc -showconfig 2>/dev/null | sed -n 's/.*HDF5 Version: *//p' | head -n 1))."
+  echo "$(mpirun --version | head -n 1); HDF5 $(pkg-config --modversion hdf5-openmpi 2>/dev/null || echo ?))."
   echo "Each rank writes three float arrays (pixels, Adam m and v) and reads them back; median of 5;"
   echo "writes include fsync and the rename. MB = megabytes over all ranks."
   echo
