@@ -53,7 +53,11 @@ if [ "$rc" -eq 75 ] || { [ -n "$forwarded" ] && [ "$rc" -ne 0 ] && [ -n "$runnin
     exit 75
   fi
   echo "slurm/launch.sh: $(date -Is) checkpointed in $ckpt (exit $rc): requeueing job $SLURM_JOB_ID" >&2
+  trap - USR1 TERM
   scontrol requeue "$SLURM_JOB_ID" || { echo "slurm/launch.sh: scontrol requeue failed: requeue by hand" >&2; exit 75; }
-  exit 0
+  # Slurm now ends this run (TERM) and queues the job again; do not race it with an exit status
+  sleep 120
+  echo "slurm/launch.sh: the requeue did not end this run: exiting 75" >&2
+  exit 75
 fi
 exit "$rc"

@@ -109,15 +109,20 @@ for ((i = 0; i < 480; i++)); do
   info=$(scontrol show job "$J" 2>/dev/null)
   state=$(grep -o 'JobState=[A-Z_]*' <<<"$info" | cut -d= -f2) restarts=$(grep -o 'Restarts=[0-9]*' <<<"$info" | cut -d= -f2)
   case "$state" in COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | "") break ;; esac
-  # a requeued job waits its begin time out (about 2 minutes): the test does not
-  if [ "$state" = PENDING ] && [ "${restarts:-0}" -gt $waited ]; then scontrol update JobId="$J" StartTime=now 2>/dev/null && waited=$restarts; fi
+  # a requeued job waits its begin time out (about 2 minutes, for the node to finish with its
+  # previous run): the test does not, but waits for the node to be idle again (a job started on a
+  # node still completing the previous run fails to launch)
+  if [ "$state" = PENDING ] && [ "${restarts:-0}" -gt $waited ] && [ "$(sinfo -h -o %t | head -n 1)" = idle ]; then
+    sleep 2
+    scontrol update JobId="$J" StartTime=now 2>/dev/null && waited=$restarts
+  fi
   sleep 0.5
 done
 if [ "$state" = COMPLETED ] && [ "${restarts:-0}" -ge 1 ] && grep -q "got SIGUSR1: forwarding it" "$T/limit.out" && grep -q "requeueing job $J" "$T/limit.out" \
   && grep -q "resumed: level 1 at iteration" "$T/limit.out"; then
   ok "a 1-minute limit: USR1 from Slurm, checkpoint, requeue ($restarts), resume at iteration $(grep -o 'resumed: level 1 at iteration [0-9]*' "$T/limit.out" | tail -n 1 | awk '{print $NF}')"
   same "... and the requeued job's image == the uninterrupted render" out/limit.tif out/longref.tif
-else bad "time limit and requeue" "state '$state', restarts '$restarts'" "$(grep -v '^ *[0-9]' "$T/limit.out" | tail -n 12)"; fi
+else bad "time limit and requeue" "state '$state', restarts '$restarts'" "$(grep -v '^ *[0-9]' "$T/limit.out" | tail -n 8; grep -E "JobId=$J |job $J|JobId=$J\b" "$T/slurm/log/slurmctld.log" | tail -n 12)"; fi
 
 # a job array over a manifest: 2 elements, each a batch
 for i in 1 2 3 4; do echo "$ROOT/configs/demo/content.png $ROOT/configs/demo/style.png out/arr$i.tif optim.iterations=$((10 * i))"; done >"$T/jobs.txt"
