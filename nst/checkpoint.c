@@ -391,22 +391,19 @@ nst_status nst_ckpt_write(nst_ckpt *c, int level, long long iteration, int tile_
         nst_ckpt_writer_abort(w);
     }
     s = nst_comm_agree(s);
-    if (s == NST_OK && rank == 0) {
-        long long old = c->gen;
-        int old_ranks = c->file_ranks;
-        c->gen = gen, c->file_ranks = size, c->level = level, c->iteration = iteration, c->tile_w = tile_w, c->tile_h = tile_h;
-        c->outputs[0] = 0;
-        s = nst_sync_dir(c->dir);
-        if (s == NST_OK) s = write_manifest(c, "running", NULL);
-        if (s != NST_OK) { /* the previous generation stays in force */
-            c->gen = old, c->file_ranks = old_ranks;
-        } else {
-            for (int r = 0; old > 0 && r < old_ranks; r++) {
-                rank_path(c, old, r, path, sizeof path);
-                unlink(path);
-            }
+    nst_ckpt *next = rank == 0 ? nst_alloc(sizeof *next, "the checkpoint manifest") : NULL;
+    if (s == NST_OK && rank == 0) s = next ? nst_sync_dir(c->dir) : NST_ENOMEM;
+    if (s == NST_OK && rank == 0) { /* the new generation's manifest; the old one stays in force until it is in place */
+        *next = *c;
+        next->gen = gen, next->file_ranks = size, next->level = level, next->iteration = iteration, next->tile_w = tile_w, next->tile_h = tile_h;
+        next->outputs[0] = 0;
+        s = write_manifest(next, "running", NULL);
+        for (int r = 0; s == NST_OK && c->gen > 0 && r < c->file_ranks; r++) {
+            rank_path(c, c->gen, r, path, sizeof path);
+            unlink(path);
         }
     }
+    nst_free(next);
     s = nst_comm_agree(s);
     if (s != NST_OK) { /* this generation never became the manifest's */
         rank_path(c, gen, rank, path, sizeof path);
@@ -414,6 +411,7 @@ nst_status nst_ckpt_write(nst_ckpt *c, int level, long long iteration, int tile_
         return nst_fail_context(s, "checkpoint to %s", c->dir);
     }
     c->gen = gen, c->file_ranks = size, c->level = level, c->iteration = iteration, c->tile_w = tile_w, c->tile_h = tile_h;
+    c->outputs[0] = 0;
     c->last = nst_now();
     c->written++;
     nst_info("checkpoint: level %d, iteration %lld -> %s (generation %lld, %d file%s, %.2f s)\n", level + 1, iteration, c->dir, gen, size,
@@ -473,26 +471,32 @@ nst_status nst_ckpt_finish(nst_ckpt *c, const char *outputs)
     return NST_OK;
 }
 
-/* ---- buffers ------------------------------------------------------------------------------------- */
+/* ---- state records, both directions ---------------------------------------------------------------- */
 
-nst_status nst_ckpt_put_buffer(nst_ckpt_writer *w, nst_backend *be, const char *name, const void *buf, size_t bytes)
+nst_status nst_ckpt_io_host(const nst_ckpt_io *io, const char *name, void *data, size_t bytes)
 {
+    return io->w ? nst_ckpt_put(io->w, name, data, bytes) : nst_ckpt_get(io->r, name, data, bytes);
+}
+
+nst_status nst_ckpt_io_buffer(const nst_ckpt_io *io, const char *name, void *buf, size_t bytes)
+{
+    nst_backend *be = io->be;
+    if (io->r) {
+        size_t n;
+        const void *p = nst_ckpt_find(io->r, name, &n);
+        if (!p) return NST_EINPUT;
+        if (n != bytes) return nst_ckpt_get(io->r, name, NULL, bytes); /* its size error */
+        return be->ops->upload(be, buf, (const float *)p, bytes / sizeof(float), NST_F32);
+    }
     float *host = nst_alloc_array(bytes / sizeof(float) + 1, sizeof(float), "checkpoint staging");
     if (!host) return NST_ENOMEM;
     nst_status s = be->ops->download(be, host, buf, bytes / sizeof(float), NST_F32);
-    if (s == NST_OK) s = nst_ckpt_put(w, name, host, bytes);
+    if (s == NST_OK) s = nst_ckpt_put(io->w, name, host, bytes);
     nst_free(host);
     return s;
 }
 
-nst_status nst_ckpt_get_buffer(const nst_ckpt_reader *r, nst_backend *be, const char *name, void *buf, size_t bytes)
-{
-    size_t n;
-    const void *p = nst_ckpt_find(r, name, &n);
-    if (!p) return NST_EINPUT;
-    if (n != bytes) return nst_ckpt_get(r, name, NULL, bytes); /* the size error */
-    return be->ops->upload(be, buf, (const float *)p, bytes / sizeof(float), NST_F32);
-}
+/* ---- done records ---------------------------------------------------------------------------------- */
 
 int nst_ckpt_is_done(const nst_config *cfg, const char *dir, char *outputs, size_t cap)
 {

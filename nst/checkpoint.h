@@ -89,8 +89,16 @@ nst_status nst_ckpt_finish(nst_ckpt *c, const char *outputs);
  * still there (their names to outputs). Such a job is not rendered again. */
 int nst_ckpt_is_done(const nst_config *cfg, const char *dir, char *outputs, size_t cap);
 
-/* Backend buffers to and from records (staged through host memory). */
-nst_status nst_ckpt_put_buffer(nst_ckpt_writer *w, nst_backend *be, const char *name, const void *buf, size_t bytes);
-nst_status nst_ckpt_get_buffer(const nst_ckpt_reader *r, nst_backend *be, const char *name, void *buf, size_t bytes);
+/* A rank file being written (w) or read (r): one function per module lists its state records and
+ * serves both directions, so saving and restoring cannot drift apart. */
+typedef struct nst_ckpt_io {
+    nst_ckpt_writer *w;
+    const nst_ckpt_reader *r;
+    nst_backend *be;
+} nst_ckpt_io;
+/* Host bytes to the record, or the record (exactly `bytes` of it) back to them. */
+nst_status nst_ckpt_io_host(const nst_ckpt_io *io, const char *name, void *data, size_t bytes);
+/* The same for a backend buffer (staged through host memory). */
+nst_status nst_ckpt_io_buffer(const nst_ckpt_io *io, const char *name, void *buf, size_t bytes);
 
 #endif

@@ -157,49 +157,29 @@ typedef struct {
     double gamma;
 } lbfgs_header;
 
-nst_status nst_lbfgs_save(const nst_lbfgs *L, nst_ckpt_writer *w)
+nst_status nst_lbfgs_state(nst_lbfgs *L, const nst_ckpt_io *io)
 {
     lbfgs_header h = {L->m, L->k, L->newest, L->nlocal, L->resets, 0, L->iter, L->gamma};
     char name[64];
-    NST_TRY(nst_ckpt_put(w, "lbfgs", &h, sizeof h));
-    NST_TRY(nst_ckpt_put(w, "lbfgs.rho", L->rho, sizeof(double) * (size_t)L->m));
+    NST_TRY(nst_ckpt_io_host(io, "lbfgs", &h, sizeof h));
+    if (io->r) {
+        if (h.m != L->m || h.nlocal != L->nlocal || h.k < 0 || h.k > L->m || h.newest < 0 || h.newest >= (L->m > 0 ? L->m : 1))
+            return nst_fail(NST_EINPUT, "checkpoint: L-BFGS history of %d pairs over %d tiles; this run keeps %d over %d (optim.lbfgs_history changed?)",
+                            h.m, h.nlocal, L->m, L->nlocal);
+        L->k = h.k, L->newest = h.newest, L->resets = h.resets, L->iter = h.iter, L->gamma = h.gamma;
+    }
+    NST_TRY(nst_ckpt_io_host(io, "lbfgs.rho", L->rho, sizeof(double) * (size_t)L->m));
     for (int i = 0; i < L->nlocal; i++) {
         size_t bytes = L->n[i] * sizeof(float);
         snprintf(name, sizeof name, "lbfgs.d/%d", i);
-        NST_TRY(nst_ckpt_put_buffer(w, L->be, name, L->d[i], bytes));
+        NST_TRY(nst_ckpt_io_buffer(io, name, L->d[i], bytes));
         snprintf(name, sizeof name, "lbfgs.gprev/%d", i);
-        NST_TRY(nst_ckpt_put_buffer(w, L->be, name, L->gprev[i], bytes));
+        NST_TRY(nst_ckpt_io_buffer(io, name, L->gprev[i], bytes));
         for (int j = 0; j < L->m; j++) { /* every slot: the ring's pairs sit around `newest` */
             snprintf(name, sizeof name, "lbfgs.s/%d/%d", j, i);
-            NST_TRY(nst_ckpt_put_buffer(w, L->be, name, L->s[j * L->nlocal + i], bytes));
+            NST_TRY(nst_ckpt_io_buffer(io, name, L->s[j * L->nlocal + i], bytes));
             snprintf(name, sizeof name, "lbfgs.y/%d/%d", j, i);
-            NST_TRY(nst_ckpt_put_buffer(w, L->be, name, L->y[j * L->nlocal + i], bytes));
-        }
-    }
-    return NST_OK;
-}
-
-nst_status nst_lbfgs_load(nst_lbfgs *L, const nst_ckpt_reader *r)
-{
-    lbfgs_header h;
-    char name[64];
-    NST_TRY(nst_ckpt_get(r, "lbfgs", &h, sizeof h));
-    if (h.m != L->m || h.nlocal != L->nlocal || h.k < 0 || h.k > L->m || h.newest < 0 || h.newest >= (L->m > 0 ? L->m : 1))
-        return nst_fail(NST_EINPUT, "checkpoint: L-BFGS history of %d pairs over %d tiles; this run keeps %d over %d (optim.lbfgs_history changed?)",
-                        h.m, h.nlocal, L->m, L->nlocal);
-    L->k = h.k, L->newest = h.newest, L->resets = h.resets, L->iter = h.iter, L->gamma = h.gamma;
-    NST_TRY(nst_ckpt_get(r, "lbfgs.rho", L->rho, sizeof(double) * (size_t)L->m));
-    for (int i = 0; i < L->nlocal; i++) {
-        size_t bytes = L->n[i] * sizeof(float);
-        snprintf(name, sizeof name, "lbfgs.d/%d", i);
-        NST_TRY(nst_ckpt_get_buffer(r, L->be, name, L->d[i], bytes));
-        snprintf(name, sizeof name, "lbfgs.gprev/%d", i);
-        NST_TRY(nst_ckpt_get_buffer(r, L->be, name, L->gprev[i], bytes));
-        for (int j = 0; j < L->m; j++) {
-            snprintf(name, sizeof name, "lbfgs.s/%d/%d", j, i);
-            NST_TRY(nst_ckpt_get_buffer(r, L->be, name, L->s[j * L->nlocal + i], bytes));
-            snprintf(name, sizeof name, "lbfgs.y/%d/%d", j, i);
-            NST_TRY(nst_ckpt_get_buffer(r, L->be, name, L->y[j * L->nlocal + i], bytes));
+            NST_TRY(nst_ckpt_io_buffer(io, name, L->y[j * L->nlocal + i], bytes));
         }
     }
     return NST_OK;

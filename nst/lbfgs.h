@@ -17,7 +17,6 @@
 #define NST_LBFGS_H
 
 #include "../kernels/backend.h"
-#include "../io/ckpt_file.h"
 #include "objective.h"
 
 typedef struct {
@@ -46,9 +45,9 @@ nst_status nst_lbfgs_init(nst_lbfgs *L, nst_backend *be, nst_collectives coll, i
 nst_status nst_lbfgs_step(nst_lbfgs *L, float *const *x, float *const *g);
 void nst_lbfgs_free(nst_lbfgs *L);
 
-/* The whole state (history ring, direction, previous gradient, scalars) to a checkpoint file,
- * and back into an L initialised with the same tiles and history size. */
-nst_status nst_lbfgs_save(const nst_lbfgs *L, nst_ckpt_writer *w);
-nst_status nst_lbfgs_load(nst_lbfgs *L, const nst_ckpt_reader *r);
+/* The whole state (history ring, direction, previous gradient, scalars) to a checkpoint file, or
+ * back into an L initialised with the same tiles and history size (io's direction). */
+struct nst_ckpt_io;
+nst_status nst_lbfgs_state(nst_lbfgs *L, const struct nst_ckpt_io *io);
 
 #endif

@@ -416,41 +416,21 @@ nst_status nst_objective_eval(nst_objective *o, nst_tile *tiles, int ntiles, int
 
 /* ---- checkpoint --------------------------------------------------------------------------------- */
 
-nst_status nst_objective_save(const nst_objective *o, nst_ckpt_writer *w)
+nst_status nst_objective_state(nst_objective *o, const nst_ckpt_io *io)
 {
     if (o->strategy != NST_GRAM_LAGGED) return NST_OK; /* the exact strategies keep nothing between iterations */
-    nst_backend *be = o->net->be;
     int32_t flags[2] = {o->have_prev, o->have_D};
     char name[64];
-    NST_TRY(nst_ckpt_put(w, "lagged", flags, sizeof flags));
-    for (int k = 0; k < o->spec->nstyle; k++) {
-        size_t cc = (size_t)o->C[k] * o->C[k];
-        snprintf(name, sizeof name, "lagged.G/%d", k);
-        NST_TRY(nst_ckpt_put_buffer(w, be, name, o->G[k], cc * sizeof(double)));
-        snprintf(name, sizeof name, "lagged.Gprev/%d", k);
-        NST_TRY(nst_ckpt_put_buffer(w, be, name, o->Gprev[k], cc * sizeof(double)));
-        snprintf(name, sizeof name, "lagged.D/%d", k);
-        NST_TRY(nst_ckpt_put_buffer(w, be, name, o->D[k], cc * sizeof(float)));
-    }
-    return NST_OK;
-}
-
-nst_status nst_objective_load(nst_objective *o, const nst_ckpt_reader *r)
-{
-    if (o->strategy != NST_GRAM_LAGGED) return NST_OK;
-    nst_backend *be = o->net->be;
-    int32_t flags[2];
-    char name[64];
-    NST_TRY(nst_ckpt_get(r, "lagged", flags, sizeof flags));
+    NST_TRY(nst_ckpt_io_host(io, "lagged", flags, sizeof flags));
     o->have_prev = flags[0], o->have_D = flags[1];
     for (int k = 0; k < o->spec->nstyle; k++) {
         size_t cc = (size_t)o->C[k] * o->C[k];
         snprintf(name, sizeof name, "lagged.G/%d", k);
-        NST_TRY(nst_ckpt_get_buffer(r, be, name, o->G[k], cc * sizeof(double)));
+        NST_TRY(nst_ckpt_io_buffer(io, name, o->G[k], cc * sizeof(double)));
         snprintf(name, sizeof name, "lagged.Gprev/%d", k);
-        NST_TRY(nst_ckpt_get_buffer(r, be, name, o->Gprev[k], cc * sizeof(double)));
+        NST_TRY(nst_ckpt_io_buffer(io, name, o->Gprev[k], cc * sizeof(double)));
         snprintf(name, sizeof name, "lagged.D/%d", k);
-        NST_TRY(nst_ckpt_get_buffer(r, be, name, o->D[k], cc * sizeof(float)));
+        NST_TRY(nst_ckpt_io_buffer(io, name, o->D[k], cc * sizeof(float)));
     }
     return NST_OK;
 }

@@ -28,7 +28,6 @@
 
 #include "../io/weights.h"
 #include "../tiler/rect.h"
-#include "../io/ckpt_file.h"
 #include "net.h"
 #include "spec.h"
 #include "timers.h"
@@ -122,8 +121,8 @@ nst_status nst_objective_eval(nst_objective *o, nst_tile *tiles, int ntiles, int
                               nst_loss_terms *terms);
 
 /* The state the lagged Gram keeps between iterations (the sums, the previous sums, D), to a
- * checkpoint file and back; nothing for the exact strategies. */
-nst_status nst_objective_save(const nst_objective *o, nst_ckpt_writer *w);
-nst_status nst_objective_load(nst_objective *o, const nst_ckpt_reader *r);
+ * checkpoint file or back from one (io's direction); nothing for the exact strategies. */
+struct nst_ckpt_io;
+nst_status nst_objective_state(nst_objective *o, const struct nst_ckpt_io *io);
 
 #endif

@@ -174,39 +174,38 @@ typedef struct {
     char gpu_name[96];
 } reduced;
 
-/* The ranks' interval: phase seconds per iteration, memory, GPU. Collective. */
+/* The ranks' interval: phase seconds per iteration, memory, GPU, in one reduction. Collective. */
 static nst_status reduce(nst_progress *p, long long it, const nst_timers *tm, size_t bytes_in_use, reduced *r)
 {
+    enum { PH = 0, MEM = PH + NST_T_COUNT, GMIN = MEM + 2, GMAX = GMIN + G_N, GSUM = GMAX + G_N, N = GSUM + G_N };
+    double in[N], mn[N], mx[N], sum[N];
     memset(r, 0, sizeof *r);
     r->ranks = nst_comm_size();
     long long n = it - p->mark_it;
-    double ph[NST_T_COUNT];
-    for (int k = 0; k < NST_T_COUNT; k++) ph[k] = n > 0 ? (tm->t[k] - p->mark_tm.t[k]) / (double)n : 0;
+    for (int k = 0; k < NST_T_COUNT; k++) in[PH + k] = n > 0 ? (tm->t[k] - p->mark_tm.t[k]) / (double)n : 0;
     r->have_phases = n > 0;
-    NST_TRY(nst_comm_stats(ph, r->tmin, r->tmax, r->tsum, NST_T_COUNT));
-    double mem[2] = {(double)bytes_in_use, (double)nst_peak_rss()};
-    NST_TRY(nst_comm_stats(mem, r->mmin, r->mmax, r->msum, 2));
-    if (!p->gpu_wanted) return NST_OK;
-    double g[G_N], gmin_in[G_N], gmax_in[G_N];
+    in[MEM] = (double)bytes_in_use, in[MEM + 1] = (double)nst_peak_rss();
     nst_gpu_sample smp;
     memset(&smp, 0, sizeof smp);
     if (p->gpu) nst_gpu_monitor_take(p->gpu, &smp);
-    int has = smp.samples > 0;
+    const int has = smp.samples > 0;
+    double g[G_N];
     g[G_HAS] = has;
     g[G_UTIL_MEAN] = smp.util_mean, g[G_UTIL_MIN] = smp.util_min;
     g[G_MEM] = smp.mem_used, g[G_MEM_FRAC] = smp.mem_total > 0 ? smp.mem_used / smp.mem_total : 0;
     g[G_TEMP] = smp.temp_max, g[G_POWER] = smp.power_w, g[G_POWER_MAX] = smp.power_max_w;
     g[G_POWER_FRAC] = smp.power_limit_w > 0 ? smp.power_max_w / smp.power_limit_w : 0;
     g[G_SM] = smp.sm_clock_mhz, g[G_MEMCLK] = smp.mem_clock_mhz;
-    for (int k = 0; k < G_N; k++) { /* ranks without samples are neutral in min and max */
-        gmin_in[k] = has ? g[k] : 1e300;
-        gmax_in[k] = has ? g[k] : -1e300;
+    for (int k = 0; k < G_N; k++) { /* ranks without samples are neutral in min, max and sum */
+        in[GMIN + k] = has ? g[k] : 1e300;
+        in[GMAX + k] = has ? g[k] : -1e300;
+        in[GSUM + k] = has ? g[k] : 0;
     }
-    double dummy[G_N];
-    NST_TRY(nst_comm_stats(gmin_in, r->gmin, dummy, dummy, G_N));
-    NST_TRY(nst_comm_stats(gmax_in, dummy, r->gmax, dummy, G_N));
-    for (int k = 0; k < G_N; k++) g[k] = has ? g[k] : 0;
-    NST_TRY(nst_comm_stats(g, dummy, dummy, r->gsum, G_N));
+    NST_TRY(nst_comm_stats(in, mn, mx, sum, p->gpu_wanted ? (size_t)N : (size_t)GMIN));
+    memcpy(r->tmin, mn + PH, sizeof r->tmin), memcpy(r->tmax, mx + PH, sizeof r->tmax), memcpy(r->tsum, sum + PH, sizeof r->tsum);
+    memcpy(r->mmin, mn + MEM, sizeof r->mmin), memcpy(r->mmax, mx + MEM, sizeof r->mmax), memcpy(r->msum, sum + MEM, sizeof r->msum);
+    if (!p->gpu_wanted) return NST_OK;
+    memcpy(r->gmin, mn + GMIN, sizeof r->gmin), memcpy(r->gmax, mx + GMAX, sizeof r->gmax), memcpy(r->gsum, sum + GSUM, sizeof r->gsum);
     r->gpus = (int)r->gsum[G_HAS];
     snprintf(r->gpu_name, sizeof r->gpu_name, "%s", smp.name);
     return NST_OK;
@@ -334,9 +333,9 @@ nst_status nst_progress_iter(nst_progress *p, long long it, const nst_loss_terms
     double left = p->work_total - p->work_before - (double)it * px;
     double eta = rate_level > 0 ? left / rate_level : -1;
     char etas[32];
-    fmt_eta(eta, etas, sizeof etas);
     if (!row) { /* the live line, at most 5 times a second */
         if (p->live && !p->quiet && nst_log_is_root() && now - p->last_live >= 0.2) {
+            fmt_eta(eta, etas, sizeof etas);
             printf("\r\033[K%s%slevel %d/%d  iteration %lld/%lld  loss %.4e (content %.3e style %.3e tv %.3e)  %.3f MPit/s  ETA %s", p->job,
                    p->job[0] ? ": " : "", k + 1, p->nlevels, it, p->iters[k], t->total, t->content, t->style, t->tv, rate_level / 1e6, etas);
             fflush(stdout);
@@ -357,6 +356,7 @@ nst_status nst_progress_iter(nst_progress *p, long long it, const nst_loss_terms
         p->live_shown = 0;
     }
     char spi[32] = "-", mps[32] = "-";
+    fmt_eta(eta, etas, sizeof etas);
     if (n > 0) snprintf(spi, sizeof spi, "%.3f", dt / n), snprintf(mps, sizeof mps, "%.3f", rate);
     nst_info("%10lld %12.5e %12.5e %12.5e %12.5e %9s %9s %9s\n", it, t->total, t->content, t->style, t->tv, spi, mps, final ? "-" : etas);
     if (p->metrics) {

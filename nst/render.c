@@ -433,7 +433,7 @@ typedef struct {
     nst_lbfgs *lb;
     nst_objective *obj;
     long long t_start;
-    const nst_loss_terms *first;
+    nst_loss_terms *first;
 } render_state;
 
 typedef struct {
@@ -441,63 +441,56 @@ typedef struct {
     int32_t nlocal, cheap, lbfgs, pad;
 } state_header;
 
-/* This rank's part of a checkpoint: its tiles' optimised pixels and optimiser state. */
-static nst_status save_state(void *p, nst_ckpt_writer *w)
+/* This rank's part of a checkpoint, to its file or back (io's direction): its tiles' optimised
+ * pixels and optimiser state, the lagged Gram. */
+static nst_status tiles_state(render_state *rs, const nst_ckpt_io *io)
 {
-    const render_state *rs = p;
     const nst_layout *L = rs->ctx->layout;
-    nst_backend *be = rs->ctx->be;
     state_header h = {rs->t_start, L->nlocal, L->cheap, L->lbfgs, 0};
     char name[64];
-    NST_TRY(nst_ckpt_put(w, "render", &h, sizeof h));
-    NST_TRY(nst_ckpt_put(w, "tiles", L->local, sizeof(int) * (size_t)L->nlocal));
-    NST_TRY(nst_ckpt_put(w, "first", rs->first, sizeof *rs->first));
+    NST_TRY(nst_ckpt_io_host(io, "render", &h, sizeof h));
+    if (io->r && (h.nlocal != L->nlocal || h.cheap != L->cheap || h.lbfgs != L->lbfgs))
+        return nst_fail(NST_EINPUT, "checkpoint: rank %d held %d tiles (%s mode, %s); this run plans %d (%s, %s): a different tiling", nst_comm_rank(),
+                        h.nlocal, h.cheap ? "cheap" : "exact", h.lbfgs ? "L-BFGS" : "Adam", L->nlocal, L->cheap ? "cheap" : "exact",
+                        L->lbfgs ? "L-BFGS" : "Adam");
+    rs->t_start = h.t_start;
+    int *tiles = nst_alloc_array((size_t)L->nlocal + 1, sizeof(int), "checkpoint tiles");
+    if (!tiles) return NST_ENOMEM;
+    memcpy(tiles, L->local, sizeof(int) * (size_t)L->nlocal);
+    nst_status s = nst_ckpt_io_host(io, "tiles", tiles, sizeof(int) * (size_t)L->nlocal);
+    if (s == NST_OK && memcmp(tiles, L->local, sizeof(int) * (size_t)L->nlocal) != 0)
+        s = nst_fail(NST_EINPUT, "checkpoint: rank %d held other tiles than this run assigns it: a different tiling", nst_comm_rank());
+    nst_free(tiles);
+    NST_TRY(s);
+    NST_TRY(nst_ckpt_io_host(io, "first", rs->first, sizeof *rs->first));
     for (int i = 0; i < L->nlocal; i++) {
         size_t bytes = nst_tensor_elems(&rs->ts[i].x) * sizeof(float);
         snprintf(name, sizeof name, "x/%d", i);
-        NST_TRY(nst_ckpt_put_buffer(w, be, name, rs->ts[i].x.data, bytes));
+        NST_TRY(nst_ckpt_io_buffer(io, name, rs->ts[i].x.data, bytes));
         if (L->lbfgs) continue;
         snprintf(name, sizeof name, "m/%d", i);
-        NST_TRY(nst_ckpt_put_buffer(w, be, name, rs->ts[i].m.data, bytes));
+        NST_TRY(nst_ckpt_io_buffer(io, name, rs->ts[i].m.data, bytes));
         snprintf(name, sizeof name, "v/%d", i);
-        NST_TRY(nst_ckpt_put_buffer(w, be, name, rs->ts[i].v.data, bytes));
+        NST_TRY(nst_ckpt_io_buffer(io, name, rs->ts[i].v.data, bytes));
     }
-    if (L->lbfgs) NST_TRY(nst_lbfgs_save(rs->lb, w));
-    return nst_objective_save(rs->obj, w);
+    if (L->lbfgs) NST_TRY(nst_lbfgs_state(rs->lb, io));
+    return nst_objective_state(rs->obj, io);
 }
 
-/* The same, back from this rank's file of the checkpoint being resumed. */
-static nst_status load_state(render_state *rs, long long *t_start, nst_loss_terms *first)
+static nst_status save_state(void *p, nst_ckpt_writer *w)
 {
-    const nst_layout *L = rs->ctx->layout;
-    nst_backend *be = rs->ctx->be;
+    render_state *rs = p;
+    nst_ckpt_io io = {w, NULL, rs->ctx->be};
+    return tiles_state(rs, &io);
+}
+
+/* The state back from this rank's file of the checkpoint being resumed. */
+static nst_status load_state(render_state *rs)
+{
     nst_ckpt_reader *r = NULL;
-    state_header h;
-    char name[64];
     NST_TRY(nst_ckpt_open_rank(rs->ctx->ckpt, &r));
-    nst_status s = nst_ckpt_get(r, "render", &h, sizeof h);
-    if (s == NST_OK && (h.nlocal != L->nlocal || h.cheap != L->cheap || h.lbfgs != L->lbfgs))
-        s = nst_fail(NST_EINPUT, "checkpoint: rank %d held %d tiles (%s mode, %s); this run plans %d (%s, %s): a different tiling", nst_comm_rank(),
-                     h.nlocal, h.cheap ? "cheap" : "exact", h.lbfgs ? "L-BFGS" : "Adam", L->nlocal, L->cheap ? "cheap" : "exact",
-                     L->lbfgs ? "L-BFGS" : "Adam");
-    size_t n;
-    const int *tiles = s == NST_OK ? nst_ckpt_find(r, "tiles", &n) : NULL;
-    if (s == NST_OK && (!tiles || n != sizeof(int) * (size_t)L->nlocal || memcmp(tiles, L->local, n) != 0))
-        s = tiles ? nst_fail(NST_EINPUT, "checkpoint: rank %d held other tiles than this run assigns it: a different tiling", nst_comm_rank()) : NST_EINPUT;
-    if (s == NST_OK) s = nst_ckpt_get(r, "first", first, sizeof *first);
-    for (int i = 0; s == NST_OK && i < L->nlocal; i++) {
-        size_t bytes = nst_tensor_elems(&rs->ts[i].x) * sizeof(float);
-        snprintf(name, sizeof name, "x/%d", i);
-        s = nst_ckpt_get_buffer(r, be, name, rs->ts[i].x.data, bytes);
-        if (s != NST_OK || L->lbfgs) continue;
-        snprintf(name, sizeof name, "m/%d", i);
-        s = nst_ckpt_get_buffer(r, be, name, rs->ts[i].m.data, bytes);
-        snprintf(name, sizeof name, "v/%d", i);
-        if (s == NST_OK) s = nst_ckpt_get_buffer(r, be, name, rs->ts[i].v.data, bytes);
-    }
-    if (s == NST_OK && L->lbfgs) s = nst_lbfgs_load(rs->lb, r);
-    if (s == NST_OK) s = nst_objective_load(rs->obj, r);
-    if (s == NST_OK) *t_start = h.t_start;
+    nst_ckpt_io io = {NULL, r, rs->ctx->be};
+    nst_status s = tiles_state(rs, &io);
     nst_ckpt_reader_close(r);
     return s;
 }
@@ -594,7 +587,8 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
     long long t_start = ctx->state_in ? ctx->state_in->t : 0, it0 = 0;
     render_state rs = {ctx, ts, &lb, &obj, 0, &st->first};
     if (s == NST_OK && ctx->ckpt && ctx->ckpt->resume && ctx->ckpt->level == ctx->level) {
-        s = agree(ctx, load_state(&rs, &t_start, &st->first));
+        s = agree(ctx, load_state(&rs));
+        t_start = rs.t_start;
         it0 = ctx->ckpt->iteration;
         if (s == NST_OK) nst_info("resumed: level %d at iteration %lld of %lld from %s\n", ctx->level + 1, it0, iters, ctx->ckpt->dir);
         st->resumed_at = it0;
