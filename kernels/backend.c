@@ -20,33 +20,67 @@ int nst_default_threads(int ranks_on_node)
     return t < 1 ? 1 : t;
 }
 
-nst_status nst_backend_open(const char *device, int threads, nst_backend **out)
+static const char *const prec_names[] = {"auto", "fp32", "tf32", "bf16", "fp16"};
+
+const char *nst_precision_name(nst_precision p) { return (unsigned)p < 5 ? prec_names[p] : "?"; }
+
+int nst_precision_parse(const char *s)
+{
+    for (int i = 0; i < 5; i++)
+        if (strcmp(s, prec_names[i]) == 0) return i;
+    return -1;
+}
+
+nst_status nst_backend_open_with(const nst_backend_options *o, nst_backend **out)
 {
     char why[256] = "", gpu[160] = "";
-    int ngpu = nst_cuda_probe(why, sizeof why);
-    if (ngpu > 0) nst_cuda_describe(0, gpu, sizeof gpu);
-    if (strcmp(device, "cuda") == 0) {
-        if (ngpu == 0) return nst_fail(NST_EINPUT, "run.device = cuda: %s; valid here: auto, cpu", why);
-        if (!nst_cuda_has_ops())
-            return nst_fail(NST_EINPUT,
-                            "run.device = cuda: found %s, but this version has no CUDA backend ops yet; valid: auto, cpu",
-                            gpu);
-    }
+    const char *device = o->device;
+    *out = NULL;
     if (strcmp(device, "cpu") != 0 && strcmp(device, "cuda") != 0 && strcmp(device, "auto") != 0)
         return nst_fail(NST_EINPUT, "run.device = '%s': expected one of auto, cpu, cuda", device);
-    NST_TRY(nst_cpu_backend_open(threads, out));
+    int ngpu = strcmp(device, "cpu") == 0 ? 0 : nst_cuda_probe(why, sizeof why);
+    if (strcmp(device, "cuda") == 0) {
+        if (ngpu == 0) return nst_fail(NST_EINPUT, "run.device = cuda: %s; valid here: auto, cpu", why);
+        if (!nst_cuda_has_ops()) return nst_fail(NST_EINPUT, "run.device = cuda: this build has no CUDA backend (rebuild where nvcc, cuDNN and cuBLAS exist); valid: auto, cpu");
+        if (o->gpu < 0 || o->gpu >= ngpu) return nst_fail(NST_ERUNTIME, "GPU %d chosen, but %d visible", o->gpu, ngpu);
+    }
+    if (ngpu > 0 && nst_cuda_has_ops()) {
+        nst_cuda_describe(o->gpu, gpu, sizeof gpu);
+        NST_TRY(nst_cuda_backend_open(o, out));
+        if (strcmp(device, "auto") == 0) snprintf((*out)->choice, sizeof (*out)->choice, "auto: %s", gpu);
+        return NST_OK;
+    }
+    NST_TRY(nst_cpu_backend_open(o->threads, out));
+    (*out)->precision = NST_PREC_FP32;
     if (strcmp(device, "auto") == 0) {
-        if (ngpu == 0)
-            snprintf((*out)->choice, sizeof (*out)->choice, "auto: %s", why);
-        else
-            snprintf((*out)->choice, sizeof (*out)->choice, "auto: %s found, but this version has no CUDA ops yet", gpu);
+        if (ngpu == 0) snprintf((*out)->choice, sizeof (*out)->choice, "auto: %.200s", why);
+        else snprintf((*out)->choice, sizeof (*out)->choice, "auto: %d GPU%s, but this build has no CUDA ops", ngpu, ngpu == 1 ? "" : "s");
     }
     return NST_OK;
+}
+
+nst_status nst_backend_open(const char *device, int threads, nst_backend **out)
+{
+    nst_backend_options o = {device, threads, NST_PREC_AUTO, 0, 1, 0};
+    return nst_backend_open_with(&o, out);
 }
 
 void nst_backend_close(nst_backend *be)
 {
     if (be && be->destroy) be->destroy(be);
+}
+
+nst_status nst_tensor_check(const nst_tensor *t, const char *op)
+{
+    if (!t->data || t->h < 0 || t->w < 0 || t->c < 1) return nst_fail(NST_ERUNTIME, "%s: invalid tensor", op);
+    return NST_OK;
+}
+
+nst_status nst_tensor_check_region(const nst_tensor *t, nst_rect r, const char *op)
+{
+    if (!nst_rect_contains(nst_tensor_rect(t), r))
+        return nst_fail(NST_ERUNTIME, "%s: region %dx%d+%d+%d outside the %dx%d tensor", op, r.w, r.h, r.x, r.y, t->w, t->h);
+    return NST_OK;
 }
 
 nst_status nst_tensor_alloc(nst_backend *be, int h, int w, int c, nst_dtype dt, nst_tensor *t)

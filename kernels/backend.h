@@ -1,6 +1,6 @@
 /* kernels/backend.h: the compute backend interface. Every op the style transfer needs, behind one
  * table of function pointers, implemented by kernels/cpu/ (reference C + oneDNN, always built)
- * and, with a later issue, kernels/cuda/ (cuDNN, cuBLAS, own kernels).
+ * and kernels/cuda/ (cuDNN, cuBLAS, own CUDA kernels; built where nvcc exists).
  *
  * Data layout. An activation tensor is one tile's h x w positions x c channels, NHWC (channels
  * fastest), batch 1, in the backend's memory, stored in the backend's activation dtype
@@ -25,6 +25,14 @@
 #include "../util/status.h"
 
 typedef enum { NST_F32 = 0, NST_BF16, NST_F16 } nst_dtype;
+
+/* run.precision: activation storage and convolution math. fp32 and tf32 store fp32 (tf32: tensor
+ * cores round the products' inputs to 10-bit mantissas); bf16 and fp16 store 16 bits; all
+ * accumulate in fp32. auto: bf16 on a GPU, fp32 on the CPU (which computes in fp32 only). */
+typedef enum { NST_PREC_AUTO = 0, NST_PREC_FP32, NST_PREC_TF32, NST_PREC_BF16, NST_PREC_FP16 } nst_precision;
+/* "auto", "fp32", ... and back (-1 for an unknown name) */
+const char *nst_precision_name(nst_precision p);
+int nst_precision_parse(const char *s);
 
 typedef struct {
     int h, w, c;
@@ -114,6 +122,13 @@ typedef struct {
     nst_status (*dot)(nst_backend *, const float *a, const float *b, size_t n, double *out);
     /* y = a * x + b * y on n fp32 values (x may be y): the L-BFGS vector updates */
     nst_status (*axpby)(nst_backend *, float *y, const float *x, size_t n, float a, float b);
+
+    /* raw bytes between the host and a backend buffer (the host-staged Gram allreduce) */
+    nst_status (*read)(nst_backend *, void *host, const void *src, size_t bytes);
+    nst_status (*write)(nst_backend *, void *dst, const void *host, size_t bytes);
+    /* named ranges around phases, for profilers (NVTX on CUDA; nothing on the CPU) */
+    void (*range_push)(nst_backend *, const char *name);
+    void (*range_pop)(nst_backend *);
 } nst_backend_ops;
 
 struct nst_backend {
@@ -127,6 +142,14 @@ struct nst_backend {
     int cores_allowed;      /* cores in this process's affinity mask (mpirun may bind ranks) */
     int cores_online;
     size_t bytes_in_use, bytes_peak; /* backend buffers (the memory model is checked against this) */
+    size_t capacity;        /* bytes this backend can hand out (the CUDA arena); 0: host memory, no fixed limit */
+    size_t reserve;         /* of capacity, kept for the backend's own scratch (workspaces, packing) */
+    nst_precision precision;
+    /* GPU backends: the device, its PCI bus id (ranks compare them to find shared GPUs), and the
+     * stream the ops run on (the Gram allreduce is queued on it). */
+    int gpu_index;
+    char gpu_bus_id[32];
+    void *gpu_stream;
     void (*destroy)(nst_backend *);
 };
 
@@ -134,11 +157,25 @@ struct nst_backend {
  * ranks), at most the cores its affinity mask allows, at least 1. */
 int nst_default_threads(int ranks_on_node);
 
-/* Open a backend: device "auto" (CUDA where a usable GPU and the CUDA ops exist, else the CPU),
- * "cpu" or "cuda". threads: CPU threads, 0 = all this process may use. A notice says which
- * backend auto chose and why. */
+/* How to open a backend. */
+typedef struct {
+    const char *device;      /* "auto" (CUDA where a usable GPU exists, else the CPU), "cpu", "cuda" */
+    int threads;             /* CPU threads, 0 = all this process may use */
+    nst_precision precision;
+    int gpu;                 /* device index (the binding's choice, mpi/gpu_bind.h) */
+    int gpu_sharers;         /* ranks that use this GPU (they split its memory) */
+    double memory_gb;        /* run.memory_gb: a cap on the arena; 0 = the rank's share of free memory */
+} nst_backend_options;
+
+/* Open a backend. be->choice says why run.device = auto chose it. */
+nst_status nst_backend_open_with(const nst_backend_options *o, nst_backend **out);
+/* The CPU or auto with defaults (tests, tools). */
 nst_status nst_backend_open(const char *device, int threads, nst_backend **out);
 void nst_backend_close(nst_backend *be);
+
+/* The ops' argument checks, shared by the backends: a usable tensor; r inside it. */
+nst_status nst_tensor_check(const nst_tensor *t, const char *op);
+nst_status nst_tensor_check_region(const nst_tensor *t, nst_rect r, const char *op);
 
 /* Allocate a tensor of h x w x c in the backend's activation dtype (data zero-filled). */
 nst_status nst_tensor_alloc(nst_backend *be, int h, int w, int c, nst_dtype dt, nst_tensor *t);

@@ -14,15 +14,7 @@
 nst_status cpu_check_f32(const nst_tensor *t, const char *op)
 {
     if (t->dt != NST_F32) return nst_fail(NST_ERUNTIME, "%s: the CPU backend computes in fp32 only", op);
-    if (!t->data || t->h < 0 || t->w < 0 || t->c < 1) return nst_fail(NST_ERUNTIME, "%s: invalid tensor", op);
-    return NST_OK;
-}
-
-nst_status cpu_check_region(const nst_tensor *t, nst_rect r, const char *op)
-{
-    if (!nst_rect_contains(nst_tensor_rect(t), r))
-        return nst_fail(NST_ERUNTIME, "%s: region %dx%d+%d+%d outside the %dx%d tensor", op, r.w, r.h, r.x, r.y, t->w, t->h);
-    return NST_OK;
+    return nst_tensor_check(t, op);
 }
 
 /* Each buffer carries its size in a 64-byte header (alignment kept) for the byte accounting. */
@@ -87,6 +79,23 @@ static nst_status cpu_sync(nst_backend *be)
     return NST_OK;
 }
 
+static nst_status cpu_read(nst_backend *be, void *host, const void *src, size_t bytes)
+{
+    (void)be;
+    memcpy(host, src, bytes);
+    return NST_OK;
+}
+
+static nst_status cpu_write(nst_backend *be, void *dst, const void *host, size_t bytes)
+{
+    (void)be;
+    memcpy(dst, host, bytes);
+    return NST_OK;
+}
+
+static void cpu_range_push(nst_backend *be, const char *name) { (void)be, (void)name; }
+static void cpu_range_pop(nst_backend *be) { (void)be; }
+
 static const nst_backend_ops cpu_ops = {
     .alloc = cpu_alloc,
     .free = cpu_free,
@@ -116,6 +125,10 @@ static const nst_backend_ops cpu_ops = {
     .sumsq = cpu_sumsq,
     .dot = cpu_dot,
     .axpby = cpu_axpby,
+    .read = cpu_read,
+    .write = cpu_write,
+    .range_push = cpu_range_push,
+    .range_pop = cpu_range_pop,
 };
 
 static void cpu_destroy(nst_backend *be)

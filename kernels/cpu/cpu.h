@@ -69,6 +69,6 @@ nst_status cpu_adam(nst_backend *, float *x, const float *g, float *m, float *v,
 
 /* Checks shared by the ops: fp32 tensors, matching shapes, a region inside the tensor. */
 nst_status cpu_check_f32(const nst_tensor *t, const char *op);
-nst_status cpu_check_region(const nst_tensor *t, nst_rect r, const char *op);
+#define cpu_check_region nst_tensor_check_region
 
 #endif
