@@ -57,9 +57,14 @@ CFLAGS  ?= -O3 -g
 ALLCFLAGS := -std=gnu11 $(CFLAGS) $(WARN) -fopenmp -DNST_VERSION='"$(VERSION)"' $(DEPCFLAGS) -I. $(CFLAGS_EXTRA)
 LDLIBS  := $(DEPLIBS) -fopenmp -lm
 ifneq ($(NVCC),)
-CUDA_OBJ := kernels/cuda/cuda_probe.cu
-LDLIBS   += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart
+ifeq ($(CUDNN_OK)$(CUBLAS_OK),yesyes)
+CUDA_OBJ := $(sort $(wildcard kernels/cuda/*.cu))
+LDLIBS   += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 $(if $(NCCL_OK),-lnccl) -lcudnn -lcudart -ldl -lstdc++
+ALLCFLAGS += -DNST_HAVE_CUDA -I$(CUDA_HOME)/include $(if $(NCCL_OK),-DNST_HAVE_NCCL)
 FLAVOUR  := cuda
+else
+$(error nvcc found at $(NVCC) but cuDNN or cuBLAS headers are missing: install them or build with NO_CUDA=1)
+endif
 else
 CUDA_OBJ := kernels/cuda/cuda_none.c
 FLAVOUR  := cpu
@@ -114,7 +119,7 @@ $(BUILD)/obj/%.o: %.c $(STAMP)
 $(BUILD)/obj/%.o: %.cu $(STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  NVCC  $<")
-	$(Q)$(NVCC) -O2 -I. $(NVCC_GENCODE) -MMD -MP -c $< -o $@
+	$(Q)$(NVCC) -O3 -std=c++17 -I. $(NVCC_GENCODE) -Xcompiler -Wall -MMD -MP -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^

@@ -1,6 +1,8 @@
-/* kernels/cuda/cuda_probe.cu: CUDA device discovery (see cuda.h). Compiled by nvcc; every CUDA
- * call is checked and a failure reported as text. */
+/* kernels/cuda/cuda_probe.cu: CUDA device discovery and build information (see cuda.h). Every
+ * CUDA call is checked and a failure reported as text. */
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <cudnn.h>
 #include <stdio.h>
 
 #include "cuda.h"
@@ -11,7 +13,7 @@ extern "C" int nst_cuda_probe(char *why, size_t cap)
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
         snprintf(why, cap, "no usable GPU (cudaGetDeviceCount: %s)", cudaGetErrorString(e));
-        cudaGetLastError(); /* clear the sticky-free error so later calls start clean */
+        cudaGetLastError(); /* clear the error so later calls start clean */
         return 0;
     }
     if (n == 0) snprintf(why, cap, "no CUDA device");
@@ -29,14 +31,26 @@ extern "C" void nst_cuda_describe(int device, char *out, size_t cap)
     snprintf(out, cap, "%s, %.1f GiB, sm_%d%d", p.name, (double)p.totalGlobalMem / (1 << 30), p.major, p.minor);
 }
 
-extern "C" int nst_cuda_has_ops(void) { return 0; }
+extern "C" int nst_cuda_bus_id(int device, char *out, size_t cap)
+{
+    if (cudaDeviceGetPCIBusId(out, (int)cap, device) != cudaSuccess) {
+        cudaGetLastError();
+        if (cap) out[0] = 0;
+        return -1;
+    }
+    return 0;
+}
+
+extern "C" int nst_cuda_has_ops(void) { return 1; }
 
 extern "C" const char *nst_cuda_build_info(void)
 {
-    static char info[96];
+    static char info[160];
     int rt = 0;
     cudaRuntimeGetVersion(&rt);
-    snprintf(info, sizeof info, "CUDA runtime %d.%d (built with nvcc, backend ops not yet in this version)", rt / 1000,
-             (rt % 1000) / 10);
+    size_t dnn = cudnnGetVersion();
+    /* cuBLAS is loaded only when the CUDA backend opens (cublas_dl.h): its headers' version here */
+    snprintf(info, sizeof info, "CUDA runtime %d.%d, cuDNN %zu.%zu.%zu, cuBLAS %d.%d.%d at run time (built with nvcc)", rt / 1000,
+             (rt % 1000) / 10, dnn / 10000, (dnn % 10000) / 100, dnn % 100, CUBLAS_VER_MAJOR, CUBLAS_VER_MINOR, CUBLAS_VER_PATCH);
     return info;
 }

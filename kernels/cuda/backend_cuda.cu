@@ -1,0 +1,271 @@
+/* kernels/cuda/backend_cuda.cu: the CUDA backend's set-up, memory (the arena), transfers and op
+ * table. See cuda_impl.h for the storage and scaling conventions. */
+#include <nvtx3/nvToolsExt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda.h"
+#include "cuda_impl.h"
+
+extern "C" {
+#include "../../util/mem.h"
+}
+
+nst_status cuda_fail(const char *lib, const char *call, const char *what, const char *file, int line)
+{
+    return nst_fail(NST_ERUNTIME, "%s %s: %s (%s:%d)", lib, call, what, file, line);
+}
+
+/* ---- memory ---------------------------------------------------------------------------------- */
+static nst_status cu_alloc(nst_backend *be, size_t bytes, void **ptr)
+{
+    cuda_impl *im = cuda_of(be);
+    size_t off;
+    *ptr = NULL;
+    if (nst_arena_alloc(&im->arena, bytes, &off) != 0)
+        return nst_fail(NST_ENOMEM,
+                        "GPU %d: out of device memory allocating %.1f MiB (%.1f MiB of the rank's %.1f MiB arena in use, largest "
+                        "free block %.1f MiB); set tiling.tile_size smaller or run.memory_gb",
+                        im->device, (double)bytes / (1 << 20), (double)im->arena.used / (1 << 20),
+                        (double)im->arena.capacity / (1 << 20), (double)nst_arena_largest_free(&im->arena) / (1 << 20));
+    *ptr = im->base + off;
+    be->bytes_in_use = im->arena.used;
+    if (be->bytes_in_use > be->bytes_peak) be->bytes_peak = be->bytes_in_use;
+    return NST_OK;
+}
+
+static void cu_free(nst_backend *be, void *ptr)
+{
+    cuda_impl *im = cuda_of(be);
+    if (!ptr) return;
+    nst_arena_release(&im->arena, (size_t)((unsigned char *)ptr - im->base));
+    be->bytes_in_use = im->arena.used;
+}
+
+nst_status cuda_scratch(nst_backend *be, void **buf, size_t *cap, size_t bytes)
+{
+    if (bytes <= *cap) return NST_OK;
+    if (*buf) cu_free(be, *buf);
+    *buf = NULL;
+    *cap = 0;
+    /* the stream may still read the old scratch: freeing it returns the offset to the arena,
+     * and the next user of that offset is queued on the same stream after the readers */
+    NST_TRY(cu_alloc(be, bytes, buf));
+    *cap = bytes;
+    return NST_OK;
+}
+
+/* fp32 host <-> a buffer of dtype dt: fp32 goes straight, 16-bit types through fp32 scratch on
+ * the device and a conversion kernel. Activation dtypes carry the feature scale. */
+static nst_status cu_upload(nst_backend *be, void *dst, const float *src, size_t n, nst_dtype dt)
+{
+    cuda_impl *im = cuda_of(be);
+    if (dt == NST_F32) {
+        CUDA_TRY(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyHostToDevice, im->stream));
+        CUDA_TRY(cudaStreamSynchronize(im->stream)); /* src is pageable and may be reused at once */
+        return NST_OK;
+    }
+    NST_TRY(cuda_scratch(be, &im->s1, &im->s1_cap, n * sizeof(float)));
+    CUDA_TRY(cudaMemcpyAsync(im->s1, src, n * sizeof(float), cudaMemcpyHostToDevice, im->stream));
+    NST_TRY(cuda_convert_to(be, dst, dt, (const float *)im->s1, n, im->fscale));
+    CUDA_TRY(cudaStreamSynchronize(im->stream));
+    return NST_OK;
+}
+
+static nst_status cu_download(nst_backend *be, float *dst, const void *src, size_t n, nst_dtype dt)
+{
+    cuda_impl *im = cuda_of(be);
+    if (dt == NST_F32) {
+        CUDA_TRY(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToHost, im->stream));
+    } else {
+        NST_TRY(cuda_scratch(be, &im->s1, &im->s1_cap, n * sizeof(float)));
+        NST_TRY(cuda_convert_from(be, (float *)im->s1, src, dt, n, 1.f / im->fscale));
+        CUDA_TRY(cudaMemcpyAsync(dst, im->s1, n * sizeof(float), cudaMemcpyDeviceToHost, im->stream));
+    }
+    CUDA_TRY(cudaStreamSynchronize(im->stream));
+    return NST_OK;
+}
+
+static nst_status cu_zero(nst_backend *be, void *ptr, size_t bytes)
+{
+    CUDA_TRY(cudaMemsetAsync(ptr, 0, bytes, cuda_of(be)->stream));
+    return NST_OK;
+}
+
+static nst_status cu_copy(nst_backend *be, void *dst, const void *src, size_t bytes)
+{
+    CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cuda_of(be)->stream));
+    return NST_OK;
+}
+
+static nst_status cu_sync(nst_backend *be)
+{
+    CUDA_TRY(cudaStreamSynchronize(cuda_of(be)->stream));
+    return NST_OK;
+}
+
+static nst_status cu_read(nst_backend *be, void *host, const void *src, size_t bytes)
+{
+    cuda_impl *im = cuda_of(be);
+    CUDA_TRY(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, im->stream));
+    CUDA_TRY(cudaStreamSynchronize(im->stream));
+    return NST_OK;
+}
+
+static nst_status cu_write(nst_backend *be, void *dst, const void *host, size_t bytes)
+{
+    cuda_impl *im = cuda_of(be);
+    CUDA_TRY(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, im->stream));
+    CUDA_TRY(cudaStreamSynchronize(im->stream));
+    return NST_OK;
+}
+
+static void cu_range_push(nst_backend *be, const char *name)
+{
+    (void)be;
+    nvtxRangePushA(name);
+}
+
+static void cu_range_pop(nst_backend *be)
+{
+    (void)be;
+    nvtxRangePop();
+}
+
+static const nst_backend_ops cuda_ops = {
+    cu_alloc, cu_free, cu_upload, cu_download, cu_zero, cu_copy, cu_sync,
+    cuda_copy_rect, cuda_download_rect, cuda_upload_rect,
+    cuda_conv_create, cuda_conv_destroy, cuda_conv_forward, cuda_conv_backward_data,
+    cuda_relu_backward, cuda_pool_forward, cuda_pool_backward, cuda_preprocess, cuda_preprocess_backward,
+    cuda_gram_accumulate, cuda_gram_diff, cuda_gram_backward,
+    cuda_mse, cuda_tv, cuda_adam, cuda_sumsq, cuda_dot, cuda_axpby,
+    cu_read, cu_write, cu_range_push, cu_range_pop,
+};
+
+/* ---- set-up ------------------------------------------------------------------------------------ */
+static void cuda_destroy(nst_backend *be)
+{
+    cuda_impl *im = cuda_of(be);
+    if (im) {
+        if (im->stream) cudaStreamSynchronize(im->stream);
+        if (im->red_host) cudaFreeHost(im->red_host);
+        if (im->base) cudaFree(im->base);
+        if (im->blas) im->cb->destroy(im->blas);
+        if (im->dnn) cudnnDestroy(im->dnn);
+        if (im->stream) cudaStreamDestroy(im->stream);
+        nst_arena_destroy(&im->arena);
+        nst_free(im);
+    }
+    nst_free(be);
+}
+
+/* Memory left outside the arena for what the libraries allocate themselves: the CUDA context's
+ * growth, cuDNN's and cuBLAS's internal buffers, NCCL's channels. */
+#define RESERVE_BYTES ((size_t)3 << 29) /* 1.5 GiB */
+#define ARENA_ALIGN 256
+
+static nst_status open_impl(nst_backend *be, cuda_impl *im, const nst_backend_options *o)
+{
+    CUDA_TRY(cudaSetDevice(o->gpu));
+    CUDA_TRY(cudaFree(0)); /* create the context now, so the free-memory figure below counts it */
+    CUDA_TRY(cudaDeviceGetPCIBusId(im->bus_id, sizeof im->bus_id, o->gpu));
+    CUDA_TRY(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
+    CUDNN_TRY(cudnnCreate(&im->dnn));
+    CUDNN_TRY(cudnnSetStream(im->dnn, im->stream));
+    char why[256];
+    if (!(im->cb = nst_cublas(why, sizeof why))) return nst_fail(NST_ERUNTIME, "cuBLAS: %s", why);
+    CUBLAS_TRY(im->cb->create(&im->blas));
+    CUBLAS_TRY(im->cb->set_stream(im->blas, im->stream));
+    CUBLAS_TRY(im->cb->set_pointer_mode(im->blas, CUBLAS_POINTER_MODE_HOST));
+
+    nst_precision p = o->precision == NST_PREC_AUTO ? NST_PREC_BF16 : o->precision;
+    im->prec = p;
+    im->fscale = 1.f;
+    switch (p) {
+    case NST_PREC_FP32:
+        be->act_dtype = NST_F32, im->dnn_type = CUDNN_DATA_FLOAT, im->blas_type = CUDA_R_32F;
+        im->blas_compute = CUBLAS_COMPUTE_32F, im->math = CUDNN_FMA_MATH;
+        CUBLAS_TRY(im->cb->set_math_mode(im->blas, CUBLAS_PEDANTIC_MATH));
+        break;
+    case NST_PREC_TF32:
+        be->act_dtype = NST_F32, im->dnn_type = CUDNN_DATA_FLOAT, im->blas_type = CUDA_R_32F;
+        im->blas_compute = CUBLAS_COMPUTE_32F_FAST_TF32, im->math = CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+        CUBLAS_TRY(im->cb->set_math_mode(im->blas, CUBLAS_TF32_TENSOR_OP_MATH));
+        break;
+    case NST_PREC_FP16:
+        be->act_dtype = NST_F16, im->dnn_type = CUDNN_DATA_HALF, im->blas_type = CUDA_R_16F;
+        im->blas_compute = CUBLAS_COMPUTE_32F, im->math = CUDNN_TENSOR_OP_MATH;
+        im->fscale = 0.125f;
+        break;
+    default:
+        be->act_dtype = NST_BF16, im->dnn_type = CUDNN_DATA_BFLOAT16, im->blas_type = CUDA_R_16BF;
+        im->blas_compute = CUBLAS_COMPUTE_32F, im->math = CUDNN_TENSOR_OP_MATH;
+        break;
+    }
+    be->precision = p;
+
+    /* the arena: this rank's share of the free memory, less the libraries' reserve, or run.memory_gb */
+    size_t free_b = 0, total_b = 0;
+    CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+    int sharers = o->gpu_sharers > 0 ? o->gpu_sharers : 1;
+    size_t share = free_b / (size_t)sharers;
+    size_t cap = share > RESERVE_BYTES / (size_t)sharers ? share - RESERVE_BYTES / (size_t)sharers : 0;
+    cap = (size_t)((double)cap * 0.95);
+    if (o->memory_gb > 0) {
+        size_t want = (size_t)(o->memory_gb * (double)(1ull << 30));
+        if (want > cap)
+            return nst_fail(NST_EINPUT, "run.memory_gb = %g: GPU %d has %.2f GiB free for this rank (%d rank%s on it)", o->memory_gb,
+                            o->gpu, (double)cap / (1ull << 30), sharers, sharers == 1 ? "" : "s");
+        cap = want;
+    }
+    if (cap < ((size_t)64 << 20))
+        return nst_fail(NST_ERUNTIME, "GPU %d: only %.0f MiB of device memory free for this rank", o->gpu, (double)cap / (1 << 20));
+    cudaError_t e = cudaMalloc((void **)&im->base, cap);
+    if (e != cudaSuccess)
+        return nst_fail(NST_ENOMEM, "GPU %d: cudaMalloc of the %.2f GiB arena: %s", o->gpu, (double)cap / (1ull << 30),
+                        cudaGetErrorString(e));
+    if (nst_arena_init(&im->arena, cap, ARENA_ALIGN) != 0) return NST_ENOMEM;
+    be->capacity = im->arena.capacity;
+    im->ws_limit = (size_t)1 << 30;
+    /* the scratch the ops grow on first use: the cuDNN workspace (ws_limit at most), three
+     * packing buffers of at most 2^25 elements (gram_cuda.cu), and room for fragmentation */
+    be->reserve = im->ws_limit + ((size_t)3 << 27) + be->capacity / 32;
+    NST_TRY(cu_alloc(be, sizeof(double) * (RED_BLOCKS + 1), (void **)&im->red));
+    CUDA_TRY(cudaMallocHost((void **)&im->red_host, sizeof(double)));
+
+    cudaDeviceProp prop;
+    CUDA_TRY(cudaGetDeviceProperties(&prop, o->gpu));
+    be->gpu_index = o->gpu;
+    snprintf(be->gpu_bus_id, sizeof be->gpu_bus_id, "%s", im->bus_id);
+    be->gpu_stream = im->stream;
+    snprintf(be->description, sizeof be->description, "CUDA, %s, GPU %d %.48s (%.16s), %.1f GiB arena%s", nst_precision_name(p),
+             o->gpu, prop.name, im->bus_id, (double)cap / (1ull << 30), sharers > 1 ? ", shared GPU" : "");
+    return NST_OK;
+}
+
+extern "C" nst_status nst_cuda_backend_open(const nst_backend_options *o, nst_backend **out)
+{
+    *out = NULL;
+    nst_backend *be = (nst_backend *)nst_calloc(sizeof *be, "the CUDA backend");
+    cuda_impl *im = (cuda_impl *)nst_calloc(sizeof *im, "the CUDA backend");
+    if (!be || !im) {
+        nst_free(be);
+        nst_free(im);
+        return NST_ENOMEM;
+    }
+    be->impl = im;
+    be->ops = &cuda_ops;
+    be->destroy = cuda_destroy;
+    be->threads = 1;
+    im->device = o->gpu;
+    snprintf(be->name, sizeof be->name, "cuda");
+    nst_status s = open_impl(be, im, o);
+    if (s != NST_OK) {
+        nst_fail_context(s, "rank's GPU %d", o->gpu);
+        cuda_destroy(be);
+        return s;
+    }
+    *out = be;
+    return NST_OK;
+}

@@ -1,0 +1,247 @@
+/* kernels/cuda/conv_cuda.cu: 3x3 'same' convolutions with cuDNN, NHWC, the activation dtype for
+ * data and filters and fp32 accumulation (CUDNN_DATA_FLOAT compute; tensor-op math except in
+ * fp32). conv1_1's 3 input channels are zero-padded to 8 (4 in fp32) so tensor-core kernels
+ * apply; its input and input gradient pass through padded scratch. Algorithms come from cuDNN's
+ * heuristics, the first that fits the workspace limit, once per layer and input size, and are
+ * cached with the shape's descriptors. Bias and ReLU run as one kernel after the convolution. */
+#include <stdio.h>
+
+#include "cuda_impl.h"
+
+extern "C" {
+#include "../../util/mem.h"
+}
+
+#define GRID_STRIDE(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+#define MAX_SHAPES 16
+
+typedef struct {
+    int h, w;
+    cudnnTensorDescriptor_t x, y;
+    cudnnConvolutionFwdAlgo_t fwd;
+    cudnnConvolutionBwdDataAlgo_t bwd;
+    size_t fwd_ws, bwd_ws;
+    int have_bwd;
+} conv_shape;
+
+struct nst_conv {
+    int cin, cout, cin_p; /* cin_p: cin padded for tensor cores */
+    void *w;              /* KRSC (cout, 3, 3, cin_p), activation dtype */
+    float *bias;          /* fp32, times fscale */
+    cudnnFilterDescriptor_t wd;
+    cudnnConvolutionDescriptor_t cd;
+    conv_shape shape[MAX_SHAPES];
+    int nshape, next;
+};
+
+static void shape_free(conv_shape *s)
+{
+    if (s->x) cudnnDestroyTensorDescriptor(s->x);
+    if (s->y) cudnnDestroyTensorDescriptor(s->y);
+    s->x = s->y = NULL;
+}
+
+void cuda_conv_destroy(nst_backend *be, nst_conv *cv)
+{
+    if (!cv) return;
+    for (int i = 0; i < cv->nshape; i++) shape_free(&cv->shape[i]);
+    if (cv->wd) cudnnDestroyFilterDescriptor(cv->wd);
+    if (cv->cd) cudnnDestroyConvolutionDescriptor(cv->cd);
+    if (cv->w) be->ops->free(be, cv->w);
+    if (cv->bias) be->ops->free(be, cv->bias);
+    nst_free(cv);
+}
+
+static nst_status conv_create(nst_backend *be, nst_conv *cv, const float *w_oihw, const float *bias)
+{
+    cuda_impl *im = cuda_of(be);
+    const int cin = cv->cin, cout = cv->cout, cp = cv->cin_p;
+    /* OIHW fp32 -> KRSC padded, on the host, then to the device in the activation dtype */
+    size_t n = (size_t)cout * 9 * cp;
+    float *h = (float *)nst_calloc(n * sizeof(float), "conv weights");
+    if (!h) return NST_ENOMEM;
+    for (int o = 0; o < cout; o++)
+        for (int i = 0; i < cin; i++)
+            for (int k = 0; k < 9; k++) h[((size_t)o * 9 + k) * cp + i] = w_oihw[((size_t)o * cin + i) * 9 + k];
+    nst_status s = be->ops->alloc(be, n * nst_dtype_size(be->act_dtype), &cv->w);
+    if (s == NST_OK) s = be->ops->alloc(be, (size_t)cout * sizeof(float), (void **)&cv->bias);
+    /* weights are not activations: no feature scale on them (upload would apply it) */
+    if (s == NST_OK && be->act_dtype == NST_F32) s = be->ops->write(be, cv->w, h, n * sizeof(float));
+    if (s == NST_OK && be->act_dtype != NST_F32) {
+        s = cuda_scratch(be, &im->s1, &im->s1_cap, n * sizeof(float));
+        if (s == NST_OK) s = be->ops->write(be, im->s1, h, n * sizeof(float));
+        if (s == NST_OK) s = cuda_convert_to(be, cv->w, be->act_dtype, (const float *)im->s1, n, 1.f);
+        if (s == NST_OK) s = be->ops->synchronize(be);
+    }
+    if (s == NST_OK) {
+        for (int o = 0; o < cout; o++) h[o] = bias[o] * im->fscale;
+        s = be->ops->write(be, cv->bias, h, (size_t)cout * sizeof(float));
+    }
+    nst_free(h);
+    NST_TRY(s);
+    CUDNN_TRY(cudnnCreateFilterDescriptor(&cv->wd));
+    CUDNN_TRY(cudnnSetFilter4dDescriptor(cv->wd, im->dnn_type, CUDNN_TENSOR_NHWC, cout, cp, 3, 3));
+    CUDNN_TRY(cudnnCreateConvolutionDescriptor(&cv->cd));
+    CUDNN_TRY(cudnnSetConvolution2dDescriptor(cv->cd, 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    CUDNN_TRY(cudnnSetConvolutionMathType(cv->cd, im->math));
+    return NST_OK;
+}
+
+nst_status cuda_conv_create(nst_backend *be, int cin, int cout, const float *w, const float *b, nst_conv **out)
+{
+    nst_conv *cv = (nst_conv *)nst_calloc(sizeof *cv, "a conv layer");
+    if (!cv) return NST_ENOMEM;
+    int pad = be->act_dtype == NST_F32 ? 4 : 8;
+    cv->cin = cin, cv->cout = cout;
+    cv->cin_p = cin % pad ? (cin + pad - 1) / pad * pad : cin;
+    nst_status s = conv_create(be, cv, w, b);
+    if (s != NST_OK) {
+        cuda_conv_destroy(be, cv);
+        return s;
+    }
+    *out = cv;
+    return NST_OK;
+}
+
+/* the cached descriptors and algorithms of one input size (created on first use) */
+static nst_status shape_for(nst_backend *be, nst_conv *cv, int h, int w, int need_bwd, conv_shape **out)
+{
+    cuda_impl *im = cuda_of(be);
+    conv_shape *s = NULL;
+    for (int i = 0; i < cv->nshape; i++)
+        if (cv->shape[i].h == h && cv->shape[i].w == w) s = &cv->shape[i];
+    if (!s) {
+        if (cv->nshape < MAX_SHAPES) s = &cv->shape[cv->nshape++];
+        else { /* a ring: renders use a handful of tile shapes */
+            s = &cv->shape[cv->next];
+            cv->next = (cv->next + 1) % MAX_SHAPES;
+            shape_free(s);
+        }
+        memset(s, 0, sizeof *s);
+        s->h = h, s->w = w;
+        CUDNN_TRY(cudnnCreateTensorDescriptor(&s->x));
+        CUDNN_TRY(cudnnCreateTensorDescriptor(&s->y));
+        CUDNN_TRY(cudnnSetTensor4dDescriptor(s->x, CUDNN_TENSOR_NHWC, im->dnn_type, 1, cv->cin_p, h, w));
+        CUDNN_TRY(cudnnSetTensor4dDescriptor(s->y, CUDNN_TENSOR_NHWC, im->dnn_type, 1, cv->cout, h, w));
+        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        int got = 0, pick = -1;
+        CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(im->dnn, s->x, cv->wd, cv->cd, s->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
+        for (int i = 0; i < got && pick < 0; i++)
+            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= im->ws_limit) pick = i;
+        if (pick < 0)
+            return nst_fail(NST_ERUNTIME, "cuDNN: no forward algorithm for the %dx%dx%d -> %d conv within a %.0f MiB workspace", h, w, cv->cin,
+                            cv->cout, (double)im->ws_limit / (1 << 20));
+        s->fwd = perf[pick].algo;
+        s->fwd_ws = perf[pick].memory;
+    }
+    if (need_bwd && !s->have_bwd) {
+        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        int got = 0, pick = -1;
+        CUDNN_TRY(cudnnGetConvolutionBackwardDataAlgorithm_v7(im->dnn, cv->wd, s->y, cv->cd, s->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                                              &got, perf));
+        for (int i = 0; i < got && pick < 0; i++)
+            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= im->ws_limit) pick = i;
+        if (pick < 0)
+            return nst_fail(NST_ERUNTIME, "cuDNN: no backward-data algorithm for the %dx%dx%d -> %d conv within a %.0f MiB workspace", h, w,
+                            cv->cin, cv->cout, (double)im->ws_limit / (1 << 20));
+        s->bwd = perf[pick].algo;
+        s->bwd_ws = perf[pick].memory;
+        s->have_bwd = 1;
+    }
+    size_t ws = s->fwd_ws > s->bwd_ws ? s->fwd_ws : s->bwd_ws;
+    NST_TRY(cuda_scratch(be, &im->ws, &im->ws_cap, ws ? ws : 256));
+    *out = s;
+    return NST_OK;
+}
+
+/* y = relu(y + b) or y + b, per channel */
+template <typename T> __global__ void k_bias_act(T *y, const float *b, size_t n, int C, int relu)
+{
+    GRID_STRIDE(i, n)
+    {
+        float v = ld<T>(y, i) + b[i % C];
+        st<T>(y, i, relu && v < 0.f ? 0.f : v);
+    }
+}
+
+/* pad C channels to Cp with zeros, and back */
+template <typename T> __global__ void k_pad(const T *x, T *xp, size_t npx, int C, int Cp)
+{
+    GRID_STRIDE(i, npx * Cp)
+    {
+        size_t p = i / Cp;
+        int c = (int)(i % Cp);
+        xp[i] = c < C ? x[p * C + c] : T(0.f);
+    }
+}
+
+template <typename T> __global__ void k_unpad(const T *xp, T *x, size_t npx, int C, int Cp)
+{
+    GRID_STRIDE(i, npx * C)
+    {
+        size_t p = i / C;
+        int c = (int)(i % C);
+        x[i] = xp[p * Cp + c];
+    }
+}
+
+static nst_status check_io(const nst_conv *cv, const nst_tensor *x, const nst_tensor *y, nst_dtype dt, const char *op)
+{
+    NST_TRY(cuda_check(x, op));
+    NST_TRY(cuda_check(y, op));
+    if (x->c != cv->cin || y->c != cv->cout || x->h != y->h || x->w != y->w || x->dt != dt || y->dt != dt)
+        return nst_fail(NST_ERUNTIME, "%s: %dx%dx%d -> %dx%dx%d does not fit the %d -> %d layer", op, x->h, x->w, x->c, y->h, y->w, y->c,
+                        cv->cin, cv->cout);
+    return NST_OK;
+}
+
+nst_status cuda_conv_forward(nst_backend *be, nst_conv *cv, const nst_tensor *x, nst_tensor *y, int relu)
+{
+    cuda_impl *im = cuda_of(be);
+    NST_TRY(check_io(cv, x, y, be->act_dtype, "conv_forward"));
+    if (!x->h || !x->w) return NST_OK;
+    conv_shape *s;
+    NST_TRY(shape_for(be, cv, x->h, x->w, 0, &s));
+    const void *xin = x->data;
+    size_t npx = (size_t)x->h * x->w;
+    if (cv->cin_p != cv->cin) {
+        NST_TRY(cuda_scratch(be, &im->s0, &im->s0_cap, npx * cv->cin_p * nst_dtype_size(x->dt)));
+#define PAD(T) (k_pad<T><<<cuda_blocks(npx * cv->cin_p, 256), 256, 0, im->stream>>>((const T *)x->data, (T *)im->s0, npx, cv->cin, cv->cin_p), 0)
+        CUDA_DISPATCH(x->dt, PAD);
+#undef PAD
+        LAUNCH_TRY("conv pad");
+        xin = im->s0;
+    }
+    const float one = 1.f, zero = 0.f;
+    CUDNN_TRY(cudnnConvolutionForward(im->dnn, &one, s->x, xin, cv->wd, cv->w, cv->cd, s->fwd, im->ws, s->fwd_ws, &zero, s->y, y->data));
+    size_t n = npx * cv->cout;
+#define BA(T) (k_bias_act<T><<<cuda_blocks(n, 256), 256, 0, im->stream>>>((T *)y->data, cv->bias, n, cv->cout, relu), 0)
+    CUDA_DISPATCH(y->dt, BA);
+#undef BA
+    LAUNCH_TRY("conv bias+relu");
+    return NST_OK;
+}
+
+nst_status cuda_conv_backward_data(nst_backend *be, nst_conv *cv, const nst_tensor *dy, nst_tensor *dx)
+{
+    cuda_impl *im = cuda_of(be);
+    NST_TRY(check_io(cv, dx, dy, be->act_dtype, "conv_backward_data"));
+    if (!dx->h || !dx->w) return NST_OK;
+    conv_shape *s;
+    NST_TRY(shape_for(be, cv, dx->h, dx->w, 1, &s));
+    size_t npx = (size_t)dx->h * dx->w;
+    void *out = dx->data;
+    if (cv->cin_p != cv->cin) {
+        NST_TRY(cuda_scratch(be, &im->s0, &im->s0_cap, npx * cv->cin_p * nst_dtype_size(dx->dt)));
+        out = im->s0;
+    }
+    const float one = 1.f, zero = 0.f;
+    CUDNN_TRY(cudnnConvolutionBackwardData(im->dnn, &one, cv->wd, cv->w, s->y, dy->data, cv->cd, s->bwd, im->ws, s->bwd_ws, &zero, s->x, out));
+    if (out != dx->data) {
+#define UNPAD(T) (k_unpad<T><<<cuda_blocks(npx * cv->cin, 256), 256, 0, im->stream>>>((const T *)im->s0, (T *)dx->data, npx, cv->cin, cv->cin_p), 0)
+        CUDA_DISPATCH(dx->dt, UNPAD);
+#undef UNPAD
+        LAUNCH_TRY("conv unpad");
+    }
+    return NST_OK;
+}

@@ -1,0 +1,166 @@
+/* kernels/cuda/cuda_impl.h: internals shared by the CUDA backend's files (nvcc only).
+ *
+ * One rank drives one GPU through one stream. Every buffer of the backend interface is an
+ * offset in the rank's arena (kernels/arena.h), reserved with one cudaMalloc at open. Activations
+ * are stored in the precision's dtype (bf16, fp16 or fp32) with fp32 accumulation everywhere;
+ * images, Gram matrices, targets and optimiser state are fp32 (the Gram sums fp64).
+ *
+ * Feature scale. In fp16 storage the activations (and their gradients, which are linear in
+ * them) are kept multiplied by fscale = 1/8, a power of two, so relu outputs of Caffe-scaled
+ * inputs keep headroom below fp16's 65504: the preprocessing multiplies by it, conv biases are
+ * stored multiplied by it, and the ops that leave the activation domain divide it out (Gram
+ * sums and sums of squares by fscale^2, the image gradient by fscale, downloads of activation
+ * tensors by fscale). Every other precision uses 1. Powers of two make this exact.
+ *
+ * Reductions (sums of squares, dot products) run in double with a launch shape that depends on
+ * the element count only, so a result is the same from run to run. */
+#ifndef NST_CUDA_IMPL_H
+#define NST_CUDA_IMPL_H
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include "cublas_dl.h"
+
+extern "C" {
+#include "../arena.h"
+#include "../backend.h"
+}
+
+typedef struct cuda_impl {
+    int device;
+    char bus_id[32];
+    cudaStream_t stream;
+    cudnnHandle_t dnn;
+    cublasHandle_t blas;
+    const nst_cublas_api *cb;  /* cuBLAS, loaded at open */
+    nst_precision prec;
+    cudnnDataType_t dnn_type;  /* activation storage, as cuDNN names it */
+    cudaDataType_t blas_type;  /* the same, as cuBLAS names it */
+    cublasComputeType_t blas_compute;
+    cudnnMathType_t math;
+    float fscale;              /* see the file comment */
+    unsigned char *base;       /* the arena's memory */
+    nst_arena arena;
+    /* scratch from the arena, grown on first use (the first iteration), then reused */
+    void *ws;      size_t ws_cap, ws_limit; /* cuDNN workspace */
+    void *s0;      size_t s0_cap;           /* packed regions, padded conv1_1 input/gradient */
+    void *s1;      size_t s1_cap;
+    void *s2;      size_t s2_cap;
+    float *gtmp;   size_t gtmp_cap;         /* one Gram chunk in fp32 */
+    double *red;                            /* reduction partials (RED_BLOCKS + 1) */
+    double *red_host;                       /* pinned: the result read back */
+} cuda_impl;
+
+#define RED_THREADS 256
+#define RED_BLOCKS 1024
+
+static inline cuda_impl *cuda_of(nst_backend *be) { return (cuda_impl *)be->impl; }
+
+/* Record "<call>: <library message> (file:line)" and return NST_ERUNTIME. */
+nst_status cuda_fail(const char *lib, const char *call, const char *what, const char *file, int line);
+
+#define CUDA_TRY(call)                                                                                          \
+    do {                                                                                                        \
+        cudaError_t e_ = (call);                                                                                \
+        if (e_ != cudaSuccess) return cuda_fail("CUDA", #call, cudaGetErrorString(e_), __FILE__, __LINE__);      \
+    } while (0)
+#define CUDNN_TRY(call)                                                                                         \
+    do {                                                                                                        \
+        cudnnStatus_t e_ = (call);                                                                              \
+        if (e_ != CUDNN_STATUS_SUCCESS) return cuda_fail("cuDNN", #call, cudnnGetErrorString(e_), __FILE__, __LINE__); \
+    } while (0)
+#define CUBLAS_TRY(call)                                                                                        \
+    do {                                                                                                        \
+        cublasStatus_t e_ = (call);                                                                             \
+        if (e_ != CUBLAS_STATUS_SUCCESS) return cuda_fail("cuBLAS", #call, cuda_of(be)->cb->status_string(e_), __FILE__, __LINE__); \
+    } while (0)
+/* after every kernel launch: a bad configuration shows here, a fault at the next sync */
+#define LAUNCH_TRY(name) CUDA_TRY(cudaGetLastError())
+
+/* arena-backed scratch that only grows */
+nst_status cuda_scratch(nst_backend *be, void **buf, size_t *cap, size_t bytes);
+
+/* grid for n elements, at most 65535 * 16 blocks (the kernels stride) */
+static inline unsigned cuda_blocks(size_t n, unsigned threads)
+{
+    size_t b = (n + threads - 1) / threads;
+    if (b > 1048576) b = 1048576;
+    return b ? (unsigned)b : 1u;
+}
+
+/* ---- element types ------------------------------------------------------------------------ */
+template <typename T> __device__ __forceinline__ float ld(const T *p, size_t i);
+template <> __device__ __forceinline__ float ld<float>(const float *p, size_t i) { return p[i]; }
+template <> __device__ __forceinline__ float ld<__half>(const __half *p, size_t i) { return __half2float(p[i]); }
+template <> __device__ __forceinline__ float ld<__nv_bfloat16>(const __nv_bfloat16 *p, size_t i) { return __bfloat162float(p[i]); }
+template <typename T> __device__ __forceinline__ void st(T *p, size_t i, float v);
+template <> __device__ __forceinline__ void st<float>(float *p, size_t i, float v) { p[i] = v; }
+template <> __device__ __forceinline__ void st<__half>(__half *p, size_t i, float v) { p[i] = __float2half_rn(v); }
+template <> __device__ __forceinline__ void st<__nv_bfloat16>(__nv_bfloat16 *p, size_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+
+/* Call f.template run<T>() with T the storage type of dt. */
+#define CUDA_DISPATCH(dt, CALL)                                                                   \
+    ((dt) == NST_F32 ? CALL(float) : (dt) == NST_BF16 ? CALL(__nv_bfloat16) : CALL(__half))
+
+/* The sum of v over the block (blockDim.x == RED_THREADS), valid in thread 0: a fixed tree, so
+ * the order of additions never changes. */
+__device__ __forceinline__ double block_tree_sum(double v)
+{
+    __shared__ double sh[RED_THREADS];
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (int s = RED_THREADS / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
+        __syncthreads();
+    }
+    return sh[0];
+}
+
+/* ---- shared ops of several files ----------------------------------------------------------- */
+/* Copy r (all c channels) of src (sw wide) to dst (dw wide) at (dx, dy); element size es. */
+nst_status cuda_copy_rect_raw(nst_backend *be, const void *src, int sw, nst_rect r, void *dst, int dw, int dx, int dy, int c,
+                              size_t es);
+/* Sum of n doubles produced by the kernel launched by the caller into impl->red partials:
+ * finishes the reduction and reads it back (synchronises the stream). */
+nst_status cuda_reduce_finish(nst_backend *be, unsigned blocks, double *out);
+/* checks of the interface's contracts */
+#define cuda_check nst_tensor_check
+#define cuda_check_region nst_tensor_check_region
+
+/* the op entry points (one file each concern) */
+nst_status cuda_copy_rect(nst_backend *, const nst_tensor *src, nst_rect r, nst_tensor *dst, int dx, int dy);
+nst_status cuda_download_rect(nst_backend *, const nst_tensor *src, nst_rect r, float *host);
+nst_status cuda_upload_rect(nst_backend *, const float *host, nst_tensor *dst, nst_rect r);
+nst_status cuda_convert_to(nst_backend *, void *dst, nst_dtype dt, const float *src, size_t n, float scale);
+nst_status cuda_convert_from(nst_backend *, float *dst, const void *src, nst_dtype dt, size_t n, float scale);
+
+nst_status cuda_conv_create(nst_backend *, int cin, int cout, const float *w, const float *b, nst_conv **out);
+void cuda_conv_destroy(nst_backend *, nst_conv *);
+nst_status cuda_conv_forward(nst_backend *, nst_conv *, const nst_tensor *x, nst_tensor *y, int relu);
+nst_status cuda_conv_backward_data(nst_backend *, nst_conv *, const nst_tensor *dy, nst_tensor *dx);
+
+nst_status cuda_relu_backward(nst_backend *, const nst_tensor *y, nst_tensor *dy);
+nst_status cuda_preprocess(nst_backend *, const nst_preproc *, const nst_tensor *img, nst_tensor *x);
+nst_status cuda_preprocess_backward(nst_backend *, const nst_preproc *, const nst_tensor *dx, nst_tensor *dimg);
+nst_status cuda_pool_forward(nst_backend *, nst_pool_kind, const nst_tensor *x, nst_tensor *y);
+nst_status cuda_pool_backward(nst_backend *, nst_pool_kind, const nst_tensor *x, const nst_tensor *y, const nst_tensor *dy,
+                              nst_tensor *dx);
+
+nst_status cuda_gram_accumulate(nst_backend *, const nst_tensor *f, nst_rect own, double *g);
+nst_status cuda_gram_diff(nst_backend *, const double *g, const double *g_prev, double g_scale, const float *a, int c, float *d,
+                          double *sumsq);
+nst_status cuda_gram_backward(nst_backend *, const nst_tensor *f, nst_rect seed, const float *d, float scale, nst_tensor *df);
+
+nst_status cuda_mse(nst_backend *, const nst_tensor *f, const nst_tensor *p, nst_rect own, nst_rect seed, float scale,
+                    double *sumsq, nst_tensor *df);
+nst_status cuda_tv(nst_backend *, const nst_tensor *img, nst_rect own, nst_rect seed, float scale, double *sum, nst_tensor *dimg);
+nst_status cuda_sumsq(nst_backend *, const nst_tensor *t, nst_rect own, double *out);
+nst_status cuda_dot(nst_backend *, const float *a, const float *b, size_t n, double *out);
+nst_status cuda_axpby(nst_backend *, float *y, const float *x, size_t n, float a, float b);
+nst_status cuda_adam(nst_backend *, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *);
+
+#endif

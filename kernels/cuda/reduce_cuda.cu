@@ -1,0 +1,266 @@
+/* kernels/cuda/reduce_cuda.cu: the loss terms that reduce (content MSE, total variation, sums of
+ * squares, dot products) and the optimiser's element ops (Adam, axpby). Reductions sum in
+ * double: each thread over a grid stride, each block by a fixed tree, the blocks' partials by
+ * one more block in index order; the launch shape depends on the element count only, so a
+ * result repeats exactly from run to run. */
+#include <math.h>
+
+#include "cuda_impl.h"
+
+#define GRID_STRIDE(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+
+static unsigned red_blocks(size_t n)
+{
+    unsigned b = cuda_blocks(n, RED_THREADS);
+    return b > RED_BLOCKS ? RED_BLOCKS : b;
+}
+
+/* the block's sum of v into out[blockIdx.x] (blockDim.x == RED_THREADS) */
+__device__ void block_sum(double v, double *out)
+{
+    double s = block_tree_sum(v);
+    if (threadIdx.x == 0) out[blockIdx.x] = s;
+}
+
+__global__ void k_finish(double *part, unsigned n)
+{
+    double v = 0;
+    for (unsigned i = threadIdx.x; i < n; i += RED_THREADS) v += part[i];
+    double s = block_tree_sum(v);
+    if (threadIdx.x == 0) part[RED_BLOCKS] = s;
+}
+
+nst_status cuda_reduce_finish(nst_backend *be, unsigned blocks, double *out)
+{
+    cuda_impl *im = cuda_of(be);
+    LAUNCH_TRY("reduce");
+    k_finish<<<1, RED_THREADS, 0, im->stream>>>(im->red, blocks);
+    LAUNCH_TRY("reduce");
+    CUDA_TRY(cudaMemcpyAsync(im->red_host, im->red + RED_BLOCKS, sizeof(double), cudaMemcpyDeviceToHost, im->stream));
+    CUDA_TRY(cudaStreamSynchronize(im->stream));
+    *out = *im->red_host;
+    return NST_OK;
+}
+
+/* a region of a tensor: element i of its rows -> offset in the tensor */
+struct region {
+    int x, y, w, W, C;
+    __device__ size_t at(size_t i) const
+    {
+        size_t row = (size_t)w * C;
+        return ((size_t)(y + i / row) * W + x) * C + i % row;
+    }
+};
+
+static region region_of(const nst_tensor *t, nst_rect r) { return region{r.x, r.y, r.w, t->w, t->c}; }
+static float scale_of(nst_backend *be, nst_dtype dt) { return dt == NST_F32 ? 1.f : cuda_of(be)->fscale; }
+
+/* ---- sums of squares, content MSE ------------------------------------------------------------ */
+template <typename T> __global__ void k_sumsq(const T *t, region g, size_t n, double *part)
+{
+    double s = 0;
+    GRID_STRIDE(i, n)
+    {
+        double v = ld<T>(t, g.at(i));
+        s += v * v;
+    }
+    block_sum(s, part);
+}
+
+nst_status cuda_sumsq(nst_backend *be, const nst_tensor *t, nst_rect own, double *out)
+{
+    NST_TRY(cuda_check(t, "sumsq"));
+    NST_TRY(cuda_check_region(t, own, "sumsq"));
+    size_t n = (size_t)nst_rect_area(own) * t->c;
+    *out = 0;
+    if (!n) return NST_OK;
+    cuda_impl *im = cuda_of(be);
+    unsigned b = red_blocks(n);
+    region g = region_of(t, own);
+#define SS(T) (k_sumsq<T><<<b, RED_THREADS, 0, im->stream>>>((const T *)t->data, g, n, im->red), 0)
+    CUDA_DISPATCH(t->dt, SS);
+#undef SS
+    NST_TRY(cuda_reduce_finish(be, b, out));
+    float s = scale_of(be, t->dt);
+    *out /= (double)s * s;
+    return NST_OK;
+}
+
+template <typename T> __global__ void k_mse(const T *f, const T *p, region g, size_t n, double *part)
+{
+    double s = 0;
+    GRID_STRIDE(i, n)
+    {
+        size_t o = g.at(i);
+        double d = (double)ld<T>(f, o) - ld<T>(p, o);
+        s += d * d;
+    }
+    block_sum(s, part);
+}
+
+template <typename T> __global__ void k_mse_grad(const T *f, const T *p, region g, size_t n, float scale, T *df)
+{
+    GRID_STRIDE(i, n)
+    {
+        size_t o = g.at(i);
+        st<T>(df, o, ld<T>(df, o) + scale * (ld<T>(f, o) - ld<T>(p, o)));
+    }
+}
+
+nst_status cuda_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *p, nst_rect own, nst_rect seed, float scale,
+                    double *sumsq, nst_tensor *df)
+{
+    NST_TRY(cuda_check(f, "mse"));
+    NST_TRY(cuda_check(p, "mse"));
+    NST_TRY(cuda_check_region(f, own, "mse"));
+    if (p->h != f->h || p->w != f->w || p->c != f->c || p->dt != f->dt) return nst_fail(NST_ERUNTIME, "mse: target shape differs");
+    cuda_impl *im = cuda_of(be);
+    size_t n = (size_t)nst_rect_area(own) * f->c;
+    *sumsq = 0;
+    if (n) {
+        unsigned b = red_blocks(n);
+        region g = region_of(f, own);
+#define MSE(T) (k_mse<T><<<b, RED_THREADS, 0, im->stream>>>((const T *)f->data, (const T *)p->data, g, n, im->red), 0)
+        CUDA_DISPATCH(f->dt, MSE);
+#undef MSE
+        NST_TRY(cuda_reduce_finish(be, b, sumsq));
+        float s = scale_of(be, f->dt);
+        *sumsq /= (double)s * s;
+    }
+    if (!df) return NST_OK;
+    NST_TRY(cuda_check(df, "mse"));
+    NST_TRY(cuda_check_region(f, seed, "mse"));
+    size_t m = (size_t)nst_rect_area(seed) * f->c;
+    if (!m) return NST_OK;
+    region g = region_of(f, seed);
+    /* stored f - p carries the feature scale, as the stored gradient does: scale is unchanged */
+#define MG(T) (k_mse_grad<T><<<cuda_blocks(m, 256), 256, 0, im->stream>>>((const T *)f->data, (const T *)p->data, g, m, scale, (T *)df->data), 0)
+    CUDA_DISPATCH(f->dt, MG);
+#undef MG
+    LAUNCH_TRY("mse");
+    return NST_OK;
+}
+
+/* ---- total variation (fp32 images) ------------------------------------------------------------ */
+__global__ void k_tv(const float *x, int W, int H, int C, region g, size_t n, double *part)
+{
+    double s = 0;
+    GRID_STRIDE(i, n)
+    {
+        size_t row = (size_t)g.w * C;
+        int y = g.y + (int)(i / row), xx = g.x + (int)((i % row) / C), c = (int)(i % C);
+        const float *p = x + ((size_t)y * W + xx) * C;
+        if (xx + 1 < W) {
+            double d = (double)p[C + c] - p[c];
+            s += d * d;
+        }
+        if (y + 1 < H) {
+            double d = (double)p[(size_t)W * C + c] - p[c];
+            s += d * d;
+        }
+    }
+    block_sum(s, part);
+}
+
+__global__ void k_tv_grad(const float *x, int W, int H, int C, region g, size_t n, float scale, float *dimg)
+{
+    GRID_STRIDE(i, n)
+    {
+        size_t row = (size_t)g.w * C;
+        int y = g.y + (int)(i / row), xx = g.x + (int)((i % row) / C), c = (int)(i % C);
+        size_t o = ((size_t)y * W + xx) * C;
+        const float *p = x + o;
+        float v = 0.f;
+        if (xx > 0) v += p[c] - p[c - C];
+        if (y > 0) v += p[c] - p[c - (size_t)W * C];
+        if (xx + 1 < W) v -= p[C + c] - p[c];
+        if (y + 1 < H) v -= p[(size_t)W * C + c] - p[c];
+        dimg[o + c] += scale * 2.f * v;
+    }
+}
+
+nst_status cuda_tv(nst_backend *be, const nst_tensor *img, nst_rect own, nst_rect seed, float scale, double *sum, nst_tensor *dimg)
+{
+    NST_TRY(cuda_check(img, "tv"));
+    NST_TRY(cuda_check_region(img, own, "tv"));
+    if (img->dt != NST_F32) return nst_fail(NST_ERUNTIME, "tv: fp32 images only");
+    cuda_impl *im = cuda_of(be);
+    size_t n = (size_t)nst_rect_area(own) * img->c;
+    *sum = 0;
+    if (n) {
+        unsigned b = red_blocks(n);
+        k_tv<<<b, RED_THREADS, 0, im->stream>>>((const float *)img->data, img->w, img->h, img->c, region_of(img, own), n, im->red);
+        NST_TRY(cuda_reduce_finish(be, b, sum));
+    }
+    if (!dimg) return NST_OK;
+    NST_TRY(cuda_check(dimg, "tv"));
+    NST_TRY(cuda_check_region(img, seed, "tv"));
+    size_t m = (size_t)nst_rect_area(seed) * img->c;
+    if (!m) return NST_OK;
+    k_tv_grad<<<cuda_blocks(m, 256), 256, 0, im->stream>>>((const float *)img->data, img->w, img->h, img->c, region_of(img, seed), m,
+                                                           scale, (float *)dimg->data);
+    LAUNCH_TRY("tv");
+    return NST_OK;
+}
+
+/* ---- optimiser element ops ------------------------------------------------------------------ */
+__global__ void k_dot(const float *a, const float *b, size_t n, double *part)
+{
+    double s = 0;
+    GRID_STRIDE(i, n) s += (double)a[i] * b[i];
+    block_sum(s, part);
+}
+
+nst_status cuda_dot(nst_backend *be, const float *a, const float *b, size_t n, double *out)
+{
+    *out = 0;
+    if (!n) return NST_OK;
+    cuda_impl *im = cuda_of(be);
+    unsigned blocks = red_blocks(n);
+    k_dot<<<blocks, RED_THREADS, 0, im->stream>>>(a, b, n, im->red);
+    return cuda_reduce_finish(be, blocks, out);
+}
+
+__global__ void k_axpby(float *y, const float *x, size_t n, float a, float b)
+{
+    if (b == 0.f) {
+        GRID_STRIDE(i, n) y[i] = a * x[i]; /* y's old values (perhaps uninitialised) do not take part */
+    } else {
+        GRID_STRIDE(i, n) y[i] = a * x[i] + b * y[i];
+    }
+}
+
+nst_status cuda_axpby(nst_backend *be, float *y, const float *x, size_t n, float a, float b)
+{
+    if (!n) return NST_OK;
+    k_axpby<<<cuda_blocks(n, 256), 256, 0, cuda_of(be)->stream>>>(y, x, n, a, b);
+    LAUNCH_TRY("axpby");
+    return NST_OK;
+}
+
+/* PyTorch's order of operations, as kernels/cpu/optim_cpu.c */
+__global__ void k_adam(float *x, const float *g, float *m, float *v, size_t n, float b1, float b2, float eps, float step, float rbc2,
+                       int clamp)
+{
+    GRID_STRIDE(i, n)
+    {
+        float gi = g[i];
+        float mi = b1 * m[i] + (1.f - b1) * gi;
+        float vi = b2 * v[i] + (1.f - b2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        float xi = x[i] - step * mi / (sqrtf(vi) * rbc2 + eps);
+        if (clamp) xi = xi < 0.f ? 0.f : (xi > 1.f ? 1.f : xi);
+        x[i] = xi;
+    }
+}
+
+nst_status cuda_adam(nst_backend *be, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *p)
+{
+    if (!n) return NST_OK;
+    const double bc1 = 1.0 - pow(p->beta1, (double)p->t), bc2 = 1.0 - pow(p->beta2, (double)p->t);
+    k_adam<<<cuda_blocks(n, 256), 256, 0, cuda_of(be)->stream>>>(x, g, m, v, n, p->beta1, p->beta2, p->eps, (float)(p->lr / bc1),
+                                                                 (float)(1.0 / sqrt(bc2)), p->clamp);
+    LAUNCH_TRY("adam");
+    return NST_OK;
+}
