@@ -16,6 +16,7 @@
 #include "nst/cli.h"
 #include "io/jobs.h"
 #include "nst/batch.h"
+#include "nst/device.h"
 #include "nst/progress.h"
 #include "nst/job.h"
 #include "nst/style_cache.h"
@@ -101,7 +102,7 @@ static void print_version(void)
     nst_comm_library_version(mpi, sizeof mpi);
     int n = nst_cuda_probe(why, sizeof why);
     printf("nstbatch %s\n", NST_VERSION);
-    printf("  compute: CPU backend (oneDNN); %s\n", nst_cuda_build_info());
+    printf("  compute: CPU backend (oneDNN)%s; %s\n", nst_cuda_has_ops() ? " and CUDA backend (cuDNN, cuBLAS)" : "", nst_cuda_build_info());
     printf("  GPUs visible now: %d%s%s\n", n, n ? "" : " - ", n ? "" : why);
     printf("  files:   %s\n", io);
     printf("  MPI:     %s\n", mpi);
@@ -118,25 +119,6 @@ static int make_weights(const nst_cli *cli)
     if (s == NST_EINPUT && strstr(nst_fail_message(), "output exists"))
         fprintf(stderr, "nstbatch: use --force to replace it\n");
     return s == NST_OK ? 0 : fail_exit(s);
-}
-
-/* The collectives the algorithm uses, from mpi/. */
-static nst_status coll_doubles(void *ctx, double *buf, size_t n)
-{
-    (void)ctx;
-    return nst_comm_sum_doubles(buf, n);
-}
-
-static nst_status coll_check(void *ctx, nst_status mine)
-{
-    (void)ctx;
-    return nst_comm_check(mine);
-}
-
-static nst_status coll_bcast(void *ctx, void *buf, size_t bytes)
-{
-    (void)ctx;
-    return nst_comm_bcast(buf, bytes, 0);
 }
 
 int main(int argc, char **argv)
@@ -188,24 +170,29 @@ int main(int argc, char **argv)
     s = nst_comm_agree(s);
     if (s == NST_OK) s = nst_comm_bcast(&cfg, sizeof cfg, 0);
     if (s == NST_OK) s = share_jobs(&jobs);
-    nst_backend *be = NULL;
+    nst_device dev;
+    memset(&dev, 0, sizeof dev);
     nst_job_result res;
     int threads = cfg.run_threads ? (int)cfg.run_threads : nst_default_threads(nst_comm_local_size());
-    if (s == NST_OK) s = nst_backend_open(cfg.run_device, threads, &be);
+    if (s == NST_OK) s = nst_device_open(&cfg, threads, &dev);
     s = nst_comm_agree(s);
+    nst_backend *be = dev.be;
     if (s == NST_OK) {
         nst_info("nstbatch %s: %d rank%s; backend: %s%s%s%s\n", NST_VERSION, size, size == 1 ? "" : "s", be->description,
                  be->choice[0] ? " (" : "", be->choice, be->choice[0] ? ")" : "");
+        if (size > 1) nst_info("         Gram sums: %s\n", dev.gram_path);
+        if (!be->gpu_stream && strcmp(cfg.run_precision, "auto") != 0 && strcmp(cfg.run_precision, "fp32") != 0)
+            nst_notice("run.precision = %s applies on GPUs; the CPU backend computes in fp32\n", cfg.run_precision);
         /* mpirun binds each rank to one core by default for small rank counts, and OpenMP sizes
          * its pool from that mask: say so when a rank gets less than its share of the node. */
         int share = be->cores_online / (nst_comm_local_size() > 0 ? nst_comm_local_size() : 1);
-        if (cfg.run_threads == 0 && be->cores_allowed < share)
+        if (!be->gpu_stream && cfg.run_threads == 0 && be->cores_allowed < share)
             nst_warn("MPI bound this rank to %d of %d cores, so the CPU backend uses %d thread%s; launch with "
                      "mpirun --bind-to none (one rank per node) or --map-by slot:PE=N, or set run.threads\n",
                      be->cores_allowed, be->cores_online, be->threads, be->threads == 1 ? "" : "s");
-        nst_collectives coll = {NULL, coll_doubles, coll_check, coll_bcast};
+        nst_collectives coll = nst_device_collectives(&dev);
         nst_progress progress;
-        s = nst_progress_open(&progress, &cfg, cli.quiet, strcmp(be->name, "cuda") == 0);
+        s = nst_progress_open(&progress, &cfg, cli.quiet, be->gpu_stream ? be->gpu_bus_id : "");
         nst_weights weights;
         nst_style_cache *cache = NULL;
         memset(&weights, 0, sizeof weights);
@@ -224,7 +211,7 @@ int main(int argc, char **argv)
         nst_weights_free(&weights);
         nst_progress_close(&progress);
     }
-    nst_backend_close(be);
+    nst_device_close(&dev);
     nst_jobset_free(&jobs);
     s = nst_comm_agree(s);
     int code = s == NST_OK ? 0 : fail_exit(s);

@@ -93,6 +93,7 @@ NST_KEY(batch, summary, PATH, "", 0, 0, "", "write the batch's summary (every jo
 /* [run] */
 NST_KEY(run, seed, INT, "0", 0, NST_BIG, "", "seed of the noise initialisation")
 NST_KEY(run, device, ENUM, "auto", 0, 0, "auto|cpu|cuda", "compute backend: auto uses CUDA where a GPU is present and the CPU otherwise")
+NST_KEY(run, precision, ENUM, "auto", 0, 0, "auto|fp32|tf32|bf16|fp16", "GPU activation storage and convolution math, all with fp32 accumulation: bf16 or fp16 storage (tensor cores), fp32 storage with tf32 tensor-core math, or fp32 throughout; auto: bf16 on a GPU. The CPU computes in fp32 whatever this says")
 NST_KEY(run, threads, INT, "0", 0, 4096, "", "CPU threads per rank; 0: this rank's share of the node's cores (at most the cores it is bound to)")
 NST_KEY(run, print_every, INT, "50", 0, 100000000, "", "print the loss terms every N iterations (0: first and last only)")
 NST_KEY(run, memory_gb, FLOAT, "0", 0, 1000000, "", "memory budget per rank for tiles, activations and optimiser state, in GiB; 0: 80% of the memory available, shared by the ranks of a node")
@@ -103,6 +104,12 @@ NST_KEY(run, progress, ENUM, "auto", 0, 0, "auto|live|lines", "progress on rank 
 NST_KEY(checkpoint, path, PATH, "", 0, 0, "", "directory for checkpoints (one file per rank and a manifest; a matching one is resumed at start); empty: none, and SIGUSR1/SIGTERM stop the run without saving")
 NST_KEY(checkpoint, every, INT, "0", 0, 100000000, "", "checkpoint every N iterations of a level; 0: not by count")
 NST_KEY(checkpoint, minutes, FLOAT, "0", 0, 1000000, "", "checkpoint every M minutes of wall time (rank 0's clock); 0: not by time")
+
+/* [gpu] */
+NST_KEY(gpu, binding, ENUM, "auto", 0, 0, "auto|local_rank|visible0", "which GPU a rank drives: auto and local_rank = the rank's index among the ranks of its node, modulo the GPUs it sees; visible0 = the first GPU it sees (the launcher gives each rank its own, e.g. srun --gpus-per-task=1)")
+NST_KEY(gpu, share, BOOL, "false", 0, 0, "", "allow more ranks on a node than it has GPUs (ranks then share GPUs, split their memory, and the Gram allreduce goes through MPI instead of NCCL); otherwise that is an error")
+
+NST_KEY(gpu, nccl_timeout, FLOAT, "600", 1, 86400, "", "seconds an NCCL Gram allreduce may make no progress before every rank is aborted with one message (a dead or hung peer)")
 
 /* [metrics] */
 NST_KEY(metrics, path, PATH, "", 0, 0, "", "JSON-lines log: one object per print interval (level, iteration, loss terms, per-phase times min/max/mean over ranks, memory, GPU samples) and events; empty: none")

@@ -87,8 +87,8 @@ nst_status nst_jobset_begin(nst_jobset *js, const char *name, const char *where)
 static int shared_key(const char *section, const char *name)
 {
     return strcmp(section, "model") == 0 || strcmp(section, "batch") == 0 || strcmp(section, "checkpoint") == 0 ||
-           strcmp(section, "metrics") == 0 ||
-           (strcmp(section, "run") == 0 && (strcmp(name, "device") == 0 || strcmp(name, "threads") == 0));
+           strcmp(section, "metrics") == 0 || strcmp(section, "gpu") == 0 ||
+           (strcmp(section, "run") == 0 && (strcmp(name, "device") == 0 || strcmp(name, "threads") == 0 || strcmp(name, "precision") == 0));
 }
 
 nst_status nst_jobset_add(nst_jobset *js, const char *full_key, const char *value, const char *where, const char *dir)

@@ -21,22 +21,26 @@ static char host[256] = "?";
 struct nst_group {
     MPI_Comm comm;
     int rank, size;
+    void *nccl; /* the group's NCCL communicator, made on first use (mpi/nccl.c) */
 };
 #define STACK_MAX 8
-static struct nst_group world_group = {MPI_COMM_NULL, 0, 1};
+static struct nst_group world_group = {MPI_COMM_NULL, 0, 1, NULL};
+static struct nst_group *cur_group = &world_group;
 static struct nst_group *stack[STACK_MAX];
 static int depth;
 static MPI_Comm cur = MPI_COMM_NULL;
 static int cur_rank, cur_size = 1;
 
-static void set_current(const struct nst_group *g)
+static void set_current(struct nst_group *g)
 {
+    cur_group = g;
     cur = g->comm;
     cur_rank = g->rank;
     cur_size = g->size;
 }
 
 MPI_Comm nst_comm_mpi(void) { return cur; }
+void **nst_comm_nccl_slot(void) { return &cur_group->nccl; }
 
 nst_status nst_comm_mpi_fail(int rc, const char *call)
 {
@@ -57,7 +61,7 @@ nst_status nst_comm_init(int *argc, char ***argv)
     MPI_TRY(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     MPI_TRY(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
     MPI_TRY(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
-    world_group = (struct nst_group){MPI_COMM_WORLD, world_rank, world_size};
+    world_group = (struct nst_group){MPI_COMM_WORLD, world_rank, world_size, NULL};
     set_current(&world_group);
     MPI_Comm node;
     MPI_TRY(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node));
@@ -69,6 +73,7 @@ nst_status nst_comm_init(int *argc, char ***argv)
 
 void nst_comm_finalize(void)
 {
+    nst_comm_nccl_release(&world_group.nccl);
     if (initialised) MPI_Finalize();
     initialised = 0;
 }
@@ -113,6 +118,7 @@ void nst_comm_pop(void)
 void nst_comm_group_free(nst_group *g)
 {
     if (!g) return;
+    nst_comm_nccl_release(&g->nccl);
     MPI_Comm_free(&g->comm);
     nst_free(g);
 }

@@ -70,6 +70,21 @@ nst_status nst_comm_agree(nst_status mine);
 nst_status nst_comm_sum_doubles(double *buf, size_t n);
 /* Per-element minimum, maximum and sum over ranks of n doubles (for the phase timers). */
 nst_status nst_comm_stats(const double *in, double *min, double *max, double *sum, size_t n);
+/* GPU binding (gpu.binding): the device index a rank drives among the ngpu it sees (-1: none).
+ * auto and local_rank: the node-local rank modulo ngpu; visible0: 0. */
+int nst_gpu_choose(const char *policy, int local_rank, int ngpu);
+/* How many ranks of this node drive the GPU with this PCI bus id (*sharers), and the largest
+ * such count over all ranks (*max_sharers: 1 = every rank has its own GPU). World-collective;
+ * an empty bus_id (a CPU rank) counts 1. */
+nst_status nst_comm_gpu_sharers(const char *bus_id, int *sharers, int *max_sharers);
+
+/* NCCL: in-place sum of n doubles in device memory over the current group, queued on the CUDA
+ * stream and waited for. Failures and a stall of timeout seconds abort every rank with one
+ * message (ncclCommAbort, then MPI_Abort): a rank cannot recover from a broken communicator. */
+int nst_comm_nccl_built(void);
+void nst_comm_nccl_version(char *out, size_t cap);
+nst_status nst_comm_nccl_sum_doubles(double *dev, size_t n, void *stream, double timeout);
+
 /* "Open MPI v4.1.4, ..." (callable before nst_comm_init). */
 void nst_comm_library_version(char *out, size_t cap);
 /* Abort every rank: prints "nstbatch: error: <msg>" (from this rank) and calls MPI_Abort. */

@@ -8,6 +8,9 @@
 #include "../util/status.h"
 
 MPI_Comm nst_comm_mpi(void);
+/* The current group's NCCL communicator slot (NULL until mpi/nccl.c makes one), and its release. */
+void **nst_comm_nccl_slot(void);
+void nst_comm_nccl_release(void **slot);
 /* "MPI_<call> failed on rank R (host): <MPI error string>", recorded; NST_ERUNTIME. */
 nst_status nst_comm_mpi_fail(int rc, const char *call);
 

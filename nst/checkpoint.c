@@ -24,7 +24,7 @@
 /* Keys that cannot change the pixels of a render: a resume may change them. */
 static int unhashed(const nst_key_info *k)
 {
-    static const char *sections[] = {"output", "checkpoint", "metrics", "batch"};
+    static const char *sections[] = {"output", "checkpoint", "metrics", "batch", "gpu"};
     static const char *run_keys[] = {"threads", "device", "print_every", "memory_gb", "record", "progress"};
     for (size_t i = 0; i < sizeof sections / sizeof *sections; i++)
         if (strcmp(k->section, sections[i]) == 0) return 1;

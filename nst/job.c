@@ -125,13 +125,15 @@ static nst_status rank_map(const nst_backend *be, const nst_job_env *env, rank_e
     gethostname(me->host, sizeof me->host - 1);
     me->world_rank = nst_comm_world_rank();
     me->local_rank = nst_comm_local_rank();
+    char dev[64] = "";
+    if (be->gpu_stream) snprintf(dev, sizeof dev, " GPU %d (%.31s) %s", be->gpu_index, be->gpu_bus_id, nst_precision_name(be->precision));
     if (env->progress && env->progress->gpu) {
         int idx;
-        char name[96];
+        char name[64];
         nst_gpu_monitor_identity(env->progress->gpu, &idx, name, sizeof name);
-        snprintf(me->device, sizeof me->device, "%s; monitoring NVML GPU %d (%s)", be->name, idx, name);
+        snprintf(me->device, sizeof me->device, "%.15s%.63s; monitoring NVML GPU %d (%.40s)", be->name, dev, idx, name);
     } else {
-        snprintf(me->device, sizeof me->device, "%s", be->name);
+        snprintf(me->device, sizeof me->device, "%s%s", be->name, dev);
     }
     nst_status s = nst_comm_merge_bytes(m, sizeof *m * (size_t)n);
     if (s != NST_OK) {
@@ -355,7 +357,7 @@ nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_collectives c
     }
     double bmin = 0;
     if (s == NST_OK) {
-        double b = (double)nst_memory_budget(cfg->run_memory_gb, nst_comm_local_size()), bmax, bsum;
+        double b = (double)nst_memory_budget(be, cfg->run_memory_gb, nst_comm_local_size()), bmax, bsum;
         s = nst_comm_stats(&b, &bmin, &bmax, &bsum, 1);
     }
     s = nst_comm_agree(s);

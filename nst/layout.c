@@ -57,8 +57,12 @@ size_t nst_layout_memory(const nst_grid *g, const int *owner, int r, int cheap, 
     return b;
 }
 
-size_t nst_memory_budget(double memory_gb, int local_ranks)
+size_t nst_memory_budget(const nst_backend *be, double memory_gb, int local_ranks)
 {
+    if (be && be->capacity) { /* a device arena: already sized by run.memory_gb or the rank's share of the GPU */
+        size_t used = be->bytes_in_use + be->reserve;
+        return be->capacity > used ? be->capacity - used : 0;
+    }
     if (memory_gb > 0) return (size_t)(memory_gb * (double)(1ull << 30));
     unsigned long long kb = 0;
     FILE *f = fopen("/proc/meminfo", "r");

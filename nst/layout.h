@@ -59,7 +59,8 @@ void nst_layout_free(nst_layout *L);
 /* Bytes of rank r's backend buffers for a grid, owners and strategy (the model above). */
 size_t nst_layout_memory(const nst_grid *g, const int *owner, int r, int cheap, size_t opt_px_bytes, nst_gram_strategy gram,
                          const nst_loss_spec *spec, const nst_net *net);
-/* The budget: memory_gb if set, else 80% of MemAvailable shared by the ranks of a node. */
-size_t nst_memory_budget(double memory_gb, int local_ranks);
+/* The budget: on a device with a fixed arena (CUDA), what is free in it less the backend's
+ * scratch reserve; else memory_gb if set, else 80% of MemAvailable shared by the ranks of a node. */
+size_t nst_memory_budget(const nst_backend *be, double memory_gb, int local_ranks);
 
 #endif

@@ -206,8 +206,12 @@ void nst_tile_free(nst_objective *o, nst_tile *t)
 /* Forward the tile's pixels through the network into its (possibly shared) activations. */
 static nst_status forward_tile(nst_objective *o, nst_tile *t)
 {
+    nst_backend *be = o->net->be;
     if (t->acts != &t->own_acts) NST_TRY(nst_acts_reshape(o->net, t->acts, t->window.h, t->window.w));
-    return nst_net_forward(o->net, &t->img, t->acts);
+    be->ops->range_push(be, "forward");
+    nst_status s = nst_net_forward(o->net, &t->img, t->acts);
+    be->ops->range_pop(be);
+    return s;
 }
 
 nst_status nst_tile_set_content(nst_objective *o, nst_tile *t, const float *window_px)
@@ -270,9 +274,12 @@ static nst_status seed_layer(void *user, int layer, nst_tensor *grad)
 static nst_status gram_tile(nst_objective *o, nst_tile *t)
 {
     nst_backend *be = o->net->be;
-    for (int k = 0; k < o->spec->nstyle; k++)
-        NST_TRY(be->ops->gram_accumulate(be, &t->acts->out[o->spec->style[k]], t->own[o->spec->style[k]], o->G[k]));
-    return NST_OK;
+    nst_status s = NST_OK;
+    be->ops->range_push(be, "Gram sums");
+    for (int k = 0; s == NST_OK && k < o->spec->nstyle; k++)
+        s = be->ops->gram_accumulate(be, &t->acts->out[o->spec->style[k]], t->own[o->spec->style[k]], o->G[k]);
+    be->ops->range_pop(be);
+    return s;
 }
 
 /* Backward of one tile whose forward is in its activations, and its TV term. */
@@ -280,15 +287,19 @@ static nst_status backward_tile(nst_objective *o, nst_tile *t, int grad)
 {
     nst_backend *be = o->net->be;
     seed_ctx sc = {o, t};
+    nst_status s = NST_OK;
+    be->ops->range_push(be, "backward");
     if (grad) {
-        NST_TRY(nst_net_backward(o->net, t->acts, seed_layer, &sc, &t->dimg));
+        s = nst_net_backward(o->net, t->acts, seed_layer, &sc, &t->dimg);
     } else {
-        for (int l = 0; l < o->net->nlayers; l++) NST_TRY(seed_layer(&sc, l, NULL));
+        for (int l = 0; s == NST_OK && l < o->net->nlayers; l++) s = seed_layer(&sc, l, NULL);
     }
+    be->ops->range_pop(be);
+    NST_TRY(s);
     if (o->spec->tv_weight > 0) {
-        double s, scale = o->spec->tv_weight / (3.0 * o->img_w * o->img_h);
-        NST_TRY(be->ops->tv(be, &t->img, t->own_px, t->seed_px, (float)scale, &s, grad ? &t->dimg : NULL));
-        o->tv_pending += s;
+        double sum, scale = o->spec->tv_weight / (3.0 * o->img_w * o->img_h);
+        NST_TRY(be->ops->tv(be, &t->img, t->own_px, t->seed_px, (float)scale, &sum, grad ? &t->dimg : NULL));
+        o->tv_pending += sum;
     }
     return NST_OK;
 }
@@ -315,7 +326,12 @@ static nst_status reduce_grams(nst_objective *o, nst_loss_terms *terms, int extr
     terms->style = 0;
     for (int k = 0; k < spec->nstyle; k++) {
         size_t cc = (size_t)o->C[k] * o->C[k];
-        if (o->coll.sum_doubles) NST_TRY(o->coll.sum_doubles(o->coll.ctx, o->G[k], cc));
+        if (o->coll.sum_grams) {
+            be->ops->range_push(be, "Gram allreduce");
+            nst_status r = o->coll.sum_grams(o->coll.ctx, o->G[k], cc);
+            be->ops->range_pop(be);
+            NST_TRY(r);
+        }
         double ss;
         const double *prev = extrapolate && o->have_prev ? o->Gprev[k] : NULL;
         NST_TRY(be->ops->gram_diff(be, o->G[k], prev, 1.0 / o->M[k], o->A[k], o->C[k], o->D[k], &ss));

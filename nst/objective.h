@@ -35,7 +35,8 @@
 /* What the algorithm needs from the other ranks (mpi/ provides it; NULL members: one process). */
 typedef struct {
     void *ctx;
-    nst_status (*sum_doubles)(void *ctx, double *buf, size_t n); /* Gram sums (backend memory) and scalars */
+    nst_status (*sum_doubles)(void *ctx, double *buf, size_t n); /* scalars in host memory */
+    nst_status (*sum_grams)(void *ctx, double *buf, size_t n);   /* Gram sums in backend memory (NCCL, or MPI via the host) */
     nst_status (*check)(void *ctx, nst_status mine);             /* the worst status of all ranks */
     nst_status (*bcast)(void *ctx, void *buf, size_t bytes);     /* from rank 0, host memory */
 } nst_collectives;

@@ -20,7 +20,7 @@
 
 enum { WARN_UTIL = 1, WARN_MEM = 2, WARN_TEMP = 4, WARN_POWER = 8 };
 
-nst_status nst_progress_open(nst_progress *p, const nst_config *cfg, int quiet, int backend_on_gpu)
+nst_status nst_progress_open(nst_progress *p, const nst_config *cfg, int quiet, const char *gpu_bus_id)
 {
     memset(p, 0, sizeof *p);
     p->jsonl_fd = -1;
@@ -42,10 +42,10 @@ nst_status nst_progress_open(nst_progress *p, const nst_config *cfg, int quiet, 
     }
     NST_TRY(nst_comm_agree(s));
     /* GPU monitoring: every rank decides the same (the config), each samples its own GPU */
-    p->gpu_wanted = strcmp(cfg->metrics_gpu, "on") == 0 || (strcmp(cfg->metrics_gpu, "auto") == 0 && backend_on_gpu);
+    p->gpu_wanted = strcmp(cfg->metrics_gpu, "on") == 0 || (strcmp(cfg->metrics_gpu, "auto") == 0 && gpu_bus_id && *gpu_bus_id);
     if (p->gpu_wanted) {
         char why[256];
-        if (nst_gpu_monitor_start(nst_comm_local_rank(), cfg->metrics_gpu_interval, &p->gpu, why, sizeof why) != 0) {
+        if (nst_gpu_monitor_start(nst_comm_local_rank(), gpu_bus_id, cfg->metrics_gpu_interval, &p->gpu, why, sizeof why) != 0) {
             p->gpu = NULL; /* this rank contributes nothing to the GPU rows; the others still do */
             if (nst_comm_rank() == 0) nst_notice("metrics.gpu = %s: no GPU monitoring on rank 0: %s\n", cfg->metrics_gpu, why);
         }

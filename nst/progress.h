@@ -46,7 +46,7 @@ typedef struct nst_progress {
 
 /* Collective on the world (after the backend is open): the metrics files (world rank 0 truncates
  * metrics.path), GPU monitoring per metrics.gpu (backend_on_gpu: the render runs on a GPU). */
-nst_status nst_progress_open(nst_progress *p, const nst_config *cfg, int quiet, int backend_on_gpu);
+nst_status nst_progress_open(nst_progress *p, const nst_config *cfg, int quiet, const char *gpu_bus_id);
 void nst_progress_close(nst_progress *p);
 
 /* A job's levels (sizes and iterations), for the ETA; the name is "" outside a batch. */

@@ -605,10 +605,14 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
     long long mark = it0;
     for (long long it = it0; s == NST_OK && it < iters; it++) {
         double m0 = nst_now();
+        be->ops->range_push(be, "halo exchange"); /* NVTX ranges: Nsight Systems shows the phases */
         if (!L->cheap || (it > 0 && it % L->exchange_every == 0)) s = refresh(ctx, tiles, ts, &ex);
+        be->ops->range_pop(be);
         nst_timer_lap(&st->timers, NST_T_EXCHANGE, &m0);
         nst_loss_terms terms;
+        be->ops->range_push(be, "objective");
         if (s == NST_OK) s = nst_objective_eval(&obj, tiles, L->nlocal, 1, &st->timers, &terms);
+        be->ops->range_pop(be);
         if (s != NST_OK) break;
         if (it == 0) st->first = terms;
         if (ctx->progress) {
@@ -622,7 +626,9 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
         }
         m0 = nst_now();
         s = injected_fault(it);
+        be->ops->range_push(be, "optimiser");
         if (s == NST_OK) s = step(ctx, tiles, ts, &lb, t_start + it + 1);
+        be->ops->range_pop(be);
         s = agree(ctx, s); /* every rank reaches this, failed or not */
         nst_timer_lap(&st->timers, NST_T_OPTIM, &m0);
         if (s == NST_OK && ctx->ckpt) s = agree(ctx, boundary(ctx, &rs, it + 1, st));
@@ -690,7 +696,7 @@ nst_status nst_render_image(const nst_config *cfg, const nst_loss_spec *spec, ns
     int W = content->w, H = content->h;
     memset(out, 0, sizeof *out);
     NST_TRY(nst_net_shapes(be, w, spec->deepest, spec->pool, &probe));
-    nst_status s = nst_layout_plan(cfg, spec, &probe, W, H, 1, 0, nst_memory_budget(cfg->run_memory_gb, 1), &L);
+    nst_status s = nst_layout_plan(cfg, spec, &probe, W, H, 1, 0, nst_memory_budget(be, cfg->run_memory_gb, 1), &L);
     nst_net_destroy(&probe);
     NST_TRY(s);
     /* the style targets of the whole style image, on this process */

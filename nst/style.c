@@ -188,7 +188,7 @@ static nst_status image_targets(const nst_config *cfg, const nst_loss_spec *spec
     const int align = nst_vgg_footprint(spec->deepest).stride;
     nst_grid g;
     int *owner = NULL;
-    size_t budget = nst_memory_budget(cfg->run_memory_gb, nst_comm_local_size());
+    size_t budget = nst_memory_budget(be, cfg->run_memory_gb, nst_comm_local_size());
     nst_status s = plan_tiles(net, w, h, feature_halo(spec, align), align, nst_comm_size(), budget, &g, &owner);
     s = nst_comm_agree(s);
     if (s != NST_OK) return s;
@@ -265,7 +265,7 @@ static nst_status image_targets(const nst_config *cfg, const nst_loss_spec *spec
         int c = net->width[spec->style[k]], lh, lw, lc;
         size_t cc = (size_t)c * c;
         nst_net_shape(net, spec->style[k], h, w, &lh, &lw, &lc);
-        if (coll.sum_doubles) s = coll.sum_doubles(coll.ctx, G[k], cc);
+        if (coll.sum_grams) s = coll.sum_grams(coll.ctx, G[k], cc);
         if (s == NST_OK && !zeros) { /* a zero target: gram_diff then yields A = G/M and its norm */
             size_t most = 0;
             for (int j = 0; j < spec->nstyle; j++) {

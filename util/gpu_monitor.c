@@ -24,6 +24,7 @@ typedef struct {
     nvml_ret (*count)(unsigned int *);
     nvml_ret (*by_index)(unsigned int, nvml_dev *);
     nvml_ret (*by_uuid)(const char *, nvml_dev *);
+    nvml_ret (*by_bus)(const char *, nvml_dev *);
     nvml_ret (*name)(nvml_dev, char *, unsigned int);
     nvml_ret (*util)(nvml_dev, nvml_util *);
     nvml_ret (*mem)(nvml_dev, nvml_mem *);
@@ -113,6 +114,7 @@ static int load(nvml_api *a, char *why, size_t cap)
     SYM(count, "nvmlDeviceGetCount_v2");
     SYM(by_index, "nvmlDeviceGetHandleByIndex_v2");
     SYM(by_uuid, "nvmlDeviceGetHandleByUUID");
+    SYM(by_bus, "nvmlDeviceGetHandleByPciBusId_v2");
     SYM(name, "nvmlDeviceGetName");
     SYM(util, "nvmlDeviceGetUtilizationRates");
     SYM(mem, "nvmlDeviceGetMemoryInfo");
@@ -132,13 +134,18 @@ static int load(nvml_api *a, char *why, size_t cap)
 }
 
 /* The NVML device of this rank (see the header). */
-static int pick(const nvml_api *a, int local_rank, nvml_dev *dev, int *index, char *why, size_t cap)
+static int pick(const nvml_api *a, int local_rank, const char *bus_id, nvml_dev *dev, int *index, char *why, size_t cap)
 {
     unsigned int n = 0;
     nvml_ret r = a->count(&n);
     if (r != 0 || n == 0) {
         snprintf(why, cap, "NVML sees no GPU (%s)", r ? err(a, r) : "count 0");
         return -1;
+    }
+    /* the backend's own device, by bus id: NVML numbers all GPUs, CUDA only the visible ones */
+    if (bus_id && *bus_id && a->by_bus && a->by_bus(bus_id, dev) == 0) {
+        *index = -1;
+        return 0;
     }
     const char *vis = getenv("CUDA_VISIBLE_DEVICES");
     char entry[128] = "";
@@ -168,7 +175,7 @@ static int pick(const nvml_api *a, int local_rank, nvml_dev *dev, int *index, ch
     return 0;
 }
 
-int nst_gpu_monitor_start(int local_rank, double interval_s, nst_gpu_monitor **out, char *why, size_t cap)
+int nst_gpu_monitor_start(int local_rank, const char *bus_id, double interval_s, nst_gpu_monitor **out, char *why, size_t cap)
 {
     *out = NULL;
     nst_gpu_monitor *m = calloc(1, sizeof *m);
@@ -184,7 +191,7 @@ int nst_gpu_monitor_start(int local_rank, double interval_s, nst_gpu_monitor **o
     int index = 0;
     if (r != 0) {
         snprintf(why, cap, "nvmlInit failed (%s)", err(&m->api, r));
-    } else if (pick(&m->api, local_rank, &m->dev, &index, why, cap) == 0) {
+    } else if (pick(&m->api, local_rank, bus_id, &m->dev, &index, why, cap) == 0) {
         m->interval = interval_s;
         m->acc.index = index;
         m->api.name(m->dev, m->acc.name, sizeof m->acc.name);

@@ -28,8 +28,9 @@ typedef struct {
     double sm_clock_mhz, mem_clock_mhz; /* the last sample */
 } nst_gpu_sample;
 
-/* 0 and *out on success; -1 with a reason in why otherwise. */
-int nst_gpu_monitor_start(int local_rank, double interval_s, nst_gpu_monitor **out, char *why, size_t cap);
+/* 0 and *out on success; -1 with a reason in why otherwise. bus_id: the PCI bus id of the GPU the
+ * backend drives ("" when unknown: then chosen from CUDA_VISIBLE_DEVICES by node-local rank). */
+int nst_gpu_monitor_start(int local_rank, const char *bus_id, double interval_s, nst_gpu_monitor **out, char *why, size_t cap);
 /* The summary since the previous call (the latest sample is taken now if none arrived since). */
 void nst_gpu_monitor_take(nst_gpu_monitor *m, nst_gpu_sample *out);
 /* The GPU sampled: NVML index (-1 when chosen by UUID) and name. */

@@ -1,0 +1,147 @@
+/* mpi/nccl.c: the Gram allreduce on device buffers with NCCL, one communicator per rank group
+ * (made on the group's first sum: every rank of a group reaches its sums together).
+ *
+ * Communicators are non-blocking (config.blocking = 0), so no NCCL call can hang a rank: every
+ * wait polls ncclCommGetAsyncError and the stream, and a peer that died or a network error ends
+ * in ncclCommAbort and MPI_Abort with one message after gpu.nccl_timeout seconds at most. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "comm.h"
+#include "comm_mpi.h"
+
+#ifdef NST_HAVE_NCCL
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+int nst_comm_nccl_built(void) { return 1; }
+
+void nst_comm_nccl_version(char *out, size_t cap)
+{
+    int v = 0;
+    if (ncclGetVersion(&v) != ncclSuccess) v = NCCL_VERSION_CODE;
+    snprintf(out, cap, "NCCL %d.%d.%d", v / 10000, (v % 10000) / 100, v % 100);
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void fatal(ncclComm_t comm, const char *what, const char *detail)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, "NCCL %s failed on rank %d (%s): %s; aborting every rank", what, nst_comm_world_rank(), nst_comm_host(),
+             detail);
+    if (comm) ncclCommAbort(comm);
+    nst_comm_abort(1, msg);
+}
+
+/* Wait until the communicator has no operation in progress (and, with a stream, the stream's
+ * work is done): errors and the timeout end the job. */
+static void wait_for(ncclComm_t comm, cudaStream_t stream, const char *what, double timeout)
+{
+    double t0 = now_s();
+    struct timespec nap = {0, 20000}; /* 20 us */
+    for (;;) {
+        ncclResult_t r = ncclSuccess;
+        ncclResult_t q = ncclCommGetAsyncError(comm, &r);
+        if (q != ncclSuccess) fatal(comm, what, ncclGetErrorString(q));
+        if (r != ncclSuccess && r != ncclInProgress) fatal(comm, what, ncclGetLastError(comm)[0] ? ncclGetLastError(comm) : ncclGetErrorString(r));
+        if (r == ncclSuccess) {
+            if (!stream) return;
+            cudaError_t e = cudaStreamQuery(stream);
+            if (e == cudaSuccess) return;
+            if (e != cudaErrorNotReady) fatal(comm, what, cudaGetErrorString(e));
+        }
+        if (now_s() - t0 > timeout) {
+            char d[128];
+            snprintf(d, sizeof d, "no progress in %.0f s (gpu.nccl_timeout): a peer died or hangs", timeout);
+            fatal(comm, what, d);
+        }
+        nanosleep(&nap, NULL);
+    }
+}
+
+static nst_status comm_for_group(ncclComm_t *out, double timeout)
+{
+    void **slot = nst_comm_nccl_slot();
+    if (*slot) {
+        *out = (ncclComm_t)*slot;
+        return NST_OK;
+    }
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    nst_status s = NST_OK;
+    if (nst_comm_rank() == 0) {
+        ncclResult_t r = ncclGetUniqueId(&id);
+        if (r != ncclSuccess) s = nst_fail(NST_ERUNTIME, "ncclGetUniqueId failed on rank %d (%s): %s", nst_comm_world_rank(), nst_comm_host(),
+                                           ncclGetErrorString(r));
+    }
+    NST_TRY(nst_comm_agree(s));
+    NST_TRY(nst_comm_bcast(&id, sizeof id, 0));
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.blocking = 0;
+    ncclComm_t comm = NULL;
+    ncclResult_t r = ncclCommInitRankConfig(&comm, nst_comm_size(), id, nst_comm_rank(), &cfg);
+    if (r != ncclSuccess && r != ncclInProgress) {
+        s = nst_fail(NST_ERUNTIME, "ncclCommInitRankConfig failed on rank %d (%s): %s", nst_comm_world_rank(), nst_comm_host(),
+                     ncclGetErrorString(r));
+        if (comm) ncclCommAbort(comm);
+        comm = NULL;
+    }
+    if (comm) wait_for(comm, NULL, "communicator set-up", timeout);
+    NST_TRY(nst_comm_agree(s));
+    *slot = comm;
+    *out = comm;
+    return NST_OK;
+}
+
+nst_status nst_comm_nccl_sum_doubles(double *dev, size_t n, void *stream, double timeout)
+{
+    if (nst_comm_size() == 1 || n == 0) return NST_OK;
+    ncclComm_t comm;
+    NST_TRY(comm_for_group(&comm, timeout));
+    ncclResult_t r = ncclAllReduce(dev, dev, n, ncclFloat64, ncclSum, comm, (cudaStream_t)stream);
+    if (r != ncclSuccess && r != ncclInProgress) fatal(comm, "ncclAllReduce (Gram sums)", ncclGetErrorString(r));
+    wait_for(comm, (cudaStream_t)stream, "ncclAllReduce (Gram sums)", timeout);
+    return NST_OK;
+}
+
+void nst_comm_nccl_release(void **slot)
+{
+    if (!*slot) return;
+    ncclComm_t comm = (ncclComm_t)*slot;
+    /* finalize flushes the communicator's work (non-blocking: wait a bounded time), then free it;
+     * one that does not finish is aborted instead */
+    ncclResult_t r = ncclCommFinalize(comm);
+    double t0 = now_s();
+    while ((r == ncclSuccess || r == ncclInProgress) && ncclCommGetAsyncError(comm, &r) == ncclSuccess && r == ncclInProgress &&
+           now_s() - t0 < 10) {
+        struct timespec nap = {0, 100000};
+        nanosleep(&nap, NULL);
+    }
+    if (r == ncclSuccess) ncclCommDestroy(comm);
+    else ncclCommAbort(comm);
+    *slot = NULL;
+}
+
+#else /* built without NCCL */
+
+int nst_comm_nccl_built(void) { return 0; }
+
+void nst_comm_nccl_version(char *out, size_t cap) { snprintf(out, cap, "no NCCL in this build"); }
+
+nst_status nst_comm_nccl_sum_doubles(double *dev, size_t n, void *stream, double timeout)
+{
+    (void)dev, (void)n, (void)stream, (void)timeout;
+    return nst_fail(NST_ERUNTIME, "the Gram allreduce asked for NCCL, but this build has none");
+}
+
+void nst_comm_nccl_release(void **slot) { *slot = NULL; }
+
+#endif
