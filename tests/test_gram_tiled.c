@@ -87,7 +87,7 @@ int main(int argc, char **argv)
     nst_net_shapes(be, &w, spec.deepest, spec.pool, &shapes);
     if (nst_layout_plan(&cfg, &spec, &shapes, 320, 240, size, rank, (size_t)1 << 34, &L) != NST_OK)
         nst_comm_abort(1, nst_fail_message());
-    nst_collectives coll = {NULL, sum_doubles, check, NULL};
+    nst_collectives coll = {NULL, sum_doubles, sum_doubles, check, NULL};
     double *tiled[NST_VGG_NLAYERS] = {0}, *whole[NST_VGG_NLAYERS] = {0};
     int cs[NST_VGG_NLAYERS];
     if (grams(be, &w, &spec, &img, &L, coll, tiled, cs) != NST_OK) nst_comm_abort(1, nst_fail_message());

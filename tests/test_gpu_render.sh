@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# tests/test_gpu_render.sh: whole renders on the GPU against the CPU backend.
+#
+#   tests/test_gpu_render.sh NSTBATCH IMAGE_DIFF
+#
+# The demo's images at 320x240, the random VGG-19 at width 1/8, 20 Adam steps, 16-bit TIFF: the
+# CUDA backend in fp32, tf32 and bf16 against the CPU (max |difference| over samples in [0,1]
+# within the tolerance of each precision), tile invariance on the GPU (many tiles against one),
+# two ranks sharing the GPU (gpu.share = true, the host-staged MPI Gram sum) against one rank,
+# gpu.share = false refusing two ranks on one GPU, and compute-sanitizer memcheck clean on a
+# small render when compute-sanitizer exists. Without a usable GPU everything SKIPs with the
+# reason. The tolerances are first estimates: the GPU session that measures them tightens them.
+set -u
+NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+pass=0 fail=0 skip=0
+ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
+bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
+
+gpus=$("$NST" --version | sed -n 's/.*GPUs visible now: \([0-9]*\).*/\1/p')
+if [ "${gpus:-0}" -eq 0 ] || ! "$NST" --version | grep -q "CUDA backend"; then
+  why=$("$NST" --version | sed -n 's/.*GPUs visible now: 0 - //p')
+  echo "    SKIP every GPU render: ${why:-this build has no CUDA backend}"
+  echo "test_gpu_render: 0 passed, 0 failed, 7 skipped"
+  exit 0
+fi
+T=$(mktemp -d /tmp/nstbatch-gpu.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+cat >"$T/g.ini" <<EOF2
+[content]
+path = $ROOT/configs/demo/content.png
+[style]
+path = $ROOT/configs/demo/style.png
+[output]
+width = 320
+height = 240
+bits = 16
+overwrite = true
+[model]
+random_width_divisor = 8
+[optim]
+iterations = 20
+[run]
+threads = 1
+print_every = 0
+[tiling]
+tile_size = 320
+EOF2
+
+run() { # run NAME RANKS [--set ...]
+  local name=$1 ranks=$2; shift 2
+  local out status
+  out=$(cd "$T" && timeout 300 mpirun --oversubscribe --bind-to none -np "$ranks" "$NST" g.ini --set output.path="$name.tif" "$@" 2>&1); status=$?
+  echo "$out" >"$T/$name.log"
+  if [ $status -ne 0 ] || [ ! -f "$T/$name.tif" ]; then bad "$name renders" "exit status $status" "$out"; return 1; fi
+}
+within() { # within NAME A B TOL
+  local d; d=$("$DIFF" "$T/$2.tif" "$T/$3.tif") || { bad "$1" "image_diff failed"; return; }
+  local m; m=$(awk '{print $2}' <<<"$d")
+  if awk -v m="$m" -v t="$4" 'BEGIN { exit !(m <= t) }'; then ok "$1 ($d, tolerance $4)"; else bad "$1" "$d > $4"; fi
+}
+
+run cpu 1 --set run.device=cpu
+for p in fp32:0.002 tf32:0.02 bf16:0.05; do
+  prec=${p%%:*} tolv=${p#*:}
+  run "cuda_$prec" 1 --set run.device=cuda --set run.precision="$prec" && within "CUDA $prec against the CPU" cpu "cuda_$prec" "$tolv"
+done
+run cuda_tiles 1 --set run.device=cuda --set run.precision=fp32 --set tiling.tile_size=96 &&
+  within "tile invariance on the GPU (96 px tiles against one tile, fp32)" cuda_fp32 cuda_tiles 0.001
+run cuda_shared 2 --set run.device=cuda --set run.precision=fp32 --set tiling.tile_size=96 --set gpu.share=true &&
+  grep -q "through host memory" "$T/cuda_shared.log" && within "2 ranks sharing the GPU (MPI Gram sums) against 1 rank" cuda_tiles cuda_shared 0.001
+out=$(cd "$T" && mpirun --oversubscribe -np 2 "$NST" g.ini --set run.device=cuda --set output.path=x.tif 2>&1); st=$?
+if [ $st -eq 2 ] && grep -q "gpu.share = false" <<<"$out"; then ok "gpu.share = false refuses 2 ranks on 1 GPU (exit 2)"; else bad "gpu.share = false" "exit $st" "$out"; fi
+CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+if [ -n "$CS" ]; then
+  out=$(cd "$T" && "$CS" --tool memcheck --leak-check full "$NST" g.ini --set run.device=cuda --set optim.iterations=2 --set output.width=64 \
+        --set output.height=48 --set tiling.tile_size=32 --set output.path=cs.tif 2>&1)
+  if grep -q "ERROR SUMMARY: 0 errors" <<<"$out"; then ok "compute-sanitizer memcheck clean"; else bad "compute-sanitizer memcheck" "errors" "$out"; fi
+else
+  skip=$((skip + 1)); echo "    SKIP compute-sanitizer: not installed"
+fi
+echo "test_gpu_render: $pass passed, $fail failed, $skip skipped"
+[ $fail -eq 0 ]
