@@ -366,17 +366,10 @@ nst_status nst_config_parse(nst_config *c, struct nst_jobset *jobs, const char *
     int in_job = 0; /* inside a [job.NAME] section: its lines go to `jobs` */
     char line[NST_CFG_STR_MAX + 1];
     char where[NST_CFG_ORIGIN_MAX];
-    size_t pos = 0;
+    size_t pos = 0, n;
     int lineno = 0;
-
-    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) pos = 3; /* UTF-8 byte-order mark */
-    while (pos < len) {
+    for (const char *start; (start = nst_text_line(text, len, &pos, &n));) {
         lineno++;
-        const char *start = text + pos;
-        const char *nl = memchr(start, '\n', len - pos);
-        size_t n = nl ? (size_t)(nl - start) : len - pos;
-        pos += n + (nl ? 1 : 0);
-        if (n && start[n - 1] == '\r') n--;
         snprintf(where, sizeof where, "%s:%d", name, lineno);
         if (n > NST_CFG_STR_MAX - 1)
             return nst_fail(NST_EINPUT, "%s: line longer than %d bytes", where, NST_CFG_STR_MAX - 1);

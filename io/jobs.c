@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/text.h"
+
 #define MANIFEST_MAX ((size_t)64 << 20) /* a manifest above 64 MiB is refused */
 
 void nst_jobset_init(nst_jobset *js) { memset(js, 0, sizeof *js); }
@@ -213,15 +215,10 @@ nst_status nst_jobset_read_manifest(nst_jobset *js, const char *path, const char
     char dir[NST_CFG_STR_MAX];
     nst_config_dir_of(path, dir, sizeof dir);
     char line[NST_CFG_STR_MAX], where[NST_CFG_ORIGIN_MAX];
-    size_t pos = len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0; /* UTF-8 byte-order mark */
+    size_t pos = 0, n;
     int lineno = 0, njobs0 = js->njobs;
-    while (s == NST_OK && pos < len) {
+    for (const char *start; s == NST_OK && (start = nst_text_line(buf, len, &pos, &n));) {
         lineno++;
-        const char *start = buf + pos;
-        const char *nl = memchr(start, '\n', len - pos);
-        size_t n = nl ? (size_t)(nl - start) : len - pos;
-        pos += n + (nl ? 1 : 0);
-        if (n && start[n - 1] == '\r') n--;
         snprintf(where, sizeof where, "%s:%d", path, lineno);
         if (n >= sizeof line) {
             s = nst_fail(NST_EINPUT, "%s: line longer than %zu bytes", where, sizeof line - 1);

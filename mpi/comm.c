@@ -15,6 +15,7 @@
 
 static int world_rank, world_size = 1, local_rank, local_size = 1, initialised;
 static char host[256] = "?";
+static MPI_Comm node_comm = MPI_COMM_NULL; /* this node's ranks (shared memory) */
 
 /* The group the calls act on: the world, or a group pushed on top of it (a batch's rank group,
  * the ranks of a coarse pyramid level). cur_rank and cur_size describe it. */
@@ -40,6 +41,7 @@ static void set_current(struct nst_group *g)
 }
 
 MPI_Comm nst_comm_mpi(void) { return cur; }
+MPI_Comm nst_comm_node_mpi(void) { return node_comm; }
 void **nst_comm_nccl_slot(void) { return &cur_group->nccl; }
 
 nst_status nst_comm_mpi_fail(int rc, const char *call)
@@ -63,17 +65,17 @@ nst_status nst_comm_init(int *argc, char ***argv)
     MPI_TRY(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
     world_group = (struct nst_group){MPI_COMM_WORLD, world_rank, world_size, NULL};
     set_current(&world_group);
-    MPI_Comm node;
-    MPI_TRY(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node));
-    MPI_TRY(MPI_Comm_rank(node, &local_rank));
-    MPI_TRY(MPI_Comm_size(node, &local_size));
-    MPI_TRY(MPI_Comm_free(&node));
+    MPI_TRY(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node_comm));
+    MPI_TRY(MPI_Comm_set_errhandler(node_comm, MPI_ERRORS_RETURN));
+    MPI_TRY(MPI_Comm_rank(node_comm, &local_rank));
+    MPI_TRY(MPI_Comm_size(node_comm, &local_size));
     return NST_OK;
 }
 
 void nst_comm_finalize(void)
 {
     nst_comm_nccl_release(&world_group.nccl);
+    if (node_comm != MPI_COMM_NULL) MPI_Comm_free(&node_comm);
     if (initialised) MPI_Finalize();
     initialised = 0;
 }

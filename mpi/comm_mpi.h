@@ -8,6 +8,8 @@
 #include "../util/status.h"
 
 MPI_Comm nst_comm_mpi(void);
+/* The ranks of this node (MPI_Comm_split_type, shared memory), made at nst_comm_init. */
+MPI_Comm nst_comm_node_mpi(void);
 /* The current group's NCCL communicator slot (NULL until mpi/nccl.c makes one), and its release. */
 void **nst_comm_nccl_slot(void);
 void nst_comm_nccl_release(void **slot);

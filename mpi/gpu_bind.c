@@ -19,21 +19,14 @@ int nst_gpu_choose(const char *policy, int local_rank, int ngpu)
 
 nst_status nst_comm_gpu_sharers(const char *bus_id, int *sharers, int *max_sharers)
 {
-    MPI_Comm node;
-    int lr, ls;
+    const int ls = nst_comm_local_size();
     *sharers = *max_sharers = 1;
-    NST_MPI_TRY(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, nst_comm_world_rank(), MPI_INFO_NULL, &node));
     nst_status s = NST_OK;
     char mine[BUS] = "";
     strncpy(mine, bus_id, BUS - 1);
-    char *all = NULL;
-    int rc = MPI_Comm_rank(node, &lr);
-    if (rc == MPI_SUCCESS) rc = MPI_Comm_size(node, &ls);
-    if (rc == MPI_SUCCESS) {
-        all = nst_alloc_array((size_t)ls, BUS, "GPU bus ids");
-        if (!all) s = NST_ENOMEM;
-        else rc = MPI_Allgather(mine, BUS, MPI_CHAR, all, BUS, MPI_CHAR, node);
-    }
+    char *all = nst_alloc_array((size_t)ls, BUS, "GPU bus ids");
+    if (!all) s = NST_ENOMEM;
+    int rc = all ? MPI_Allgather(mine, BUS, MPI_CHAR, all, BUS, MPI_CHAR, nst_comm_node_mpi()) : MPI_SUCCESS;
     if (rc != MPI_SUCCESS) s = nst_comm_mpi_fail(rc, "MPI_Allgather (GPU bus ids)");
     if (s == NST_OK && mine[0]) {
         int n = 0;
@@ -41,7 +34,6 @@ nst_status nst_comm_gpu_sharers(const char *bus_id, int *sharers, int *max_share
         *sharers = n;
     }
     nst_free(all);
-    MPI_Comm_free(&node);
     NST_TRY(s);
     int m = *sharers;
     NST_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &m, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));

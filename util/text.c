@@ -53,3 +53,15 @@ void nst_json_string(FILE *f, const char *s)
     }
     fputc('"', f);
 }
+
+const char *nst_text_line(const char *text, size_t len, size_t *pos, size_t *n)
+{
+    if (*pos == 0 && len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) *pos = 3; /* UTF-8 byte-order mark */
+    if (*pos >= len) return NULL;
+    const char *start = text + *pos;
+    const char *nl = memchr(start, '\n', len - *pos);
+    *n = nl ? (size_t)(nl - start) : len - *pos;
+    *pos += *n + (nl ? 1 : 0);
+    if (*n && start[*n - 1] == '\r') (*n)--;
+    return start;
+}

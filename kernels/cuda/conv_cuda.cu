@@ -12,7 +12,6 @@ extern "C" {
 #include "../../util/mem.h"
 }
 
-#define GRID_STRIDE(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
 #define MAX_SHAPES 16
 
 typedef struct {

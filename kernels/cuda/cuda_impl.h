@@ -84,6 +84,12 @@ nst_status cuda_fail(const char *lib, const char *call, const char *what, const 
 /* arena-backed scratch that only grows */
 nst_status cuda_scratch(nst_backend *be, void **buf, size_t *cap, size_t bytes);
 
+/* the loop of a kernel over n elements, any grid */
+#define GRID_STRIDE(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+
+/* the feature scale a buffer of dtype dt carries (16-bit types are activations) */
+static inline float cuda_act_scale(const cuda_impl *im, nst_dtype dt) { return dt == NST_F32 ? 1.f : im->fscale; }
+
 /* grid for n elements, at most 65535 * 16 blocks (the kernels stride) */
 static inline unsigned cuda_blocks(size_t n, unsigned threads)
 {

@@ -3,7 +3,6 @@
  * routing to the first maximum in scan order. One thread per output element. */
 #include "cuda_impl.h"
 
-#define GRID_STRIDE(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
 
 template <typename T> __global__ void k_relu_bwd(const T *y, T *g, size_t n)
 {

@@ -10,13 +10,26 @@
  * it (neural-style #425, neural-style-pt #97 were fp16 Gram accumulators). */
 #include "cuda_impl.h"
 
-#define GRID_STRIDE(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
 #define CHUNK_ELEMS ((size_t)1 << 25)
 
 static int rows_per_chunk(int w, int c)
 {
     size_t r = CHUNK_ELEMS / ((size_t)(w > 0 ? w : 1) * c);
     return r < 1 ? 1 : (r > (1u << 30) ? (1 << 30) : (int)r);
+}
+
+/* Rows [y0, y0 + h) of region r of f as a dense (h * r.w) x C matrix: in place when r spans whole
+ * rows, else packed into im->s0 (sized by the caller). */
+static nst_status chunk_features(nst_backend *be, const nst_tensor *f, nst_rect r, int y0, int h, const void **F)
+{
+    cuda_impl *im = cuda_of(be);
+    const size_t es = nst_dtype_size(f->dt);
+    if (r.x == 0 && r.w == f->w) {
+        *F = (const unsigned char *)f->data + (size_t)(r.y + y0) * f->w * f->c * es;
+        return NST_OK;
+    }
+    *F = im->s0;
+    return cuda_copy_rect_raw(be, f->data, f->w, nst_rect_make(r.x, r.y + y0, r.w, h), im->s0, r.w, 0, 0, f->c, es);
 }
 
 __global__ void k_add_f64(double *g, const float *t, size_t n)
@@ -36,17 +49,12 @@ nst_status cuda_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect o
     const int rows = rows_per_chunk(own.w, C);
     NST_TRY(cuda_scratch(be, (void **)&im->gtmp, &im->gtmp_cap, cc * sizeof(float)));
     if (!whole) NST_TRY(cuda_scratch(be, &im->s0, &im->s0_cap, (size_t)(rows < own.h ? rows : own.h) * own.w * C * es));
-    const float fs = f->dt == NST_F32 ? 1.f : im->fscale;
+    const float fs = cuda_act_scale(im, f->dt);
     const float alpha = 1.f / (fs * fs), beta = 0.f;
     for (int y0 = 0; y0 < own.h; y0 += rows) {
         int h = own.h - y0 < rows ? own.h - y0 : rows;
         const void *F;
-        if (whole) {
-            F = (const unsigned char *)f->data + (size_t)(own.y + y0) * f->w * C * es;
-        } else {
-            NST_TRY(cuda_copy_rect_raw(be, f->data, f->w, nst_rect_make(own.x, own.y + y0, own.w, h), im->s0, own.w, 0, 0, C, es));
-            F = im->s0;
-        }
+        NST_TRY(chunk_features(be, f, own, y0, h, &F));
         int P = h * own.w;
         CUBLAS_TRY(im->cb->gemm_ex(im->blas, CUBLAS_OP_N, CUBLAS_OP_T, C, C, P, &alpha, F, im->blas_type, C, F, im->blas_type, C, &beta,
                                 im->gtmp, CUDA_R_32F, C, im->blas_compute, CUBLAS_GEMM_DEFAULT));
@@ -128,12 +136,7 @@ nst_status cuda_gram_backward(nst_backend *be, const nst_tensor *f, nst_rect see
         int h = seed.h - y0 < rows ? seed.h - y0 : rows;
         size_t n = (size_t)h * seed.w * C;
         const void *F;
-        if (whole) {
-            F = (const unsigned char *)f->data + (size_t)(seed.y + y0) * f->w * C * es;
-        } else {
-            NST_TRY(cuda_copy_rect_raw(be, f->data, f->w, nst_rect_make(seed.x, seed.y + y0, seed.w, h), im->s0, seed.w, 0, 0, C, es));
-            F = im->s0;
-        }
+        NST_TRY(chunk_features(be, f, seed, y0, h, &F));
         if (f->dt == NST_F16) {
             NST_TRY(cuda_convert_from(be, (float *)im->s2, F, NST_F16, n, 1.f));
             F = im->s2;

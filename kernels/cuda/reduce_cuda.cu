@@ -7,7 +7,6 @@
 
 #include "cuda_impl.h"
 
-#define GRID_STRIDE(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
 
 static unsigned red_blocks(size_t n)
 {
@@ -53,7 +52,6 @@ struct region {
 };
 
 static region region_of(const nst_tensor *t, nst_rect r) { return region{r.x, r.y, r.w, t->w, t->c}; }
-static float scale_of(nst_backend *be, nst_dtype dt) { return dt == NST_F32 ? 1.f : cuda_of(be)->fscale; }
 
 /* ---- sums of squares, content MSE ------------------------------------------------------------ */
 template <typename T> __global__ void k_sumsq(const T *t, region g, size_t n, double *part)
@@ -81,7 +79,7 @@ nst_status cuda_sumsq(nst_backend *be, const nst_tensor *t, nst_rect own, double
     CUDA_DISPATCH(t->dt, SS);
 #undef SS
     NST_TRY(cuda_reduce_finish(be, b, out));
-    float s = scale_of(be, t->dt);
+    float s = cuda_act_scale(im, t->dt);
     *out /= (double)s * s;
     return NST_OK;
 }
@@ -124,7 +122,7 @@ nst_status cuda_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *p, n
         CUDA_DISPATCH(f->dt, MSE);
 #undef MSE
         NST_TRY(cuda_reduce_finish(be, b, sumsq));
-        float s = scale_of(be, f->dt);
+        float s = cuda_act_scale(im, f->dt);
         *sumsq /= (double)s * s;
     }
     if (!df) return NST_OK;
