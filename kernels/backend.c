@@ -4,6 +4,7 @@
 
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -31,7 +32,25 @@ int nst_precision_parse(const char *s)
     return -1;
 }
 
+/* The allocation-limit test hook, or 0. */
+static size_t env_limit(void)
+{
+    const char *e = getenv("NSTBATCH_MEMORY_LIMIT_MB");
+    char *end;
+    double mb = e && *e ? strtod(e, &end) : 0;
+    return mb > 0 && !*end ? (size_t)(mb * (double)(1 << 20)) : 0;
+}
+
+static nst_status open_device(const nst_backend_options *o, nst_backend **out);
+
 nst_status nst_backend_open_with(const nst_backend_options *o, nst_backend **out)
+{
+    NST_TRY(open_device(o, out));
+    (*out)->limit = env_limit();
+    return NST_OK;
+}
+
+static nst_status open_device(const nst_backend_options *o, nst_backend **out)
 {
     char why[256] = "", gpu[160] = "";
     const char *device = o->device;

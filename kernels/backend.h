@@ -144,6 +144,8 @@ struct nst_backend {
     size_t bytes_in_use, bytes_peak; /* backend buffers (the memory model is checked against this) */
     size_t capacity;        /* bytes this backend can hand out (the CUDA arena); 0: host memory, no fixed limit */
     size_t reserve;         /* of capacity, kept for the backend's own scratch (workspaces, packing) */
+    size_t limit;           /* test hook NSTBATCH_MEMORY_LIMIT_MB: allocations fail beyond this many bytes in use; 0: none */
+    int alloc_failures;     /* allocations refused (out of device memory, or over limit): the render halves its tiles */
     nst_precision precision;
     /* GPU backends: the device, its PCI bus id (ranks compare them to find shared GPUs), and the
      * stream the ops run on (the Gram allreduce is queued on it). */
@@ -167,7 +169,8 @@ typedef struct {
     double memory_gb;        /* run.memory_gb: a cap on the arena; 0 = the rank's share of free memory */
 } nst_backend_options;
 
-/* Open a backend. be->choice says why run.device = auto chose it. */
+/* Open a backend. be->choice says why run.device = auto chose it. NSTBATCH_MEMORY_LIMIT_MB (a test
+ * hook) caps the bytes its allocations may hold, to exercise the out-of-memory paths on any machine. */
 nst_status nst_backend_open_with(const nst_backend_options *o, nst_backend **out);
 /* The CPU or auto with defaults (tests, tools). */
 nst_status nst_backend_open(const char *device, int threads, nst_backend **out);

@@ -259,10 +259,11 @@ static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_o
     fprintf(f, "  \"seconds_total\": %.6f,\n  \"levels\": [", res->seconds);
     for (int k = 0; k < res->nlevels; k++) {
         const nst_level_report *lr = &res->levels[k];
-        fprintf(f, "%s\n    {\"width\": %d, \"height\": %d, \"iterations\": %lld, \"tiles\": %d, \"ranks\": %d, \"seconds\": %.6f, "
-                   "\"style_seconds\": %.6f, \"style_tiles\": %d, \"style_from_cache\": %d, \"loss_first\": %.9g, \"loss_last\": %.9g}",
-                k ? "," : "", lr->w, lr->h, lr->iterations, lr->tiles, lr->ranks, lr->seconds, lr->style_seconds, lr->style_tiles, lr->style_cached,
-                lr->first.total, lr->last.total);
+        fprintf(f, "%s\n    {\"width\": %d, \"height\": %d, \"iterations\": %lld, \"tiles\": %d, \"tile_w\": %d, \"tile_h\": %d, "
+                   "\"tile_halvings\": %d, \"ranks\": %d, \"seconds\": %.6f, \"style_seconds\": %.6f, \"style_tiles\": %d, "
+                   "\"style_from_cache\": %d, \"loss_first\": %.9g, \"loss_last\": %.9g}",
+                k ? "," : "", lr->w, lr->h, lr->iterations, lr->tiles, lr->tile_w, lr->tile_h, lr->halvings, lr->ranks, lr->seconds,
+                lr->style_seconds, lr->style_tiles, lr->style_cached, lr->first.total, lr->last.total);
     }
     fprintf(f, "\n  ],\n");
     fprintf(f, "  \"input\": {\"seconds_max\": %.6f, \"read_seconds_max\": %.6f, \"source_pixels_decoded\": %.0f},\n", io_mx[IO_IN],

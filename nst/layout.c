@@ -109,11 +109,11 @@ static double gib(size_t b) { return (double)b / (double)(1ull << 30); }
 nst_status nst_layout_plan(const nst_config *cfg, const nst_loss_spec *spec, const nst_net *net, int W, int H, int nranks, int rank,
                            size_t budget, nst_layout *L)
 {
-    return nst_layout_plan_tiles(cfg, spec, net, W, H, nranks, rank, budget, 0, 0, L);
+    return nst_layout_plan_tiles(cfg, spec, net, W, H, nranks, rank, budget, 0, 0, NULL, L);
 }
 
 nst_status nst_layout_plan_tiles(const nst_config *cfg, const nst_loss_spec *spec, const nst_net *net, int W, int H, int nranks, int rank,
-                                 size_t budget, int force_w, int force_h, nst_layout *L)
+                                 size_t budget, int force_w, int force_h, const char *forced, nst_layout *L)
 {
     memset(L, 0, sizeof *L);
     L->nranks = nranks;
@@ -187,7 +187,7 @@ nst_status nst_layout_plan_tiles(const nst_config *cfg, const nst_loss_spec *spe
      * costs larger cores, then squarer ones */
     long long tk = cfg->tiling_tile_size;
     int cw[128], ch[128], ncw = 0, nch = 0;
-    if (force_w > 0 && force_h > 0) { /* a resumed checkpoint's tiles, whatever this node's memory */
+    if (force_w > 0 && force_h > 0) { /* a resumed checkpoint's tiles, or halved ones */
         cw[ncw++] = force_w;
         ch[nch++] = force_h;
         tk = force_w;
@@ -258,7 +258,7 @@ nst_status nst_layout_plan_tiles(const nst_config *cfg, const nst_loss_spec *spe
     L->mem_peak = L->mem_model;
     L->mem_max = best_mem;
     snprintf(L->why, sizeof L->why, "%s tile size %dx%d px%s; Gram %s: %.3f GiB per rank of %.2f GiB budget%s",
-             force_w > 0 ? "the checkpoint's" : tk == NST_WORD(0) ? "auto" : "configured", best_w, best_h,
+             force_w > 0 ? (forced ? forced : "forced") : tk == NST_WORD(0) ? "auto" : "configured", best_w, best_h,
              tk == NST_WORD(0) ? " (least work on the slowest rank)" : "", nst_gram_strategy_name(best_g), gib(best_mem),
              gib(budget),
              strcmp(cfg->tiling_gram, "auto") == 0 && best_g == NST_GRAM_TWO_PASS ? " (resident did not fit)" : "");

@@ -51,9 +51,10 @@ typedef struct {
  * (tile size or halo off the stride, memory). */
 nst_status nst_layout_plan(const nst_config *cfg, const nst_loss_spec *spec, const nst_net *net, int W, int H, int nranks, int rank,
                            size_t budget, nst_layout *L);
-/* The same with the tile size fixed at force_w x force_h (a resumed checkpoint's tiling). */
+/* The same with the tile size fixed at force_w x force_h (a resumed checkpoint's tiling, or tiles
+ * halved after an allocation failure); `forced` says which, for L->why. */
 nst_status nst_layout_plan_tiles(const nst_config *cfg, const nst_loss_spec *spec, const nst_net *net, int W, int H, int nranks, int rank,
-                                 size_t budget, int force_w, int force_h, nst_layout *L);
+                                 size_t budget, int force_w, int force_h, const char *forced, nst_layout *L);
 void nst_layout_free(nst_layout *L);
 
 /* Bytes of rank r's backend buffers for a grid, owners and strategy (the model above). */

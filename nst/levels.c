@@ -257,12 +257,129 @@ static void describe_layout(const nst_layout *L, const nst_loss_spec *spec)
                  L->blend_cosine ? "raised-cosine" : "linear", L->blend_width, L->exchange_every);
 }
 
+/* ---- one try at a level ---------------------------------------------------------------------- */
+
+/* A tile that did not fit is halved at most this many times (1/16 of its side), each try from the
+ * level's start: the failure comes before any optimiser step, so no work is lost. */
+#define MAX_HALVINGS 4
+
+/* The previous level's result, for the initial pixels (and Adam's moments when carried). */
+typedef struct {
+    const nst_layout *L;
+    int w, h;
+    float **cores;
+    const nst_adam_state *state; /* NULL: not carried */
+} prev_level;
+
+static int halve(int v, int align)
+{
+    int h = (v / 2 + align - 1) / align * align;
+    return h < align ? align : h;
+}
+
+/* A try's buffers: content, init and result per local tile, 3 x (nlocal + 1) of them. */
+static void bufs_free(float ***bufs, int nlocal)
+{
+    for (int i = 0; *bufs && i < 3 * (nlocal + 1); i++) nst_free((*bufs)[i]);
+    nst_free(*bufs);
+    *bufs = NULL;
+}
+
+/* Everything a failed try holds. */
+static void try_free(nst_layout *L, float ***bufs, nst_adam_state *st)
+{
+    bufs_free(bufs, L->nlocal);
+    state_free(st, L->nlocal);
+    nst_layout_free(L);
+}
+
+/* The layout of level k: tiles of fw x fh px (0: planned within budget). Pure geometry, the same
+ * on every rank. */
+static nst_status plan_level(const nst_levels_ctx *c, const nst_level_plan *p, int k, int fw, int fh, const char *forced, size_t budget,
+                             nst_layout *L)
+{
+    return nst_comm_agree(nst_layout_plan_tiles(c->cfg, c->spec, c->shapes, p->w[k], p->h[k], nst_comm_size(), nst_comm_rank(), budget, fw,
+                                                fh, forced, L));
+}
+
+/* Level k on layout L: the content and initial windows, the colour statistics, the style targets
+ * and the render; the result's cores in (*bufs)[2 (nlocal + 1) + i]. *retry: it failed only because
+ * a backend allocation did not fit, before any optimiser step, on every rank's word: smaller tiles
+ * may fit. The caller frees *bufs and *state_out. */
+static nst_status level_try(const nst_levels_ctx *c, const nst_level_plan *p, int k, int resuming, const prev_level *pv, const nst_layout *L,
+                            float ***bufs_out, nst_adam_state *state_out, nst_level_report *r, int *retry)
+{
+    const nst_config *cfg = c->cfg;
+    const nst_loss_spec *spec = c->spec;
+    const nst_color_mode mode = (nst_color_mode)nst_color_mode_parse(cfg->color_mode);
+    const int w = p->w[k], h = p->h[k];
+    nst_ckpt *ck = c->ckpt;
+    const int failures0 = c->be->alloc_failures;
+    *retry = 0;
+    *bufs_out = NULL;
+    r->tiles = L->grid.ntiles, r->tile_w = L->grid.tile_w, r->tile_h = L->grid.tile_h, r->halo = L->grid.halo;
+    r->gram = nst_gram_strategy_name(L->gram);
+    describe_layout(L, spec);
+    if (p->n == 1 && L->grid.ntiles < L->nranks) /* (coarse pyramid levels run on fewer ranks by design) */
+        nst_warn("%d tile%s for %d ranks: ranks %d..%d have no work; set tiling.tile_size smaller to spread it\n", L->grid.ntiles,
+                 L->grid.ntiles == 1 ? "" : "s", L->nranks, L->grid.ntiles, L->nranks - 1);
+
+    float **bufs = nst_calloc(sizeof(float *) * 3 * ((size_t)L->nlocal + 1), "level buffers");
+    *bufs_out = bufs;
+    nst_status s = nst_comm_agree(bufs ? NST_OK : NST_ENOMEM);
+    if (s != NST_OK) return s;
+    float **content = bufs, **init = bufs + L->nlocal + 1, **cores = bufs + 2 * (L->nlocal + 1);
+    /* the initial pixels: a resumed level's come from the checkpoint (the content stands in) */
+    int have_init = !resuming && (k > 0 || strcmp(cfg->optim_init, "image") == 0);
+    nst_adam_state state_in;
+    memset(&state_in, 0, sizeof state_in);
+    s = nst_inputs_windows(cfg, c->in, L, w, h, content, k == 0 && have_init ? init : NULL);
+    if (s == NST_OK && pv) s = level_change(pv->L, pv->w, pv->h, pv->cores, pv->state, L, w, h, init, &state_in);
+    /* colour: the content's statistics at this level; luminance-only inputs */
+    nst_color_stats cs;
+    memset(&cs, 0, sizeof cs);
+    if (s == NST_OK && mode != NST_COLOR_NONE) s = nst_comm_agree(content_stats(c, L, content, mode, &cs));
+    if (s == NST_OK && mode == NST_COLOR_LUMINANCE)
+        for (int i = 0; i < L->nlocal; i++) {
+            size_t n = (size_t)nst_rect_area(nst_grid_window(&L->grid, L->local[i]));
+            nst_color_to_luminance(content[i], n);
+            if (k == 0 && have_init) nst_color_to_luminance(init[i], n);
+        }
+    /* the style targets at this level's size */
+    nst_style_targets T;
+    memset(&T, 0, sizeof T);
+    if (s == NST_OK && spec->nstyle > 0 && p->iterations[k] > 0) {
+        s = nst_style_targets_compute(cfg, spec, c->weights, c->be, c->coll, c->styles, w > h ? w : h, mode, &cs, c->cache, &T);
+        r->style_seconds = T.seconds, r->style_tiles = T.tiles, r->style_cached = T.from_cache;
+        if (s == NST_OK)
+            nst_info("         style targets for %dx%d: %s (%.2f s)\n", w, h,
+                     T.from_cache ? "from the cache" : T.tiles > 1 ? "computed over tiles" : "computed", T.seconds);
+    }
+    /* the render */
+    int rendered = 0;
+    if (s == NST_OK) {
+        nst_render_ctx ctx = {cfg, spec, c->be, c->weights, L, c->coll, w, h, p->iterations[k], spec->nstyle ? T.A : NULL, T.normA,
+                              state_in.m ? &state_in : NULL, state_out, ck, k, c->progress};
+        s = render_level(&ctx, content, have_init ? init : NULL, cores, &r->stats, &r->ranks);
+        rendered = 1;
+        if (ck && s == NST_OK) s = nst_comm_agree(nst_ckpt_sync(ck)); /* a generation written on a subgroup, to the ranks that waited */
+        if (resuming) ck->resume = 0;
+    }
+    state_free(&state_in, L->nlocal);
+    nst_style_targets_free(&T);
+    s = nst_comm_agree(s);
+    if (s == NST_ENOMEM && rendered && !resuming) { /* every rank's word: none stepped, some allocation refused */
+        double mine[2] = {r->stats.stepped, c->be->alloc_failures - failures0}, mn[2], mx[2], sum[2];
+        if (nst_comm_stats(mine, mn, mx, sum, 2) == NST_OK) *retry = mx[0] == 0 && mx[1] > 0;
+    }
+    return s;
+}
+
 /* ---- the loop ---------------------------------------------------------------------------------- */
 
 nst_status nst_levels_run(const nst_levels_ctx *c, const nst_level_plan *p, nst_layout *Lout, float ***cores_out, nst_level_report *rep)
 {
     const nst_config *cfg = c->cfg;
-    const nst_loss_spec *spec = c->spec;
     const nst_color_mode mode = (nst_color_mode)nst_color_mode_parse(cfg->color_mode);
     const int carry = strcmp(cfg->pyramid_state, "carry") == 0 && strcmp(cfg->optim_method, "adam") == 0;
     nst_layout prev;
@@ -293,30 +410,40 @@ nst_status nst_levels_run(const nst_levels_ctx *c, const nst_level_plan *p, nst_
         nst_level_report *r = &rep[k];
         memset(r, 0, sizeof *r);
         r->w = w, r->h = h, r->iterations = p->iterations[k];
+        if (p->n > 1) nst_info("level %d/%d: %dx%d, %lld iterations\n", k + 1, p->n, w, h, p->iterations[k]);
+        pstate.t = adam_t; /* (ranks that had no tiles hold no moments: the step count is the plan's) */
+        const prev_level pv = {&prev, pw, ph, pcores, carry ? &pstate : NULL};
         nst_layout L;
         memset(&L, 0, sizeof L);
-        s = nst_comm_agree(nst_layout_plan_tiles(cfg, spec, c->shapes, w, h, nst_comm_size(), nst_comm_rank(), c->budget,
-                                                 resuming ? ck->tile_w : 0, resuming ? ck->tile_h : 0, &L));
-        if (s != NST_OK) break;
-        r->tiles = L.grid.ntiles, r->tile_w = L.grid.tile_w, r->tile_h = L.grid.tile_h, r->halo = L.grid.halo;
-        r->gram = nst_gram_strategy_name(L.gram);
-        if (p->n > 1) nst_info("level %d/%d: %dx%d, %lld iterations\n", k + 1, p->n, w, h, p->iterations[k]);
-        describe_layout(&L, spec);
-        if (p->n == 1 && L.grid.ntiles < L.nranks) /* (coarse pyramid levels run on fewer ranks by design) */
-            nst_warn("%d tile%s for %d ranks: ranks %d..%d have no work; set tiling.tile_size smaller to spread it\n", L.grid.ntiles,
-                     L.grid.ntiles == 1 ? "" : "s", L.nranks, L.grid.ntiles, L.nranks - 1);
-
-        float **bufs = nst_calloc(sizeof(float *) * 3 * ((size_t)L.nlocal + 1), "level buffers");
-        s = nst_comm_agree(bufs ? NST_OK : NST_ENOMEM);
-        float **content = bufs, **init = bufs ? bufs + L.nlocal + 1 : NULL, **cores = bufs ? bufs + 2 * (L.nlocal + 1) : NULL;
-        /* the initial pixels: a resumed level's come from the checkpoint (the content stands in) */
-        int have_init = !resuming && (k > 0 || strcmp(cfg->optim_init, "image") == 0);
-        nst_adam_state state_in;
-        memset(&state_in, 0, sizeof state_in);
-        if (s == NST_OK) s = nst_inputs_windows(cfg, c->in, &L, w, h, content, k == 0 && have_init ? init : NULL);
-        if (s == NST_OK && k > k0) { /* (ranks that had no tiles hold no moments: the step count is the plan's) */
-            pstate.t = adam_t;
-            s = level_change(&prev, pw, ph, pcores, carry ? &pstate : NULL, &L, w, h, init, &state_in);
+        float **bufs = NULL;
+        nst_adam_state state_out;
+        memset(&state_out, 0, sizeof state_out);
+        s = plan_level(c, p, k, resuming ? ck->tile_w : 0, resuming ? ck->tile_h : 0, "the checkpoint's", c->budget, &L);
+        for (int halvings = 0; s == NST_OK; halvings++) {
+            int retry = 0;
+            s = level_try(c, p, k, resuming, k > k0 ? &pv : NULL, &L, &bufs, carry && k + 1 < p->n ? &state_out : NULL, r, &retry);
+            r->halvings = halvings;
+            if (s == NST_OK || !retry) break;
+            /* the next try: tiles of half the side, whose model must promise less than the one that failed */
+            char why[1024];
+            snprintf(why, sizeof why, "%s", nst_fail_message());
+            nst_fail_clear(); /* on every rank: nst_comm_agree gave all of them the message */
+            nst_layout next;
+            const int nw = halve(L.grid.tile_w, L.align), nh = halve(L.grid.tile_h, L.align);
+            nst_status ps = halvings == MAX_HALVINGS ? NST_ENOMEM
+                                                     : plan_level(c, p, k, nw, nh, "halved after an allocation failure:", L.mem_max - 1, &next);
+            if (ps != NST_OK) {
+                nst_fail_clear();
+                s = nst_fail(NST_ENOMEM, "%s; tiles of %dx%d px%s, and %s", why, L.grid.tile_w, L.grid.tile_h,
+                             halvings ? " after halving" : "", halvings == MAX_HALVINGS ? "they are halved at most 4 times"
+                                                                                         : "halving them again does not model less memory");
+                break;
+            }
+            nst_warn("level %d: tiles of %dx%d px did not fit (%s); trying again with %dx%d px\n", k + 1, L.grid.tile_w, L.grid.tile_h, why,
+                     next.grid.tile_w, next.grid.tile_h);
+            try_free(&L, &bufs, &state_out);
+            L = next;
+            s = NST_OK;
         }
         if (k > k0) { /* the previous level is in this one's initial windows now */
             for (int i = 0; pcores && i < prev.nlocal; i++) nst_free(pcores[i]);
@@ -325,38 +452,6 @@ nst_status nst_levels_run(const nst_levels_ctx *c, const nst_level_plan *p, nst_
             state_free(&pstate, prev.nlocal);
             nst_layout_free(&prev);
         }
-        /* colour: the content's statistics at this level; luminance-only inputs */
-        nst_color_stats cs;
-        memset(&cs, 0, sizeof cs);
-        if (s == NST_OK && mode != NST_COLOR_NONE) s = nst_comm_agree(content_stats(c, &L, content, mode, &cs));
-        if (s == NST_OK && mode == NST_COLOR_LUMINANCE)
-            for (int i = 0; i < L.nlocal; i++) {
-                size_t n = (size_t)nst_rect_area(nst_grid_window(&L.grid, L.local[i]));
-                nst_color_to_luminance(content[i], n);
-                if (k == 0 && have_init) nst_color_to_luminance(init[i], n);
-            }
-        /* the style targets at this level's size */
-        nst_style_targets T;
-        memset(&T, 0, sizeof T);
-        if (s == NST_OK && spec->nstyle > 0 && p->iterations[k] > 0) {
-            s = nst_style_targets_compute(cfg, spec, c->weights, c->be, c->coll, c->styles, w > h ? w : h, mode, &cs, c->cache, &T);
-            r->style_seconds = T.seconds, r->style_tiles = T.tiles, r->style_cached = T.from_cache;
-            if (s == NST_OK)
-                nst_info("         style targets for %dx%d: %s (%.2f s)\n", w, h,
-                         T.from_cache ? "from the cache" : T.tiles > 1 ? "computed over tiles" : "computed", T.seconds);
-        }
-        /* the render */
-        nst_adam_state state_out;
-        memset(&state_out, 0, sizeof state_out);
-        if (s == NST_OK) {
-            nst_render_ctx ctx = {cfg, spec, c->be, c->weights, &L, c->coll, w, h, p->iterations[k], spec->nstyle ? T.A : NULL, T.normA,
-                                  state_in.m ? &state_in : NULL, carry && k + 1 < p->n ? &state_out : NULL, ck, k, c->progress};
-            s = render_level(&ctx, content, have_init ? init : NULL, cores, &r->stats, &r->ranks);
-            if (ck && s == NST_OK) s = nst_comm_agree(nst_ckpt_sync(ck)); /* a generation written on a subgroup, to the ranks that waited */
-            if (resuming) ck->resume = 0;
-        }
-        state_free(&state_in, L.nlocal);
-        nst_style_targets_free(&T);
         r->first = r->stats.first, r->last = r->stats.last;
         r->seconds = nst_now() - t0;
         if (s == NST_OK && ck) {
@@ -369,18 +464,17 @@ nst_status nst_levels_run(const nst_levels_ctx *c, const nst_level_plan *p, nst_
         /* keep this level's result for the next one (or the output) */
         float **kept = NULL;
         if (s == NST_OK) {
+            float **cores = bufs + 2 * (L.nlocal + 1);
             kept = nst_calloc(sizeof(float *) * ((size_t)L.nlocal + 1), "a level's result");
             s = nst_comm_agree(kept ? NST_OK : NST_ENOMEM);
             for (int i = 0; kept && i < L.nlocal; i++) kept[i] = cores[i], cores[i] = NULL;
         }
-        for (int i = 0; bufs && i < 3 * (L.nlocal + 1); i++) nst_free(bufs[i]);
-        nst_free(bufs);
         if (s != NST_OK) {
             nst_free(kept);
-            state_free(&state_out, L.nlocal);
-            nst_layout_free(&L);
+            try_free(&L, &bufs, &state_out);
             break;
         }
+        bufs_free(&bufs, L.nlocal);
         prev = L, pcores = kept, pstate = state_out, pw = w, ph = h;
         adam_t += p->iterations[k];
     }

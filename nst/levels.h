@@ -13,6 +13,9 @@
  *   5. the render, on the ranks that own tiles: a coarse level that fits in fewer tiles than
  *      there are ranks runs on a group of just those ranks, and the others wait without spinning
  *      (nst_comm_idle_barrier) instead of taking part in every iteration's collectives.
+ * A render whose buffers do not fit (an allocation refused before any optimiser step, on any
+ * rank) is tried again from step 1 with tiles of half the side, at most 4 times, with a warning;
+ * the tile size used is in the level's report (the run record) and its checkpoints.
  * With color.mode, the content's colour statistics at each level (over the whole image) set the
  * style's transform; luminance mode renders luminance and gives the result the content's chroma
  * at the end.
@@ -37,6 +40,7 @@ nst_status nst_levels_plan(const nst_config *cfg, const nst_loss_spec *spec, int
 
 typedef struct {
     int w, h, tiles, ranks, tile_w, tile_h, halo;
+    int halvings;            /* times the tiles were halved after an allocation failure */
     long long iterations;
     const char *gram;
     nst_loss_terms first, last;

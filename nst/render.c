@@ -630,6 +630,7 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
         if (s == NST_OK) s = step(ctx, tiles, ts, &lb, t_start + it + 1);
         be->ops->range_pop(be);
         s = agree(ctx, s); /* every rank reaches this, failed or not */
+        if (s == NST_OK) st->stepped = 1;
         nst_timer_lap(&st->timers, NST_T_OPTIM, &m0);
         if (s == NST_OK && ctx->ckpt) s = agree(ctx, boundary(ctx, &rs, it + 1, st));
     }

@@ -29,6 +29,7 @@ typedef struct {
     double checkpoint_seconds;  /* writing checkpoints (not in the loop's phases) */
     int checkpoints;
     long long resumed_at;       /* the iteration a resumed level started from (0: fresh) */
+    int stepped;                /* an optimiser step was taken (all ranks agreed): a failure after it loses work */
 } nst_render_stats;
 
 /* Adam's moments handed from one pyramid level to the next (pyramid.state = carry): per local

@@ -10,7 +10,8 @@
 # (measured: 0, the tiles reproduce the whole-image render bit for bit). The cheap mode's
 # deviation is measured and printed. Two runs on the same ranks give identical files. The run
 # record's memory model bounds the measured peak of every rank. A rank that fails stops every
-# rank within seconds with one message.
+# rank within seconds with one message. Over an allocation limit the tiles are halved and the
+# level tried again, with the same image.
 set -u
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -114,6 +115,34 @@ if [ $status -ne 0 ] && [ $status -ne 124 ] && [ "$errors" -eq 1 ] && grep -q 'r
   ok "a fault on rank 1 stops both ranks in ${secs} s with one message, no output"
 else
   bad "a failing rank" "exit status $status (124 = hang), $errors error lines" "$out"
+fi
+
+# ---- a tile whose buffers do not fit is halved and the level tried again -------------------------
+# NSTBATCH_MEMORY_LIMIT_MB caps each rank's backend allocations, as a GPU's arena does. Shallow
+# layers (a 12 px halo) so that smaller tiles need less: 160 px tiles with the resident Gram model
+# 11.3 MiB on the busier rank, 80 px two-pass tiles 5.8 MiB.
+shallow=(--set content.layers=relu2_2 --set style.layers=relu1_1,relu2_1 --set style.scale=0.4)
+if run shallow_ref 1 --set tiling.tile_size=320 "${shallow[@]}"; then
+  export NSTBATCH_MEMORY_LIMIT_MB=7
+  if run halved 2 --set tiling.tile_size=160 "${shallow[@]}"; then
+    d=$("$DIFF" "$T/shallow_ref.tif" "$T/halved.tif")
+    warned=$(grep -c 'warning: level 1: tiles of 160x160 px did not fit (out of backend memory.*trying again with 80x80 px' "$T/halved.log")
+    if [ "$(json halved tile_w)" = 80 ] && [ "$(json halved tile_halvings)" = 1 ] && [ "$warned" -eq 1 ] && [ "${d%% mean*}" = "max 0" ]; then
+      ok "over the limit at 160 px: one warning, tried again at 80 px (Gram $(json halved gram)), recorded, same image ($d)"
+    else
+      bad "halved tiles" "tile_w $(json halved tile_w), halvings $(json halved tile_halvings), $warned warnings, $d" "$(cat "$T/halved.log")"
+    fi
+  fi
+  export NSTBATCH_MEMORY_LIMIT_MB=4
+  out=$(cd "$T" && timeout 300 mpirun --oversubscribe -np 2 "$NST" tiles.ini --set output.path=nofit.tif --set tiling.tile_size=160 \
+        "${shallow[@]}" 2>&1); status=$?
+  unset NSTBATCH_MEMORY_LIMIT_MB
+  if [ $status -eq 1 ] && [ "$(grep -c '^nstbatch: error:' <<<"$out")" -eq 1 ] && [ ! -e "$T/nofit.tif" ] &&
+     grep -q 'error: out of backend memory.*tiles of 80x80 px after halving, and halving them again does not model less memory' <<<"$out"; then
+    ok "nothing fits: exit 1 after one halving, one error line, no output"
+  else
+    bad "nothing fits" "exit status $status" "$out"
+  fi
 fi
 
 # ---- the tiled Gram equals the whole-image Gram ------------------------------------------------------

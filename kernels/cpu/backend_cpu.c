@@ -22,9 +22,15 @@ nst_status cpu_check_f32(const nst_tensor *t, const char *op)
 
 static nst_status cpu_alloc(nst_backend *be, size_t bytes, void **ptr)
 {
+    *ptr = NULL;
+    if (be->limit && bytes > be->limit - (be->bytes_in_use < be->limit ? be->bytes_in_use : be->limit)) {
+        be->alloc_failures++;
+        return nst_fail(NST_ENOMEM, "out of backend memory allocating %.1f MiB (%.1f MiB in use, limit %.1f MiB from NSTBATCH_MEMORY_LIMIT_MB)",
+                        (double)bytes / (1 << 20), (double)be->bytes_in_use / (1 << 20), (double)be->limit / (1 << 20));
+    }
     unsigned char *p = nst_alloc(bytes + HEADER, "backend buffer");
     if (!p) {
-        *ptr = NULL;
+        be->alloc_failures++;
         return nst_fail(NST_ENOMEM, "out of memory allocating %zu bytes (%.1f MiB already in use by this rank)", bytes,
                         (double)be->bytes_in_use / (1 << 20));
     }
