@@ -7,6 +7,7 @@
 #   make fuzz       the libFuzzer targets (clang)
 #   make bench      the CPU benchmark against PyTorch (needs scripts/install-deps.sh --dev)
 #   make bench-conv the convolution measurement behind the oneDNN choice
+#   make bench-gpu  one GPU: convolutions per layer, the iteration against PyTorch, memory, largest tile
 #   make bench-scaling  strong and weak scaling over 1, 2 and 4 ranks
 #   make bench-cheap    the cheap tiling mode against the exact one
 #   make bench-io   gigapixel read/write throughput (BigTIFF, HDF5) on 1, 2, 4 ranks against vips tiffsave
@@ -79,7 +80,7 @@ TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.
 TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run \
            $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 
-.PHONY: all demo test test-run asan fuzz bench bench-conv bench-scaling bench-cheap bench-io bench-batch bench-ckpt weights deps test-deps check-deps clean demo-images
+.PHONY: all demo test test-run asan fuzz bench bench-gpu bench-conv bench-scaling bench-cheap bench-io bench-batch bench-ckpt weights deps test-deps check-deps clean demo-images
 all: check-deps nstbatch
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
@@ -181,7 +182,7 @@ $(BUILD)/fuzz/fuzz_image $(BUILD)/fuzz/fuzz_tiff: $(BUILD)/fuzz/%: tests/fuzz/%.
 test: test-deps
 	@$(MAKE) --no-print-directory -j$$(nproc) test-run
 
-test-run: all asan fuzz $(TESTS) $(TOOLS) demo-images
+test-run: all asan fuzz $(TESTS) $(TOOLS) demo-images $(BUILD)/bench/conv_layers
 	@tests/run.sh $(BUILD)
 
 # ---- the demo ---------------------------------------------------------------------------------
@@ -219,6 +220,14 @@ bench-io: all demo-images $(BUILD)/tools/make_test_tiff
 bench-ckpt: $(BUILD)/bench/checkpoint_format
 	bench/checkpoint_format.sh
 $(BUILD)/bench/checkpoint_format: bench/checkpoint_format.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALLCFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+# one GPU: per-layer convolutions, the whole iteration at tiles 1024..4096 against PyTorch, memory
+# per megapixel, the largest tile (bench/results/gpu_iteration.md; needs a GPU and PyTorch)
+bench-gpu: all demo-images $(BUILD)/bench/conv_layers
+	bench/gpu_iteration.sh
+$(BUILD)/bench/conv_layers: bench/conv_layers.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLCFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 

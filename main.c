@@ -97,15 +97,16 @@ static nst_status share_jobs(nst_jobset *jobs)
 
 static void print_version(void)
 {
-    char io[256], mpi[256], why[256];
+    char io[256], mpi[256], nccl[128], why[256];
     nst_io_versions(io, sizeof io);
     nst_comm_library_version(mpi, sizeof mpi);
+    nst_comm_nccl_version(nccl, sizeof nccl);
     int n = nst_cuda_probe(why, sizeof why);
     printf("nstbatch %s\n", NST_VERSION);
     printf("  compute: CPU backend (oneDNN)%s; %s\n", nst_cuda_has_ops() ? " and CUDA backend (cuDNN, cuBLAS)" : "", nst_cuda_build_info());
     printf("  GPUs visible now: %d%s%s\n", n, n ? "" : " - ", n ? "" : why);
     printf("  files:   %s\n", io);
-    printf("  MPI:     %s\n", mpi);
+    printf("  MPI:     %s; %s\n", mpi, nccl);
 }
 
 static int make_weights(const nst_cli *cli)

@@ -27,8 +27,8 @@ for size in 256x192 512x384; do
         --set run.print_every=1 --set output.path="$T/out.png" --set run.threads="$threads" 2>&1)
   printf '### nstbatch %s\n%s\n' "$size" "$log" >>"$raw"
   style_size=$(sed -n 's/^style: .* -> \([0-9]*x[0-9]*\)$/\1/p' <<<"$log")
-  # rows "iteration loss content style tv s/iter": the s/iter of rows 3.. (after two warm-ups)
-  nst=$(awk '$1 ~ /^[0-9]+$/ && NF == 6 && $1 >= 3 { print $6 }' <<<"$log" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
+  # rows "iteration loss content style tv s/iter MPit/s ETA": the s/iter of rows 3.. (after two warm-ups)
+  nst=$(awk '$1 ~ /^[0-9]+$/ && NF >= 6 && $1 >= 3 && $6 ~ /^[0-9.]+$/ { print $6 }' <<<"$log" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
   best=""
   for cl in "" --channels-last; do
     out=$($PY bench/torch_gatys.py --weights "$T/w.h5" --content configs/demo/content.png --style configs/demo/style.png \

@@ -1,107 +1,214 @@
 #!/usr/bin/python3
-"""bench/torch_gatys.py: the Gatys iteration of nstbatch in PyTorch on the CPU, for the benchmark.
+"""bench/torch_gatys.py: the Gatys iteration of nstbatch in PyTorch, the yardstick of the benchmarks.
 
-    /usr/bin/python3 bench/torch_gatys.py --weights w.h5 --content c.png --style s.png \\
-        --size 512x384 --style-size 512x512 --iters 10 --threads 2
+    CPU (bench/cpu_iteration.sh): the nstbatch-layout weights file and the demo images
+        /usr/bin/python3 bench/torch_gatys.py --weights w.h5 --content c.png --style s.png \\
+            --size 512x384 --style-size 512x512 --iters 10 --threads 2
+    GPU (bench/gpu_iteration.sh): no files, a seeded random full-width VGG-19 and random images
+        python3 bench/torch_gatys.py --random --device cuda --bf16 --channels-last --cudnn-benchmark \\
+            --size 2048x2048 --style-size 2048x2048 --iters 10
+    The largest square image that fits (doubling, then bisection on out-of-memory, 64 px steps):
+        python3 bench/torch_gatys.py --random --device cuda --bf16 --channels-last --find-max
 
-Same network (the nstbatch-layout weights file, read with h5py), same layers (content relu4_2;
-style relu1_1, relu2_1, relu3_1, relu4_1, relu5_1), same relative losses and TV, Adam on the pixels,
-max pooling, fp32. Timing: per iteration (forward, losses, backward, Adam step), after two
-warm-up iterations, median of the timed ones. Prints one JSON line.
+Same network (the nstbatch-layout weights file, read with h5py, or random weights of the same
+shapes), same layers (content relu4_2; style relu1_1, relu2_1, relu3_1, relu4_1, relu5_1), same
+relative losses and TV, Adam on the pixels, max pooling; fp32, or bf16 autocast (--bf16: the
+convolutions and Gram matmuls in bf16 with fp32 accumulation, as nstbatch's bf16 precision).
+Timing: per iteration (forward, losses, backward, Adam step), after two warm-up iterations, each
+ended by a device synchronize, median of the timed ones. Prints one JSON line (with the peak
+device memory on CUDA).
 """
 import argparse
+import gc
 import json
 import statistics
 import time
 
-import h5py
-import numpy as np
 import torch
 import torch.nn.functional as F
-from PIL import Image
 
 LAYERS = ["conv1_1", "conv1_2", "pool1", "conv2_1", "conv2_2", "pool2", "conv3_1", "conv3_2", "conv3_3", "conv3_4",
           "pool3", "conv4_1", "conv4_2", "conv4_3", "conv4_4", "pool4", "conv5_1"]
+WIDTH = {"conv1": 64, "conv2": 128, "conv3": 256, "conv4": 512, "conv5": 512}
 STYLE = ["relu1_1", "relu2_1", "relu3_1", "relu4_1", "relu5_1"]
 CONTENT = ["relu4_2"]
 
 
 def load(path, size):
+    import numpy as np
+    from PIL import Image
     img = Image.open(path).convert("RGB").resize(size, Image.LANCZOS)
     return torch.from_numpy(np.asarray(img, dtype=np.float32) / 255.0).permute(2, 0, 1).unsqueeze(0)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--weights", required=True)
-    ap.add_argument("--content", required=True)
-    ap.add_argument("--style", required=True)
-    ap.add_argument("--size", required=True)
-    ap.add_argument("--style-size", required=True)
-    ap.add_argument("--iters", type=int, default=10)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--channels-last", action="store_true")
-    a = ap.parse_args()
-    torch.set_num_threads(a.threads)
-    W, H = map(int, a.size.split("x"))
-    SW, SH = map(int, a.style_size.split("x"))
-    with h5py.File(a.weights, "r") as f:
+def random_net(seed):
+    """VGG-19 to conv5_1 with He-initialised random weights; Caffe-style preprocessing."""
+    g = torch.Generator().manual_seed(seed)
+    convs, cin = {}, 3
+    for n in LAYERS:
+        if n.startswith("conv"):
+            cout = WIDTH[n[:5]]
+            w = torch.randn(cout, cin, 3, 3, generator=g) * (2.0 / (9 * cin)) ** 0.5
+            convs[n] = (w, torch.zeros(cout))
+            cin = cout
+    mean = torch.tensor([103.939, 116.779, 123.68]).view(1, 3, 1, 1)
+    return convs, True, 255.0, mean, torch.ones(1, 3, 1, 1)
+
+
+def file_net(path):
+    import h5py
+    with h5py.File(path, "r") as f:
         convs = {n: (torch.from_numpy(f[n]["weight"][()]), torch.from_numpy(f[n]["bias"][()])) for n in LAYERS if n in f}
         bgr = f.attrs["input_order"] in (b"BGR", "BGR")
         scale = float(f.attrs["input_scale"][0])
         mean = torch.tensor(f.attrs["input_mean"]).view(1, 3, 1, 1)
         std = torch.tensor(f.attrs["input_std"]).view(1, 3, 1, 1)
-    fmt = torch.channels_last if a.channels_last else torch.contiguous_format
+    return convs, bgr, scale, mean, std
 
-    def features(x):
-        h = (x.flip(1) if bgr else x) * scale
-        h = ((h - mean) / std).contiguous(memory_format=fmt)
-        out = {}
-        for name in LAYERS:
-            if name.startswith("conv"):
-                w, b = convs[name]
-                h = F.relu(F.conv2d(h, w, b, padding=1))
-                out["relu" + name[4:]] = h
-            else:
-                h = F.max_pool2d(h, 2, 2)
-        return out
 
-    def gram(f):
+class Gatys:
+    def __init__(self, a, net, W, H, SW, SH):
+        dev = torch.device(a.device)
+        convs, self.bgr, self.scale, mean, std = net
+        self.convs = {n: (w.to(dev), b.to(dev)) for n, (w, b) in convs.items()}
+        self.mean, self.std = mean.to(dev), std.to(dev)
+        self.fmt = torch.channels_last if a.channels_last else torch.contiguous_format
+        if a.channels_last:
+            self.convs = {n: (w.contiguous(memory_format=torch.channels_last), b) for n, (w, b) in self.convs.items()}
+        self.dev, self.bf16, self.W, self.H = dev, a.bf16, W, H
+        g = torch.Generator().manual_seed(2)
+        if a.random:
+            style, content = torch.rand(1, 3, SH, SW, generator=g), torch.rand(1, 3, H, W, generator=g)
+        else:
+            style, content = load(a.style, (SW, SH)), load(a.content, (W, H))
+        style, content = style.to(dev), content.to(dev)
+        with torch.no_grad():
+            fs = self.features(style)
+            self.A = {l: self.gram(fs[l]) for l in STYLE}
+            self.nA = {l: (self.A[l] ** 2).sum() for l in STYLE}
+            del fs
+            fc = self.features(content)
+            self.P = {l: fc[l] for l in CONTENT}
+            self.nP = {l: (self.P[l].float() ** 2).sum() for l in CONTENT}
+            del fc
+        self.x = content.clone().requires_grad_(True)
+        self.opt = torch.optim.Adam([self.x], lr=0.02)
+
+    def autocast(self):
+        return torch.autocast(self.dev.type, dtype=torch.bfloat16, enabled=self.bf16)
+
+    def features(self, x):
+        with self.autocast():
+            h = (x.flip(1) if self.bgr else x) * self.scale
+            h = ((h - self.mean) / self.std).contiguous(memory_format=self.fmt)
+            out = {}
+            for name in LAYERS:
+                if name.startswith("conv"):
+                    w, b = self.convs[name]
+                    h = F.relu(F.conv2d(h, w, b, padding=1))
+                    out["relu" + name[4:]] = h
+                else:
+                    h = F.max_pool2d(h, 2, 2)
+            return out
+
+    def gram(self, f):
         c, m = f.shape[1], f.shape[2] * f.shape[3]
-        fm = f.reshape(c, m)
-        return fm @ fm.t() / m
+        fm = f.reshape(c, m) if f.is_contiguous() else f.permute(0, 2, 3, 1).reshape(m, c).t()
+        with self.autocast():
+            return (fm @ fm.t()).float() / m
 
-    with torch.no_grad():
-        fs = features(load(a.style, (SW, SH)))
-        A = {l: gram(fs[l]) for l in STYLE}
-        nA = {l: (A[l] ** 2).sum() for l in STYLE}
-        fc = features(load(a.content, (W, H)))
-        P = {l: fc[l] for l in CONTENT}
-        nP = {l: (P[l] ** 2).sum() for l in CONTENT}
-    x = load(a.content, (W, H)).requires_grad_(True)
-    opt = torch.optim.Adam([x], lr=0.02)
-
-    def step():
-        opt.zero_grad()
-        f = features(x)
-        loss = sum(((f[l] - P[l]) ** 2).sum() / nP[l] for l in CONTENT)
-        loss = loss + 1000 * sum(((gram(f[l]) - A[l]) ** 2).sum() / nA[l] for l in STYLE)
+    def step(self):
+        x, W, H = self.x, self.W, self.H
+        self.opt.zero_grad()
+        f = self.features(x)
+        loss = sum(((f[l].float() - self.P[l].float()) ** 2).sum() / self.nP[l] for l in CONTENT)
+        loss = loss + 1000 * sum(((self.gram(f[l]) - self.A[l]) ** 2).sum() / self.nA[l] for l in STYLE)
         loss = loss + 10 * (((x[:, :, :, 1:] - x[:, :, :, :-1]) ** 2).sum() + ((x[:, :, 1:, :] - x[:, :, :-1, :]) ** 2).sum()) / (3 * W * H)
         loss.backward()
-        opt.step()
+        self.opt.step()
         with torch.no_grad():
             x.clamp_(0, 1)
 
+    def sync(self):
+        if self.dev.type == "cuda":
+            torch.cuda.synchronize()
+
+
+def measure(a, net, W, H, SW, SH, iters):
+    if a.device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    g = Gatys(a, net, W, H, SW, SH)
     for _ in range(2):
-        step()
+        g.step()
+    g.sync()
     times = []
-    for _ in range(a.iters):
+    for _ in range(iters):
         t = time.perf_counter()
-        step()
+        g.step()
+        g.sync()
         times.append(time.perf_counter() - t)
-    print(json.dumps({"size": a.size, "threads": a.threads, "iters": a.iters, "channels_last": a.channels_last,
-                      "s_per_iter_median": statistics.median(times), "s_per_iter_mean": statistics.mean(times),
-                      "torch": torch.__version__}))
+    peak = torch.cuda.max_memory_allocated() if a.device == "cuda" else 0
+    del g
+    return times, peak
+
+
+def fits(a, net, n):
+    """One square n x n image (style n x n too) through 1 timed step without running out of memory."""
+    try:
+        measure(a, net, n, n, n, n, 1)
+        return True
+    except torch.cuda.OutOfMemoryError:
+        return False
+    finally:
+        gc.collect()  # the failed try's tensors, before the next size
+        if a.device == "cuda":
+            torch.cuda.empty_cache()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--weights")
+    ap.add_argument("--content")
+    ap.add_argument("--style")
+    ap.add_argument("--random", action="store_true", help="seeded random full-width weights and random images: no files")
+    ap.add_argument("--size", default="512x512")
+    ap.add_argument("--style-size")
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=0, help="CPU threads (0: PyTorch's default)")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--bf16", action="store_true", help="bf16 autocast")
+    ap.add_argument("--channels-last", action="store_true")
+    ap.add_argument("--cudnn-benchmark", action="store_true")
+    ap.add_argument("--find-max", action="store_true", help="the largest square image that fits (CUDA)")
+    a = ap.parse_args()
+    if not a.random and not (a.weights and a.content and a.style):
+        ap.error("give --weights, --content and --style, or --random")
+    if a.find_max and a.device != "cuda":
+        ap.error("--find-max needs --device cuda")
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    torch.backends.cudnn.benchmark = a.cudnn_benchmark
+    net = random_net(1) if a.random else file_net(a.weights)
+    info = {"device": a.device, "bf16": a.bf16, "channels_last": a.channels_last, "cudnn_benchmark": a.cudnn_benchmark,
+            "torch": torch.__version__}
+    if a.device == "cuda":
+        info.update(gpu=torch.cuda.get_device_name(), cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version())
+    if a.find_max:
+        lo, hi = 0, 1024
+        while fits(a, net, hi):  # doubling
+            lo, hi = hi, hi * 2
+        while hi - lo > 64:  # bisection, 64 px steps
+            mid = (lo + hi) // 2 // 64 * 64
+            lo, hi = (mid, hi) if fits(a, net, mid) else (lo, mid)
+        info.update(max_square=lo, max_megapixels=lo * lo / 1e6)
+        print(json.dumps(info))
+        return
+    W, H = map(int, a.size.split("x"))
+    SW, SH = map(int, (a.style_size or a.size).split("x"))
+    times, peak = measure(a, net, W, H, SW, SH, a.iters)
+    info.update(size=a.size, threads=torch.get_num_threads(), iters=a.iters, s_per_iter_median=statistics.median(times),
+                s_per_iter_mean=statistics.mean(times), peak_bytes=peak)
+    print(json.dumps(info))
 
 
 if __name__ == "__main__":

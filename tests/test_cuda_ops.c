@@ -1,6 +1,7 @@
 /* tests/test_cuda_ops.c: every op of the CUDA backend against the CPU backend (the reference), in
  * the manner of ggml's test-backend-ops: a table of shapes (1x1, odd sizes, image edges, regions
- * that are not whole rows, conv1_1's 3 channels), each in every precision, each with a tolerance
+ * that are not whole rows, conv1_1's 3 channels), each in every precision (bf16 twice: bias+ReLU fused
+ * into cuDNN's call and as a separate kernel), each with a tolerance
  * per op and precision. Inputs are made on the device first and read back, so both backends see
  * the same (rounded) values and the tolerance measures the op, not the input rounding.
  *
@@ -380,11 +381,16 @@ int main(void)
     }
     int ngpu = nst_cuda_probe(skip_why, sizeof skip_why);
     if (ngpu > 0 && !nst_cuda_has_ops()) snprintf(skip_why, sizeof skip_why, "this build has no CUDA backend");
-    const nst_precision precs[] = {NST_PREC_FP32, NST_PREC_TF32, NST_PREC_BF16, NST_PREC_FP16};
-    int passes = ngpu > 0 && nst_cuda_has_ops() ? 4 : 1;
+    /* every precision with bias+ReLU fused into cuDNN's call, and bf16 once more without */
+    const nst_precision precs[] = {NST_PREC_FP32, NST_PREC_TF32, NST_PREC_BF16, NST_PREC_FP16, NST_PREC_BF16};
+    const int fused[] = {1, 1, 1, 1, 0};
+    int passes = ngpu > 0 && nst_cuda_has_ops() ? 5 : 1;
     for (int i = 0; i < passes; i++) {
         dev = NULL;
-        prec_name = nst_precision_name(precs[i]);
+        static char name[32];
+        snprintf(name, sizeof name, "%s%s", nst_precision_name(precs[i]), fused[i] ? "" : " unfused");
+        prec_name = name;
+        setenv("NSTBATCH_CUDA_FUSE", fused[i] ? "1" : "0", 1);
         if (passes > 1) {
             nst_backend_options o = {"cuda", 0, precs[i], 0, 1, 2.0};
             if (nst_backend_open_with(&o, &dev) != NST_OK) {

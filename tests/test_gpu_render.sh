@@ -7,7 +7,9 @@
 # CUDA backend in fp32, tf32 and bf16 against the CPU (max |difference| over samples in [0,1]
 # within the tolerance of each precision), tile invariance on the GPU (many tiles against one),
 # two ranks sharing the GPU (gpu.share = true, the host-staged MPI Gram sum) against one rank,
-# gpu.share = false refusing two ranks on one GPU, and compute-sanitizer memcheck clean on a
+# gpu.share = false refusing two ranks on one GPU, bf16 with bias+ReLU as a separate kernel against
+# fused, tiles halved under an allocation limit (NSTBATCH_MEMORY_LIMIT_MB at 80 % of the unlimited
+# run's peak) against one tile, and compute-sanitizer memcheck clean on a
 # small render when compute-sanitizer exists. Without a usable GPU everything SKIPs with the
 # reason. The tolerances are first estimates: the GPU session that measures them tightens them.
 set -u
@@ -22,7 +24,7 @@ gpus=$("$NST" --version | sed -n 's/.*GPUs visible now: \([0-9]*\).*/\1/p')
 if [ "${gpus:-0}" -eq 0 ] || ! "$NST" --version | grep -q "CUDA backend"; then
   why=$("$NST" --version | sed -n 's/.*GPUs visible now: 0 - //p')
   echo "    SKIP every GPU render: ${why:-this build has no CUDA backend}"
-  echo "test_gpu_render: 0 passed, 0 failed, 7 skipped"
+  echo "test_gpu_render: 0 passed, 0 failed, 9 skipped"
   exit 0
 fi
 T=$(mktemp -d /tmp/nstbatch-gpu.XXXXXX)
@@ -66,6 +68,20 @@ for p in fp32:0.002 tf32:0.02 bf16:0.05; do
   prec=${p%%:*} tolv=${p#*:}
   run "cuda_$prec" 1 --set run.device=cuda --set run.precision="$prec" && within "CUDA $prec against the CPU" cpu "cuda_$prec" "$tolv"
 done
+NSTBATCH_CUDA_FUSE=0 run cuda_bf16_unfused 1 --set run.device=cuda --set run.precision=bf16 &&
+  within "bias+ReLU as a separate kernel against fused into cuDNN's call (bf16)" cuda_bf16 cuda_bf16_unfused 0.05
+# an allocation over the limit halves the tiles: the limit at 80 % of an unlimited run's peak
+shallow=(--set run.device=cuda --set run.precision=fp32 --set content.layers=relu2_2 --set style.layers=relu1_1,relu2_1 --set style.scale=0.4)
+if run cuda_whole 1 "${shallow[@]}" --set run.record=whole.json; then
+  peak=$(sed -n 's/.*"peak_bytes_max": \([0-9]*\).*/\1/p' "$T/whole.json")
+  lim=$(awk -v p="${peak:-0}" 'BEGIN { printf "%.3f", p * 0.8 / 1048576 }')
+  if NSTBATCH_MEMORY_LIMIT_MB=$lim run cuda_halved 1 "${shallow[@]}" --set run.record=halved.json &&
+     grep -q '"tile_halvings": [1-9]' "$T/halved.json" && grep -q 'did not fit' "$T/cuda_halved.log"; then
+    within "tiles halved under an allocation limit of $lim MiB (80 % of the peak), against one tile" cuda_whole cuda_halved 0.001
+  else
+    bad "tiles halved on the GPU" "limit $lim MiB" "$(cat "$T/cuda_halved.log" 2>/dev/null)"
+  fi
+fi
 run cuda_tiles 1 --set run.device=cuda --set run.precision=fp32 --set tiling.tile_size=96 &&
   within "tile invariance on the GPU (96 px tiles against one tile, fp32)" cuda_fp32 cuda_tiles 0.001
 run cuda_shared 2 --set run.device=cuda --set run.precision=fp32 --set tiling.tile_size=96 --set gpu.share=true &&

@@ -23,12 +23,20 @@ static nst_status cu_alloc(nst_backend *be, size_t bytes, void **ptr)
     cuda_impl *im = cuda_of(be);
     size_t off;
     *ptr = NULL;
-    if (nst_arena_alloc(&im->arena, bytes, &off) != 0)
+    if (be->limit && bytes > be->limit - (be->bytes_in_use < be->limit ? be->bytes_in_use : be->limit)) {
+        be->alloc_failures++;
+        return nst_fail(NST_ENOMEM, "GPU %d: out of device memory allocating %.1f MiB (%.1f MiB in use, limit %.1f MiB from "
+                        "NSTBATCH_MEMORY_LIMIT_MB)", im->device, (double)bytes / (1 << 20), (double)be->bytes_in_use / (1 << 20),
+                        (double)be->limit / (1 << 20));
+    }
+    if (nst_arena_alloc(&im->arena, bytes, &off) != 0) {
+        be->alloc_failures++;
         return nst_fail(NST_ENOMEM,
                         "GPU %d: out of device memory allocating %.1f MiB (%.1f MiB of the rank's %.1f MiB arena in use, largest "
                         "free block %.1f MiB); set tiling.tile_size smaller or run.memory_gb",
                         im->device, (double)bytes / (1 << 20), (double)im->arena.used / (1 << 20),
                         (double)im->arena.capacity / (1 << 20), (double)nst_arena_largest_free(&im->arena) / (1 << 20));
+    }
     *ptr = im->base + off;
     be->bytes_in_use = im->arena.used;
     if (be->bytes_in_use > be->bytes_peak) be->bytes_peak = be->bytes_in_use;
@@ -204,6 +212,8 @@ static nst_status open_impl(nst_backend *be, cuda_impl *im, const nst_backend_op
         break;
     }
     be->precision = p;
+    const char *fuse = getenv("NSTBATCH_CUDA_FUSE");
+    im->fuse = !(fuse && strcmp(fuse, "0") == 0);
 
     /* the arena: this rank's share of the free memory, less the libraries' reserve, or run.memory_gb */
     size_t free_b = 0, total_b = 0;

@@ -3,7 +3,10 @@
  * fp32). conv1_1's 3 input channels are zero-padded to 8 (4 in fp32) so tensor-core kernels
  * apply; its input and input gradient pass through padded scratch. Algorithms come from cuDNN's
  * heuristics, the first that fits the workspace limit, once per layer and input size, and are
- * cached with the shape's descriptors. Bias and ReLU run as one kernel after the convolution. */
+ * cached with the shape's descriptors. Bias and ReLU run inside cuDNN's call
+ * (cudnnConvolutionBiasActivationForward: one pass over the output instead of two, which counts on
+ * the memory-bound full-resolution layers); a layer whose configuration cuDNN does not support
+ * there, or NSTBATCH_CUDA_FUSE=0, adds them with one kernel after the convolution. */
 #include <stdio.h>
 
 #include "cuda_impl.h"
@@ -21,14 +24,18 @@ typedef struct {
     cudnnConvolutionBwdDataAlgo_t bwd;
     size_t fwd_ws, bwd_ws;
     int have_bwd;
+    int fused;            /* bias+ReLU in cuDNN's call: -1 untried, 1 works, 0 not supported for this shape */
 } conv_shape;
 
 struct nst_conv {
     int cin, cout, cin_p; /* cin_p: cin padded for tensor cores */
     void *w;              /* KRSC (cout, 3, 3, cin_p), activation dtype */
     float *bias;          /* fp32, times fscale */
+    void *bias_act;       /* the same in the activation dtype, for the fused call (fp32: bias itself) */
     cudnnFilterDescriptor_t wd;
     cudnnConvolutionDescriptor_t cd;
+    cudnnTensorDescriptor_t bd;    /* 1 x cout x 1 x 1 */
+    cudnnActivationDescriptor_t relu;
     conv_shape shape[MAX_SHAPES];
     int nshape, next;
 };
@@ -46,7 +53,10 @@ void cuda_conv_destroy(nst_backend *be, nst_conv *cv)
     for (int i = 0; i < cv->nshape; i++) shape_free(&cv->shape[i]);
     if (cv->wd) cudnnDestroyFilterDescriptor(cv->wd);
     if (cv->cd) cudnnDestroyConvolutionDescriptor(cv->cd);
+    if (cv->bd) cudnnDestroyTensorDescriptor(cv->bd);
+    if (cv->relu) cudnnDestroyActivationDescriptor(cv->relu);
     if (cv->w) be->ops->free(be, cv->w);
+    if (cv->bias_act && cv->bias_act != cv->bias) be->ops->free(be, cv->bias_act);
     if (cv->bias) be->ops->free(be, cv->bias);
     nst_free(cv);
 }
@@ -76,8 +86,17 @@ static nst_status conv_create(nst_backend *be, nst_conv *cv, const float *w_oihw
         for (int o = 0; o < cout; o++) h[o] = bias[o] * im->fscale;
         s = be->ops->write(be, cv->bias, h, (size_t)cout * sizeof(float));
     }
+    cv->bias_act = cv->bias;
+    if (s == NST_OK && be->act_dtype != NST_F32) { /* (already scaled: converted at scale 1) */
+        s = be->ops->alloc(be, (size_t)cout * nst_dtype_size(be->act_dtype), &cv->bias_act);
+        if (s == NST_OK) s = cuda_convert_to(be, cv->bias_act, be->act_dtype, cv->bias, (size_t)cout, 1.f);
+    }
     nst_free(h);
     NST_TRY(s);
+    CUDNN_TRY(cudnnCreateTensorDescriptor(&cv->bd));
+    CUDNN_TRY(cudnnSetTensor4dDescriptor(cv->bd, CUDNN_TENSOR_NHWC, im->dnn_type, 1, cout, 1, 1));
+    CUDNN_TRY(cudnnCreateActivationDescriptor(&cv->relu));
+    CUDNN_TRY(cudnnSetActivationDescriptor(cv->relu, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
     CUDNN_TRY(cudnnCreateFilterDescriptor(&cv->wd));
     CUDNN_TRY(cudnnSetFilter4dDescriptor(cv->wd, im->dnn_type, CUDNN_TENSOR_NHWC, cout, cp, 3, 3));
     CUDNN_TRY(cudnnCreateConvolutionDescriptor(&cv->cd));
@@ -118,6 +137,7 @@ static nst_status shape_for(nst_backend *be, nst_conv *cv, int h, int w, int nee
         }
         memset(s, 0, sizeof *s);
         s->h = h, s->w = w;
+        s->fused = im->fuse ? -1 : 0;
         CUDNN_TRY(cudnnCreateTensorDescriptor(&s->x));
         CUDNN_TRY(cudnnCreateTensorDescriptor(&s->y));
         CUDNN_TRY(cudnnSetTensor4dDescriptor(s->x, CUDNN_TENSOR_NHWC, im->dnn_type, 1, cv->cin_p, h, w));
@@ -212,6 +232,17 @@ nst_status cuda_conv_forward(nst_backend *be, nst_conv *cv, const nst_tensor *x,
         xin = im->s0;
     }
     const float one = 1.f, zero = 0.f;
+    if (relu && s->fused != 0) { /* z = y with alpha2 = 0: y = relu(conv(x) + b) */
+        cudnnStatus_t st = cudnnConvolutionBiasActivationForward(im->dnn, &one, s->x, xin, cv->wd, cv->w, cv->cd, s->fwd, im->ws, s->fwd_ws,
+                                                                 &zero, s->y, y->data, cv->bd, cv->bias_act, cv->relu, s->y, y->data);
+        if (st == CUDNN_STATUS_SUCCESS) {
+            s->fused = 1;
+            return NST_OK;
+        }
+        if (s->fused == 1 || (st != CUDNN_STATUS_NOT_SUPPORTED && st != CUDNN_STATUS_BAD_PARAM))
+            return cuda_fail("cuDNN", "cudnnConvolutionBiasActivationForward", cudnnGetErrorString(st), __FILE__, __LINE__);
+        s->fused = 0; /* not for this layer and shape: the separate kernel from now on */
+    }
     CUDNN_TRY(cudnnConvolutionForward(im->dnn, &one, s->x, xin, cv->wd, cv->w, cv->cd, s->fwd, im->ws, s->fwd_ws, &zero, s->y, y->data));
     size_t n = npx * cv->cout;
 #define BA(T) (k_bias_act<T><<<cuda_blocks(n, 256), 256, 0, im->stream>>>((T *)y->data, cv->bias, n, cv->cout, relu), 0)

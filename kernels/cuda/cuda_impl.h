@@ -43,6 +43,7 @@ typedef struct cuda_impl {
     cublasComputeType_t blas_compute;
     cudnnMathType_t math;
     float fscale;              /* see the file comment */
+    int fuse;                  /* bias+ReLU inside cuDNN's call (NSTBATCH_CUDA_FUSE=0: a separate kernel, for comparison) */
     unsigned char *base;       /* the arena's memory */
     nst_arena arena;
     /* scratch from the arena, grown on first use (the first iteration), then reused */

@@ -1,0 +1,141 @@
+/* bench/conv_layers.c: per-layer throughput of nstbatch's own 3x3 convolutions (forward with bias +
+ * ReLU, and backward-data) on the VGG-19 shapes of one square tile, through the backend interface,
+ * so it measures exactly what a render runs: cuDNN with the cached algorithm on a GPU, oneDNN on
+ * the CPU.
+ *
+ *   build/bench/conv_layers [--device auto|cpu|cuda] [--precision auto|fp32|tf32|bf16|fp16]
+ *                           [--tile N] [--reps N] [--layers N (13: up to conv5_1)]
+ *
+ * Each layer at its resolution (conv1_x at N, conv2_x at N/2, ... conv5_x at N/16) and full width,
+ * random weights and inputs; two warm-up calls (they choose and cache the algorithm), then the
+ * median of --reps timed calls, each ended by a synchronize. FLOPs: 2 * 9 * Cin * Cout * H * W per
+ * direction (direct convolution; Winograd-style algorithms do fewer real operations). Prints a
+ * markdown table (one row per layer, and the sum over the 16 layers as an iteration would run
+ * them once each) and one JSON line per layer on stderr for scripts.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../kernels/backend.h"
+#include "../nst/vgg.h"
+#include "../util/mem.h"
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "conv_layers: %s: %s\n", what, nst_fail_message());
+    exit(1);
+}
+
+static unsigned long long rng = 88172645463325252ull;
+static float urand(void) /* xorshift64, in [-1, 1) */
+{
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (float)((double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+static void fill(nst_backend *be, nst_tensor *t, float scale)
+{
+    size_t n = nst_tensor_elems(t);
+    float *h = nst_alloc_array(n, sizeof(float), "host data");
+    if (!h) die("host memory");
+    for (size_t i = 0; i < n; i++) h[i] = urand() * scale;
+    if (be->ops->upload(be, t->data, h, n, t->dt) != NST_OK) die("upload");
+    nst_free(h);
+}
+
+/* The median seconds of reps calls of one direction (after 2 warm-ups). */
+static double time_op(nst_backend *be, nst_conv *cv, nst_tensor *x, nst_tensor *y, nst_tensor *dy, nst_tensor *dx, int bwd, int reps)
+{
+    double *t = nst_alloc_array((size_t)reps, sizeof(double), "timings");
+    if (!t) die("host memory");
+    for (int r = -2; r < reps; r++) {
+        double t0 = now();
+        nst_status s = bwd ? be->ops->conv_backward_data(be, cv, dy, dx) : be->ops->conv_forward(be, cv, x, y, 1);
+        if (s == NST_OK) s = be->ops->synchronize(be);
+        if (s != NST_OK) die(bwd ? "conv_backward_data" : "conv_forward");
+        if (r >= 0) t[r] = now() - t0;
+    }
+    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    double m = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+    nst_free(t);
+    return m;
+}
+
+int main(int argc, char **argv)
+{
+    const char *device = "auto", *prec = "auto";
+    int tile = 1024, reps = 10, nlayers = 13; /* conv1_1 .. conv5_1: the network up to relu5_1 */
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) goto usage;
+        if (strcmp(a, "--device") == 0) device = v;
+        else if (strcmp(a, "--precision") == 0) prec = v;
+        else if (strcmp(a, "--tile") == 0) tile = atoi(v);
+        else if (strcmp(a, "--reps") == 0) reps = atoi(v);
+        else if (strcmp(a, "--layers") == 0) nlayers = atoi(v);
+        else goto usage;
+        i++;
+    }
+    if (tile < 16 || tile % 16 || reps < 1 || nlayers < 1 || nlayers > NST_VGG_NCONV || nst_precision_parse(prec) < 0) goto usage;
+
+    nst_backend_options o = {device, 0, (nst_precision)nst_precision_parse(prec), 0, 1, 0};
+    nst_backend *be;
+    if (nst_backend_open_with(&o, &be) != NST_OK) die("opening the backend");
+    printf("# conv layers, tile %dx%d: %s\n\n", tile, tile, be->description);
+    printf("| layer | H x W | Cin -> Cout | GFLOP | forward ms | TFLOP/s | backward-data ms | TFLOP/s |\n|---|---|---|---|---|---|---|---|\n");
+    double sum_f = 0, sum_b = 0, sum_flop = 0;
+    int cin = 3, hw = tile;
+    for (int k = 0; k < nlayers; k++) {
+        const nst_vgg_layer *ly = nst_vgg_layer_at(nst_vgg_conv_layer(k));
+        int cout = ly->std_cout;
+        if (k > 0 && nst_vgg_layer_at(nst_vgg_conv_layer(k) - 1)->op == NST_OP_POOL) hw /= 2;
+        size_t nw = (size_t)cout * cin * 9;
+        float *w = nst_alloc_array(nw, sizeof(float), "weights"), *b = nst_alloc_array((size_t)cout, sizeof(float), "bias");
+        if (!w || !b) die("host memory");
+        for (size_t i = 0; i < nw; i++) w[i] = urand() * 0.05f;
+        for (int i = 0; i < cout; i++) b[i] = urand() * 0.01f;
+        nst_conv *cv;
+        if (be->ops->conv_create(be, cin, cout, w, b, &cv) != NST_OK) die("conv_create");
+        nst_tensor x, y, dy, dx;
+        if (nst_tensor_alloc(be, hw, hw, cin, be->act_dtype, &x) != NST_OK || nst_tensor_alloc(be, hw, hw, cout, be->act_dtype, &y) != NST_OK ||
+            nst_tensor_alloc(be, hw, hw, cout, be->act_dtype, &dy) != NST_OK || nst_tensor_alloc(be, hw, hw, cin, be->act_dtype, &dx) != NST_OK)
+            die("tensors");
+        fill(be, &x, 1.0f);
+        fill(be, &dy, 0.01f);
+        double flop = 2.0 * 9 * cin * cout * (double)hw * hw;
+        double tf = time_op(be, cv, &x, &y, &dy, &dx, 0, reps), tb = time_op(be, cv, &x, &y, &dy, &dx, 1, reps);
+        sum_f += tf, sum_b += tb, sum_flop += flop;
+        printf("| %s | %dx%d | %d -> %d | %.3g | %.3f | %.3g | %.3f | %.3g |\n", ly->name, hw, hw, cin, cout, flop / 1e9, tf * 1e3,
+               flop / tf / 1e12, tb * 1e3, flop / tb / 1e12);
+        fprintf(stderr, "{\"layer\": \"%s\", \"h\": %d, \"w\": %d, \"cin\": %d, \"cout\": %d, \"flop\": %.0f, \"forward_s\": %.6e, "
+                        "\"backward_data_s\": %.6e, \"precision\": \"%s\", \"device\": \"%s\"}\n",
+                ly->name, hw, hw, cin, cout, flop, tf, tb, nst_precision_name(be->precision), be->name);
+        nst_tensor_free(be, &x), nst_tensor_free(be, &y), nst_tensor_free(be, &dy), nst_tensor_free(be, &dx);
+        be->ops->conv_destroy(be, cv);
+        nst_free(w), nst_free(b);
+        cin = cout;
+    }
+    printf("| **all %d** | | | %.3g | %.3f | **%.3g** | %.3f | **%.3g** |\n", nlayers, sum_flop / 1e9, sum_f * 1e3, sum_flop / sum_f / 1e12,
+           sum_b * 1e3, sum_flop / sum_b / 1e12);
+    nst_backend_close(be);
+    return 0;
+usage:
+    fprintf(stderr, "usage: conv_layers [--device auto|cpu|cuda] [--precision auto|fp32|tf32|bf16|fp16] [--tile N (multiple of 16)] "
+                    "[--reps N] [--layers 1..16]\n");
+    return 2;
+}

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# bench/gpu_iteration.sh: nstbatch on one GPU against PyTorch on the same GPU in the same run
+# (make bench-gpu; on the lent GPU machine through the gpu-bundle, see bench/README.md).
+#
+#   bench/gpu_iteration.sh [OUT_DIR]          (default bench/results)
+#
+# Measures, and writes OUT_DIR/gpu_iteration.md with the raw log OUT_DIR/gpu_iteration.log:
+#   1. per-layer convolution forward (bias + ReLU) and backward-data TFLOP/s on the VGG-19 shapes of
+#      a 1024 px tile, bf16 (bias+ReLU fused into cuDNN's call, and not) and fp32
+#      (build/bench/conv_layers: nstbatch's own cuDNN calls);
+#   2. the whole Gatys iteration, one tile of S x S for S in $SIZES (default 1024 2048 4096): s/iter
+#      (median after two warm-ups, from the progress rows at run.print_every = 1), megapixel-
+#      iterations/s, MFU (1.514 MFLOP per pixel per iteration over $PEAK_TFLOPS, default the bf16
+#      dense peak of an H100/H200: 989.4), the backend's peak bytes per megapixel (run record);
+#   3. the same iteration in PyTorch (bench/torch_gatys.py: bf16 autocast, channels_last,
+#      cudnn.benchmark, same network shapes, same losses), as a ratio;
+#   4. the largest single tile nstbatch renders (doubling from 4096, then bisection to 256 px; a
+#      try that needed its tiles halved does not count) against the largest image PyTorch fits.
+# Both sides use the full-width VGG-19 with seeded random weights (the FLOPs of the real one).
+# Knobs: SIZES, ITERS (10), PRECISION (bf16; fp32 on the CPU), DEVICE (cuda; cpu runs the script's plumbing on a
+# machine without a GPU, as tests/test_bench.sh does), FIND_MAX (1), CONV_TILE (1024),
+# NST (./nstbatch), CONV (build/bench/conv_layers), PY (python3 with torch), LAUNCH ("").
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=$(mkdir -p "${1:-$ROOT/bench/results}" && cd "${1:-$ROOT/bench/results}" && pwd)
+NST=$(readlink -f "${NST:-$ROOT/nstbatch}")
+CONV=$(readlink -f "${CONV:-$ROOT/build/bench/conv_layers}")
+PY=${PY:-python3}
+LAUNCH=${LAUNCH:-} # e.g. "mpirun -np 1" where a singleton MPI start is not possible
+SIZES=${SIZES:-1024 2048 4096}
+ITERS=${ITERS:-10}
+DEVICE=${DEVICE:-cuda}
+PRECISION=${PRECISION:-$([ "$DEVICE" = cpu ] && echo fp32 || echo bf16)}
+FIND_MAX=${FIND_MAX:-1}
+CONV_TILE=${CONV_TILE:-1024}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+raw=$OUT/gpu_iteration.log
+: >"$raw"
+log() { printf '%s\n' "$*" | tee -a "$raw" >&2; }
+
+gpu="(no GPU: DEVICE=$DEVICE)" driver="-"
+if [ "$DEVICE" = cuda ]; then
+  IFS=, read -r gpu driver mem < <(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -n 1)
+  gpu="$gpu ($(echo $mem))" driver=$(echo $driver)
+fi
+if [ -z "${PEAK_TFLOPS:-}" ]; then
+  case "$gpu" in *H100*|*H200*) PEAK_TFLOPS=989.4 ;; *) PEAK_TFLOPS=0 ;; esac
+fi
+versions=$("$NST" --version 2>&1)
+log "### nstbatch --version"$'\n'"$versions"
+log "### GPU: $gpu, driver $driver; peak for MFU: $PEAK_TFLOPS TFLOP/s"
+torch_ver=$("$PY" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())' 2>&1)
+log "### PyTorch $torch_ver"
+
+# ---- 1. per-layer convolutions ----------------------------------------------------------------
+# bf16 with bias+ReLU fused into cuDNN's call, and with them as a separate kernel (NSTBATCH_CUDA_FUSE=0)
+conv_tables=""
+for run in bf16:1 bf16:0 fp32:1; do
+  p=${run%:*} fuse=${run#*:}
+  [ "$DEVICE" = cpu ] && [ "$run" != fp32:1 ] && continue # the CPU backend computes in fp32 only
+  t=$(NSTBATCH_CUDA_FUSE=$fuse "$CONV" --device "$DEVICE" --precision "$p" --tile "$CONV_TILE" --reps "$ITERS" 2>>"$raw")
+  [ "$fuse" = 0 ] && t=$(sed '1s/$/, bias+ReLU as a separate kernel (NSTBATCH_CUDA_FUSE=0)/' <<<"$t")
+  log "### conv_layers --precision $p --tile $CONV_TILE (NSTBATCH_CUDA_FUSE=$fuse)"$'\n'"$t"
+  conv_tables+="$t"$'\n\n'
+done
+
+# ---- 2, 3. the whole iteration ----------------------------------------------------------------
+cat >"$T/bench.ini" <<EOF
+[content]
+path = $ROOT/configs/demo/content.png
+[style]
+path = $ROOT/configs/demo/style.png
+[output]
+path = $T/out.tiff
+overwrite = true
+preview = 0
+[model]
+random_width_divisor = 1
+[run]
+device = $DEVICE
+precision = $PRECISION
+print_every = 1
+EOF
+median() { sort -g | awk '{ a[NR] = $1 } END { if (NR) print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+json_num() { sed -n "s/.*\"$1\": \([0-9.eE+-]*\).*/\1/p" "$2" | head -n 1; }
+# nst_run S ITERATIONS: one S x S tile; log in T/run.log, record in T/rec.json; exit status returned
+nst_run() {
+  rm -f "$T/rec.json"
+  $LAUNCH "$NST" "$T/bench.ini" --set output.width="$1" --set output.height="$1" --set tiling.tile_size="$1" \
+    --set optim.iterations="$2" --set run.record="$T/rec.json" >"$T/run.log" 2>&1
+}
+rows=()
+for S in $SIZES; do
+  mp=$(awk -v s="$S" 'BEGIN { printf "%.4f", s * s / 1e6 }')
+  if nst_run "$S" $((ITERS + 2)); then
+    log "### nstbatch $S"$'\n'"$(cat "$T/run.log")"
+    # progress rows: iteration loss content style tv s/iter MPit/s ETA; rows 3.. follow the warm-ups
+    nst=$(awk '$1 ~ /^[0-9]+$/ && NF >= 6 && $1 >= 3 && $6 ~ /^[0-9.]+$/ { print $6 }' "$T/run.log" | median)
+    peak=$(json_num peak_bytes_max "$T/rec.json")
+    gbmp=$(awk -v b="$peak" -v m="$mp" 'BEGIN { printf "%.3f", b / 1e9 / m }')
+  else
+    log "### nstbatch $S FAILED"$'\n'"$(cat "$T/run.log")"
+    nst="" gbmp="-"
+  fi
+  tj=$("$PY" "$ROOT/bench/torch_gatys.py" --random --device "$DEVICE" $([ "$PRECISION" = bf16 ] && echo --bf16) --channels-last \
+       --cudnn-benchmark --size "${S}x${S}" --style-size "${S}x${S}" --iters "$ITERS" 2>&1) || true
+  log "### pytorch $S"$'\n'"$tj"
+  pt=$(sed -n 's/.*"s_per_iter_median": \([0-9.eE+-]*\).*/\1/p' <<<"$tj")
+  ptpeak=$(sed -n 's/.*"peak_bytes": \([0-9]*\).*/\1/p' <<<"$tj")
+  f() { [ -n "$1" ] && awk "BEGIN { printf \"$2\", ($3) }" || echo "-"; }
+  rows+=("| $S x $S | $(f "$nst" %.4f "$nst") | $(f "$nst" %.1f "$mp / ${nst:-1}") | $(f "$nst" %.1f%% "$PEAK_TFLOPS > 0 ? 100 * $mp * 1.514 / ${nst:-1} / $PEAK_TFLOPS : 0") | $gbmp | $(f "$pt" %.4f "$pt") | $(f "$pt" %.1f "$mp / ${pt:-1}") | $(f "$ptpeak" %.3f "${ptpeak:-0} / 1e9 / $mp") | $(f "$nst$pt" **%.2fx** "${pt:-0} / ${nst:-1}") |")
+done
+
+# ---- 4. the largest tile --------------------------------------------------------------------------
+maxrow="not measured (FIND_MAX=0)"
+if [ "$FIND_MAX" = 1 ] && [ "$DEVICE" = cuda ]; then
+  fits() { nst_run "$1" 1 && grep -q '"tile_halvings": 0' "$T/rec.json"; }
+  lo=0 hi=4096
+  while fits $hi; do lo=$hi hi=$((hi * 2)); log "### nstbatch fits $lo"; done
+  while [ $((hi - lo)) -gt 256 ]; do
+    mid=$(( (lo + hi) / 2 / 256 * 256 ))
+    if fits $mid; then lo=$mid; log "### nstbatch fits $mid"; else hi=$mid; log "### nstbatch does not fit $mid: $(grep -m1 'error\|warning' "$T/run.log")"; fi
+  done
+  tj=$("$PY" "$ROOT/bench/torch_gatys.py" --random --device cuda $([ "$PRECISION" = bf16 ] && echo --bf16) --channels-last --cudnn-benchmark --find-max 2>&1) || true
+  log "### pytorch find-max"$'\n'"$tj"
+  ptmax=$(sed -n 's/.*"max_square": \([0-9]*\).*/\1/p' <<<"$tj")
+  maxrow="nstbatch $lo x $lo px ($(awk -v s=$lo 'BEGIN { printf "%.1f", s * s / 1e6 }') MP) in one tile; PyTorch ${ptmax:-?} x ${ptmax:-?} px ($(awk -v s=${ptmax:-0} 'BEGIN { printf "%.1f", s * s / 1e6 }') MP)"
+fi
+
+{
+  echo "# One GPU: nstbatch against PyTorch"
+  echo
+  echo "Command: \`bench/gpu_iteration.sh\` (make bench-gpu), $(date -u +%Y-%m-%d), SIZES=\"$SIZES\" ITERS=$ITERS PRECISION=$PRECISION DEVICE=$DEVICE."
+  echo
+  echo "GPU: $gpu, driver $driver. MFU against $PEAK_TFLOPS TFLOP/s (bf16 dense)."
+  echo
+  echo '```'
+  echo "$versions"
+  echo "PyTorch $torch_ver"
+  echo '```'
+  echo
+  echo "Network: full-width VGG-19 to relu5_1, seeded random weights, on both sides; content relu4_2, style relu1_1..relu5_1, TV, Adam."
+  echo "nstbatch: one tile of S x S (no halo), run.precision = $PRECISION. PyTorch: $([ "$PRECISION" = bf16 ] && echo "bf16 autocast" || echo fp32), channels_last, cudnn.benchmark."
+  echo "s/iter: median of $ITERS iterations after 2 warm-ups. MFU: 1.514 MFLOP/px/iteration (shared/PERFORMANCE.md) x MP-it/s over the peak."
+  echo "GB/MP: peak device bytes (nstbatch: its arena's peak use, run record; PyTorch: max_memory_allocated) over the tile's megapixels."
+  echo
+  echo "| tile | nstbatch s/iter | MP-it/s | MFU | GB/MP | PyTorch s/iter | MP-it/s | GB/MP | PyTorch / nstbatch |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+  printf '%s\n' "${rows[@]}"
+  echo
+  echo "Largest image in one piece: $maxrow."
+  echo
+  echo "## Convolutions (nstbatch's cuDNN calls, tile $CONV_TILE)"
+  echo
+  printf '%s' "$conv_tables"
+  echo "Raw output: gpu_iteration.log"
+} >"$OUT/gpu_iteration.md"
+cat "$OUT/gpu_iteration.md"

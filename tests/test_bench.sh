@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# tests/test_bench.sh: the GPU benchmark's plumbing, on the CPU, so that a session with a GPU spends
+# its time measuring and not debugging scripts. Nothing here is timed or compared with a speed.
+#
+#   tests/test_bench.sh NSTBATCH CONV_LAYERS
+#
+# - conv_layers on the CPU backend: one row per layer with positive TFLOP/s, a total row, a JSON
+#   line per layer; refuses a bad flag with its usage (exit 2);
+# - bench/torch_gatys.py --random (no files) on the CPU in fp32 and bf16 autocast, channels_last:
+#   one JSON line with a positive median (SKIP without PyTorch in /usr/bin/python3);
+# - bench/gpu_iteration.sh with DEVICE=cpu at a 64 px tile: its table has a row with numbers from
+#   both sides and the convolution table (SKIP without PyTorch).
+set -u
+NST=$(readlink -f "$1") CONV=$(readlink -f "$2")
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+T=$(mktemp -d /tmp/nstbatch-bench.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0 skip=0
+ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
+bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
+skipped() { skip=$((skip + 1)); printf '  SKIP %s: %s\n' "$1" "$2"; }
+
+out=$("$CONV" --device cpu --tile 32 --reps 1 --layers 5 2>"$T/conv.json"); status=$?
+rows=$(grep -cE '^\| conv[1-5]_[1-4] \| [0-9]+x[0-9]+ \| [0-9]+ -> [0-9]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' <<<"$out")
+zero=$(grep -E '^\| conv' <<<"$out" | awk -F'|' '$7 + 0 <= 0 || $9 + 0 <= 0' | wc -l)
+if [ $status -eq 0 ] && [ "$rows" -eq 5 ] && [ "$zero" -eq 0 ] && grep -q '^| \*\*all 5\*\*' <<<"$out" &&
+   [ "$(grep -c '"backward_data_s"' "$T/conv.json")" -eq 5 ] && grep -q '| conv2_1 | 16x16 | 64 -> 128 |' <<<"$out"; then
+  ok "conv_layers on the CPU: 5 layers at their resolutions, positive TFLOP/s both ways, total row, JSON lines"
+else
+  bad "conv_layers" "exit $status, $rows rows, $zero with no throughput" "$out"
+fi
+out=$("$CONV" --tile 30 2>&1); status=$?
+if [ $status -eq 2 ] && grep -q '^usage: conv_layers' <<<"$out"; then ok "conv_layers refuses --tile 30 with its usage, exit 2"; else bad "conv_layers usage" "exit $status" "$out"; fi
+
+if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  skipped "torch_gatys.py and gpu_iteration.sh" "no PyTorch in /usr/bin/python3 (scripts/install-deps.sh --dev installs it)"
+else
+  for flags in "" "--bf16 --channels-last"; do
+    out=$(/usr/bin/python3 "$ROOT/bench/torch_gatys.py" --random --size 64x48 --iters 2 --threads 1 $flags 2>&1); status=$?
+    med=$(sed -n 's/.*"s_per_iter_median": \([0-9.eE+-]*\).*/\1/p' <<<"$out")
+    if [ $status -eq 0 ] && [ -n "$med" ] && awk -v m="$med" 'BEGIN { exit !(m > 0) }'; then
+      ok "torch_gatys.py --random ${flags:-(fp32)}: one JSON line, median $med s"
+    else
+      bad "torch_gatys.py --random $flags" "exit $status" "$out"
+    fi
+  done
+  out=$(DEVICE=cpu SIZES=64 ITERS=2 FIND_MAX=0 CONV_TILE=32 PY=/usr/bin/python3 NST="$NST" CONV="$CONV" \
+        timeout 600 "$ROOT/bench/gpu_iteration.sh" "$T/results" 2>"$T/stderr"); status=$?
+  row=$(grep -E '^\| 64 x 64 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+% \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| \*\*[0-9.]+x\*\* \|$' "$T/results/gpu_iteration.md" 2>/dev/null)
+  if [ $status -eq 0 ] && [ -n "$row" ] && grep -q '^| \*\*all 13\*\*' "$T/results/gpu_iteration.md" && [ -s "$T/results/gpu_iteration.log" ]; then
+    ok "gpu_iteration.sh (DEVICE=cpu, 64 px): $row"
+  else
+    bad "gpu_iteration.sh" "exit $status" "$out$(tail -n 20 "$T/stderr")"
+  fi
+fi
+echo "test_bench: $pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]
