@@ -363,12 +363,12 @@ static nst_status level_try(const nst_levels_ctx *c, const nst_level_plan *p, in
         s = render_level(&ctx, content, have_init ? init : NULL, cores, &r->stats, &r->ranks);
         rendered = 1;
         if (ck && s == NST_OK) s = nst_comm_agree(nst_ckpt_sync(ck)); /* a generation written on a subgroup, to the ranks that waited */
-        if (resuming) ck->resume = 0;
+        if (resuming && s == NST_OK) ck->resume = 0; /* (a try that failed is followed by one that resumes too) */
     }
     state_free(&state_in, L->nlocal);
     nst_style_targets_free(&T);
     s = nst_comm_agree(s);
-    if (s == NST_ENOMEM && rendered && !resuming) { /* every rank's word: none stepped, some allocation refused */
+    if (s == NST_ENOMEM && rendered) { /* every rank's word: none stepped, some allocation refused */
         double mine[2] = {r->stats.stepped, c->be->alloc_failures - failures0}, mn[2], mx[2], sum[2];
         if (nst_comm_stats(mine, mn, mx, sum, 2) == NST_OK) *retry = mx[0] == 0 && mx[1] > 0;
     }
@@ -422,25 +422,29 @@ nst_status nst_levels_run(const nst_levels_ctx *c, const nst_level_plan *p, nst_
         for (int halvings = 0; s == NST_OK; halvings++) {
             int retry = 0;
             s = level_try(c, p, k, resuming, k > k0 ? &pv : NULL, &L, &bufs, carry && k + 1 < p->n ? &state_out : NULL, r, &retry);
-            r->halvings = halvings;
+            r->halvings = resuming ? 0 : halvings;
             if (s == NST_OK || !retry) break;
-            /* the next try: tiles of half the side, whose model must promise less than the one that failed */
+            /* the next try: tiles of half the side (a resumed level keeps the checkpoint's), whose model
+             * must promise less than the one that failed (for the checkpoint's tiles: two-pass Gram) */
             char why[1024];
             snprintf(why, sizeof why, "%s", nst_fail_message());
             nst_fail_clear(); /* on every rank: nst_comm_agree gave all of them the message */
             nst_layout next;
-            const int nw = halve(L.grid.tile_w, L.align), nh = halve(L.grid.tile_h, L.align);
-            nst_status ps = halvings == MAX_HALVINGS ? NST_ENOMEM
-                                                     : plan_level(c, p, k, nw, nh, "halved after an allocation failure:", L.mem_max - 1, &next);
+            const int nw = resuming ? L.grid.tile_w : halve(L.grid.tile_w, L.align), nh = resuming ? L.grid.tile_h : halve(L.grid.tile_h, L.align);
+            const int last = resuming ? halvings > 0 : halvings == MAX_HALVINGS;
+            nst_status ps = last ? NST_ENOMEM
+                                 : plan_level(c, p, k, nw, nh, resuming ? "the checkpoint's (in less memory after an allocation failure)"
+                                                                        : "halved after an allocation failure:", L.mem_max - 1, &next);
             if (ps != NST_OK) {
                 nst_fail_clear();
                 s = nst_fail(NST_ENOMEM, "%s; tiles of %dx%d px%s, and %s", why, L.grid.tile_w, L.grid.tile_h,
-                             halvings ? " after halving" : "", halvings == MAX_HALVINGS ? "they are halved at most 4 times"
-                                                                                         : "halving them again does not model less memory");
+                             resuming ? " (the checkpoint's)" : halvings ? " after halving" : "",
+                             resuming ? "no Gram strategy for them models less memory" : last ? "they are halved at most 4 times"
+                                                                                             : "halving them again does not model less memory");
                 break;
             }
-            nst_warn("level %d: tiles of %dx%d px did not fit (%s); trying again with %dx%d px\n", k + 1, L.grid.tile_w, L.grid.tile_h, why,
-                     next.grid.tile_w, next.grid.tile_h);
+            nst_warn("level %d: tiles of %dx%d px did not fit (%s); trying again with %dx%d px%s%s\n", k + 1, L.grid.tile_w, L.grid.tile_h, why,
+                     next.grid.tile_w, next.grid.tile_h, resuming ? " (the checkpoint's), Gram " : "", resuming ? nst_gram_strategy_name(next.gram) : "");
             try_free(&L, &bufs, &state_out);
             L = next;
             s = NST_OK;

@@ -15,7 +15,9 @@
 # - a changed config (naming the key), a changed input file, another rank count and a corrupt
 #   rank file are refused with exit 2; --restart starts over;
 # - a finished job is not rendered again ("already rendered"); a batch stopped by a signal
-#   resumes its stopped jobs and skips its finished ones, with the same images.
+#   resumes its stopped jobs and skips its finished ones, with the same images;
+# - a level whose tiles were halved (over NSTBATCH_MEMORY_LIMIT_MB) resumes with the checkpoint's
+#   tiles in less memory (two-pass Gram), with the same image.
 set -u
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -177,6 +179,26 @@ nearlier=$(grep -c '"status": "earlier"' "$T/out/bsum.json" 2>/dev/null)
 if [ $rc -eq 0 ] && [ "${ndone:-0}" -ge 1 ] && [ "${nearlier:-0}" = "${ndone:-x}" ] && grep -q "resumed: level" "$T/b2.log"; then ok "run again: $nearlier finished jobs skipped, the stopped ones resumed"
 else bad "batch again" "exit $rc, earlier '$nearlier' vs done '$ndone'" "$(tail -n 10 "$T/b2.log")"; fi
 for n in a b c d; do same "batch job $n: signalled and resumed == the uninterrupted batch" out/b_$n.tif out/bref_$n.tif; done
+
+# ---- a level whose tiles were halved, stopped and resumed -----------------------------------------
+# Over NSTBATCH_MEMORY_LIMIT_MB=7 the 160 px tiles are halved to 80 (two-pass Gram); a fault at
+# iteration 12 leaves the checkpoint of iteration 10; the resume plans the checkpoint's 80 px tiles
+# (resident Gram, over the limit), and tries them again in less memory (two-pass).
+shallow=(--set content.layers=relu2_2 --set style.layers=relu1_1,relu2_1 --set style.scale=0.4 --set output.width=320
+         --set output.height=240 --set tiling.tile_size=160 --set optim.iterations=20 --set checkpoint.every=5)
+nst halve_ref ck.ini "${shallow[@]}" --set output.path=out/halve_ref.tif
+export NSTBATCH_MEMORY_LIMIT_MB=7
+NSTBATCH_FAULT=0:12 nst halve_fault ck.ini "${shallow[@]}" --set checkpoint.path=ck_halve --set output.path=out/halve.tif
+f=$rc
+nst halve_resume ck.ini "${shallow[@]}" --set checkpoint.path=ck_halve --set output.path=out/halve.tif
+unset NSTBATCH_MEMORY_LIMIT_MB
+if [ $f -eq 1 ] && [ $rc -eq 0 ] && grep -q "trying again with 80x80 px$" "$T/halve_fault.log" &&
+   grep -q "resumed: level 1 at iteration 10" "$T/halve_resume.log" &&
+   grep -q "trying again with 80x80 px (the checkpoint's), Gram two_pass" "$T/halve_resume.log"; then
+  same "halved tiles, stopped and resumed in less memory == the uninterrupted render" out/halve.tif out/halve_ref.tif
+else
+  bad "halved tiles resumed" "exit $f then $rc" "$(grep -h 'warning\|error\|resumed' "$T/halve_fault.log" "$T/halve_resume.log")"
+fi
 
 echo "test_checkpoint: $pass passed, $fail failed, 0 skipped"
 [ $fail -eq 0 ]
