@@ -368,9 +368,9 @@ static nst_status level_try(const nst_levels_ctx *c, const nst_level_plan *p, in
     state_free(&state_in, L->nlocal);
     nst_style_targets_free(&T);
     s = nst_comm_agree(s);
-    if (s == NST_ENOMEM && rendered) { /* every rank's word: none stepped, some allocation refused */
-        double mine[2] = {r->stats.stepped, c->be->alloc_failures - failures0}, mn[2], mx[2], sum[2];
-        if (nst_comm_stats(mine, mn, mx, sum, 2) == NST_OK) *retry = mx[0] == 0 && mx[1] > 0;
+    if (s == NST_ENOMEM) { /* every rank's word: all rendered, none stepped, some allocation refused */
+        double mine[3] = {rendered, r->stats.stepped, c->be->alloc_failures - failures0}, mn[3], mx[3], sum[3];
+        if (nst_comm_stats(mine, mn, mx, sum, 3) == NST_OK) *retry = mn[0] > 0 && mx[1] == 0 && mx[2] > 0;
     }
     return s;
 }
