@@ -89,6 +89,14 @@ void nst_backend_close(nst_backend *be)
     if (be && be->destroy) be->destroy(be);
 }
 
+nst_status nst_backend_check_limit(nst_backend *be, size_t bytes)
+{
+    if (!be->limit || bytes <= be->limit - (be->bytes_in_use < be->limit ? be->bytes_in_use : be->limit)) return NST_OK;
+    be->alloc_failures++;
+    return nst_fail(NST_ENOMEM, "out of backend memory allocating %.1f MiB (%.1f MiB in use, limit %.1f MiB from NSTBATCH_MEMORY_LIMIT_MB)",
+                    (double)bytes / (1 << 20), (double)be->bytes_in_use / (1 << 20), (double)be->limit / (1 << 20));
+}
+
 nst_status nst_tensor_check(const nst_tensor *t, const char *op)
 {
     if (!t->data || t->h < 0 || t->w < 0 || t->c < 1) return nst_fail(NST_ERUNTIME, "%s: invalid tensor", op);

@@ -176,6 +176,10 @@ nst_status nst_backend_open_with(const nst_backend_options *o, nst_backend **out
 nst_status nst_backend_open(const char *device, int threads, nst_backend **out);
 void nst_backend_close(nst_backend *be);
 
+/* The backends' allocators call this first: NST_ENOMEM (counted in be->alloc_failures) when bytes
+ * more would pass be->limit (the NSTBATCH_MEMORY_LIMIT_MB test hook). */
+nst_status nst_backend_check_limit(nst_backend *be, size_t bytes);
+
 /* The ops' argument checks, shared by the backends: a usable tensor; r inside it. */
 nst_status nst_tensor_check(const nst_tensor *t, const char *op);
 nst_status nst_tensor_check_region(const nst_tensor *t, nst_rect r, const char *op);

@@ -23,11 +23,7 @@ nst_status cpu_check_f32(const nst_tensor *t, const char *op)
 static nst_status cpu_alloc(nst_backend *be, size_t bytes, void **ptr)
 {
     *ptr = NULL;
-    if (be->limit && bytes > be->limit - (be->bytes_in_use < be->limit ? be->bytes_in_use : be->limit)) {
-        be->alloc_failures++;
-        return nst_fail(NST_ENOMEM, "out of backend memory allocating %.1f MiB (%.1f MiB in use, limit %.1f MiB from NSTBATCH_MEMORY_LIMIT_MB)",
-                        (double)bytes / (1 << 20), (double)be->bytes_in_use / (1 << 20), (double)be->limit / (1 << 20));
-    }
+    NST_TRY(nst_backend_check_limit(be, bytes));
     unsigned char *p = nst_alloc(bytes + HEADER, "backend buffer");
     if (!p) {
         be->alloc_failures++;

@@ -23,12 +23,7 @@ static nst_status cu_alloc(nst_backend *be, size_t bytes, void **ptr)
     cuda_impl *im = cuda_of(be);
     size_t off;
     *ptr = NULL;
-    if (be->limit && bytes > be->limit - (be->bytes_in_use < be->limit ? be->bytes_in_use : be->limit)) {
-        be->alloc_failures++;
-        return nst_fail(NST_ENOMEM, "GPU %d: out of device memory allocating %.1f MiB (%.1f MiB in use, limit %.1f MiB from "
-                        "NSTBATCH_MEMORY_LIMIT_MB)", im->device, (double)bytes / (1 << 20), (double)be->bytes_in_use / (1 << 20),
-                        (double)be->limit / (1 << 20));
-    }
+    NST_TRY(nst_backend_check_limit(be, bytes));
     if (nst_arena_alloc(&im->arena, bytes, &off) != 0) {
         be->alloc_failures++;
         return nst_fail(NST_ENOMEM,
