@@ -14,7 +14,7 @@ suites=(
   "test_geometry|$B/tests/test_geometry"
   "test_ops|$B/tests/test_ops"
   "test_device|mpirun --oversubscribe --bind-to none -np 3 $B/tests/test_device"
-  "test_cuda_ops|$B/tests/test_cuda_ops"
+  "test_backend_ops|$B/tests/test_backend_ops"
   "test_gpu_render|tests/test_gpu_render.sh ./nstbatch $B/tests/image_diff"
   "test_bench|tests/test_bench.sh ./nstbatch $B/bench/conv_layers"
   "test_loss_grad|$B/tests/test_loss_grad"

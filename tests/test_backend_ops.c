@@ -411,5 +411,5 @@ int main(void)
         }
     }
     nst_backend_close(cpu);
-    return test_report("test_cuda_ops");
+    return test_report("test_backend_ops");
 }
