@@ -16,6 +16,7 @@
 #include "nst/cli.h"
 #include "io/jobs.h"
 #include "nst/batch.h"
+#include "nst/checkpoint.h"
 #include "nst/device.h"
 #include "nst/progress.h"
 #include "nst/job.h"
@@ -182,8 +183,7 @@ int main(int argc, char **argv)
         nst_info("nstbatch %s: %d rank%s; backend: %s%s%s%s\n", NST_VERSION, size, size == 1 ? "" : "s", be->description,
                  be->choice[0] ? " (" : "", be->choice, be->choice[0] ? ")" : "");
         if (size > 1) nst_info("         Gram sums: %s\n", dev.gram_path);
-        if (!be->gpu_stream && strcmp(cfg.run_precision, "auto") != 0 && strcmp(cfg.run_precision, "fp32") != 0)
-            nst_notice("run.precision = %s applies on GPUs; the CPU backend computes in fp32\n", cfg.run_precision);
+        nst_ckpt_arithmetic(be->name, nst_precision_name(be->precision));
         /* mpirun binds each rank to one core by default for small rank counts, and OpenMP sizes
          * its pool from that mask: say so when a rank gets less than its share of the node. */
         int share = be->cores_online / (nst_comm_local_size() > 0 ? nst_comm_local_size() : 1);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cpu/backend_cpu.h"
+#include "profile.h"
 #include "cuda/cuda.h"
 
 int nst_default_threads(int ranks_on_node)
@@ -21,17 +22,6 @@ int nst_default_threads(int ranks_on_node)
     return t < 1 ? 1 : t;
 }
 
-static const char *const prec_names[] = {"auto", "fp32", "tf32", "bf16", "fp16"};
-
-const char *nst_precision_name(nst_precision p) { return (unsigned)p < 5 ? prec_names[p] : "?"; }
-
-int nst_precision_parse(const char *s)
-{
-    for (int i = 0; i < 5; i++)
-        if (strcmp(s, prec_names[i]) == 0) return i;
-    return -1;
-}
-
 /* The allocation-limit test hook, or 0. */
 static size_t env_limit(void)
 {
@@ -42,11 +32,21 @@ static size_t env_limit(void)
 }
 
 static nst_status open_device(const nst_backend_options *o, nst_backend **out);
+static nst_status cpu_precision(nst_precision asked, nst_precision *out, char *choice, size_t n);
 
 nst_status nst_backend_open_with(const nst_backend_options *o, nst_backend **out)
 {
     NST_TRY(open_device(o, out));
     (*out)->limit = env_limit();
+    const char *prof = getenv("NSTBATCH_PROFILE");
+    if (prof && *prof && strcmp(prof, "0") != 0) {
+        nst_status s = nst_profile_attach(*out);
+        if (s != NST_OK) {
+            nst_backend_close(*out);
+            *out = NULL;
+            return s;
+        }
+    }
     return NST_OK;
 }
 
@@ -69,23 +69,53 @@ static nst_status open_device(const nst_backend_options *o, nst_backend **out)
         if (strcmp(device, "auto") == 0) snprintf((*out)->choice, sizeof (*out)->choice, "auto: %s", gpu);
         return NST_OK;
     }
-    NST_TRY(nst_cpu_backend_open(o->threads, out));
-    (*out)->precision = NST_PREC_FP32;
+    nst_precision prec = NST_PREC_FP32;
+    char choice[160];
+    NST_TRY(cpu_precision(o->precision, &prec, choice, sizeof choice));
+    NST_TRY(nst_cpu_backend_open(o->threads, prec, out));
+    char *c = (*out)->choice;
+    size_t n = sizeof (*out)->choice;
     if (strcmp(device, "auto") == 0) {
-        if (ngpu == 0) snprintf((*out)->choice, sizeof (*out)->choice, "auto: %.200s", why);
-        else snprintf((*out)->choice, sizeof (*out)->choice, "auto: %d GPU%s, but this build has no CUDA ops", ngpu, ngpu == 1 ? "" : "s");
+        if (ngpu == 0) snprintf(c, n, "auto: %.150s", why);
+        else snprintf(c, n, "auto: %d GPU%s, but this build has no CUDA ops", ngpu, ngpu == 1 ? "" : "s");
     }
+    if (choice[0]) snprintf(c + strlen(c), n - strlen(c), "%s%s", c[0] ? "; " : "", choice);
+    return NST_OK;
+}
+
+/* run.precision on the CPU: fp32 or bf16; auto takes bf16 where oneDNN has native bf16 dot
+ * products (AVX512_BF16, AMX) and says why in choice. fp16 and tf32 are GPU precisions. */
+static nst_status cpu_precision(nst_precision asked, nst_precision *out, char *choice, size_t n)
+{
+    char isa[32];
+    int native = nst_cpu_bf16_native(isa, sizeof isa);
+    choice[0] = 0;
+    if (asked == NST_PREC_FP16 || asked == NST_PREC_TF32)
+        return nst_fail(NST_EINPUT, "run.precision = %s: a GPU precision, but this rank computes on the CPU; valid on the CPU: auto, "
+                                    "fp32, bf16 (or run on a GPU: run.device = cuda)",
+                        nst_precision_name(asked));
+    if (asked != NST_PREC_AUTO) {
+        *out = asked;
+        return NST_OK;
+    }
+    *out = native ? NST_PREC_BF16 : NST_PREC_FP32;
+    if (native)
+        snprintf(choice, n, "precision auto: bf16, the CPU has native bf16 dot products (%s)", isa);
+    else
+        snprintf(choice, n, "precision auto: fp32, the CPU has no native bf16 dot products (%s)", isa);
     return NST_OK;
 }
 
 nst_status nst_backend_open(const char *device, int threads, nst_backend **out)
 {
-    nst_backend_options o = {device, threads, NST_PREC_AUTO, 0, 1, 0};
+    /* the reference: fp32 on the CPU (bf16 is asked for by name), the GPU's default there */
+    nst_backend_options o = {device, threads, strcmp(device, "cpu") == 0 ? NST_PREC_FP32 : NST_PREC_AUTO, 0, 1, 0};
     return nst_backend_open_with(&o, out);
 }
 
 void nst_backend_close(nst_backend *be)
 {
+    if (be && be->profile) nst_profile_detach(be, stderr);
     if (be && be->destroy) be->destroy(be);
 }
 

@@ -4,7 +4,7 @@
  *
  * Data layout. An activation tensor is one tile's h x w positions x c channels, NHWC (channels
  * fastest), batch 1, in the backend's memory, stored in the backend's activation dtype
- * (fp32 on the CPU; bf16 or fp16 with fp32 accumulation on the GPU). Images, Gram matrices,
+ * (run.precision: fp32, or bf16 / fp16 with fp32 accumulation). Images, Gram matrices, style
  * targets and optimiser state are always fp32.
  *
  * Regions. The tiled renderer computes losses only over positions a tile owns, and seeds
@@ -23,16 +23,7 @@
 
 #include "../tiler/rect.h"
 #include "../util/status.h"
-
-typedef enum { NST_F32 = 0, NST_BF16, NST_F16 } nst_dtype;
-
-/* run.precision: activation storage and convolution math. fp32 and tf32 store fp32 (tf32: tensor
- * cores round the products' inputs to 10-bit mantissas); bf16 and fp16 store 16 bits; all
- * accumulate in fp32. auto: bf16 on a GPU, fp32 on the CPU (which computes in fp32 only). */
-typedef enum { NST_PREC_AUTO = 0, NST_PREC_FP32, NST_PREC_TF32, NST_PREC_BF16, NST_PREC_FP16 } nst_precision;
-/* "auto", "fp32", ... and back (-1 for an unknown name) */
-const char *nst_precision_name(nst_precision p);
-int nst_precision_parse(const char *s);
+#include "precision.h"
 
 typedef struct {
     int h, w, c;
@@ -40,7 +31,6 @@ typedef struct {
     void *data;
 } nst_tensor;
 
-static inline size_t nst_dtype_size(nst_dtype d) { return d == NST_F32 ? 4 : 2; }
 static inline size_t nst_tensor_elems(const nst_tensor *t) { return (size_t)t->h * t->w * t->c; }
 static inline nst_rect nst_tensor_rect(const nst_tensor *t) { return nst_rect_make(0, 0, t->w, t->h); }
 
@@ -59,6 +49,7 @@ typedef struct {
 } nst_adam_params;
 
 typedef struct nst_backend nst_backend;
+typedef struct nst_profile nst_profile;
 typedef struct nst_conv nst_conv; /* a backend-prepared 3x3 conv layer: weights in its layout, algorithms */
 
 typedef struct {
@@ -135,6 +126,8 @@ struct nst_backend {
     const nst_backend_ops *ops;
     void *impl;
     nst_dtype act_dtype;  /* activation storage */
+    nst_dtype in_dtype;   /* the network input's storage (the preprocessed image and its gradient): fp32
+                           * in the CPU's bf16, so the network sees small changes of the pixels */
     char name[16];        /* "cpu", "cuda" */
     char description[160];  /* "CPU, fp32, oneDNN 2.6.3 (AVX-512), 2 threads" */
     char choice[256];       /* why run.device = auto chose it ("" when named explicitly) */
@@ -152,6 +145,7 @@ struct nst_backend {
     int gpu_index;
     char gpu_bus_id[32];
     void *gpu_stream;
+    struct nst_profile *profile; /* NSTBATCH_PROFILE=1: per-op timers (kernels/profile.h) */
     void (*destroy)(nst_backend *);
 };
 
@@ -170,9 +164,10 @@ typedef struct {
 } nst_backend_options;
 
 /* Open a backend. be->choice says why run.device = auto chose it. NSTBATCH_MEMORY_LIMIT_MB (a test
- * hook) caps the bytes its allocations may hold, to exercise the out-of-memory paths on any machine. */
+ * hook) caps the bytes its allocations may hold, to exercise the out-of-memory paths on any machine.
+ * NSTBATCH_PROFILE=1 times every op and prints the table to stderr when the backend closes. */
 nst_status nst_backend_open_with(const nst_backend_options *o, nst_backend **out);
-/* The CPU or auto with defaults (tests, tools). */
+/* The CPU (in fp32, the reference) or auto with defaults (tests, tools). */
 nst_status nst_backend_open(const char *device, int threads, nst_backend **out);
 void nst_backend_close(nst_backend *be);
 

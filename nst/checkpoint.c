@@ -44,7 +44,15 @@ static void file_identity(FILE *f, const char *key, const char *path)
         fprintf(f, "file %s %s: missing\n", key, path);
 }
 
-/* The text the config hash covers: every key that shapes the pixels, and the input files. */
+static char arithmetic[64]; /* the run's backend and resolved precision: run.precision = auto differs by machine */
+
+void nst_ckpt_arithmetic(const char *backend, const char *precision)
+{
+    snprintf(arithmetic, sizeof arithmetic, "%s %s", backend, precision);
+}
+
+/* The text the config hash covers: every key that shapes the pixels, the arithmetic, and the
+ * input files. */
 static char *hashed_text(const nst_config *cfg)
 {
     char *text = NULL;
@@ -59,6 +67,7 @@ static char *hashed_text(const nst_config *cfg)
         nst_config_value_text(cfg, i, v, sizeof v);
         fprintf(f, "%s = %s\n", keys[i].full, v);
     }
+    if (arithmetic[0]) fprintf(f, "arithmetic = %s\n", arithmetic);
     file_identity(f, "content.path", cfg->content_path);
     char list[NST_CFG_STR_MAX];
     snprintf(list, sizeof list, "%s", cfg->style_path);

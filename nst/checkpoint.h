@@ -62,6 +62,9 @@ typedef struct nst_ckpt {
  * difference, unless restart (--restart), which starts over (the old generation stays until the
  * first new checkpoint replaces it). dir "" disables checkpoints (signals still stop the run). */
 nst_status nst_ckpt_open(nst_ckpt *c, const nst_config *cfg, const char *dir, int restart);
+/* The run's backend and resolved precision ("cpu", "bf16"), set once when the backend opens: part
+ * of what a checkpoint must match (run.precision = auto resolves differently on other machines). */
+void nst_ckpt_arithmetic(const char *backend, const char *precision);
 void nst_ckpt_free(nst_ckpt *c);
 
 enum { NST_CKPT_NONE = 0, NST_CKPT_DUE = 1, NST_CKPT_SIGNAL = 2 };

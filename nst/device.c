@@ -8,6 +8,26 @@
 #include "../mpi/comm.h"
 #include "../util/mem.h"
 
+/* Every rank must compute with the same backend kind and precision: one Gram sum of mixed
+ * precisions would be neither, and tiles would not match. run.device = auto or run.precision =
+ * auto can resolve differently on different nodes (a GPU missing, a CPU without bf16). */
+static nst_status agree_arithmetic(const nst_config *cfg, const nst_backend *be)
+{
+    double mine[2] = {be->gpu_stream ? 1 : 0, (double)be->precision}, lo[2], hi[2], sum[2];
+    NST_TRY(nst_comm_agree(nst_comm_stats(mine, lo, hi, sum, 2)));
+    if (lo[0] == hi[0] && lo[1] == hi[1]) return NST_OK;
+    if (nst_comm_rank() == 0) {
+        if (lo[0] != hi[0])
+            nst_fail(NST_EINPUT, "some ranks have a GPU and some do not (run.device = %s resolves per node): set run.device = cpu, or "
+                                 "start ranks only where a GPU is", cfg->run_device);
+        else
+            nst_fail(NST_EINPUT, "the ranks resolved run.precision = %s differently (%s on some, %s on others: their %s differ): set "
+                                 "run.precision to one every node has (fp32 runs everywhere)", cfg->run_precision,
+                     nst_precision_name((nst_precision)lo[1]), nst_precision_name((nst_precision)hi[1]), lo[0] ? "GPUs" : "CPUs");
+    }
+    return nst_comm_agree(NST_EINPUT);
+}
+
 nst_status nst_device_open(const nst_config *cfg, int threads, nst_device *d)
 {
     memset(d, 0, sizeof *d);
@@ -33,6 +53,7 @@ nst_status nst_device_open(const nst_config *cfg, int threads, nst_device *d)
     nst_backend_options o = {cfg->run_device, threads, (nst_precision)prec, d->gpu < 0 ? 0 : d->gpu, d->sharers, cfg->run_memory_gb};
     s = nst_comm_agree(nst_backend_open_with(&o, &d->be));
     if (s != NST_OK) return s;
+    NST_TRY(agree_arithmetic(cfg, d->be));
     /* NCCL only when every rank runs on a GPU of its own (one CPU rank or shared GPU: MPI) */
     double mine = d->be->gpu_stream && d->max_sharers == 1 && nst_comm_nccl_built() ? 1 : 0, lo, hi, sum;
     s = nst_comm_agree(nst_comm_stats(&mine, &lo, &hi, &sum, 1));

@@ -127,6 +127,7 @@ static nst_status rank_map(const nst_backend *be, const nst_job_env *env, rank_e
     me->local_rank = nst_comm_local_rank();
     char dev[64] = "";
     if (be->gpu_stream) snprintf(dev, sizeof dev, " GPU %d (%.31s) %s", be->gpu_index, be->gpu_bus_id, nst_precision_name(be->precision));
+    else snprintf(dev, sizeof dev, " %s", nst_precision_name(be->precision));
     if (env->progress && env->progress->gpu) {
         int idx;
         char name[64];
@@ -203,8 +204,8 @@ static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_o
         nst_free(map);
         return nst_fail(NST_ENOMEM, "out of memory writing the run record");
     }
-    fprintf(f, "{\n  \"nstbatch\": \"%s\",\n  \"ranks\": %d,\n  \"threads\": %d,\n  \"width\": %d,\n  \"height\": %d,\n",
-            NST_VERSION, n, res->threads, res->width, res->height);
+    fprintf(f, "{\n  \"nstbatch\": \"%s\",\n  \"ranks\": %d,\n  \"threads\": %d,\n  \"precision\": \"%s\",\n  \"width\": %d,\n  \"height\": %d,\n",
+            NST_VERSION, n, res->threads, nst_precision_name(be->precision), res->width, res->height);
     char libs[256], mpi[256];
     nst_io_versions(libs, sizeof libs);
     nst_comm_library_version(mpi, sizeof mpi);

@@ -67,16 +67,26 @@ void nst_net_shape(const nst_net *net, int i, int h, int w, int *oh, int *ow, in
     *oc = net->width[i];
 }
 
+/* Elements of each gradient buffer for a window of h x w: the largest activation, or the network
+ * input's gradient when it is stored wider than the activations (an fp32 input of a bf16
+ * network), counted in activation elements. */
+static size_t grad_elems(const nst_net *net, size_t amax, int h, int w)
+{
+    size_t act = nst_dtype_size(net->be->act_dtype), in = (size_t)h * w * 3 * nst_dtype_size(net->be->in_dtype);
+    size_t need = (in + act - 1) / act;
+    return amax > need ? amax : need;
+}
+
 size_t nst_acts_bytes(const nst_net *net, int h, int w)
 {
-    size_t el = (size_t)h * w * 3, gmax = (size_t)h * w * 3;
+    size_t el = 0, amax = 0;
     for (int i = 0; i < net->nlayers; i++) {
         int oh, ow, oc;
         nst_net_shape(net, i, h, w, &oh, &ow, &oc);
         el += (size_t)oh * ow * oc;
-        if ((size_t)oh * ow * oc > gmax) gmax = (size_t)oh * ow * oc;
+        if ((size_t)oh * ow * oc > amax) amax = (size_t)oh * ow * oc;
     }
-    return (el + 2 * gmax) * nst_dtype_size(net->be->act_dtype);
+    return (size_t)h * w * 3 * nst_dtype_size(net->be->in_dtype) + (el + 2 * grad_elems(net, amax, h, w)) * nst_dtype_size(net->be->act_dtype);
 }
 
 nst_status nst_acts_alloc(nst_net *net, int h, int w, nst_acts *a)
@@ -86,14 +96,15 @@ nst_status nst_acts_alloc(nst_net *net, int h, int w, nst_acts *a)
     a->w = a->cap_w = w;
     nst_backend *be = net->be;
     nst_dtype dt = be->act_dtype;
-    size_t gmax = (size_t)h * w * 3;
-    nst_status s = nst_tensor_alloc(be, h, w, 3, dt, &a->in);
+    size_t amax = 0;
+    nst_status s = nst_tensor_alloc(be, h, w, 3, be->in_dtype, &a->in);
     for (int i = 0; s == NST_OK && i < net->nlayers; i++) {
         int oh, ow, oc;
         nst_net_shape(net, i, h, w, &oh, &ow, &oc);
         s = nst_tensor_alloc(be, oh, ow, oc, dt, &a->out[i]);
-        if ((size_t)oh * ow * oc > gmax) gmax = (size_t)oh * ow * oc;
+        if ((size_t)oh * ow * oc > amax) amax = (size_t)oh * ow * oc;
     }
+    size_t gmax = grad_elems(net, amax, h, w);
     for (int k = 0; s == NST_OK && k < 2; k++) s = nst_tensor_alloc(be, 1, (int)gmax, 1, dt, &a->g[k]);
     a->g_cap = gmax;
     if (s != NST_OK) nst_acts_free(net, a);
@@ -136,10 +147,10 @@ nst_status nst_net_forward(nst_net *net, const nst_tensor *img, nst_acts *a)
     return NST_OK;
 }
 
-/* A gradient view of buffer k with the shape of t. */
+/* A gradient view of buffer k with the shape and dtype of t. */
 static nst_tensor grad_view(const nst_acts *a, int k, const nst_tensor *t)
 {
-    nst_tensor g = {t->h, t->w, t->c, a->g[k].dt, a->g[k].data};
+    nst_tensor g = {t->h, t->w, t->c, t->dt, a->g[k].data};
     return g;
 }
 

@@ -322,13 +322,16 @@ nst_status nst_style_targets_compute(const nst_config *cfg, const nst_loss_spec 
     if (s != NST_OK) return nst_comm_agree(s);
     for (int k = 0; k < spec->nstyle; k++) out->C[k] = net.width[spec->style[k]];
 
-    /* the key: images, their sizes here, layers, pooling, network, colour transform */
+    /* the key: images, their sizes here, layers, pooling, network and its input preprocessing,
+     * colour transform, and the arithmetic (backend and precision: bf16 targets are not fp32's) */
     char key[4096];
     size_t len = (size_t)snprintf(key, sizeof key, "%s|long:%d|scale:%a|layers:", st->key, long_side, cfg->style_scale);
     for (int k = 0; k < spec->nstyle && len < sizeof key; k++) len += (size_t)snprintf(key + len, sizeof key - len, "%d,", spec->style[k]);
     if (len < sizeof key)
-        len += (size_t)snprintf(key + len, sizeof key - len, "|pool:%d|net:%016llx|color:%d", (int)spec->pool,
-                                (unsigned long long)nst_weights_hash(weights), (int)mode);
+        len += (size_t)snprintf(key + len, sizeof key - len, "|pool:%d|net:%016llx|pre:%d:%a:%a,%a,%a:%a,%a,%a|color:%d|%s:%s",
+                                (int)spec->pool, (unsigned long long)nst_weights_hash(weights), weights->bgr, weights->scale,
+                                weights->mean[0], weights->mean[1], weights->mean[2], weights->std[0], weights->std[1], weights->std[2],
+                                (int)mode, be->name, nst_precision_name(be->precision));
     if (mode != NST_COLOR_NONE)
         for (int i = 0; i < 13 && len < sizeof key; i++) len += (size_t)snprintf(key + len, sizeof key - len, ":%a", ((const double *)content)[i]);
 

@@ -4,6 +4,7 @@
 #include <omp.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
 
@@ -13,8 +14,22 @@
 
 nst_status cpu_check_f32(const nst_tensor *t, const char *op)
 {
-    if (t->dt != NST_F32) return nst_fail(NST_ERUNTIME, "%s: the CPU backend computes in fp32 only", op);
+    if (t->dt != NST_F32) return nst_fail(NST_ERUNTIME, "%s: expected an fp32 tensor", op);
     return nst_tensor_check(t, op);
+}
+
+nst_status cpu_check_act(const nst_tensor *t, const char *op)
+{
+    if (t->dt != NST_F32 && t->dt != NST_BF16) return nst_fail(NST_ERUNTIME, "%s: the CPU backend stores fp32 or bf16", op);
+    return nst_tensor_check(t, op);
+}
+
+nst_status cpu_check_same_dt(const nst_tensor *a, const nst_tensor *b, const char *op)
+{
+    NST_TRY(cpu_check_act(a, op));
+    NST_TRY(cpu_check_act(b, op));
+    if (a->dt != b->dt) return nst_fail(NST_ERUNTIME, "%s: tensors of different dtypes", op);
+    return NST_OK;
 }
 
 /* Each buffer carries its size in a 64-byte header (alignment kept) for the byte accounting. */
@@ -48,16 +63,16 @@ static void cpu_free(nst_backend *be, void *ptr)
 static nst_status cpu_upload(nst_backend *be, void *dst, const float *src, size_t n, nst_dtype dt)
 {
     (void)be;
-    if (dt != NST_F32) return nst_fail(NST_ERUNTIME, "upload: the CPU backend stores fp32 only");
-    memcpy(dst, src, n * sizeof(float));
+    if (dt != NST_F32 && dt != NST_BF16) return nst_fail(NST_ERUNTIME, "upload: the CPU backend stores fp32 or bf16");
+    cpu_from_f32(dst, src, n, dt);
     return NST_OK;
 }
 
 static nst_status cpu_download(nst_backend *be, float *dst, const void *src, size_t n, nst_dtype dt)
 {
     (void)be;
-    if (dt != NST_F32) return nst_fail(NST_ERUNTIME, "download: the CPU backend stores fp32 only");
-    memcpy(dst, src, n * sizeof(float));
+    if (dt != NST_F32 && dt != NST_BF16) return nst_fail(NST_ERUNTIME, "download: the CPU backend stores fp32 or bf16");
+    cpu_to_f32(dst, src, n, dt);
     return NST_OK;
 }
 
@@ -140,6 +155,7 @@ static void cpu_destroy(nst_backend *be)
         cpu_matmul_cache_free(impl);
         nst_free(impl->scratch);
         nst_free(impl->dscratch);
+        nst_free(impl->cscratch);
         if (impl->stream) dnnl_stream_destroy(impl->stream);
         if (impl->eng) dnnl_engine_destroy(impl->eng);
         nst_free(impl);
@@ -147,8 +163,22 @@ static void cpu_destroy(nst_backend *be)
     nst_free(be);
 }
 
-nst_status nst_cpu_backend_open(int threads, nst_backend **out)
+int nst_cpu_bf16_native(char *isa, size_t n)
 {
+    dnnl_cpu_isa_t i = dnnl_get_effective_cpu_isa();
+    const char *name = (i & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx ? "AMX"
+                       : (i & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16 ? "AVX512_BF16"
+                       : (i & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core ? "AVX-512 without BF16"
+                       : (i & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2 ? "AVX2"
+                       : "pre-AVX2";
+    if (isa) snprintf(isa, n, "%s", name);
+    return (i & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+}
+
+nst_status nst_cpu_backend_open(int threads, nst_precision precision, nst_backend **out)
+{
+    if (precision != NST_PREC_FP32 && precision != NST_PREC_BF16)
+        return nst_fail(NST_ERUNTIME, "the CPU backend opens in fp32 or bf16, not %s", nst_precision_name(precision));
     nst_backend *be = nst_calloc(sizeof *be, "the CPU backend");
     cpu_impl *impl = nst_calloc(sizeof *impl, "the CPU backend");
     if (!be || !impl) {
@@ -158,7 +188,9 @@ nst_status nst_cpu_backend_open(int threads, nst_backend **out)
     }
     be->impl = impl;
     be->ops = &cpu_ops;
-    be->act_dtype = NST_F32;
+    be->act_dtype = precision == NST_PREC_BF16 ? NST_BF16 : NST_F32;
+    be->in_dtype = NST_F32;
+    be->precision = precision;
     be->destroy = cpu_destroy;
     snprintf(be->name, sizeof be->name, "cpu");
     if (threads > 0) omp_set_num_threads(threads);
@@ -170,14 +202,30 @@ nst_status nst_cpu_backend_open(int threads, nst_backend **out)
         cpu_destroy(be);
         return cpu_dnnl_fail(st, "dnnl_engine_create", __FILE__, __LINE__);
     }
+    char isa[32];
+    int native = nst_cpu_bf16_native(isa, sizeof isa);
+    /* the CPU ops apply no feature scale: the shared policy (kernels/precision.h) must give 1 */
+    if (nst_feature_scale(be->act_dtype) != 1.f) {
+        cpu_destroy(be);
+        return nst_fail(NST_ERUNTIME, "the CPU backend stores no scaled features");
+    }
+    if (precision == NST_PREC_BF16) {
+        /* bf16 where oneDNN has convolutions for it: natively, or emulated on AVX-512 cores */
+        if (cpu_conv_probe(be) != NST_OK) {
+            cpu_destroy(be);
+            nst_fail_clear(); /* oneDNN's "unimplemented", replaced by what the user can do */
+            return nst_fail(NST_EINPUT, "run.precision = bf16 on this CPU (%s): oneDNN has no bf16 convolution for it; valid here: "
+                                        "auto, fp32", isa);
+        }
+    }
     const dnnl_version_t *v = dnnl_version();
     cpu_set_t mask;
     be->cores_online = (int)sysconf(_SC_NPROCESSORS_ONLN);
     be->cores_allowed = sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : be->cores_online;
     be->threads = impl->threads;
-    snprintf(be->description, sizeof be->description, "CPU, fp32, oneDNN %d.%d.%d (%s), %d thread%s", v->major, v->minor,
-             v->patch, dnnl_get_effective_cpu_isa() >= dnnl_cpu_isa_avx512_core ? "AVX-512" : "AVX2 or older",
-             impl->threads, impl->threads == 1 ? "" : "s");
+    snprintf(be->description, sizeof be->description, "CPU, %s, oneDNN %d.%d.%d (%s), %d thread%s",
+             precision == NST_PREC_FP32 ? "fp32" : native ? "bf16 (fp32 accumulation)" : "bf16 (emulated: slower than fp32)",
+             v->major, v->minor, v->patch, isa, impl->threads, impl->threads == 1 ? "" : "s");
     *out = be;
     return NST_OK;
 }

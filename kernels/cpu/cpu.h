@@ -1,14 +1,20 @@
 /* kernels/cpu/cpu.h: internals shared by the CPU backend's files. The CPU backend is the
  * reference every other backend is compared with: oneDNN for the convolutions and the Gram
  * backward (chosen by measurement over im2col + OpenBLAS, see bench/results/cpu_conv_choice.md),
- * OpenBLAS dsyrk for the Gram sums in double, plain C with OpenMP for everything else. Activations are fp32. Reductions are summed per row
- * into doubles and the rows added in order, so results do not depend on the thread count. */
+ * OpenBLAS dsyrk for the Gram sums in double, plain C with OpenMP for everything else.
+ *
+ * Activations and their gradients are stored in fp32 (the reference) or bf16 (run.precision =
+ * bf16: oneDNN's bf16 convolutions and matmuls, fp32 accumulation); every element op reads them
+ * into fp32, computes in fp32 and rounds once when it stores. Images, Gram matrices, targets and
+ * optimiser state are fp32 in both. Reductions are summed per row into doubles and the rows added
+ * in order, so results do not depend on the thread count. */
 #ifndef NST_KERNELS_CPU_H
 #define NST_KERNELS_CPU_H
 
 #include <oneapi/dnnl/dnnl.h>
 
 #include "../backend.h"
+#include "../bf16.h"
 
 typedef struct matmul_entry matmul_entry;
 
@@ -18,10 +24,12 @@ typedef struct {
     int threads;
     matmul_entry *mm;  /* cache of matmul primitives by shape */
     int nmm, mm_next;
-    float *scratch;    /* region copies for the Gram backward */
+    void *scratch;     /* region copies and partial results of the Gram backward */
     size_t scratch_cap;
     double *dscratch;  /* rows converted to double for the Gram sums */
     size_t dscratch_cap;
+    float *cscratch;   /* a band of the first conv's fp32 output */
+    size_t cscratch_cap;
 } cpu_impl;
 
 static inline cpu_impl *cpu_of(nst_backend *be) { return (cpu_impl *)be->impl; }
@@ -40,6 +48,8 @@ nst_status cpu_upload_rect(nst_backend *, const float *host, nst_tensor *dst, ns
 
 nst_status cpu_conv_create(nst_backend *, int cin, int cout, const float *w, const float *b, nst_conv **out);
 void cpu_conv_destroy(nst_backend *, nst_conv *);
+/* fails (with oneDNN's status) where this CPU has no convolution in the backend's dtype */
+nst_status cpu_conv_probe(nst_backend *);
 nst_status cpu_conv_forward(nst_backend *, nst_conv *, const nst_tensor *x, nst_tensor *y, int relu);
 nst_status cpu_conv_backward_data(nst_backend *, nst_conv *, const nst_tensor *dy, nst_tensor *dx);
 
@@ -67,8 +77,43 @@ nst_status cpu_dot(nst_backend *, const float *a, const float *b, size_t n, doub
 nst_status cpu_axpby(nst_backend *, float *y, const float *x, size_t n, float a, float b);
 nst_status cpu_adam(nst_backend *, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *);
 
-/* Checks shared by the ops: fp32 tensors, matching shapes, a region inside the tensor. */
+/* Checks shared by the ops: fp32 tensors (images); activation tensors (fp32 or bf16); two
+ * tensors of one op in one dtype; a region inside the tensor. */
 nst_status cpu_check_f32(const nst_tensor *t, const char *op);
+nst_status cpu_check_act(const nst_tensor *t, const char *op);
+nst_status cpu_check_same_dt(const nst_tensor *a, const nst_tensor *b, const char *op);
 #define cpu_check_region nst_tensor_check_region
+
+/* Element i of an fp32 (bf = 0) or bf16 (bf = 1) buffer, as fp32, and a store that rounds. The
+ * ops call these with bf a constant, inside functions the compiler inlines and specialises, so
+ * each loop is compiled once per dtype without a branch per element. */
+static inline __attribute__((always_inline)) float cpu_ld(const void *p, size_t i, int bf)
+{
+    return bf ? nst_bf16_to_f32(((const nst_bf16 *)p)[i]) : ((const float *)p)[i];
+}
+static inline __attribute__((always_inline)) void cpu_st(void *p, size_t i, float v, int bf)
+{
+    if (bf)
+        ((nst_bf16 *)p)[i] = nst_f32_to_bf16(v);
+    else
+        ((float *)p)[i] = v;
+}
+/* the raw bits of element i (exact moves), and their store */
+static inline __attribute__((always_inline)) uint32_t cpu_bits(const void *p, size_t i, int bf)
+{
+    return bf ? ((const nst_bf16 *)p)[i] : ((const uint32_t *)p)[i];
+}
+static inline __attribute__((always_inline)) void cpu_st_bits(void *p, size_t i, uint32_t v, int bf)
+{
+    if (bf)
+        ((nst_bf16 *)p)[i] = (nst_bf16)v;
+    else
+        ((uint32_t *)p)[i] = v;
+}
+/* the byte address of element i */
+static inline void *cpu_at(const void *p, size_t i, int bf) { return (char *)p + i * (bf ? 2 : 4); }
+/* Convert n values between fp32 and a buffer of dtype dt (a copy for fp32). */
+void cpu_to_f32(float *dst, const void *src, size_t n, nst_dtype dt);
+void cpu_from_f32(void *dst, const float *src, size_t n, nst_dtype dt);
 
 #endif

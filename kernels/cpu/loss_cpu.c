@@ -1,6 +1,8 @@
 /* kernels/cpu/loss_cpu.c: the local loss terms and their gradients: mean-squared feature error
- * (content), squared total variation of the image, and the sum of squares. Sums are taken per
- * row in double and the rows added in order: bit-identical for any thread count. */
+ * (content), squared total variation of the image, and the sum of squares. Features and their
+ * gradients are fp32 or bf16 (read into fp32, the gradient rounded once per update), the image
+ * fp32. Sums are taken per row in double and the rows added in order: bit-identical for any
+ * thread count. */
 #include <stdlib.h>
 
 #include "../../util/mem.h"
@@ -14,38 +16,64 @@ static double ordered_sum(const double *rows, int n)
     return s;
 }
 
+/* One row of the loss terms (the dtype a literal: see pool_cpu.c): the sum of (f - p)^2 over n
+ * elements from off, and df += scale (f - p) there. */
+static inline __attribute__((always_inline)) double mse_row(const void *f, const void *p, size_t off, size_t n, int bf)
+{
+    double s = 0;
+    for (size_t i = off; i < off + n; i++) {
+        double d = (double)cpu_ld(f, i, bf) - cpu_ld(p, i, bf);
+        s += d * d;
+    }
+    return s;
+}
+
+static inline __attribute__((always_inline)) void mse_grad_row(const void *f, const void *p, void *df, size_t off, size_t n, float scale,
+                                                               int bf)
+{
+    for (size_t i = off; i < off + n; i++) cpu_st(df, i, cpu_ld(df, i, bf) + scale * (cpu_ld(f, i, bf) - cpu_ld(p, i, bf)), bf);
+}
+
+static inline __attribute__((always_inline)) double sumsq_row(const void *t, size_t off, size_t n, int bf)
+{
+    double s = 0;
+    for (size_t i = off; i < off + n; i++) {
+        double v = cpu_ld(t, i, bf);
+        s += v * v;
+    }
+    return s;
+}
+
 nst_status cpu_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *p, nst_rect own, nst_rect seed, float scale,
                    double *sumsq, nst_tensor *df)
 {
     (void)be;
-    NST_TRY(cpu_check_f32(f, "mse"));
-    NST_TRY(cpu_check_f32(p, "mse"));
+    NST_TRY(cpu_check_same_dt(f, p, "mse"));
     NST_TRY(cpu_check_region(f, own, "mse"));
     if (p->h != f->h || p->w != f->w || p->c != f->c) return nst_fail(NST_ERUNTIME, "mse: target shape differs");
-    const int C = f->c, W = f->w;
-    const float *fp = f->data, *pp = p->data;
+    const int bf = f->dt == NST_BF16;
     double *rows = nst_alloc_array((size_t)(own.h > 0 ? own.h : 1), sizeof(double), "row sums");
     if (!rows) return NST_ENOMEM;
+    const size_t n = (size_t)own.w * f->c;
 #pragma omp parallel for schedule(static)
     for (int y = 0; y < own.h; y++) {
-        const float *a = fp + ((size_t)(own.y + y) * W + own.x) * C, *b = pp + ((size_t)(own.y + y) * W + own.x) * C;
-        double s = 0;
-        for (size_t i = 0; i < (size_t)own.w * C; i++) {
-            double d = (double)a[i] - b[i];
-            s += d * d;
-        }
-        rows[y] = s;
+        size_t off = ((size_t)(own.y + y) * f->w + own.x) * f->c;
+        rows[y] = bf ? mse_row(f->data, p->data, off, n, 1) : mse_row(f->data, p->data, off, n, 0);
     }
     *sumsq = ordered_sum(rows, own.h);
     nst_free(rows);
     if (df) {
-        NST_TRY(cpu_check_f32(df, "mse"));
+        NST_TRY(cpu_check_same_dt(f, df, "mse"));
         NST_TRY(cpu_check_region(f, seed, "mse"));
-        float *g = df->data;
+        if (df->h != f->h || df->w != f->w || df->c != f->c) return nst_fail(NST_ERUNTIME, "mse: gradient shape differs");
+        const size_t m = (size_t)seed.w * f->c;
 #pragma omp parallel for schedule(static)
         for (int y = 0; y < seed.h; y++) {
-            size_t off = ((size_t)(seed.y + y) * W + seed.x) * C;
-            for (size_t i = 0; i < (size_t)seed.w * C; i++) g[off + i] += scale * (fp[off + i] - pp[off + i]);
+            size_t off = ((size_t)(seed.y + y) * f->w + seed.x) * f->c;
+            if (bf)
+                mse_grad_row(f->data, p->data, df->data, off, m, scale, 1);
+            else
+                mse_grad_row(f->data, p->data, df->data, off, m, scale, 0);
         }
     }
     return NST_OK;
@@ -109,17 +137,16 @@ nst_status cpu_tv(nst_backend *be, const nst_tensor *img, nst_rect own, nst_rect
 nst_status cpu_sumsq(nst_backend *be, const nst_tensor *t, nst_rect own, double *out)
 {
     (void)be;
-    NST_TRY(cpu_check_f32(t, "sumsq"));
+    NST_TRY(cpu_check_act(t, "sumsq"));
     NST_TRY(cpu_check_region(t, own, "sumsq"));
-    const float *p = t->data;
     double *rows = nst_alloc_array((size_t)(own.h > 0 ? own.h : 1), sizeof(double), "row sums");
     if (!rows) return NST_ENOMEM;
+    const int bf = t->dt == NST_BF16;
+    const size_t n = (size_t)own.w * t->c;
 #pragma omp parallel for schedule(static)
     for (int y = 0; y < own.h; y++) {
-        const float *a = p + ((size_t)(own.y + y) * t->w + own.x) * t->c;
-        double s = 0;
-        for (size_t i = 0; i < (size_t)own.w * t->c; i++) s += (double)a[i] * a[i];
-        rows[y] = s;
+        size_t off = ((size_t)(own.y + y) * t->w + own.x) * t->c;
+        rows[y] = bf ? sumsq_row(t->data, off, n, 1) : sumsq_row(t->data, off, n, 0);
     }
     *out = ordered_sum(rows, own.h);
     nst_free(rows);

@@ -1,46 +1,102 @@
-/* kernels/cpu/pool_cpu.c: 2x2 stride-2 max and average pooling on NHWC fp32, floor semantics
+/* kernels/cpu/pool_cpu.c: 2x2 stride-2 max and average pooling on NHWC fp32 or bf16, floor semantics
  * (an odd last row or column is dropped, as in PyTorch and Caffe's VGG). Max pooling's backward
  * routes each gradient to the first maximum in scan order (top-left, top-right, bottom-left,
- * bottom-right), the tie rule of PyTorch's CPU kernel. */
+ * bottom-right), the tie rule of PyTorch's CPU kernel. In bf16 the maximum and the routed
+ * gradients are exact; the average rounds once.
+ *
+ * The parallel loops run over output rows and call a row function with the dtype as a literal,
+ * so each row's channel loops are compiled per dtype, with selects instead of branches, and
+ * vectorise (a dtype read inside the loop would be a runtime branch in OpenMP's outlined body). */
 #include <string.h>
 
 #include "cpu.h"
 
 static nst_status check(const nst_tensor *x, const nst_tensor *y, const char *op)
 {
-    NST_TRY(cpu_check_f32(x, op));
-    NST_TRY(cpu_check_f32(y, op));
+    NST_TRY(cpu_check_same_dt(x, y, op));
     if (y->h != x->h / 2 || y->w != x->w / 2 || y->c != x->c)
         return nst_fail(NST_ERUNTIME, "%s: %dx%dx%d does not pool to %dx%dx%d", op, x->h, x->w, x->c, y->h, y->w, y->c);
     return NST_OK;
+}
+
+/* output row i of the pooling */
+static inline __attribute__((always_inline)) void fwd_row(nst_pool_kind kind, const nst_tensor *x, nst_tensor *y, int i, int bf)
+{
+    const int C = x->c, W = x->w;
+    const void *in = x->data;
+    void *out = y->data;
+    for (int j = 0; j < y->w; j++) {
+        size_t p00 = ((size_t)(2 * i) * W + 2 * j) * C, p01 = p00 + C, p10 = p00 + (size_t)W * C, p11 = p10 + C;
+        size_t o = ((size_t)i * y->w + j) * C;
+        if (kind == NST_POOL_MAX) {
+            for (int c = 0; c < C; c++) {
+                float m = cpu_ld(in, p00 + c, bf), v1 = cpu_ld(in, p01 + c, bf), v2 = cpu_ld(in, p10 + c, bf),
+                      v3 = cpu_ld(in, p11 + c, bf);
+                m = v1 > m ? v1 : m;
+                m = v2 > m ? v2 : m;
+                m = v3 > m ? v3 : m;
+                cpu_st(out, o + c, m, bf);
+            }
+        } else {
+            for (int c = 0; c < C; c++)
+                cpu_st(out, o + c,
+                       0.25f * ((cpu_ld(in, p00 + c, bf) + cpu_ld(in, p01 + c, bf)) + (cpu_ld(in, p10 + c, bf) + cpu_ld(in, p11 + c, bf))),
+                       bf);
+        }
+    }
 }
 
 nst_status cpu_pool_forward(nst_backend *be, nst_pool_kind kind, const nst_tensor *x, nst_tensor *y)
 {
     (void)be;
     NST_TRY(check(x, y, "pool_forward"));
-    const int C = x->c, W = x->w;
-    const float *in = x->data;
-    float *out = y->data;
+    const int bf = x->dt == NST_BF16;
 #pragma omp parallel for schedule(static)
-    for (int i = 0; i < y->h; i++)
-        for (int j = 0; j < y->w; j++) {
-            const float *p00 = in + ((size_t)(2 * i) * W + 2 * j) * C, *p01 = p00 + C;
-            const float *p10 = p00 + (size_t)W * C, *p11 = p10 + C;
-            float *o = out + ((size_t)i * y->w + j) * C;
-            if (kind == NST_POOL_MAX) {
-                for (int c = 0; c < C; c++) {
-                    float m = p00[c];
-                    if (p01[c] > m) m = p01[c];
-                    if (p10[c] > m) m = p10[c];
-                    if (p11[c] > m) m = p11[c];
-                    o[c] = m;
-                }
-            } else {
-                for (int c = 0; c < C; c++) o[c] = 0.25f * ((p00[c] + p01[c]) + (p10[c] + p11[c]));
-            }
-        }
+    for (int i = 0; i < y->h; i++) {
+        if (bf)
+            fwd_row(kind, x, y, i, 1);
+        else
+            fwd_row(kind, x, y, i, 0);
+    }
     return NST_OK;
+}
+
+/* input rows 2i and 2i + 1 of the gradient, from output row i (the dropped odd column gets 0) */
+static inline __attribute__((always_inline)) void bwd_rows(nst_pool_kind kind, const nst_tensor *x, const nst_tensor *y,
+                                                           const nst_tensor *dy, nst_tensor *dx, int i, int bf)
+{
+    const int C = x->c, W = x->w;
+    const void *in = x->data, *g = dy->data;
+    void *out = dx->data;
+    const size_t rowlen = (size_t)W * C, r0 = (size_t)(2 * i) * rowlen, r1 = r0 + rowlen;
+    for (int j = 0; j < y->w; j++) {
+        size_t gy = ((size_t)i * y->w + j) * C, p00 = r0 + (size_t)(2 * j) * C, p01 = p00 + C, p10 = r1 + (size_t)(2 * j) * C,
+               p11 = p10 + C;
+        if (kind == NST_POOL_AVG) {
+            for (int c = 0; c < C; c++) {
+                float v = 0.25f * cpu_ld(g, gy + c, bf);
+                cpu_st(out, p00 + c, v, bf), cpu_st(out, p01 + c, v, bf);
+                cpu_st(out, p10 + c, v, bf), cpu_st(out, p11 + c, v, bf);
+            }
+            continue;
+        }
+        for (int c = 0; c < C; c++) { /* the first maximum in scan order takes the gradient */
+            float v0 = cpu_ld(in, p00 + c, bf), v1 = cpu_ld(in, p01 + c, bf), v2 = cpu_ld(in, p10 + c, bf), v3 = cpu_ld(in, p11 + c, bf);
+            /* the forward's chain of comparisons: the last one that held names the maximum. The
+             * gradient's bits are routed with masks (no branches, so the loop vectorises) */
+            float m1 = v1 > v0 ? v1 : v0, m2 = v2 > m1 ? v2 : m1;
+            uint32_t k1 = -(uint32_t)(v1 > v0), k2 = -(uint32_t)(v2 > m1), k3 = -(uint32_t)(v3 > m2);
+            uint32_t d = cpu_bits(g, gy + c, bf);
+            cpu_st_bits(out, p11 + c, d & k3, bf);
+            cpu_st_bits(out, p10 + c, d & k2 & ~k3, bf);
+            cpu_st_bits(out, p01 + c, d & k1 & ~k2 & ~k3, bf);
+            cpu_st_bits(out, p00 + c, d & ~k1 & ~k2 & ~k3, bf);
+        }
+    }
+    if (W & 1) {
+        memset(cpu_at(out, r0 + rowlen - C, bf), 0, (size_t)C * (bf ? 2 : 4));
+        memset(cpu_at(out, r1 + rowlen - C, bf), 0, (size_t)C * (bf ? 2 : 4));
+    }
 }
 
 nst_status cpu_pool_backward(nst_backend *be, nst_pool_kind kind, const nst_tensor *x, const nst_tensor *y,
@@ -49,36 +105,18 @@ nst_status cpu_pool_backward(nst_backend *be, nst_pool_kind kind, const nst_tens
     (void)be;
     NST_TRY(check(x, y, "pool_backward"));
     NST_TRY(check(dx, dy, "pool_backward"));
-    const int C = x->c, W = x->w;
-    const float *in = x->data, *g = dy->data;
-    float *out = dx->data;
+    NST_TRY(cpu_check_same_dt(x, dx, "pool_backward"));
+    const int bf = x->dt == NST_BF16;
 #pragma omp parallel for schedule(static)
-    for (int r = 0; r < x->h; r++) {
-        float *row = out + (size_t)r * W * C;
-        memset(row, 0, (size_t)W * C * sizeof(float));
-        int i = r / 2;
-        if (i >= y->h) continue; /* the dropped odd last row */
-        for (int j = 0; j < y->w; j++) {
-            const float *gy = g + ((size_t)i * y->w + j) * C;
-            float *q0 = row + (size_t)(2 * j) * C, *q1 = q0 + C;
-            if (kind == NST_POOL_AVG) {
-                for (int c = 0; c < C; c++) q0[c] = q1[c] = 0.25f * gy[c];
-                continue;
-            }
-            /* this row holds positions (r, 2j) and (r, 2j+1) of window (i, j) */
-            const float *p00 = in + ((size_t)(2 * i) * W + 2 * j) * C, *p01 = p00 + C;
-            const float *p10 = p00 + (size_t)W * C, *p11 = p10 + C;
-            for (int c = 0; c < C; c++) {
-                int arg = 0;
-                float m = p00[c];
-                if (p01[c] > m) m = p01[c], arg = 1;
-                if (p10[c] > m) m = p10[c], arg = 2;
-                if (p11[c] > m) m = p11[c], arg = 3;
-                int top = (r & 1) == 0;
-                if (arg == (top ? 0 : 2)) q0[c] = gy[c];
-                if (arg == (top ? 1 : 3)) q1[c] = gy[c];
-            }
-        }
+    for (int i = 0; i < y->h; i++) {
+        if (bf)
+            bwd_rows(kind, x, y, dy, dx, i, 1);
+        else
+            bwd_rows(kind, x, y, dy, dx, i, 0);
+    }
+    if (x->h & 1) { /* the dropped odd last row */
+        size_t rowlen = (size_t)x->w * x->c;
+        memset(cpu_at(dx->data, (size_t)(x->h - 1) * rowlen, bf), 0, rowlen * nst_dtype_size(dx->dt));
     }
     return NST_OK;
 }

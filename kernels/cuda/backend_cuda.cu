@@ -199,7 +199,6 @@ static nst_status open_impl(nst_backend *be, cuda_impl *im, const nst_backend_op
     case NST_PREC_FP16:
         be->act_dtype = NST_F16, im->dnn_type = CUDNN_DATA_HALF, im->blas_type = CUDA_R_16F;
         im->blas_compute = CUBLAS_COMPUTE_32F, im->math = CUDNN_TENSOR_OP_MATH;
-        im->fscale = 0.125f;
         break;
     default:
         be->act_dtype = NST_BF16, im->dnn_type = CUDNN_DATA_BFLOAT16, im->blas_type = CUDA_R_16BF;
@@ -207,6 +206,8 @@ static nst_status open_impl(nst_backend *be, cuda_impl *im, const nst_backend_op
         break;
     }
     be->precision = p;
+    im->fscale = nst_feature_scale(be->act_dtype); /* kernels/precision.h: the policy the CPU follows too */
+    be->in_dtype = be->act_dtype; /* (the CPU keeps a bf16 network's input in fp32; not done here yet) */
     const char *fuse = getenv("NSTBATCH_CUDA_FUSE");
     im->fuse = !(fuse && strcmp(fuse, "0") == 0);
 

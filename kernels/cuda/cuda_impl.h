@@ -5,12 +5,11 @@
  * are stored in the precision's dtype (bf16, fp16 or fp32) with fp32 accumulation everywhere;
  * images, Gram matrices, targets and optimiser state are fp32 (the Gram sums fp64).
  *
- * Feature scale. In fp16 storage the activations (and their gradients, which are linear in
- * them) are kept multiplied by fscale = 1/8, a power of two, so relu outputs of Caffe-scaled
- * inputs keep headroom below fp16's 65504: the preprocessing multiplies by it, conv biases are
- * stored multiplied by it, and the ops that leave the activation domain divide it out (Gram
- * sums and sums of squares by fscale^2, the image gradient by fscale, downloads of activation
- * tensors by fscale). Every other precision uses 1. Powers of two make this exact.
+ * Feature scale: nst_feature_scale (kernels/precision.h), the policy shared with the CPU backend:
+ * 1/8 for fp16 storage, 1 otherwise. The preprocessing multiplies by it, conv biases are stored
+ * multiplied by it, and the ops that leave the activation domain divide it out (Gram sums and
+ * sums of squares by fscale^2, the image gradient by fscale, downloads of activation tensors by
+ * fscale).
  *
  * Reductions (sums of squares, dot products) run in double with a launch shape that depends on
  * the element count only, so a result is the same from run to run. */
