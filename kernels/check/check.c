@@ -1,0 +1,184 @@
+/* kernels/check/check.c: the op harness's infrastructure: tensors on both backends, errors,
+ * the report's rows, and the run over every op group (see check.h). */
+#include "check_impl.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../../util/mem.h"
+
+const int ck_shapes[5][2] = {{1, 1}, {3, 5}, {17, 13}, {32, 32}, {48, 33}};
+
+int ck_regions(int h, int w, nst_rect *r)
+{
+    int n = 0;
+    r[n++] = nst_rect_make(0, 0, w, h);
+    if (h > 2) r[n++] = nst_rect_make(0, 1, w, h - 2);
+    if (h > 4 && w > 4) r[n++] = nst_rect_make(1, 2, w - 3, h - 4);
+    r[n++] = nst_rect_make(w - 1, h - 1, 1, 1);
+    r[n++] = nst_rect_make(0, 0, 0, 0);
+    return n;
+}
+
+float ck_rand(nst_check *c, float lo, float hi)
+{
+    c->rng = c->rng * 1664525u + 1013904223u;
+    return lo + (hi - lo) * (float)(c->rng >> 8) / 16777216.f;
+}
+
+static void fail_msg(nst_check *c, const char *op, const char *msg)
+{
+    nst_check_row dummy;
+    memset(&dummy, 0, sizeof dummy);
+    snprintf(dummy.op, sizeof dummy.op, "%s", op);
+    if (c->on_fail) c->on_fail(c->user, &dummy, msg, INFINITY, 0);
+}
+
+int ck_pair_make(nst_check *c, ck_pair *p, int h, int w, int ch, int act, float lo, float hi)
+{
+    return ck_pair_make_dt(c, p, h, w, ch, act ? c->dev->act_dtype : NST_F32, lo, hi);
+}
+
+int ck_pair_make_dt(nst_check *c, ck_pair *p, int h, int w, int ch, nst_dtype dt, float lo, float hi)
+{
+    memset(p, 0, sizeof *p);
+    size_t n = (size_t)h * w * ch;
+    p->h = nst_alloc_array(n ? n : 1, sizeof(float), "check values");
+    if (!p->h) return 0;
+    for (size_t i = 0; i < n; i++) p->h[i] = ck_rand(c, lo, hi);
+    nst_status s = nst_tensor_alloc(c->dev, h, w, ch, dt, &p->d);
+    if (s == NST_OK) s = nst_tensor_alloc(c->ref, h, w, ch, NST_F32, &p->r);
+    if (s == NST_OK && n) s = c->dev->ops->upload(c->dev, p->d.data, p->h, n, dt);
+    if (s == NST_OK && n) s = c->dev->ops->download(c->dev, p->h, p->d.data, n, dt);
+    if (s == NST_OK && n) s = c->ref->ops->upload(c->ref, p->r.data, p->h, n, NST_F32);
+    if (s != NST_OK) {
+        fail_msg(c, "tensors", nst_fail_message());
+        ck_pair_free(c, p);
+        return 0;
+    }
+    return 1;
+}
+
+void ck_pair_free(nst_check *c, ck_pair *p)
+{
+    nst_tensor_free(c->dev, &p->d);
+    nst_tensor_free(c->ref, &p->r);
+    nst_free(p->h);
+    memset(p, 0, sizeof *p);
+}
+
+double ck_rel_err(const float *ref, const float *got, size_t n)
+{
+    double m = 0, d = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(ref[i]) || !isfinite(got[i])) return INFINITY;
+        if (fabs(ref[i]) > m) m = fabs(ref[i]);
+        double e = fabs((double)got[i] - ref[i]);
+        if (e > d) d = e;
+    }
+    return d / (m > 1e-30 ? m : 1e-30);
+}
+
+double ck_pair_err(nst_check *c, const ck_pair *p)
+{
+    size_t n = nst_tensor_elems(&p->r);
+    if (!n) return 0;
+    float *a = nst_alloc_array(n, sizeof(float), "check"), *b = nst_alloc_array(n, sizeof(float), "check");
+    double e = INFINITY;
+    if (a && b && c->ref->ops->download(c->ref, a, p->r.data, n, NST_F32) == NST_OK &&
+        c->dev->ops->download(c->dev, b, p->d.data, n, p->d.dt) == NST_OK)
+        e = ck_rel_err(a, b, n);
+    nst_free(a), nst_free(b);
+    return e;
+}
+
+int ck_round_host(nst_check *c, float *v, size_t n)
+{
+    if (c->dev->act_dtype == NST_F32 || !n) return 1;
+    void *buf = NULL;
+    nst_status s = c->dev->ops->alloc(c->dev, n * nst_dtype_size(c->dev->act_dtype), &buf);
+    if (s == NST_OK) s = c->dev->ops->upload(c->dev, buf, v, n, c->dev->act_dtype);
+    if (s == NST_OK) s = c->dev->ops->download(c->dev, v, buf, n, c->dev->act_dtype);
+    if (buf) c->dev->ops->free(c->dev, buf);
+    if (s != NST_OK) fail_msg(c, "rounding", nst_fail_message());
+    return s == NST_OK;
+}
+
+static nst_check_row *row_of(nst_check *c, const char *op, nst_tol_class k)
+{
+    for (int i = 0; i < c->nrows; i++)
+        if (strcmp(c->row[i].op, op) == 0) return &c->row[i];
+    if (c->nrows == NST_CHECK_ROWS) return &c->row[NST_CHECK_ROWS - 1];
+    nst_check_row *r = &c->row[c->nrows++];
+    memset(r, 0, sizeof *r);
+    snprintf(r->op, sizeof r->op, "%s", op);
+    r->tol_class = k;
+    return r;
+}
+
+void ck_record(nst_check *c, const char *op, nst_tol_class k, double terms, double err, const char *fmt, ...)
+{
+    nst_check_row *r = row_of(c, op, k);
+    double tol = nst_tolerance(k, c->dev->precision, terms);
+    char what[96];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    int bad = !(err <= tol); /* NaN fails too */
+    r->cases++;
+    double q = err / tol, worst = r->cases > 1 ? r->err / r->tol : -1;
+    if (r->cases == 1 || !(q <= worst)) {
+        r->err = err;
+        r->tol = tol;
+        snprintf(r->worst, sizeof r->worst, "%s", what);
+    }
+    if (bad) {
+        r->failed++;
+        if (c->on_fail) c->on_fail(c->user, r, what, err, tol);
+    }
+}
+
+int ck_ran(nst_check *c, const char *op, nst_status ref, nst_status dev)
+{
+    if (ref == NST_OK && dev == NST_OK) return 1;
+    nst_check_row *r = row_of(c, op, NST_TOL_ELEMENT);
+    r->cases++, r->failed++;
+    r->err = INFINITY;
+    snprintf(r->worst, sizeof r->worst, "%s: %.60s", ref != NST_OK ? "reference" : "backend", nst_fail_message());
+    if (c->on_fail) c->on_fail(c->user, r, r->worst, INFINITY, r->tol);
+    return 0;
+}
+
+int nst_check_failures(const nst_check *c)
+{
+    int n = 0;
+    for (int i = 0; i < c->nrows; i++) n += c->row[i].failed;
+    return n;
+}
+
+nst_status nst_check_ops(nst_check *c)
+{
+    if (!c->rng) c->rng = 12345;
+    c->nrows = 0;
+    ck_conv(c);
+    ck_eltwise(c);
+    ck_gram(c);
+    ck_losses(c);
+    ck_optimiser(c);
+    return c->dev->ops->synchronize(c->dev);
+}
+
+void nst_check_print(const nst_check *c, FILE *f, const char *indent)
+{
+    fprintf(f, "%s%-22s %-9s %5s %10s %10s %7s  %-7s %s\n", indent, "op", "precision", "cases", "max error", "tolerance", "err/tol",
+            "verdict", "worst case");
+    for (int i = 0; i < c->nrows; i++) {
+        const nst_check_row *r = &c->row[i];
+        double q = r->tol > 0 ? r->err / r->tol : (r->err > 0 ? INFINITY : 0);
+        fprintf(f, "%s%-22s %-9s %5d %10.3g %10.3g %7.3f  %-7s %s\n", indent, r->op, nst_precision_name(c->dev->precision), r->cases,
+                r->err, r->tol, q, r->failed ? "FAIL" : "ok", r->worst);
+    }
+}

@@ -1,0 +1,65 @@
+/* kernels/check/check.h: the op harness. Every op of a backend under test against the CPU backend
+ * in fp32 (the reference), on a table of shapes (1x1, odd sizes, image edges, regions that are not
+ * whole rows, conv1_1's 3 channels, a Gram large enough to be summed in several chunks), with one
+ * tolerance per op class and precision (tolerance.c). Inputs are made on the backend under test
+ * first and read back, so both sides see the same rounded values and an error measures the op,
+ * not the input's rounding. Any NaN or Inf in a result fails its comparison.
+ *
+ * Used by make test (tests/test_backend_ops.c: the CPU's bf16 and every CUDA precision) and by
+ * nstbatch --self-test on the user's machine; both read the same table. */
+#ifndef NST_CHECK_H
+#define NST_CHECK_H
+
+#include <stdio.h>
+
+#include "../backend.h"
+
+typedef enum {
+    NST_TOL_ELEMENT,        /* element ops: one rounding to the storage dtype */
+    NST_TOL_CONV,           /* convolutions: rounding to storage, fp32 sums of 9 cin products */
+    NST_TOL_GRAM_BACKWARD,  /* dF += F (scale D): D and the result rounded to storage */
+    NST_TOL_GRAM_SUMS,      /* the Gram sums */
+    NST_TOL_SUM,            /* double reductions of identical values */
+    NST_TOL_F32_MATH,       /* the optimisers' fp32 element arithmetic */
+} nst_tol_class;
+
+/* The tolerance of class k under precision p, for a result summing `terms` products. */
+double nst_tolerance(nst_tol_class k, nst_precision p, double terms);
+const char *nst_tol_class_name(nst_tol_class k);
+
+#define NST_CHECK_ROWS 40
+
+/* One line of the report: an op (as compared), its worst error relative to its tolerance. */
+typedef struct {
+    char op[32];
+    nst_tol_class tol_class;
+    int cases, failed;
+    double err, tol;  /* of the case with the largest err / tol */
+    char worst[96];   /* that case: shape, channels, region */
+} nst_check_row;
+
+typedef struct nst_check {
+    nst_backend *ref;   /* the CPU backend in fp32 */
+    nst_backend *dev;   /* the backend under test */
+    int quick;          /* a smaller table of shapes (the self-test's time budget) */
+    /* called for every failed comparison (may be NULL) */
+    void (*on_fail)(void *user, const nst_check_row *row, const char *what, double err, double tol);
+    void *user;
+    nst_check_row row[NST_CHECK_ROWS];
+    int nrows;
+    unsigned rng;
+} nst_check;
+
+/* Run every op group. Failed comparisons are counted in the rows; an op that returns an error
+ * counts as a failed case with an infinite error. Returns NST_OK unless the harness itself could
+ * not run (host memory). */
+nst_status nst_check_ops(nst_check *c);
+
+/* Cases failed over all rows. */
+int nst_check_failures(const nst_check *c);
+
+/* The report: one line per op (precision, cases, worst error, its tolerance, verdict, the case),
+ * each prefixed by `indent`. */
+void nst_check_print(const nst_check *c, FILE *f, const char *indent);
+
+#endif

@@ -1,0 +1,167 @@
+/* kernels/check/check_gram.c: the Gram ops in the harness: the sums over regions, the tiled-sum
+ * contract (the sums of a region's parts, added, round to the same fp32 matrix as the region's:
+ * what makes a tiled render equal the one-tile render), the difference to the target with and
+ * without the lagged extrapolation, and the backward into a gradient that already holds values. */
+#include <math.h>
+#include <string.h>
+
+#include "../../util/mem.h"
+#include "check_impl.h"
+
+/* The upper triangles of G (sums accumulated twice on the device, so it must accumulate) against
+ * the reference's. */
+static double sums_err(const double *ref, const double *dev2, int c)
+{
+    double m = 0, e = 0;
+    for (int i = 0; i < c; i++)
+        for (int j = i; j < c; j++) {
+            size_t u = (size_t)i * c + j;
+            if (!isfinite(ref[u]) || !isfinite(dev2[u])) return INFINITY;
+            if (fabs(ref[u]) > m) m = fabs(ref[u]);
+            if (fabs(dev2[u] / 2 - ref[u]) > e) e = fabs(dev2[u] / 2 - ref[u]);
+        }
+    return m > 0 ? e / m : e;
+}
+
+/* G over r on the reference (hr) and twice on the device (hd) */
+static int sums(nst_check *c, const ck_pair *f, nst_rect r, double *gr, double *gd, double *hr, double *hd)
+{
+    nst_backend *R = c->ref, *D = c->dev;
+    size_t bytes = (size_t)f->r.c * f->r.c * sizeof(double);
+    const char *op = "gram_accumulate";
+    nst_status a = R->ops->zero(R, gr, bytes), b = D->ops->zero(D, gd, bytes);
+    if (a == NST_OK) a = R->ops->gram_accumulate(R, &f->r, r, gr);
+    if (b == NST_OK) b = D->ops->gram_accumulate(D, &f->d, r, gd);
+    if (b == NST_OK) b = D->ops->gram_accumulate(D, &f->d, r, gd); /* twice: it accumulates */
+    if (a == NST_OK) a = R->ops->read(R, hr, gr, bytes);
+    if (b == NST_OK) b = D->ops->read(D, hd, gd, bytes);
+    return BOTH(c, a, b);
+}
+
+/* The contract: G of the whole region against the sum of G over three bands of its rows (in
+ * another order), both rounded to fp32: any difference fails. */
+static void tiled_contract(nst_check *c, const ck_pair *f, double *gd, double *hw, double *hp)
+{
+    nst_backend *D = c->dev;
+    int h = f->r.h, w = f->r.w, ch = f->r.c;
+    size_t bytes = (size_t)ch * ch * sizeof(double);
+    const char *op = "gram tiled == whole";
+    nst_rect whole = nst_rect_make(0, 0, w, h);
+    nst_status s = D->ops->zero(D, gd, bytes);
+    if (s == NST_OK) s = D->ops->gram_accumulate(D, &f->d, whole, gd);
+    if (s == NST_OK) s = D->ops->read(D, hw, gd, bytes);
+    if (s == NST_OK) s = D->ops->zero(D, gd, bytes);
+    int cut[4] = {0, h / 3, 2 * h / 3 + 1 < h ? 2 * h / 3 + 1 : h, h};
+    for (int k = 2; s == NST_OK && k >= 0; k--) /* bottom band first: another order */
+        s = D->ops->gram_accumulate(D, &f->d, nst_rect_make(0, cut[k], w, cut[k + 1] - cut[k]), gd);
+    if (s == NST_OK) s = D->ops->read(D, hp, gd, bytes);
+    if (!BOTH(c, NST_OK, s)) return;
+    double m = 0, e = 0;
+    for (int i = 0; i < ch; i++)
+        for (int j = i; j < ch; j++) {
+            size_t u = (size_t)i * ch + j;
+            float a = (float)hw[u], b = (float)hp[u];
+            if (fabsf(a) > m) m = fabsf(a);
+            if (a != b) {
+                double d = isfinite(a) && isfinite(b) ? fabsf(a - b) : INFINITY;
+                if (!(d <= e)) e = d;
+            }
+        }
+    ck_record(c, op, NST_TOL_SUM, 1, e == 0 ? 0 : INFINITY, "c %d %dx%d in 3 bands (max |diff| %.3g of %.3g)", ch, h, w, e, m);
+}
+
+static void diff_cases(nst_check *c, int ch, double *gr, double *gd, float *ar, float *ad, float *dr, float *dd)
+{
+    nst_backend *R = c->ref, *D = c->dev;
+    size_t cc = (size_t)ch * ch;
+    double *hg = nst_alloc_array(cc, sizeof(double), "g"), *hp = nst_alloc_array(cc, sizeof(double), "g"), *pr = NULL, *pd = NULL;
+    float *ha = nst_alloc_array(cc, sizeof(float), "a"), *o1 = nst_alloc_array(cc, sizeof(float), "d"),
+          *o2 = nst_alloc_array(cc, sizeof(float), "d");
+    const char *op = "gram_diff";
+    if (!hg || !hp || !ha || !o1 || !o2) goto out;
+    for (size_t i = 0; i < cc; i++) hg[i] = ck_rand(c, 0, 100), ha[i] = ck_rand(c, 0, 1), hp[i] = hg[i] * 0.9;
+    if (!BOTH(c, R->ops->alloc(R, cc * 8, (void **)&pr), D->ops->alloc(D, cc * 8, (void **)&pd))) goto out;
+    nst_status a = R->ops->write(R, gr, hg, cc * 8), b = D->ops->write(D, gd, hg, cc * 8);
+    if (a == NST_OK) a = R->ops->write(R, ar, ha, cc * 4);
+    if (b == NST_OK) b = D->ops->write(D, ad, ha, cc * 4);
+    if (a == NST_OK) a = R->ops->write(R, pr, hp, cc * 8);
+    if (b == NST_OK) b = D->ops->write(D, pd, hp, cc * 8);
+    if (!BOTH(c, a, b)) goto out;
+    for (int lag = 0; lag < 2; lag++) {
+        double sr = 0, sd = 0;
+        if (!BOTH(c, R->ops->gram_diff(R, gr, lag ? pr : NULL, 1.0 / 37, ar, ch, dr, &sr),
+                  D->ops->gram_diff(D, gd, lag ? pd : NULL, 1.0 / 37, ad, ch, dd, &sd)))
+            continue;
+        if (!BOTH(c, R->ops->read(R, o1, dr, cc * 4), D->ops->read(D, o2, dd, cc * 4))) continue;
+        ck_record(c, op, NST_TOL_F32_MATH, 1, ck_rel_err(o1, o2, cc), "c %d lag %d", ch, lag);
+        ck_record(c, "gram_diff sum", NST_TOL_SUM, 1, fabs(sd - sr) / (sr > 0 ? sr : 1), "c %d lag %d", ch, lag);
+    }
+out:
+    if (pr) R->ops->free(R, pr);
+    if (pd) D->ops->free(D, pd);
+    nst_free(hg), nst_free(hp), nst_free(ha), nst_free(o1), nst_free(o2);
+}
+
+static void backward_cases(nst_check *c, const ck_pair *f, const nst_rect *r, int nr, float *dr, float *dd)
+{
+    nst_backend *R = c->ref, *D = c->dev;
+    int h = f->r.h, w = f->r.w, ch = f->r.c;
+    size_t cc = (size_t)ch * ch;
+    float *hd = nst_alloc_array(cc, sizeof(float), "d");
+    const char *op = "gram_backward";
+    for (int k = 0; hd && k < nr; k++) {
+        ck_pair df;
+        if (!ck_pair_make(c, &df, h, w, ch, 1, -1, 1)) continue;
+        for (size_t i = 0; i < cc; i++) hd[i] = ck_rand(c, -1, 1);
+        for (int i = 0; i < ch; i++) /* symmetric */
+            for (int j = 0; j < i; j++) hd[(size_t)i * ch + j] = hd[(size_t)j * ch + i];
+        if (BOTH(c, R->ops->write(R, dr, hd, cc * 4), D->ops->write(D, dd, hd, cc * 4)) &&
+            BOTH(c, R->ops->gram_backward(R, &f->r, r[k], dr, 0.25f, &df.r), D->ops->gram_backward(D, &f->d, r[k], dd, 0.25f, &df.d)))
+            ck_record(c, op, NST_TOL_GRAM_BACKWARD, ch, ck_pair_err(c, &df), "c %d %dx%d region %dx%d+%d+%d", ch, h, w, r[k].w, r[k].h,
+                      r[k].x, r[k].y);
+        ck_pair_free(c, &df);
+    }
+    nst_free(hd);
+}
+
+/* every Gram op on one feature tensor of h x w x ch */
+static void gram_case(nst_check *c, int h, int w, int ch, int all_regions)
+{
+    nst_backend *R = c->ref, *D = c->dev;
+    size_t cc = (size_t)ch * ch;
+    ck_pair f;
+    if (!ck_pair_make(c, &f, h, w, ch, 1, 0, 2)) return;
+    double *gr = NULL, *gd = NULL, *hr = nst_alloc_array(cc, sizeof(double), "g"), *hd = nst_alloc_array(cc, sizeof(double), "g");
+    float *ar = NULL, *ad = NULL, *dr = NULL, *dd = NULL;
+    const char *op = "alloc";
+    int ok = hr && hd && BOTH(c, R->ops->alloc(R, cc * 8, (void **)&gr), D->ops->alloc(D, cc * 8, (void **)&gd));
+    ok = ok && BOTH(c, R->ops->alloc(R, cc * 4, (void **)&ar), D->ops->alloc(D, cc * 4, (void **)&ad));
+    ok = ok && BOTH(c, R->ops->alloc(R, cc * 4, (void **)&dr), D->ops->alloc(D, cc * 4, (void **)&dd));
+    nst_rect r[5];
+    int nr = all_regions ? ck_regions(h, w, r) : 1;
+    if (!all_regions) r[0] = nst_rect_make(0, 0, w, h);
+    for (int k = 0; ok && k < nr; k++)
+        if (sums(c, &f, r[k], gr, gd, hr, hd))
+            ck_record(c, "gram_accumulate", NST_TOL_GRAM_SUMS, (double)nst_rect_area(r[k]), sums_err(hr, hd, ch),
+                      "c %d %dx%d region %dx%d+%d+%d", ch, h, w, r[k].w, r[k].h, r[k].x, r[k].y);
+    if (ok && h >= 3) tiled_contract(c, &f, gd, hr, hd);
+    if (ok) diff_cases(c, ch, gr, gd, ar, ad, dr, dd);
+    if (ok) backward_cases(c, &f, r, nr, dr, dd);
+    if (gr) R->ops->free(R, gr);
+    if (ar) R->ops->free(R, ar);
+    if (dr) R->ops->free(R, dr);
+    if (gd) D->ops->free(D, gd);
+    if (ad) D->ops->free(D, ad);
+    if (dd) D->ops->free(D, dd);
+    nst_free(hr), nst_free(hd);
+    ck_pair_free(c, &f);
+}
+
+void ck_gram(nst_check *c)
+{
+    const int cs[] = {3, 64, 77};
+    for (int k = 0; k < 3; k++)
+        for (int s = 0; s < NSHAPES(c); s++) gram_case(c, ck_shapes[s][0], ck_shapes[s][1], cs[k], 1);
+    /* more than 2^25 elements: the GPU sums such a region in several chunks, the CPU too */
+    if (!c->quick) gram_case(c, 1056, 544, 64, 0);
+}

@@ -1,0 +1,233 @@
+/* kernels/check/check_ops.c: the op groups of the harness (see check.h): convolutions; ReLU,
+ * pooling and preprocessing; losses and rectangles; the optimiser's ops and repeatable
+ * reductions. The Gram ops are in check_gram.c. */
+#include <math.h>
+#include <string.h>
+
+#include "../../util/mem.h"
+#include "check_impl.h"
+
+static const int chans[][2] = {{3, 64}, {64, 64}, {24, 40}, {128, 96}};
+#define NCHANS(c) ((c)->quick ? 2 : (int)(sizeof chans / sizeof *chans))
+
+/* one conv layer on both backends, forward (with and without ReLU) and backward-data */
+static void conv_case(nst_check *c, int cin, int cout, int h, int w)
+{
+    nst_backend *R = c->ref, *D = c->dev;
+    size_t nw = (size_t)cout * cin * 9;
+    float *wt = nst_alloc_array(nw, sizeof(float), "w"), *b = nst_alloc_array((size_t)cout, sizeof(float), "b");
+    nst_conv *cr = NULL, *cd = NULL;
+    ck_pair x, y, dy, dx;
+    const char *op = "conv_create";
+    if (!wt || !b) goto out;
+    float sc = 1.f / sqrtf(9.f * cin);
+    for (size_t i = 0; i < nw; i++) wt[i] = ck_rand(c, -sc, sc);
+    for (int i = 0; i < cout; i++) b[i] = ck_rand(c, -0.1f, 0.1f);
+    if (!ck_round_host(c, wt, nw)) goto out; /* the device holds its weights rounded: the reference too */
+    if (!BOTH(c, R->ops->conv_create(R, cin, cout, wt, b, &cr), D->ops->conv_create(D, cin, cout, wt, b, &cd))) goto out;
+    /* conv1_1 (3 channels) reads the network input, which a backend may keep wider (in_dtype) */
+    nst_dtype idt = cin == 3 ? c->dev->in_dtype : c->dev->act_dtype;
+    if (!ck_pair_make_dt(c, &x, h, w, cin, idt, -1, 1)) goto out;
+    if (ck_pair_make(c, &y, h, w, cout, 1, 0, 0)) {
+        for (int relu = 0; relu < 2; relu++) {
+            op = relu ? "conv_forward relu" : "conv_forward";
+            if (BOTH(c, R->ops->conv_forward(R, cr, &x.r, &y.r, relu), D->ops->conv_forward(D, cd, &x.d, &y.d, relu)))
+                ck_record(c, op, NST_TOL_CONV, 9.0 * cin, ck_pair_err(c, &y), "%d->%d %dx%d", cin, cout, h, w);
+        }
+        ck_pair_free(c, &y);
+    }
+    if (ck_pair_make(c, &dy, h, w, cout, 1, -1, 1)) {
+        if (ck_pair_make_dt(c, &dx, h, w, cin, idt, 0, 0)) {
+            op = "conv_backward_data";
+            if (BOTH(c, R->ops->conv_backward_data(R, cr, &dy.r, &dx.r), D->ops->conv_backward_data(D, cd, &dy.d, &dx.d)))
+                ck_record(c, op, NST_TOL_CONV, 9.0 * cout, ck_pair_err(c, &dx), "%d->%d %dx%d", cin, cout, h, w);
+            ck_pair_free(c, &dx);
+        }
+        ck_pair_free(c, &dy);
+    }
+    ck_pair_free(c, &x);
+out:
+    if (cr) R->ops->conv_destroy(R, cr);
+    if (cd) D->ops->conv_destroy(D, cd);
+    nst_free(wt), nst_free(b);
+}
+
+void ck_conv(nst_check *c)
+{
+    for (int k = 0; k < NCHANS(c); k++)
+        for (int s = 0; s < NSHAPES(c); s++) conv_case(c, chans[k][0], chans[k][1], ck_shapes[s][0], ck_shapes[s][1]);
+    /* taller than one band of an fp32 network input (conv_cpu.c: 8 MiB of fp32 output) */
+    conv_case(c, 3, 64, 700, 48);
+}
+
+static void pool_case(nst_check *c, nst_pool_kind pk, int h, int w, int ch)
+{
+    nst_backend *R = c->ref, *D = c->dev;
+    const char *kind = pk == NST_POOL_AVG ? "avg" : "max";
+    ck_pair x, y, dy, dx;
+    if (!ck_pair_make(c, &x, h, w, ch, 1, -1, 1)) return;
+    if (ck_pair_make(c, &y, h / 2, w / 2, ch, 1, 0, 0)) {
+        const char *op = pk == NST_POOL_AVG ? "pool_forward avg" : "pool_forward max";
+        if (BOTH(c, R->ops->pool_forward(R, pk, &x.r, &y.r), D->ops->pool_forward(D, pk, &x.d, &y.d)))
+            ck_record(c, op, NST_TOL_ELEMENT, 1, ck_pair_err(c, &y), "%s %dx%d", kind, h, w);
+        if (ck_pair_make(c, &dy, h / 2, w / 2, ch, 1, -1, 1)) {
+            if (ck_pair_make(c, &dx, h, w, ch, 1, 0, 0)) {
+                op = pk == NST_POOL_AVG ? "pool_backward avg" : "pool_backward max";
+                if (BOTH(c, R->ops->pool_backward(R, pk, &x.r, &y.r, &dy.r, &dx.r), D->ops->pool_backward(D, pk, &x.d, &y.d, &dy.d, &dx.d)))
+                    ck_record(c, op, NST_TOL_ELEMENT, 1, ck_pair_err(c, &dx), "%s %dx%d", kind, h, w);
+                ck_pair_free(c, &dx);
+            }
+            ck_pair_free(c, &dy);
+        }
+        ck_pair_free(c, &y);
+    }
+    ck_pair_free(c, &x);
+}
+
+static void preprocess_case(nst_check *c, int h, int w)
+{
+    nst_backend *R = c->ref, *D = c->dev;
+    const nst_preproc pre = {1, 255.f, {103.939f, 116.779f, 123.68f}, {1, 1, 1}};
+    ck_pair img, x, dx, dimg;
+    const char *op = "preprocess";
+    if (!ck_pair_make(c, &img, h, w, 3, 0, 0, 1)) return;
+    if (ck_pair_make_dt(c, &x, h, w, 3, c->dev->in_dtype, 0, 0)) {
+        if (BOTH(c, R->ops->preprocess(R, &pre, &img.r, &x.r), D->ops->preprocess(D, &pre, &img.d, &x.d)))
+            ck_record(c, op, NST_TOL_ELEMENT, 1, ck_pair_err(c, &x), "%dx%d", h, w);
+        ck_pair_free(c, &x);
+    }
+    if (ck_pair_make_dt(c, &dx, h, w, 3, c->dev->in_dtype, -1, 1)) {
+        if (ck_pair_make(c, &dimg, h, w, 3, 0, 0, 0)) {
+            op = "preprocess_backward";
+            if (BOTH(c, R->ops->preprocess_backward(R, &pre, &dx.r, &dimg.r), D->ops->preprocess_backward(D, &pre, &dx.d, &dimg.d)))
+                ck_record(c, op, NST_TOL_ELEMENT, 1, ck_pair_err(c, &dimg), "%dx%d", h, w);
+            ck_pair_free(c, &dimg);
+        }
+        ck_pair_free(c, &dx);
+    }
+    ck_pair_free(c, &img);
+}
+
+void ck_eltwise(nst_check *c)
+{
+    nst_backend *R = c->ref, *D = c->dev;
+    for (int s = 0; s < NSHAPES(c); s++) {
+        int h = ck_shapes[s][0], w = ck_shapes[s][1], ch = 19;
+        ck_pair y, g;
+        const char *op = "relu_backward";
+        if (ck_pair_make(c, &y, h, w, ch, 1, -1, 1)) {
+            if (ck_pair_make(c, &g, h, w, ch, 1, -1, 1)) {
+                if (BOTH(c, R->ops->relu_backward(R, &y.r, &g.r), D->ops->relu_backward(D, &y.d, &g.d)))
+                    ck_record(c, op, NST_TOL_ELEMENT, 1, ck_pair_err(c, &g), "%dx%d", h, w);
+                ck_pair_free(c, &g);
+            }
+            ck_pair_free(c, &y);
+        }
+        pool_case(c, NST_POOL_MAX, h, w, ch);
+        pool_case(c, NST_POOL_AVG, h, w, ch);
+        preprocess_case(c, h, w);
+    }
+}
+
+
+static void losses_case(nst_check *c, int h, int w, nst_rect own, nst_rect seed)
+{
+    nst_backend *R = c->ref, *D = c->dev;
+    ck_pair f = {0}, p = {0}, df = {0}, img = {0}, dimg = {0};
+    const char *op = "mse";
+    int ok = ck_pair_make(c, &f, h, w, 21, 1, -1, 1);
+    ok = ok && ck_pair_make(c, &p, h, w, 21, 1, -1, 1);
+    ok = ok && ck_pair_make(c, &df, h, w, 21, 1, -1, 1);
+    ok = ok && ck_pair_make(c, &img, h, w, 3, 0, 0, 1);
+    ok = ok && ck_pair_make(c, &dimg, h, w, 3, 0, -1, 1);
+    if (ok) {
+        double a = 0, b = 0;
+        if (BOTH(c, R->ops->mse(R, &f.r, &p.r, own, seed, 0.5f, &a, &df.r), D->ops->mse(D, &f.d, &p.d, own, seed, 0.5f, &b, &df.d))) {
+            ck_record(c, "mse sum", NST_TOL_SUM, 1, fabs(a - b) / (a > 0 ? a : 1), "%dx%d", h, w);
+            ck_record(c, "mse gradient", NST_TOL_ELEMENT, 1, ck_pair_err(c, &df), "%dx%d", h, w);
+        }
+        op = "tv";
+        if (BOTH(c, R->ops->tv(R, &img.r, own, seed, 0.3f, &a, &dimg.r), D->ops->tv(D, &img.d, own, seed, 0.3f, &b, &dimg.d))) {
+            ck_record(c, "tv sum", NST_TOL_SUM, 1, fabs(a - b) / (a > 0 ? a : 1), "%dx%d", h, w);
+            ck_record(c, "tv gradient", NST_TOL_F32_MATH, 1, ck_pair_err(c, &dimg), "%dx%d", h, w);
+        }
+        op = "sumsq";
+        if (BOTH(c, R->ops->sumsq(R, &f.r, own, &a), D->ops->sumsq(D, &f.d, own, &b)))
+            ck_record(c, op, NST_TOL_SUM, 1, fabs(a - b) / (a > 0 ? a : 1), "%dx%d", h, w);
+    }
+    ck_pair_free(c, &f), ck_pair_free(c, &p), ck_pair_free(c, &df), ck_pair_free(c, &dimg);
+    if (!ok) {
+        ck_pair_free(c, &img);
+        return;
+    }
+    /* rectangles of an fp32 image and of activations: copy, download, upload */
+    ck_pair src[2];
+    src[0] = img;
+    if (!ck_pair_make(c, &src[1], h, w, 5, 1, -1, 1)) src[1] = src[0];
+    for (int k = 0; k < 2; k++) {
+        ck_pair *s = &src[k], dst;
+        if (!ck_pair_make(c, &dst, h, w, s->r.c, s->d.dt != NST_F32, 0, 0)) continue;
+        const char *t = s->d.dt == NST_F32 ? "fp32" : "activations";
+        op = "copy_rect";
+        if (BOTH(c, R->ops->copy_rect(R, &s->r, own, &dst.r, 0, 0), D->ops->copy_rect(D, &s->d, own, &dst.d, 0, 0)))
+            ck_record(c, op, NST_TOL_ELEMENT, 1, ck_pair_err(c, &dst), "%s %dx%d", t, h, w);
+        size_t n = (size_t)nst_rect_area(own) * s->r.c;
+        float *h1 = nst_alloc_array(n + 1, sizeof(float), "r"), *h2 = nst_alloc_array(n + 1, sizeof(float), "r");
+        op = "download_rect";
+        if (h1 && h2 && BOTH(c, R->ops->download_rect(R, &s->r, own, h1), D->ops->download_rect(D, &s->d, own, h2)))
+            ck_record(c, op, NST_TOL_ELEMENT, 1, ck_rel_err(h1, h2, n), "%s %dx%d", t, h, w);
+        for (size_t i = 0; h1 && i < n; i++) h1[i] = ck_rand(c, 0, 1);
+        op = "upload_rect";
+        if (h1 && BOTH(c, R->ops->upload_rect(R, h1, &dst.r, own), D->ops->upload_rect(D, h1, &dst.d, own)))
+            ck_record(c, op, NST_TOL_ELEMENT, 1, ck_pair_err(c, &dst), "%s %dx%d", t, h, w);
+        nst_free(h1), nst_free(h2);
+        ck_pair_free(c, &dst);
+    }
+    if (src[1].h != src[0].h) ck_pair_free(c, &src[1]);
+    ck_pair_free(c, &src[0]);
+}
+
+void ck_losses(nst_check *c)
+{
+    for (int s = 0; s < NSHAPES(c); s++) {
+        int h = ck_shapes[s][0], w = ck_shapes[s][1];
+        nst_rect r[5];
+        int nr = ck_regions(h, w, r);
+        for (int k = 0; k < nr; k++) losses_case(c, h, w, r[k], r[(k + 1) % nr]);
+    }
+}
+
+void ck_optimiser(nst_check *c)
+{
+    nst_backend *R = c->ref, *D = c->dev;
+    const size_t sizes[] = {1, 1000, 262147, 5000011};
+    for (int k = 0; k < (c->quick ? 3 : 4); k++) {
+        size_t n = sizes[k];
+        ck_pair x = {0}, g = {0}, m = {0}, v = {0}, y = {0};
+        int ok = ck_pair_make(c, &x, 1, (int)n, 1, 0, 0, 1);
+        ok = ok && ck_pair_make(c, &g, 1, (int)n, 1, 0, -1, 1);
+        ok = ok && ck_pair_make(c, &m, 1, (int)n, 1, 0, -0.1f, 0.1f);
+        ok = ok && ck_pair_make(c, &v, 1, (int)n, 1, 0, 0, 0.01f);
+        ok = ok && ck_pair_make(c, &y, 1, (int)n, 1, 0, -1, 1);
+        double a = 0, b = 0;
+        const char *op = "dot";
+        if (ok && BOTH(c, R->ops->dot(R, g.r.data, y.r.data, n, &a), D->ops->dot(D, g.d.data, y.d.data, n, &b)))
+            ck_record(c, op, NST_TOL_SUM, 1, fabs(a - b) / (fabs(a) > 1 ? fabs(a) : 1), "n %zu", n);
+        op = "axpby";
+        if (ok && BOTH(c, R->ops->axpby(R, y.r.data, g.r.data, n, 0.5f, -2.f), D->ops->axpby(D, y.d.data, g.d.data, n, 0.5f, -2.f)))
+            ck_record(c, op, NST_TOL_F32_MATH, 1, ck_pair_err(c, &y), "n %zu", n);
+        nst_adam_params ap = {0.02f, 0.9f, 0.999f, 1e-8f, 7, 1};
+        op = "adam";
+        if (ok && BOTH(c, R->ops->adam(R, x.r.data, g.r.data, m.r.data, v.r.data, n, &ap),
+                       D->ops->adam(D, x.d.data, g.d.data, m.d.data, v.d.data, n, &ap))) {
+            double e = ck_pair_err(c, &x), em = ck_pair_err(c, &m), ev = ck_pair_err(c, &v);
+            ck_record(c, op, NST_TOL_F32_MATH, 1, fmax(e, fmax(em, ev)), "x, m, v; n %zu", n);
+        }
+        /* reductions repeat exactly: the same dot twice */
+        double r0 = 0, r1 = 1;
+        op = "dot repeats";
+        if (ok && BOTH(c, D->ops->dot(D, x.d.data, x.d.data, n, &r0), D->ops->dot(D, x.d.data, x.d.data, n, &r1)))
+            ck_record(c, op, NST_TOL_SUM, 1, r0 == r1 ? 0 : INFINITY, "n %zu", n);
+        ck_pair_free(c, &x), ck_pair_free(c, &g), ck_pair_free(c, &m), ck_pair_free(c, &v), ck_pair_free(c, &y);
+    }
+}

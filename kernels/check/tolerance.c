@@ -1,0 +1,53 @@
+/* kernels/check/tolerance.c: the one tolerance table of the op harness (make test's
+ * test_backend_ops and nstbatch --self-test), derived from each precision's unit roundoffs.
+ *
+ * Every comparison is max |got - ref| / max |ref| over the op's output, the reference being the
+ * CPU backend in fp32 fed the same (already rounded) inputs. So an error comes only from what the
+ * backend under test does differently: rounding its result to the storage dtype (u_s: 2^-24 fp32
+ * and tf32, 2^-8 bf16, 2^-11 fp16), rounding products' inputs in its math (u_i: 2^-11 tf32, else
+ * 0), and summing in another order in fp32 (eps = 2^-24 per term, over k terms).
+ *
+ * The coefficients count those effects per op class, with a margin of 2 measured on real bf16
+ * arithmetic (the CPU bf16 backend against CPU fp32, tests/test_backend_ops.c prints the worst
+ * error / tolerance of every op): an error above the tolerance is a defect, not noise. */
+#include <math.h>
+
+#include "check.h"
+
+double nst_tolerance(nst_tol_class k, nst_precision p, double terms)
+{
+    const double us = nst_dtype_unit_roundoff(nst_precision_dtype(p)), ui = nst_precision_input_roundoff(p);
+    const double eps = 0x1p-24, rt = sqrt(terms > 1 ? terms : 1);
+    switch (k) {
+    case NST_TOL_ELEMENT:
+        /* one rounding of the result to storage (ours and the reference's) and a few fp32 ulp of
+         * the arithmetic before it (fused multiply-adds, another order of two additions) */
+        return 2 * us + 8 * eps;
+    case NST_TOL_CONV:
+        /* the output's rounding to storage; input roundings (tf32) and the fp32 sum of k = 9 cin
+         * products in another order grow like sqrt(k) (random signs) relative to the output */
+        return 2 * us + (2 * ui + 4 * eps) * rt;
+    case NST_TOL_GRAM_BACKWARD:
+        /* scale * D rounded to storage (each entry), the product summed over k = C channels,
+         * added to the gradient and rounded: about one storage rounding more than conv */
+        return 3 * us + (2 * ui + 4 * eps) * rt;
+    case NST_TOL_GRAM_SUMS:
+        /* the sums over k positions: exact in double on the CPU; a backend summing fp32 partials
+         * (the GPU's GEMM per chunk) loses sqrt(k) fp32 roundings, and tf32 rounds the inputs */
+        return 2 * ui + 4 * eps * rt;
+    case NST_TOL_SUM:
+        /* a double reduction of identical values in another order */
+        return 1e-9;
+    case NST_TOL_F32_MATH:
+        /* fp32 element arithmetic of the optimisers (sqrt, division, fused multiply-adds): a few
+         * ulp whatever the storage precision */
+        return 16 * eps;
+    }
+    return 0;
+}
+
+const char *nst_tol_class_name(nst_tol_class k)
+{
+    static const char *const n[] = {"element", "conv", "gram backward", "gram sums", "double sum", "fp32 math"};
+    return (unsigned)k < sizeof n / sizeof *n ? n[k] : "?";
+}
