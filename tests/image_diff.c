@@ -1,27 +1,71 @@
 /* tests/image_diff.c: compare two images read with nstbatch's readers (use 16-bit TIFF outputs
  * so quantisation stays below 1e-5): prints "max M mean A" of |a - b| over all samples (in
  * [0,1]), exit 0, or 2 when the sizes differ or a file cannot be read. With --chroma the same of
- * the chroma (YIQ I and Q) of each pixel instead: does a keep b's colours?
+ * the chroma (YIQ I and Q) of each pixel instead: does a keep b's colours? With --ssim the mean
+ * structural similarity of the two images' luminance (Wang et al. 2004: 11x11 Gaussian window,
+ * sigma 1.5, K1 = 0.01, K2 = 0.03, data range 1, windows inside the image), printed "ssim S".
  *
- *   image_diff [--chroma] a.tif b.tif */
+ *   image_diff [--chroma | --ssim] a.tif b.tif */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../io/image.h"
 
+#include "../util/mem.h"
+
+/* mean SSIM of two luminance planes of w x h (see the file comment) */
+static double ssim(const double *x, const double *y, int w, int h)
+{
+    enum { R = 5 }; /* window 11 = 2R + 1 */
+    double g[2 * R + 1], gs = 0;
+    for (int i = -R; i <= R; i++) gs += g[i + R] = exp(-(double)(i * i) / (2 * 1.5 * 1.5));
+    for (int i = 0; i <= 2 * R; i++) g[i] /= gs;
+    const double c1 = 0.01 * 0.01, c2 = 0.03 * 0.03;
+    double sum = 0;
+    long n = 0;
+    for (int cy = R; cy < h - R; cy++)
+        for (int cx = R; cx < w - R; cx++) {
+            double mx = 0, my = 0, xx = 0, yy = 0, xy = 0;
+            for (int dy = -R; dy <= R; dy++)
+                for (int dx = -R; dx <= R; dx++) {
+                    double k = g[dy + R] * g[dx + R], a = x[(size_t)(cy + dy) * w + cx + dx], b = y[(size_t)(cy + dy) * w + cx + dx];
+                    mx += k * a, my += k * b, xx += k * a * a, yy += k * b * b, xy += k * a * b;
+                }
+            double vx = xx - mx * mx, vy = yy - my * my, cov = xy - mx * my;
+            sum += (2 * mx * my + c1) * (2 * cov + c2) / ((mx * mx + my * my + c1) * (vx + vy + c2));
+            n++;
+        }
+    return n ? sum / n : 1;
+}
+
+static double *luminance(const nst_image *im)
+{
+    double *l = nst_alloc_array((size_t)im->w * im->h, sizeof(double), "luminance");
+    for (size_t i = 0; l && i < (size_t)im->w * im->h; i++)
+        l[i] = 0.299 * im->px[3 * i] + 0.587 * im->px[3 * i + 1] + 0.114 * im->px[3 * i + 2];
+    return l;
+}
+
 static const double IQ[2][3] = {{0.595716, -0.274453, -0.321263}, {0.211456, -0.522591, 0.311135}};
 
 int main(int argc, char **argv)
 {
-    int chroma = argc == 4 && strcmp(argv[1], "--chroma") == 0;
-    if (chroma) argv++, argc--;
-    if (argc != 3) return fprintf(stderr, "usage: image_diff [--chroma] A B\n"), 2;
+    int chroma = argc == 4 && strcmp(argv[1], "--chroma") == 0, structural = argc == 4 && strcmp(argv[1], "--ssim") == 0;
+    if (chroma || structural) argv++, argc--;
+    if (argc != 3) return fprintf(stderr, "usage: image_diff [--chroma | --ssim] A B\n"), 2;
     nst_image a, b;
     nst_read_limits lim = nst_default_limits(1024);
     if (nst_image_read(argv[1], &lim, &a, NULL) != NST_OK || nst_image_read(argv[2], &lim, &b, NULL) != NST_OK)
         return fprintf(stderr, "image_diff: %s\n", nst_fail_message()), 2;
     if (a.w != b.w || a.h != b.h) return fprintf(stderr, "image_diff: %dx%d vs %dx%d\n", a.w, a.h, b.w, b.h), 2;
+    if (structural) {
+        double *la = luminance(&a), *lb = luminance(&b);
+        if (!la || !lb) return 2;
+        printf("ssim %.6f\n", ssim(la, lb, a.w, a.h));
+        nst_free(la), nst_free(lb);
+        return 0;
+    }
     double mx = 0, sum = 0;
     size_t n = (size_t)a.w * a.h * 3;
     if (chroma) {

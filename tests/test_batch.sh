@@ -46,6 +46,7 @@ iterations = 30
 [run]
 threads = 1
 print_every = 10
+precision = fp32
 EOF
 
 # nst LOG RANKS ARGS...: run nstbatch in T, output to T/LOG.log, exit status in $rc
