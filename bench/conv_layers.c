@@ -4,9 +4,10 @@
  * the CPU.
  *
  *   build/bench/conv_layers [--device auto|cpu|cuda] [--precision auto|fp32|tf32|bf16|fp16]
- *                           [--tile N] [--reps N] [--layers N (13: up to conv5_1)]
+ *                           [--tile N | --size WxH] [--reps N] [--layers N (13: up to conv5_1)]
  *
  * Each layer at its resolution (conv1_x at N, conv2_x at N/2, ... conv5_x at N/16) and full width,
+ * conv1_1's input in the dtype the backend keeps the network's input in (fp32 in the CPU's bf16),
  * random weights and inputs; two warm-up calls (they choose and cache the algorithm), then the
  * median of --reps timed calls, each ended by a synchronize. FLOPs: 2 * 9 * Cin * Cout * H * W per
  * direction (direct convolution; Winograd-style algorithms do fewer real operations). Prints a
@@ -80,30 +81,36 @@ int main(int argc, char **argv)
 {
     const char *device = "auto", *prec = "auto";
     int tile = 1024, reps = 10, nlayers = 13; /* conv1_1 .. conv5_1: the network up to relu5_1 */
+    int W = 0, H = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) goto usage;
         if (strcmp(a, "--device") == 0) device = v;
         else if (strcmp(a, "--precision") == 0) prec = v;
         else if (strcmp(a, "--tile") == 0) tile = atoi(v);
+        else if (strcmp(a, "--size") == 0) {
+            if (sscanf(v, "%dx%d", &W, &H) != 2) goto usage;
+        }
         else if (strcmp(a, "--reps") == 0) reps = atoi(v);
         else if (strcmp(a, "--layers") == 0) nlayers = atoi(v);
         else goto usage;
         i++;
     }
-    if (tile < 16 || tile % 16 || reps < 1 || nlayers < 1 || nlayers > NST_VGG_NCONV || nst_precision_parse(prec) < 0) goto usage;
+    if (!W) W = H = tile;
+    if (W < 16 || H < 16 || W % 16 || H % 16 || reps < 1 || nlayers < 1 || nlayers > NST_VGG_NCONV || nst_precision_parse(prec) < 0)
+        goto usage;
 
     nst_backend_options o = {device, 0, (nst_precision)nst_precision_parse(prec), 0, 1, 0};
     nst_backend *be;
     if (nst_backend_open_with(&o, &be) != NST_OK) die("opening the backend");
-    printf("# conv layers, tile %dx%d: %s\n\n", tile, tile, be->description);
-    printf("| layer | H x W | Cin -> Cout | GFLOP | forward ms | TFLOP/s | backward-data ms | TFLOP/s |\n|---|---|---|---|---|---|---|---|\n");
+    printf("# conv layers, tile %dx%d: %s\n\n", W, H, be->description);
+    printf("| layer | W x H | Cin -> Cout | GFLOP | forward ms | TFLOP/s | backward-data ms | TFLOP/s |\n|---|---|---|---|---|---|---|---|\n");
     double sum_f = 0, sum_b = 0, sum_flop = 0;
-    int cin = 3, hw = tile;
+    int cin = 3, hw = W, hh = H;
     for (int k = 0; k < nlayers; k++) {
         const nst_vgg_layer *ly = nst_vgg_layer_at(nst_vgg_conv_layer(k));
         int cout = ly->std_cout;
-        if (k > 0 && nst_vgg_layer_at(nst_vgg_conv_layer(k) - 1)->op == NST_OP_POOL) hw /= 2;
+        if (k > 0 && nst_vgg_layer_at(nst_vgg_conv_layer(k) - 1)->op == NST_OP_POOL) hw /= 2, hh /= 2;
         size_t nw = (size_t)cout * cin * 9;
         float *w = nst_alloc_array(nw, sizeof(float), "weights"), *b = nst_alloc_array((size_t)cout, sizeof(float), "bias");
         if (!w || !b) die("host memory");
@@ -112,19 +119,20 @@ int main(int argc, char **argv)
         nst_conv *cv;
         if (be->ops->conv_create(be, cin, cout, w, b, &cv) != NST_OK) die("conv_create");
         nst_tensor x, y, dy, dx;
-        if (nst_tensor_alloc(be, hw, hw, cin, be->act_dtype, &x) != NST_OK || nst_tensor_alloc(be, hw, hw, cout, be->act_dtype, &y) != NST_OK ||
-            nst_tensor_alloc(be, hw, hw, cout, be->act_dtype, &dy) != NST_OK || nst_tensor_alloc(be, hw, hw, cin, be->act_dtype, &dx) != NST_OK)
+        nst_dtype in = k == 0 ? be->in_dtype : be->act_dtype;
+        if (nst_tensor_alloc(be, hh, hw, cin, in, &x) != NST_OK || nst_tensor_alloc(be, hh, hw, cout, be->act_dtype, &y) != NST_OK ||
+            nst_tensor_alloc(be, hh, hw, cout, be->act_dtype, &dy) != NST_OK || nst_tensor_alloc(be, hh, hw, cin, in, &dx) != NST_OK)
             die("tensors");
         fill(be, &x, 1.0f);
         fill(be, &dy, 0.01f);
-        double flop = 2.0 * 9 * cin * cout * (double)hw * hw;
+        double flop = 2.0 * 9 * cin * cout * (double)hw * hh;
         double tf = time_op(be, cv, &x, &y, &dy, &dx, 0, reps), tb = time_op(be, cv, &x, &y, &dy, &dx, 1, reps);
         sum_f += tf, sum_b += tb, sum_flop += flop;
-        printf("| %s | %dx%d | %d -> %d | %.3g | %.3f | %.3g | %.3f | %.3g |\n", ly->name, hw, hw, cin, cout, flop / 1e9, tf * 1e3,
+        printf("| %s | %dx%d | %d -> %d | %.3g | %.3f | %.3g | %.3f | %.3g |\n", ly->name, hw, hh, cin, cout, flop / 1e9, tf * 1e3,
                flop / tf / 1e12, tb * 1e3, flop / tb / 1e12);
         fprintf(stderr, "{\"layer\": \"%s\", \"h\": %d, \"w\": %d, \"cin\": %d, \"cout\": %d, \"flop\": %.0f, \"forward_s\": %.6e, "
                         "\"backward_data_s\": %.6e, \"precision\": \"%s\", \"device\": \"%s\"}\n",
-                ly->name, hw, hw, cin, cout, flop, tf, tb, nst_precision_name(be->precision), be->name);
+                ly->name, hh, hw, cin, cout, flop, tf, tb, nst_precision_name(be->precision), be->name);
         nst_tensor_free(be, &x), nst_tensor_free(be, &y), nst_tensor_free(be, &dy), nst_tensor_free(be, &dx);
         be->ops->conv_destroy(be, cv);
         nst_free(w), nst_free(b);
@@ -135,7 +143,7 @@ int main(int argc, char **argv)
     nst_backend_close(be);
     return 0;
 usage:
-    fprintf(stderr, "usage: conv_layers [--device auto|cpu|cuda] [--precision auto|fp32|tf32|bf16|fp16] [--tile N (multiple of 16)] "
+    fprintf(stderr, "usage: conv_layers [--device auto|cpu|cuda] [--precision auto|fp32|tf32|bf16|fp16] [--tile N | --size WxH (multiples of 16)] "
                     "[--reps N] [--layers 1..16]\n");
     return 2;
 }

@@ -15,12 +15,13 @@ shapes), same layers (content relu4_2; style relu1_1, relu2_1, relu3_1, relu4_1,
 relative losses and TV, Adam on the pixels, max pooling; fp32, or bf16 autocast (--bf16: the
 convolutions and Gram matmuls in bf16 with fp32 accumulation, as nstbatch's bf16 precision).
 Timing: per iteration (forward, losses, backward, Adam step), after two warm-up iterations, each
-ended by a device synchronize, median of the timed ones. Prints one JSON line (with the peak
-device memory on CUDA).
+ended by a device synchronize, median of the timed ones. Prints one JSON line with the peak memory
+(peak_bytes: the device allocator's peak on CUDA, the process's peak resident set on the CPU).
 """
 import argparse
 import gc
 import json
+import resource
 import statistics
 import time
 
@@ -147,7 +148,8 @@ def measure(a, net, W, H, SW, SH, iters):
         g.step()
         g.sync()
         times.append(time.perf_counter() - t)
-    peak = torch.cuda.max_memory_allocated() if a.device == "cuda" else 0
+    # CUDA: the allocator's peak; CPU: the process's peak resident set (setup included, as nstbatch's)
+    peak = torch.cuda.max_memory_allocated() if a.device == "cuda" else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     del g
     return times, peak
 
