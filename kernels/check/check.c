@@ -129,7 +129,8 @@ void ck_record(nst_check *c, const char *op, nst_tol_class k, double terms, doub
     va_end(ap);
     int bad = !(err <= tol); /* NaN fails too */
     r->cases++;
-    double q = err / tol, worst = r->cases > 1 ? r->err / r->tol : -1;
+#define RATIO(e, t) ((t) > 0 ? (e) / (t) : (e) > 0 ? INFINITY : 0)
+    double q = RATIO(err, tol), worst = r->cases > 1 ? RATIO(r->err, r->tol) : -1;
     if (r->cases == 1 || !(q <= worst)) {
         r->err = err;
         r->tol = tol;
@@ -173,12 +174,12 @@ nst_status nst_check_ops(nst_check *c)
 
 void nst_check_print(const nst_check *c, FILE *f, const char *indent)
 {
-    fprintf(f, "%s%-22s %-9s %5s %10s %10s %7s  %-7s %s\n", indent, "op", "precision", "cases", "max error", "tolerance", "err/tol",
+    fprintf(f, "%s%-26s %-9s %5s %10s %10s %7s  %-7s %s\n", indent, "op", "precision", "cases", "max error", "tolerance", "err/tol",
             "verdict", "worst case");
     for (int i = 0; i < c->nrows; i++) {
         const nst_check_row *r = &c->row[i];
         double q = r->tol > 0 ? r->err / r->tol : (r->err > 0 ? INFINITY : 0);
-        fprintf(f, "%s%-22s %-9s %5d %10.3g %10.3g %7.3f  %-7s %s\n", indent, r->op, nst_precision_name(c->dev->precision), r->cases,
+        fprintf(f, "%s%-26s %-9s %5d %10.3g %10.3g %7.3f  %-7s %s\n", indent, r->op, nst_precision_name(c->dev->precision), r->cases,
                 r->err, r->tol, q, r->failed ? "FAIL" : "ok", r->worst);
     }
 }

@@ -21,6 +21,7 @@ typedef enum {
     NST_TOL_GRAM_SUMS,      /* the Gram sums */
     NST_TOL_SUM,            /* double reductions of identical values */
     NST_TOL_F32_MATH,       /* the optimisers' fp32 element arithmetic */
+    NST_TOL_EXACT,          /* contracts of the tiling: the same bits, or it fails */
 } nst_tol_class;
 
 /* The tolerance of class k under precision p, for a result summing `terms` products. */
@@ -31,7 +32,7 @@ const char *nst_tol_class_name(nst_tol_class k);
 
 /* One line of the report: an op (as compared), its worst error relative to its tolerance. */
 typedef struct {
-    char op[32];
+    char op[48];
     nst_tol_class tol_class;
     int cases, failed;
     double err, tol;  /* of the case with the largest err / tol */

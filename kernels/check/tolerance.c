@@ -38,6 +38,10 @@ double nst_tolerance(nst_tol_class k, nst_precision p, double terms)
     case NST_TOL_SUM:
         /* a double reduction of identical values in another order */
         return 1e-9;
+    case NST_TOL_EXACT:
+        /* a window's interior, or a region's sums added in parts, against the whole: the bits that
+         * make a tiled render equal the one-tile render */
+        return 0;
     case NST_TOL_F32_MATH:
         /* fp32 element arithmetic of the optimisers (sqrt, division, fused multiply-adds): a few
          * ulp whatever the storage precision */
@@ -48,6 +52,6 @@ double nst_tolerance(nst_tol_class k, nst_precision p, double terms)
 
 const char *nst_tol_class_name(nst_tol_class k)
 {
-    static const char *const n[] = {"element", "conv", "gram backward", "gram sums", "double sum", "fp32 math"};
+    static const char *const n[] = {"element", "conv", "gram backward", "gram sums", "double sum", "fp32 math", "exact"};
     return (unsigned)k < sizeof n / sizeof *n ? n[k] : "?";
 }
