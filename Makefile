@@ -5,7 +5,8 @@
 #   make test       install missing Debian packages, build, run the test suite
 #   make asan       build/asan/nstbatch with AddressSanitizer + UBSan
 #   make fuzz       the libFuzzer targets (clang)
-#   make bench      the CPU benchmark against PyTorch (needs scripts/install-deps.sh --dev)
+#   make bench      the CPU benchmark against PyTorch: fp32 and bf16 (needs scripts/install-deps.sh --dev)
+#   make bench-bf16 what bf16 changes in a render: losses and images against fp32, a 1000-iteration bf16 render
 #   make bench-conv the convolution measurement behind the oneDNN choice
 #   make bench-gpu  one GPU: convolutions per layer, the iteration against PyTorch, memory, largest tile
 #   make bench-scaling  strong and weak scaling over 1, 2 and 4 ranks
@@ -39,7 +40,6 @@ HDF5_PAR  := $(if $(HDF5_PC),$(shell for d in $$(pkg-config --cflags-only-I $(HD
 TIFF_VER  := $(shell pkg-config --modversion libtiff-4 2>/dev/null)
 PNG_VER   := $(shell pkg-config --modversion libpng 2>/dev/null)
 JPEG_VER  := $(shell pkg-config --modversion libjpeg 2>/dev/null)
-BLAS_VER  := $(shell pkg-config --modversion openblas 2>/dev/null || pkg-config --modversion blas 2>/dev/null)
 DNNL_OK   := $(shell printf '\043include <oneapi/dnnl/dnnl.h>\nint main(void){return dnnl_version()->major < 2;}\n' | \
                cc -x c - -ldnnl -o /dev/null 2>/dev/null && echo yes)
 DNNL_VER  := $(shell grep -h 'define DNNL_VERSION_\(MAJOR\|MINOR\|PATCH\)' /usr/include/oneapi/dnnl/dnnl_version.h 2>/dev/null | awk '{printf "%s%s", sep, $$3; sep="."}')
@@ -51,8 +51,8 @@ NCCL_OK   := $(shell test -f $(CUDA_HOME)/include/nccl.h -o -f /usr/include/nccl
 
 # ---- flags ------------------------------------------------------------------------------------
 CC      := $(if $(MPICC),$(MPICC),mpicc)
-DEPCFLAGS := $(if $(HDF5_PC),$(shell pkg-config --cflags $(HDF5_PC))) $(shell pkg-config --cflags libtiff-4 libpng libjpeg openblas 2>/dev/null)
-DEPLIBS   := $(if $(HDF5_PC),$(shell pkg-config --libs $(HDF5_PC))) $(shell pkg-config --libs libtiff-4 libpng libjpeg 2>/dev/null) -ldnnl $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
+DEPCFLAGS := $(if $(HDF5_PC),$(shell pkg-config --cflags $(HDF5_PC))) $(shell pkg-config --cflags libtiff-4 libpng libjpeg 2>/dev/null)
+DEPLIBS   := $(if $(HDF5_PC),$(shell pkg-config --libs $(HDF5_PC))) $(shell pkg-config --libs libtiff-4 libpng libjpeg 2>/dev/null) -ldnnl
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wformat=2 -Wno-format-nonliteral
 CFLAGS  ?= -O3 -g
 ALLCFLAGS := -std=gnu11 $(CFLAGS) $(WARN) -fopenmp -DNST_VERSION='"$(VERSION)"' $(DEPCFLAGS) -I. $(CFLAGS_EXTRA)
@@ -80,7 +80,7 @@ TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.
 TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run \
            $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 
-.PHONY: all demo test test-run asan fuzz bench bench-gpu bench-conv bench-scaling bench-cheap bench-io bench-batch bench-ckpt weights deps test-deps check-deps clean demo-images
+.PHONY: all demo test test-run asan fuzz bench bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-io bench-batch bench-ckpt weights deps test-deps check-deps clean demo-images
 all: check-deps nstbatch
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
@@ -97,12 +97,11 @@ check-deps:
 	@echo "  $(call ok,$(PNG_VER)) libpng      $(if $(PNG_VER),$(PNG_VER),not found: required)"
 	@echo "  $(call ok,$(JPEG_VER)) libjpeg     $(if $(JPEG_VER),$(JPEG_VER) (libjpeg-turbo),not found: required)"
 	@echo "  $(call ok,$(DNNL_OK)) oneDNN      $(if $(DNNL_OK),$(DNNL_VER): CPU convolutions and GEMMs,not found: required (libdnnl-dev))"
-	@echo "  $(call ok,$(BLAS_VER)) BLAS        $(if $(BLAS_VER),OpenBLAS $(BLAS_VER): the Gram sums in double (dsyrk),not found: required (libopenblas-dev))"
 	@echo "  $(call ok,$(NVCC)) nvcc        $(if $(NVCC),CUDA $(NVCC_VER) ($(NVCC)): CUDA side built,$(if $(NO_CUDA),disabled by NO_CUDA=1,not found): CPU-only build)"
 	@echo "  $(call ok,$(CUDNN_OK)) cuDNN       $(if $(CUDNN_OK),found (for the CUDA backend),not found (optional))"
 	@echo "  $(call ok,$(CUBLAS_OK)) cuBLAS      $(if $(CUBLAS_OK),found (for the CUDA backend),not found (optional))"
 	@echo "  $(call ok,$(NCCL_OK)) NCCL        $(if $(NCCL_OK),found (for the Gram allreduce on GPUs),not found (optional))"
-	@test -n "$(MPICC)" -a -n "$(HDF5_PAR)" -a -n "$(TIFF_VER)" -a -n "$(PNG_VER)" -a -n "$(JPEG_VER)" -a -n "$(DNNL_OK)" -a -n "$(BLAS_VER)" || \
+	@test -n "$(MPICC)" -a -n "$(HDF5_PAR)" -a -n "$(TIFF_VER)" -a -n "$(PNG_VER)" -a -n "$(JPEG_VER)" -a -n "$(DNNL_OK)" || \
 	  { echo "nstbatch: missing required dependencies: run scripts/install-deps.sh (or make deps)" >&2; exit 1; }
 
 deps:
@@ -197,8 +196,12 @@ demo: deps
 	mpirun --allow-run-as-root --bind-to none -np 1 ./nstbatch configs/demo.ini
 
 # ---- benchmark and weights --------------------------------------------------------------------
-bench: all $(BUILD)/bench/cpu_conv_choice
+bench: all $(BUILD)/bench/conv_layers
 	bench/cpu_iteration.sh
+
+# bf16 against fp32: losses, SSIM with controls, a long bf16 render (bench/results/bf16_numerics.md)
+bench-bf16: all demo-images $(BUILD)/tests/image_diff
+	bench/bf16_numerics.sh
 
 # one batch against a loop of runs, packed and unpacked (bench/results/batch_packing.md)
 bench-batch: all demo-images
@@ -231,7 +234,8 @@ $(BUILD)/bench/conv_layers: bench/conv_layers.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLCFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
-# the measurement that chose oneDNN over im2col + OpenBLAS for the CPU convolutions
+# the measurement that chose oneDNN over im2col + OpenBLAS for the CPU convolutions (OpenBLAS from
+# scripts/install-deps.sh --dev: nstbatch itself does not use it)
 bench-conv: $(BUILD)/bench/cpu_conv_choice
 	OMP_NUM_THREADS=$$(nproc) $(BUILD)/bench/cpu_conv_choice 512 384 | tee bench/results/cpu_conv_choice.md
 $(BUILD)/bench/cpu_conv_choice: bench/cpu_conv_choice.c

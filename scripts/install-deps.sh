@@ -6,7 +6,7 @@
 #   scripts/install-deps.sh          build and run
 #   scripts/install-deps.sh --test   also what only the tests use: a real Slurm (slurm-wlm, munge)
 #                                    and gnuplot for the plot command (make test)
-#   scripts/install-deps.sh --dev    also PyTorch: regenerating test fixtures and the CPU benchmark
+#   scripts/install-deps.sh --dev    also PyTorch (test fixtures, the CPU benchmarks) and OpenBLAS (make bench-conv)
 set -euo pipefail
 
 pkgs=(
@@ -16,14 +16,13 @@ pkgs=(
   libtiff-dev libtiff-tools                   # TIFF; tiffinfo/tiffdump for the tests
   libpng-dev libjpeg62-turbo-dev              # PNG, JPEG
   libdnnl-dev                                 # oneDNN: the CPU backend's convolutions and GEMMs
-  libopenblas-dev                             # BLAS: the Gram sums in double (dsyrk)
   clang libclang-rt-14-dev                    # libFuzzer targets, sanitizers
   libvips-tools python3-h5py python3-tifffile python3-numpy python3-pil
                                               # readers we did not write, for the output tests
 )
 case "${1:-}" in
   --test) pkgs+=(slurm-wlm munge gnuplot-nox) ;;
-  --dev) pkgs+=(slurm-wlm munge gnuplot-nox python3-torch) ;;
+  --dev) pkgs+=(slurm-wlm munge gnuplot-nox python3-torch libopenblas-dev) ;; # OpenBLAS: make bench-conv's comparison
 esac
 
 missing=()

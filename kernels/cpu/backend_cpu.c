@@ -1,6 +1,5 @@
 /* kernels/cpu/backend_cpu.c: the CPU backend's op table, memory functions and set-up. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
-#include <cblas.h>
 #include <omp.h>
 #include <sched.h>
 #include <stdio.h>
@@ -195,7 +194,6 @@ nst_status nst_cpu_backend_open(int threads, nst_precision precision, nst_backen
     snprintf(be->name, sizeof be->name, "cpu");
     if (threads > 0) omp_set_num_threads(threads);
     impl->threads = omp_get_max_threads();
-    openblas_set_num_threads(impl->threads);
     dnnl_status_t st = dnnl_engine_create(&impl->eng, dnnl_cpu, 0);
     if (st == dnnl_success) st = dnnl_stream_create(&impl->stream, impl->eng, dnnl_stream_default_flags);
     if (st != dnnl_success) {

@@ -3,7 +3,7 @@
  * bias and accumulation, one rounding to bf16 at the output, as oneDNN's bf16 kernels do).
  *
  * The network's input may stay fp32 in a bf16 network (the backend's in_dtype): bf16 would keep
- * 8 significant bits of the preprocessed image (steps of 1/255 of its range), so the network
+ * 8 significant bits of the preprocessed image (steps of up to one 8-bit grey level), so the network
  * would not see the optimiser's small changes to the pixels. The first conv then runs in fp32,
  * in bands of rows (the fp32 output of a whole tile would be large), each band rounded to bf16;
  * its backward writes the fp32 input gradient directly (oneDNN's bf16 kernels can).

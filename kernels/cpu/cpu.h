@@ -1,7 +1,7 @@
 /* kernels/cpu/cpu.h: internals shared by the CPU backend's files. The CPU backend is the
  * reference every other backend is compared with: oneDNN for the convolutions and the Gram
  * backward (chosen by measurement over im2col + OpenBLAS, see bench/results/cpu_conv_choice.md),
- * OpenBLAS dsyrk for the Gram sums in double, plain C with OpenMP for everything else.
+ * its own AVX-512 kernel for the Gram sums in double, plain C with OpenMP for everything else.
  *
  * Activations and their gradients are stored in fp32 (the reference) or bf16 (run.precision =
  * bf16: oneDNN's bf16 convolutions and matmuls, fp32 accumulation); every element op reads them
