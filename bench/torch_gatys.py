@@ -129,6 +129,7 @@ class Gatys:
         self.opt.step()
         with torch.no_grad():
             x.clamp_(0, 1)
+        return loss.detach()
 
     def sync(self):
         if self.dev.type == "cuda":
@@ -142,16 +143,21 @@ def measure(a, net, W, H, SW, SH, iters):
     for _ in range(2):
         g.step()
     g.sync()
-    times = []
+    times, last = [], None
     for _ in range(iters):
         t = time.perf_counter()
-        g.step()
+        last = g.step()
         g.sync()
         times.append(time.perf_counter() - t)
     # CUDA: the allocator's peak; CPU: the process's peak resident set (setup included, as nstbatch's)
     peak = torch.cuda.max_memory_allocated() if a.device == "cuda" else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    if getattr(a, "save", None):  # the image after the last step, 16-bit RGB TIFF
+        import numpy as np
+        import tifffile
+        x = g.x.detach().float().clamp(0, 1)[0].permute(1, 2, 0).cpu().numpy()
+        tifffile.imwrite(a.save, (x * 65535 + 0.5).astype(np.uint16))
     del g
-    return times, peak
+    return times, peak, float(last) if last is not None else None
 
 
 def fits(a, net, n):
@@ -182,6 +188,7 @@ def main():
     ap.add_argument("--channels-last", action="store_true")
     ap.add_argument("--cudnn-benchmark", action="store_true")
     ap.add_argument("--find-max", action="store_true", help="the largest square image that fits (CUDA)")
+    ap.add_argument("--save", help="write the image after the last step here (16-bit TIFF)")
     a = ap.parse_args()
     if not a.random and not (a.weights and a.content and a.style):
         ap.error("give --weights, --content and --style, or --random")
@@ -207,9 +214,9 @@ def main():
         return
     W, H = map(int, a.size.split("x"))
     SW, SH = map(int, (a.style_size or a.size).split("x"))
-    times, peak = measure(a, net, W, H, SW, SH, a.iters)
+    times, peak, loss = measure(a, net, W, H, SW, SH, a.iters)
     info.update(size=a.size, threads=torch.get_num_threads(), iters=a.iters, s_per_iter_median=statistics.median(times),
-                s_per_iter_mean=statistics.mean(times), peak_bytes=peak)
+                s_per_iter_mean=statistics.mean(times), peak_bytes=peak, loss_last_step=loss)
     print(json.dumps(info))
 
 
