@@ -12,16 +12,8 @@
 #   two images printed: the optimisation is chaotic, see bench/results/bf16_numerics.md);
 # - the style cache keeps bf16 and fp32 targets apart; a bf16 checkpoint is not resumed in fp32.
 # SKIPs the bf16 cases where the CPU has no bf16.
-set -u
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-T=$(mktemp -d /tmp/nstbatch-bf16.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-pass=0 fail=0 skipped=0
-ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
-bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
-skip() { skipped=$((skipped + 1)); printf '  SKIP %s\n' "$1"; }
+. "$(dirname "$0")/lib.sh" test_bf16_cli
 
 cat >"$T/b.ini" <<EOF
 [content]
@@ -116,5 +108,4 @@ if [ $native -eq 1 ]; then
 $(cat "$T/k32.log")"
 fi
 
-echo "test_bf16_cli: $pass passed, $fail failed, $skipped skipped"
-[ "$fail" -eq 0 ]
+finish

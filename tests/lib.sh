@@ -1,0 +1,19 @@
+# tests/lib.sh: the start every shell suite shares, sourced as `. "$(dirname "$0")/lib.sh" NAME`:
+# ROOT (the repository), T (a temporary folder removed at exit), Open MPI allowed as root, the
+# counters with ok / bad / skip, and finish, which prints "NAME: N passed, N failed, N skipped"
+# (tests/run.sh adds these up) and returns the suite's status.
+set -u
+SUITE=$1
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+T=$(mktemp -d "/tmp/nstbatch-$SUITE.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+pass=0 fail=0 skipped=0
+ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
+# bad WHAT WHY [OUTPUT]: a failure, with the output's last 15 lines
+bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
+skip() { skipped=$((skipped + 1)); printf '  SKIP %s\n' "$1"; }
+finish() {
+  echo "$SUITE: $pass passed, $fail failed, $skipped skipped"
+  [ "$fail" -eq 0 ]
+}
