@@ -564,6 +564,40 @@ static void t_reductions_are_exact_enough_and_thread_independent(void)
     nst_free(a), nst_free(b);
 }
 
+/* The Gram sums: the AVX-512 kernel, the portable one (NSTBATCH_CPU_PORTABLE=1) and one thread all
+ * give the same bits, in fp32 and bf16 (every entry is one sum in row order of exact products). */
+static void t_gram_sums_same_bits_on_every_path(void)
+{
+    const int h = 23, w = 37, cs[] = {3, 64, 77};
+    for (int k = 0; k < 3; k++)
+        for (int bf = 0; bf < 2; bf++) {
+            int c = cs[k];
+            size_t n = (size_t)h * w * c, cc = (size_t)c * c;
+            float *v = buf(n);
+            test_fill(v, n, 60 + k, 0, 3);
+            nst_tensor f;
+            double *g[3];
+            CHECK(nst_tensor_alloc(be, h, w, c, bf ? NST_BF16 : NST_F32, &f) == NST_OK, "tensor");
+            be->ops->upload(be, f.data, v, n, f.dt);
+            nst_rect r = nst_rect_make(2, 1, w - 5, h - 3);
+            int saved = omp_get_max_threads();
+            for (int path = 0; path < 3; path++) {
+                g[path] = calloc(cc, sizeof(double));
+                if (path == 1) setenv("NSTBATCH_CPU_PORTABLE", "1", 1);
+                if (path == 2) unsetenv("NSTBATCH_CPU_PORTABLE"), omp_set_num_threads(1);
+                be->ops->gram_accumulate(be, &f, r, g[path]);
+            }
+            omp_set_num_threads(saved);
+            int diff = 0;
+            for (int i = 0; i < c; i++)
+                for (int j = i; j < c; j++) diff += g[0][i * c + j] != g[1][i * c + j] || g[0][i * c + j] != g[2][i * c + j];
+            CHECK(diff == 0, "c %d %s: %d upper-triangle entries differ between the paths", c, bf ? "bf16" : "fp32", diff);
+            for (int p = 0; p < 3; p++) free(g[p]);
+            nst_tensor_free(be, &f);
+            nst_free(v);
+        }
+}
+
 static void t_axpby(void)
 {
     const size_t n = 10007;
@@ -605,6 +639,7 @@ int main(void)
     RUN(t_adam_matches_the_formula);
     RUN(t_reductions_are_exact_enough_and_thread_independent);
     RUN(t_axpby);
+    RUN(t_gram_sums_same_bits_on_every_path);
     nst_backend_close(be);
     return test_report("test_ops");
 }
