@@ -16,6 +16,7 @@
 #include "../util/log.h"
 #include "../util/mem.h"
 #include "../util/signals.h"
+#include "../util/sysmem.h"
 #include "../util/timer.h"
 
 #define MANIFEST_FORMAT 1
@@ -354,15 +355,35 @@ void nst_ckpt_free(nst_ckpt *c)
     c->text = NULL;
 }
 
+/* Whether this rank's node or memory control group is about to run out: less than 1/32 of its
+ * limit left (at least 32 MiB, at most 1 GiB). The test hook NSTBATCH_LOW_MEMORY=RANK:ITERATION
+ * says so at that point. */
+static int memory_low(long long done, size_t *left)
+{
+    const char *hook = getenv("NSTBATCH_LOW_MEMORY");
+    int r;
+    long long it;
+    if (hook && sscanf(hook, "%d:%lld", &r, &it) == 2 && r == nst_comm_rank() && it == done) return *left = 0, 1;
+    nst_sysmem m;
+    nst_sysmem_read(&m);
+    size_t limit = m.group_limit ? m.group_limit : m.total, margin = limit / 32;
+    margin = margin < (32u << 20) ? (size_t)32 << 20 : margin > (1u << 30) ? (size_t)1 << 30 : margin;
+    *left = m.headroom;
+    return (m.total || m.group_limit) && m.headroom < margin;
+}
+
 int nst_ckpt_poll(nst_ckpt *c, long long done, nst_status (*sum_doubles)(void *, double *, size_t), void *ctx)
 {
-    double v[2] = {nst_signal_pending() ? 1.0 : 0.0, 0.0};
+    size_t left;
+    int low = memory_low(done, &left);
+    double v[5] = {nst_signal_pending() ? 1.0 : 0.0, 0.0, low, low ? nst_comm_rank() : 0, low ? (double)left : 0};
     if (c->enabled) {
         if (c->every > 0 && done % c->every == 0) v[1] = 1;
         if (c->minutes > 0 && nst_comm_rank() == 0 && nst_now() - c->last >= c->minutes * 60.0) v[1] = 1;
     }
-    if (sum_doubles && sum_doubles(ctx, v, 2) != NST_OK) return NST_CKPT_NONE; /* the next agree reports it */
-    return v[0] > 0 ? NST_CKPT_SIGNAL : v[1] > 0 ? NST_CKPT_DUE : NST_CKPT_NONE;
+    if (sum_doubles && sum_doubles(ctx, v, 5) != NST_OK) return NST_CKPT_NONE; /* the next agree reports it */
+    c->low_ranks = (int)v[2], c->low_rank = (int)v[3], c->low_left = (size_t)v[4];
+    return v[2] > 0 ? NST_CKPT_MEMORY : v[0] > 0 ? NST_CKPT_SIGNAL : v[1] > 0 ? NST_CKPT_DUE : NST_CKPT_NONE;
 }
 
 typedef struct {

@@ -47,6 +47,8 @@ typedef struct nst_ckpt {
     int file_ranks;         /* how many rank files it has */
     double last;            /* when the last checkpoint was written (or the job started) */
     int written;            /* checkpoints written by this run */
+    int low_ranks, low_rank; /* the last poll: ranks short of memory, and one of them */
+    size_t low_left;         /* what it had left */
     /* resume: where the newest generation stands */
     int resume, done;
     int level;
@@ -67,10 +69,12 @@ nst_status nst_ckpt_open(nst_ckpt *c, const nst_config *cfg, const char *dir, in
 void nst_ckpt_arithmetic(const char *backend, const char *precision);
 void nst_ckpt_free(nst_ckpt *c);
 
-enum { NST_CKPT_NONE = 0, NST_CKPT_DUE = 1, NST_CKPT_SIGNAL = 2 };
+enum { NST_CKPT_NONE = 0, NST_CKPT_DUE = 1, NST_CKPT_SIGNAL = 2, NST_CKPT_MEMORY = 3 };
 /* At an iteration boundary, `done` iterations into the level: whether to checkpoint now (every N
  * iterations, every M minutes by rank 0's clock) or to checkpoint and stop (a rank was sent
- * SIGUSR1/SIGTERM). One small sum over the ranks (sum_doubles), so all of them answer the same. */
+ * SIGUSR1/SIGTERM; or a rank's node or memory control group has almost nothing left, before the
+ * kernel's OOM killer would end the job without a word: c->low_*). One small sum over the ranks
+ * (sum_doubles), so all of them answer the same. */
 int nst_ckpt_poll(nst_ckpt *c, long long done, nst_status (*sum_doubles)(void *, double *, size_t), void *ctx);
 
 /* What a render saves into and restores from its rank file. */

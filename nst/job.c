@@ -358,6 +358,7 @@ nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_collectives c
         have_shapes = s == NST_OK;
     }
     double bmin = 0;
+    if (s == NST_OK && !be->capacity) s = nst_comm_agree(nst_memory_check(cfg, nst_comm_local_size()));
     if (s == NST_OK) {
         double b = (double)nst_memory_budget(be, cfg->run_memory_gb, nst_comm_local_size()), bmax, bsum;
         s = nst_comm_stats(&b, &bmin, &bmax, &bsum, 1);

@@ -9,6 +9,7 @@
 
 #include "../util/log.h"
 #include "../util/mem.h"
+#include "../util/sysmem.h"
 
 static size_t acts_bytes(const nst_net *net, int h, int w) { return nst_acts_bytes(net, h, w); }
 
@@ -57,6 +58,8 @@ size_t nst_layout_memory(const nst_grid *g, const int *owner, int r, int cheap, 
     return b;
 }
 
+static double gib(size_t b) { return (double)b / (double)(1ull << 30); }
+
 size_t nst_memory_budget(const nst_backend *be, double memory_gb, int local_ranks)
 {
     if (be && be->capacity) { /* a device arena: already sized by run.memory_gb or the rank's share of the GPU */
@@ -64,14 +67,29 @@ size_t nst_memory_budget(const nst_backend *be, double memory_gb, int local_rank
         return be->capacity > used ? be->capacity - used : 0;
     }
     if (memory_gb > 0) return (size_t)(memory_gb * (double)(1ull << 30));
-    unsigned long long kb = 0;
-    FILE *f = fopen("/proc/meminfo", "r");
-    char line[256];
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
-    if (f) fclose(f);
-    if (!kb) kb = 4ull << 20; /* 4 GiB when the kernel does not say */
-    return (size_t)((double)kb * 1024 * 0.8 / (local_ranks > 0 ? local_ranks : 1));
+    nst_sysmem m;
+    nst_sysmem_read(&m);
+    size_t left = m.headroom ? m.headroom : (size_t)4 << 30; /* 4 GiB when the kernel does not say */
+    return (size_t)((double)left * 0.8 / (local_ranks > 0 ? local_ranks : 1));
+}
+
+nst_status nst_memory_check(const nst_config *cfg, int local_ranks)
+{
+    if (cfg->run_memory_gb <= 0) return NST_OK;
+    nst_sysmem m;
+    nst_sysmem_read(&m);
+    if (!m.headroom) return NST_OK;
+    const int n = local_ranks > 0 ? local_ranks : 1;
+    if (cfg->run_memory_gb * (double)(1ull << 30) * n <= (double)m.headroom) return NST_OK;
+    char where[320];
+    if (m.group_limit && m.group_limit - (m.group_used < m.group_limit ? m.group_used : m.group_limit) == m.headroom)
+        snprintf(where, sizeof where, "its memory control group (%.200s) has %.2f GiB left of a %.2f GiB limit", m.group, gib(m.headroom),
+                 gib(m.group_limit));
+    else
+        snprintf(where, sizeof where, "the node has %.2f GiB available of %.2f GiB", gib(m.headroom), gib(m.total));
+    return nst_fail(NST_EINPUT, "%s: run.memory_gb = %g for each of this node's %d rank%s is more than there is: %s; set run.memory_gb to "
+                                "at most %.2f, or 0 to use 80 %% of what is left",
+                    nst_config_origin(cfg, NST_K_run_memory_gb), cfg->run_memory_gb, n, n == 1 ? "" : "s", where, gib(m.headroom) / n);
 }
 
 static int round_up(int v, int a) { return (v + a - 1) / a * a; }
@@ -92,29 +110,88 @@ static int candidates(int n, int align, int *out, int cap)
     return u;
 }
 
-/* The largest model over ranks for a grid and strategy. */
-static size_t worst_memory(const nst_grid *g, const int *owner, int nranks, int cheap, size_t opt_px_bytes, nst_gram_strategy gram,
-                           const nst_loss_spec *spec, const nst_net *net)
+/* What a rank holds in host memory besides the backend's buffers while a level renders (when the
+ * backend's memory is host memory, the CPU's, it comes out of the same budget): the level's
+ * content, initial and result windows (3 x 12 B per window pixel), the previous level's cores (at
+ * most 12 B per core pixel), and the CPU backend's scratch for its largest window: the Gram
+ * backward's region copies (at most 16 MiB), the first conv's fp32 band in bf16 (at most 8 MiB)
+ * and the Gram sums' block (512 KiB). */
+size_t nst_layout_host_memory(const nst_grid *g, const int *owner, int r, nst_dtype act)
 {
-    size_t worst = 0;
-    for (int r = 0; r < nranks; r++) {
-        size_t m = nst_layout_memory(g, owner, r, cheap, opt_px_bytes, gram, spec, net);
-        if (m > worst) worst = m;
+    size_t b = 0, wmax = 0;
+    for (int t = 0; t < g->ntiles; t++) {
+        if (owner[t] != r) continue;
+        nst_rect w = nst_grid_window(g, t), c = nst_grid_core(g, t);
+        b += 36 * (size_t)w.w * w.h + 12 * (size_t)c.w * c.h;
+        if ((size_t)w.w * w.h > wmax) wmax = (size_t)w.w * w.h;
     }
+    if (!wmax) return b;
+    size_t gram = 2 * 64 * nst_dtype_size(act) * wmax, band = act == NST_BF16 ? 4 * 64 * wmax : 0;
+    return b + ((size_t)1 << 19) + (gram < ((size_t)16 << 20) ? gram : (size_t)16 << 20) + (band < ((size_t)8 << 20) ? band : (size_t)8 << 20);
+}
+
+/* The largest model over ranks for a grid and strategy, with the host buffers where they share the
+ * backend's memory; *backend (may be NULL): the largest of the backend's buffers alone. */
+static size_t worst_memory(const nst_grid *g, const int *owner, int nranks, int cheap, size_t opt_px_bytes, nst_gram_strategy gram,
+                           const nst_loss_spec *spec, const nst_net *net, size_t *backend)
+{
+    size_t worst = 0, worst_be = 0;
+    const int host = !net->be->capacity;
+    for (int r = 0; r < nranks; r++) {
+        size_t b = nst_layout_memory(g, owner, r, cheap, opt_px_bytes, gram, spec, net);
+        size_t m = b + (host ? nst_layout_host_memory(g, owner, r, net->be->act_dtype) : 0);
+        if (m > worst) worst = m;
+        if (b > worst_be) worst_be = b;
+    }
+    if (backend) *backend = worst_be;
     return worst;
 }
 
-static double gib(size_t b) { return (double)b / (double)(1ull << 30); }
+typedef struct { /* the plan that models the least memory, for the message when none fits */
+    size_t mem;
+    int w, h;
+    nst_gram_strategy gram;
+} least_plan;
+
+/* Nothing fits the budget: one line with the budget, the smallest plan tried and what it needs,
+ * and how many ranks would make it fit (geometry only: the same tiles over more ranks). */
+static nst_status no_fit(const nst_config *cfg, const nst_loss_spec *spec, const nst_net *net, int W, int H, int nranks, size_t budget,
+                         int halo, int align, int cheap, size_t opt_px_bytes, long long tk, least_plan least)
+{
+    int ranks = 0;
+    nst_grid g;
+    if (least.w && nst_grid_make(W, H, least.w, least.h, halo, align, &g) == 0) {
+        int *owner = malloc(sizeof(int) * (size_t)g.ntiles);
+        for (int r = nranks * 2; owner && r <= g.ntiles && r <= 65536 && !ranks; r *= 2) {
+            nst_assign_tiles(&g, r, owner);
+            if (worst_memory(&g, owner, r, cheap, opt_px_bytes, least.gram, spec, net, NULL) <= budget) ranks = r;
+        }
+        free(owner);
+    }
+    char more[96] = "", origin[160] = "";
+    if (ranks) snprintf(more, sizeof more, ", or %d ranks with as much memory each", ranks);
+    if (tk != NST_WORD(0) || cfg->run_memory_gb > 0) /* a key the user set limits it: name it */
+        snprintf(origin, sizeof origin, "%s: ", nst_config_origin(cfg, tk != NST_WORD(0) ? NST_K_tiling_tile_size : NST_K_run_memory_gb));
+    return nst_fail(NST_EINPUT,
+                    "%sno tiling of the %dx%d image fits the memory budget of %.3g GiB per rank (%s); the smallest plan (tiles of %dx%d "
+                    "px, tiling.gram = %s) needs %.3g GiB on its busiest rank: give each rank that much (run.memory_gb, fewer ranks "
+                    "per node)%s, or render a smaller output",
+                    origin, W, H, gib(budget), cfg->run_memory_gb > 0 ? "run.memory_gb" : "80 % of what the node and its memory group have left",
+                    least.w, least.h, nst_gram_strategy_name(least.gram), gib(least.mem), more);
+}
 
 nst_status nst_layout_plan(const nst_config *cfg, const nst_loss_spec *spec, const nst_net *net, int W, int H, int nranks, int rank,
                            size_t budget, nst_layout *L)
 {
-    return nst_layout_plan_tiles(cfg, spec, net, W, H, nranks, rank, budget, 0, 0, NULL, L);
+    nst_plan_req req = {budget, 0, cfg->optim_iterations, 0, 0, NULL};
+    return nst_layout_plan_tiles(cfg, spec, net, W, H, nranks, rank, &req, L);
 }
 
 nst_status nst_layout_plan_tiles(const nst_config *cfg, const nst_loss_spec *spec, const nst_net *net, int W, int H, int nranks, int rank,
-                                 size_t budget, int force_w, int force_h, const char *forced, nst_layout *L)
+                                 const nst_plan_req *req, nst_layout *L)
 {
+    const size_t budget = req->budget;
+    const int force_w = req->force_w, force_h = req->force_h;
     memset(L, 0, sizeof *L);
     L->nranks = nranks;
     L->rank = rank;
@@ -201,9 +278,10 @@ nst_status nst_layout_plan_tiles(const nst_config *cfg, const nst_loss_spec *spe
         nch = candidates(H, L->align, ch, 128);
     }
     double best_cost = INFINITY;
+    least_plan least = {0, 0, 0, want[0]};
     int best_w = 0, best_h = 0;
     nst_gram_strategy best_g = want[0];
-    size_t best_mem = 0;
+    size_t best_mem = 0, best_be = 0;
     int *owner = NULL;
     for (int a = 0; a < ncw; a++)
         for (int b = 0; b < nch; b++) {
@@ -218,8 +296,10 @@ nst_status nst_layout_plan_tiles(const nst_config *cfg, const nst_loss_spec *spe
             owner = o;
             int64_t load = nst_assign_tiles(&g, nranks, owner);
             for (int k = 0; k < nwant; k++) {
-                size_t mem = worst_memory(&g, owner, nranks, L->cheap, L->opt_px_bytes, want[k], spec, net);
-                if (mem > budget && cfg->optim_iterations > 0) continue; /* no optimisation: no network buffers */
+                size_t mem_be, mem = worst_memory(&g, owner, nranks, L->cheap, L->opt_px_bytes, want[k], spec, net, &mem_be);
+                if (!least.mem || mem < least.mem) least = (least_plan){mem, cw[a], ch[b], want[k]};
+                if (req->iterations > 0 && (mem > budget || (req->backend_below && mem_be >= req->backend_below)))
+                    continue; /* (no optimisation: no network buffers) */
                 double cost = (double)load * (want[k] == NST_GRAM_TWO_PASS ? 1.5 : 1.0);
                 long long area = (long long)cw[a] * ch[b], best_area = (long long)best_w * best_h;
                 int squarer = abs(cw[a] - ch[b]) < abs(best_w - best_h);
@@ -229,20 +309,13 @@ nst_status nst_layout_plan_tiles(const nst_config *cfg, const nst_loss_spec *spe
                     best_h = ch[b];
                     best_g = want[k];
                     best_mem = mem;
+                    best_be = mem_be;
                 }
                 break; /* the first strategy that fits is the one used at this size */
             }
         }
     free(owner);
-    if (!best_w) {
-        int t = tk != NST_WORD(0) ? (int)tk : cw[ncw - 1];
-        return nst_fail(NST_EINPUT,
-                        "%s: no tiling of the %dx%d image fits the memory budget of %.2f GiB per rank (run.memory_gb); "
-                        "tiles of %d px with tiling.gram = %s would need more; use more ranks or a smaller output",
-                        nst_config_origin(cfg, tk != NST_WORD(0) ? NST_K_tiling_tile_size : NST_K_run_memory_gb), W, H,
-                        gib(budget), t, nst_gram_strategy_name(want[nwant - 1]));
-    }
-
+    if (!best_w) return no_fit(cfg, spec, net, W, H, nranks, budget, halo, L->align, L->cheap, L->opt_px_bytes, tk, least);
     nst_grid_make(W, H, best_w, best_h, halo, L->align, &L->grid);
     L->gram = best_g;
     L->owner = nst_alloc_array((size_t)L->grid.ntiles, sizeof(int), "tile owners");
@@ -256,9 +329,10 @@ nst_status nst_layout_plan_tiles(const nst_config *cfg, const nst_loss_spec *spe
         if (L->owner[t] == rank) L->local[L->nlocal++] = t;
     L->mem_model = nst_layout_memory(&L->grid, L->owner, rank, L->cheap, L->opt_px_bytes, L->gram, spec, net);
     L->mem_peak = L->mem_model;
-    L->mem_max = best_mem;
+    L->mem_max = best_be;
+    L->mem_total = best_mem;
     snprintf(L->why, sizeof L->why, "%s tile size %dx%d px%s; Gram %s: %.3f GiB per rank of %.2f GiB budget%s",
-             force_w > 0 ? (forced ? forced : "forced") : tk == NST_WORD(0) ? "auto" : "configured", best_w, best_h,
+             force_w > 0 ? (req->forced ? req->forced : "forced") : tk == NST_WORD(0) ? "auto" : "configured", best_w, best_h,
              tk == NST_WORD(0) ? " (least work on the slowest rank)" : "", nst_gram_strategy_name(best_g), gib(best_mem),
              gib(budget),
              strcmp(cfg->tiling_gram, "auto") == 0 && best_g == NST_GRAM_TWO_PASS ? " (resident did not fit)" : "");

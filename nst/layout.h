@@ -42,7 +42,8 @@ typedef struct {
     int64_t max_load;   /* window pixels of the most loaded rank */
     size_t mem_model;   /* the model for this rank's tiles (steady state) */
     size_t mem_peak;    /* this rank's peak (the model) */
-    size_t mem_max;     /* the largest model over ranks */
+    size_t mem_max;     /* the largest model of backend buffers over ranks */
+    size_t mem_total;   /* the same with the host's buffers where they share its memory: what the budget bounds */
     size_t mem_budget;
     char why[320];      /* how the tile size and the Gram strategy were chosen */
 } nst_layout;
@@ -51,17 +52,35 @@ typedef struct {
  * (tile size or halo off the stride, memory). */
 nst_status nst_layout_plan(const nst_config *cfg, const nst_loss_spec *spec, const nst_net *net, int W, int H, int nranks, int rank,
                            size_t budget, nst_layout *L);
-/* The same with the tile size fixed at force_w x force_h (a resumed checkpoint's tiling, or tiles
- * halved after an allocation failure); `forced` says which, for L->why. */
+/* What a level's plan must meet. */
+typedef struct {
+    size_t budget;         /* bytes per rank: the backend's buffers, and the host's where they share memory */
+    size_t backend_below;  /* if not 0: the backend's buffers must model less than this (a retry after an
+                            * allocation failure must promise less than the plan that failed) */
+    long long iterations;  /* the level's; 0: no network buffers, so no memory check */
+    int force_w, force_h;  /* if not 0: the tile size (a resumed checkpoint's, or tiles halved after a failure) */
+    const char *forced;    /* which, for L->why */
+} nst_plan_req;
+
+/* The same for one level of a render. */
 nst_status nst_layout_plan_tiles(const nst_config *cfg, const nst_loss_spec *spec, const nst_net *net, int W, int H, int nranks, int rank,
-                                 size_t budget, int force_w, int force_h, const char *forced, nst_layout *L);
+                                 const nst_plan_req *req, nst_layout *L);
 void nst_layout_free(nst_layout *L);
 
 /* Bytes of rank r's backend buffers for a grid, owners and strategy (the model above). */
 size_t nst_layout_memory(const nst_grid *g, const int *owner, int r, int cheap, size_t opt_px_bytes, nst_gram_strategy gram,
                          const nst_loss_spec *spec, const nst_net *net);
+/* Bytes rank r holds in host memory while a level renders, besides the backend's buffers: its
+ * windows' content, initial and result pixels, the previous level's cores, the CPU scratch (for
+ * activations of dtype act). The planner counts them against the budget when the backend's memory
+ * is host memory. */
+size_t nst_layout_host_memory(const nst_grid *g, const int *owner, int r, nst_dtype act);
 /* The budget: on a device with a fixed arena (CUDA), what is free in it less the backend's
- * scratch reserve; else memory_gb if set, else 80% of MemAvailable shared by the ranks of a node. */
+ * scratch reserve; else memory_gb if set, else 80% of what the node and this process's memory
+ * control group have left (util/sysmem.h), shared by the ranks of a node. */
 size_t nst_memory_budget(const nst_backend *be, double memory_gb, int local_ranks);
+/* run.memory_gb, when set, must fit what this node (and its memory control group) has left for
+ * its local_ranks ranks: else one line saying what there is. */
+nst_status nst_memory_check(const nst_config *cfg, int local_ranks);
 
 #endif

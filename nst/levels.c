@@ -293,13 +293,13 @@ static void try_free(nst_layout *L, float ***bufs, nst_adam_state *st)
     nst_layout_free(L);
 }
 
-/* The layout of level k: tiles of fw x fh px (0: planned within budget). Pure geometry, the same
- * on every rank. */
-static nst_status plan_level(const nst_levels_ctx *c, const nst_level_plan *p, int k, int fw, int fh, const char *forced, size_t budget,
-                             nst_layout *L)
+/* The layout of level k: tiles of fw x fh px (0: planned within budget), whose backend buffers
+ * model less than backend_below if not 0. Pure geometry, the same on every rank. */
+static nst_status plan_level(const nst_levels_ctx *c, const nst_level_plan *p, int k, int fw, int fh, const char *forced,
+                             size_t backend_below, nst_layout *L)
 {
-    return nst_comm_agree(nst_layout_plan_tiles(c->cfg, c->spec, c->shapes, p->w[k], p->h[k], nst_comm_size(), nst_comm_rank(), budget, fw,
-                                                fh, forced, L));
+    nst_plan_req req = {c->budget, backend_below, p->iterations[k], fw, fh, forced};
+    return nst_comm_agree(nst_layout_plan_tiles(c->cfg, c->spec, c->shapes, p->w[k], p->h[k], nst_comm_size(), nst_comm_rank(), &req, L));
 }
 
 /* Level k on layout L: the content and initial windows, the colour statistics, the style targets
@@ -377,6 +377,20 @@ static nst_status level_try(const nst_levels_ctx *c, const nst_level_plan *p, in
 
 /* ---- the loop ---------------------------------------------------------------------------------- */
 
+/* Before anything heavy runs: every level from k0 on must have a plan within the budget (each is
+ * planned again when its turn comes; this only refuses early what would fail late). */
+static nst_status preflight(const nst_levels_ctx *c, const nst_level_plan *p, int k0)
+{
+    for (int k = k0; k < p->n; k++) {
+        nst_layout L;
+        memset(&L, 0, sizeof L);
+        nst_status s = plan_level(c, p, k, 0, 0, NULL, 0, &L);
+        nst_layout_free(&L);
+        if (s != NST_OK) return p->n > 1 ? nst_fail_context(s, "level %d of %d (%dx%d)", k + 1, p->n, p->w[k], p->h[k]) : s;
+    }
+    return NST_OK;
+}
+
 nst_status nst_levels_run(const nst_levels_ctx *c, const nst_level_plan *p, nst_layout *Lout, float ***cores_out, nst_level_report *rep)
 {
     const nst_config *cfg = c->cfg;
@@ -393,6 +407,7 @@ nst_status nst_levels_run(const nst_levels_ctx *c, const nst_level_plan *p, nst_
     nst_ckpt *ck = c->ckpt;
     const int k0 = ck && ck->resume ? ck->level : 0; /* a resume starts at the checkpoint's level */
     if (k0 >= p->n) return nst_fail(NST_EINPUT, "checkpoint %s: level %d, but this render has %d level%s", ck->dir, k0 + 1, p->n, p->n == 1 ? "" : "s");
+    NST_TRY(preflight(c, p, k0));
     for (int k = 0; k < k0; k++) { /* finished before the checkpoint: their reports from the manifest */
         nst_level_report *r = &rep[k];
         const nst_ckpt_level *lv = &ck->levels[k];
@@ -418,7 +433,7 @@ nst_status nst_levels_run(const nst_levels_ctx *c, const nst_level_plan *p, nst_
         float **bufs = NULL;
         nst_adam_state state_out;
         memset(&state_out, 0, sizeof state_out);
-        s = plan_level(c, p, k, resuming ? ck->tile_w : 0, resuming ? ck->tile_h : 0, "the checkpoint's", c->budget, &L);
+        s = plan_level(c, p, k, resuming ? ck->tile_w : 0, resuming ? ck->tile_h : 0, "the checkpoint's", 0, &L);
         for (int halvings = 0; s == NST_OK; halvings++) {
             int retry = 0;
             s = level_try(c, p, k, resuming, k > k0 ? &pv : NULL, &L, &bufs, carry && k + 1 < p->n ? &state_out : NULL, r, &retry);
@@ -434,7 +449,7 @@ nst_status nst_levels_run(const nst_levels_ctx *c, const nst_level_plan *p, nst_
             const int last = resuming ? halvings > 0 : halvings == MAX_HALVINGS;
             nst_status ps = last ? NST_ENOMEM
                                  : plan_level(c, p, k, nw, nh, resuming ? "the checkpoint's (in less memory after an allocation failure)"
-                                                                        : "halved after an allocation failure:", L.mem_max - 1, &next);
+                                                                        : "halved after an allocation failure:", L.mem_max, &next);
             if (ps != NST_OK) {
                 nst_fail_clear();
                 s = nst_fail(NST_ENOMEM, "%s; tiles of %dx%d px%s, and %s", why, L.grid.tile_w, L.grid.tile_h,

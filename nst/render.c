@@ -511,6 +511,16 @@ static nst_status boundary(const nst_render_ctx *ctx, render_state *rs, long lon
         nst_progress_event(ctx->progress, "checkpoint", fields);
     }
     st->checkpoint_seconds += nst_now() - t0;
+    if (p == NST_CKPT_MEMORY) {
+        char who[64], saved[4200];
+        if (c->low_ranks == 1) snprintf(who, sizeof who, "rank %d's node has %.0f MiB", c->low_rank, (double)c->low_left / (1 << 20));
+        else snprintf(who, sizeof who, "%d ranks' nodes have %.0f MiB between them", c->low_ranks, (double)c->low_left / (1 << 20));
+        if (c->enabled) snprintf(saved, sizeof saved, "checkpoint written to %s: free memory or give the job more, then run again to resume", c->dir);
+        else snprintf(saved, sizeof saved, "checkpoint.path is not set, so nothing was saved");
+        return nst_fail(NST_ERUNTIME, "stopped at level %d, iteration %lld of %lld before the system would kill the job: %s of memory left "
+                        "(its memory control group or the machine); %s",
+                        ctx->level + 1, done, ctx->iterations, who, saved);
+    }
     if (p != NST_CKPT_SIGNAL) return NST_OK;
     int sig = nst_signal_pending();
     const char *name = sig ? nst_signal_name(sig) : "SIGUSR1/SIGTERM";

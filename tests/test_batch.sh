@@ -161,7 +161,7 @@ if [ "$(grep -c 'style targets.*: computed' "$T/cache1.log")" = 2 ] && [ "$(grep
 else bad "style cache" "files $nfiles" "$(grep -h 'style targets' "$T/cache1.log" "$T/cache2.log")"; fi
 same "cached style targets render what fresh ones do" out/cache1.tif out/cache2.tif
 nst stw 2 base.ini --set output.path=out/stw.tif --set output.width=192 --set output.height=128 --set style.scale=2 --set tiling.tile_size=64 --set optim.iterations=10
-nst stt 2 base.ini --set output.path=out/stt.tif --set output.width=192 --set output.height=128 --set style.scale=2 --set tiling.tile_size=64 --set optim.iterations=10 --set run.memory_gb=0.02
+nst stt 2 base.ini --set output.path=out/stt.tif --set output.width=192 --set output.height=128 --set style.scale=2 --set tiling.tile_size=64 --set optim.iterations=10 --set run.memory_gb=0.03
 if grep -q "style targets.*computed over tiles" "$T/stt.log" && grep -q "style targets.*: computed (" "$T/stw.log"; then ok "a small memory budget computes the style targets over tiles"; else bad "tiled style targets" "" "$(cat "$T/stt.log")"; fi
 same "style targets over tiles render what whole-image targets do" out/stw.tif out/stt.tif
 
