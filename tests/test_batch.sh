@@ -16,16 +16,10 @@
 #   the same image; targets computed over tiles (a small run.memory_gb) render the same image as
 #   whole-image targets;
 # - color.mode = luminance keeps the content's chroma (YIQ I, Q) within a bound;
-# - L-BFGS reaches Adam's 100-iteration loss in fewer iterations, and 1 and 4 ranks agree.
-set -u
+# - L-BFGS reaches Adam's 100-iteration loss in fewer iterations, and 1 and 4 ranks agree;
+# - the style cache keeps the targets of weights that differ only in their input preprocessing apart.
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-T=$(mktemp -d /tmp/nstbatch-batch.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-pass=0 fail=0
-ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
-bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
+. "$(dirname "$0")/lib.sh" test_batch
 mkdir -p "$T/out"
 
 cat >"$T/base.ini" <<EOF
@@ -160,6 +154,31 @@ if [ "$(grep -c 'style targets.*: computed' "$T/cache1.log")" = 2 ] && [ "$(grep
   ok "style targets: computed and kept ($nfiles files), then loaded from the cache"
 else bad "style cache" "files $nfiles" "$(grep -h 'style targets' "$T/cache1.log" "$T/cache2.log")"; fi
 same "cached style targets render what fresh ones do" out/cache1.tif out/cache2.tif
+# two weight files with the same kernels, one with torchvision's input preprocessing (the random
+# network's) and one with Caffe's (the Keras file's), keep their own targets
+"$NST" --make-weights random "$T/wk.h5" --seed 3 --width-divisor 8 >/dev/null
+if /usr/bin/python3 -c 'import h5py' 2>/dev/null; then
+  cp "$T/wk.h5" "$T/wt.h5"
+  /usr/bin/python3 - "$T/wt.h5" <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r+") as f:
+    f.attrs["input_order"] = np.bytes_("BGR")
+    f.attrs["input_scale"] = np.array([255.0], np.float32)
+    f.attrs["input_mean"] = np.array([103.939, 116.779, 123.68], np.float32)
+    f.attrs["input_std"] = np.array([1.0, 1.0, 1.0], np.float32)
+PY
+  mkdir -p "$T/cachep"
+  nst prek 1 base.ini --set output.path=out/prek.tif --set batch.style_cache=cachep --set model.weights=wk.h5
+  nst pret 1 base.ini --set output.path=out/pret.tif --set batch.style_cache=cachep --set model.weights=wt.h5
+  nst pret0 1 base.ini --set output.path=out/pret0.tif --set model.weights=wt.h5
+  if grep -q 'style targets.*: computed' "$T/prek.log" && grep -q 'style targets.*: computed' "$T/pret.log" &&
+     [ "$(ls "$T/cachep" | grep -c '^style-.*\.h5$')" = 2 ]; then
+    ok "style cache: weights that differ only in preprocessing get their own targets (2 files)"
+  else bad "style cache and preprocessing" "" "$(grep -h 'style targets' "$T/prek.log" "$T/pret.log"; ls "$T/cachep")"; fi
+  same "with the other preprocessing, cached targets render what fresh ones do" out/pret.tif out/pret0.tif
+else
+  skip "style cache and preprocessing: /usr/bin/python3 has no h5py to write the second weight file"
+fi
 nst stw 2 base.ini --set output.path=out/stw.tif --set output.width=192 --set output.height=128 --set style.scale=2 --set tiling.tile_size=64 --set optim.iterations=10
 nst stt 2 base.ini --set output.path=out/stt.tif --set output.width=192 --set output.height=128 --set style.scale=2 --set tiling.tile_size=64 --set optim.iterations=10 --set run.memory_gb=0.03
 if grep -q "style targets.*computed over tiles" "$T/stt.log" && grep -q "style targets.*: computed (" "$T/stw.log"; then ok "a small memory budget computes the style targets over tiles"; else bad "tiled style targets" "" "$(cat "$T/stt.log")"; fi
@@ -174,5 +193,4 @@ reach=$(awk -v t="$target" '$1 ~ /^[0-9]+$/ && NF >= 5 && $2 + 0 <= t + 0 { prin
 if [ -n "$target" ] && [ -n "$reach" ] && [ "$reach" -lt 100 ]; then ok "L-BFGS reaches Adam's 100-iteration loss $target by iteration $reach"; else bad "L-BFGS vs Adam" "target '$target', reached at '$reach'" "$(grep -E '^ +[0-9]+ ' "$T/lb1.log" | tail -5)"; fi
 same "L-BFGS: 1 rank and 4 ranks (6 tiles) give the same image" out/lb1.tif out/lb4.tif
 
-echo "test_batch: $pass passed, $fail failed, 0 skipped"
-[ $fail -eq 0 ]
+finish
