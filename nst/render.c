@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 
 #include "../mpi/comm.h"
@@ -528,7 +529,8 @@ static nst_status boundary(const nst_render_ctx *ctx, render_state *rs, long lon
         return nst_fail(NST_ERUNTIME, "stopped by %s at level %d, iteration %lld of %lld; checkpoint.path is not set, so nothing was saved", name,
                         ctx->level + 1, done, ctx->iterations);
     return nst_fail(NST_EINTERRUPTED, "stopped by %s at level %d, iteration %lld of %lld: checkpoint written to %s; run again (or requeue: "
-                    "exit status 75) to resume", name, ctx->level + 1, done, ctx->iterations, c->dir);
+                    "exit status 75) to resume%s", name, ctx->level + 1, done, ctx->iterations, c->dir,
+                    sig == SIGTERM ? " (after Ctrl-C mpirun reports its own status, 1; tools/nstbatch-mpirun keeps 75)" : "");
 }
 
 nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, float **out, nst_render_stats *st)

@@ -11,7 +11,9 @@
 #   lagged Gram), L-BFGS (its history);
 # - a killed write leaves the previous generation in force (its manifest and files), never a
 #   partial checkpoint;
-# - SIGUSR1 to mpirun: exit status 75; SIGTERM without checkpoint.path: exit 1, "nothing saved";
+# - SIGUSR1 to mpirun: exit status 75; SIGINT (Ctrl-C) to mpirun: the ranks checkpoint, mpirun exits
+#   1 (Open MPI's own status); to tools/nstbatch-mpirun: exit 75, and the run resumes to the same
+#   image; SIGTERM without checkpoint.path: exit 1, "nothing saved";
 # - a changed config (naming the key), a changed input file, another rank count and a corrupt
 #   rank file are refused with exit 2; --restart starts over;
 # - a finished job is not rendered again ("already rendered"); a batch stopped by a signal
@@ -131,6 +133,23 @@ interrupted lbfgs --set optim.method=lbfgs
 nst_bg usr1 ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_usr1
 wait_iter usr1 40; pkill -USR1 -P $bg; wait $bg; r=$?
 [ $r -eq 75 ] && grep -q "stopped by SIGUSR1" "$T/usr1.log" && ok "SIGUSR1 to mpirun: checkpoint and exit status 75" || bad "SIGUSR1 exit status" "exit $r" "$(tail -n 4 "$T/usr1.log")"
+# Ctrl-C: to mpirun itself (it sends every rank SIGTERM and exits 1: Open MPI's status), and to
+# tools/nstbatch-mpirun (it asks the ranks with USR1: exit 75); both leave a checkpoint to resume
+(cd "$T" && exec timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" ck.ini --set output.path=out/int.tif \
+    --set checkpoint.path=ck_int) >"$T/int.log" 2>&1 &
+bg=$!
+wait_iter int 40; kill -INT $bg; wait $bg; r=$?
+[ $r -eq 1 ] && grep -q "stopped by SIGTERM.*checkpoint written to ck_int" "$T/int.log" && grep -q '^state = running' "$T/ck_int/manifest" &&
+  ok "SIGINT to mpirun: the ranks checkpoint and stop; mpirun exits 1 (Open MPI's status for a job it ends)" || bad "SIGINT to mpirun" "exit $r" "$(tail -n 4 "$T/int.log")"
+(cd "$T" && exec timeout 300 "$ROOT/tools/nstbatch-mpirun" --oversubscribe --bind-to none -np 2 "$NST" ck.ini --set output.path=out/wint.tif \
+    --set checkpoint.path=ck_wint) >"$T/wint.log" 2>&1 &
+bg=$!
+wait_iter wint 40; kill -INT $bg; wait $bg; r=$?
+nst wint_resume ck.ini --set output.path=out/wint.tif --set checkpoint.path=ck_wint
+if [ $r -eq 75 ] && grep -q "stopped by SIGUSR1.*checkpoint written to ck_wint" "$T/wint.log" && [ $rc -eq 0 ] && grep -q resum "$T/wint_resume.log"; then
+  ok "SIGINT to tools/nstbatch-mpirun: checkpoint, exit 75, and the run resumes from it"
+else bad "SIGINT to tools/nstbatch-mpirun" "exit $r, resume $rc" "$(tail -n 4 "$T/wint.log")"; fi
+same "the render interrupted by Ctrl-C and resumed equals the uninterrupted one" out/ref_adam.tif out/wint.tif
 nst_bg nockpt ck.ini --set output.path=out/nockpt.tif
 wait_iter nockpt 40; ranks TERM; wait $bg; r=$?
 [ $r -eq 1 ] && grep -q "checkpoint.path is not set, so nothing was saved" "$T/nockpt.log" && [ ! -e "$T/out/nockpt.tif" ] \
