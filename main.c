@@ -157,6 +157,8 @@ int main(int argc, char **argv)
     nst_log_set_quiet(cli.quiet);
 
     const int launched_as = launch_rank();
+    /* before MPI starts: a singleton's start sets PMIX_RANK as a launcher would */
+    const int launched = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK") || getenv("SLURM_STEP_ID");
     s = nst_comm_init(&argc, &argv);
     if (s != NST_OK) return fail_exit(s);
     int rank = nst_comm_rank(), size = nst_comm_size();
@@ -193,7 +195,7 @@ int main(int argc, char **argv)
                      be->cores_allowed, be->cores_online, be->threads, be->threads == 1 ? "" : "s");
         nst_collectives coll = nst_device_collectives(&dev);
         nst_progress progress;
-        s = nst_progress_open(&progress, &cfg, cli.quiet, be->gpu_stream ? be->gpu_bus_id : "");
+        s = nst_progress_open(&progress, &cfg, cli.quiet, launched, be->gpu_stream ? be->gpu_bus_id : "");
         nst_weights weights;
         nst_style_cache *cache = NULL;
         memset(&weights, 0, sizeof weights);

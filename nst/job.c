@@ -145,6 +145,23 @@ static nst_status rank_map(const nst_backend *be, const nst_job_env *env, rank_e
     return NST_OK;
 }
 
+/* "done": every level's iterations and seconds (resumed levels count what this run did); the
+ * last level's rate */
+static void job_totals(const nst_job_result *res, double mp, const nst_render_stats *st)
+{
+    long long its = 0;
+    double secs = 0;
+    for (int k = 0; k < res->nlevels; k++) its += res->levels[k].stats.iterations, secs += res->levels[k].stats.seconds;
+    if (res->nlevels <= 1 || its <= 0) its = st->iterations, secs = st->seconds;
+    double it = st->iterations > 0 ? (double)st->iterations : 1;
+    if (res->nlevels > 1)
+        nst_info("done: %lld iterations over %d levels in %.2f s; the last level %.4f s/iteration, %.3f megapixel-iterations/s; setup %.2f s\n",
+                 its, res->nlevels, secs, st->seconds / it, mp * it / st->seconds, st->setup_seconds);
+    else
+        nst_info("done: %lld iterations in %.2f s (%.4f s/iteration, %.3f megapixel-iterations/s); setup %.2f s\n", its, secs, secs / it,
+                 mp * it / secs, st->setup_seconds);
+}
+
 static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_output_spec *o, const nst_job_result *res, const nst_backend *be,
                          const nst_job_env *env)
 {
@@ -177,10 +194,9 @@ static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_o
     double it = st->iterations > 0 ? (double)st->iterations : 1;
     double mp = (double)res->width * res->height / 1e6;
     if (st->iterations > 0) {
-        nst_info("done: %lld iterations in %.2f s (%.4f s/iteration, %.3f megapixel-iterations/s); setup %.2f s\n",
-                 st->iterations, st->seconds, st->seconds / it, mp * it / st->seconds, st->setup_seconds);
-        nst_info("%-16s %11s %11s %11s   (seconds per iteration over %d rank%s)\n", "phase", "min", "mean", "max", n,
-                 n == 1 ? "" : "s");
+        job_totals(res, mp, st);
+        nst_info("%-16s %11s %11s %11s   (seconds per iteration over %d rank%s%s)\n", "phase", "min", "mean", "max", n, n == 1 ? "" : "s",
+                 res->nlevels > 1 ? ", the last level" : "");
         for (int p = 0; p < NST_T_COUNT; p++)
             nst_info("%-16s %11.5f %11.5f %11.5f\n", nst_timer_name(p), mn[p] / it, sum[p] / n / it, mx[p] / it);
         nst_info("memory:  peak %.1f MiB of backend buffers on the busiest rank; the model says %.1f MiB (peak/model %.3f)\n",
@@ -190,9 +206,17 @@ static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_o
              io_mx[IO_IN], io_mx[IO_READ], io_sum[IO_READPX] / 1e6);
     describe_output(o, os, io_mx + IO_OUT, io_mx + IO_EXCH, io_mx + IO_FMT, io_mx + IO_FMTIO, res->width, res->height);
     nst_info("rss:     peak %.1f MiB on the largest rank (%.1f MiB on the smallest)\n", io_mx[IO_RSS] / (1 << 20), io_mn[IO_RSS] / (1 << 20));
-    if (st->first.style > 0)
-        nst_info("style loss: %.5e -> %.5e (%.1fx lower)\n", st->first.style, st->last.style,
-                 st->last.style > 0 ? st->first.style / st->last.style : 0.0);
+    for (int k = 0; k < res->nlevels; k++) { /* each level against its own start: a finer level starts higher */
+        const nst_level_report *r = &res->levels[k];
+        const nst_loss_terms *a = res->nlevels > 1 ? &r->first : &st->first, *b = res->nlevels > 1 ? &r->last : &st->last;
+        if (a->style <= 0 && a->total <= 0) continue;
+        char lv[48] = "";
+        if (res->nlevels > 1) snprintf(lv, sizeof lv, " (level %d, %dx%d)", k + 1, r->w, r->h);
+        if (a->style > 0)
+            nst_info("style loss%s: %.5e -> %.5e (%.1fx lower)\n", lv, a->style, b->style, b->style > 0 ? a->style / b->style : 0.0);
+        else
+            nst_info("loss%s: %.5e -> %.5e\n", lv, a->total, b->total);
+    }
     if (!cfg->run_record[0] || nst_comm_rank() != 0) {
         nst_free(map);
         return NST_OK;
@@ -371,7 +395,10 @@ nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_collectives c
         nst_info("model:   %s, %d conv layers, hash %016llx\n", weights->description, weights->nconv,
                  (unsigned long long)nst_weights_hash(weights));
         nst_info("loss:    %s\n", loss);
-        nst_info("optim:   %s, %lld iterations, lr %g, init %s%s%s\n", cfg->optim_method, cfg->optim_iterations, cfg->optim_lr, cfg->optim_init,
+        long long total_its = 0;
+        for (int k = 0; k < plan.n; k++) total_its += plan.iterations[k];
+        nst_info("optim:   %s, %lld iterations%s, lr %g, init %s%s%s\n", cfg->optim_method, total_its, plan.n > 1 ? " over the levels" : "",
+                 cfg->optim_lr, cfg->optim_init,
                  strcmp(cfg->color_mode, "none") ? "; color " : "", strcmp(cfg->color_mode, "none") ? cfg->color_mode : "");
         if (plan.n > 1) {
             char sizes[512];

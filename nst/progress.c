@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "../io/atomic_file.h"
@@ -20,7 +21,7 @@
 
 enum { WARN_UTIL = 1, WARN_MEM = 2, WARN_TEMP = 4, WARN_POWER = 8 };
 
-nst_status nst_progress_open(nst_progress *p, const nst_config *cfg, int quiet, const char *gpu_bus_id)
+nst_status nst_progress_open(nst_progress *p, const nst_config *cfg, int quiet, int launched, const char *gpu_bus_id)
 {
     memset(p, 0, sizeof *p);
     p->jsonl_fd = -1;
@@ -29,7 +30,6 @@ nst_status nst_progress_open(nst_progress *p, const nst_config *cfg, int quiet, 
     p->run_t0 = nst_now();
     /* auto: live on a terminal, but not under a launcher: mpirun gives ranks a pseudo-terminal
      * even when its own output goes to a file, so a rank cannot tell (run.progress = live can) */
-    const int launched = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK") || getenv("SLURM_STEP_ID");
     p->live = strcmp(cfg->run_progress, "live") == 0 || (strcmp(cfg->run_progress, "auto") == 0 && !launched && isatty(STDOUT_FILENO));
     snprintf(p->jsonl, sizeof p->jsonl, "%s", cfg->metrics_path);
     snprintf(p->prom, sizeof p->prom, "%s", cfg->metrics_prometheus);
@@ -258,8 +258,11 @@ static void write_prometheus(nst_progress *p, long long it, const nst_loss_terms
     fprintf(f, "nstbatch_loss{job=\"%s\",term=\"style\"} %.9g\nnstbatch_loss{job=\"%s\",term=\"tv\"} %.9g\n", job, t->style, job, t->tv);
     GAUGE("megapixel_iterations_per_second", "Throughput over the last interval.");
     fprintf(f, "nstbatch_megapixel_iterations_per_second{job=\"%s\"} %.6g\n", job, rate);
-    GAUGE("eta_seconds", "Estimated seconds left in the job.");
-    fprintf(f, "nstbatch_eta_seconds{job=\"%s\"} %.3f\n", job, eta >= 0 ? eta : -1.0);
+    GAUGE("eta_seconds", "Estimated seconds left in the job (NaN before anything was measured).");
+    if (eta >= 0)
+        fprintf(f, "nstbatch_eta_seconds{job=\"%s\"} %.3f\n", job, eta);
+    else
+        fprintf(f, "nstbatch_eta_seconds{job=\"%s\"} NaN\n", job); /* nothing measured yet */
     if (r->have_phases) {
         GAUGE("phase_seconds_per_iteration", "Seconds per iteration in each phase over the ranks.");
         for (int k = 0; k < NST_T_COUNT; k++)
@@ -303,7 +306,12 @@ static void write_row_json(nst_progress *p, long long it, int final, const nst_l
     fprintf(f, ", \"level\": %d, \"levels\": %d, \"width\": %d, \"height\": %d, \"iteration\": %lld, \"iterations\": %lld", k + 1, p->nlevels,
             p->w[k], p->h[k], it, p->iters[k]);
     fprintf(f, ", \"loss\": {\"total\": %.9g, \"content\": %.9g, \"style\": %.9g, \"tv\": %.9g}", t->total, t->content, t->style, t->tv);
-    fprintf(f, ", \"megapixel_iterations_per_second\": %.6g, \"eta_s\": %.3f, \"ranks\": %d", rate, eta >= 0 ? eta : -1.0, r->ranks);
+    fprintf(f, ", \"megapixel_iterations_per_second\": %.6g, \"eta_s\": ", rate);
+    if (eta >= 0)
+        fprintf(f, "%.3f", eta);
+    else
+        fprintf(f, "null"); /* nothing measured yet */
+    fprintf(f, ", \"ranks\": %d", r->ranks);
     if (r->have_phases) {
         fprintf(f, ", \"phases_s_per_iteration\": {");
         for (int q = 0; q < NST_T_COUNT; q++)
@@ -321,23 +329,43 @@ static void write_row_json(nst_progress *p, long long it, int final, const nst_l
     line_end(p, f, &buf, &len);
 }
 
+/* The status line, cut to the terminal's width (a wrapped line could not be redrawn in place):
+ * the loss terms go first when it is narrow. */
+static void live_line(const nst_progress *p, int k, long long it, const nst_loss_terms *t, double rate, const char *eta)
+{
+    char head[160], terms[96], tail[64], line[400];
+    snprintf(head, sizeof head, "%s%slevel %d/%d  iteration %lld/%lld  loss %.4e", p->job, p->job[0] ? ": " : "", k + 1, p->nlevels, it,
+             p->iters[k], t->total);
+    snprintf(terms, sizeof terms, " (content %.3e style %.3e tv %.3e)", t->content, t->style, t->tv);
+    snprintf(tail, sizeof tail, "  %.3f MPit/s  ETA %s", rate / 1e6, eta);
+    struct winsize ws;
+    size_t cols = ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 160;
+    if (strlen(head) + strlen(terms) + strlen(tail) >= cols) terms[0] = 0;
+    snprintf(line, sizeof line, "%s%s%s", head, terms, tail);
+    if (strlen(line) >= cols) line[cols > 1 ? cols - 1 : 0] = 0;
+    printf("\r\033[K%s", line);
+}
+
 nst_status nst_progress_iter(nst_progress *p, long long it, const nst_loss_terms *t, const nst_timers *tm, size_t bytes_in_use, int final)
 {
     const int k = p->level;
     const double px = (double)p->w[k] * p->h[k];
     const double now = nst_now();
     const int row = final || it == p->level_it0 || (p->print_every > 0 && it % p->print_every == 0);
-    /* the rate over the level so far, the ETA of the job at that rate */
+    /* the rate over the level so far (before its first measurement: the last level's), the ETA of
+     * the whole job at that rate; -1 only before anything was measured, 0 only at the job's end */
     double done_level = (double)(it - p->level_it0), el = now - p->level_t0;
     double rate_level = done_level > 0 && el > 0 ? done_level * px / el : 0;
+    if (rate_level > 0) p->last_rate = rate_level;
+    double rate_eta = rate_level > 0 ? rate_level : p->last_rate;
     double left = p->work_total - p->work_before - (double)it * px;
-    double eta = rate_level > 0 ? left / rate_level : -1;
+    int job_done = final && k == p->nlevels - 1;
+    double eta = job_done ? 0 : rate_eta > 0 ? left / rate_eta : -1;
     char etas[32];
     if (!row) { /* the live line, at most 5 times a second */
         if (p->live && !p->quiet && nst_log_is_root() && now - p->last_live >= 0.2) {
             fmt_eta(eta, etas, sizeof etas);
-            printf("\r\033[K%s%slevel %d/%d  iteration %lld/%lld  loss %.4e (content %.3e style %.3e tv %.3e)  %.3f MPit/s  ETA %s", p->job,
-                   p->job[0] ? ": " : "", k + 1, p->nlevels, it, p->iters[k], t->total, t->content, t->style, t->tv, rate_level / 1e6, etas);
+            live_line(p, k, it, t, rate_level, etas);
             fflush(stdout);
             p->last_live = now;
             p->live_shown = 1;
@@ -358,10 +386,10 @@ nst_status nst_progress_iter(nst_progress *p, long long it, const nst_loss_terms
     char spi[32] = "-", mps[32] = "-";
     fmt_eta(eta, etas, sizeof etas);
     if (n > 0) snprintf(spi, sizeof spi, "%.3f", dt / n), snprintf(mps, sizeof mps, "%.3f", rate);
-    nst_info("%10lld %12.5e %12.5e %12.5e %12.5e %9s %9s %9s\n", it, t->total, t->content, t->style, t->tv, spi, mps, final ? "-" : etas);
+    nst_info("%10lld %12.5e %12.5e %12.5e %12.5e %9s %9s %9s\n", it, t->total, t->content, t->style, t->tv, spi, mps, job_done ? "-" : etas);
     if (p->metrics) {
-        write_row_json(p, it, final, t, rate, final ? 0 : eta, &r);
-        write_prometheus(p, it, t, rate, final ? 0 : eta, &r);
+        write_row_json(p, it, final, t, rate, eta, &r);
+        write_prometheus(p, it, t, rate, eta, &r);
         gpu_warnings(p, &r, it == p->level_it0);
     }
     p->mark_t = now;

@@ -39,6 +39,7 @@ typedef struct nst_progress {
     int warned;                   /* GPU warnings given in this job (bits) */
     /* the level's interval */
     double level_t0, mark_t, last_live;
+    double last_rate;       /* pixel-iterations per second last measured (a new level starts from it) */
     long long level_it0, mark_it;
     nst_timers mark_tm;
     int live_shown;
@@ -46,7 +47,9 @@ typedef struct nst_progress {
 
 /* Collective on the world (after the backend is open): the metrics files (world rank 0 truncates
  * metrics.path), GPU monitoring per metrics.gpu (backend_on_gpu: the render runs on a GPU). */
-nst_status nst_progress_open(nst_progress *p, const nst_config *cfg, int quiet, const char *gpu_bus_id);
+/* launched: a launcher (mpirun, srun) started this process, as its environment said before MPI
+ * started (a singleton's MPI start sets PMIX_RANK too) */
+nst_status nst_progress_open(nst_progress *p, const nst_config *cfg, int quiet, int launched, const char *gpu_bus_id);
 void nst_progress_close(nst_progress *p);
 
 /* A job's levels (sizes and iterations), for the ETA; the name is "" outside a batch. */

@@ -126,6 +126,28 @@ if [ $rc -eq 0 ] && grep -a -q $'\r\033\\[Klevel 2/2  iteration [0-9]*/200  loss
 else bad "live progress" "exit $rc" "$(tr '\r' '\n' <"$T/live.log" | tail -n 5)"; fi
 rows=$(tr '\r' '\n' <"$T/live.log" | sed 's/\x1b\[K//g' | grep -a -E '^ +100 ')
 grep -q -E '^ +100( +[0-9.e+-]+){6} +([0-9]+s|[0-9]+m[0-9]+s)$' <<<"$rows" && ok "rows carry s/iter, MPit/s and the ETA" || bad "row ETA" "no ETA column" "$rows"
+# a pyramid's progress tells the truth: the header's iterations, the closing line's, the loss per
+# level, and an ETA that is unknown only before the first measurement and 0 only at the job's end
+nst pyr "$NST" m.ini --set output.path=pyr.png --set pyramid.iterations=40,20 --set metrics.path=pyr.jsonl
+if [ $rc -eq 0 ] && grep -q 'optim:   adam, 60 iterations over the levels' "$T/pyr.log" && grep -q 'done: 60 iterations over 2 levels' "$T/pyr.log" &&
+   grep -q 'style loss (level 1, 96x64): ' "$T/pyr.log" && grep -q 'style loss (level 2, 192x128): ' "$T/pyr.log"; then
+  ok "a pyramid's header and closing line count every level's iterations; the style loss is given per level"
+else bad "pyramid progress" "exit $rc" "$(grep -E 'optim:|done:|loss' "$T/pyr.log")"; fi
+etas=$(grep -E '"event": "(iteration|level_end)"' "$T/pyr.jsonl" | sed -n 's/.*"eta_s": \([^,]*\),.*/\1/p' | tr '\n' ' ')
+if [ "$(awk '{ print $1 }' <<<"$etas")" = null ] && [ "$(awk '{ print $NF }' <<<"$etas")" = 0.000 ] &&
+   [ "$(awk '{ for (i = 2; i < NF; i++) if ($i == "null" || $i + 0 <= 0) n++; print n + 0 }' <<<"$etas")" = 0 ]; then
+  ok "the ETA in metrics.path: unknown (null) before the first measurement, positive at every level's rows until the job's last (0)"
+else bad "pyramid ETA" "eta_s: $etas"; fi
+# run.progress = auto on a terminal without a launcher (a singleton, whose MPI start sets PMIX_RANK too)
+if command -v script >/dev/null; then
+  (cd "$T" && COLUMNS=60 timeout 120 script -qec "stty cols 60; $NST m.ini --set output.path=tty.png --set optim.iterations=200 --set run.print_every=100 --set pyramid.levels=1" /dev/null) >"$T/tty.log" 2>&1
+  widest=$(tr '\r' '\n' <"$T/tty.log" | sed 's/\x1b\[K//g' | grep -a '^level 1/1' | awk '{ print length($0) }' | sort -n | tail -n 1)
+  if grep -a -q $'\r\033\\[Klevel 1/1  iteration' "$T/tty.log" && [ -n "$widest" ] && [ "$widest" -lt 60 ]; then
+    ok "run.progress = auto on a terminal, run directly: the live line, cut to the terminal's 60 columns ($widest)"
+  else bad "live line on a terminal" "widest ${widest:-none}" "$(tr '\r' '\n' <"$T/tty.log" | tail -n 4)"; fi
+else
+  skipped "the live line on a terminal" "no script(1) to make one"
+fi
 nst quiet "$NST" m.ini --set output.path=quiet.png --quiet
 [ $rc -eq 0 ] && [ ! -s "$T/quiet.log" ] && ok "--quiet: nothing on stdout" || bad "--quiet" "exit $rc" "$(head -n 5 "$T/quiet.log")"
 
