@@ -174,6 +174,7 @@ int main(int argc, char **argv)
     s = nst_comm_agree(s);
     if (s == NST_OK) s = nst_comm_bcast(&cfg, sizeof cfg, 0);
     if (s == NST_OK) s = share_jobs(&jobs);
+    if (s == NST_OK) s = nst_comm_agree(nst_comm_rank() == 0 ? nst_batch_check_restart(&jobs, cli.restart_jobs) : NST_OK);
     nst_device dev;
     memset(&dev, 0, sizeof dev);
     nst_job_result res;
@@ -204,7 +205,7 @@ int main(int argc, char **argv)
         if (s == NST_OK) {
             nst_job_env env = {&weights, cache, cfg.checkpoint_path, cli.restart, &progress, ""};
             if (jobs.njobs > 0) {
-                nst_batch batch = {&cfg, &jobs, (const char *const *)cli.sets, cli.nsets, cli.restart};
+                nst_batch batch = {&cfg, &jobs, (const char *const *)cli.sets, cli.nsets, cli.restart, cli.restart_jobs};
                 s = nst_batch_run(&batch, be, coll, &env);
             } else {
                 s = nst_job_run(&cfg, be, coll, &env, &res);

@@ -58,6 +58,42 @@ static void fail_row(row *r, nst_status s)
     nst_fail_clear();
 }
 
+nst_status nst_batch_check_restart(const nst_jobset *jobs, const char *list)
+{
+    if (!list) return NST_OK;
+    if (jobs->njobs == 0) return nst_fail(NST_EINPUT, "--restart=%s: this config has no [job.NAME] sections or manifest; use --restart", list);
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        int found = 0;
+        for (int j = 0; j < jobs->njobs && !found; j++)
+            found = strlen(nst_job_name(jobs, j)) == len && strncmp(nst_job_name(jobs, j), p, len) == 0;
+        if (!found) {
+            char names[512] = "";
+            size_t n = 0;
+            for (int j = 0; j < jobs->njobs && n < sizeof names; j++)
+                n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", j ? ", " : "", nst_job_name(jobs, j));
+            return nst_fail(NST_EINPUT, "--restart=%s: no job '%.*s' in this batch; its jobs: %s", list, (int)len, p, names);
+        }
+        p += len + (p[len] == ',');
+    }
+    return NST_OK;
+}
+
+/* --restart for every job, or --restart=JOB,... for these */
+static int restarts(const nst_batch *b, int j)
+{
+    if (b->restart) return 1;
+    if (!b->restart_jobs) return 0;
+    const char *name = nst_job_name(b->jobs, j), *p = b->restart_jobs;
+    size_t n = strlen(name);
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, name, n) == 0) return 1;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
 /* ---- 1. probe ------------------------------------------------------------------------------- */
 
 /* World rank 0: each job's config, checks, output size and cost (no pixels read beyond what a
@@ -72,7 +108,7 @@ static nst_status probe_one(const nst_batch *b, int j, nst_config *cfg, row *r)
     NST_TRY(job_config(b, j, cfg));
     snprintf(r->output, sizeof r->output, "%.*s", (int)sizeof r->output - 1, cfg->output_path);
     job_checkpoint_dir(b, j, dir, sizeof dir);
-    if (!b->restart && nst_ckpt_is_done(cfg, dir, r->output, sizeof r->output))
+    if (!restarts(b, j) && nst_ckpt_is_done(cfg, dir, r->output, sizeof r->output))
         return NST_OK; /* finished by an earlier run: its outputs exist, nothing to check; the job says so when it runs */
     NST_TRY(nst_job_check(cfg, &spec, &out));
     NST_TRY(nst_open_input(cfg, NST_K_content_path, cfg->content_path, &src));
@@ -199,6 +235,7 @@ static nst_status render_one(const nst_batch *b, int j, int group, nst_backend *
     nst_job_env jenv = *env;
     jenv.checkpoint_dir = dir;
     jenv.name = nst_job_name(b->jobs, j);
+    jenv.restart = restarts(b, j);
     s = nst_comm_agree(job_config(b, j, cfg));
     if (s == NST_OK) s = nst_job_run(cfg, be, coll, &jenv, &res);
     if (nst_comm_rank() == 0) {
@@ -264,6 +301,7 @@ static nst_status render_groups(const nst_batch *b, const schedule *sc, nst_back
 
 /* ---- 6. the summary --------------------------------------------------------------------------- */
 
+/* the table of jobs: printed with --quiet too, it is the batch's result */
 static void print_summary(const nst_batch *b, const row *rows, const schedule *sc, double seconds)
 {
     const int n = b->jobs->njobs;
@@ -276,10 +314,10 @@ static void print_summary(const nst_batch *b, const row *rows, const schedule *s
     char more[96] = "";
     if (count[ROW_EARLIER] || count[ROW_STOPPED])
         snprintf(more, sizeof more, " (%d done by an earlier run, %d stopped by a signal and checkpointed)", count[ROW_EARLIER], count[ROW_STOPPED]);
-    nst_info("\nbatch:   %d job%s: %d done, %d failed, %d not run%s; %.2f s on %d rank%s", n, n == 1 ? "" : "s", count[ROW_DONE] + count[ROW_EARLIER],
+    nst_result("\nbatch:   %d job%s: %d done, %d failed, %d not run%s; %.2f s on %d rank%s", n, n == 1 ? "" : "s", count[ROW_DONE] + count[ROW_EARLIER],
              count[ROW_FAILED], count[ROW_NONE] + count[ROW_NOT_RUN] + count[ROW_STOPPED], more, seconds, nst_comm_world_size(), nst_comm_world_size() == 1 ? "" : "s");
-    if (sc->ngroups > 1) nst_info(" (small jobs in %d groups of %d)", sc->ngroups, sc->G);
-    nst_info("\n  %-*s  %-7s  %5s  %11s  %9s  %11s  %s\n", wname, "job", "status", "ranks", "size", "seconds", "loss", "output / reason");
+    if (sc->ngroups > 1) nst_result(" (small jobs in %d groups of %d)", sc->ngroups, sc->G);
+    nst_result("\n  %-*s  %-7s  %5s  %11s  %9s  %11s  %s\n", wname, "job", "status", "ranks", "size", "seconds", "loss", "output / reason");
     for (int j = 0; j < n; j++) {
         const row *r = &rows[j];
         char size[32] = "-", secs[32] = "-", loss[32] = "-", ranks[16] = "-";
@@ -287,7 +325,7 @@ static void print_summary(const nst_batch *b, const row *rows, const schedule *s
         if (r->ranks) snprintf(ranks, sizeof ranks, "%d", r->ranks), snprintf(secs, sizeof secs, "%.2f", r->seconds);
         if (r->state == ROW_DONE) snprintf(loss, sizeof loss, "%.4e", r->loss);
         int shows_output = r->state == ROW_DONE || r->state == ROW_EARLIER;
-        nst_info("  %-*s  %-7s  %5s  %11s  %9s  %11s  %s\n", wname, nst_job_name(b->jobs, j), state_names[r->state], ranks, size, secs, loss,
+        nst_result("  %-*s  %-7s  %5s  %11s  %9s  %11s  %s\n", wname, nst_job_name(b->jobs, j), state_names[r->state], ranks, size, secs, loss,
                  shows_output ? r->output : r->message);
     }
 }

@@ -33,7 +33,11 @@ typedef struct {
     const char *const *sets;     /* the command line's --set assignments, applied over each job */
     int nsets;
     int restart;                 /* --restart: render every job again, ignoring checkpoints and done records */
+    const char *restart_jobs;    /* --restart=JOB,...: those jobs only (NULL: none) */
 } nst_batch;
+
+/* --restart=JOB,...: every name is a job of this batch (else one line listing them). */
+nst_status nst_batch_check_restart(const nst_jobset *jobs, const char *list);
 
 /* Collective on the world. */
 nst_status nst_batch_run(const nst_batch *b, nst_backend *be, nst_collectives coll, const nst_job_env *env);

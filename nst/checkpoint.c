@@ -295,11 +295,18 @@ static nst_status decide(nst_ckpt *c, int restart)
         free(m.text);
         return NST_OK;
     }
-    if (m.hash != c->hash) {
+    if (m.hash != c->hash && strcmp(m.state, "done") == 0) {
+        /* a finished render with another config: the artist's loop (tweak a key, render again);
+         * its record holds no data, and is replaced when this render checkpoints or finishes */
         char diff[1024];
         first_difference(m.text ? m.text : "", c->text, diff, sizeof diff);
-        s = nst_fail(NST_EINPUT, "checkpoint.path %s holds a checkpoint of a different render (%s); use --restart to start over, or another "
-                     "checkpoint.path", c->dir, diff);
+        nst_notice("checkpoint: %s: the finished render there had another config (%s): rendering this one\n", c->dir, diff);
+    } else if (m.hash != c->hash) {
+        char diff[1024];
+        first_difference(m.text ? m.text : "", c->text, diff, sizeof diff);
+        s = nst_fail(NST_EINPUT, "checkpoint.path %s holds an unfinished checkpoint of a different render (%s, at level %d, iteration %lld): "
+                     "put the key back to resume it, or start over with --restart%s%s (or another checkpoint.path)",
+                     c->dir, diff, m.level + 1, m.iteration, c->job[0] ? "=" : "", c->job);
     } else if (m.job_ranks != c->job_ranks) {
         s = nst_fail(NST_EINPUT, "checkpoint.path %s was written by %d rank%s and this run has %d: launch with %d ranks to resume it, or use "
                      "--restart to start over", c->dir, m.job_ranks, m.job_ranks == 1 ? "" : "s", c->job_ranks, m.job_ranks);
@@ -317,7 +324,7 @@ static nst_status decide(nst_ckpt *c, int restart)
     return s;
 }
 
-nst_status nst_ckpt_open(nst_ckpt *c, const nst_config *cfg, const char *dir, int restart)
+nst_status nst_ckpt_open(nst_ckpt *c, const nst_config *cfg, const char *dir, int restart, const char *job)
 {
     memset(c, 0, sizeof *c);
     c->enabled = dir && *dir;
@@ -325,6 +332,7 @@ nst_status nst_ckpt_open(nst_ckpt *c, const nst_config *cfg, const char *dir, in
     c->minutes = cfg->checkpoint_minutes;
     c->job_ranks = nst_comm_size();
     c->last = nst_now();
+    snprintf(c->job, sizeof c->job, "%s", job ? job : "");
     if (!c->enabled) return NST_OK;
     if (strlen(dir) >= sizeof c->dir) return nst_fail(NST_EINPUT, "checkpoint.path %s: too long", dir);
     snprintf(c->dir, sizeof c->dir, "%s", dir);

@@ -38,6 +38,7 @@ typedef struct {
 typedef struct nst_ckpt {
     int enabled;            /* checkpoint.path set */
     char dir[4096];
+    char job[128];          /* the batch job's name ("" for a single job), for messages */
     long long every;        /* iterations, 0: off */
     double minutes;         /* 0: off */
     uint64_t hash;
@@ -63,7 +64,7 @@ typedef struct nst_ckpt {
  * one -> resume (or done); a different config, inputs or rank count -> NST_EINPUT naming the
  * difference, unless restart (--restart), which starts over (the old generation stays until the
  * first new checkpoint replaces it). dir "" disables checkpoints (signals still stop the run). */
-nst_status nst_ckpt_open(nst_ckpt *c, const nst_config *cfg, const char *dir, int restart);
+nst_status nst_ckpt_open(nst_ckpt *c, const nst_config *cfg, const char *dir, int restart, const char *job);
 /* The run's backend and resolved precision ("cpu", "bf16"), set once when the backend opens: part
  * of what a checkpoint must match (run.precision = auto resolves differently on other machines). */
 void nst_ckpt_arithmetic(const char *backend, const char *precision);

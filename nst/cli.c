@@ -65,6 +65,9 @@ nst_status nst_cli_parse(int argc, char **argv, nst_cli *cli)
             cli->force = 1;
         } else if (strcmp(a, "--restart") == 0) {
             cli->restart = 1;
+        } else if (strncmp(a, "--restart=", 10) == 0) {
+            if (!a[10]) return nst_fail(NST_EINPUT, "--restart=: name the jobs to start over (--restart=JOB[,JOB...]), or --restart for all");
+            cli->restart_jobs = a + 10;
         } else if (is_opt(a, "--expect-ranks")) {
             long long n = 0;
             NST_TRY(option_value(argc, argv, &i, "--expect-ranks", &v));
@@ -124,6 +127,7 @@ void nst_cli_help(FILE *f)
             "  --print-config           print the resolved configuration as INI and exit\n"
             "  --quiet, -q              no progress output (errors and notices still go to stderr)\n"
             "  --restart                do not resume the checkpoint in checkpoint.path: start over\n"
+            "  --restart=JOB[,JOB...]   the same for these jobs of a batch only\n"
             "  --expect-ranks N         refuse to run unless MPI started N ranks (the Slurm templates pass\n"
             "                           $SLURM_NTASKS: a launcher without PMI starts N singletons)\n"
             "  --version, -V            version and the libraries this build uses\n"

@@ -15,6 +15,7 @@
 typedef struct {
     int help, version, print_config, quiet;
     int restart;          /* --restart: ignore a matching checkpoint, start over */
+    const char *restart_jobs; /* --restart=JOB[,JOB...]: only these jobs of a batch */
     int expect_ranks;     /* --expect-ranks N: the MPI world must have N ranks (0: not checked) */
     const char *config_path;
     const char *sets[NST_CLI_MAX_SETS];

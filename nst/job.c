@@ -357,7 +357,7 @@ nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_collectives c
     /* every rank checks (the output files are checked where they will be written); rank 0 reports */
     NST_TRY(nst_comm_agree(nst_job_check(cfg, &spec, &out)));
     nst_ckpt ck;
-    NST_TRY(nst_ckpt_open(&ck, cfg, env->checkpoint_dir, env->restart));
+    NST_TRY(nst_ckpt_open(&ck, cfg, env->checkpoint_dir, env->restart, env->name));
     if (ck.done) /* done, but an output is gone (or its name changed): render again */
         nst_notice("checkpoint %s: the finished render's outputs (%s) are not all there: rendering again\n", ck.dir, ck.outputs);
     if (ck.resume) res->resumed_level = ck.level + 1, res->resumed_iteration = ck.iteration;

@@ -125,6 +125,10 @@ if [ $rc -eq 2 ] && [ -f "$T/out/one.tif" ] && [ -f "$T/out/two.tif" ] && grep -
 else bad "a batch with unreadable inputs" "exit $rc" "$(cat "$T/fail.log")"; fi
 grep -q '"name": "broken".*"status": "failed", "exit_code": 2' "$T/out/fail.json" && ok "the summary file records the failure" || bad "summary of failure" "" "$(cat "$T/out/fail.json")"
 rm -f "$T"/out/one.tif "$T"/out/two.tif
+nst quietb 2 fail.ini --set batch.on_error=stop --quiet
+[ $rc -eq 2 ] && grep -q "0 done, 1 failed, 3 not run" "$T/quietb.log" && grep -q "^  job  *status" "$T/quietb.log" && ! grep -q "^ *iteration" "$T/quietb.log" \
+  && ok "--quiet: no progress, but the batch's table of jobs" || bad "--quiet batch table" "exit $rc" "$(cat "$T/quietb.log")"
+rm -f "$T"/out/one.tif "$T"/out/two.tif
 nst stop 2 fail.ini --set batch.on_error=stop
 if [ $rc -eq 2 ] && [ ! -f "$T/out/one.tif" ] && grep -q "0 done, 1 failed, 3 not run" "$T/stop.log"; then ok "batch.on_error = stop: nothing renders after a failure"; else bad "on_error = stop" "exit $rc" "$(cat "$T/stop.log")"; fi
 # bad job sections and manifest lines: the whole batch is refused with file:line

@@ -16,8 +16,10 @@
 #   image; SIGTERM without checkpoint.path: exit 1, "nothing saved";
 # - a changed config (naming the key), a changed input file, another rank count and a corrupt
 #   rank file are refused with exit 2; --restart starts over;
-# - a finished job is not rendered again ("already rendered"); a batch stopped by a signal
-#   resumes its stopped jobs and skips its finished ones, with the same images;
+# - a finished job is not rendered again ("already rendered"), but with a changed key it is, without
+#   --restart (the artist's loop); an unfinished checkpoint of another config is refused, naming the
+#   key and both ways on; a batch stopped by a signal resumes its stopped jobs and skips its finished
+#   ones, with the same images; --restart=JOB starts over one job of a batch;
 # - a level whose tiles were halved (over NSTBATCH_MEMORY_LIMIT_MB) resumes with the checkpoint's
 #   tiles in less memory (two-pass Gram), with the same image.
 set -u
@@ -158,8 +160,8 @@ wait_iter nockpt 40; ranks TERM; wait $bg; r=$?
 # ---- refusals, --restart --------------------------------------------------------------------------
 # ck_usr1 holds a running checkpoint of ck.ini (output out/usr1.tif)
 nst changed ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_usr1 --set style.weight=2000
-[ $rc -eq 2 ] && grep -q "different render (it has 'style.weight = 1000' where this run has 'style.weight = 2000')" "$T/changed.log" \
-  && ok "a changed config is refused, naming the key (exit 2)" || bad "changed config" "exit $rc" "$(tail -n 3 "$T/changed.log")"
+[ $rc -eq 2 ] && grep -q "holds an unfinished checkpoint of a different render (it has 'style.weight = 1000' where this run has 'style.weight = 2000', at level 1, iteration [0-9]*): put the key back to resume it, or start over with --restart" "$T/changed.log" \
+  && ok "an unfinished checkpoint of another config is refused, naming the key and both ways on (exit 2)" || bad "changed config" "exit $rc" "$(tail -n 3 "$T/changed.log")"
 touch -d '2001-01-01' "$T/content.png"
 nst input ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_usr1
 [ $rc -eq 2 ] && grep -q "file content.path .*content.png: size [0-9]*, mtime" "$T/input.log" && ok "a changed input file (mtime) is refused (exit 2)" \
@@ -180,6 +182,11 @@ nst restart ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_usr1 
 nst again ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_usr1 --set style.weight=2000
 [ $rc -eq 0 ] && grep -q "already rendered by an earlier run" "$T/again.log" && ! grep -q "iteration" "$T/again.log" \
   && ok "a finished job is not rendered again" || bad "finished job again" "exit $rc" "$(tail -n 4 "$T/again.log")"
+# the artist's loop: tweak a key of a finished job and render again, no --restart
+nst tweak ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_usr1 --set style.weight=3000 --set output.overwrite=true
+[ $rc -eq 0 ] && grep -q "the finished render there had another config (it has 'style.weight = 2000' where this run has 'style.weight = 3000'): rendering this one" "$T/tweak.log" \
+  && grep -q "^state = done" "$T/ck_usr1/manifest" && grep -q '^| style.weight = 3000' "$T/ck_usr1/manifest" \
+  && ok "a finished job with a changed key renders again without --restart, and records the new config" || bad "the artist's loop" "exit $rc" "$(tail -n 4 "$T/tweak.log")"
 
 # ---- a batch stopped by a signal -------------------------------------------------------------------
 { sed 's/^iterations = 240$/iterations = 120/' "$T/ck.ini"
@@ -198,6 +205,14 @@ nearlier=$(grep -c '"status": "earlier"' "$T/out/bsum.json" 2>/dev/null)
 if [ $rc -eq 0 ] && [ "${ndone:-0}" -ge 1 ] && [ "${nearlier:-0}" = "${ndone:-x}" ] && grep -q "resumed: level" "$T/b2.log"; then ok "run again: $nearlier finished jobs skipped, the stopped ones resumed"
 else bad "batch again" "exit $rc, earlier '$nearlier' vs done '$ndone'" "$(tail -n 10 "$T/b2.log")"; fi
 for n in a b c d; do same "batch job $n: signalled and resumed == the uninterrupted batch" out/b_$n.tif out/bref_$n.tif; done
+# --restart=JOB starts over that job of a batch only; an unknown name lists the jobs
+nst b3 batch.ini --restart=b
+if [ $rc -eq 0 ] && [ "$(grep -c '"status": "earlier"' "$T/out/bsum.json")" = 3 ] && grep -q 'checkpoint: ck_batch/b: starting over (--restart)' "$T/b3.log"; then
+  ok "--restart=b renders job b again and skips the 3 others"
+else bad "--restart=JOB" "exit $rc" "$(grep -E 'earlier|restart|error' "$T/b3.log" | head -n 8)"; fi
+nst b4 batch.ini --restart=b,zz
+[ $rc -eq 2 ] && grep -q -- "--restart=b,zz: no job 'zz' in this batch; its jobs: a, b, c, d" "$T/b4.log" \
+  && ok "--restart=JOB with an unknown job: exit 2, naming the jobs" || bad "--restart=unknown" "exit $rc" "$(tail -n 3 "$T/b4.log")"
 
 # ---- a level whose tiles were halved, stopped and resumed -----------------------------------------
 # Over NSTBATCH_MEMORY_LIMIT_MB=7 the 160 px tiles are halved to 80 (two-pass Gram); a fault at

@@ -52,6 +52,15 @@ void nst_info(const char *fmt, ...)
     va_end(ap);
 }
 
+void nst_result(const char *fmt, ...)
+{
+    if (log_rank != 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    emit(stdout, "", fmt, ap);
+    va_end(ap);
+}
+
 void nst_notice(const char *fmt, ...)
 {
     if (log_rank != 0) return;

@@ -11,6 +11,8 @@ void nst_log_set_prefix(const char *prefix);
 
 /* Progress and results: stdout, rank 0, silent with --quiet. */
 void nst_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A result --quiet keeps (a batch's table of jobs): stdout, rank 0. */
+void nst_result(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Notices the user should read even with --quiet ("using the random network..."): stderr, rank 0. */
 void nst_notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Warnings: stderr, rank 0, prefixed "nstbatch: warning: ". */
