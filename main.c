@@ -203,7 +203,7 @@ int main(int argc, char **argv)
         if (s == NST_OK) s = nst_job_weights(&cfg, &weights);
         if (s == NST_OK) s = nst_comm_agree(nst_style_cache_open(cfg.batch_style_cache, &cache));
         if (s == NST_OK) {
-            nst_job_env env = {&weights, cache, cfg.checkpoint_path, cli.restart, &progress, ""};
+            nst_job_env env = {&weights, cache, cfg.checkpoint_path, cli.restart, &progress, "", cli.dry_run};
             if (jobs.njobs > 0) {
                 nst_batch batch = {&cfg, &jobs, (const char *const *)cli.sets, cli.nsets, cli.restart, cli.restart_jobs};
                 s = nst_batch_run(&batch, be, coll, &env);

@@ -9,7 +9,7 @@
 #include "../util/text.h"
 
 static const char *options[] = {"--set", "--print-config", "--help", "--version", "--quiet", "--make-weights",
-                                "--seed", "--width-divisor", "--force", "--restart", "--expect-ranks"};
+                                "--seed", "--width-divisor", "--force", "--restart", "--expect-ranks", "--dry-run"};
 
 static nst_status parse_int(const char *opt, const char *v, long long lo, long long hi, long long *out)
 {
@@ -61,6 +61,8 @@ nst_status nst_cli_parse(int argc, char **argv, nst_cli *cli)
             cli->version = 1;
         } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
             cli->quiet = 1;
+        } else if (strcmp(a, "--dry-run") == 0) {
+            cli->dry_run = 1;
         } else if (strcmp(a, "--force") == 0) {
             cli->force = 1;
         } else if (strcmp(a, "--restart") == 0) {
@@ -128,6 +130,8 @@ void nst_cli_help(FILE *f)
             "  --quiet, -q              no progress output (errors and notices still go to stderr)\n"
             "  --restart                do not resume the checkpoint in checkpoint.path: start over\n"
             "  --restart=JOB[,JOB...]   the same for these jobs of a batch only\n"
+            "  --dry-run                print every level's plan, its memory and a time estimate calibrated here, and the\n"
+            "                           output files; render and write nothing\n"
             "  --expect-ranks N         refuse to run unless MPI started N ranks (the Slurm templates pass\n"
             "                           $SLURM_NTASKS: a launcher without PMI starts N singletons)\n"
             "  --version, -V            version and the libraries this build uses\n"

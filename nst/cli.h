@@ -13,7 +13,7 @@
 #define NST_CLI_MAX_SETS 256
 
 typedef struct {
-    int help, version, print_config, quiet;
+    int help, version, print_config, quiet, dry_run;
     int restart;          /* --restart: ignore a matching checkpoint, start over */
     const char *restart_jobs; /* --restart=JOB[,JOB...]: only these jobs of a batch */
     int expect_ranks;     /* --expect-ranks N: the MPI world must have N ranks (0: not checked) */

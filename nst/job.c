@@ -19,6 +19,7 @@
 #include "checkpoint.h"
 #include "progress.h"
 #include "inputs.h"
+#include "dryrun.h"
 #include "levels.h"
 #include "layout.h"
 #include "output.h"
@@ -413,8 +414,18 @@ nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_collectives c
                  out.tiff.tile, out.preview_path[0] ? "; preview " : "", out.preview_path);
     }
 
-    /* the render, coarse to fine */
+    /* the render, coarse to fine (or, --dry-run, its plan and estimate) */
     float **cores = NULL;
+    if (s == NST_OK && env->dry_run) {
+        nst_levels_ctx lc = {cfg, &spec, be, weights, &shapes, coll, &in, spec.nstyle ? &styles : NULL, env->cache, (size_t)bmin, NULL, NULL};
+        s = nst_dry_run(&lc, &plan, &out, in.W, in.H);
+        nst_inputs_close(&in);
+        nst_styles_close(&styles);
+        if (have_shapes) nst_net_destroy(&shapes);
+        nst_ckpt_free(&ck);
+        res->skipped = 1;
+        return s;
+    }
     if (s == NST_OK) {
         ck.done = 0;
         nst_levels_ctx lc = {cfg, &spec, be, weights, &shapes, coll, &in, spec.nstyle ? &styles : NULL, env->cache, (size_t)bmin, &ck, env->progress};

@@ -23,6 +23,7 @@ typedef struct {
     int restart;                    /* --restart: do not resume, start over */
     struct nst_progress *progress;  /* progress and metrics (NULL: none) */
     const char *name;               /* the batch job's name ("" or NULL outside a batch) */
+    int dry_run;                    /* --dry-run: plan, estimate and describe; render and write nothing */
 } nst_job_env;
 
 typedef struct {

@@ -377,6 +377,11 @@ static nst_status level_try(const nst_levels_ctx *c, const nst_level_plan *p, in
 
 /* ---- the loop ---------------------------------------------------------------------------------- */
 
+nst_status nst_levels_plan_layout(const nst_levels_ctx *c, const nst_level_plan *p, int k, nst_layout *L)
+{
+    return plan_level(c, p, k, 0, 0, NULL, 0, L);
+}
+
 /* Before anything heavy runs: every level from k0 on must have a plan within the budget (each is
  * planned again when its turn comes; this only refuses early what would fail late). */
 static nst_status preflight(const nst_levels_ctx *c, const nst_level_plan *p, int k0)

@@ -70,5 +70,7 @@ typedef struct {
  * On success *L is the last level's layout over the job's ranks and *cores its
  * local tiles' result (allocated) for the output; rep[k] reports level k. Collective. */
 nst_status nst_levels_run(const nst_levels_ctx *c, const nst_level_plan *p, nst_layout *L, float ***cores, nst_level_report *rep);
+/* Level k's layout within the budget, as its render would plan it (pure geometry). Collective. */
+nst_status nst_levels_plan_layout(const nst_levels_ctx *c, const nst_level_plan *p, int k, nst_layout *L);
 
 #endif

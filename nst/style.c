@@ -178,6 +178,30 @@ static nst_status plan_tiles(const nst_net *net, int w, int h, int halo, int ali
     return NST_OK;
 }
 
+/* For the dry run: the style images' window pixels on the busiest rank at an output of long side
+ * `long_side`, and the largest window's activation bytes, as image_targets would tile them. */
+nst_status nst_style_plan(const nst_config *cfg, const nst_loss_spec *spec, const nst_net *net, const nst_styles *st, int long_side,
+                          size_t budget, double *busiest_px, size_t *acts_bytes)
+{
+    const int align = nst_vgg_footprint(spec->deepest).stride, n = nst_comm_size();
+    *busiest_px = 0;
+    *acts_bytes = 0;
+    for (int i = 0; i < st->n; i++) {
+        int w, h, *owner = NULL;
+        nst_grid g;
+        nst_style_size(cfg, st, i, long_side, &w, &h);
+        NST_TRY(plan_tiles(net, w, h, feature_halo(spec, align), align, n, budget, &g, &owner));
+        *busiest_px += (double)nst_assign_tiles(&g, n, owner);
+        for (int t = 0; t < g.ntiles; t++) {
+            nst_rect r = nst_grid_window(&g, t);
+            size_t b = nst_acts_bytes(net, r.h, r.w);
+            if (b > *acts_bytes) *acts_bytes = b;
+        }
+        nst_free(owner);
+    }
+    return NST_OK;
+}
+
 /* A[k] (host) = the Gram targets of style image `which` at w x h, tiled over the group. */
 static nst_status image_targets(const nst_config *cfg, const nst_loss_spec *spec, nst_net *net, nst_collectives coll, nst_styles *st,
                                 int which, int w, int h, nst_color_mode mode, const nst_color_stats *content, float **A, double *normA,

@@ -65,5 +65,9 @@ nst_status nst_style_targets_compute(const nst_config *cfg, const nst_loss_spec 
                                      nst_collectives coll, nst_styles *st, int long_side, nst_color_mode mode,
                                      const nst_color_stats *content, struct nst_style_cache *cache, nst_style_targets *out);
 void nst_style_targets_free(nst_style_targets *t);
+/* The style targets' work on the busiest rank at an output of long side `long_side` (the dry
+ * run's estimate): its window pixels over all style images, and the largest window's activations. */
+nst_status nst_style_plan(const nst_config *cfg, const nst_loss_spec *spec, const nst_net *net, const nst_styles *st, int long_side,
+                          size_t budget, double *busiest_px, size_t *acts_bytes);
 
 #endif

@@ -1,0 +1,13 @@
+/* nst/dryrun.h: nstbatch --dry-run. */
+#ifndef NST_DRYRUN_H
+#define NST_DRYRUN_H
+
+#include "levels.h"
+#include "output.h"
+
+/* Print every level's plan (size, tiles, halo, Gram strategy, memory per rank against the budget)
+ * with a time estimate calibrated on this machine, and the output files (W x H), without rendering
+ * or writing anything. Collective. */
+nst_status nst_dry_run(const nst_levels_ctx *c, const nst_level_plan *p, const nst_output_spec *out, int W, int H);
+
+#endif
