@@ -126,8 +126,8 @@ static nst_status level_seconds(const nst_levels_ctx *c, const nst_level_plan *p
     double win = busiest_windows(L), style_px = 0;
     size_t style_bytes = 0;
     if (c->spec->nstyle && c->styles)
-        NST_TRY(nst_style_plan(c->cfg, c->spec, c->shapes, c->styles, p->w[k] > p->h[k] ? p->w[k] : p->h[k], c->budget, &style_px,
-                               &style_bytes));
+        NST_TRY(nst_style_plan(c->cfg, c->spec, c->shapes, c->styles, p->w[k] > p->h[k] ? p->w[k] : p->h[k],
+                               nst_layout_style_budget(L, c->be, c->budget), &style_px, &style_bytes));
     *iter = cal->per_px * win * (L->gram == NST_GRAM_TWO_PASS ? 1.5 : 1.0);
     *secs = (double)p->iterations[k] * *iter + 0.5 * cal->per_px * (2 * win + style_px) +
             cal->setup * (1 + (c->styles ? c->styles->n : 0)) + cal->per_byte * (double)(L->mem_max + style_bytes);

@@ -287,9 +287,9 @@ static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_o
         const nst_level_report *lr = &res->levels[k];
         fprintf(f, "%s\n    {\"width\": %d, \"height\": %d, \"iterations\": %lld, \"tiles\": %d, \"tile_w\": %d, \"tile_h\": %d, "
                    "\"tile_halvings\": %d, \"ranks\": %d, \"seconds\": %.6f, \"style_seconds\": %.6f, \"style_tiles\": %d, "
-                   "\"style_from_cache\": %d, \"loss_first\": %.9g, \"loss_last\": %.9g}",
+                   "\"style_from_cache\": %d, \"previews\": %d, \"loss_first\": %.9g, \"loss_last\": %.9g}",
                 k ? "," : "", lr->w, lr->h, lr->iterations, lr->tiles, lr->tile_w, lr->tile_h, lr->halvings, lr->ranks, lr->seconds,
-                lr->style_seconds, lr->style_tiles, lr->style_cached, lr->first.total, lr->last.total);
+                lr->style_seconds, lr->style_tiles, lr->style_cached, lr->stats.previews, lr->first.total, lr->last.total);
     }
     fprintf(f, "\n  ],\n");
     fprintf(f, "  \"input\": {\"seconds_max\": %.6f, \"read_seconds_max\": %.6f, \"source_pixels_decoded\": %.0f},\n", io_mx[IO_IN],
@@ -417,7 +417,7 @@ nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_collectives c
     /* the render, coarse to fine (or, --dry-run, its plan and estimate) */
     float **cores = NULL;
     if (s == NST_OK && env->dry_run) {
-        nst_levels_ctx lc = {cfg, &spec, be, weights, &shapes, coll, &in, spec.nstyle ? &styles : NULL, env->cache, (size_t)bmin, NULL, NULL};
+        nst_levels_ctx lc = {cfg, &spec, be, weights, &shapes, coll, &in, spec.nstyle ? &styles : NULL, env->cache, (size_t)bmin, NULL, NULL, NULL, 0, 0};
         s = nst_dry_run(&lc, &plan, &out, in.W, in.H);
         nst_inputs_close(&in);
         nst_styles_close(&styles);
@@ -428,7 +428,8 @@ nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_collectives c
     }
     if (s == NST_OK) {
         ck.done = 0;
-        nst_levels_ctx lc = {cfg, &spec, be, weights, &shapes, coll, &in, spec.nstyle ? &styles : NULL, env->cache, (size_t)bmin, &ck, env->progress};
+        nst_levels_ctx lc = {cfg, &spec, be, weights, &shapes, coll, &in, spec.nstyle ? &styles : NULL, env->cache, (size_t)bmin, &ck, env->progress,
+                             out.preview_path, out.preview_side, out.save_every};
         s = nst_levels_run(&lc, &plan, &L, &cores, res->levels);
         res->nlevels = plan.n;
         if (s == NST_OK) {

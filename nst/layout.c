@@ -130,6 +130,16 @@ size_t nst_layout_host_memory(const nst_grid *g, const int *owner, int r, nst_dt
     return b + ((size_t)1 << 19) + (gram < ((size_t)16 << 20) ? gram : (size_t)16 << 20) + (band < ((size_t)8 << 20) ? band : (size_t)8 << 20);
 }
 
+size_t nst_layout_style_budget(const nst_layout *L, const nst_backend *be, size_t budget)
+{
+    size_t held = 0;
+    for (int r = 0; !be->capacity && r < L->nranks; r++) {
+        size_t h = nst_layout_host_memory(&L->grid, L->owner, r, be->act_dtype);
+        held = h > held ? h : held;
+    }
+    return budget > held ? budget - held : 0;
+}
+
 /* The largest model over ranks for a grid and strategy, with the host buffers where they share the
  * backend's memory; *backend (may be NULL): the largest of the backend's buffers alone. */
 static size_t worst_memory(const nst_grid *g, const int *owner, int nranks, int cheap, size_t opt_px_bytes, nst_gram_strategy gram,

@@ -75,6 +75,10 @@ size_t nst_layout_memory(const nst_grid *g, const int *owner, int r, int cheap, 
  * activations of dtype act). The planner counts them against the budget when the backend's memory
  * is host memory. */
 size_t nst_layout_host_memory(const nst_grid *g, const int *owner, int r, nst_dtype act);
+/* What is left of the budget for a level's style targets (computed while its windows are held):
+ * the budget less the largest host memory over ranks where that shares the backend's memory (the
+ * CPU), else the whole budget. The same on every rank. */
+size_t nst_layout_style_budget(const nst_layout *L, const nst_backend *be, size_t budget);
 /* The budget: on a device with a fixed arena (CUDA), what is free in it less the backend's
  * scratch reserve; else memory_gb if set, else 80% of what the node and this process's memory
  * control group have left (util/sysmem.h), shared by the ranks of a node. */

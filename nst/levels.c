@@ -349,7 +349,8 @@ static nst_status level_try(const nst_levels_ctx *c, const nst_level_plan *p, in
     nst_style_targets T;
     memset(&T, 0, sizeof T);
     if (s == NST_OK && spec->nstyle > 0 && p->iterations[k] > 0) {
-        s = nst_style_targets_compute(cfg, spec, c->weights, c->be, c->coll, c->styles, w > h ? w : h, mode, &cs, c->cache, &T);
+        s = nst_style_targets_compute(cfg, spec, c->weights, c->be, c->coll, c->styles, w > h ? w : h,
+                                      nst_layout_style_budget(L, c->be, c->budget), mode, &cs, c->cache, &T);
         r->style_seconds = T.seconds, r->style_tiles = T.tiles, r->style_cached = T.from_cache;
         if (s == NST_OK)
             nst_info("         style targets for %dx%d: %s (%.2f s)\n", w, h,
@@ -359,7 +360,7 @@ static nst_status level_try(const nst_levels_ctx *c, const nst_level_plan *p, in
     int rendered = 0;
     if (s == NST_OK) {
         nst_render_ctx ctx = {cfg, spec, c->be, c->weights, L, c->coll, w, h, p->iterations[k], spec->nstyle ? T.A : NULL, T.normA,
-                              state_in.m ? &state_in : NULL, state_out, ck, k, c->progress};
+                              state_in.m ? &state_in : NULL, state_out, ck, k, c->progress, c->preview_path, c->preview_side, c->save_every};
         s = render_level(&ctx, content, have_init ? init : NULL, cores, &r->stats, &r->ranks);
         rendered = 1;
         if (ck && s == NST_OK) s = nst_comm_agree(nst_ckpt_sync(ck)); /* a generation written on a subgroup, to the ranks that waited */
@@ -382,14 +383,20 @@ nst_status nst_levels_plan_layout(const nst_levels_ctx *c, const nst_level_plan 
     return plan_level(c, p, k, 0, 0, NULL, 0, L);
 }
 
-/* Before anything heavy runs: every level from k0 on must have a plan within the budget (each is
- * planned again when its turn comes; this only refuses early what would fail late). */
+/* Before anything heavy runs: every level from k0 on must have a plan within the budget, for its
+ * render and its style targets (each is planned again when its turn comes; this only refuses
+ * early what would fail late). */
 static nst_status preflight(const nst_levels_ctx *c, const nst_level_plan *p, int k0)
 {
     for (int k = k0; k < p->n; k++) {
         nst_layout L;
         memset(&L, 0, sizeof L);
         nst_status s = plan_level(c, p, k, 0, 0, NULL, 0, &L);
+        double px;
+        size_t bytes;
+        if (s == NST_OK && c->styles && c->spec->nstyle > 0 && p->iterations[k] > 0)
+            s = nst_comm_agree(nst_style_plan(c->cfg, c->spec, c->shapes, c->styles, p->w[k] > p->h[k] ? p->w[k] : p->h[k],
+                                              nst_layout_style_budget(&L, c->be, c->budget), &px, &bytes));
         nst_layout_free(&L);
         if (s != NST_OK) return p->n > 1 ? nst_fail_context(s, "level %d of %d (%dx%d)", k + 1, p->n, p->w[k], p->h[k]) : s;
     }

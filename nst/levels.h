@@ -63,6 +63,9 @@ typedef struct {
     size_t budget;                   /* memory per rank */
     struct nst_ckpt *ckpt;           /* checkpoints (a resume starts at its level); NULL: none */
     struct nst_progress *progress;   /* NULL: none */
+    const char *preview_path;        /* output.save_every's preview ("" or NULL: none) */
+    int preview_side;
+    long long save_every;
 } nst_levels_ctx;
 
 /* Every level; with a checkpoint to resume, the levels before its level are skipped (their

@@ -80,6 +80,10 @@ nst_status nst_output_spec_parse(const nst_config *cfg, nst_output_spec *o)
         if (stem + 13 >= sizeof o->preview_path) return nst_fail(NST_EINPUT, "%s: output.path is too long", where);
         snprintf(o->preview_path, sizeof o->preview_path, "%.*s.preview.png", (int)stem, cfg->output_path);
     }
+    o->save_every = cfg->output_save_every;
+    if (o->save_every > 0 && !o->preview_path[0])
+        return nst_fail(NST_EINPUT, "%s: output.save_every = %lld writes the preview, but output.preview = 0 turns it off: set output.preview "
+                        "to its long side (e.g. 1024) or output.save_every = 0", nst_config_origin(cfg, NST_K_output_save_every), o->save_every);
 
     /* codec parameters */
     o->bits = atoi(cfg->output_bits);

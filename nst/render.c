@@ -14,6 +14,7 @@
 #include "checkpoint.h"
 #include "lbfgs.h"
 #include "progress.h"
+#include "snapshot.h"
 
 void nst_image_extract(const nst_image *img, nst_rect r, float *out)
 {
@@ -533,6 +534,48 @@ static nst_status boundary(const nst_render_ctx *ctx, render_state *rs, long lon
                     sig == SIGTERM ? " (after Ctrl-C mpirun reports its own status, 1; tools/nstbatch-mpirun keeps 75)" : "");
 }
 
+/* out[i] (allocated here): local tile i's core pixels as they stand. */
+static nst_status download_cores(const nst_render_ctx *ctx, nst_tile *tiles, tile_state *ts, float **out)
+{
+    const nst_layout *L = ctx->layout;
+    nst_backend *be = ctx->be;
+    nst_status s = NST_OK;
+    for (int i = 0; s == NST_OK && i < L->nlocal; i++) {
+        nst_rect core = tiles[i].core;
+        out[i] = nst_alloc_array((size_t)nst_rect_area(core) * 3, sizeof(float), "a tile's result");
+        if (!out[i])
+            s = NST_ENOMEM;
+        else if (L->cheap)
+            s = be->ops->download_rect(be, &tiles[i].img, tiles[i].own_px, out[i]);
+        else
+            s = be->ops->download(be, out[i], ts[i].x.data, (size_t)nst_rect_area(core) * 3, NST_F32);
+    }
+    return s;
+}
+
+/* output.save_every: the image as it stands, as the preview (after `done` iterations). Collective. */
+static nst_status preview(const nst_render_ctx *ctx, nst_tile *tiles, tile_state *ts, long long done, nst_render_stats *st)
+{
+    const nst_layout *L = ctx->layout;
+    double t0 = nst_now();
+    float **px = nst_calloc(sizeof(float *) * ((size_t)L->nlocal + 1), "preview pixels");
+    nst_rect *cores = nst_calloc(sizeof(nst_rect) * ((size_t)L->nlocal + 1), "preview cores");
+    nst_status s = px && cores ? download_cores(ctx, tiles, ts, px) : NST_ENOMEM;
+    for (int i = 0; cores && i < L->nlocal; i++) cores[i] = tiles[i].core;
+    s = agree(ctx, s);
+    if (s == NST_OK) s = nst_snapshot_write(ctx->preview_path, ctx->preview_side, ctx->img_w, ctx->img_h, cores, px, L->nlocal);
+    for (int i = 0; px && i < L->nlocal; i++) nst_free(px[i]);
+    nst_free(px);
+    nst_free(cores);
+    if (s != NST_OK) return s;
+    st->previews++;
+    st->preview_seconds += nst_now() - t0;
+    char fields[160];
+    snprintf(fields, sizeof fields, "\"level\": %d, \"iteration\": %lld, \"seconds\": %.3f", ctx->level + 1, done, nst_now() - t0);
+    nst_progress_event(ctx->progress, "preview", fields);
+    return NST_OK;
+}
+
 nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, float **out, nst_render_stats *st)
 {
     if (ctx->iterations == 0) {
@@ -645,9 +688,10 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
         if (s == NST_OK) st->stepped = 1;
         nst_timer_lap(&st->timers, NST_T_OPTIM, &m0);
         if (s == NST_OK && ctx->ckpt) s = agree(ctx, boundary(ctx, &rs, it + 1, st));
+        if (s == NST_OK && ctx->save_every > 0 && (it + 1) % ctx->save_every == 0 && it + 1 < iters) s = preview(ctx, tiles, ts, it + 1, st);
     }
     double t_end = nst_now();
-    st->seconds = t_end - t_loop - st->checkpoint_seconds;
+    st->seconds = t_end - t_loop - st->checkpoint_seconds - st->preview_seconds;
     st->iterations = iters - it0;
     if (s == NST_OK) { /* the loss of the result: windows made current, one more forward */
         s = refresh(ctx, tiles, ts, &ex);
@@ -662,16 +706,7 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
                 print_terms(iters, &terms, st->iterations > 0 ? st->seconds / (double)st->iterations : 0); /* the loop's mean */
         }
     }
-    for (int i = 0; s == NST_OK && i < L->nlocal; i++) { /* the cores of the result */
-        nst_rect core = tiles[i].core;
-        out[i] = nst_alloc_array((size_t)nst_rect_area(core) * 3, sizeof(float), "a tile's result");
-        if (!out[i])
-            s = NST_ENOMEM;
-        else if (L->cheap)
-            s = be->ops->download_rect(be, &tiles[i].img, tiles[i].own_px, out[i]);
-        else
-            s = be->ops->download(be, out[i], ts[i].x.data, (size_t)nst_rect_area(core) * 3, NST_F32);
-    }
+    if (s == NST_OK) s = download_cores(ctx, tiles, ts, out); /* the cores of the result */
     if (s == NST_OK && ctx->state_out && !L->lbfgs) { /* Adam's moments for the next level */
         nst_adam_state *so = ctx->state_out;
         so->t = t_start + iters;
@@ -736,7 +771,7 @@ nst_status nst_render_image(const nst_config *cfg, const nst_loss_spec *spec, ns
             if (init) nst_image_extract(init, win, iw[i]);
         }
     }
-    nst_render_ctx ctx = {cfg, spec, be, w, &L, {0}, W, H, cfg->optim_iterations, style && spec->nstyle ? A : NULL, normA, NULL, NULL, NULL, 0, NULL};
+    nst_render_ctx ctx = {cfg, spec, be, w, &L, {0}, W, H, cfg->optim_iterations, style && spec->nstyle ? A : NULL, normA, NULL, NULL, NULL, 0, NULL, NULL, 0, 0};
     if (s == NST_OK) s = nst_render(&ctx, cw, init ? iw : NULL, res, stats);
     for (int k = 0; k < NST_VGG_NLAYERS; k++) nst_free(A[k]);
     if (s == NST_OK) s = nst_image_alloc(out, W, H);

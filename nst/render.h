@@ -28,6 +28,8 @@ typedef struct {
     size_t bytes_peak;          /* the backend's peak allocation on this rank */
     double checkpoint_seconds;  /* writing checkpoints (not in the loop's phases) */
     int checkpoints;
+    double preview_seconds;     /* writing previews (output.save_every; not in the loop's phases) */
+    int previews;
     long long resumed_at;       /* the iteration a resumed level started from (0: fresh) */
     int stepped;                /* an optimiser step was taken (all ranks agreed): a failure after it loses work */
 } nst_render_stats;
@@ -55,6 +57,9 @@ typedef struct {
     struct nst_ckpt *ckpt;              /* checkpoints and signals (NULL: neither, e.g. tests) */
     int level;                          /* the pyramid level, for checkpoints and progress */
     struct nst_progress *progress;      /* rank 0's progress display and metrics (NULL: the plain table) */
+    const char *preview_path;           /* output.save_every: the preview, replaced every save_every iterations */
+    int preview_side;
+    long long save_every;               /* 0: no previews while rendering */
 } nst_render_ctx;
 
 /* With ctx->ckpt: at every iteration boundary a checkpoint is written when due, and a signal

@@ -153,6 +153,7 @@ static nst_status plan_tiles(const nst_net *net, int w, int h, int halo, int ali
     int best = 0;
     int64_t best_load = INT64_MAX;
     int longest = w > h ? w : h;
+    size_t least = 0;
     for (int k = 1; k <= 64; k++) {
         int T = (longest + k - 1) / k;
         T = (T + align - 1) / align * align;
@@ -160,17 +161,22 @@ static nst_status plan_tiles(const nst_net *net, int w, int h, int halo, int ali
         nst_grid cand;
         if (nst_grid_make(w, h, T, T, halo, align, &cand) != 0) continue;
         int wmax = T + 2 * halo < w ? T + 2 * halo : w, hmax = T + 2 * halo < h ? T + 2 * halo : h;
-        if (nst_acts_bytes(net, hmax, wmax) + 12 * (size_t)wmax * hmax > budget && k < 64) continue;
         int *o = malloc(sizeof(int) * (size_t)cand.ntiles);
         if (!o) return nst_fail(NST_ENOMEM, "out of memory planning style tiles");
-        int64_t load = nst_assign_tiles(&cand, n, o);
+        int64_t load = nst_assign_tiles(&cand, n, o); /* window pixels of the busiest rank: it holds them all */
         free(o);
+        size_t mem = nst_acts_bytes(net, hmax, wmax) + 12 * (size_t)load;
+        if (!least || mem < least) least = mem;
+        if (mem > budget) continue;
         if (load < best_load) {
             best_load = load;
             best = T;
         }
     }
-    if (!best) return nst_fail(NST_EINPUT, "the %dx%d style image does not fit the memory budget even in small tiles", w, h);
+    if (!best)
+        return nst_fail(NST_EINPUT, "the %dx%d style image needs %.3g GiB per rank in its smallest tiles, and %.3g GiB is left of the "
+                        "budget beside the content's windows: lower style.scale, or give each rank more memory (run.memory_gb, fewer "
+                        "ranks per node)", w, h, (double)least / (1u << 30), (double)budget / (1u << 30));
     nst_grid_make(w, h, best, best, halo, align, g);
     *owner = nst_alloc_array((size_t)g->ntiles, sizeof(int), "style tile owners");
     if (!*owner) return NST_ENOMEM;
@@ -204,15 +210,14 @@ nst_status nst_style_plan(const nst_config *cfg, const nst_loss_spec *spec, cons
 
 /* A[k] (host) = the Gram targets of style image `which` at w x h, tiled over the group. */
 static nst_status image_targets(const nst_config *cfg, const nst_loss_spec *spec, nst_net *net, nst_collectives coll, nst_styles *st,
-                                int which, int w, int h, nst_color_mode mode, const nst_color_stats *content, float **A, double *normA,
-                                int *tiles)
+                                int which, int w, int h, size_t budget, nst_color_mode mode, const nst_color_stats *content, float **A,
+                                double *normA, int *tiles)
 {
     nst_backend *be = net->be;
     const int rank = nst_comm_rank();
     const int align = nst_vgg_footprint(spec->deepest).stride;
     nst_grid g;
     int *owner = NULL;
-    size_t budget = nst_memory_budget(be, cfg->run_memory_gb, nst_comm_local_size());
     nst_status s = plan_tiles(net, w, h, feature_halo(spec, align), align, nst_comm_size(), budget, &g, &owner);
     s = nst_comm_agree(s);
     if (s != NST_OK) return s;
@@ -334,7 +339,7 @@ static nst_status share(nst_style_targets *t)
 }
 
 nst_status nst_style_targets_compute(const nst_config *cfg, const nst_loss_spec *spec, const nst_weights *weights, nst_backend *be,
-                                     nst_collectives coll, nst_styles *st, int long_side, nst_color_mode mode,
+                                     nst_collectives coll, nst_styles *st, int long_side, size_t budget, nst_color_mode mode,
                                      const nst_color_stats *content, nst_style_cache *cache, nst_style_targets *out)
 {
     memset(out, 0, sizeof *out);
@@ -382,7 +387,7 @@ nst_status nst_style_targets_compute(const nst_config *cfg, const nst_loss_spec 
             }
             float *A[NST_VGG_NLAYERS] = {0};
             double norm[NST_VGG_NLAYERS];
-            s = image_targets(cfg, spec, &net, coll, st, i, w, h, mode, content, A, norm, &tiles);
+            s = image_targets(cfg, spec, &net, coll, st, i, w, h, budget, mode, content, A, norm, &tiles);
             if (tiles > out->tiles) out->tiles = tiles;
             for (int k = 0; s == NST_OK && k < out->n; k++)
                 for (size_t j = 0; j < (size_t)out->C[k] * out->C[k]; j++) acc[k][j] += st->blend[i] * A[k][j];

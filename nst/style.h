@@ -58,11 +58,12 @@ void nst_style_size(const nst_config *cfg, const nst_styles *st, int k, int long
 nst_status nst_styles_check(const nst_config *cfg, const nst_loss_spec *spec, const nst_styles *st, int long_min, int long_max);
 
 struct nst_style_cache;
-/* The targets for an output of long side `long_side`. With a colour mode, each style image's
- * pixels are transformed to take the content's statistics `content` (nst/color.h) first. From
- * the cache when it holds them (cache may be NULL). Collective. */
+/* The targets for an output of long side `long_side`, tiled over the group so that each rank's
+ * windows and activations stay within `budget` bytes (the same on every rank). With a colour
+ * mode, each style image's pixels are transformed to take the content's statistics `content`
+ * (nst/color.h) first. From the cache when it holds them (cache may be NULL). Collective. */
 nst_status nst_style_targets_compute(const nst_config *cfg, const nst_loss_spec *spec, const nst_weights *weights, nst_backend *be,
-                                     nst_collectives coll, nst_styles *st, int long_side, nst_color_mode mode,
+                                     nst_collectives coll, nst_styles *st, int long_side, size_t budget, nst_color_mode mode,
                                      const nst_color_stats *content, struct nst_style_cache *cache, nst_style_targets *out);
 void nst_style_targets_free(nst_style_targets *t);
 /* The style targets' work on the busiest rank at an output of long side `long_side` (the dry

@@ -31,6 +31,7 @@ suites=(
   "test_tiles|tests/test_tiles.sh ./nstbatch $B/tests/image_diff"
   "test_memory|tests/test_memory.sh ./nstbatch $B/tests/image_diff"
   "test_dryrun|tests/test_dryrun.sh ./nstbatch"
+  "test_preview|tests/test_preview.sh ./nstbatch $B/tests/image_diff $B/tests/png_probe"
   "test_batch|tests/test_batch.sh ./nstbatch $B/tests/image_diff"
   "test_checkpoint|tests/test_checkpoint.sh ./nstbatch $B/tests/image_diff"
   "test_metrics|tests/test_metrics.sh ./nstbatch $B/tests/fake-nvml"

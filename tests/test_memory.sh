@@ -11,6 +11,8 @@
 #   no plan fits, it stops at start with one line saying what would fit.
 # - Every level is planned before anything renders: a level that fits no plan stops the job at
 #   start, exit 2, one line naming the level, the budget and what the smallest plan needs.
+# - The style targets are tiled within what the content's windows leave of the budget (a rank holds
+#   all its style windows at once); a style image too large for that stops the job at start.
 # - run.memory_gb beyond what the node has left: exit 2, one line saying what there is.
 # - A rank short of memory while rendering (NSTBATCH_LOW_MEMORY, as the check every iteration
 #   would see it) stops every rank with one line and a checkpoint; the run resumes from it to the
@@ -104,6 +106,13 @@ if one_error pre 2 "level 2 of 2 (1152x768): .*run.memory_gb: no tiling of the 1
    ! grep -q 'level 1/2 done' "$T/pre.log" && [ ! -e "$T/pre.tif" ]; then
   ok "a level that fits no plan stops the job before level 1 renders (exit 2, one line: level, budget, smallest plan)"
 else bad "preflight" "exit $rc" "$(cat "$T/pre.log")"; fi
+
+# ---- the style targets within what the windows leave -----------------------------------------------
+nst sty --set output.path=sty.tif --set run.memory_gb=0.6 --set style.scale=7
+if one_error sty 2 "level 2 of 2 (1152x768): the 8064x8064 style image needs .* GiB per rank in its smallest tiles, and .* GiB is left of the budget beside the content's windows: lower style.scale, or give each rank more memory" &&
+   ! grep -q 'style targets' "$T/sty.log" && [ ! -e "$T/sty.tif" ]; then
+  ok "a style image too large for what the windows leave of the budget: refused before any level renders (exit 2, one line)"
+else bad "style targets over the budget" "exit $rc" "$(cat "$T/sty.log")"; fi
 
 # ---- run.memory_gb beyond the node -----------------------------------------------------------------
 nst huge --set output.path=huge.tif --set run.memory_gb=100000
