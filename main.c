@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "io/config.h"
 #include "io/versions.h"
@@ -112,14 +113,14 @@ static void print_version(void)
 
 static int make_weights(const nst_cli *cli)
 {
+    if (!cli->force && access(cli->mw_out, F_OK) == 0) /* output.overwrite is not the key here: --force is */
+        return fail_exit(nst_fail(NST_EINPUT, "--make-weights: %s exists; add --force to replace it", cli->mw_out));
     nst_weights w;
     nst_status s = nst_weights_random(&w, (uint64_t)cli->mw_seed, cli->mw_divisor);
     if (s == NST_OK) s = nst_weights_write(cli->mw_out, &w, cli->force);
     if (s == NST_OK)
         printf("wrote %s: %s, hash %016llx\n", cli->mw_out, w.description, (unsigned long long)nst_weights_hash(&w));
     nst_weights_free(&w);
-    if (s == NST_EINPUT && strstr(nst_fail_message(), "output exists"))
-        fprintf(stderr, "nstbatch: use --force to replace it\n");
     return s == NST_OK ? 0 : fail_exit(s);
 }
 
@@ -144,8 +145,10 @@ int main(int argc, char **argv)
     if (cli.print_config) {
         s = load_config(&cli, &cfg, &jobs);
         if (s == NST_OK && nst_log_is_root()) {
-            nst_config_write(&cfg, stdout);
-            nst_jobset_write(&jobs, stdout);
+            char cwd[4096]; /* relative paths are relative to it: written absolute, the copy moves */
+            const char *here = getcwd(cwd, sizeof cwd);
+            nst_config_write(&cfg, stdout, here);
+            nst_jobset_write(&jobs, stdout, here);
         }
         nst_jobset_free(&jobs);
         return s == NST_OK ? 0 : fail_exit(s);

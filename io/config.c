@@ -13,10 +13,12 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static nst_key_info keys[] = {
 #define NST_KEY(sec, name, type, def, lo, hi, allowed, help)                                      \
@@ -62,7 +64,9 @@ static const char *shown(const char *v, char *buf, size_t cap)
     return buf;
 }
 
-/* " (did you mean 'x'?)" for the nearest key name in `section`, else across all sections. */
+/* " (did you mean 'x'?)" for the nearest key name in `section`; else every key of another section
+ * whose name is as near as the nearest one ("'optim.iterations' or 'pyramid.iterations'"), with the
+ * section it belongs in. */
 static void suggest_key(const char *section, const char *name, char *out, size_t cap)
 {
     const char *cand[NST_NKEYS];
@@ -78,8 +82,16 @@ static void suggest_key(const char *section, const char *name, char *out, size_t
     for (int i = 0; i < NST_NKEYS; i++) cand[i] = keys[i].name;
     best = nst_nearest(name, cand, NST_NKEYS);
     out[0] = 0;
-    for (int i = 0; best && i < NST_NKEYS; i++)
-        if (keys[i].name == best) snprintf(out, cap, " (did you mean '%s'?)", keys[i].full);
+    if (!best) return;
+    size_t d = nst_edit_distance(name, best), len = 0;
+    int found = 0;
+    for (int i = 0; i < NST_NKEYS && found < 3; i++) {
+        if (strcmp(keys[i].section, section) == 0 || nst_edit_distance(name, keys[i].name) != d) continue;
+        len += (size_t)snprintf(out + len, len < cap ? cap - len : 0, "%s'%s' under [%s]", found ? ", or " : " (did you mean ",
+                                keys[i].name, keys[i].section);
+        found++;
+    }
+    if (found && len < cap) snprintf(out + len, cap - len, "?)");
 }
 
 static void section_list(char *out, size_t cap)
@@ -181,8 +193,8 @@ static int parse_bool(const char *v, int *out)
 {
     static const char *t[] = {"true", "yes", "on", "1"}, *f[] = {"false", "no", "off", "0"};
     for (int i = 0; i < 4; i++) {
-        if (strcmp(v, t[i]) == 0) return *out = 1, 1;
-        if (strcmp(v, f[i]) == 0) return *out = 0, 1;
+        if (strcasecmp(v, t[i]) == 0) return *out = 1, 1; /* True, YES, Off: any case */
+        if (strcasecmp(v, f[i]) == 0) return *out = 0, 1;
     }
     return 0;
 }
@@ -317,6 +329,17 @@ const char *nst_config_origin(const nst_config *c, int key)
     return (key >= 0 && key < NST_NKEYS && c->origin[key][0]) ? c->origin[key] : "default";
 }
 
+void nst_config_where(const nst_config *c, int key, char *out, size_t cap)
+{
+    const char *o = nst_config_origin(c, key), *full = key >= 0 && key < NST_NKEYS ? keys[key].full : "?";
+    if (strcmp(o, "default") == 0)
+        snprintf(out, cap, "%s", full);
+    else if (strncmp(o, "--set ", 6) == 0)
+        snprintf(out, cap, "%s", o);
+    else
+        snprintf(out, cap, "%s: %s", o, full);
+}
+
 /* ---- the INI parser ---------------------------------------------------------------------- */
 
 static char *trim(char *s)
@@ -425,6 +448,11 @@ nst_status nst_config_parse(nst_config *c, struct nst_jobset *jobs, const char *
             NST_TRY(nst_jobset_add(jobs, key, v, where, base_dir));
             continue;
         }
+        if (!valid_name(key, 0) && valid_name(key, 1) && strchr(key, '.')) /* --set's form, used in a file */
+            return nst_fail(NST_EINPUT,
+                            "%s: '%.60s' is the form of --set and of job sections; in a config file write "
+                            "'%s = ...' on a line under [%.*s]",
+                            where, key, strrchr(key, '.') + 1, (int)(strrchr(key, '.') - key), key);
         if (!valid_name(key, 0))
             return nst_fail(NST_EINPUT,
                             "%s: malformed key '%.60s': use lower-case letters, digits and '_'", where, key);
@@ -545,7 +573,63 @@ void nst_config_write_assignment(FILE *f, const char *lhs, const char *value)
     fputc('\n', f);
 }
 
-void nst_config_write(const nst_config *c, FILE *f)
+/* One path made absolute against cwd at out (NULL cwd, an absolute or empty path: as it is); its
+ * directory resolved where it exists ("run/../in/a.png" -> "/home/u/in/a.png"). */
+static int absolute(const char *path, size_t len, const char *cwd, char *out, size_t cap)
+{
+    int n = cwd && len && path[0] != '/' ? snprintf(out, cap, "%s/%.*s", cwd, (int)len, path) : snprintf(out, cap, "%.*s", (int)len, path);
+    if (n < 0 || (size_t)n >= cap) return -1;
+    char *slash = strrchr(out, '/'), dir[PATH_MAX];
+    if (!cwd || !slash || slash == out) return n;
+    *slash = 0;
+    int resolved = realpath(out, dir) != NULL;
+    *slash = '/';
+    if (!resolved) return n;
+    char joined[2 * PATH_MAX];
+    int m = snprintf(joined, sizeof joined, "%s%s", strcmp(dir, "/") ? dir : "", slash);
+    if (m < 0 || (size_t)m >= cap) return n;
+    memcpy(out, joined, (size_t)m + 1);
+    return m;
+}
+
+/* A key's value as text that reads back the same from any directory: relative paths made
+ * absolute against cwd, numbers in the shortest form that parses back to the same double
+ * (0.9, not 0.90000000000000002). */
+static void portable_value(const nst_key_info *k, const char *value, const char *cwd, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s", value);
+    if (k->type == NST_CT_FLOAT) {
+        double v = strtod(value, NULL);
+        for (int digits = 1; digits <= 17; digits++) {
+            snprintf(out, cap, "%.*g", digits, v);
+            if (strtod(out, NULL) == v) return;
+        }
+    } else if (k->type == NST_CT_PATH || k->type == NST_CT_PATHLIST) {
+        size_t n = 0;
+        for (const char *p = value; *p;) { /* PATHLIST items are stored joined by ", " */
+            const char *comma = k->type == NST_CT_PATHLIST ? strstr(p, ", ") : NULL;
+            size_t len = comma ? (size_t)(comma - p) : strlen(p);
+            int w = absolute(p, len, cwd, out + n, cap - n);
+            if (w < 0 || n + (size_t)w + 2 >= cap) { /* too long to spell out: as it was */
+                snprintf(out, cap, "%s", value);
+                return;
+            }
+            n += (size_t)w;
+            if (!comma) break;
+            n += (size_t)snprintf(out + n, cap - n, ", ");
+            p = comma + 2;
+        }
+    }
+}
+
+void nst_config_write_key(FILE *f, int key, const char *lhs, const char *value, const char *cwd)
+{
+    char v[2 * NST_CFG_STR_MAX];
+    portable_value(&keys[key], value, cwd, v, sizeof v);
+    nst_config_write_assignment(f, lhs, v);
+}
+
+void nst_config_write(const nst_config *c, FILE *f, const char *cwd)
 {
     char v[NST_CFG_STR_MAX];
     fprintf(f, "# nstbatch resolved configuration%s%s\n", c->file[0] ? " of " : "", c->file);
@@ -554,7 +638,7 @@ void nst_config_write(const nst_config *c, FILE *f)
         if (i == 0 || strcmp(k->section, keys[i - 1].section) != 0)
             fprintf(f, "%s[%s]\n", i ? "\n" : "", k->section);
         nst_config_value_text(c, i, v, sizeof v);
-        nst_config_write_assignment(f, k->name, v);
+        nst_config_write_key(f, i, k->name, v, cwd);
     }
 }
 

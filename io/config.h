@@ -80,12 +80,19 @@ nst_status nst_config_set_key(nst_config *c, const char *section, const char *na
                               const char *where, const char *base_dir);
 
 const char *nst_config_origin(const nst_config *c, int key);
+/* Where a key was set, for messages: "demo.ini:12: model.weights", "--set model.weights", or
+ * "model.weights" for a default. */
+void nst_config_where(const nst_config *c, int key, char *out, size_t cap);
 /* The value of a key as config text (resolved paths; INTWORD words by name). */
 void nst_config_value_text(const nst_config *c, int key, char *out, size_t cap);
 /* "lhs = value\n", the value quoted where it must be to read back the same. */
 void nst_config_write_assignment(FILE *f, const char *lhs, const char *value);
-/* The resolved configuration as an INI file that parses back to the same values. */
-void nst_config_write(const nst_config *c, FILE *f);
+/* "lhs = value\n" for key number `key`, as a file read from anywhere needs it: relative paths made
+ * absolute against cwd (NULL: kept), numbers in their shortest exact form. */
+void nst_config_write_key(FILE *f, int key, const char *lhs, const char *value, const char *cwd);
+/* The resolved configuration as an INI file that parses back to the same values; with cwd (the
+ * directory relative paths are relative to), it reads back the same from any directory. */
+void nst_config_write(const nst_config *c, FILE *f, const char *cwd);
 /* Generated reference of every key: type, range or values, default, help. */
 void nst_config_help(FILE *f);
 

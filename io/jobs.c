@@ -251,14 +251,14 @@ nst_status nst_jobset_apply(const nst_jobset *js, int j, nst_config *cfg)
     return NST_OK;
 }
 
-void nst_jobset_write(const nst_jobset *js, FILE *f)
+void nst_jobset_write(const nst_jobset *js, FILE *f, const char *cwd)
 {
     int n;
     const nst_key_info *keys = nst_config_keys(&n);
     for (int j = 0; j < js->njobs; j++) {
         const nst_job_def *d = &js->jobs[j];
         fprintf(f, "\n[job.%s]   # %s\n", nst_job_name(js, j), nst_job_where(js, j));
-        for (int i = d->first; i < d->first + d->count; i++) nst_config_write_assignment(f, keys[js->ov[i].key].full, js->text + js->ov[i].value);
+        for (int i = d->first; i < d->first + d->count; i++) nst_config_write_key(f, js->ov[i].key, keys[js->ov[i].key].full, js->text + js->ov[i].value, cwd);
     }
 }
 

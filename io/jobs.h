@@ -57,8 +57,8 @@ nst_status nst_jobset_read_manifest(nst_jobset *js, const char *path, const char
 
 /* cfg (a copy of the base config) with job j's overrides. */
 nst_status nst_jobset_apply(const nst_jobset *js, int j, nst_config *cfg);
-/* The jobs as [job.NAME] sections, for --print-config. */
-void nst_jobset_write(const nst_jobset *js, FILE *f);
+/* The jobs as [job.NAME] sections, for --print-config (cwd: as nst_config_write). */
+void nst_jobset_write(const nst_jobset *js, FILE *f, const char *cwd);
 
 /* Flat bytes (allocated) and back, for a broadcast. */
 nst_status nst_jobset_pack(const nst_jobset *js, unsigned char **buf, size_t *len);

@@ -76,7 +76,7 @@ static nst_status open_device(const nst_backend_options *o, nst_backend **out)
     char *c = (*out)->choice;
     size_t n = sizeof (*out)->choice;
     if (strcmp(device, "auto") == 0) {
-        if (ngpu == 0) snprintf(c, n, "auto: %.150s", why);
+        if (ngpu == 0) snprintf(c, n, "auto: %.140s, so the CPU", why);
         else snprintf(c, n, "auto: %d GPU%s, but this build has no CUDA ops", ngpu, ngpu == 1 ? "" : "s");
     }
     if (choice[0]) snprintf(c + strlen(c), n - strlen(c), "%s%s", c[0] ? "; " : "", choice);

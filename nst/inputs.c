@@ -42,7 +42,11 @@ nst_status nst_open_input(const nst_config *cfg, int key, const char *path, nst_
 {
     nst_source_limits lim = limits(cfg);
     nst_status s = nst_source_open(path, &lim, src);
-    if (s != NST_OK) return nst_fail_context(s, "%s", nst_config_keys(NULL)[key].full);
+    if (s != NST_OK) {
+        char where[NST_CFG_ORIGIN_MAX + 64];
+        nst_config_where(cfg, key, where, sizeof where);
+        return nst_fail_context(s, "%s", where);
+    }
     return NST_OK;
 }
 

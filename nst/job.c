@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 
 #include "../io/atomic_file.h"
@@ -53,16 +54,17 @@ nst_status nst_job_check(const nst_config *cfg, nst_loss_spec *spec, nst_output_
 nst_status nst_job_load_weights(const nst_config *cfg, nst_weights *w)
 {
     if (cfg->model_weights[0]) {
+        char where[NST_CFG_ORIGIN_MAX + 64];
+        nst_config_where(cfg, NST_K_model_weights, where, sizeof where);
+        if (access(cfg->model_weights, R_OK) != 0) /* the usual first-hour case: the file was never fetched */
+            return nst_fail(NST_EINPUT, "%s: %s: cannot open: %s; run `make weights` (it downloads the Keras VGG-19 file to "
+                            "models/), or leave model.weights empty for the built-in random VGG-19",
+                            where, cfg->model_weights, strerror(errno));
         nst_status s = nst_weights_read(cfg->model_weights, w);
-        if (s != NST_OK) return nst_fail_context(s, "model.weights");
+        if (s != NST_OK) return nst_fail_context(s, "%s", where);
         return NST_OK;
     }
-    NST_TRY(nst_weights_random(w, (uint64_t)cfg->model_random_seed, (int)cfg->model_random_width_divisor));
-    nst_notice("model.weights is not set: using the built-in %s. Random features transfer texture; ImageNet weights "
-               "give the real look: run `make weights` (downloads the Keras VGG-19 file) and set model.weights = "
-               "models/vgg19_weights_tf_dim_ordering_tf_kernels_notop.h5\n",
-               w->description);
-    return NST_OK;
+    return nst_weights_random(w, (uint64_t)cfg->model_random_seed, (int)cfg->model_random_width_divisor);
 }
 
 /* ---- weights to every rank --------------------------------------------------------------------- */
@@ -322,7 +324,8 @@ static char *config_text(const nst_config *cfg)
     size_t len = 0;
     FILE *f = open_memstream(&desc, &len);
     if (!f) return NULL;
-    nst_config_write(cfg, f);
+    char cwd[4096];
+    nst_config_write(cfg, f, getcwd(cwd, sizeof cwd)); /* absolute paths: the file says what was read */
     fclose(f);
     return desc;
 }
@@ -393,8 +396,9 @@ nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_collectives c
         char loss[512], files[1024];
         nst_loss_spec_describe(&spec, loss, sizeof loss);
         nst_output_describe(&out, files, sizeof files);
-        nst_info("model:   %s, %d conv layers, hash %016llx\n", weights->description, weights->nconv,
-                 (unsigned long long)nst_weights_hash(weights));
+        nst_info("model:   %s, %d conv layers, hash %016llx%s\n", weights->description, weights->nconv,
+                 (unsigned long long)nst_weights_hash(weights),
+                 cfg->model_weights[0] ? "" : " (random features give texture; `make weights` gives the real look)");
         nst_info("loss:    %s\n", loss);
         long long total_its = 0;
         for (int k = 0; k < plan.n; k++) total_its += plan.iterations[k];

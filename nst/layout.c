@@ -178,10 +178,12 @@ static nst_status no_fit(const nst_config *cfg, const nst_loss_spec *spec, const
         }
         free(owner);
     }
-    char more[96] = "", origin[160] = "";
+    char more[96] = "", origin[NST_CFG_ORIGIN_MAX + 64] = "";
     if (ranks) snprintf(more, sizeof more, ", or %d ranks with as much memory each", ranks);
-    if (tk != NST_WORD(0) || cfg->run_memory_gb > 0) /* a key the user set limits it: name it */
-        snprintf(origin, sizeof origin, "%s: ", nst_config_origin(cfg, tk != NST_WORD(0) ? NST_K_tiling_tile_size : NST_K_run_memory_gb));
+    if (tk != NST_WORD(0) || cfg->run_memory_gb > 0) { /* a key the user set limits it: name it */
+        nst_config_where(cfg, tk != NST_WORD(0) ? NST_K_tiling_tile_size : NST_K_run_memory_gb, origin, sizeof origin - 2);
+        strcat(origin, ": ");
+    }
     return nst_fail(NST_EINPUT,
                     "%sno tiling of the %dx%d image fits the memory budget of %.3g GiB per rank (%s); the smallest plan (tiles of %dx%d "
                     "px, tiling.gram = %s) needs %.3g GiB on its busiest rank: give each rank that much (run.memory_gb, fewer ranks "

@@ -248,8 +248,12 @@ static void describe_layout(const nst_layout *L, const nst_loss_spec *spec)
 {
     const nst_grid *g = &L->grid;
     int deepest = spec->deepest < 0 ? 0 : spec->deepest;
-    nst_info("tiling:  %s mode, %dx%d = %d tile%s of %dx%d px, halo %d px%s, windows %.2fx the image; %d rank%s\n",
-             L->cheap ? "cheap" : "exact", g->nx, g->ny, g->ntiles, g->ntiles == 1 ? "" : "s", g->tile_w, g->tile_h, g->halo,
+    char tiles[96]; /* one tile is the whole image, whatever its aligned size */
+    if (g->ntiles == 1)
+        snprintf(tiles, sizeof tiles, "1 tile, the whole %dx%d image", g->width, g->height);
+    else
+        snprintf(tiles, sizeof tiles, "%dx%d = %d tiles of %dx%d px", g->nx, g->ny, g->ntiles, g->tile_w, g->tile_h);
+    nst_info("tiling:  %s mode, %s, halo %d px%s, windows %.2fx the image; %d rank%s\n", L->cheap ? "cheap" : "exact", tiles, g->halo,
              g->halo >= L->halo_exact ? " (exact)" : "", 1.0 + nst_grid_halo_overhead(g), L->nranks, L->nranks == 1 ? "" : "s");
     nst_info("         exact halo for %s: %d px; %s\n", nst_vgg_layer_at(deepest)->relu, L->halo_exact, L->why);
     if (L->cheap)
@@ -320,9 +324,15 @@ static nst_status level_try(const nst_levels_ctx *c, const nst_level_plan *p, in
     r->tiles = L->grid.ntiles, r->tile_w = L->grid.tile_w, r->tile_h = L->grid.tile_h, r->halo = L->grid.halo;
     r->gram = nst_gram_strategy_name(L->gram);
     describe_layout(L, spec);
-    if (p->n == 1 && L->grid.ntiles < L->nranks) /* (coarse pyramid levels run on fewer ranks by design) */
-        nst_warn("%d tile%s for %d ranks: ranks %d..%d have no work; set tiling.tile_size smaller to spread it\n", L->grid.ntiles,
-                 L->grid.ntiles == 1 ? "" : "s", L->nranks, L->grid.ntiles, L->nranks - 1);
+    if (p->n == 1 && L->grid.ntiles < L->nranks) { /* (coarse pyramid levels run on fewer ranks by design) */
+        char idle[48]; /* smaller tiles would only add halo work: fewer ranks is what helps */
+        if (L->grid.ntiles == L->nranks - 1)
+            snprintf(idle, sizeof idle, "rank %d has", L->grid.ntiles);
+        else
+            snprintf(idle, sizeof idle, "ranks %d..%d have", L->grid.ntiles, L->nranks - 1);
+        nst_warn("%d tile%s for %d ranks: %s no work; this image is rendered as fast on %d rank%s (mpirun -np %d)\n", L->grid.ntiles,
+                 L->grid.ntiles == 1 ? "" : "s", L->nranks, idle, L->grid.ntiles, L->grid.ntiles == 1 ? "" : "s", L->grid.ntiles);
+    }
 
     float **bufs = nst_calloc(sizeof(float *) * 3 * ((size_t)L->nlocal + 1), "level buffers");
     *bufs_out = bufs;

@@ -67,7 +67,26 @@ case_ "help" 0 "optim.iterations" -- "$NST" --help
 case_ "version" 0 "nstbatch 0.1.0" -- "$NST" --version
 base "" ok.ini
 case_ "print-config applies --set" 0 "iterations = 7" -- "$NST" ok.ini --print-config --set optim.iterations=7
-case_ "make-weights refuses to overwrite" 2 "use --force" -- "$NST" --make-weights random w.h5
+case_ "make-weights refuses to overwrite" 2 "--make-weights: w.h5 exists; add --force to replace it" -- "$NST" --make-weights random w.h5
+out=$(cd "$T" && "$NST" --make-weights random w.h5 2>&1)
+if ! grep -q 'output.overwrite' <<<"$out"; then ok "make-weights onto a file: no hint about output.overwrite"; else bad "make-weights hint" "a hint about output.overwrite" "$out"; fi
+# --print-config from elsewhere: paths absolute (the copy reads the same files wherever it goes),
+# numbers in their shortest exact form
+mkdir -p "$T/elsewhere"
+(cd "$T/elsewhere" && "$NST" ../ok.ini --print-config --set optim.lr=0.9) >"$T/elsewhere/printed.ini" 2>&1
+if grep -qx "path = $T/content.png" "$T/elsewhere/printed.ini" && grep -qx 'lr = 0.9' "$T/elsewhere/printed.ini" && grep -qx 'beta1 = 0.9' "$T/elsewhere/printed.ini"; then
+  ok "print-config writes absolute paths and 0.9 as 0.9"
+else bad "print-config paths and numbers" "" "$(grep -E '^(path|lr|beta1) =' "$T/elsewhere/printed.ini")"; fi
+mv "$T/elsewhere/printed.ini" "$T/moved.ini"
+case_ "a printed config still reads the same files after it moves" 0 "path = $T/content.png" -- "$NST" moved.ini --print-config
+# random weights: the hint rides on the model line, which -q silences
+out=$(cd "$T" && "$NST" -q ok.ini --set model.weights= --set optim.iterations=1 --set output.size=64 --set output.path=q.png 2>&1); rc=$?
+if [ $rc -eq 0 ] && [ -z "$out" ]; then ok "random weights under -q: nothing printed"; else bad "random weights under -q" "exit $rc" "$out"; fi
+out=$(cd "$T" && "$NST" ok.ini --set model.weights= --set optim.iterations=1 --set output.size=64 --set output.path=q.png --set output.overwrite=true 2>&1)
+if [ "$(grep -c 'make weights' <<<"$out")" = 1 ] && grep -q '^model: .*random VGG-19.*`make weights` gives the real look' <<<"$out"; then
+  ok "random weights: one short hint, on the model line"
+else bad "random weights hint" "" "$(grep -n 'weights\|random' <<<"$out")"; fi
+rm -f "$T/q.png" "$T/q.preview.png"
 case_ "a short render" 0 "wrote out.png (64x43, 8-bit)" -- "$NST" ok.ini --set optim.iterations=3 --set output.size=64 --set output.overwrite=true
 cp "$T/out.png" "$T/first.png"
 case_ "a second identical run" 0 "wrote out.png" -- "$NST" ok.ini --set optim.iterations=3 --set output.size=64 --set output.overwrite=true
@@ -95,6 +114,16 @@ printf '[optim]\nthis is not ini\n' >"$T/c6.ini"; case_ "malformed line" 2 "c6.i
 { printf '[content]\npath = '; head -c 5000 /dev/zero | tr '\0' 'a'; printf '\n'; } >"$T/c7.ini"
 case_ "over-long line" 2 "c7.ini:2: line longer than 4095 bytes" -- "$NST" c7.ini
 printf '[optim]\nlr = 0.1\nlr = 0.2\n' >"$T/c8.ini"; case_ "duplicate key" 2 "set twice (first at line 2)" -- "$NST" c8.ini
+printf 'content.path = content.png\n' >"$T/c12.ini"
+case_ "--set's form in a file" 2 "c12.ini:1: 'content.path' is the form of --set and of job sections; in a config file write 'path = ...' on a line under [content]" -- "$NST" c12.ini
+printf '[output]\niterations = 5\n' >"$T/c13.ini"
+case_ "a key of other sections" 2 "c13.ini:2: unknown key 'iterations' in [output] (did you mean 'iterations' under [optim], or 'iterations' under [pyramid]?)" -- "$NST" c13.ini
+base '[run]\nprint_every = 1\n[output]\noverwrite = True\n' c14.ini
+case_ "booleans in any case (True, NO)" 0 "pyramid = false" -- "$NST" c14.ini --print-config --set output.pyramid=NO
+base '[model]\n' c15.ini; sed -i 's/^weights = w.h5$/weights = models\/vgg19.h5/' "$T/c15.ini"
+case_ "missing weights: the line, the reason, what to do" 2 "c15.ini:8: model.weights: models/vgg19.h5: cannot open: No such file or directory; run \`make weights\`" -- "$NST" c15.ini
+base '' c16.ini; sed -i 's/^path = content.png$/path = nope.png/' "$T/c16.ini"
+case_ "missing content: the line" 2 "c16.ini:2: content.path: nope.png: cannot open: No such file or directory" -- "$NST" c16.ini
 printf '[style]\npath = style.png\n[output]\npath = out.png\n' >"$T/c9.ini"; case_ "missing content.path" 2 "content.path is not set" -- "$NST" c9.ini
 base '[style]\nlayers = relu1_1,relu6_1\n' c10.ini; case_ "unknown layer" 2 "style.layers: unknown layer 'relu6_1'" -- "$NST" c10.ini
 base '[style]\nlayer_weights = 1,2\n' c11.ini; case_ "layer weights count" 2 "2 values for 5 style layers" -- "$NST" c11.ini

@@ -135,7 +135,7 @@ static void t_printed_config_parses_back_identically(void)
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    nst_config_write(&a, f);
+    nst_config_write(&a, f, NULL);
     fclose(f);
     CHECK(parse(&b, text) == NST_OK, "re-parse: %s\n%s", nst_fail_message(), text);
     int n;

@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "cuda.h"
 
@@ -12,7 +13,13 @@ extern "C" int nst_cuda_probe(char *why, size_t cap)
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
-        snprintf(why, cap, "no usable GPU (cudaGetDeviceCount: %s)", cudaGetErrorString(e));
+        /* Without a driver the runtime says "driver version is insufficient": say what it means. */
+        if (e == cudaErrorNoDevice)
+            snprintf(why, cap, "no GPU");
+        else if (e == cudaErrorInsufficientDriver && access("/proc/driver/nvidia/version", F_OK) != 0)
+            snprintf(why, cap, "no GPU (no NVIDIA driver loaded)");
+        else
+            snprintf(why, cap, "no usable GPU (cudaGetDeviceCount: %s)", cudaGetErrorString(e));
         cudaGetLastError(); /* clear the error so later calls start clean */
         return 0;
     }

@@ -25,8 +25,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    nst_config_write(&a, f);
-    nst_jobset_write(&ja, f);
+    nst_config_write(&a, f, NULL);
+    nst_jobset_write(&ja, f, NULL);
     fclose(f);
     nst_config_defaults(&b);
     if (nst_config_parse(&b, &jb, "printed.ini", "", text, len) != NST_OK) {
