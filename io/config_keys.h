@@ -38,6 +38,7 @@ NST_KEY(output, overwrite, BOOL, "false", 0, 0, "", "replace existing output fil
 NST_KEY(output, compression, ENUM, "deflate", 0, 0, "deflate|lzw|jpeg|zstd|none", "TIFF tile compression: deflate and lzw and zstd with the horizontal predictor (lossless), jpeg (YCbCr, output.quality, chroma halved below quality 90; 8-bit only), none")
 NST_KEY(output, level, INT, "0", 0, 22, "", "compression level: deflate 1-9 (TIFF, HDF5, PNG), zstd 1-22; 0: the codec's default (deflate 6, zstd 9)")
 NST_KEY(output, quality, INT, "90", 1, 100, "", "JPEG quality of output.compression = jpeg")
+NST_KEY(output, dpi, FLOAT, "0", 0, 100000, "", "print resolution in pixels per inch, stored in TIFF (XResolution, YResolution; reduced levels in proportion) and PNG (pHYs) outputs; 0: none stored")
 NST_KEY(output, hdf5_compression, ENUM, "deflate", 0, 0, "deflate|none", "HDF5 chunk filters: deflate (with shuffle, at output.level) or none")
 NST_KEY(output, tile_size, INT, "512", 16, 8192, "", "output tile size in pixels, a multiple of 16: TIFF tiles, HDF5 chunks, the unit each rank compresses")
 NST_KEY(output, pyramid, BOOL, "true", 0, 0, "", "write reduced-resolution levels (halving down to one tile): TIFF SubIFDs, HDF5 /level1, /level2, ...")

@@ -3,6 +3,7 @@
 #include "png_write.h"
 
 #include <errno.h>
+#include <math.h>
 #include <png.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -34,7 +35,7 @@ static void on_warning(png_structp png, png_const_charp m)
     (void)m;
 }
 
-nst_status nst_png_stream_open(const char *path, int w, int h, int bits, int level, const char *description,
+nst_status nst_png_stream_open(const char *path, int w, int h, int bits, int level, const char *description, double dpi,
                                nst_png_stream **out)
 {
     *out = NULL;
@@ -69,6 +70,11 @@ nst_status nst_png_stream_open(const char *path, int w, int h, int bits, int lev
     png_set_compression_level(ps->png, level > 0 ? level : 6);
     png_set_IHDR(ps->png, ps->info, (png_uint_32)w, (png_uint_32)h, bits, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
                  PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_set_sRGB_gAMA_and_cHRM(ps->png, ps->info, PNG_sRGB_INTENT_PERCEPTUAL); /* the renderer's pixels are sRGB */
+    if (dpi > 0) {
+        png_uint_32 ppm = (png_uint_32)lround(dpi / 0.0254);
+        png_set_pHYs(ps->png, ps->info, ppm, ppm, PNG_RESOLUTION_METER);
+    }
     char software[64];
     snprintf(software, sizeof software, "nstbatch %s", NST_VERSION);
     png_text text[2];
@@ -123,7 +129,7 @@ nst_status nst_png_stream_close(nst_png_stream *ps)
 nst_status nst_png_write(const char *path, const nst_image *img, int bits, const char *description)
 {
     nst_png_stream *ps;
-    NST_TRY(nst_png_stream_open(path, img->w, img->h, bits, 0, description, &ps));
+    NST_TRY(nst_png_stream_open(path, img->w, img->h, bits, 0, description, 0, &ps));
     unsigned char *row = nst_alloc_array((size_t)img->w * 3, (size_t)(bits / 8), "a PNG row");
     nst_status s = row ? NST_OK : NST_ENOMEM;
     for (int y = 0; s == NST_OK && y < img->h; y++) {

@@ -8,8 +8,9 @@
 typedef struct nst_png_stream nst_png_stream;
 
 /* Create path (the caller's temporary name) for a w x h image; level: zlib 1..9, 0 = 6;
- * description (may be NULL) goes into a compressed iTXt chunk "nstbatch.config". */
-nst_status nst_png_stream_open(const char *path, int w, int h, int bits, int level, const char *description,
+ * description (may be NULL) goes into a compressed iTXt chunk "nstbatch.config"; dpi > 0 into
+ * pHYs (in pixels per metre, as PNG stores it). Every PNG is marked sRGB (the sRGB chunk). */
+nst_status nst_png_stream_open(const char *path, int w, int h, int bits, int level, const char *description, double dpi,
                                nst_png_stream **out);
 /* The next `rows` rows: packed RGB samples, 8-bit or native 16-bit. */
 nst_status nst_png_stream_rows(nst_png_stream *ps, const void *samples, int rows);

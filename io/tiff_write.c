@@ -17,6 +17,7 @@
 
 #include "../util/mem.h"
 #include "../util/version.h"
+#include "icc.h"
 #include "image.h"
 #include "tiff_msg.h"
 
@@ -231,7 +232,7 @@ void nst_tiff_encoder_free(nst_tiff_encoder *e)
 struct nst_tiff_writer {
     TIFF *tif;
     nst_tiff_params p;
-    int nlevels, level, ntiles, written;
+    int nlevels, level, ntiles, written, width0;
     unsigned char *done; /* per tile of the current level */
     char *description;
     char path[4096];
@@ -291,6 +292,15 @@ nst_status nst_tiff_writer_level(nst_tiff_writer *tw, int level, int w, int h)
     char software[64];
     snprintf(software, sizeof software, "nstbatch %s", NST_VERSION);
     int ok = TIFFSetField(tw->tif, TIFFTAG_SOFTWARE, software);
+    unsigned char icc[NST_ICC_SRGB_MAX];
+    size_t icc_len = nst_icc_srgb(icc, sizeof icc);
+    ok = ok && icc_len && TIFFSetField(tw->tif, TIFFTAG_ICCPROFILE, (uint32_t)icc_len, icc);
+    if (level == 0) tw->width0 = w;
+    if (ok && tw->p.dpi > 0) { /* a reduced level prints at the same size: fewer pixels per inch */
+        float res = (float)(tw->p.dpi * w / tw->width0);
+        ok = TIFFSetField(tw->tif, TIFFTAG_XRESOLUTION, res) && TIFFSetField(tw->tif, TIFFTAG_YRESOLUTION, res) &&
+             TIFFSetField(tw->tif, TIFFTAG_RESOLUTIONUNIT, RESUNIT_INCH);
+    }
     if (level == 0) {
         ok = ok && TIFFSetField(tw->tif, TIFFTAG_SUBFILETYPE, 0);
         if (ok && tw->description) ok = TIFFSetField(tw->tif, TIFFTAG_IMAGEDESCRIPTION, tw->description);
@@ -341,7 +351,7 @@ unsigned long long nst_tiff_writer_bytes(const nst_tiff_writer *tw) { return tw-
 
 nst_status nst_tiff_write(const char *path, const nst_image *img, int bits, const char *description)
 {
-    nst_tiff_params p = {bits, NST_TC_DEFLATE, 0, 90, 256};
+    nst_tiff_params p = {bits, NST_TC_DEFLATE, 0, 90, 256, 0};
     nst_tiff_encoder *e = NULL;
     nst_tiff_writer *tw = NULL;
     const size_t px = 3 * (size_t)(bits / 8);

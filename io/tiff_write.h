@@ -6,6 +6,7 @@
  * writer puts those bytes into the file with raw tile writes. The file: level 0 in the first IFD
  * (NewSubfileType 0, the ImageDescription), the reduced levels as its SubIFDs, largest first,
  * NewSubfileType = REDUCEDIMAGE, all tiled alike. RGB, 8 or 16 bits, chunky, native byte order.
+ * Every level carries the sRGB ICC profile and, with a dpi, its resolution (the same print size).
  */
 #ifndef NST_TIFF_WRITE_H
 #define NST_TIFF_WRITE_H
@@ -22,6 +23,7 @@ typedef struct {
     int level;             /* deflate 1..9, zstd 1..22; 0: the codec's default (deflate 6, zstd 9) */
     int quality;           /* jpeg 1..100 */
     int tile;              /* tile width = height, a multiple of 16 */
+    double dpi;            /* level 0's pixels per inch (each reduced level: in proportion); 0: none stored */
 } nst_tiff_params;
 
 /* "deflate" -> NST_TC_DEFLATE; -1 if unknown. */

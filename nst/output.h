@@ -29,6 +29,7 @@ typedef struct {
     char path[NST_OUT_NFORMATS][4096];    /* each format's file */
     char preview_path[4096];              /* "" when output.preview = 0 */
     int bits, overwrite, pyramid, preview_side, png_level;
+    double dpi; /* output.dpi: TIFF and PNG resolution, 0 none */
     long long save_every;                 /* output.save_every: the preview every N iterations while rendering (0: not) */
     const char *bigtiff;                  /* auto | yes | no */
     nst_tiff_params tiff;

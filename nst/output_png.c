@@ -114,7 +114,7 @@ nst_status nst_sink_png(nst_sink *sk, const nst_output_spec *o, const nst_pyrami
         sk->close = png_close;
         if (nst_comm_rank() == 0) {
             double t0 = nst_now();
-            s = nst_png_stream_open(sk->af.tmp, P->lv[0].w, P->lv[0].h, o->bits, o->png_level, description, &ps->png);
+            s = nst_png_stream_open(sk->af.tmp, P->lv[0].w, P->lv[0].h, o->bits, o->png_level, description, o->dpi, &ps->png);
             sk->io_seconds += nst_now() - t0;
         }
     }

@@ -94,8 +94,13 @@ nst_status nst_output_spec_parse(const nst_config *cfg, nst_output_spec *o)
     if (tile % 16)
         return nst_fail(NST_EINPUT, "%s: output.tile_size = %d: must be a multiple of 16 (e.g. 256, 512, 1024)",
                         nst_config_origin(cfg, NST_K_output_tile_size), tile);
+    o->dpi = cfg->output_dpi;
     o->tiff = (nst_tiff_params){o->bits, (nst_tiff_codec)nst_tiff_codec_parse(cfg->output_compression), level,
-                                (int)cfg->output_quality, tile};
+                                (int)cfg->output_quality, tile, o->dpi};
+    if (strcmp(cfg->output_compression, "deflate") != 0 && !o->want[NST_OUT_TIFF]) /* a key that would do nothing */
+        return nst_fail(NST_EINPUT, "%s: output.compression = %s applies to TIFF outputs only, and this run writes none (%s): "
+                        "remove the key, or add tiff to output.format", nst_config_origin(cfg, NST_K_output_compression),
+                        cfg->output_compression, o->want[NST_OUT_PNG] && o->want[NST_OUT_HDF5] ? "PNG, HDF5" : o->want[NST_OUT_PNG] ? "PNG" : "HDF5");
     if (o->want[NST_OUT_TIFF]) {
         nst_status s = nst_tiff_params_check(&o->tiff);
         if (s != NST_OK) {

@@ -10,6 +10,9 @@
   check_outputs.py same STEM_A STEM_B [N]      every level (or the first N) of A's files equals B's
   check_outputs.py input STEM INPUT            level 0 equals the input image (0 iterations)
   check_outputs.py psnr STEM_A STEM_B Q        A.tif's JPEG level 0 against B.tif: no worse than libvips' JPEG at Q
+  check_outputs.py print STEM DPI              STEM.tif and STEM.png for print: the resolution (DPI, 0: none stored;
+      each TIFF level in proportion), the TIFF's ICC profile read by LittleCMS (through Pillow) as sRGB,
+      the PNG's sRGB chunk, libvips' reading of the resolution
 
 Prints one "ok ..." or "FAIL ..." line per check; exits 1 if any failed.
 """
@@ -186,8 +189,52 @@ def cmd_psnr(a, b, quality):
     report(ours >= ref - 0.5, "JPEG at quality %s: PSNR %.2f dB against the lossless render; libjpeg (Pillow) at the same quality: %.2f dB"
            % (quality, ours, ref))
 
+def srgb_identity(icc):
+    """Colours through the embedded profile into LittleCMS's own sRGB: max |difference| in 8 bits."""
+    import io
+    from PIL import ImageCms
+    prof = ImageCms.ImageCmsProfile(io.BytesIO(icc))
+    ramp = Image.new("RGB", (256, 3))
+    ramp.putdata([(i, (7 * i) % 256, 255 - i) for i in range(256)] + [(i, i, i) for i in range(256)] + [(255 - i, i, (3 * i) % 256) for i in range(256)])
+    t = ImageCms.buildTransform(prof, ImageCms.createProfile("sRGB"), "RGB", "RGB", renderingIntent=ImageCms.Intent.RELATIVE_COLORIMETRIC)
+    out = ImageCms.applyTransform(ramp, t)
+    return ImageCms.getProfileDescription(prof).strip(), int(np.abs(np.asarray(out, np.int64) - np.asarray(ramp, np.int64)).max())
+
+
+def cmd_print(stem, dpi):
+    dpi = float(dpi)
+    with tifffile.TiffFile(stem + ".tif") as t:
+        pages = [t.pages[0]] + list(t.pages[0].pages or [])
+        for k, p in enumerate(pages):
+            tags = p.tags
+            if dpi > 0:
+                x, y = tags["XResolution"].value, tags["YResolution"].value
+                want = dpi * p.imagewidth / pages[0].imagewidth
+                got = (x[0] / x[1], y[0] / y[1])
+                report(abs(got[0] - want) < 1e-3 * want and abs(got[1] - want) < 1e-3 * want and tags["ResolutionUnit"].value == 2,
+                       "TIFF level %d (%dx%d): %.4g x %.4g pixels per inch (wanted %.4g)" % (k, p.imagewidth, p.imagelength, got[0], got[1], want))
+            else:
+                report("XResolution" not in tags, "TIFF level %d: no resolution stored (output.dpi = 0)" % k)
+            icc = tags["InterColorProfile"].value if "InterColorProfile" in tags else None
+            if icc is None:
+                report(False, "TIFF level %d: no ICC profile" % k)
+                continue
+            desc, err = srgb_identity(bytes(icc))
+            report(desc.startswith("sRGB") and err <= 1, "TIFF level %d: ICC profile '%s' (%d bytes) maps to LittleCMS's sRGB within %d/255" % (k, desc, len(icc), err))
+    vx = float(subprocess.run(["vipsheader", "-f", "xres", stem + ".tif"], capture_output=True, text=True, check=True).stdout)
+    if dpi > 0:
+        report(abs(vx * 25.4 - dpi) < 1e-2 * dpi, "libvips reads the TIFF's resolution: %.4f px/mm = %.2f dpi" % (vx, vx * 25.4))
+    with Image.open(stem + ".png") as im:
+        got = im.info.get("dpi")
+        if dpi > 0:
+            report(got is not None and abs(got[0] - dpi) < 0.01 * dpi and abs(got[1] - dpi) < 0.01 * dpi, "PNG pHYs: %s dpi (Pillow)" % (got,))
+        else:
+            report(got is None, "PNG: no pHYs (output.dpi = 0)")
+        report("srgb" in im.info, "PNG: the sRGB chunk (Pillow's info: %s)" % sorted(k for k in im.info if k in ("srgb", "gamma", "chromaticity")))
+
+
 if __name__ == "__main__":
-    cmds = {"formats": cmd_formats, "same": cmd_same, "input": cmd_input, "psnr": cmd_psnr}
+    cmds = {"formats": cmd_formats, "same": cmd_same, "input": cmd_input, "psnr": cmd_psnr, "print": cmd_print}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         print(__doc__)
         sys.exit(2)

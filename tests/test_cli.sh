@@ -131,6 +131,7 @@ case_ "output format" 2 "valid extensions: .tif, .tiff, .h5, .hdf5, .png" -- "$N
 case_ "output directory missing" 2 "output directory nowhere does not exist" -- "$NST" ok.ini --set output.path=nowhere/out.png
 case_ "unknown output format" 2 "output.format: unknown format 'gif'; valid: tiff, hdf5, png" -- "$NST" ok.ini --set output.format=tiff,gif
 case_ "output without extension or format" 2 "unknown format; valid extensions: .tif, .tiff, .h5, .hdf5, .png (or set output.format)" -- "$NST" ok.ini --set output.path=result
+case_ "jpeg compression with only a PNG output" 2 "output.compression = jpeg applies to TIFF outputs only, and this run writes none (PNG): remove the key, or add tiff to output.format" -- "$NST" ok.ini --set output.compression=jpeg
 case_ "jpeg at 16 bits" 2 "output.bits: jpeg compression needs 8 bits per sample" -- "$NST" ok.ini --set output.format=tiff --set output.compression=jpeg --set output.bits=16
 case_ "output tile off 16" 2 "output.tile_size = 100: must be a multiple of 16" -- "$NST" ok.ini --set output.format=tiff --set output.tile_size=100
 case_ "deflate level 15" 2 "output.level = 15: deflate levels are 1 to 9" -- "$NST" ok.ini --set output.level=15

@@ -111,6 +111,20 @@ if run raw 1 --set output.compression=none --set output.format=tiff --set output
   pycheck same "$T/raw" "$T/r1" 1
 fi
 
+# ---- print-ready: resolution, the sRGB profile --------------------------------------------------
+if [ $readers -eq 1 ]; then
+  if run dpi 2 --set output.dpi=300 --set output.format=tiff,png; then
+    pycheck print "$T/dpi" 300
+    info=$(tiffinfo "$T/dpi.tif" 2>&1)
+    grep -q "Resolution: 300, 300 pixels/inch" <<<"$info" && grep -q "ICC Profile: <present>, [0-9]* bytes" <<<"$info" \
+      && ok "tiffinfo: $(grep -o 'Resolution: 300, 300 pixels/inch' <<<"$info" | head -n 1), $(grep -o 'ICC Profile: <present>, [0-9]* bytes' <<<"$info" | head -n 1)" \
+      || bad "tiffinfo: resolution and ICC profile" "" "$info"
+  fi
+  run nodpi 1 --set output.format=tiff,png && pycheck print "$T/nodpi" 0
+else
+  skipped "print-ready outputs" "$why"
+fi
+
 # ---- the cheap mode: blended overlaps, the same on any rank count -------------------------------
 if run cheap1 1 --set tiling.mode=cheap --set tiling.tile_size=64 --set tiling.blend=linear --set tiling.blend_width=8 --set output.format=tiff \
    && run cheap2 2 --set tiling.mode=cheap --set tiling.tile_size=64 --set tiling.blend=linear --set tiling.blend_width=8 --set output.format=tiff \
