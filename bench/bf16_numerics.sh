@@ -2,7 +2,8 @@
 # bench/bf16_numerics.sh: what bf16 changes in a render, measured (make bench-bf16).
 #
 # 1. Every image pair (the demo's pictures; Tuebingen + The Starry Night and Golden Gate + The
-#    Scream from IMAGES, default ../shared/images, when present) at SIZE px (long side), random
+#    Scream from IMAGES, a folder holding tubingen.jpg, starry_night.jpg, golden_gate.jpg and
+#    the_scream.jpg, when given) at SIZE px (long side), random
 #    VGG-19 at width 1/4, ITERS Adam iterations (300), in nstbatch fp32 and bf16:
 #    the final loss of each and their ratio, and SSIM(bf16 image, fp32 image). For scale, the same
 #    SSIM between two fp32 renders whose convolutions round differently (oneDNN's AVX2 kernels:
@@ -11,7 +12,7 @@
 # 2. One long bf16 render: LONG_ITERS (1000) iterations at LONG_SIZE px (1024) of the first real
 #    pair, full-width random VGG-19: every loss row must be finite.
 #
-#   SIZE=384 ITERS=300 LONG_SIZE=1024 LONG_ITERS=1000 IMAGES=../shared/images bench/bf16_numerics.sh
+#   SIZE=384 ITERS=300 LONG_SIZE=1024 LONG_ITERS=1000 IMAGES=~/pictures bench/bf16_numerics.sh
 #
 # Needs PyTorch and tifffile (scripts/install-deps.sh --dev). Writes bench/results/bf16_numerics.md
 # and the raw log bench/results/bf16_numerics.log.
@@ -19,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 size=${SIZE:-384} iters=${ITERS:-300} long_size=${LONG_SIZE:-1024} long_iters=${LONG_ITERS:-1000}
-images=${IMAGES:-../shared/images}
+images=${IMAGES:-}
 PY=/usr/bin/python3
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -66,7 +67,7 @@ for p in "${pairs[@]}"; do
 done
 
 # ---- the long render ------------------------------------------------------------------------------
-long_row="(no real image pair in $images: skipped)"
+long_row="(no photograph pair: IMAGES not set or without the four pictures; skipped)"
 if [ ${#pairs[@]} -gt 1 ]; then
   IFS='|' read -r name c s <<<"${pairs[1]}"
   ./nstbatch --make-weights random "$T/w1.h5" --seed 1 >/dev/null

@@ -110,7 +110,7 @@ by the whole phase. Read: the uncompressed input over the slowest rank's time de
 resampling its windows (observed). Write: the uncompressed bytes of every level over the time in the writing calls (raw:
 TIFF = rank 0's raw tile writes, the compression having run before them on every rank; HDF5 = H5Dwrite, which compresses
 inside) and over the whole output phase of that file (observed: moving and halving tiles, compressing, writing, closing).
-HDF5 is output only: nstbatch does not read untrusted HDF5 (CONVENTIONS.md B2), so its read column is the BigTIFF input's too.
+Images are never read from HDF5 (docs/INPUT_SAFETY.md: HDF5 inputs are only weights and style caches), so its read column is the BigTIFF input's too.
 
 **libvips**: \`vips tiffsave in.v out.tif --tile --tile-width 512 --tile-height 512 --pyramid --subifd --compression deflate
 --predictor horizontal --bigtiff\` from the same pixels already decoded: **${vips_s} s**, $((vips_mb / 1000000)) MB. The vips column is

@@ -12,7 +12,7 @@
 #
 # Columns: s/iter (wall time per iteration), MP-it/s (output megapixels x iterations per second),
 # per rank, speedup and efficiency (strong: t1 / tN and t1 / (N tN); weak: t1 / tN), and the halo
-# overhead three ways: the PERFORMANCE.md formula for an interior tile ((Tw + 2H)(Th + 2H) / (Tw Th) - 1), the
+# overhead three ways: the docs/PERFORMANCE.md formula for an interior tile ((Tw + 2H)(Th + 2H) / (Tw Th) - 1), the
 # actual grid (sum of window areas over the image, minus 1), and measured (forward + backward
 # core-seconds over all ranks against the same image on one rank, minus 1). Phase times: min /
 # mean / max over ranks, milliseconds per iteration; a collective phase includes the wait for the

@@ -2,7 +2,7 @@
  *
  * A checkpoint is one file per rank (io/ckpt_file.h: the rank's tiles' optimised pixels, the
  * optimiser state, the lagged Gram) and a manifest, written by rank 0 after every rank's file is
- * durable. Files of generation g are named gGGGGGGG-rRRRRR.nstc; the manifest names the newest
+ * durable. Files of generation g are named g%08d-r%05d.nstc (generation, rank); the manifest names the newest
  * complete generation and is replaced atomically, so a run killed while writing leaves the
  * previous generation in force (its files are removed only after the new manifest is synced).
  * Why per-rank files and not one parallel HDF5 file: bench/results/checkpoint.md.

@@ -11,8 +11,8 @@
  *                    with L-BFGS 24 + 12 (2 m + 2) for history m: the pairs, direction, previous gradient)
  *     or 24 * window_px (cheap mode: Adam m and v over the optimised window)
  *   + 16 * C_l^2 per style layer (target and difference fp32, Gram sums fp64; 24 when lagged)
- * with acts(h x w) = 4 * (3 hw + sum_l C_l h_l w_l + 2 max_l C_l h_l w_l), the shapes of
- * nst_net_shape. The style targets are computed before the render, tiled within the same budget
+ * with acts(h x w) = b * (3 hw + sum_l C_l h_l w_l + 2 max_l C_l h_l w_l), b the activation's bytes
+ * (4 in fp32, 2 in bf16; nst/net.c), the shapes of nst_net_shape. The style targets are computed before the render, tiled within the same budget
  * (nst/style.h). Host staging for the halo exchange and the CPU backend's scratch (at most 16 MiB
  * per Gram call) come on top.
  */

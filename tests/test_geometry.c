@@ -1,5 +1,5 @@
 /* tests/test_geometry.c: the layer table's derived geometry (stride, footprint, receptive field,
- * exact-gradient halo: the numbers of shared/PERFORMANCE.md section 5), rectangle algebra, and a
+ * exact-gradient halo: the numbers of docs/DESIGN.md and docs/PERFORMANCE.md), rectangle algebra, and a
  * tile's own/seed regions. */
 #include "../nst/objective.h"
 #include "../nst/random_vgg.h"
