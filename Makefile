@@ -15,6 +15,7 @@
 #   make bench-batch    one batch of small jobs (packed and not) against a loop of runs
 #   make bench-ckpt     checkpoint layout: per-rank files against one parallel HDF5 file
 #   make weights    download the Keras VGG-19 weights into models/ (checks the MD5)
+#   make install PREFIX=DIR  nstbatch and its tools in DIR/bin, the manual page, the Slurm templates, the docs
 #   make clean
 #
 # Knobs: NO_CUDA=1 (skip the CUDA side even where nvcc exists), CUDA_HOME, NVCC_GENCODE,
@@ -80,7 +81,7 @@ TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.
 TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run \
            $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 
-.PHONY: all demo test test-run asan fuzz bench bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-io bench-batch bench-ckpt weights deps test-deps check-deps clean demo-images
+.PHONY: install all demo test test-run asan fuzz bench bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-io bench-batch bench-ckpt weights deps test-deps check-deps clean demo-images
 all: check-deps nstbatch
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
@@ -256,6 +257,22 @@ models/$(KERAS_VGG19):
 	sum=$$(md5sum $@.part | cut -d' ' -f1); \
 	if [ "$$sum" != "$(KERAS_MD5)" ]; then rm -f $@.part; echo "weights: MD5 $$sum, expected $(KERAS_MD5): refusing the file" >&2; exit 1; fi; \
 	mv $@.part $@ && echo "weights: $@ (MD5 ok); set model.weights = $(CURDIR)/$@"
+
+# make install PREFIX=DIR (default /usr/local; DESTDIR for packagers): the programs in bin/, the
+# manual page made from --help, the Slurm templates with launch.sh in share/nstbatch/ (which is an
+# NSTBATCH_HOME: it holds a link to bin/nstbatch), and the README and docs/ in share/doc/nstbatch/.
+PREFIX ?= /usr/local
+INSTALL_DIR = $(DESTDIR)$(PREFIX)
+install: all
+	install -d $(INSTALL_DIR)/bin $(INSTALL_DIR)/share/man/man1 $(INSTALL_DIR)/share/nstbatch/slurm $(INSTALL_DIR)/share/doc/nstbatch/docs
+	install -m 755 $(BUILD)/nstbatch tools/nstbatch-plot tools/nstbatch-mpirun $(INSTALL_DIR)/bin/
+	tools/help2man.sh $(BUILD)/nstbatch > $(INSTALL_DIR)/share/man/man1/nstbatch.1
+	install -m 644 slurm/*.sbatch $(INSTALL_DIR)/share/nstbatch/slurm/
+	install -m 755 slurm/launch.sh $(INSTALL_DIR)/share/nstbatch/slurm/
+	ln -sfn ../../bin/nstbatch $(INSTALL_DIR)/share/nstbatch/nstbatch
+	install -m 644 README.md $(INSTALL_DIR)/share/doc/nstbatch/
+	install -m 644 docs/*.md docs/*.jpg $(INSTALL_DIR)/share/doc/nstbatch/docs/
+	@echo "installed in $(INSTALL_DIR): run $(PREFIX)/bin/nstbatch (add $(PREFIX)/bin to PATH); Slurm: NSTBATCH_HOME=$(PREFIX)/share/nstbatch"
 
 clean:
 	rm -rf $(BUILD) nstbatch configs/demo
