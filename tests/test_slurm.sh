@@ -8,11 +8,13 @@
 # opens with the napkin arithmetic.
 # With Slurm (tests/slurm/start_local.sh starts munge, slurmctld and slurmd on localhost; SKIP with
 # the reason when it cannot), each template runs with its GPU lines removed and 2 tasks of 1 CPU:
-# - one-node-srun.sbatch (srun --mpi=pmix) and one-node-mpirun.sbatch under `sbatch --wait` write
-#   the same image as mpirun -np 2 outside Slurm;
-# - a job with a 1-minute limit and --signal=B:USR1@40 is signalled, checkpoints, requeues itself
+# - one-node-srun.sbatch (srun --mpi=pmix) and one-node-mpirun.sbatch, submitted and waited for,
+#   write the same image as mpirun -np 2 outside Slurm (a job that can never start on this node is
+#   cancelled at once with its pending reason, not waited for);
+# - a job with a 1-minute limit and --signal=B:USR1@55 is signalled, checkpoints, requeues itself
 #   (slurm/launch.sh), resumes and ends bit-identical to the uninterrupted render;
-# - array.sbatch splits a manifest over 2 elements, each a packed batch.
+# - array.sbatch splits a manifest over 2 elements, each a packed batch;
+# - a job asking for more CPUs than the node has fails within a minute, with the reason.
 set -u
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -85,24 +87,43 @@ eval "$conf"
 slurm_up=1
 ok "Slurm on localhost: $(sinfo -h -o '%P %D node %c CPUs %t' | head -n 1)"
 # cpu TEMPLATE: the template for this 2-CPU node: no GPU lines, 2 tasks of 1 CPU
-cpu() { sed -e '/--gpus-per-task\|--gpus-per-node\|--partition\|--output/d' -e 's/--ntasks-per-node=8/--ntasks-per-node=2/' \
-            -e 's/--cpus-per-task=8/--cpus-per-task=1/' -e 's/ --gpu-bind=closest//' "$ROOT/slurm/$1" >"$T/$1"; }
-for t in one-node-srun one-node-mpirun array multi-node; do cpu $t.sbatch; done
+cpu() { sed -e '/--gpus-per-task\|--gpus-per-node\|--partition\|--output/d' -e 's/--ntasks-per-node=[48]$/--ntasks-per-node=2/' \
+            -e 's/--ntasks-per-node=[48] /--ntasks-per-node=2 /' -e 's/--nodes=4/--nodes=1/' -e 's/--cpus-per-task=\(8\|16\)/--cpus-per-task=1/' \
+            -e 's/ --gpu-bind=closest//' "$ROOT/slurm/$1" >"$T/$1"; }
+for t in one-node-srun one-node-mpirun array multi-node cpu-cluster; do cpu $t.sbatch; done
 export NSTBATCH_HOME=$ROOT
+# run_job SBATCH_ARGS...: submit, wait until every task of the job has ended; r = 0 when all
+# COMPLETED. A job that can never start here (its pending reason says the partition or node cannot
+# hold it) is cancelled at once, with the reason in $why, instead of pending until a timeout.
+run_job() {
+  local j info states reason
+  r=1 why=""
+  j=$(cd "$T" && sbatch --parsable "$@" 2>&1) || { why="sbatch refused it: $j"; return; }
+  j=${j%%;*}
+  for ((i = 0; i < 600; i++)); do
+    reason=$(squeue -h -r -j "$j" -t PENDING -o %r 2>/dev/null | grep -m1 -E 'PartitionConfig|PartitionNodeLimit|BadConstraints|ReqNodeNotAvail|NodeDown|InvalidAccount|InvalidQOS')
+    if [ -n "$reason" ]; then scancel "$j"; why="job $j can never start here: pending with reason $reason (see sinfo -N -l)"; return; fi
+    [ -z "$(squeue -h -r -j "$j" -o %i 2>/dev/null)" ] && break
+    sleep 0.5
+  done
+  info=$(scontrol show job "$j" 2>/dev/null)
+  states=$(grep -o 'JobState=[A-Z_]*' <<<"$info" | sort -u | tr '\n' ' ')
+  if [ "$states" = "JobState=COMPLETED " ]; then r=0; else why="job $j ended ${states:-unknown to scontrol}"; fi
+}
 (cd "$T" && timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" job.ini --set output.path=out/ref.tif) >"$T/ref.log" 2>&1 || bad "reference render" "mpirun failed" "$(cat "$T/ref.log")"
-for t in one-node-srun one-node-mpirun; do
-  (cd "$T" && timeout 300 sbatch --wait -o "$T/$t.out" --export=ALL,CKPT="$T/ck-$t" "$T/$t.sbatch" job.ini --set output.path="$T/out/$t.tif") >/dev/null 2>&1; r=$?
-  if [ $r -eq 0 ] && grep -q "2 ranks" "$T/$t.out"; then same "sbatch --wait $t.sbatch (2 tasks): the image of mpirun -np 2" out/$t.tif out/ref.tif
-  else bad "sbatch --wait $t.sbatch" "exit $r" "$(cat "$T/$t.out")"; fi
+for t in one-node-srun one-node-mpirun cpu-cluster; do
+  run_job -o "$T/$t.out" --export=ALL,CKPT="$T/ck-$t" "$T/$t.sbatch" job.ini --set output.path="$T/out/$t.tif"
+  if [ $r -eq 0 ] && grep -q "2 ranks" "$T/$t.out"; then same "sbatch $t.sbatch (2 tasks): the image of mpirun -np 2" out/$t.tif out/ref.tif
+  else bad "sbatch $t.sbatch" "$why" "$(cat "$T/$t.out" 2>/dev/null)"; fi
 done
 
 # the time limit: signalled, checkpointed, requeued, resumed
-sed 's/^iterations = 100$/iterations = 1400/' "$T/job.ini" >"$T/long.ini"
+sed 's/^iterations = 100$/iterations = 1600/' "$T/job.ini" >"$T/long.ini"
 (cd "$T" && timeout 600 mpirun --oversubscribe --bind-to none -np 2 "$NST" long.ini --set output.path=out/longref.tif) >"$T/longref.log" 2>&1 \
   || bad "uninterrupted reference" "mpirun failed" "$(tail -n 5 "$T/longref.log")"
-# a 1-minute limit, USR1 40 s before it (Slurm checks limits periodically: 20 to 40 s into the run),
-# against a render of about 40 s
-J=$(cd "$T" && sbatch --parsable --time=1 --signal=B:USR1@40 -o "$T/limit.out" --export=ALL,CKPT="$T/ck-limit" "$T/one-node-srun.sbatch" long.ini \
+# a 1-minute limit, USR1 55 s before it (Slurm checks limits periodically: it comes 5 to 30 s into the run),
+# against a render of 30 to 50 s (1600 iterations), so that the signal always comes before its end
+J=$(cd "$T" && sbatch --parsable --time=1 --signal=B:USR1@55 -o "$T/limit.out" --export=ALL,CKPT="$T/ck-limit" "$T/one-node-srun.sbatch" long.ini \
     --set output.path="$T/out/limit.tif" --set checkpoint.every=200)
 state="" restarts=0 waited=0
 for ((i = 0; i < 480; i++)); do
@@ -126,11 +147,17 @@ else bad "time limit and requeue" "state '$state', restarts '$restarts'" "$(grep
 
 # a job array over a manifest: 2 elements, each a batch
 for i in 1 2 3 4; do echo "$ROOT/configs/demo/content.png $ROOT/configs/demo/style.png out/arr$i.tif optim.iterations=$((10 * i))"; done >"$T/jobs.txt"
-(cd "$T" && timeout 300 sbatch --wait --array=0-1 -o "$T/array-%a.out" "$T/array.sbatch" job.ini jobs.txt --set output.width=96 --set output.height=64) >/dev/null 2>&1; r=$?
+run_job --array=0-1 -o "$T/array-%a.out" "$T/array.sbatch" job.ini jobs.txt --set output.width=96 --set output.height=64
 n=$(ls "$T"/out/arr*.tif 2>/dev/null | wc -l)
 if [ $r -eq 0 ] && [ "$n" = 4 ] && grep -q "2 jobs: 2 done" "$T/array-0.out" && grep -q "2 jobs: 2 done" "$T/array-1.out"; then
   ok "array.sbatch --array=0-1: 2 elements of 2 jobs each, 4 images"
-else bad "array.sbatch" "exit $r, $n images" "$(tail -n 8 "$T"/array-*.out)"; fi
+else bad "array.sbatch" "${why:-$n images}" "$(tail -n 8 "$T"/array-*.out)"; fi
+
+# a job this node can never run (more CPUs than it has) fails at once, with the reason
+t0=$SECONDS
+run_job -o "$T/huge.out" --ntasks=1 --cpus-per-task=$(( $(nproc --all) * 64 )) --wrap true
+if [ $r -ne 0 ] && [ -n "$why" ] && [ $((SECONDS - t0)) -lt 60 ]; then ok "a job that can never start: refused or cancelled in $((SECONDS - t0)) s ($why)"
+else bad "a job that can never start" "r=$r after $((SECONDS - t0)) s: ${why:-no reason}"; fi
 
 echo "test_slurm: $pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]

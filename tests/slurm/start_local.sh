@@ -22,7 +22,7 @@ skip() { echo "cannot start Slurm: $*" >&2; exit 3; }
 for b in slurmctld slurmd munged sbatch scontrol; do command -v "$b" >/dev/null || PATH=$PATH:/usr/sbin; command -v "$b" >/dev/null || skip "$b not installed (scripts/install-deps.sh --test)"; done
 mkdir -p "$D/state" "$D/spool" "$D/log"
 host=$(hostname -s)
-cpus=$(nproc)
+cpus=$(nproc --all)  # not plain nproc: it honours OMP_NUM_THREADS (1 on many login nodes)
 mem=$(awk '/MemTotal/ { printf "%d", $2 / 1024 * 0.9 }' /proc/meminfo)
 
 # munge: the key and the daemon (shared by every test run on this machine)
