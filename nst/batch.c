@@ -250,6 +250,7 @@ static nst_status render_one(const nst_batch *b, int j, int group, nst_backend *
             snprintf(r->output, sizeof r->output, "%s", res.outputs);
         } else {
             fail_row(r, s);
+            nst_log_set_prefix(""); /* the line names the job itself: no "[job]" before it */
             if (s != NST_EINTERRUPTED) nst_warn("job '%s' failed: %s\n", nst_job_name(b->jobs, j), r->message);
         }
     }
@@ -398,7 +399,7 @@ nst_status nst_batch_run(const nst_batch *b, nst_backend *be, nst_collectives co
     if (s == NST_OK) {
         nst_status first = NST_OK;
         int nstopped = 0;
-        char why[700] = "";
+        char why[1200] = ""; /* a job name and its message (up to 1 KiB) */
         for (int j = 0; j < n; j++) { /* probe failures stay; rendered rows replace the rest */
             if (rows[j].state == ROW_NONE) {
                 int large = rows[j].large;

@@ -123,6 +123,11 @@ if [ $rc -eq 2 ] && [ -f "$T/out/one.tif" ] && [ -f "$T/out/two.tif" ] && grep -
    && [ ! -e "$T/out/broken.tif" ]; then
   ok "unreadable inputs: the other jobs complete, the failed ones are reported, exit 2"
 else bad "a batch with unreadable inputs" "exit $rc" "$(cat "$T/fail.log")"; fi
+{ cat "$T/base.ini"; printf '[job.one]\noutput.path = out/f1.tif\n[job.two]\noutput.path = out/f2.tif\n'; } >"$T/fault.ini"
+out=$(cd "$T" && NSTBATCH_FAULT=0:1 timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" fault.ini --set optim.iterations=2 2>&1)
+if grep -q "^nstbatch: warning: job 'one' failed: rank 0: injected fault" <<<"$out" && ! grep -q '^\[[a-z]*\] nstbatch: warning' <<<"$out"; then
+  ok "a job failing while rendering: one warning naming it, not prefixed twice"
+else bad "a job's failure line" "" "$(grep -n 'warning\|error' <<<"$out")"; fi
 grep -q '"name": "broken".*"status": "failed", "exit_code": 2' "$T/out/fail.json" && ok "the summary file records the failure" || bad "summary of failure" "" "$(cat "$T/out/fail.json")"
 rm -f "$T"/out/one.tif "$T"/out/two.tif
 nst quietb 2 fail.ini --set batch.on_error=stop --quiet
