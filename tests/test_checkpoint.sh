@@ -143,7 +143,7 @@ bg=$!
 wait_iter int 40; kill -INT $bg; wait $bg; r=$?
 [ $r -eq 1 ] && grep -q "stopped by SIGTERM.*checkpoint written to ck_int" "$T/int.log" && grep -q '^state = running' "$T/ck_int/manifest" &&
   ok "SIGINT to mpirun: the ranks checkpoint and stop; mpirun exits 1 (Open MPI's status for a job it ends)" || bad "SIGINT to mpirun" "exit $r" "$(tail -n 4 "$T/int.log")"
-(cd "$T" && exec timeout 300 "$ROOT/tools/nstbatch-mpirun" --oversubscribe --bind-to none -np 2 "$NST" ck.ini --set output.path=out/wint.tif \
+(cd "$T" && exec timeout --foreground 300 "$ROOT/tools/nstbatch-mpirun" --oversubscribe --bind-to none -np 2 "$NST" ck.ini --set output.path=out/wint.tif \
     --set checkpoint.path=ck_wint) >"$T/wint.log" 2>&1 &
 bg=$!
 wait_iter wint 40; kill -INT $bg; wait $bg; r=$?
