@@ -28,8 +28,8 @@ NST_KEY(style, scale, FLOAT, "1", 0.01, 100, "", "style image long side, relativ
 NST_KEY(tv, weight, FLOAT, "10", 0, 1e12, "", "total-variation weight: mean squared difference of neighbouring pixels (image in [0,1])")
 
 /* [output] */
-NST_KEY(output, path, PATH, "", 0, 0, "", "output image; without output.format its extension picks the format (.tif/.tiff, .h5/.hdf5, .png); with it, each format's extension replaces it")
-NST_KEY(output, format, LIST, "", 0, 0, "tiff|hdf5|png", "output formats, comma-separated: tiff (tiled BigTIFF pyramid), hdf5 (parallel HDF5 image), png; empty: from output.path's extension")
+NST_KEY(output, path, PATH, "", 0, 0, "", "output image; without output.format its extension picks the format (.tif/.tiff, .h5/.hdf5, .png, .jpg/.jpeg); with it, each format's extension replaces it")
+NST_KEY(output, format, LIST, "", 0, 0, "tiff|hdf5|png|jpeg", "output formats, comma-separated: tiff (tiled BigTIFF pyramid), hdf5 (parallel HDF5 image), png, jpeg (8-bit, at most 65535 px a side); empty: from output.path's extension")
 NST_KEY(output, size, INT, "0", 0, 1000000, "", "long side of the output in pixels; 0 keeps the content's size")
 NST_KEY(output, width, INT, "0", 0, 1000000, "", "output width in pixels (0: from height or size and the content's aspect)")
 NST_KEY(output, height, INT, "0", 0, 1000000, "", "output height in pixels (0: from width or size and the content's aspect)")
@@ -37,7 +37,7 @@ NST_KEY(output, bits, ENUM, "8", 0, 0, "8|16", "bits per sample of the output im
 NST_KEY(output, overwrite, BOOL, "false", 0, 0, "", "replace existing output files (otherwise refuse before rendering)")
 NST_KEY(output, compression, ENUM, "deflate", 0, 0, "deflate|lzw|jpeg|zstd|none", "TIFF tile compression: deflate and lzw and zstd with the horizontal predictor (lossless), jpeg (YCbCr, output.quality, chroma halved below quality 90; 8-bit only), none")
 NST_KEY(output, level, INT, "0", 0, 22, "", "compression level: deflate 1-9 (TIFF, HDF5, PNG), zstd 1-22; 0: the codec's default (deflate 6, zstd 9)")
-NST_KEY(output, quality, INT, "90", 1, 100, "", "JPEG quality of output.compression = jpeg")
+NST_KEY(output, quality, INT, "90", 1, 100, "", "JPEG quality: of the JPEG output, and of TIFF tiles with output.compression = jpeg (chroma halved below 90)")
 NST_KEY(output, dpi, FLOAT, "0", 0, 100000, "", "print resolution in pixels per inch, stored in TIFF (XResolution, YResolution; reduced levels in proportion) and PNG (pHYs) outputs; 0: none stored")
 NST_KEY(output, hdf5_compression, ENUM, "deflate", 0, 0, "deflate|none", "HDF5 chunk filters: deflate (with shuffle, at output.level) or none")
 NST_KEY(output, tile_size, INT, "512", 16, 8192, "", "output tile size in pixels, a multiple of 16: TIFF tiles, HDF5 chunks, the unit each rank compresses")

@@ -107,11 +107,11 @@ static double busiest_windows(const nst_layout *L)
 /* The output files and their sizes before compression (the reduced levels add a third). */
 static void describe_outputs(const nst_output_spec *out, int W, int H)
 {
-    static const char *names[NST_OUT_NFORMATS] = {"TIFF", "HDF5", "PNG"};
+    static const char *names[NST_OUT_NFORMATS] = {"TIFF", "HDF5", "PNG", "JPEG"};
     double raw = (double)W * H * 3 * (out->bits / 8);
     for (int f = 0; f < NST_OUT_NFORMATS; f++) {
         if (!out->want[f]) continue;
-        double b = raw * (out->pyramid && f != NST_OUT_PNG ? 4.0 / 3.0 : 1.0);
+        double b = raw * (out->pyramid && f != NST_OUT_PNG && f != NST_OUT_JPEG ? 4.0 / 3.0 : 1.0);
         nst_info("         %-4s %s: %dx%d, %d-bit, %.1f MB before compression%s\n", names[f], out->path[f], W, H, out->bits, b / 1e6,
                  f == NST_OUT_TIFF && b > 4.0e9 ? " (BigTIFF)" : "");
     }

@@ -78,6 +78,10 @@ nst_status nst_output_write(const nst_output_spec *o, const nst_layout *L, float
         s = nst_sink_png(&sinks[nsinks], o, &P, description);
         if (s == NST_OK) nsinks++;
     }
+    if (s == NST_OK && o->want[NST_OUT_JPEG]) {
+        s = nst_sink_jpeg(&sinks[nsinks], o, &P, description);
+        if (s == NST_OK) nsinks++;
+    }
     nst_sink preview;
     int have_preview = 0;
     if (s == NST_OK && pv >= 0) {

@@ -22,14 +22,15 @@
 #include "../io/tiff_write.h"
 #include "layout.h"
 
-enum { NST_OUT_TIFF, NST_OUT_HDF5, NST_OUT_PNG, NST_OUT_NFORMATS };
+enum { NST_OUT_TIFF, NST_OUT_HDF5, NST_OUT_PNG, NST_OUT_JPEG, NST_OUT_NFORMATS };
 
 typedef struct {
     int want[NST_OUT_NFORMATS];           /* the formats asked for */
     char path[NST_OUT_NFORMATS][4096];    /* each format's file */
     char preview_path[4096];              /* "" when output.preview = 0 */
     int bits, overwrite, pyramid, preview_side, png_level;
-    double dpi; /* output.dpi: TIFF and PNG resolution, 0 none */
+    double dpi; /* output.dpi: TIFF, PNG and JPEG resolution, 0 none */
+    int jpeg_quality;                     /* the JPEG output's output.quality */
     long long save_every;                 /* output.save_every: the preview every N iterations while rendering (0: not) */
     const char *bigtiff;                  /* auto | yes | no */
     nst_tiff_params tiff;

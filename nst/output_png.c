@@ -1,14 +1,16 @@
-/* nst/output_png.c: the PNG sink and the preview. PNG is a stream of rows, so rank 0 writes it
- * one row of tiles at a time: it receives the row's tiles from their owners (each rank sends its
+/* nst/output_png.c: the PNG and JPEG sinks and the preview. Both formats are streams of rows, so
+ * rank 0 writes them one row of tiles at a time: it receives the row's tiles from their owners (each rank sends its
  * tiles in ascending order, the order rank 0 asks for them, so blocking messages cannot cross)
  * and writes the band. The preview gathers a small level the same way. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../io/jpeg_write.h"
 #include "../io/png_write.h"
 #include "../io/resample.h"
 #include "../mpi/comm.h"
+#include "../util/log.h"
 #include "../util/mem.h"
 #include "../util/timer.h"
 #include "output_sink.h"
@@ -49,33 +51,39 @@ nst_status nst_gather_tile_row(const nst_pyramid *P, const nst_tileset *ts, int 
     return s;
 }
 
-/* ---- the PNG sink ---------------------------------------------------------------------------- */
+/* ---- the PNG and JPEG sinks: streams of rows ---------------------------------------------------- */
 
 typedef struct {
-    nst_png_stream *png; /* rank 0 */
-    int bits, level;
-    char *description;
-} png_sink;
+    void *stream; /* rank 0: an nst_png_stream or an nst_jpeg_stream */
+    nst_status (*rows)(void *stream, const void *samples, int rows);
+    nst_status (*finish)(void *stream);
+} row_sink;
 
-static nst_status png_close(nst_sink *sk, int ok)
+static nst_status png_rows(void *st, const void *samples, int rows) { return nst_png_stream_rows(st, samples, rows); }
+static nst_status png_finish(void *st) { return nst_png_stream_close(st); }
+static nst_status jpeg_rows(void *st, const void *samples, int rows) { return nst_jpeg_stream_rows(st, samples, rows); }
+static nst_status jpeg_finish(void *st) { return nst_jpeg_stream_close(st); }
+
+static nst_status rows_close(nst_sink *sk, int ok)
 {
-    png_sink *ps = sk->impl;
+    row_sink *rs = sk->impl;
     nst_status s = NST_OK;
-    if (ps->png) {
+    if (rs->stream) {
         double t0 = nst_now();
-        s = ok ? nst_png_stream_close(ps->png) : (nst_png_stream_close(ps->png), NST_OK);
+        s = ok ? rs->finish(rs->stream) : (rs->finish(rs->stream), NST_OK);
         sk->io_seconds += nst_now() - t0;
         struct stat st;
         if (s == NST_OK && stat(sk->af.tmp, &st) == 0) sk->bytes = (unsigned long long)st.st_size;
     }
-    nst_free(ps);
+    nst_free(rs);
     sk->impl = NULL;
     return ok ? nst_comm_agree(s) : NST_OK;
 }
 
-static nst_status png_level(nst_sink *sk, const nst_pyramid *P, const nst_tileset *set)
+/* Level 0 only, one band of tile rows at a time on rank 0. */
+static nst_status rows_level(nst_sink *sk, const nst_pyramid *P, const nst_tileset *set)
 {
-    png_sink *ps = sk->impl;
+    row_sink *rs = sk->impl;
     if (set->level != 0) return NST_OK;
     const int rank = nst_comm_rank(), T = P->tile;
     const nst_level *lv = &set->lv;
@@ -83,7 +91,7 @@ static nst_status png_level(nst_sink *sk, const nst_pyramid *P, const nst_tilese
     unsigned char *band = NULL;
     nst_status s = NST_OK;
     if (rank == 0) {
-        band = nst_alloc((size_t)(lv->h < T ? lv->h : T) * lv->w * 3 * (size_t)set->sample_bytes, "a PNG band of tiles");
+        band = nst_alloc((size_t)(lv->h < T ? lv->h : T) * lv->w * 3 * (size_t)set->sample_bytes, "a band of tiles");
         if (!band) s = NST_ENOMEM;
     }
     s = nst_comm_agree(s);
@@ -93,7 +101,7 @@ static nst_status png_level(nst_sink *sk, const nst_pyramid *P, const nst_tilese
         if (s == NST_OK && rank == 0 && w == NST_OK) {
             int rows = (j + 1) * T < lv->h ? T : lv->h - j * T;
             double t0 = nst_now();
-            w = nst_png_stream_rows(ps->png, band, rows);
+            w = rs->rows(rs->stream, band, rows);
             sk->io_seconds += nst_now() - t0;
         }
     }
@@ -103,24 +111,63 @@ static nst_status png_level(nst_sink *sk, const nst_pyramid *P, const nst_tilese
     return nst_comm_agree(s);
 }
 
-nst_status nst_sink_png(nst_sink *sk, const nst_output_spec *o, const nst_pyramid *P, const char *description)
+/* The sink of a row-stream format; rank 0 opens its stream with `open`. Collective. */
+static nst_status rows_sink(nst_sink *sk, int format, const nst_output_spec *o, nst_status (*open)(const nst_output_spec *, const nst_pyramid *,
+                                                                                                     const char *, const char *, row_sink *),
+                            const nst_pyramid *P, const char *description)
 {
-    NST_TRY(nst_sink_begin(sk, NST_OUT_PNG, o->path[NST_OUT_PNG], o->overwrite, 1));
-    png_sink *ps = nst_calloc(sizeof *ps, "the PNG sink");
-    nst_status s = ps ? NST_OK : NST_ENOMEM;
-    if (ps) {
-        sk->impl = ps;
-        sk->level = png_level;
-        sk->close = png_close;
+    NST_TRY(nst_sink_begin(sk, format, o->path[format], o->overwrite, 1));
+    row_sink *rs = nst_calloc(sizeof *rs, "a row sink");
+    nst_status s = rs ? NST_OK : NST_ENOMEM;
+    if (rs) {
+        sk->impl = rs;
+        sk->level = rows_level;
+        sk->close = rows_close;
         if (nst_comm_rank() == 0) {
             double t0 = nst_now();
-            s = nst_png_stream_open(sk->af.tmp, P->lv[0].w, P->lv[0].h, o->bits, o->png_level, description, o->dpi, &ps->png);
+            s = open(o, P, sk->af.tmp, description, rs);
             sk->io_seconds += nst_now() - t0;
         }
     }
     s = nst_comm_agree(s);
-    if (s != NST_OK && ps) png_close(sk, 0);
+    if (s != NST_OK && rs) rows_close(sk, 0);
     return s;
+}
+
+static nst_status png_open(const nst_output_spec *o, const nst_pyramid *P, const char *tmp, const char *description, row_sink *rs)
+{
+    nst_png_stream *ps = NULL;
+    nst_status s = nst_png_stream_open(tmp, P->lv[0].w, P->lv[0].h, o->bits, o->png_level, description, o->dpi, &ps);
+    rs->stream = ps, rs->rows = png_rows, rs->finish = png_finish;
+    return s;
+}
+
+/* A progressive JPEG keeps every coefficient of the image on rank 0 until the end: up to this
+ * much (about 180 megapixels at quality 90 or more), then baseline, which holds one band. */
+#define PROGRESSIVE_MAX_BYTES (1ull << 30)
+
+static nst_status jpeg_open(const nst_output_spec *o, const nst_pyramid *P, const char *tmp, const char *description, row_sink *rs)
+{
+    const int w = P->lv[0].w, h = P->lv[0].h;
+    size_t coef = nst_jpeg_progressive_bytes(w, h, o->jpeg_quality);
+    int progressive = coef <= PROGRESSIVE_MAX_BYTES;
+    if (!progressive)
+        nst_info("output:  %s is baseline: progressive would hold %.1f GiB of coefficients on rank 0 (1 GiB at most)\n", o->path[NST_OUT_JPEG],
+                 (double)coef / (1u << 30));
+    nst_jpeg_stream *js = NULL;
+    nst_status s = nst_jpeg_stream_open(tmp, w, h, o->jpeg_quality, progressive, o->dpi, description, &js);
+    rs->stream = js, rs->rows = jpeg_rows, rs->finish = jpeg_finish;
+    return s;
+}
+
+nst_status nst_sink_png(nst_sink *sk, const nst_output_spec *o, const nst_pyramid *P, const char *description)
+{
+    return rows_sink(sk, NST_OUT_PNG, o, png_open, P, description);
+}
+
+nst_status nst_sink_jpeg(nst_sink *sk, const nst_output_spec *o, const nst_pyramid *P, const char *description)
+{
+    return rows_sink(sk, NST_OUT_JPEG, o, jpeg_open, P, description);
 }
 
 /* ---- the preview ----------------------------------------------------------------------------- */

@@ -30,6 +30,7 @@ nst_status nst_sink_begin(nst_sink *sk, int format, const char *path, int overwr
 nst_status nst_sink_tiff(nst_sink *sk, const nst_output_spec *o, const nst_pyramid *P, int nlevels, const char *description);
 nst_status nst_sink_hdf5(nst_sink *sk, const nst_output_spec *o, int nlevels, const char *description);
 nst_status nst_sink_png(nst_sink *sk, const nst_output_spec *o, const nst_pyramid *P, const char *description);
+nst_status nst_sink_jpeg(nst_sink *sk, const nst_output_spec *o, const nst_pyramid *P, const char *description);
 
 /* Rank 0 receives the level's whole tile row j, (rows of the level) x (its width) samples, into
  * band; the other ranks send their tiles of that row. Collective; tolerates band == NULL on

@@ -8,10 +8,11 @@
 #include <strings.h>
 
 #include "../io/atomic_file.h"
+#include "../io/jpeg_write.h"
 #include "../util/text.h"
 
-static const char *const format_names[NST_OUT_NFORMATS] = {"tiff", "hdf5", "png"};
-static const char *const format_ext[NST_OUT_NFORMATS] = {".tif", ".h5", ".png"};
+static const char *const format_names[NST_OUT_NFORMATS] = {"tiff", "hdf5", "png", "jpeg"};
+static const char *const format_ext[NST_OUT_NFORMATS] = {".tif", ".h5", ".png", ".jpg"};
 
 /* The format output.path's extension names, or -1. */
 static int format_of_extension(const char *ext)
@@ -20,6 +21,7 @@ static int format_of_extension(const char *ext)
     if (strcasecmp(ext, ".tif") == 0 || strcasecmp(ext, ".tiff") == 0) return NST_OUT_TIFF;
     if (strcasecmp(ext, ".h5") == 0 || strcasecmp(ext, ".hdf5") == 0) return NST_OUT_HDF5;
     if (strcasecmp(ext, ".png") == 0) return NST_OUT_PNG;
+    if (strcasecmp(ext, ".jpg") == 0 || strcasecmp(ext, ".jpeg") == 0) return NST_OUT_JPEG;
     return -1;
 }
 
@@ -48,18 +50,19 @@ nst_status nst_output_spec_parse(const nst_config *cfg, nst_output_spec *o)
                 if (strcasecmp(tok, format_names[i]) == 0) f = i;
             if (strcasecmp(tok, "tif") == 0 || strcasecmp(tok, "bigtiff") == 0) f = NST_OUT_TIFF;
             if (strcasecmp(tok, "h5") == 0) f = NST_OUT_HDF5;
+            if (strcasecmp(tok, "jpg") == 0) f = NST_OUT_JPEG;
             if (f < 0)
-                return nst_fail(NST_EINPUT, "%s: output.format: unknown format '%s'; valid: tiff, hdf5, png (comma-separated)",
+                return nst_fail(NST_EINPUT, "%s: output.format: unknown format '%s'; valid: tiff, hdf5, png, jpeg (comma-separated)",
                                 nst_config_origin(cfg, NST_K_output_format), tok);
             o->want[f] = 1;
         }
-        if (!o->want[0] && !o->want[1] && !o->want[2])
-            return nst_fail(NST_EINPUT, "%s: output.format is empty; valid: tiff, hdf5, png (comma-separated)",
+        if (!o->want[0] && !o->want[1] && !o->want[2] && !o->want[3])
+            return nst_fail(NST_EINPUT, "%s: output.format is empty; valid: tiff, hdf5, png, jpeg (comma-separated)",
                             nst_config_origin(cfg, NST_K_output_format));
     } else if (ext_format >= 0) {
         o->want[ext_format] = 1;
     } else {
-        return nst_fail(NST_EINPUT, "%s: output.path = '%s': unknown format; valid extensions: .tif, .tiff, .h5, .hdf5, .png (or set output.format)",
+        return nst_fail(NST_EINPUT, "%s: output.path = '%s': unknown format; valid extensions: .tif, .tiff, .h5, .hdf5, .png, .jpg, .jpeg (or set output.format)",
                         where, cfg->output_path);
     }
 
@@ -95,12 +98,21 @@ nst_status nst_output_spec_parse(const nst_config *cfg, nst_output_spec *o)
         return nst_fail(NST_EINPUT, "%s: output.tile_size = %d: must be a multiple of 16 (e.g. 256, 512, 1024)",
                         nst_config_origin(cfg, NST_K_output_tile_size), tile);
     o->dpi = cfg->output_dpi;
+    o->jpeg_quality = (int)cfg->output_quality;
+    if (o->want[NST_OUT_JPEG] && o->bits != 8)
+        return nst_fail(NST_EINPUT, "%s: output.bits = %d, but a JPEG holds 8 bits per sample: set output.bits = 8, or write the JPEG "
+                        "in a run of its own", nst_config_origin(cfg, NST_K_output_bits), o->bits);
     o->tiff = (nst_tiff_params){o->bits, (nst_tiff_codec)nst_tiff_codec_parse(cfg->output_compression), level,
                                 (int)cfg->output_quality, tile, o->dpi};
-    if (strcmp(cfg->output_compression, "deflate") != 0 && !o->want[NST_OUT_TIFF]) /* a key that would do nothing */
+    if (strcmp(cfg->output_compression, "deflate") != 0 && !o->want[NST_OUT_TIFF]) { /* a key that would do nothing */
+        static const char *const shown[NST_OUT_NFORMATS] = {"TIFF", "HDF5", "PNG", "JPEG"};
+        char files[NST_OUT_NFORMATS * 8] = "";
+        for (int f = 0; f < NST_OUT_NFORMATS; f++)
+            if (o->want[f]) snprintf(files + strlen(files), sizeof files - strlen(files), "%s%s", files[0] ? ", " : "", shown[f]);
         return nst_fail(NST_EINPUT, "%s: output.compression = %s applies to TIFF outputs only, and this run writes none (%s): "
-                        "remove the key, or add tiff to output.format", nst_config_origin(cfg, NST_K_output_compression),
-                        cfg->output_compression, o->want[NST_OUT_PNG] && o->want[NST_OUT_HDF5] ? "PNG, HDF5" : o->want[NST_OUT_PNG] ? "PNG" : "HDF5");
+                        "remove the key, or add tiff to output.format%s", nst_config_origin(cfg, NST_K_output_compression),
+                        cfg->output_compression, files, o->want[NST_OUT_JPEG] ? " (a JPEG output takes output.quality alone)" : "");
+    }
     if (o->want[NST_OUT_TIFF]) {
         nst_status s = nst_tiff_params_check(&o->tiff);
         if (s != NST_OK) {
@@ -150,6 +162,9 @@ nst_status nst_output_spec_check_size(const nst_config *cfg, const nst_output_sp
     }
     if (o->want[NST_OUT_PNG] && ((double)W > 2147483647.0 || (double)H > 2147483647.0))
         return nst_fail(NST_EINPUT, "%s: a PNG cannot be %dx%d", nst_config_origin(cfg, NST_K_output_format), W, H);
+    if (o->want[NST_OUT_JPEG] && (W > NST_JPEG_MAX_SIDE || H > NST_JPEG_MAX_SIDE))
+        return nst_fail(NST_EINPUT, "%s: the output is %dx%d, but a JPEG side is at most %d px: write TIFF (output.format = tiff) "
+                        "or a smaller output.size", nst_config_origin(cfg, NST_K_output_path), W, H, NST_JPEG_MAX_SIDE);
     return NST_OK;
 }
 

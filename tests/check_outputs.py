@@ -13,6 +13,8 @@
   check_outputs.py print STEM DPI              STEM.tif and STEM.png for print: the resolution (DPI, 0: none stored;
       each TIFF level in proportion), the TIFF's ICC profile read by LittleCMS (through Pillow) as sRGB,
       the PNG's sRGB chunk, libvips' reading of the resolution
+  check_outputs.py jpeg STEM REF Q DPI        STEM.jpg: progressive, DPI, the sRGB profile, the config comment, PSNR
+      against REF.png no worse than Pillow's libjpeg at quality Q, libvips reads it
 
 Prints one "ok ..." or "FAIL ..." line per check; exits 1 if any failed.
 """
@@ -233,8 +235,39 @@ def cmd_print(stem, dpi):
         report("srgb" in im.info, "PNG: the sRGB chunk (Pillow's info: %s)" % sorted(k for k in im.info if k in ("srgb", "gamma", "chromaticity")))
 
 
+def cmd_jpeg(stem, ref, quality, dpi):
+    """STEM.jpg, read by Pillow (libjpeg) and libvips: progressive, the dpi, the sRGB profile, the
+    config comment, and its PSNR against the lossless REF.png no worse than Pillow's own JPEG of
+    REF at the same quality and chroma (0.5 dB)."""
+    quality, dpi = int(quality), float(dpi)
+    with Image.open(stem + ".jpg") as im:
+        report(im.format == "JPEG" and im.mode == "RGB", "JPEG: %s %s %dx%d" % (im.format, im.mode, im.size[0], im.size[1]))
+        report(bool(im.info.get("progressive")), "JPEG: progressive (Pillow's info: progressive=%s)" % im.info.get("progressive"))
+        got = im.info.get("dpi")
+        if dpi > 0:
+            report(got is not None and abs(got[0] - dpi) < 0.5 and abs(got[1] - dpi) < 0.5, "JPEG: JFIF density %s dpi (wanted %g)" % (got, dpi))
+        else:
+            report(got is None, "JPEG: no resolution (output.dpi = 0): Pillow's dpi %s" % (got,))
+        icc = im.info.get("icc_profile")
+        desc, err = srgb_identity(icc) if icc else ("none", 255)
+        report(desc.startswith("sRGB") and err <= 1, "JPEG: ICC profile '%s' maps to LittleCMS's sRGB within %d/255" % (desc, err))
+        com = im.info.get("comment", b"")
+        report(b"nstbatch resolved configuration" in com, "JPEG: the resolved config as a comment (%d bytes)" % len(com))
+        x = np.asarray(im.convert("RGB"))
+    y = np.asarray(Image.open(ref + ".png").convert("RGB"))
+    with tempfile.TemporaryDirectory() as d:
+        j = os.path.join(d, "ref.jpg")
+        Image.fromarray(y).save(j, quality=quality, subsampling=0 if quality >= 90 else 2)
+        refpsnr = psnr(np.array(Image.open(j)), y)
+    ours = psnr(x, y)
+    report(ours >= refpsnr - 0.5, "JPEG at quality %d: PSNR %.2f dB against the PNG of the same render; Pillow's libjpeg at the same quality: %.2f dB"
+           % (quality, ours, refpsnr))
+    w = subprocess.run(["vipsheader", "-f", "width", stem + ".jpg"], capture_output=True, text=True)
+    report(w.returncode == 0 and int(w.stdout) == x.shape[1], "libvips reads the JPEG: width %s" % w.stdout.strip())
+
+
 if __name__ == "__main__":
-    cmds = {"formats": cmd_formats, "same": cmd_same, "input": cmd_input, "psnr": cmd_psnr, "print": cmd_print}
+    cmds = {"formats": cmd_formats, "same": cmd_same, "input": cmd_input, "psnr": cmd_psnr, "print": cmd_print, "jpeg": cmd_jpeg}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         print(__doc__)
         sys.exit(2)

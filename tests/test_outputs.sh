@@ -121,6 +121,9 @@ if [ $readers -eq 1 ]; then
       || bad "tiffinfo: resolution and ICC profile" "" "$info"
   fi
   run nodpi 1 --set output.format=tiff,png && pycheck print "$T/nodpi" 0
+  # JPEG, as a stream of tile rows gathered from 2 ranks, against the PNG of the same render
+  run jpg2 2 --set output.format=jpeg,png --set output.dpi=150 && pycheck jpeg "$T/jpg2" "$T/jpg2" 90 150
+  run q75 1 --set output.format=jpeg --set output.quality=75 && pycheck jpeg "$T/q75" "$T/r1" 75 0
 else
   skipped "print-ready outputs" "$why"
 fi
