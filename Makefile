@@ -2,6 +2,7 @@
 #
 #   make            build ./nstbatch (announces every dependency it probes)
 #   make demo       install missing Debian packages, build, render configs/demo.ini
+#   make demo-figure  make demo, then docs/demo.jpg (content | style | result) from it
 #   make test       install missing Debian packages, build, run the test suite
 #   make asan       build/asan/nstbatch with AddressSanitizer + UBSan
 #   make fuzz       the libFuzzer targets (clang)
@@ -78,10 +79,10 @@ LIB_SRC := $(sort $(wildcard util/*.c tiler/*.c io/*.c kernels/*.c kernels/cpu/*
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(patsubst %,$(BUILD)/obj/%.o,$(basename $(CUDA_OBJ)))
 LIB     := $(BUILD)/libnst.a
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))  # test_gram_tiled runs under mpirun
-TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run \
+TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/demo_figure $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run \
            $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 
-.PHONY: install all demo test test-run asan fuzz bench bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-io bench-batch bench-ckpt weights deps test-deps check-deps clean demo-images
+.PHONY: install all demo demo-figure test test-run asan fuzz bench bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-io bench-batch bench-ckpt weights deps test-deps check-deps clean demo-images
 all: check-deps nstbatch
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
@@ -195,6 +196,11 @@ $(DEMO_IMAGES) &: $(BUILD)/tools/draw_demo_images
 demo: deps
 	@$(MAKE) --no-print-directory all demo-images
 	mpirun --allow-run-as-root --bind-to none -np 1 ./nstbatch configs/demo.ini
+
+# the README's picture (docs/demo.jpg) from the demo as make demo renders it; test_demo checks
+# that it has not drifted from the render
+demo-figure: demo $(BUILD)/tools/demo_figure
+	$(BUILD)/tools/demo_figure configs/demo configs/demo/stylised.png docs/demo.jpg
 
 # ---- benchmark and weights --------------------------------------------------------------------
 bench: all $(BUILD)/bench/conv_layers

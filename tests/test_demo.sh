@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # tests/test_demo.sh: the shipped demo end to end. configs/demo.ini (as the README's main
 # command runs it) must exit 0, write a PNG of the configured size (checked with libpng directly,
-# tests/png_probe), leave no temporary file, and lower the style loss by at least 50x.
+# tests/png_probe), leave no temporary file, and lower the style loss by at least 50x; and the
+# README's picture of it (docs/demo.jpg) must show this render, not an older demo (the figure tool
+# beside the probe, BUILD/tools/demo_figure; make demo-figure remakes the picture).
 #
 #   tests/test_demo.sh NSTBATCH PNG_PROBE
 set -u
 NST=$(readlink -f "$1") PROBE=$(readlink -f "$2")
+FIGURE=$(dirname "$PROBE")/../tools/demo_figure
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 pass=0 fail=0
@@ -22,5 +25,8 @@ check "no temporary file is left" '! ls -a "$ROOT/configs/demo" | grep -q "nstba
 factor=$(sed -n 's/^style loss: .*(\([0-9.]*\)x lower)$/\1/p' <<<"$log")
 check "the style loss falls by at least 50x (measured ${factor:-none}x)" 'awk -v f="${factor:-0}" "BEGIN { exit !(f >= 50) }"'
 check "it names the random network and how to get real weights" 'grep -q "make weights" <<<"$log"'
+fig=$("$FIGURE" --check "$ROOT/configs/demo" "$out_png" "$ROOT/docs/demo.jpg" 2>&1); fig_rc=$?
+echo "    | $fig"
+check "docs/demo.jpg shows this render (make demo-figure remakes it)" '[ $fig_rc -eq 0 ]'
 echo "test_demo: $pass passed, $fail failed, 0 skipped"
 [ "$fail" -eq 0 ]
