@@ -244,8 +244,13 @@ static void write_prometheus(nst_progress *p, long long it, const nst_loss_terms
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (!f) return;
-    char job[96];
-    snprintf(job, sizeof job, "%s", p->job);
+    char job[96]; /* a batch job's name; a lone render is named by its file, e.g. "print1" for DIR/print1.prom */
+    if (p->job[0]) {
+        snprintf(job, sizeof job, "%s", p->job);
+    } else {
+        const char *base = strrchr(p->prom, '/') ? strrchr(p->prom, '/') + 1 : p->prom;
+        snprintf(job, sizeof job, "%.*s", (int)strcspn(base, "."), base);
+    }
     for (char *c = job; *c; c++)
         if (*c == '"' || *c == '\\' || *c == '\n') *c = '_';
 #define GAUGE(name, help) fprintf(f, "# HELP nstbatch_%s %s\n# TYPE nstbatch_%s gauge\n", name, help, name)

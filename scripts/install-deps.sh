@@ -4,8 +4,9 @@
 # before every build; `make demo` and `make test` do. Runs apt-get as root, or through sudo.
 #
 #   scripts/install-deps.sh          build and run
-#   scripts/install-deps.sh --test   also what only the tests use: a real Slurm (slurm-wlm, munge)
-#                                    and gnuplot for the plot command (make test)
+#   scripts/install-deps.sh --test   also what only the tests use: a real Slurm (slurm-wlm, munge),
+#                                    gnuplot for the plot command, Prometheus and node_exporter
+#                                    (with promtool) and curl for the monitoring test (make test)
 #   scripts/install-deps.sh --dev    also PyTorch (test fixtures, the CPU benchmarks) and OpenBLAS (make bench-conv)
 set -euo pipefail
 
@@ -21,8 +22,8 @@ pkgs=(
                                               # readers we did not write, for the output tests
 )
 case "${1:-}" in
-  --test) pkgs+=(slurm-wlm munge gnuplot-nox) ;;
-  --dev) pkgs+=(slurm-wlm munge gnuplot-nox python3-torch libopenblas-dev) ;; # OpenBLAS: make bench-conv's comparison
+  --test) pkgs+=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl) ;;
+  --dev) pkgs+=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl python3-torch libopenblas-dev) ;; # OpenBLAS: make bench-conv's comparison
 esac
 
 missing=()

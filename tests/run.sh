@@ -36,6 +36,7 @@ suites=(
   "test_batch|tests/test_batch.sh ./nstbatch $B/tests/image_diff"
   "test_checkpoint|tests/test_checkpoint.sh ./nstbatch $B/tests/image_diff"
   "test_metrics|tests/test_metrics.sh ./nstbatch $B/tests/fake-nvml"
+  "test_prometheus|tests/test_prometheus.sh ./nstbatch $B/tests/fake-nvml"
   "test_slurm|tests/test_slurm.sh ./nstbatch $B/tests/image_diff"
   "test_outputs|tests/test_outputs.sh ./nstbatch $B/tools/make_test_tiff"
   "test_bigio|tests/test_bigio.sh ./nstbatch $B/tools/make_test_tiff $B/tests/rss_run"

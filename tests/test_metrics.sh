@@ -88,7 +88,7 @@ EOF
     || bad "metrics.path / run.record" "$out" "$(head -c 600 "$T/m.jsonl")"
 else skipped "JSON checks" "no /usr/bin/python3"; fi
 bad_lines=$(grep -v -E '^# (HELP|TYPE) nstbatch_[a-z_]+ ' "$T/m.prom" | grep -v -E '^nstbatch_[a-z_]+\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\} -?[0-9.e+-]+$' | head -n 3)
-if [ -s "$T/m.prom" ] && [ -z "$bad_lines" ] && grep -q '^nstbatch_level{job=""} 2$' "$T/m.prom" && ! ls -a "$T" | grep -q 'm.prom.*tmp'; then
+if [ -s "$T/m.prom" ] && [ -z "$bad_lines" ] && grep -q '^nstbatch_level{job="m"} 2$' "$T/m.prom" && ! ls -a "$T" | grep -q 'm.prom.*tmp'; then
   ok "metrics.prometheus: $(grep -c '^nstbatch' "$T/m.prom") samples in the text format, written atomically"
 else bad "metrics.prometheus" "'$bad_lines'" "$(head -n 20 "$T/m.prom")"; fi
 grep -qi "gpu\|nvml" "$T/plain.err" && bad "CPU run with metrics.gpu = auto" "mentions GPUs" "$(cat "$T/plain.err")" || ok "a CPU run (metrics.gpu = auto) says nothing about GPUs"
