@@ -136,8 +136,10 @@ nst_bg usr1 ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_usr1
 wait_iter usr1 40; pkill -USR1 -P $bg; wait $bg; r=$?
 [ $r -eq 75 ] && grep -q "stopped by SIGUSR1" "$T/usr1.log" && ok "SIGUSR1 to mpirun: checkpoint and exit status 75" || bad "SIGUSR1 exit status" "exit $r" "$(tail -n 4 "$T/usr1.log")"
 # Ctrl-C: to mpirun itself (it sends every rank SIGTERM and exits 1: Open MPI's status), and to
-# tools/nstbatch-mpirun (it asks the ranks with USR1: exit 75); both leave a checkpoint to resume
-(cd "$T" && exec timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" ck.ini --set output.path=out/int.tif \
+# tools/nstbatch-mpirun (it asks the ranks with USR1: exit 75); both leave a checkpoint to resume.
+# timeout --foreground: without it timeout sends the signal to the group too, and a second SIGINT
+# makes mpirun kill the ranks at once, as a second Ctrl-C would
+(cd "$T" && exec timeout --foreground 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" ck.ini --set output.path=out/int.tif \
     --set checkpoint.path=ck_int) >"$T/int.log" 2>&1 &
 bg=$!
 wait_iter int 40; kill -INT $bg; wait $bg; r=$?
