@@ -19,7 +19,7 @@
 #include "../util/sysmem.h"
 #include "../util/timer.h"
 
-#define MANIFEST_FORMAT 1
+#define MANIFEST_FORMAT 2 /* 2: levels counted from 1, as every message counts them; 1 (read too): from 0 */
 #define HASH_SEED 0x6e7374636b7074ull /* "nstckpt" */
 
 /* Keys that cannot change the pixels of a render: a resume may change them. */
@@ -105,7 +105,7 @@ static nst_status write_manifest(const nst_ckpt *c, const char *state, const cha
     fprintf(f, "format = %d\nstate = %s\nwritten = %s\n", MANIFEST_FORMAT, state, when);
     if (why && *why) fprintf(f, "reason = %s\n", why);
     fprintf(f, "generation = %lld\nlevel = %d\niteration = %lld\njob_ranks = %d\nfile_ranks = %d\ntile_w = %d\ntile_h = %d\n", c->gen,
-            c->level, c->iteration, c->job_ranks, c->file_ranks, c->tile_w, c->tile_h);
+            c->level + 1, c->iteration, c->job_ranks, c->file_ranks, c->tile_w, c->tile_h);
     for (int k = 0; k < c->nlevels; k++) {
         const nst_ckpt_level *lv = &c->levels[k];
         fprintf(f, "level_done = %d %d %d %d %lld %.17g %.17g %.17g\n", lv->w, lv->h, lv->tiles, lv->ranks, lv->iterations, lv->first, lv->last,
@@ -191,9 +191,10 @@ static nst_status read_manifest(const char *path, manifest *m, int *found)
     free(line);
     fclose(f);
     if (t) fclose(t);
-    if (s == NST_OK && m->format != MANIFEST_FORMAT)
-        s = nst_fail(NST_EINPUT, "%s: checkpoint manifest format %d; this nstbatch reads %d: start over with --restart", path, m->format,
+    if (s == NST_OK && m->format != MANIFEST_FORMAT && m->format != 1)
+        s = nst_fail(NST_EINPUT, "%s: checkpoint manifest format %d; this nstbatch reads 1 and %d: start over with --restart", path, m->format,
                      MANIFEST_FORMAT);
+    if (s == NST_OK && m->format >= 2) m->level--; /* counted from 1 in the file, from 0 here */
     if (s == NST_OK && strcmp(m->state, "running") != 0 && strcmp(m->state, "done") != 0)
         s = nst_fail(NST_EINPUT, "%s: checkpoint manifest state '%s' (running or done expected)", path, m->state);
     return s;

@@ -333,6 +333,14 @@ static nst_status level_try(const nst_levels_ctx *c, const nst_level_plan *p, in
         nst_warn("%d tile%s for %d ranks: %s no work; this image is rendered as fast on %d rank%s (mpirun -np %d)\n", L->grid.ntiles,
                  L->grid.ntiles == 1 ? "" : "s", L->nranks, idle, L->grid.ntiles, L->grid.ntiles == 1 ? "" : "s", L->grid.ntiles);
     }
+    const double windows = 1.0 + nst_grid_halo_overhead(&L->grid);
+    if (cfg->tiling_tile_size != NST_WORD(0) && windows > 4.0 && k == p->n - 1) { /* a set size that mostly computes halos */
+        char where[NST_CFG_ORIGIN_MAX + 64];
+        nst_config_where(cfg, NST_K_tiling_tile_size, where, sizeof where);
+        nst_warn("%s = %lld makes the windows %.1fx the image (each tile computes a %d px halo around its core): every tile repeats its "
+                 "neighbours' work; tiling.tile_size = auto, or a larger size, renders the same image faster\n",
+                 where, cfg->tiling_tile_size, windows, L->grid.halo);
+    }
 
     float **bufs = nst_calloc(sizeof(float *) * 3 * ((size_t)L->nlocal + 1), "level buffers");
     *bufs_out = bufs;

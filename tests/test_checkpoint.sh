@@ -135,6 +135,13 @@ interrupted lbfgs --set optim.method=lbfgs
 nst_bg usr1 ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_usr1
 wait_iter usr1 40; pkill -USR1 -P $bg; wait $bg; r=$?
 [ $r -eq 75 ] && grep -q "stopped by SIGUSR1" "$T/usr1.log" && ok "SIGUSR1 to mpirun: checkpoint and exit status 75" || bad "SIGUSR1 exit status" "exit $r" "$(tail -n 4 "$T/usr1.log")"
+# the manifest counts levels from 1, as the log does; a format-1 manifest (counted from 0) still resumes
+grep -q '^format = 2$' "$T/ck_usr1/manifest" && grep -q '^level = 1$' "$T/ck_usr1/manifest" && ok "the manifest says level = 1, as the log does" \
+  || bad "manifest level" "" "$(head -n 8 "$T/ck_usr1/manifest")"
+cp -r "$T/ck_usr1" "$T/ck_v1" && sed -i 's/^format = 2$/format = 1/; s/^level = 1$/level = 0/' "$T/ck_v1/manifest"
+nst v1 ck.ini --set output.path=out/v1.tif --set checkpoint.path=ck_v1
+[ $rc -eq 0 ] && grep -q "resumed: level 1 at iteration" "$T/v1.log" && ok "a format-1 manifest (levels from 0) resumes at level 1" \
+  || bad "format-1 manifest" "exit $rc" "$(grep -i 'resum\|error' "$T/v1.log")"
 # Ctrl-C: to mpirun itself (it sends every rank SIGTERM and exits 1: Open MPI's status), and to
 # tools/nstbatch-mpirun (it asks the ranks with USR1: exit 75); both leave a checkpoint to resume.
 # timeout --foreground: without it timeout sends the signal to the group too, and a second SIGINT

@@ -181,6 +181,8 @@ if command -v mpirun >/dev/null; then
   case_ "two ranks: a bad input stops both, one message" 2 "content.path: trunc.png: corrupt PNG" -- mpirun --oversubscribe -np 2 "$NST" ok.ini --set content.path=trunc.png
   case_ "two ranks render" 0 "wrote out.png" -- mpirun --oversubscribe -np 2 "$NST" ok.ini --set optim.iterations=2 --set output.size=64 --set tiling.tile_size=32 --set output.overwrite=true
   rm -f "$T/out.png" "$T/out.preview.png"
+  case_ "a tile size that mostly computes halos: a warning" 0 "tiling.tile_size = 16 makes the windows" -- "$NST" ok.ini --set tiling.tile_size=16 --set output.size=64 --set optim.iterations=1 --set output.overwrite=true
+  rm -f "$T/out.png" "$T/out.preview.png"
   case_ "tile size off the stride" 2 "tiling.tile_size = 100: must be a multiple of 16" -- "$NST" ok.ini --set tiling.tile_size=100
   case_ "halo off the stride" 2 "tiling.halo = 40: must be a multiple of 16" -- "$NST" ok.ini --set tiling.halo=40
   case_ "exchange_every in exact mode" 2 "tiling.exchange_every = 4 needs tiling.mode = cheap" -- "$NST" ok.ini --set tiling.exchange_every=4

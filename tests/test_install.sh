@@ -5,14 +5,8 @@
 # the installed nstbatch plans the demo from another directory.
 #
 #   tests/test_install.sh BUILD_DIR
-set -u
 B=$1
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-T=$(mktemp -d /tmp/nstbatch-install.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0 skip=0
-ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
-bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 12; }
+. "$(dirname "$0")/lib.sh" test_install
 
 P=$T/prefix
 out=$(make -C "$ROOT" -s --no-print-directory BUILD="$B" install PREFIX="$P" 2>&1); r=$?
@@ -42,7 +36,7 @@ if command -v man >/dev/null; then
     ok "man -l nstbatch.1: the page renders with every option and key of --help ($(wc -l <<<"$page") lines)"
   else bad "man page" "does not render --help" "$page"; fi
 else
-  skip=$((skip + 1)); printf '  SKIP man page: no man(1) here\n'
+  skip "man page: no man(1) here"
 fi
 
 # the installed program, from elsewhere, on a copy of the demo config: a dry run plans it
@@ -51,5 +45,4 @@ out=$(cd "$T/work" && PATH="$P/bin:$PATH" nstbatch demo.ini --dry-run --set opti
 [ $r -eq 0 ] && grep -q "dry run: nothing is rendered or written" <<<"$out" && ok "PATH=PREFIX/bin: nstbatch demo.ini --dry-run plans the demo" \
   || bad "installed dry run" "exit $r" "$out"
 
-echo "test_install: $pass passed, $fail failed, $skip skipped"
-[ $fail -eq 0 ]
+finish
