@@ -168,7 +168,7 @@ $(BUILD)/tests/%: tests/%.c tests/test.h tests/naive.h $(LIB)
 	$(Q)$(CC) $(ALLCFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -I. $(DEPCFLAGS)
-FUZZ_IO := util/status.c util/mem.c io/image.c io/png_read.c io/png_write.c io/jpeg_read.c io/tiff_read.c io/tiff_write.c io/icc.c \
+FUZZ_IO := util/status.c util/mem.c io/image.c io/png_read.c io/png_write.c io/jpeg_read.c io/jpeg_write.c io/tiff_read.c io/tiff_write.c io/icc.c \
            io/tiff_msg.c io/atomic_file.c io/source.c io/resample.c tiler/rect.c
 fuzz: $(BUILD)/fuzz/fuzz_config $(BUILD)/fuzz/fuzz_image $(BUILD)/fuzz/fuzz_tiff
 $(BUILD)/fuzz/fuzz_config: tests/fuzz/fuzz_config.c io/config.c io/jobs.c util/status.c util/text.c

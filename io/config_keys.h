@@ -43,7 +43,7 @@ NST_KEY(output, hdf5_compression, ENUM, "deflate", 0, 0, "deflate|none", "HDF5 c
 NST_KEY(output, tile_size, INT, "512", 16, 8192, "", "output tile size in pixels, a multiple of 16: TIFF tiles, HDF5 chunks, the unit each rank compresses")
 NST_KEY(output, pyramid, BOOL, "true", 0, 0, "", "write reduced-resolution levels (halving down to one tile): TIFF SubIFDs, HDF5 /level1, /level2, ...")
 NST_KEY(output, bigtiff, ENUM, "auto", 0, 0, "auto|yes|no", "BigTIFF: auto when the uncompressed pyramid could pass 4 GiB")
-NST_KEY(output, preview, INT, "1024", 0, 65536, "", "long side of the PNG preview written next to the outputs (NAME.preview.png); 0: none")
+NST_KEY(output, preview, INT, "1024", 0, 65536, "", "long side of the preview written next to the outputs (NAME.preview.png; NAME.preview.jpg when the only output is a JPEG); 0: none")
 NST_KEY(output, save_every, INT, "0", 0, NST_BIG, "", "while rendering, replace the preview (NAME.preview.png) with the image being rendered every N iterations; 0: the preview is written with the outputs only")
 
 /* [model] */

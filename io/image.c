@@ -49,6 +49,7 @@ nst_format nst_format_from_name(const char *path)
     if (!dot || (slash && dot < slash)) return NST_FMT_UNKNOWN;
     if (strcasecmp(dot, ".png") == 0) return NST_FMT_PNG;
     if (strcasecmp(dot, ".tif") == 0 || strcasecmp(dot, ".tiff") == 0) return NST_FMT_TIFF;
+    if (strcasecmp(dot, ".jpg") == 0 || strcasecmp(dot, ".jpeg") == 0) return NST_FMT_JPEG;
     return NST_FMT_UNKNOWN;
 }
 
@@ -159,12 +160,13 @@ nst_status nst_image_write(const char *path, const nst_image *img, int bits, int
 {
     nst_format f = nst_format_from_name(path);
     if (f == NST_FMT_UNKNOWN)
-        return nst_fail(NST_EINPUT, "%s: unknown output format: use a .png, .tif or .tiff name", path);
+        return nst_fail(NST_EINPUT, "%s: unknown output format: use a .png, .tif, .tiff, .jpg or .jpeg name", path);
     if (bits != 8 && bits != 16) return nst_fail(NST_EINPUT, "%s: bits must be 8 or 16", path);
     nst_atomic_file af;
     NST_TRY(nst_atomic_begin(&af, path, overwrite));
-    nst_status s = f == NST_FMT_PNG ? nst_png_write(af.tmp, img, bits, description)
-                                    : nst_tiff_write(af.tmp, img, bits, description);
+    nst_status s = f == NST_FMT_PNG    ? nst_png_write(af.tmp, img, bits, description)
+                   : f == NST_FMT_JPEG ? nst_jpeg_write(af.tmp, img, description)
+                                       : nst_tiff_write(af.tmp, img, bits, description);
     if (s != NST_OK) {
         nst_atomic_abort(&af);
         return nst_fail_context(s, "%s", path);

@@ -16,6 +16,7 @@
 
 #include "../util/mem.h"
 #include "icc.h"
+#include "image.h"
 
 typedef struct {
     struct jpeg_error_mgr pub;
@@ -158,4 +159,19 @@ nst_status nst_jpeg_stream_close(nst_jpeg_stream *js)
     if (js->f && fclose(js->f) != 0 && s == NST_OK) s = nst_fail(NST_ERUNTIME, "%s: cannot close: %s", js->path, strerror(errno));
     nst_free(js);
     return s;
+}
+
+nst_status nst_jpeg_write(const char *path, const nst_image *img, const char *description)
+{
+    nst_jpeg_stream *js;
+    NST_TRY(nst_jpeg_stream_open(path, img->w, img->h, 90, 1, 0, description, &js));
+    unsigned char *row = nst_alloc((size_t)img->w * 3, "a JPEG row");
+    nst_status s = row ? NST_OK : NST_ENOMEM;
+    for (int y = 0; s == NST_OK && y < img->h; y++) {
+        nst_image_get_row(img, y, 8, row);
+        s = nst_jpeg_stream_rows(js, row, 1);
+    }
+    nst_free(row);
+    nst_status c = nst_jpeg_stream_close(js);
+    return s != NST_OK ? s : c;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../io/image.h"
 #include "../mpi/comm.h"
 #include "../util/log.h"
 #include "../util/mem.h"
@@ -85,7 +86,7 @@ nst_status nst_output_write(const nst_output_spec *o, const nst_layout *L, float
     nst_sink preview;
     int have_preview = 0;
     if (s == NST_OK && pv >= 0) {
-        s = nst_sink_begin(&preview, NST_OUT_PNG, o->preview_path, 1, 1);
+        s = nst_sink_begin(&preview, nst_format_from_name(o->preview_path) == NST_FMT_JPEG ? NST_OUT_JPEG : NST_OUT_PNG, o->preview_path, 1, 1);
         have_preview = s == NST_OK;
     }
 
@@ -103,7 +104,7 @@ nst_status nst_output_write(const nst_output_spec *o, const nst_layout *L, float
         if (k < nwrite)
             for (int i = 0; s == NST_OK && i < nsinks; i++)
                 if (k < sinks[i].nlevels) s = sinks[i].level(&sinks[i], &P, &cur);
-        if (s == NST_OK && k == pv) s = nst_write_preview(&P, &cur, o->preview_side, preview.af.tmp);
+        if (s == NST_OK && k == pv) s = nst_write_preview(&P, &cur, o->preview_side, nst_format_from_name(o->preview_path) == NST_FMT_JPEG, preview.af.tmp);
         if (s == NST_OK && k == 0) s = nst_comm_agree(injected_fault());
         if (s == NST_OK && k < last) {
             t0 = nst_now();

@@ -172,7 +172,7 @@ nst_status nst_sink_jpeg(nst_sink *sk, const nst_output_spec *o, const nst_pyram
 
 /* ---- the preview ----------------------------------------------------------------------------- */
 
-nst_status nst_write_preview(const nst_pyramid *P, const nst_tileset *ts, int side, const char *path)
+nst_status nst_write_preview(const nst_pyramid *P, const nst_tileset *ts, int side, int jpeg, const char *path)
 {
     const int rank = nst_comm_rank(), T = P->tile;
     const nst_level *lv = &ts->lv;
@@ -200,7 +200,7 @@ nst_status nst_write_preview(const nst_pyramid *P, const nst_tileset *ts, int si
         else
             w = lv->w, h = lv->h;
         s = nst_image_resize(&img, w, h, &small);
-        if (s == NST_OK) s = nst_png_write(path, &small, 8, NULL);
+        if (s == NST_OK) s = jpeg ? nst_jpeg_write(path, &small, NULL) : nst_png_write(path, &small, 8, NULL);
     }
     nst_free(band);
     nst_image_free(&img);

@@ -38,7 +38,7 @@ nst_status nst_sink_jpeg(nst_sink *sk, const nst_output_spec *o, const nst_pyram
 nst_status nst_gather_tile_row(const nst_pyramid *P, const nst_tileset *ts, int j, unsigned char *band);
 
 /* The preview: level ts (gathered to rank 0) resized to a long side of `side`, written as an
- * 8-bit PNG at path (a temporary name; rank 0). Collective. */
-nst_status nst_write_preview(const nst_pyramid *P, const nst_tileset *ts, int side, const char *path);
+ * 8-bit PNG (a JPEG with jpeg) at path (a temporary name; rank 0). Collective. */
+nst_status nst_write_preview(const nst_pyramid *P, const nst_tileset *ts, int side, int jpeg, const char *path);
 
 #endif

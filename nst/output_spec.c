@@ -81,7 +81,8 @@ nst_status nst_output_spec_parse(const nst_config *cfg, nst_output_spec *o)
     o->preview_side = (int)cfg->output_preview;
     if (o->preview_side > 0) {
         if (stem + 13 >= sizeof o->preview_path) return nst_fail(NST_EINPUT, "%s: output.path is too long", where);
-        snprintf(o->preview_path, sizeof o->preview_path, "%.*s.preview.png", (int)stem, cfg->output_path);
+        int jpeg_only = o->want[NST_OUT_JPEG] && !o->want[NST_OUT_TIFF] && !o->want[NST_OUT_HDF5] && !o->want[NST_OUT_PNG];
+        snprintf(o->preview_path, sizeof o->preview_path, "%.*s.preview.%s", (int)stem, cfg->output_path, jpeg_only ? "jpg" : "png");
     }
     o->save_every = cfg->output_save_every;
     if (o->save_every > 0 && !o->preview_path[0])

@@ -124,6 +124,10 @@ if [ $readers -eq 1 ]; then
   # JPEG, as a stream of tile rows gathered from 2 ranks, against the PNG of the same render
   run jpg2 2 --set output.format=jpeg,png --set output.dpi=150 && pycheck jpeg "$T/jpg2" "$T/jpg2" 90 150
   run q75 1 --set output.format=jpeg --set output.quality=75 && pycheck jpeg "$T/q75" "$T/r1" 75 0
+  # the only output a JPEG: so is the preview
+  if [ -f "$T/q75.preview.jpg" ] && [ ! -e "$T/q75.preview.png" ] && [ "$(head -c 3 "$T/q75.preview.jpg" | od -An -tx1 | tr -d ' ')" = ffd8ff ]; then
+    ok "the only output a JPEG: the preview is q75.preview.jpg (a JPEG)"
+  else bad "JPEG preview" "" "$(ls "$T" | grep q75)"; fi
 else
   skipped "print-ready outputs" "$why"
 fi
