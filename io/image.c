@@ -165,7 +165,7 @@ nst_status nst_image_write(const char *path, const nst_image *img, int bits, int
     nst_atomic_file af;
     NST_TRY(nst_atomic_begin(&af, path, overwrite));
     nst_status s = f == NST_FMT_PNG    ? nst_png_write(af.tmp, img, bits, description)
-                   : f == NST_FMT_JPEG ? nst_jpeg_write(af.tmp, img, description)
+                   : f == NST_FMT_JPEG ? nst_jpeg_write(af.tmp, img, 90, description)
                                        : nst_tiff_write(af.tmp, img, bits, description);
     if (s != NST_OK) {
         nst_atomic_abort(&af);

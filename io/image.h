@@ -82,7 +82,7 @@ nst_status nst_jpeg_read(const char *name, const unsigned char *buf, size_t len,
                          nst_image *out, nst_image_info *info);
 nst_status nst_png_write(const char *path, const nst_image *img, int bits, const char *description);
 nst_status nst_tiff_write(const char *path, const nst_image *img, int bits, const char *description);
-/* A whole image as an 8-bit JPEG (quality 90, progressive; io/jpeg_write.c). */
-nst_status nst_jpeg_write(const char *path, const nst_image *img, const char *description);
+/* A whole image as an 8-bit progressive JPEG at quality 1..100 (io/jpeg_write.c). */
+nst_status nst_jpeg_write(const char *path, const nst_image *img, int quality, const char *description);
 
 #endif

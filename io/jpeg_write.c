@@ -161,10 +161,10 @@ nst_status nst_jpeg_stream_close(nst_jpeg_stream *js)
     return s;
 }
 
-nst_status nst_jpeg_write(const char *path, const nst_image *img, const char *description)
+nst_status nst_jpeg_write(const char *path, const nst_image *img, int quality, const char *description)
 {
     nst_jpeg_stream *js;
-    NST_TRY(nst_jpeg_stream_open(path, img->w, img->h, 90, 1, 0, description, &js));
+    NST_TRY(nst_jpeg_stream_open(path, img->w, img->h, quality, 1, 0, description, &js));
     unsigned char *row = nst_alloc((size_t)img->w * 3, "a JPEG row");
     nst_status s = row ? NST_OK : NST_ENOMEM;
     for (int y = 0; s == NST_OK && y < img->h; y++) {

@@ -200,7 +200,7 @@ nst_status nst_write_preview(const nst_pyramid *P, const nst_tileset *ts, int si
         else
             w = lv->w, h = lv->h;
         s = nst_image_resize(&img, w, h, &small);
-        if (s == NST_OK) s = jpeg ? nst_jpeg_write(path, &small, NULL) : nst_png_write(path, &small, 8, NULL);
+        if (s == NST_OK) s = jpeg ? nst_jpeg_write(path, &small, 90, NULL) : nst_png_write(path, &small, 8, NULL);
     }
     nst_free(band);
     nst_image_free(&img);

@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "../io/image.h"
-#include "../io/jpeg_write.h"
 #include "../io/resample.h"
 #include "../util/mem.h"
 #include "../util/status.h"
@@ -56,21 +55,6 @@ static nst_status compose(const char *dir, const char *result, nst_image *fig, i
     }
     for (int i = 0; i < 3; i++) nst_image_free(&in[i]), nst_image_free(&sc[i]);
     return s;
-}
-
-static nst_status write_jpeg(const char *path, const nst_image *img)
-{
-    nst_jpeg_stream *js;
-    NST_TRY(nst_jpeg_stream_open(path, img->w, img->h, 92, 1, 0, "nstbatch demo: content | style | result (tools/demo_figure.c)", &js));
-    unsigned char *row = nst_alloc((size_t)img->w * 3, "a row");
-    nst_status s = row ? NST_OK : NST_ENOMEM;
-    for (int y = 0; s == NST_OK && y < img->h; y++) {
-        nst_image_get_row(img, y, 8, row);
-        s = nst_jpeg_stream_rows(js, row, 1);
-    }
-    nst_free(row);
-    nst_status c = nst_jpeg_stream_close(js);
-    return s != NST_OK ? s : c;
 }
 
 /* Mean |a - b| over columns [ax, ax+w) of a against [bx, bx+w) of b. */
@@ -136,7 +120,7 @@ int main(int argc, char **argv)
     int rc = 0;
     if (checking) {
         rc = check(&fig, rx, rw, argv[4]);
-    } else if (write_jpeg(argv[3], &fig) != NST_OK) {
+    } else if (nst_jpeg_write(argv[3], &fig, 92, "nstbatch demo: content | style | result (tools/demo_figure.c)") != NST_OK) {
         fprintf(stderr, "demo_figure: %s\n", nst_fail_message());
         rc = 2;
     } else {
