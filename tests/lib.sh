@@ -13,6 +13,8 @@ ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
 # bad WHAT WHY [OUTPUT]: a failure, with the output's last 15 lines
 bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
 skip() { skipped=$((skipped + 1)); printf '  SKIP %s\n' "$1"; }
+# demo_pair: a config's [content] and [style] sections on the demo's pictures
+demo_pair() { printf '[content]\npath = %s/configs/demo/content.png\n[style]\npath = %s/configs/demo/style.png\n' "$ROOT" "$ROOT"; }
 finish() {
   echo "$SUITE: $pass passed, $fail failed, $skipped skipped"
   [ "$fail" -eq 0 ]

@@ -20,11 +20,7 @@
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_memory
 
-cat >"$T/m.ini" <<EOF
-[content]
-path = $ROOT/configs/demo/content.png
-[style]
-path = $ROOT/configs/demo/style.png
+{ demo_pair; cat <<EOF; } >"$T/m.ini"
 [output]
 width = 1152
 height = 768

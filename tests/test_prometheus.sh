@@ -64,11 +64,7 @@ for ((i = 0; i < 40; i++)); do [ "$(api query 'query=up' | grep -c '"value":\[[0
   || bad "Prometheus never scraped node_exporter" "" "$(api targets | head -c 600)"
 
 # ---- a render that writes the textfile --------------------------------------------------------------------
-cat >"$T/m.ini" <<EOF
-[content]
-path = $ROOT/configs/demo/content.png
-[style]
-path = $ROOT/configs/demo/style.png
+{ demo_pair; cat <<EOF; } >"$T/m.ini"
 [output]
 path = out.png
 width = 192
