@@ -142,6 +142,26 @@ size_t nst_layout_style_budget(const nst_layout *L, const nst_backend *be, size_
 
 /* The largest model over ranks for a grid and strategy, with the host buffers where they share the
  * backend's memory; *backend (may be NULL): the largest of the backend's buffers alone. */
+/* The CUDA backend describes tensors with cuDNN's 4-d descriptors, whose sizes and strides are int:
+ * every layer's output over the largest window must hold fewer than 2^31 values (a large arena
+ * would otherwise allow ~6000 px tiles: 2.3e9 values at 64 channels). The CPU has no such limit.
+ * 0 and the offending layer in *layer when g's windows break it. */
+static int fits_descriptors(const nst_grid *g, const nst_net *net, int *layer)
+{
+    if (!net->be || !net->be->capacity) return 1;
+    int wh = g->tile_h + 2 * g->halo < g->height ? g->tile_h + 2 * g->halo : g->height;
+    int ww = g->tile_w + 2 * g->halo < g->width ? g->tile_w + 2 * g->halo : g->width;
+    for (int i = 0; i < net->nlayers; i++) {
+        int oh, ow, oc;
+        nst_net_shape(net, i, wh, ww, &oh, &ow, &oc);
+        if ((int64_t)oh * ow * (oc < 8 ? 8 : oc) >= ((int64_t)1 << 31)) {
+            *layer = i;
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static size_t worst_memory(const nst_grid *g, const int *owner, int nranks, int cheap, size_t opt_px_bytes, nst_gram_strategy gram,
                            const nst_loss_spec *spec, const nst_net *net, size_t *backend)
 {
@@ -300,6 +320,14 @@ nst_status nst_layout_plan_tiles(const nst_config *cfg, const nst_loss_spec *spe
             nst_grid g;
             if (nst_grid_make(W, H, cw[a], ch[b], halo, L->align, &g) != 0) continue;
             if (tk == NST_WORD(0) && g.ntiles > 4096) continue; /* tiles that small only add halo */
+            int bad_layer = 0;
+            if (!fits_descriptors(&g, net, &bad_layer)) {
+                if (tk == NST_WORD(0)) continue;
+                free(owner);
+                return nst_fail(NST_EINPUT, "%s: tiling.tile_size = %lld gives windows of %dx%d px whose %s output holds 2^31 values or more, "
+                                "past cuDNN's descriptors: use a smaller tile size, or auto", nst_config_origin(cfg, NST_K_tiling_tile_size), tk,
+                                g.tile_w + 2 * g.halo, g.tile_h + 2 * g.halo, nst_vgg_layer_at(bad_layer)->name);
+            }
             int *o = realloc(owner, sizeof(int) * (size_t)g.ntiles);
             if (!o) {
                 free(owner);

@@ -1,6 +1,10 @@
 /* tests/test_geometry.c: the layer table's derived geometry (stride, footprint, receptive field,
  * exact-gradient halo: the numbers of docs/DESIGN.md and docs/PERFORMANCE.md), rectangle algebra, and a
  * tile's own/seed regions. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../nst/layout.h"
 #include "../nst/objective.h"
 #include "../nst/random_vgg.h"
 #include "../nst/vgg.h"
@@ -105,11 +109,49 @@ static void t_whole_image_tile_regions(void)
     nst_backend_close(be);
 }
 
+/* On a backend with an arena (CUDA), no window may give a layer 2^31 values or more (cuDNN's int
+ * descriptors): a set tile size past it is refused, auto avoids it; the CPU has no such bound. */
+static void t_windows_fit_cudnn_descriptors(void)
+{
+    nst_backend *be = NULL;
+    nst_weights w;
+    nst_config cfg;
+    nst_loss_spec spec;
+    nst_net net;
+    nst_layout L;
+    nst_config_defaults(&cfg);
+    CHECK(nst_backend_open("cpu", 1, &be) == NST_OK && nst_weights_random(&w, 1, 1) == NST_OK && nst_loss_spec_parse(&cfg, &spec) == NST_OK &&
+              nst_net_shapes(be, &w, spec.deepest, spec.pool, &net) == NST_OK,
+          "set-up: %s", nst_fail_message());
+    const int W = 8000, H = 8000;
+    const size_t budget = (size_t)1 << 50;
+    cfg.tiling_tile_size = 6144; /* windows of 6464 px: 6464^2 x 64 channels = 2.67e9 at relu1_1 */
+    CHECK(nst_layout_plan(&cfg, &spec, &net, W, H, 1, 0, budget, &L) == NST_OK, "CPU, 6144 px tiles: %s", nst_fail_message());
+    nst_layout_free(&L);
+    be->capacity = (size_t)1 << 40; /* stands in for a CUDA arena */
+    CHECK(nst_layout_plan(&cfg, &spec, &net, W, H, 1, 0, budget, &L) == NST_EINPUT && strstr(nst_fail_message(), "past cuDNN's descriptors"),
+          "arena, 6144 px tiles: '%s'", nst_fail_message());
+    nst_fail_clear();
+    cfg.tiling_tile_size = NST_WORD(0);
+    CHECK(nst_layout_plan(&cfg, &spec, &net, W, H, 1, 0, budget, &L) == NST_OK, "arena, auto: %s", nst_fail_message());
+    long long ww = L.grid.tile_w + 2 * L.grid.halo < W ? L.grid.tile_w + 2 * L.grid.halo : W;
+    long long wh = L.grid.tile_h + 2 * L.grid.halo < H ? L.grid.tile_h + 2 * L.grid.halo : H;
+    CHECK(ww * wh * 64 < (1ll << 31), "auto chose %dx%d tiles: windows of %lldx%lld x 64 channels", L.grid.tile_w, L.grid.tile_h, ww, wh);
+    printf("    auto on an arena: %dx%d tiles, windows %lldx%lld (%.2fe9 values at relu1_1)\n", L.grid.tile_w, L.grid.tile_h, ww, wh,
+           (double)(ww * wh * 64) / 1e9);
+    nst_layout_free(&L);
+    be->capacity = 0;
+    nst_net_destroy(&net);
+    nst_weights_free(&w);
+    nst_backend_close(be);
+}
+
 int main(void)
 {
     RUN(t_vgg_footprints_match_the_published_table);
     RUN(t_gradient_halo_by_brute_force);
     RUN(t_rect_algebra);
     RUN(t_whole_image_tile_regions);
+    RUN(t_windows_fit_cudnn_descriptors);
     return test_report("test_geometry");
 }

@@ -193,7 +193,9 @@ static nst_status open_impl(nst_backend *be, cuda_impl *im, const nst_backend_op
         break;
     case NST_PREC_TF32:
         be->act_dtype = NST_F32, im->dnn_type = CUDNN_DATA_FLOAT, im->blas_type = CUDA_R_32F;
-        im->blas_compute = CUBLAS_COMPUTE_32F_FAST_TF32, im->math = CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+        /* TENSOR_OP on fp32 data is TF32 on sm_80+; ALLOW_CONVERSION would permit fp16, whose range
+         * Caffe-scaled activations exceed */
+        im->blas_compute = CUBLAS_COMPUTE_32F_FAST_TF32, im->math = CUDNN_TENSOR_OP_MATH;
         CUBLAS_TRY(im->cb->set_math_mode(im->blas, CUBLAS_TF32_TENSOR_OP_MATH));
         break;
     case NST_PREC_FP16:

@@ -2,8 +2,10 @@
  * data and filters and fp32 accumulation (CUDNN_DATA_FLOAT compute; tensor-op math except in
  * fp32). conv1_1's 3 input channels are zero-padded to 8 (4 in fp32) so tensor-core kernels
  * apply; its input and input gradient pass through padded scratch. Algorithms come from cuDNN's
- * heuristics, the first that fits the workspace limit, once per layer and input size, and are
- * cached with the shape's descriptors. Bias and ReLU run inside cuDNN's call
+ * heuristics: the first deterministic one (bit-for-bit reruns and tile invariance rule out
+ * atomics-based backward algorithms) whose math type is allowed and whose workspace, asked of cuDNN
+ * for that algorithm and math type, fits the limit; once per layer and input size, cached with the
+ * shape's descriptors, and each call sets the descriptor's math type to its algorithm's. Bias and ReLU run inside cuDNN's call
  * (cudnnConvolutionBiasActivationForward: one pass over the output instead of two, which counts on
  * the memory-bound full-resolution layers); a layer whose configuration cuDNN does not support
  * there, or NSTBATCH_CUDA_FUSE=0, adds them with one kernel after the convolution. */
@@ -22,6 +24,7 @@ typedef struct {
     cudnnTensorDescriptor_t x, y;
     cudnnConvolutionFwdAlgo_t fwd;
     cudnnConvolutionBwdDataAlgo_t bwd;
+    cudnnMathType_t fwd_math, bwd_math; /* the math type each algorithm was chosen with */
     size_t fwd_ws, bwd_ws;
     int have_bwd;
     int fused;            /* bias+ReLU in cuDNN's call: -1 untried, 1 works, 0 not supported for this shape */
@@ -121,7 +124,71 @@ nst_status cuda_conv_create(nst_backend *be, int cin, int cout, const float *w, 
     return NST_OK;
 }
 
-/* the cached descriptors and algorithms of one input size (created on first use) */
+/* Whether an algorithm cuDNN proposes may be used: it ran its checks, is deterministic, and does not
+ * convert fp32 data to fp16 where the precision did not ask for it. */
+static int usable(cudnnStatus_t status, cudnnDeterminism_t det, cudnnMathType_t math, cudnnMathType_t allowed)
+{
+    return status == CUDNN_STATUS_SUCCESS && det == CUDNN_DETERMINISTIC &&
+           (math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION || allowed == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) &&
+           (allowed != CUDNN_FMA_MATH || math == CUDNN_FMA_MATH); /* strict fp32: DEFAULT may mean TF32 on sm_80+ */
+}
+
+/* The forward algorithm of shape t (its descriptors made): the first usable one within the limit. */
+static nst_status pick_fwd(cuda_impl *im, nst_conv *cv, conv_shape *t)
+{
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int got = 0;
+    CUDNN_TRY(cudnnSetConvolutionMathType(cv->cd, im->math));
+    CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(im->dnn, t->x, cv->wd, cv->cd, t->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
+    for (int i = 0; i < got; i++) {
+        if (!usable(perf[i].status, perf[i].determinism, perf[i].mathType, im->math)) continue;
+        size_t ws = 0;
+        CUDNN_TRY(cudnnSetConvolutionMathType(cv->cd, perf[i].mathType));
+        if (cudnnGetConvolutionForwardWorkspaceSize(im->dnn, t->x, cv->wd, cv->cd, t->y, perf[i].algo, &ws) != CUDNN_STATUS_SUCCESS ||
+            ws > im->ws_limit)
+            continue;
+        t->fwd = perf[i].algo, t->fwd_math = perf[i].mathType, t->fwd_ws = ws;
+        return NST_OK;
+    }
+    return nst_fail(NST_ERUNTIME, "cuDNN: no deterministic forward algorithm for the %dx%dx%d -> %d conv within a %.0f MiB workspace", t->h,
+                    t->w, cv->cin, cv->cout, (double)im->ws_limit / (1 << 20));
+}
+
+static nst_status pick_bwd(cuda_impl *im, nst_conv *cv, conv_shape *s)
+{
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    int got = 0;
+    CUDNN_TRY(cudnnSetConvolutionMathType(cv->cd, im->math));
+    CUDNN_TRY(cudnnGetConvolutionBackwardDataAlgorithm_v7(im->dnn, cv->wd, s->y, cv->cd, s->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got,
+                                                          perf));
+    for (int i = 0; i < got; i++) {
+        if (!usable(perf[i].status, perf[i].determinism, perf[i].mathType, im->math)) continue;
+        size_t ws = 0;
+        CUDNN_TRY(cudnnSetConvolutionMathType(cv->cd, perf[i].mathType));
+        if (cudnnGetConvolutionBackwardDataWorkspaceSize(im->dnn, cv->wd, s->y, cv->cd, s->x, perf[i].algo, &ws) != CUDNN_STATUS_SUCCESS ||
+            ws > im->ws_limit)
+            continue;
+        s->bwd = perf[i].algo, s->bwd_math = perf[i].mathType, s->bwd_ws = ws;
+        return NST_OK;
+    }
+    return nst_fail(NST_ERUNTIME, "cuDNN: no deterministic backward-data algorithm for the %dx%dx%d -> %d conv within a %.0f MiB workspace",
+                    s->h, s->w, cv->cin, cv->cout, (double)im->ws_limit / (1 << 20));
+}
+
+/* A new shape's descriptors and forward algorithm, in t. */
+static nst_status shape_make(cuda_impl *im, nst_conv *cv, int h, int w, conv_shape *t)
+{
+    t->h = h, t->w = w;
+    t->fused = im->fuse ? -1 : 0;
+    CUDNN_TRY(cudnnCreateTensorDescriptor(&t->x));
+    CUDNN_TRY(cudnnCreateTensorDescriptor(&t->y));
+    CUDNN_TRY(cudnnSetTensor4dDescriptor(t->x, CUDNN_TENSOR_NHWC, im->dnn_type, 1, cv->cin_p, h, w));
+    CUDNN_TRY(cudnnSetTensor4dDescriptor(t->y, CUDNN_TENSOR_NHWC, im->dnn_type, 1, cv->cout, h, w));
+    return pick_fwd(im, cv, t);
+}
+
+/* the cached descriptors and algorithms of one input size (created on first use; a shape whose
+ * creation failed is not cached, so no later call finds it half-built) */
 static nst_status shape_for(nst_backend *be, nst_conv *cv, int h, int w, int need_bwd, conv_shape **out)
 {
     cuda_impl *im = cuda_of(be);
@@ -129,42 +196,23 @@ static nst_status shape_for(nst_backend *be, nst_conv *cv, int h, int w, int nee
     for (int i = 0; i < cv->nshape; i++)
         if (cv->shape[i].h == h && cv->shape[i].w == w) s = &cv->shape[i];
     if (!s) {
+        conv_shape t;
+        memset(&t, 0, sizeof t);
+        nst_status st = shape_make(im, cv, h, w, &t);
+        if (st != NST_OK) {
+            shape_free(&t);
+            return st;
+        }
         if (cv->nshape < MAX_SHAPES) s = &cv->shape[cv->nshape++];
         else { /* a ring: renders use a handful of tile shapes */
             s = &cv->shape[cv->next];
             cv->next = (cv->next + 1) % MAX_SHAPES;
             shape_free(s);
         }
-        memset(s, 0, sizeof *s);
-        s->h = h, s->w = w;
-        s->fused = im->fuse ? -1 : 0;
-        CUDNN_TRY(cudnnCreateTensorDescriptor(&s->x));
-        CUDNN_TRY(cudnnCreateTensorDescriptor(&s->y));
-        CUDNN_TRY(cudnnSetTensor4dDescriptor(s->x, CUDNN_TENSOR_NHWC, im->dnn_type, 1, cv->cin_p, h, w));
-        CUDNN_TRY(cudnnSetTensor4dDescriptor(s->y, CUDNN_TENSOR_NHWC, im->dnn_type, 1, cv->cout, h, w));
-        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        int got = 0, pick = -1;
-        CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(im->dnn, s->x, cv->wd, cv->cd, s->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
-        for (int i = 0; i < got && pick < 0; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= im->ws_limit) pick = i;
-        if (pick < 0)
-            return nst_fail(NST_ERUNTIME, "cuDNN: no forward algorithm for the %dx%dx%d -> %d conv within a %.0f MiB workspace", h, w, cv->cin,
-                            cv->cout, (double)im->ws_limit / (1 << 20));
-        s->fwd = perf[pick].algo;
-        s->fwd_ws = perf[pick].memory;
+        *s = t;
     }
     if (need_bwd && !s->have_bwd) {
-        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-        int got = 0, pick = -1;
-        CUDNN_TRY(cudnnGetConvolutionBackwardDataAlgorithm_v7(im->dnn, cv->wd, s->y, cv->cd, s->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-                                                              &got, perf));
-        for (int i = 0; i < got && pick < 0; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= im->ws_limit) pick = i;
-        if (pick < 0)
-            return nst_fail(NST_ERUNTIME, "cuDNN: no backward-data algorithm for the %dx%dx%d -> %d conv within a %.0f MiB workspace", h, w,
-                            cv->cin, cv->cout, (double)im->ws_limit / (1 << 20));
-        s->bwd = perf[pick].algo;
-        s->bwd_ws = perf[pick].memory;
+        NST_TRY(pick_bwd(im, cv, s));
         s->have_bwd = 1;
     }
     size_t ws = s->fwd_ws > s->bwd_ws ? s->fwd_ws : s->bwd_ws;
@@ -232,6 +280,7 @@ nst_status cuda_conv_forward(nst_backend *be, nst_conv *cv, const nst_tensor *x,
         xin = im->s0;
     }
     const float one = 1.f, zero = 0.f;
+    CUDNN_TRY(cudnnSetConvolutionMathType(cv->cd, s->fwd_math)); /* the descriptor is the layer's: its shapes' algorithms differ */
     if (relu && s->fused != 0) { /* z = y with alpha2 = 0: y = relu(conv(x) + b) */
         cudnnStatus_t st = cudnnConvolutionBiasActivationForward(im->dnn, &one, s->x, xin, cv->wd, cv->w, cv->cd, s->fwd, im->ws, s->fwd_ws,
                                                                  &zero, s->y, y->data, cv->bd, cv->bias_act, cv->relu, s->y, y->data);
@@ -239,7 +288,9 @@ nst_status cuda_conv_forward(nst_backend *be, nst_conv *cv, const nst_tensor *x,
             s->fused = 1;
             return NST_OK;
         }
-        if (s->fused == 1 || (st != CUDNN_STATUS_NOT_SUPPORTED && st != CUDNN_STATUS_BAD_PARAM))
+        /* cuDNN 9 reports sub-codes (3002 _SHAPE, 3003 _DATA_TYPE, 2002.. of BAD_PARAM): compare categories */
+        cudnnStatus_t cat = (cudnnStatus_t)CUDNN_STATUS_CATEGORY(st);
+        if (s->fused == 1 || (cat != CUDNN_STATUS_NOT_SUPPORTED && cat != CUDNN_STATUS_BAD_PARAM))
             return cuda_fail("cuDNN", "cudnnConvolutionBiasActivationForward", cudnnGetErrorString(st), __FILE__, __LINE__);
         s->fused = 0; /* not for this layer and shape: the separate kernel from now on */
     }
@@ -266,6 +317,7 @@ nst_status cuda_conv_backward_data(nst_backend *be, nst_conv *cv, const nst_tens
         out = im->s0;
     }
     const float one = 1.f, zero = 0.f;
+    CUDNN_TRY(cudnnSetConvolutionMathType(cv->cd, s->bwd_math));
     CUDNN_TRY(cudnnConvolutionBackwardData(im->dnn, &one, cv->wd, cv->w, s->y, dy->data, cv->cd, s->bwd, im->ws, s->bwd_ws, &zero, s->x, out));
     if (out != dx->data) {
 #define UNPAD(T) (k_unpad<T><<<cuda_blocks(npx * cv->cin, 256), 256, 0, im->stream>>>((const T *)im->s0, (T *)dx->data, npx, cv->cin, cv->cin_p), 0)
