@@ -133,46 +133,52 @@ static int usable(cudnnStatus_t status, cudnnDeterminism_t det, cudnnMathType_t 
            (allowed != CUDNN_FMA_MATH || math == CUDNN_FMA_MATH); /* strict fp32: DEFAULT may mean TF32 on sm_80+ */
 }
 
-/* The forward algorithm of shape t (its descriptors made): the first usable one within the limit. */
+/* The first of perf[0..got) that is usable and whose workspace, asked of cuDNN with the descriptor
+ * set to its math type (ws(algo, &bytes)), fits the limit; -1 if none. */
+template <typename Perf, typename Ws> static int first_fit(cuda_impl *im, nst_conv *cv, const Perf *perf, int got, Ws ws, size_t *bytes)
+{
+    for (int i = 0; i < got; i++) {
+        if (!usable(perf[i].status, perf[i].determinism, perf[i].mathType, im->math)) continue;
+        if (cudnnSetConvolutionMathType(cv->cd, perf[i].mathType) != CUDNN_STATUS_SUCCESS) continue;
+        if (ws(perf[i].algo, bytes) == CUDNN_STATUS_SUCCESS && *bytes <= im->ws_limit) return i;
+    }
+    return -1;
+}
+
+/* The forward algorithm of shape t (its descriptors made). */
 static nst_status pick_fwd(cuda_impl *im, nst_conv *cv, conv_shape *t)
 {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int got = 0;
+    size_t bytes = 0;
     CUDNN_TRY(cudnnSetConvolutionMathType(cv->cd, im->math));
     CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(im->dnn, t->x, cv->wd, cv->cd, t->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
-    for (int i = 0; i < got; i++) {
-        if (!usable(perf[i].status, perf[i].determinism, perf[i].mathType, im->math)) continue;
-        size_t ws = 0;
-        CUDNN_TRY(cudnnSetConvolutionMathType(cv->cd, perf[i].mathType));
-        if (cudnnGetConvolutionForwardWorkspaceSize(im->dnn, t->x, cv->wd, cv->cd, t->y, perf[i].algo, &ws) != CUDNN_STATUS_SUCCESS ||
-            ws > im->ws_limit)
-            continue;
-        t->fwd = perf[i].algo, t->fwd_math = perf[i].mathType, t->fwd_ws = ws;
-        return NST_OK;
-    }
-    return nst_fail(NST_ERUNTIME, "cuDNN: no deterministic forward algorithm for the %dx%dx%d -> %d conv within a %.0f MiB workspace", t->h,
-                    t->w, cv->cin, cv->cout, (double)im->ws_limit / (1 << 20));
+    int i = first_fit(im, cv, perf, got, [&](cudnnConvolutionFwdAlgo_t a, size_t *b) {
+        return cudnnGetConvolutionForwardWorkspaceSize(im->dnn, t->x, cv->wd, cv->cd, t->y, a, b);
+    }, &bytes);
+    if (i < 0)
+        return nst_fail(NST_ERUNTIME, "cuDNN: no deterministic forward algorithm for the %dx%dx%d -> %d conv within a %.0f MiB workspace", t->h,
+                        t->w, cv->cin, cv->cout, (double)im->ws_limit / (1 << 20));
+    t->fwd = perf[i].algo, t->fwd_math = perf[i].mathType, t->fwd_ws = bytes;
+    return NST_OK;
 }
 
 static nst_status pick_bwd(cuda_impl *im, nst_conv *cv, conv_shape *s)
 {
     cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     int got = 0;
+    size_t bytes = 0;
     CUDNN_TRY(cudnnSetConvolutionMathType(cv->cd, im->math));
     CUDNN_TRY(cudnnGetConvolutionBackwardDataAlgorithm_v7(im->dnn, cv->wd, s->y, cv->cd, s->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got,
                                                           perf));
-    for (int i = 0; i < got; i++) {
-        if (!usable(perf[i].status, perf[i].determinism, perf[i].mathType, im->math)) continue;
-        size_t ws = 0;
-        CUDNN_TRY(cudnnSetConvolutionMathType(cv->cd, perf[i].mathType));
-        if (cudnnGetConvolutionBackwardDataWorkspaceSize(im->dnn, cv->wd, s->y, cv->cd, s->x, perf[i].algo, &ws) != CUDNN_STATUS_SUCCESS ||
-            ws > im->ws_limit)
-            continue;
-        s->bwd = perf[i].algo, s->bwd_math = perf[i].mathType, s->bwd_ws = ws;
-        return NST_OK;
-    }
-    return nst_fail(NST_ERUNTIME, "cuDNN: no deterministic backward-data algorithm for the %dx%dx%d -> %d conv within a %.0f MiB workspace",
-                    s->h, s->w, cv->cin, cv->cout, (double)im->ws_limit / (1 << 20));
+    int i = first_fit(im, cv, perf, got, [&](cudnnConvolutionBwdDataAlgo_t a, size_t *b) {
+        return cudnnGetConvolutionBackwardDataWorkspaceSize(im->dnn, cv->wd, s->y, cv->cd, s->x, a, b);
+    }, &bytes);
+    if (i < 0)
+        return nst_fail(NST_ERUNTIME, "cuDNN: no deterministic backward-data algorithm for the %dx%dx%d -> %d conv within a %.0f MiB workspace",
+                        s->h, s->w, cv->cin, cv->cout, (double)im->ws_limit / (1 << 20));
+    s->bwd = perf[i].algo, s->bwd_math = perf[i].mathType, s->bwd_ws = bytes;
+    return NST_OK;
 }
 
 /* A new shape's descriptors and forward algorithm, in t. */
