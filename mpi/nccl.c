@@ -106,6 +106,10 @@ nst_status nst_comm_nccl_sum_doubles(double *dev, size_t n, void *stream, double
     if (nst_comm_size() == 1 || n == 0) return NST_OK;
     ncclComm_t comm;
     NST_TRY(comm_for_group(&comm, timeout));
+    /* NCCL adds in its ring or tree order, which depends on the communicator: a batch group and the
+     * world agree to fp64 rounding here, not bit for bit as on the MPI path (rank order). An
+     * allgather added in rank order would restore it at R x 4.9 MB per iteration: not worth it
+     * across nodes; the README says so. */
     ncclResult_t r = ncclAllReduce(dev, dev, n, ncclFloat64, ncclSum, comm, (cudaStream_t)stream);
     if (r != ncclSuccess && r != ncclInProgress) fatal(comm, "ncclAllReduce (Gram sums)", ncclGetErrorString(r));
     wait_for(comm, (cudaStream_t)stream, "ncclAllReduce (Gram sums)", timeout);
