@@ -161,6 +161,7 @@ typedef struct {
     int gpu;                 /* device index (the binding's choice, mpi/gpu_bind.h) */
     int gpu_sharers;         /* ranks that use this GPU (they split its memory) */
     double memory_gb;        /* run.memory_gb: a cap on the arena; 0 = the rank's share of free memory */
+    int collective_ranks;    /* ranks the Gram sums span: above 1 on an unshared GPU, NCCL will need memory of its own */
 } nst_backend_options;
 
 /* Open a backend. be->choice says why run.device = auto chose it. NSTBATCH_MEMORY_LIMIT_MB (a test

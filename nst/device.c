@@ -50,7 +50,8 @@ nst_status nst_device_open(const nst_config *cfg, int threads, nst_device *d)
                      d->sharers, nst_comm_host(), d->gpu, bus, ngpu, cfg->gpu_binding);
     s = nst_comm_agree(s);
     if (s != NST_OK) return s;
-    nst_backend_options o = {cfg->run_device, threads, (nst_precision)prec, d->gpu < 0 ? 0 : d->gpu, d->sharers, cfg->run_memory_gb};
+    nst_backend_options o = {cfg->run_device, threads, (nst_precision)prec, d->gpu < 0 ? 0 : d->gpu, d->sharers, cfg->run_memory_gb,
+                             nst_comm_size()};
     s = nst_comm_agree(nst_backend_open_with(&o, &d->be));
     if (s != NST_OK) return s;
     NST_TRY(agree_arithmetic(cfg, d->be));

@@ -36,7 +36,7 @@ static int run_harness(nst_backend *dev, const char *label)
 
 static void t_cpu_bf16_against_fp32(void)
 {
-    nst_backend_options o = {"cpu", 0, NST_PREC_BF16, 0, 1, 0};
+    nst_backend_options o = {"cpu", 0, NST_PREC_BF16, 0, 1, 0, 1};
     nst_backend *dev = NULL;
     if (nst_backend_open_with(&o, &dev) != NST_OK) SKIP("no bf16 on this CPU: %s", nst_fail_message());
     int f = run_harness(dev, "cpu bf16");
@@ -83,7 +83,7 @@ static const nst_check_row *row(const nst_check *c, const char *op)
 
 static void t_harness_catches_errors(void)
 {
-    nst_backend_options o = {"cpu", 0, NST_PREC_BF16, 0, 1, 0};
+    nst_backend_options o = {"cpu", 0, NST_PREC_BF16, 0, 1, 0, 1};
     nst_backend *dev = NULL;
     if (nst_backend_open_with(&o, &dev) != NST_OK) o.precision = NST_PREC_FP32;
     if (!dev) CHECK(nst_backend_open_with(&o, &dev) == NST_OK, "%s", nst_fail_message());
@@ -147,7 +147,7 @@ static void t_cuda_against_cpu(void)
     char label[32];
     snprintf(label, sizeof label, "cuda %s%s", nst_precision_name(precs[pass]), fused[pass] ? "" : " unfused");
     setenv("NSTBATCH_CUDA_FUSE", fused[pass] ? "1" : "0", 1);
-    nst_backend_options o = {"cuda", 0, precs[pass], 0, 1, 2.0};
+    nst_backend_options o = {"cuda", 0, precs[pass], 0, 1, 2.0, 1};
     nst_backend *dev = NULL;
     CHECK(nst_backend_open_with(&o, &dev) == NST_OK, "opening %s: %s", label, nst_fail_message());
     if (!dev) return;

@@ -166,6 +166,11 @@ static void cuda_destroy(nst_backend *be)
 /* Memory left outside the arena for what the libraries allocate themselves: the CUDA context's
  * growth, cuDNN's and cuBLAS's internal buffers, NCCL's channels. */
 #define RESERVE_BYTES ((size_t)3 << 29) /* 1.5 GiB */
+/* More for NCCL when this rank will sum Grams through it (an unshared GPU in a job of several
+ * ranks): its communicator is created at the first sum, after the arena, and its P2P and NVLS
+ * buffers on an NVSwitch node must still fit. An estimate, to be checked on a GPU node: the free
+ * memory before and after ncclCommInitRank. */
+#define NCCL_RESERVE_BYTES ((size_t)1 << 30)
 #define ARENA_ALIGN 256
 
 static nst_status open_impl(nst_backend *be, cuda_impl *im, const nst_backend_options *o)
@@ -218,7 +223,8 @@ static nst_status open_impl(nst_backend *be, cuda_impl *im, const nst_backend_op
     CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
     int sharers = o->gpu_sharers > 0 ? o->gpu_sharers : 1;
     size_t share = free_b / (size_t)sharers;
-    size_t cap = share > RESERVE_BYTES / (size_t)sharers ? share - RESERVE_BYTES / (size_t)sharers : 0;
+    size_t reserve = RESERVE_BYTES / (size_t)sharers + (o->collective_ranks > 1 && sharers == 1 ? NCCL_RESERVE_BYTES : 0);
+    size_t cap = share > reserve ? share - reserve : 0;
     cap = (size_t)((double)cap * 0.95);
     if (o->memory_gb > 0) {
         size_t want = (size_t)(o->memory_gb * (double)(1ull << 30));
