@@ -140,8 +140,6 @@ size_t nst_layout_style_budget(const nst_layout *L, const nst_backend *be, size_
     return budget > held ? budget - held : 0;
 }
 
-/* The largest model over ranks for a grid and strategy, with the host buffers where they share the
- * backend's memory; *backend (may be NULL): the largest of the backend's buffers alone. */
 /* The CUDA backend describes tensors with cuDNN's 4-d descriptors, whose sizes and strides are int:
  * every layer's output over the largest window must hold fewer than 2^31 values (a large arena
  * would otherwise allow ~6000 px tiles: 2.3e9 values at 64 channels). The CPU has no such limit.
@@ -162,6 +160,8 @@ static int fits_descriptors(const nst_grid *g, const nst_net *net, int *layer)
     return 1;
 }
 
+/* The largest model over ranks for a grid and strategy, with the host buffers where they share the
+ * backend's memory; *backend (may be NULL): the largest of the backend's buffers alone. */
 static size_t worst_memory(const nst_grid *g, const int *owner, int nranks, int cheap, size_t opt_px_bytes, nst_gram_strategy gram,
                            const nst_loss_spec *spec, const nst_net *net, size_t *backend)
 {

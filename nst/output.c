@@ -85,8 +85,9 @@ nst_status nst_output_write(const nst_output_spec *o, const nst_layout *L, float
     }
     nst_sink preview;
     int have_preview = 0;
+    const int preview_jpeg = nst_format_from_name(o->preview_path) == NST_FMT_JPEG; /* the spec named it */
     if (s == NST_OK && pv >= 0) {
-        s = nst_sink_begin(&preview, nst_format_from_name(o->preview_path) == NST_FMT_JPEG ? NST_OUT_JPEG : NST_OUT_PNG, o->preview_path, 1, 1);
+        s = nst_sink_begin(&preview, preview_jpeg ? NST_OUT_JPEG : NST_OUT_PNG, o->preview_path, 1, 1);
         have_preview = s == NST_OK;
     }
 
@@ -104,7 +105,7 @@ nst_status nst_output_write(const nst_output_spec *o, const nst_layout *L, float
         if (k < nwrite)
             for (int i = 0; s == NST_OK && i < nsinks; i++)
                 if (k < sinks[i].nlevels) s = sinks[i].level(&sinks[i], &P, &cur);
-        if (s == NST_OK && k == pv) s = nst_write_preview(&P, &cur, o->preview_side, nst_format_from_name(o->preview_path) == NST_FMT_JPEG, preview.af.tmp);
+        if (s == NST_OK && k == pv) s = nst_write_preview(&P, &cur, o->preview_side, preview_jpeg, preview.af.tmp);
         if (s == NST_OK && k == 0) s = nst_comm_agree(injected_fault());
         if (s == NST_OK && k < last) {
             t0 = nst_now();

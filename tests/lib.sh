@@ -13,6 +13,15 @@ ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
 # bad WHAT WHY [OUTPUT]: a failure, with the output's last 15 lines
 bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
 skip() { skipped=$((skipped + 1)); printf '  SKIP %s\n' "$1"; }
+# run_nst INI LOG ARGS...: one rank of $NST on T/INI, run in T, output in T/LOG.log, status in $rc
+run_nst() {
+  local ini=$1 log=$2; shift 2
+  (cd "$T" && timeout 300 "$NST" "$ini" "$@") >"$T/$log.log" 2>&1
+  rc=$?
+}
+# one_error LOG STATUS FRAGMENT: exit STATUS and exactly one "nstbatch: error:" line in T/LOG.log,
+# which holds FRAGMENT (a grep pattern)
+one_error() { [ "$rc" -eq "$2" ] && [ "$(grep -c '^nstbatch: error:' "$T/$1.log")" -eq 1 ] && grep -q "$3" "$T/$1.log"; }
 # demo_pair: a config's [content] and [style] sections on the demo's pictures
 demo_pair() { printf '[content]\npath = %s/configs/demo/content.png\n[style]\npath = %s/configs/demo/style.png\n' "$ROOT" "$ROOT"; }
 finish() {

@@ -35,12 +35,7 @@ device = cpu
 print_every = 50
 EOF
 # nst LOG ARGS...: one rank in T, log in T/LOG.log, exit status in $rc
-nst() {
-  local log=$1; shift
-  (cd "$T" && timeout 300 "$NST" b.ini "$@") >"$T/$log.log" 2>&1
-  rc=$?
-}
-one_error() { [ "$rc" -eq 2 ] && [ "$(grep -c '^nstbatch: error:' "$T/$1.log")" -eq 1 ] && grep -q "$2" "$T/$1.log"; }
+nst() { run_nst b.ini "$@"; }
 
 # ---- the choice and the errors ---------------------------------------------------------------
 nst auto --set optim.iterations=0 --set output.path=auto.tif
@@ -55,11 +50,11 @@ grep -q 'backend: CPU, fp32.*precision auto: fp32, the CPU has no native bf16 do
   ok "auto: fp32 where oneDNN may not use bf16 dot products (ONEDNN_MAX_CPU_ISA=AVX512_CORE)" || bad "auto without bf16" "" "$(head -n 2 "$T/hidden.log")"
 for p in fp16 tf32; do
   nst "$p" --set run.precision=$p --set output.path=$p.tif
-  one_error "$p" "run.precision = $p: a GPU precision, but this rank computes on the CPU; valid on the CPU: auto, fp32, bf16" &&
+  one_error "$p" 2 "run.precision = $p: a GPU precision, but this rank computes on the CPU; valid on the CPU: auto, fp32, bf16" &&
     ok "run.precision = $p on the CPU: exit 2, one line naming the valid values" || bad "$p on the CPU" "exit $rc" "$(cat "$T/$p.log")"
 done
 ONEDNN_MAX_CPU_ISA=AVX2 nst avx2 --set run.precision=bf16 --set output.path=avx2.tif
-one_error avx2 "run.precision = bf16 on this CPU (AVX2): oneDNN has no bf16 convolution for it; valid here: auto, fp32" && [ ! -e "$T/avx2.tif" ] &&
+one_error avx2 2 "run.precision = bf16 on this CPU (AVX2): oneDNN has no bf16 convolution for it; valid here: auto, fp32" && [ ! -e "$T/avx2.tif" ] &&
   ok "run.precision = bf16 without a bf16 convolution (AVX2): exit 2, one line" || bad "bf16 on AVX2" "exit $rc" "$(cat "$T/avx2.log")"
 
 # ---- ranks that would compute differently ----------------------------------------------------
@@ -103,7 +98,7 @@ if [ $native -eq 1 ]; then
   out=$(cd "$T" && NSTBATCH_FAULT=0:10 timeout 60 "$NST" b.ini --set checkpoint.path=ck --set checkpoint.every=5 --set optim.iterations=20 \
         --set output.path=k.tif 2>&1)
   ONEDNN_MAX_CPU_ISA=AVX512_CORE nst k32 --set checkpoint.path=ck --set checkpoint.every=5 --set optim.iterations=20 --set output.path=k.tif
-  one_error k32 "holds an unfinished checkpoint of a different render (it has 'arithmetic = cpu bf16' where this run has 'arithmetic = cpu fp32', at level 1, iteration 10)" &&
+  one_error k32 2 "holds an unfinished checkpoint of a different render (it has 'arithmetic = cpu bf16' where this run has 'arithmetic = cpu fp32', at level 1, iteration 10)" &&
     ok "a checkpoint of auto = bf16 is not resumed where auto means fp32 (exit 2, naming the arithmetic)" || bad "checkpoint by precision" "exit $rc" "$out
 $(cat "$T/k32.log")"
 fi

@@ -41,12 +41,7 @@ threads = 1
 print_every = 1
 EOF
 # nst LOG ARGS...: one rank in T, log in T/LOG.log, exit status in $rc
-nst() {
-  local log=$1; shift
-  (cd "$T" && timeout 300 "$NST" m.ini "$@") >"$T/$log.log" 2>&1
-  rc=$?
-}
-one_error() { [ "$rc" -eq "$2" ] && [ "$(grep -c '^nstbatch: error:' "$T/$1.log")" -eq 1 ] && grep -q "$3" "$T/$1.log"; }
+nst() { run_nst m.ini "$@"; }
 
 # ---- a memory control group -----------------------------------------------------------------------
 # make_group NAME LIMIT_MIB: a memory group of this process's controller (its path in $group), or return 1
