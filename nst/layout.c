@@ -140,6 +140,14 @@ size_t nst_layout_style_budget(const nst_layout *L, const nst_backend *be, size_
     return budget > held ? budget - held : 0;
 }
 
+void nst_layout_describe_tiles(const nst_grid *g, char *out, size_t cap)
+{
+    if (g->ntiles == 1)
+        snprintf(out, cap, "1 tile, the whole %dx%d image", g->width, g->height);
+    else
+        snprintf(out, cap, "%dx%d = %d tiles of %dx%d px", g->nx, g->ny, g->ntiles, g->tile_w, g->tile_h);
+}
+
 /* The CUDA backend describes tensors with cuDNN's 4-d descriptors, whose sizes and strides are int:
  * every layer's output over the largest window must hold fewer than 2^31 values (a large arena
  * would otherwise allow ~6000 px tiles: 2.3e9 values at 64 channels). The CPU has no such limit.

@@ -79,6 +79,9 @@ size_t nst_layout_host_memory(const nst_grid *g, const int *owner, int r, nst_dt
  * the budget less the largest host memory over ranks where that shares the backend's memory (the
  * CPU), else the whole budget. The same on every rank. */
 size_t nst_layout_style_budget(const nst_layout *L, const nst_backend *be, size_t budget);
+/* The tiling in words, for the log and the dry run: "2x1 = 2 tiles of 1024x1376 px", or "1 tile,
+ * the whole 40x27 image" (one tile is the image, whatever its aligned size). */
+void nst_layout_describe_tiles(const nst_grid *g, char *out, size_t cap);
 /* The budget: on a device with a fixed arena (CUDA), what is free in it less the backend's
  * scratch reserve; else memory_gb if set, else 80% of what the node and this process's memory
  * control group have left (util/sysmem.h), shared by the ranks of a node. */

@@ -248,11 +248,8 @@ static void describe_layout(const nst_layout *L, const nst_loss_spec *spec)
 {
     const nst_grid *g = &L->grid;
     int deepest = spec->deepest < 0 ? 0 : spec->deepest;
-    char tiles[96]; /* one tile is the whole image, whatever its aligned size */
-    if (g->ntiles == 1)
-        snprintf(tiles, sizeof tiles, "1 tile, the whole %dx%d image", g->width, g->height);
-    else
-        snprintf(tiles, sizeof tiles, "%dx%d = %d tiles of %dx%d px", g->nx, g->ny, g->ntiles, g->tile_w, g->tile_h);
+    char tiles[96];
+    nst_layout_describe_tiles(g, tiles, sizeof tiles);
     nst_info("tiling:  %s mode, %s, halo %d px%s, windows %.2fx the image; %d rank%s\n", L->cheap ? "cheap" : "exact", tiles, g->halo,
              g->halo >= L->halo_exact ? " (exact)" : "", 1.0 + nst_grid_halo_overhead(g), L->nranks, L->nranks == 1 ? "" : "s");
     nst_info("         exact halo for %s: %d px; %s\n", nst_vgg_layer_at(deepest)->relu, L->halo_exact, L->why);
