@@ -3,7 +3,7 @@
  *
  * The estimate. A level's time is dominated by its iterations, and an iteration's time by the
  * window pixels of the busiest rank (the halos included): each rank times a few iterations of the
- * whole objective (forward, Gram sums and allreduce, backward, Adam-free) on a calibration tile
+ * whole objective (forward, Gram sums and allreduce, backward, Adam-free; the fastest counts) on a calibration tile
  * of its own backend, all ranks at once as in a render, and the slowest rank's seconds per window
  * pixel scale to every level: iterations x the busiest rank's window pixels x that, x 1.5 when
  * the Gram needs two passes. Each level adds what does not repeat: forward passes for the
@@ -73,14 +73,18 @@ static nst_status calibrate(const nst_levels_ctx *c, int side, calibration *cal)
     have_tile = s == NST_OK;
     if (s == NST_OK) s = nst_tile_set_content(&obj, &t, img);
     if (s == NST_OK) s = be->ops->upload(be, t.img.data, img, n, NST_F32);
-    double t0 = nst_now(), warm = 0;
-    for (int it = -1; s == NST_OK && it < CAL_ITERS; it++) { /* one warm-up */
-        if (it == 0) warm = nst_now() - t0, t0 = nst_now();
+    double warm = 0, steady = INFINITY;
+    for (int it = -1; s == NST_OK && it < CAL_ITERS; it++) { /* one warm-up, then the fastest timed one: */
+        double t0 = nst_now();                                /* a shared machine only ever adds time */
         s = nst_objective_eval(&obj, &t, 1, 1, NULL, &terms);
         if (s == NST_OK) s = be->ops->synchronize(be);
+        double dt = nst_now() - t0;
+        if (it < 0)
+            warm = dt;
+        else if (dt < steady)
+            steady = dt;
     }
     if (s == NST_OK) {
-        double steady = (nst_now() - t0) / CAL_ITERS;
         cal->per_px = steady / ((double)side * side);
         cal->setup = warm > steady ? warm - steady : 0;
     }
