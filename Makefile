@@ -24,7 +24,12 @@
 
 BUILD       ?= build
 CUDA_HOME   ?= /usr/local/cuda
-NVCC_GENCODE ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80
+# GPU code: SASS for sm_80 (A100; also runs on sm_86/87/89), sm_90 (H100, H200) and sm_100 (B200, B300;
+# where this nvcc knows it: CUDA 12.8+), and compute_90 PTX that the driver compiles at first load on
+# any newer GPU, which would otherwise fail with "no kernel image is available" (cached by the driver).
+NVCC_GENCODE ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+                $(if $(NVCC),$(shell $(NVCC) --list-gpu-arch 2>/dev/null | grep -qx compute_100 && echo -gencode arch=compute_100,code=sm_100)) \
+                -gencode arch=compute_90,code=compute_90
 VERSION     := 0.1.0
 
 ifeq ($(V),1)

@@ -87,8 +87,9 @@ typedef struct {
     nst_status (*preprocess_backward)(nst_backend *, const nst_preproc *, const nst_tensor *dx, nst_tensor *dimg);
 
     /* g (c x c, fp64, upper triangle used) += F^T F, F the features at positions in own: the
-     * unnormalised Gram sums. Accumulated in double, so the sums of a tiled image (added tile by
-     * tile, rank by rank) round to the same fp32 matrix as the whole image's. */
+     * unnormalised Gram sums. Every product and every partial sum in double, none rounded to
+     * fp32 on the way, so the sums of a tiled image (added chunk by chunk, tile by tile, rank by
+     * rank) round to the same fp32 matrix as the whole image's. */
     nst_status (*gram_accumulate)(nst_backend *, const nst_tensor *f, nst_rect own, double *g);
     /* d = g * g_scale - a (c x c, fp32, symmetric, from g's upper triangle); *sumsq = sum of d^2.
      * With g_prev (the previous iteration's sums, for the lagged Gram) d is taken at the linear

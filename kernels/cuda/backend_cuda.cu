@@ -60,34 +60,17 @@ nst_status cuda_scratch(nst_backend *be, void **buf, size_t *cap, size_t bytes)
 }
 
 /* fp32 host <-> a buffer of dtype dt: fp32 goes straight, 16-bit types through fp32 scratch on
- * the device and a conversion kernel. Activation dtypes carry the feature scale. */
+ * the device in pieces of at most CUDA_CHUNK_ELEMS (copy_cuda.cu), so a whole tensor never needs
+ * scratch of its size. Activation dtypes carry the feature scale. Both wait for the copy: the
+ * host buffer is pageable and may be reused at once. */
 static nst_status cu_upload(nst_backend *be, void *dst, const float *src, size_t n, nst_dtype dt)
 {
-    cuda_impl *im = cuda_of(be);
-    if (dt == NST_F32) {
-        CUDA_TRY(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyHostToDevice, im->stream));
-        CUDA_TRY(cudaStreamSynchronize(im->stream)); /* src is pageable and may be reused at once */
-        return NST_OK;
-    }
-    NST_TRY(cuda_scratch(be, &im->s1, &im->s1_cap, n * sizeof(float)));
-    CUDA_TRY(cudaMemcpyAsync(im->s1, src, n * sizeof(float), cudaMemcpyHostToDevice, im->stream));
-    NST_TRY(cuda_convert_to(be, dst, dt, (const float *)im->s1, n, im->fscale));
-    CUDA_TRY(cudaStreamSynchronize(im->stream));
-    return NST_OK;
+    return cuda_upload_convert(be, dst, dt, src, n, cuda_act_scale(cuda_of(be), dt));
 }
 
 static nst_status cu_download(nst_backend *be, float *dst, const void *src, size_t n, nst_dtype dt)
 {
-    cuda_impl *im = cuda_of(be);
-    if (dt == NST_F32) {
-        CUDA_TRY(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToHost, im->stream));
-    } else {
-        NST_TRY(cuda_scratch(be, &im->s1, &im->s1_cap, n * sizeof(float)));
-        NST_TRY(cuda_convert_from(be, (float *)im->s1, src, dt, n, 1.f / im->fscale));
-        CUDA_TRY(cudaMemcpyAsync(dst, im->s1, n * sizeof(float), cudaMemcpyDeviceToHost, im->stream));
-    }
-    CUDA_TRY(cudaStreamSynchronize(im->stream));
-    return NST_OK;
+    return cuda_download_convert(be, dst, src, dt, n, 1.f / cuda_act_scale(cuda_of(be), dt));
 }
 
 static nst_status cu_zero(nst_backend *be, void *ptr, size_t bytes)
@@ -242,9 +225,15 @@ static nst_status open_impl(nst_backend *be, cuda_impl *im, const nst_backend_op
     if (nst_arena_init(&im->arena, cap, ARENA_ALIGN) != 0) return NST_ENOMEM;
     be->capacity = im->arena.capacity;
     im->ws_limit = (size_t)1 << 30;
-    /* the scratch the ops grow on first use: the cuDNN workspace (ws_limit at most), three
-     * packing buffers of at most 2^25 elements (gram_cuda.cu), and room for fragmentation */
-    be->reserve = im->ws_limit + ((size_t)3 << 27) + be->capacity / 32;
+    /* The scratch the ops grow on first use (cuda_impl.h), at its largest: the cuDNN workspace
+     * (ws_limit); the Gram ops and the rect transfers, which go in pieces of CUDA_CHUNK_ELEMS
+     * elements: a chunk in fp64 (s2), its fp32 product or transfer (s1), its packed copy (s0), 16
+     * bytes an element, and d in bf16 (gtmp, 1 MiB at c = 512); conv1_1's padded input or
+     * gradient (s0), 16 bytes a pixel of the largest window (3 channels padded to 8 x 2 bytes, or
+     * 4 x 4 in fp32), at most 1/24 of that window's activations, which the layout fits within the
+     * capacity: they hold conv1_1's 64 outputs and two gradient buffers as large, 3 x 64 x 2 bytes
+     * a pixel and more (nst_acts_bytes); and room for fragmentation. */
+    be->reserve = im->ws_limit + CUDA_CHUNK_ELEMS * 16 + ((size_t)1 << 20) + be->capacity / 24 + be->capacity / 32;
     NST_TRY(cu_alloc(be, sizeof(double) * (RED_BLOCKS + 1), (void **)&im->red));
     CUDA_TRY(cudaMallocHost((void **)&im->red_host, sizeof(double)));
 

@@ -8,7 +8,12 @@
  * shape's descriptors, and each call sets the descriptor's math type to its algorithm's. Bias and ReLU run inside cuDNN's call
  * (cudnnConvolutionBiasActivationForward: one pass over the output instead of two, which counts on
  * the memory-bound full-resolution layers); a layer whose configuration cuDNN does not support
- * there, or NSTBATCH_CUDA_FUSE=0, adds them with one kernel after the convolution. */
+ * there, or NSTBATCH_CUDA_FUSE=0, adds them with one kernel after the convolution. Both add the
+ * same bias, stored in the activation dtype: cuDNN's supported configurations of the fused call
+ * give the bias y's data type (FLOAT only with int8 data), so bf16 and fp16 layers take it rounded
+ * to 16 bits, and the separate kernel reads those values too: an fp32 bias there made the fused
+ * and unfused renders differ by up to 2^-8 |b|. (The CPU adds the fp32 bias: that 2^-8 |b| is
+ * within the conv tolerance of kernels/check/tolerance.c.) */
 #include <stdio.h>
 
 #include "cuda_impl.h"
@@ -33,8 +38,7 @@ typedef struct {
 struct nst_conv {
     int cin, cout, cin_p; /* cin_p: cin padded for tensor cores */
     void *w;              /* KRSC (cout, 3, 3, cin_p), activation dtype */
-    float *bias;          /* fp32, times fscale */
-    void *bias_act;       /* the same in the activation dtype, for the fused call (fp32: bias itself) */
+    void *bias;           /* times fscale, activation dtype (see the file comment) */
     cudnnFilterDescriptor_t wd;
     cudnnConvolutionDescriptor_t cd;
     cudnnTensorDescriptor_t bd;    /* 1 x cout x 1 x 1 */
@@ -59,7 +63,6 @@ void cuda_conv_destroy(nst_backend *be, nst_conv *cv)
     if (cv->bd) cudnnDestroyTensorDescriptor(cv->bd);
     if (cv->relu) cudnnDestroyActivationDescriptor(cv->relu);
     if (cv->w) be->ops->free(be, cv->w);
-    if (cv->bias_act && cv->bias_act != cv->bias) be->ops->free(be, cv->bias_act);
     if (cv->bias) be->ops->free(be, cv->bias);
     nst_free(cv);
 }
@@ -75,24 +78,14 @@ static nst_status conv_create(nst_backend *be, nst_conv *cv, const float *w_oihw
     for (int o = 0; o < cout; o++)
         for (int i = 0; i < cin; i++)
             for (int k = 0; k < 9; k++) h[((size_t)o * 9 + k) * cp + i] = w_oihw[((size_t)o * cin + i) * 9 + k];
-    nst_status s = be->ops->alloc(be, n * nst_dtype_size(be->act_dtype), &cv->w);
-    if (s == NST_OK) s = be->ops->alloc(be, (size_t)cout * sizeof(float), (void **)&cv->bias);
+    const size_t es = nst_dtype_size(be->act_dtype);
+    nst_status s = be->ops->alloc(be, n * es, &cv->w);
+    if (s == NST_OK) s = be->ops->alloc(be, (size_t)cout * es, &cv->bias);
     /* weights are not activations: no feature scale on them (upload would apply it) */
-    if (s == NST_OK && be->act_dtype == NST_F32) s = be->ops->write(be, cv->w, h, n * sizeof(float));
-    if (s == NST_OK && be->act_dtype != NST_F32) {
-        s = cuda_scratch(be, &im->s1, &im->s1_cap, n * sizeof(float));
-        if (s == NST_OK) s = be->ops->write(be, im->s1, h, n * sizeof(float));
-        if (s == NST_OK) s = cuda_convert_to(be, cv->w, be->act_dtype, (const float *)im->s1, n, 1.f);
-        if (s == NST_OK) s = be->ops->synchronize(be);
-    }
-    if (s == NST_OK) {
+    if (s == NST_OK) s = cuda_upload_convert(be, cv->w, be->act_dtype, h, n, 1.f);
+    if (s == NST_OK) { /* the bias is added to activations: it carries fscale (applied here) */
         for (int o = 0; o < cout; o++) h[o] = bias[o] * im->fscale;
-        s = be->ops->write(be, cv->bias, h, (size_t)cout * sizeof(float));
-    }
-    cv->bias_act = cv->bias;
-    if (s == NST_OK && be->act_dtype != NST_F32) { /* (already scaled: converted at scale 1) */
-        s = be->ops->alloc(be, (size_t)cout * nst_dtype_size(be->act_dtype), &cv->bias_act);
-        if (s == NST_OK) s = cuda_convert_to(be, cv->bias_act, be->act_dtype, cv->bias, (size_t)cout, 1.f);
+        s = cuda_upload_convert(be, cv->bias, be->act_dtype, h, (size_t)cout, 1.f);
     }
     nst_free(h);
     NST_TRY(s);
@@ -227,12 +220,12 @@ static nst_status shape_for(nst_backend *be, nst_conv *cv, int h, int w, int nee
     return NST_OK;
 }
 
-/* y = relu(y + b) or y + b, per channel */
-template <typename T> __global__ void k_bias_act(T *y, const float *b, size_t n, int C, int relu)
+/* y = relu(y + b) or y + b, per channel (b as the fused call takes it) */
+template <typename T> __global__ void k_bias_act(T *y, const T *b, size_t n, int C, int relu)
 {
     GRID_STRIDE(i, n)
     {
-        float v = ld<T>(y, i) + b[i % C];
+        float v = ld<T>(y, i) + ld<T>(b, i % C);
         st<T>(y, i, relu && v < 0.f ? 0.f : v);
     }
 }
@@ -289,7 +282,7 @@ nst_status cuda_conv_forward(nst_backend *be, nst_conv *cv, const nst_tensor *x,
     CUDNN_TRY(cudnnSetConvolutionMathType(cv->cd, s->fwd_math)); /* the descriptor is the layer's: its shapes' algorithms differ */
     if (relu && s->fused != 0) { /* z = y with alpha2 = 0: y = relu(conv(x) + b) */
         cudnnStatus_t st = cudnnConvolutionBiasActivationForward(im->dnn, &one, s->x, xin, cv->wd, cv->w, cv->cd, s->fwd, im->ws, s->fwd_ws,
-                                                                 &zero, s->y, y->data, cv->bd, cv->bias_act, cv->relu, s->y, y->data);
+                                                                 &zero, s->y, y->data, cv->bd, cv->bias, cv->relu, s->y, y->data);
         if (st == CUDNN_STATUS_SUCCESS) {
             s->fused = 1;
             return NST_OK;
@@ -302,7 +295,7 @@ nst_status cuda_conv_forward(nst_backend *be, nst_conv *cv, const nst_tensor *x,
     }
     CUDNN_TRY(cudnnConvolutionForward(im->dnn, &one, s->x, xin, cv->wd, cv->w, cv->cd, s->fwd, im->ws, s->fwd_ws, &zero, s->y, y->data));
     size_t n = npx * cv->cout;
-#define BA(T) (k_bias_act<T><<<cuda_blocks(n, 256), 256, 0, im->stream>>>((T *)y->data, cv->bias, n, cv->cout, relu), 0)
+#define BA(T) (k_bias_act<T><<<cuda_blocks(n, 256), 256, 0, im->stream>>>((T *)y->data, (const T *)cv->bias, n, cv->cout, relu), 0)
     CUDA_DISPATCH(y->dt, BA);
 #undef BA
     LAUNCH_TRY("conv bias+relu");

@@ -38,18 +38,56 @@ nst_status cuda_copy_rect(nst_backend *be, const nst_tensor *src, nst_rect r, ns
     return cuda_copy_rect_raw(be, src->data, src->w, r, dst->data, dst->w, dx, dy, src->c, nst_dtype_size(src->dt));
 }
 
-/* host rects are fp32 tensors (images): packed on the device, one transfer */
+/* Host rects are fp32 tensors (images), packed. A rect of whole rows is contiguous on the device
+ * and goes in one transfer; other rects are packed on the device through s1, in pieces of at most
+ * CUDA_CHUNK_ELEMS elements so the scratch stays bounded whatever the tile: bands of whole rows
+ * of the rect, or runs of one row where a row is longer. Each piece is contiguous in the host copy.
+ * p->h == 0 asks for the first piece; returns 0 after the last. */
+static int next_piece(nst_rect r, int c, nst_rect *p)
+{
+    const size_t row = (size_t)r.w * c;
+    if (row <= CUDA_CHUNK_ELEMS) {
+        int y = p->h ? p->y + p->h : r.y, rows = (int)(CUDA_CHUNK_ELEMS / row);
+        if (y >= r.y + r.h) return 0;
+        *p = nst_rect_make(r.x, y, r.w, r.y + r.h - y < rows ? r.y + r.h - y : rows);
+        return 1;
+    }
+    int x = p->h ? p->x + p->w : r.x, y = p->h ? p->y : r.y, cols = (int)(CUDA_CHUNK_ELEMS / (size_t)c);
+    if (x >= r.x + r.w) x = r.x, y++;
+    if (y >= r.y + r.h) return 0;
+    *p = nst_rect_make(x, y, r.x + r.w - x < cols ? r.x + r.w - x : cols, 1);
+    return 1;
+}
+
+/* where piece p of rect r starts in the packed host copy, in elements */
+static size_t piece_offset(nst_rect r, nst_rect p, int c) { return ((size_t)(p.y - r.y) * r.w + (size_t)(p.x - r.x)) * c; }
+
+static size_t piece_cap(nst_rect r, int c)
+{
+    size_t n = (size_t)nst_rect_area(r) * c;
+    return n < CUDA_CHUNK_ELEMS ? n : CUDA_CHUNK_ELEMS;
+}
+
 nst_status cuda_download_rect(nst_backend *be, const nst_tensor *src, nst_rect r, float *host)
 {
     cuda_impl *im = cuda_of(be);
     NST_TRY(cuda_check(src, "download_rect"));
     NST_TRY(cuda_check_region(src, r, "download_rect"));
     if (src->dt != NST_F32) return nst_fail(NST_ERUNTIME, "download_rect: fp32 tensors only");
-    size_t bytes = (size_t)nst_rect_area(r) * src->c * sizeof(float);
-    if (!bytes) return NST_OK;
-    NST_TRY(cuda_scratch(be, &im->s1, &im->s1_cap, bytes));
-    NST_TRY(cuda_copy_rect_raw(be, src->data, src->w, r, im->s1, r.w, 0, 0, src->c, 4));
-    CUDA_TRY(cudaMemcpyAsync(host, im->s1, bytes, cudaMemcpyDeviceToHost, im->stream));
+    if (nst_rect_empty(r)) return NST_OK;
+    const int c = src->c;
+    if (r.x == 0 && r.w == src->w) {
+        CUDA_TRY(cudaMemcpyAsync(host, (const float *)src->data + (size_t)r.y * r.w * c, (size_t)nst_rect_area(r) * c * sizeof(float),
+                                 cudaMemcpyDeviceToHost, im->stream));
+    } else {
+        NST_TRY(cuda_scratch(be, &im->s1, &im->s1_cap, piece_cap(r, c) * sizeof(float)));
+        nst_rect p = nst_rect_make(0, 0, 0, 0);
+        while (next_piece(r, c, &p)) { /* the next piece's packing queues behind this transfer */
+            NST_TRY(cuda_copy_rect_raw(be, src->data, src->w, p, im->s1, p.w, 0, 0, c, 4));
+            CUDA_TRY(cudaMemcpyAsync(host + piece_offset(r, p, c), im->s1, (size_t)nst_rect_area(p) * c * sizeof(float),
+                                     cudaMemcpyDeviceToHost, im->stream));
+        }
+    }
     CUDA_TRY(cudaStreamSynchronize(im->stream));
     return NST_OK;
 }
@@ -60,11 +98,20 @@ nst_status cuda_upload_rect(nst_backend *be, const float *host, nst_tensor *dst,
     NST_TRY(cuda_check(dst, "upload_rect"));
     NST_TRY(cuda_check_region(dst, r, "upload_rect"));
     if (dst->dt != NST_F32) return nst_fail(NST_ERUNTIME, "upload_rect: fp32 tensors only");
-    size_t bytes = (size_t)nst_rect_area(r) * dst->c * sizeof(float);
-    if (!bytes) return NST_OK;
-    NST_TRY(cuda_scratch(be, &im->s1, &im->s1_cap, bytes));
-    CUDA_TRY(cudaMemcpyAsync(im->s1, host, bytes, cudaMemcpyHostToDevice, im->stream));
-    NST_TRY(cuda_copy_rect_raw(be, im->s1, r.w, nst_rect_make(0, 0, r.w, r.h), dst->data, dst->w, r.x, r.y, dst->c, 4));
+    if (nst_rect_empty(r)) return NST_OK;
+    const int c = dst->c;
+    if (r.x == 0 && r.w == dst->w) {
+        CUDA_TRY(cudaMemcpyAsync((float *)dst->data + (size_t)r.y * r.w * c, host, (size_t)nst_rect_area(r) * c * sizeof(float),
+                                 cudaMemcpyHostToDevice, im->stream));
+    } else {
+        NST_TRY(cuda_scratch(be, &im->s1, &im->s1_cap, piece_cap(r, c) * sizeof(float)));
+        nst_rect p = nst_rect_make(0, 0, 0, 0);
+        while (next_piece(r, c, &p)) { /* the next piece's transfer queues behind this unpacking */
+            CUDA_TRY(cudaMemcpyAsync(im->s1, host + piece_offset(r, p, c), (size_t)nst_rect_area(p) * c * sizeof(float),
+                                     cudaMemcpyHostToDevice, im->stream));
+            NST_TRY(cuda_copy_rect_raw(be, im->s1, p.w, nst_rect_make(0, 0, p.w, p.h), dst->data, dst->w, p.x, p.y, c, 4));
+        }
+    }
     CUDA_TRY(cudaStreamSynchronize(im->stream)); /* host is pageable and the caller may reuse it */
     return NST_OK;
 }
@@ -100,5 +147,43 @@ nst_status cuda_convert_from(nst_backend *be, float *dst, const void *src, nst_d
     CUDA_DISPATCH(dt, FROM);
 #undef FROM
     LAUNCH_TRY("convert");
+    return NST_OK;
+}
+
+nst_status cuda_upload_convert(nst_backend *be, void *dst, nst_dtype dt, const float *host, size_t n, float scale)
+{
+    cuda_impl *im = cuda_of(be);
+    if (!n) return NST_OK;
+    if (dt == NST_F32 && scale == 1.f) {
+        CUDA_TRY(cudaMemcpyAsync(dst, host, n * sizeof(float), cudaMemcpyHostToDevice, im->stream));
+    } else {
+        const size_t es = nst_dtype_size(dt);
+        NST_TRY(cuda_scratch(be, &im->s1, &im->s1_cap, (n < CUDA_CHUNK_ELEMS ? n : CUDA_CHUNK_ELEMS) * sizeof(float)));
+        for (size_t o = 0; o < n; o += CUDA_CHUNK_ELEMS) {
+            const size_t k = n - o < CUDA_CHUNK_ELEMS ? n - o : CUDA_CHUNK_ELEMS;
+            CUDA_TRY(cudaMemcpyAsync(im->s1, host + o, k * sizeof(float), cudaMemcpyHostToDevice, im->stream));
+            NST_TRY(cuda_convert_to(be, (unsigned char *)dst + o * es, dt, (const float *)im->s1, k, scale));
+        }
+    }
+    CUDA_TRY(cudaStreamSynchronize(im->stream));
+    return NST_OK;
+}
+
+nst_status cuda_download_convert(nst_backend *be, float *host, const void *src, nst_dtype dt, size_t n, float scale)
+{
+    cuda_impl *im = cuda_of(be);
+    if (!n) return NST_OK;
+    if (dt == NST_F32 && scale == 1.f) {
+        CUDA_TRY(cudaMemcpyAsync(host, src, n * sizeof(float), cudaMemcpyDeviceToHost, im->stream));
+    } else {
+        const size_t es = nst_dtype_size(dt);
+        NST_TRY(cuda_scratch(be, &im->s1, &im->s1_cap, (n < CUDA_CHUNK_ELEMS ? n : CUDA_CHUNK_ELEMS) * sizeof(float)));
+        for (size_t o = 0; o < n; o += CUDA_CHUNK_ELEMS) {
+            const size_t k = n - o < CUDA_CHUNK_ELEMS ? n - o : CUDA_CHUNK_ELEMS;
+            NST_TRY(cuda_convert_from(be, (float *)im->s1, (const unsigned char *)src + o * es, dt, k, scale));
+            CUDA_TRY(cudaMemcpyAsync(host + o, im->s1, k * sizeof(float), cudaMemcpyDeviceToHost, im->stream));
+        }
+    }
+    CUDA_TRY(cudaStreamSynchronize(im->stream));
     return NST_OK;
 }

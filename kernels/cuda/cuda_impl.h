@@ -45,18 +45,23 @@ typedef struct cuda_impl {
     int fuse;                  /* bias+ReLU inside cuDNN's call (NSTBATCH_CUDA_FUSE=0: a separate kernel, for comparison) */
     unsigned char *base;       /* the arena's memory */
     nst_arena arena;
-    /* scratch from the arena, grown on first use (the first iteration), then reused */
-    void *ws;      size_t ws_cap, ws_limit; /* cuDNN workspace */
-    void *s0;      size_t s0_cap;           /* packed regions, padded conv1_1 input/gradient */
-    void *s1;      size_t s1_cap;
-    void *s2;      size_t s2_cap;
-    float *gtmp;   size_t gtmp_cap;         /* one Gram chunk in fp32 */
+    /* scratch from the arena, grown on first use (the first iteration), then reused; be->reserve
+     * (backend_cuda.cu) counts what bounds each */
+    void *ws;      size_t ws_cap, ws_limit; /* cuDNN workspace (ws_limit at most) */
+    void *s0;      size_t s0_cap;           /* a Gram backward chunk packed; conv1_1's padded input/gradient (a whole window) */
+    void *s1;      size_t s1_cap;           /* transfers through fp32, the Gram backward's product: a chunk */
+    void *s2;      size_t s2_cap;           /* a Gram chunk in fp64; the Gram backward's fp16 chunk in fp32 */
+    float *gtmp;   size_t gtmp_cap;         /* the Gram backward's d in bf16 (c^2) */
     double *red;                            /* reduction partials (RED_BLOCKS + 1) */
     double *red_host;                       /* pinned: the result read back */
 } cuda_impl;
 
 #define RED_THREADS 256
 #define RED_BLOCKS 1024
+/* Elements per piece of the ops that go through scratch piece by piece (the Gram ops, rectangle
+ * transfers, fp32 conversions of uploads and downloads): their scratch stays below a fixed size
+ * (128 MiB for a chunk in fp64) whatever the tile. */
+#define CUDA_CHUNK_ELEMS ((size_t)1 << 24)
 
 static inline cuda_impl *cuda_of(nst_backend *be) { return (cuda_impl *)be->impl; }
 
@@ -143,6 +148,11 @@ nst_status cuda_download_rect(nst_backend *, const nst_tensor *src, nst_rect r, 
 nst_status cuda_upload_rect(nst_backend *, const float *host, nst_tensor *dst, nst_rect r);
 nst_status cuda_convert_to(nst_backend *, void *dst, nst_dtype dt, const float *src, size_t n, float scale);
 nst_status cuda_convert_from(nst_backend *, float *dst, const void *src, nst_dtype dt, size_t n, float scale);
+/* n fp32 values of the host to dst of dtype dt times scale, and back (dst = src times scale), in
+ * pieces of CUDA_CHUNK_ELEMS through s1 (fp32 at scale 1: straight); they return with the stream
+ * synchronised, so host buffers may be pageable and reused at once */
+nst_status cuda_upload_convert(nst_backend *, void *dst, nst_dtype dt, const float *host, size_t n, float scale);
+nst_status cuda_download_convert(nst_backend *, float *host, const void *src, nst_dtype dt, size_t n, float scale);
 
 nst_status cuda_conv_create(nst_backend *, int cin, int cout, const float *w, const float *b, nst_conv **out);
 void cuda_conv_destroy(nst_backend *, nst_conv *);

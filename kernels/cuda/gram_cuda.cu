@@ -1,40 +1,48 @@
 /* kernels/cuda/gram_cuda.cu: the style Gram matrix, its difference from the target and its
- * backward, with cuBLAS GEMMs in fp32 accumulation.
+ * backward, with cuBLAS GEMMs.
  *
  * A region's features are P positions x C channels, NHWC: column-major they are a C x P matrix
  * with leading dimension C, so G = F F^T is one GEMM (OP_N, OP_T) and the backward d F one GEMM
- * (OP_N, OP_N). Regions that are not whole rows are packed first. Work goes in chunks of rows
- * (at most CHUNK_ELEMS features), each chunk's fp32 Gram added into the fp64 sums on the device:
- * long sums keep their precision, and the chunks of a tile and the tiles of an image add up the
- * same way. The Gram output is fp32 and carries 1/fscale^2, so 16-bit features never overflow
- * it (neural-style #425, neural-style-pt #97 were fp16 Gram accumulators). */
+ * (OP_N, OP_N). Work goes in chunks of positions (row order, CUDA_CHUNK_ELEMS features at most),
+ * so the scratch is bounded whatever the region.
+ *
+ * The sums are fp64 end to end, as on the CPU (kernels/cpu/gram_sums_cpu.c): each chunk is
+ * converted to double (exact from fp32, bf16 or fp16) and one FP64 GEMM adds its products (exact:
+ * 24 + 24 significant bits fit in 53) into g with beta = 1, alpha = 1/fscale^2 (a power of two).
+ * Nothing is rounded to fp32 on the way, so the sums of a tiled image (chunk by chunk, tile by
+ * tile, rank by rank) round to the same fp32 matrix as the whole image's; fp32 partials per chunk
+ * did not. (fp16 Gram accumulators overflowed in neural-style #425 and neural-style-pt #97; fp64
+ * sums cannot.)
+ *
+ * The cost: 2 P C^2 FP64 flops per style layer, against 18 P Cin Cout flops per conv in the
+ * activation dtype, forward and again backward. Per input pixel VGG-19's style layers take
+ * 2 (4 x 4096 + 1024) = 35 kflop, its convs to conv5_1 about 1.4 Mflop: on an H100 SXM (67 TFLOPS
+ * FP64 on its tensor cores, 990 dense bf16) the Grams take about a third of the convs' time at
+ * peak rates (measured rates differ: NSTBATCH_PROFILE), an A100 (19.5 and 312) about as much,
+ * plus one memory-bound conversion pass. GPUs without FP64 tensor cores (sm_86, sm_89: FP64 at
+ * 1/64 rate) pay several times the convs. A SYRK would halve the flops, but forms a C x C block
+ * from P terms with little parallelism, where the GEMM heuristics split K. */
 #include "cuda_impl.h"
 
-#define CHUNK_ELEMS ((size_t)1 << 25)
+/* positions per chunk: CUDA_CHUNK_ELEMS features */
+static size_t chunk_px(int c) { return CUDA_CHUNK_ELEMS / (size_t)(c > 0 ? c : 1); }
 
-static int rows_per_chunk(int w, int c)
+/* the pixel index (y * W + x) of position p (row order) of the region (x0, y0, w wide) */
+__device__ __forceinline__ size_t region_px(int W, int x0, int y0, int w, size_t p)
 {
-    size_t r = CHUNK_ELEMS / ((size_t)(w > 0 ? w : 1) * c);
-    return r < 1 ? 1 : (r > (1u << 30) ? (1 << 30) : (int)r);
+    return (size_t)(y0 + (int)(p / (size_t)w)) * W + x0 + (int)(p % (size_t)w);
 }
 
-/* Rows [y0, y0 + h) of region r of f as a dense (h * r.w) x C matrix: in place when r spans whole
- * rows, else packed into im->s0 (sized by the caller). */
-static nst_status chunk_features(nst_backend *be, const nst_tensor *f, nst_rect r, int y0, int h, const void **F)
+/* positions [p0, p0 + n / C) of region r of f, as n doubles (a dense chunk x C matrix) */
+template <typename T> __global__ void k_chunk_f64(const T *f, int W, int C, nst_rect r, size_t p0, double *out, size_t n)
 {
-    cuda_impl *im = cuda_of(be);
-    const size_t es = nst_dtype_size(f->dt);
-    if (r.x == 0 && r.w == f->w) {
-        *F = (const unsigned char *)f->data + (size_t)(r.y + y0) * f->w * f->c * es;
-        return NST_OK;
-    }
-    *F = im->s0;
-    return cuda_copy_rect_raw(be, f->data, f->w, nst_rect_make(r.x, r.y + y0, r.w, h), im->s0, r.w, 0, 0, f->c, es);
+    GRID_STRIDE(i, n) out[i] = (double)ld<T>(f, region_px(W, r.x, r.y, r.w, p0 + i / C) * C + i % C);
 }
 
-__global__ void k_add_f64(double *g, const float *t, size_t n)
+/* the same positions in the storage type (packing for the backward) */
+template <typename T> __global__ void k_pack(const T *f, int W, int C, nst_rect r, size_t p0, T *out, size_t n)
 {
-    GRID_STRIDE(i, n) g[i] += (double)t[i];
+    GRID_STRIDE(i, n) out[i] = f[region_px(W, r.x, r.y, r.w, p0 + i / C) * C + i % C];
 }
 
 nst_status cuda_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect own, double *g)
@@ -44,22 +52,18 @@ nst_status cuda_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect o
     if (nst_rect_empty(own)) return NST_OK;
     cuda_impl *im = cuda_of(be);
     const int C = f->c;
-    const size_t es = nst_dtype_size(f->dt), cc = (size_t)C * C;
-    const int whole = own.x == 0 && own.w == f->w;
-    const int rows = rows_per_chunk(own.w, C);
-    NST_TRY(cuda_scratch(be, (void **)&im->gtmp, &im->gtmp_cap, cc * sizeof(float)));
-    if (!whole) NST_TRY(cuda_scratch(be, &im->s0, &im->s0_cap, (size_t)(rows < own.h ? rows : own.h) * own.w * C * es));
-    const float fs = cuda_act_scale(im, f->dt);
-    const float alpha = 1.f / (fs * fs), beta = 0.f;
-    for (int y0 = 0; y0 < own.h; y0 += rows) {
-        int h = own.h - y0 < rows ? own.h - y0 : rows;
-        const void *F;
-        NST_TRY(chunk_features(be, f, own, y0, h, &F));
-        int P = h * own.w;
-        CUBLAS_TRY(im->cb->gemm_ex(im->blas, CUBLAS_OP_N, CUBLAS_OP_T, C, C, P, &alpha, F, im->blas_type, C, F, im->blas_type, C, &beta,
-                                im->gtmp, CUDA_R_32F, C, im->blas_compute, CUBLAS_GEMM_DEFAULT));
-        k_add_f64<<<cuda_blocks(cc, 256), 256, 0, im->stream>>>(g, im->gtmp, cc);
+    const size_t npx = (size_t)nst_rect_area(own), per = chunk_px(C);
+    NST_TRY(cuda_scratch(be, &im->s2, &im->s2_cap, (per < npx ? per : npx) * C * sizeof(double)));
+    double *X = (double *)im->s2;
+    const double fs = cuda_act_scale(im, f->dt), alpha = 1 / (fs * fs), beta = 1;
+    for (size_t p0 = 0; p0 < npx; p0 += per) {
+        const size_t np = npx - p0 < per ? npx - p0 : per, n = np * C;
+#define CHUNK(T) (k_chunk_f64<T><<<cuda_blocks(n, 256), 256, 0, im->stream>>>((const T *)f->data, f->w, C, own, p0, X, n), 0)
+        CUDA_DISPATCH(f->dt, CHUNK);
+#undef CHUNK
         LAUNCH_TRY("gram_accumulate");
+        CUBLAS_TRY(im->cb->gemm_ex(im->blas, CUBLAS_OP_N, CUBLAS_OP_T, C, C, (int)np, &alpha, X, CUDA_R_64F, C, X, CUDA_R_64F, C, &beta, g,
+                                   CUDA_R_64F, C, CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT));
     }
     return NST_OK;
 }
@@ -92,14 +96,31 @@ nst_status cuda_gram_diff(nst_backend *be, const double *g, const double *g_prev
     return cuda_reduce_finish(be, b, sumsq);
 }
 
-template <typename T> __global__ void k_add_region(T *df, int W, int x0, int y0, int w, int C, const float *src, size_t n)
+template <typename T> __global__ void k_add_region(T *df, int W, int C, nst_rect r, size_t p0, const float *src, size_t n)
 {
-    size_t row = (size_t)w * C;
     GRID_STRIDE(i, n)
     {
-        size_t o = ((size_t)(y0 + i / row) * W + x0) * C + i % row;
+        size_t o = region_px(W, r.x, r.y, r.w, p0 + i / C) * C + i % C;
         st<T>(df, o, ld<T>(df, o) + src[i]);
     }
+}
+
+/* Positions [p0, p0 + np) of region r of f as a dense np x C matrix: in place when r spans whole
+ * rows, else packed into im->s0 (sized by the caller). */
+static nst_status chunk_features(nst_backend *be, const nst_tensor *f, nst_rect r, size_t p0, size_t np, const void **F)
+{
+    cuda_impl *im = cuda_of(be);
+    if (r.x == 0 && r.w == f->w) {
+        *F = (const unsigned char *)f->data + ((size_t)r.y * f->w + p0) * f->c * nst_dtype_size(f->dt);
+        return NST_OK;
+    }
+    const size_t n = np * f->c;
+#define PACK(T) (k_pack<T><<<cuda_blocks(n, 256), 256, 0, im->stream>>>((const T *)f->data, f->w, f->c, r, p0, (T *)im->s0, n), 0)
+    CUDA_DISPATCH(f->dt, PACK);
+#undef PACK
+    LAUNCH_TRY("gram pack");
+    *F = im->s0;
+    return NST_OK;
 }
 
 /* df += scale * F d over seed. bf16: d rounded to bf16 to meet F in one GEMM. fp16: F widened to
@@ -118,8 +139,7 @@ nst_status cuda_gram_backward(nst_backend *be, const nst_tensor *f, nst_rect see
     const int C = f->c;
     const size_t es = nst_dtype_size(f->dt), cc = (size_t)C * C;
     const int whole = seed.x == 0 && seed.w == f->w;
-    const int rows = rows_per_chunk(seed.w, C);
-    const size_t chunk = (size_t)(rows < seed.h ? rows : seed.h) * seed.w * C;
+    const size_t npx = (size_t)nst_rect_area(seed), per = chunk_px(C), chunk = (per < npx ? per : npx) * C;
     const void *A = d;
     cudaDataType_t ab = CUDA_R_32F;
     if (f->dt == NST_BF16) {
@@ -132,19 +152,18 @@ nst_status cuda_gram_backward(nst_backend *be, const nst_tensor *f, nst_rect see
     NST_TRY(cuda_scratch(be, &im->s1, &im->s1_cap, chunk * sizeof(float)));
     const float beta = 0.f;
     cublasComputeType_t comp = f->dt == NST_F16 ? CUBLAS_COMPUTE_32F : im->blas_compute;
-    for (int y0 = 0; y0 < seed.h; y0 += rows) {
-        int h = seed.h - y0 < rows ? seed.h - y0 : rows;
-        size_t n = (size_t)h * seed.w * C;
-        const void *F;
-        NST_TRY(chunk_features(be, f, seed, y0, h, &F));
+    for (size_t p0 = 0; p0 < npx; p0 += per) {
+        const size_t np = npx - p0 < per ? npx - p0 : per, n = np * C;
+        const void *F = NULL;
+        NST_TRY(chunk_features(be, f, seed, p0, np, &F));
         if (f->dt == NST_F16) {
             NST_TRY(cuda_convert_from(be, (float *)im->s2, F, NST_F16, n, 1.f));
             F = im->s2;
         }
-        CUBLAS_TRY(im->cb->gemm_ex(im->blas, CUBLAS_OP_N, CUBLAS_OP_N, C, h * seed.w, C, &scale, A, ab, C, F,
+        CUBLAS_TRY(im->cb->gemm_ex(im->blas, CUBLAS_OP_N, CUBLAS_OP_N, C, (int)np, C, &scale, A, ab, C, F,
                                 f->dt == NST_F16 ? CUDA_R_32F : im->blas_type, C, &beta, im->s1, CUDA_R_32F, C, comp,
                                 CUBLAS_GEMM_DEFAULT));
-#define ADD(T) (k_add_region<T><<<cuda_blocks(n, 256), 256, 0, im->stream>>>((T *)df->data, df->w, seed.x, seed.y + y0, seed.w, C, (const float *)im->s1, n), 0)
+#define ADD(T) (k_add_region<T><<<cuda_blocks(n, 256), 256, 0, im->stream>>>((T *)df->data, df->w, C, seed, p0, (const float *)im->s1, n), 0)
         CUDA_DISPATCH(df->dt, ADD);
 #undef ADD
         LAUNCH_TRY("gram_backward");
