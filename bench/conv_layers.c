@@ -100,7 +100,8 @@ int main(int argc, char **argv)
     if (W < 16 || H < 16 || W % 16 || H % 16 || reps < 1 || nlayers < 1 || nlayers > NST_VGG_NCONV || nst_precision_parse(prec) < 0)
         goto usage;
 
-    nst_backend_options o = {device, 0, (nst_precision)nst_precision_parse(prec), 0, 1, 0, 1};
+    nst_backend_options o = {.device = device, .threads = 0, .precision = (nst_precision)nst_precision_parse(prec), .gpu = 0,
+                             .gpu_sharers = 1, .memory_gb = 0, .collective_ranks = 1};
     nst_backend *be;
     if (nst_backend_open_with(&o, &be) != NST_OK) die("opening the backend");
     printf("# conv layers, tile %dx%d: %s\n\n", W, H, be->description);

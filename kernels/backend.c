@@ -109,7 +109,8 @@ static nst_status cpu_precision(nst_precision asked, nst_precision *out, char *c
 nst_status nst_backend_open(const char *device, int threads, nst_backend **out)
 {
     /* the reference: fp32 on the CPU (bf16 is asked for by name), the GPU's default there */
-    nst_backend_options o = {device, threads, strcmp(device, "cpu") == 0 ? NST_PREC_FP32 : NST_PREC_AUTO, 0, 1, 0, 1};
+    nst_backend_options o = {.device = device, .threads = threads, .precision = strcmp(device, "cpu") == 0 ? NST_PREC_FP32 : NST_PREC_AUTO,
+                             .gpu = 0, .gpu_sharers = 1, .memory_gb = 0, .collective_ranks = 1};
     return nst_backend_open_with(&o, out);
 }
 

@@ -22,7 +22,7 @@ static MPI_Comm node_comm = MPI_COMM_NULL; /* this node's ranks (shared memory) 
 struct nst_group {
     MPI_Comm comm;
     int rank, size;
-    void *nccl; /* the group's NCCL communicator, made on first use (mpi/nccl.c) */
+    void *nccl; /* the group's NCCL communicator: the world's from nst_comm_nccl_open, a group's split from its parent's */
 };
 #define STACK_MAX 8
 static struct nst_group world_group = {MPI_COMM_NULL, 0, 1, NULL};
@@ -43,6 +43,7 @@ static void set_current(struct nst_group *g)
 MPI_Comm nst_comm_mpi(void) { return cur; }
 MPI_Comm nst_comm_node_mpi(void) { return node_comm; }
 void **nst_comm_nccl_slot(void) { return &cur_group->nccl; }
+void **nst_comm_nccl_world_slot(void) { return &world_group.nccl; }
 
 nst_status nst_comm_mpi_fail(int rc, const char *call)
 {
@@ -85,12 +86,9 @@ int nst_comm_size(void) { return cur_size; }
 int nst_comm_world_rank(void) { return world_rank; }
 int nst_comm_world_size(void) { return world_size; }
 
-nst_status nst_comm_split(int color, int key, nst_group **out)
+/* A group around the new communicator c. */
+static nst_status group_make(MPI_Comm c, nst_group **out)
 {
-    *out = NULL;
-    MPI_Comm c;
-    MPI_TRY(MPI_Comm_split(cur, color < 0 ? MPI_UNDEFINED : color, key, &c));
-    if (c == MPI_COMM_NULL) return NST_OK;
     nst_group *g = nst_calloc(sizeof *g, "a rank group");
     if (!g) {
         MPI_Comm_free(&c);
@@ -100,6 +98,29 @@ nst_status nst_comm_split(int color, int key, nst_group **out)
     MPI_TRY(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
     MPI_TRY(MPI_Comm_rank(c, &g->rank));
     MPI_TRY(MPI_Comm_size(c, &g->size));
+    *out = g;
+    return NST_OK;
+}
+
+nst_status nst_comm_split(int color, int key, nst_group **out)
+{
+    *out = NULL;
+    MPI_Comm c;
+    MPI_TRY(MPI_Comm_split(cur, color < 0 ? MPI_UNDEFINED : color, key, &c));
+    nst_group *g = NULL;
+    nst_status s = c == MPI_COMM_NULL ? NST_OK : group_make(c, &g);
+    /* The group's NCCL communicator is split from its parent's as the group is made, sharing its
+     * resources (mpi/nccl.c), not made at the group's first Gram sum, where a fresh communicator
+     * allocated device memory outside the arena in the middle of an iteration, at every level's
+     * and every retry's first. Every rank of the parent takes part, in the group or not. */
+    void *nccl = NULL;
+    nst_status n = nst_comm_nccl_split(cur_group->nccl, g ? color : -1, key, g ? g->size : 0, &nccl);
+    if (g) g->nccl = nccl;
+    if (s == NST_OK) s = n;
+    if (s != NST_OK) {
+        nst_comm_group_free(g);
+        return s;
+    }
     *out = g;
     return NST_OK;
 }

@@ -70,19 +70,45 @@ nst_status nst_comm_agree(nst_status mine);
 nst_status nst_comm_sum_doubles(double *buf, size_t n);
 /* Per-element minimum, maximum and sum over ranks of n doubles (for the phase timers). */
 nst_status nst_comm_stats(const double *in, double *min, double *max, double *sum, size_t n);
-/* GPU binding (gpu.binding): the device index a rank drives among the ngpu it sees (-1: none).
- * auto and local_rank: the node-local rank modulo ngpu; visible0: 0. */
-int nst_gpu_choose(const char *policy, int local_rank, int ngpu);
-/* How many ranks of this node drive the GPU with this PCI bus id (*sharers), and the largest
- * such count over all ranks (*max_sharers: 1 = every rank has its own GPU). World-collective;
- * an empty bus_id (a CPU rank) counts 1. */
-nst_status nst_comm_gpu_sharers(const char *bus_id, int *sharers, int *max_sharers);
+/* GPU binding (gpu.binding). A rank's view of its node's GPUs: the identities (UUIDs; a MIG slice
+ * has its own) of the devices it sees, in CUDA's order. Launchers give ranks different views:
+ * all of the node's GPUs, one each (srun --gpus-per-task=1), those of its socket (--gpu-bind=closest). */
+#define NST_GPU_UUID_BYTES 16
+#define NST_GPU_VIEW_MAX 64
+typedef struct {
+    int n; /* devices seen (at most NST_GPU_VIEW_MAX are compared) */
+    unsigned char uuid[NST_GPU_VIEW_MAX][NST_GPU_UUID_BYTES];
+} nst_gpu_view;
+/* The device index local rank me drives among those it sees (-1: none), from every local rank's
+ * view (views[0..nlocal-1]). auto: its position among the node's ranks with the same view, modulo
+ * the view's size (ranks that see the same GPUs spread over them; ranks that see different ones do
+ * not collide); local_rank: the node-local rank modulo the GPUs it sees; visible0: 0. Pure. */
+int nst_gpu_choose(const char *policy, int me, const nst_gpu_view *views, int nlocal);
+/* The binding, collective over the node: every local rank's view gathered, then nst_gpu_choose. */
+nst_status nst_comm_gpu_bind(const char *policy, const nst_gpu_view *mine, int *gpu);
+/* How many ranks of this node drive the GPU with this identity (*sharers; gpu_id: its UUID as
+ * text, never the PCI bus id, which MIG slices share), and the largest such count over all ranks
+ * (*max_sharers: 1 = every rank has its own GPU). World-collective; an empty gpu_id (a CPU rank)
+ * counts 1. */
+nst_status nst_comm_gpu_sharers(const char *gpu_id, int *sharers, int *max_sharers);
+/* A barrier over this node's ranks. */
+nst_status nst_comm_node_barrier(void);
+/* The smallest of the free-memory figures (mine) of the node's ranks with this gpu_id, in *agreed
+ * (0 for an empty gpu_id). Collective over the node. */
+nst_status nst_comm_gpu_min_free(const char *gpu_id, size_t mine, size_t *agreed);
 
-/* NCCL: in-place sum of n doubles in device memory over the current group, queued on the CUDA
- * stream and waited for. Failures and a stall of timeout seconds abort every rank with one
- * message (ncclCommAbort, then MPI_Abort): a rank cannot recover from a broken communicator. */
+/* NCCL. nst_comm_nccl_open makes the world's communicator (world-collective, with the rank's CUDA
+ * device current); from then on every group nst_comm_split makes gets its own, split from its
+ * parent's (ncclCommSplit) as the group is made, and nst_comm_group_free releases it; a group of
+ * one rank gets none. nst_comm_nccl_close releases the world's: before the CUDA backend closes.
+ * nst_comm_nccl_sum_doubles: in-place sum of n doubles in device memory over the current group,
+ * queued on the CUDA stream and waited for. Failures and a stall of timeout seconds abort every
+ * rank with one message (ncclCommAbort, then MPI_Abort): a rank cannot recover from a broken
+ * communicator. */
 int nst_comm_nccl_built(void);
 void nst_comm_nccl_version(char *out, size_t cap);
+nst_status nst_comm_nccl_open(double timeout);
+void nst_comm_nccl_close(void);
 nst_status nst_comm_nccl_sum_doubles(double *dev, size_t n, void *stream, double timeout);
 
 /* "Open MPI v4.1.4, ..." (callable before nst_comm_init). */

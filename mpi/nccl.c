@@ -1,5 +1,7 @@
-/* mpi/nccl.c: the Gram allreduce on device buffers with NCCL, one communicator per rank group
- * (made on the group's first sum: every rank of a group reaches its sums together).
+/* mpi/nccl.c: the Gram allreduce on device buffers with NCCL, one communicator per rank group.
+ * The world's is made when the device opens (nst/device.c); a group's is split from its parent's
+ * when the group is made (nst_comm_split), sharing the parent's resources (splitShare), not at the
+ * group's first Gram sum, where it allocated device memory in the middle of an iteration.
  *
  * Communicators are non-blocking (config.blocking = 0), so no NCCL call can hang a rank: every
  * wait polls ncclCommGetAsyncError and the stream, and a peer that died or a network error ends
@@ -67,17 +69,19 @@ static void wait_for(ncclComm_t comm, cudaStream_t stream, const char *what, dou
     }
 }
 
-static nst_status comm_for_group(ncclComm_t *out, double timeout)
+static double set_up_timeout = 300; /* gpu.nccl_timeout, from nst_comm_nccl_open */
+
+nst_status nst_comm_nccl_open(double timeout)
 {
-    void **slot = nst_comm_nccl_slot();
-    if (*slot) {
-        *out = (ncclComm_t)*slot;
-        return NST_OK;
-    }
+    void **slot = nst_comm_nccl_world_slot();
+    set_up_timeout = timeout;
+    if (*slot || nst_comm_world_size() == 1) return NST_OK;
+    if (nst_comm_size() != nst_comm_world_size())
+        return nst_fail(NST_ERUNTIME, "nst_comm_nccl_open called inside a rank group on rank %d: it is world-collective", nst_comm_world_rank());
     ncclUniqueId id;
     memset(&id, 0, sizeof id);
     nst_status s = NST_OK;
-    if (nst_comm_rank() == 0) {
+    if (nst_comm_world_rank() == 0) {
         ncclResult_t r = ncclGetUniqueId(&id);
         if (r != ncclSuccess) s = nst_fail(NST_ERUNTIME, "ncclGetUniqueId failed on rank %d (%s): %s", nst_comm_world_rank(), nst_comm_host(),
                                            ncclGetErrorString(r));
@@ -86,8 +90,9 @@ static nst_status comm_for_group(ncclComm_t *out, double timeout)
     NST_TRY(nst_comm_bcast(&id, sizeof id, 0));
     ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
     cfg.blocking = 0;
+    cfg.splitShare = 1; /* the groups split from it share its resources instead of allocating their own */
     ncclComm_t comm = NULL;
-    ncclResult_t r = ncclCommInitRankConfig(&comm, nst_comm_size(), id, nst_comm_rank(), &cfg);
+    ncclResult_t r = ncclCommInitRankConfig(&comm, nst_comm_world_size(), id, nst_comm_world_rank(), &cfg);
     if (r != ncclSuccess && r != ncclInProgress) {
         s = nst_fail(NST_ERUNTIME, "ncclCommInitRankConfig failed on rank %d (%s): %s", nst_comm_world_rank(), nst_comm_host(),
                      ncclGetErrorString(r));
@@ -97,15 +102,37 @@ static nst_status comm_for_group(ncclComm_t *out, double timeout)
     if (comm) wait_for(comm, NULL, "communicator set-up", timeout);
     NST_TRY(nst_comm_agree(s));
     *slot = comm;
-    *out = comm;
+    return NST_OK;
+}
+
+void nst_comm_nccl_close(void) { nst_comm_nccl_release(nst_comm_nccl_world_slot()); }
+
+/* Non-blocking, a split is an operation on the parent (NVIDIA/nccl issue #1472): it is done, and
+ * *child filled in, when the parent leaves ncclInProgress; then the child's own state is checked. */
+nst_status nst_comm_nccl_split(void *parent, int color, int key, int group_size, void **child)
+{
+    *child = NULL;
+    if (!parent) return NST_OK;
+    ncclComm_t p = (ncclComm_t)parent, c = NULL;
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.blocking = 0;
+    cfg.splitShare = 1;
+    /* a group of one sums nothing: no communicator (every rank of it decides alike: it is alone) */
+    ncclResult_t r = ncclCommSplit(p, color < 0 || group_size < 2 ? NCCL_SPLIT_NOCOLOR : color, key, &c, &cfg);
+    if (r != ncclSuccess && r != ncclInProgress) fatal(p, "ncclCommSplit (a rank group)", ncclGetErrorString(r));
+    wait_for(p, NULL, "ncclCommSplit (a rank group)", set_up_timeout);
+    if (c) wait_for(c, NULL, "ncclCommSplit (the new group)", set_up_timeout);
+    *child = c;
     return NST_OK;
 }
 
 nst_status nst_comm_nccl_sum_doubles(double *dev, size_t n, void *stream, double timeout)
 {
     if (nst_comm_size() == 1 || n == 0) return NST_OK;
-    ncclComm_t comm;
-    NST_TRY(comm_for_group(&comm, timeout));
+    ncclComm_t comm = (ncclComm_t)*nst_comm_nccl_slot();
+    if (!comm)
+        return nst_fail(NST_ERUNTIME, "NCCL Gram sum on rank %d (%s): this rank group has no NCCL communicator (none was opened, or "
+                                      "the group was not made by nst_comm_split)", nst_comm_world_rank(), nst_comm_host());
     /* NCCL adds in its ring or tree order, which depends on the communicator: a batch group and the
      * world agree to fp64 rounding here, not bit for bit as on the MPI path (rank order). An
      * allgather added in rank order would restore it at R x 4.9 MB per iteration: not worth it
@@ -139,6 +166,21 @@ void nst_comm_nccl_release(void **slot)
 int nst_comm_nccl_built(void) { return 0; }
 
 void nst_comm_nccl_version(char *out, size_t cap) { snprintf(out, cap, "no NCCL in this build"); }
+
+nst_status nst_comm_nccl_open(double timeout)
+{
+    (void)timeout;
+    return NST_OK;
+}
+
+void nst_comm_nccl_close(void) {}
+
+nst_status nst_comm_nccl_split(void *parent, int color, int key, int group_size, void **child)
+{
+    (void)parent, (void)color, (void)key, (void)group_size;
+    *child = NULL;
+    return NST_OK;
+}
 
 nst_status nst_comm_nccl_sum_doubles(double *dev, size_t n, void *stream, double timeout)
 {

@@ -28,38 +28,85 @@ static nst_status agree_arithmetic(const nst_config *cfg, const nst_backend *be)
     return nst_comm_agree(NST_EINPUT);
 }
 
-nst_status nst_device_open(const nst_config *cfg, int threads, nst_device *d)
+#define GPU_ID 48 /* a UUID as text: 36 characters */
+#define BUS 32
+
+/* A device's identity as text: its UUID, as nvidia-smi writes it without the GPU-/MIG- prefix. */
+static void uuid_text(const unsigned char *u, char *out, size_t cap)
 {
-    memset(d, 0, sizeof *d);
-    d->gpu = -1;
-    d->nccl_timeout = cfg->gpu_nccl_timeout;
-    char why[256] = "", bus[32] = "";
-    int prec = nst_precision_parse(cfg->run_precision);
-    if (prec < 0) return nst_comm_agree(nst_fail(NST_EINPUT, "run.precision = '%s': expected auto, fp32, tf32, bf16 or fp16", cfg->run_precision));
-    int ngpu = strcmp(cfg->run_device, "cpu") == 0 ? 0 : nst_cuda_probe(why, sizeof why);
-    if (ngpu > 0 && nst_cuda_has_ops()) {
-        d->gpu = nst_gpu_choose(cfg->gpu_binding, nst_comm_local_rank(), ngpu);
-        nst_cuda_bus_id(d->gpu, bus, sizeof bus);
-    }
-    /* who shares a GPU: every rank takes part (CPU ranks with an empty id) */
-    nst_status s = nst_comm_gpu_sharers(bus, &d->sharers, &d->max_sharers);
-    if (s == NST_OK && d->sharers > 1 && !cfg->gpu_share)
-        s = nst_fail(NST_EINPUT,
+    snprintf(out, cap, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4], u[5],
+             u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+/* gpu.binding: the GPU this rank drives (d->gpu, -1 on the CPU), its identity and PCI bus id (for
+ * messages). Collective over the node: CPU ranks take part with an empty view. */
+static nst_status bind_gpu(const nst_config *cfg, nst_device *d, int *ngpu, char *id, char *bus)
+{
+    char why[256] = "";
+    *ngpu = strcmp(cfg->run_device, "cpu") == 0 ? 0 : nst_cuda_probe(why, sizeof why);
+    nst_gpu_view v;
+    memset(&v, 0, sizeof v);
+    v.n = nst_cuda_has_ops() ? *ngpu : 0;
+    for (int i = 0; i < v.n && i < NST_GPU_VIEW_MAX; i++) nst_cuda_uuid(i, v.uuid[i]); /* zeros if unknown */
+    NST_TRY(nst_comm_gpu_bind(cfg->gpu_binding, &v, &d->gpu));
+    if (d->gpu < 0) return NST_OK;
+    nst_cuda_bus_id(d->gpu, bus, BUS);
+    unsigned char u[NST_GPU_UUID_BYTES];
+    if (nst_cuda_uuid(d->gpu, u) == 0) uuid_text(u, id, GPU_ID);
+    else snprintf(id, GPU_ID, "bus %.31s", bus); /* no UUID: the bus id is the best identity left */
+    return NST_OK;
+}
+
+/* Who shares this rank's GPU (every rank takes part, CPU ranks with an empty id), refused unless
+ * gpu.share = true. */
+static nst_status find_sharers(const nst_config *cfg, nst_device *d, nst_status s, int ngpu, const char *id, const char *bus)
+{
+    nst_status q = nst_comm_gpu_sharers(s == NST_OK ? id : "", &d->sharers, &d->max_sharers);
+    if (s != NST_OK) return s;
+    if (q == NST_OK && d->sharers > 1 && !cfg->gpu_share)
+        q = nst_fail(NST_EINPUT,
                      "gpu.share = false, but %d ranks on %s drive GPU %d (%s; %d visible to each, gpu.binding = %s): start at most one "
                      "rank per GPU, give each rank its own GPU (e.g. srun --gpus-per-task=1), or set gpu.share = true",
                      d->sharers, nst_comm_host(), d->gpu, bus, ngpu, cfg->gpu_binding);
-    s = nst_comm_agree(s);
-    if (s != NST_OK) return s;
-    nst_backend_options o = {cfg->run_device, threads, (nst_precision)prec, d->gpu < 0 ? 0 : d->gpu, d->sharers, cfg->run_memory_gb,
-                             nst_comm_size()};
-    s = nst_comm_agree(nst_backend_open_with(&o, &d->be));
-    if (s != NST_OK) return s;
-    NST_TRY(agree_arithmetic(cfg, d->be));
-    /* NCCL only when every rank runs on a GPU of its own (one CPU rank or shared GPU: MPI) */
+    return q;
+}
+
+/* Ranks sharing a GPU size their arenas from one free-memory figure (nst_backend_options
+ * gpu_free_bytes): each creates its context, then, after a node barrier, reads the free memory,
+ * which now counts every sharer's context and no one's arena, and the smallest reading is agreed.
+ * A rank alone on its GPU measures at backend open, as before (0 here). */
+static nst_status agree_free_memory(const nst_device *d, const char *id, size_t *free_b)
+{
+    char why[256];
+    const int shared = d->gpu >= 0 && d->sharers > 1;
+    nst_status s = NST_OK;
+    size_t mine = 0;
+    if (shared && nst_cuda_context(d->gpu, why, sizeof why) != 0)
+        s = nst_fail(NST_ERUNTIME, "rank %d (%s): %s", nst_comm_world_rank(), nst_comm_host(), why);
+    nst_status b = nst_comm_node_barrier();
+    if (s == NST_OK && b == NST_OK && shared && nst_cuda_free_bytes(d->gpu, &mine, why, sizeof why) != 0)
+        s = nst_fail(NST_ERUNTIME, "rank %d (%s): %s", nst_comm_world_rank(), nst_comm_host(), why);
+    nst_status a = nst_comm_gpu_min_free(shared ? id : "", mine, free_b);
+    if (s == NST_OK) s = b != NST_OK ? b : a;
+    return nst_comm_agree(s);
+}
+
+/* The Gram path, agreed: NCCL only when every rank runs on a GPU of its own (one CPU rank or a
+ * shared GPU: MPI through host memory).
+ *
+ * The world's NCCL communicator is made here, right after the backends opened, not at the first
+ * Gram sum: its device memory then exists before the planner and the render loop run, and a
+ * shortfall shows at open. Not before the backend: whether NCCL is used is known only once every
+ * rank's backend is open and their arithmetic agreed, and the backend allocates its arena as it
+ * opens. That arena left NCCL_RESERVE_BYTES outside itself for this communicator (collective_ranks
+ * > 1 on an unshared GPU, kernels/cuda/backend_cuda.cu); NCCL connects its channels at the first
+ * collective too (runtime connect), so that reserve would be needed in either order. */
+static nst_status choose_gram_path(nst_device *d)
+{
     double mine = d->be->gpu_stream && d->max_sharers == 1 && nst_comm_nccl_built() ? 1 : 0, lo, hi, sum;
-    s = nst_comm_agree(nst_comm_stats(&mine, &lo, &hi, &sum, 1));
-    if (s != NST_OK) return s;
+    NST_TRY(nst_comm_agree(nst_comm_stats(&mine, &lo, &hi, &sum, 1)));
     d->nccl = lo > 0;
+    if (d->nccl) NST_TRY(nst_comm_nccl_open(d->nccl_timeout));
     char ver[64];
     nst_comm_nccl_version(ver, sizeof ver);
     if (d->nccl)
@@ -71,6 +118,28 @@ nst_status nst_device_open(const nst_config *cfg, int threads, nst_device *d)
     else
         snprintf(d->gram_path, sizeof d->gram_path, "MPI allreduce (CPU backend)");
     return NST_OK;
+}
+
+nst_status nst_device_open(const nst_config *cfg, int threads, nst_device *d)
+{
+    memset(d, 0, sizeof *d);
+    d->gpu = -1;
+    d->nccl_timeout = cfg->gpu_nccl_timeout;
+    char id[GPU_ID] = "", bus[BUS] = "";
+    int prec = nst_precision_parse(cfg->run_precision), ngpu = 0;
+    if (prec < 0) return nst_comm_agree(nst_fail(NST_EINPUT, "run.precision = '%s': expected auto, fp32, tf32, bf16 or fp16", cfg->run_precision));
+    nst_status s = bind_gpu(cfg, d, &ngpu, id, bus);
+    s = nst_comm_agree(find_sharers(cfg, d, s, ngpu, id, bus));
+    if (s != NST_OK) return s;
+    size_t free_b = 0;
+    NST_TRY(agree_free_memory(d, id, &free_b));
+    nst_backend_options o = {.device = cfg->run_device, .threads = threads, .precision = (nst_precision)prec, .gpu = d->gpu < 0 ? 0 : d->gpu,
+                             .gpu_sharers = d->sharers, .memory_gb = cfg->run_memory_gb, .collective_ranks = nst_comm_size(),
+                             .gpu_free_bytes = free_b};
+    s = nst_comm_agree(nst_backend_open_with(&o, &d->be));
+    if (s != NST_OK) return s;
+    NST_TRY(agree_arithmetic(cfg, d->be));
+    return choose_gram_path(d);
 }
 
 static nst_status sum_doubles(void *ctx, double *buf, size_t n)
@@ -119,6 +188,9 @@ nst_collectives nst_device_collectives(nst_device *d)
 
 void nst_device_close(nst_device *d)
 {
+    /* the world's NCCL communicator holds memory and streams on this GPU: released while the
+     * backend's context stands (a group's went when the group was freed) */
+    nst_comm_nccl_close();
     nst_backend_close(d->be);
     nst_free(d->stage);
     memset(d, 0, sizeof *d);

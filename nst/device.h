@@ -1,7 +1,9 @@
-/* nst/device.h: a rank's compute device. Binds the rank to a GPU (gpu.binding, gpu.share), opens
- * the backend (run.device, run.precision) and provides the collectives the algorithm uses: the
- * Gram sums go through NCCL on device buffers when every rank has a GPU of its own, through
- * host memory and MPI when ranks share GPUs (NCCL needs distinct devices) or run on the CPU. */
+/* nst/device.h: a rank's compute device. Binds the rank to a GPU (gpu.binding, gpu.share; GPUs
+ * identified by UUID), opens the backend (run.device, run.precision; ranks sharing a GPU split one
+ * agreed free-memory figure) and provides the collectives the algorithm uses: the Gram sums go
+ * through NCCL on device buffers when every rank has a GPU of its own (the world's communicator
+ * made here, released at close before the backend), through host memory and MPI when ranks share
+ * GPUs (NCCL needs distinct devices) or run on the CPU. */
 #ifndef NST_DEVICE_H
 #define NST_DEVICE_H
 
@@ -12,7 +14,7 @@
 typedef struct {
     nst_backend *be;
     int gpu;               /* device index, -1 on the CPU */
-    int sharers;           /* ranks of this node on the same GPU */
+    int sharers;           /* ranks of this node on the same GPU (the same UUID) */
     int max_sharers;       /* the most over all ranks */
     int nccl;              /* Gram sums over NCCL */
     double nccl_timeout;

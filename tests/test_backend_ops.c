@@ -1,7 +1,8 @@
 /* tests/test_backend_ops.c: every op of every reduced-precision backend against the CPU backend
  * in fp32, through the op harness (kernels/check/, the same table nstbatch --self-test runs): the
  * CPU in bf16 (here and in CI), and the CUDA backend in fp32, tf32, bf16 (bias+ReLU fused into
- * cuDNN's call and as a separate kernel) and fp16 where a GPU exists (SKIP otherwise, saying why).
+ * cuDNN's call and as a separate kernel) and fp16 where a GPU exists (SKIP where the machine has no
+ * NVIDIA device, saying why; FAIL where it has one that CUDA cannot use).
  * Then the harness is tested itself: the tolerances follow from the precisions, and a backend
  * with one op wrong by a little more than its tolerance, or writing a NaN, is caught. */
 #include "../kernels/backend.h"
@@ -36,7 +37,7 @@ static int run_harness(nst_backend *dev, const char *label)
 
 static void t_cpu_bf16_against_fp32(void)
 {
-    nst_backend_options o = {"cpu", 0, NST_PREC_BF16, 0, 1, 0, 1};
+    nst_backend_options o = {.device = "cpu", .precision = NST_PREC_BF16, .gpu_sharers = 1, .collective_ranks = 1};
     nst_backend *dev = NULL;
     if (nst_backend_open_with(&o, &dev) != NST_OK) SKIP("no bf16 on this CPU: %s", nst_fail_message());
     int f = run_harness(dev, "cpu bf16");
@@ -83,7 +84,7 @@ static const nst_check_row *row(const nst_check *c, const char *op)
 
 static void t_harness_catches_errors(void)
 {
-    nst_backend_options o = {"cpu", 0, NST_PREC_BF16, 0, 1, 0, 1};
+    nst_backend_options o = {.device = "cpu", .precision = NST_PREC_BF16, .gpu_sharers = 1, .collective_ranks = 1};
     nst_backend *dev = NULL;
     if (nst_backend_open_with(&o, &dev) != NST_OK) o.precision = NST_PREC_FP32;
     if (!dev) CHECK(nst_backend_open_with(&o, &dev) == NST_OK, "%s", nst_fail_message());
@@ -137,17 +138,22 @@ static void t_tolerances_follow_the_precision(void)
 
 static char skip_why[256];
 static int ngpu;
+static nst_cuda_state gpu_state;
 static const nst_precision precs[] = {NST_PREC_FP32, NST_PREC_TF32, NST_PREC_BF16, NST_PREC_FP16, NST_PREC_BF16};
 static const int fused[] = {1, 1, 1, 1, 0};
 static int pass;
 
 static void t_cuda_against_cpu(void)
 {
+    /* SKIP only where no NVIDIA device exists; one that CUDA cannot use (a driver too old for this
+     * CUDA) fails here, or `make test` would pass on a GPU machine whose GPUs nothing can use */
+    CHECK(gpu_state != NST_CUDA_UNUSABLE, "%s", skip_why);
+    if (gpu_state == NST_CUDA_UNUSABLE) return;
     if (ngpu <= 0) SKIP("%s", skip_why);
     char label[32];
     snprintf(label, sizeof label, "cuda %s%s", nst_precision_name(precs[pass]), fused[pass] ? "" : " unfused");
     setenv("NSTBATCH_CUDA_FUSE", fused[pass] ? "1" : "0", 1);
-    nst_backend_options o = {"cuda", 0, precs[pass], 0, 1, 2.0, 1};
+    nst_backend_options o = {.device = "cuda", .precision = precs[pass], .gpu_sharers = 1, .memory_gb = 2.0, .collective_ranks = 1};
     nst_backend *dev = NULL;
     CHECK(nst_backend_open_with(&o, &dev) == NST_OK, "opening %s: %s", label, nst_fail_message());
     if (!dev) return;
@@ -166,7 +172,7 @@ int main(void)
     RUN(t_tolerances_follow_the_precision);
     RUN(t_cpu_bf16_against_fp32);
     RUN(t_harness_catches_errors);
-    ngpu = nst_cuda_probe(skip_why, sizeof skip_why);
+    gpu_state = nst_cuda_probe_state(&ngpu, skip_why, sizeof skip_why);
     if (ngpu > 0 && !nst_cuda_has_ops()) ngpu = 0, snprintf(skip_why, sizeof skip_why, "this build has no CUDA backend");
     for (pass = 0; pass < (ngpu > 0 ? 5 : 1); pass++) RUN(t_cuda_against_cpu);
     nst_backend_close(cpu);

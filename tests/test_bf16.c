@@ -39,7 +39,7 @@ static double tensor_max(nst_backend *be, const nst_tensor *t)
  * style layers `layers` (the first n of relu1_1..relu5_1) and the pooling given. */
 static int evaluate(nst_precision prec, int nstyle, nst_pool_kind pool, result *r)
 {
-    nst_backend_options o = {"cpu", 0, prec, 0, 1, 0, 1};
+    nst_backend_options o = {.device = "cpu", .threads = 0, .precision = prec, .gpu = 0, .gpu_sharers = 1, .memory_gb = 0, .collective_ranks = 1};
     nst_backend *be = NULL;
     if (nst_backend_open_with(&o, &be) != NST_OK) return snprintf(skip_why, sizeof skip_why, "%s", nst_fail_message()), 0;
     nst_weights w;

@@ -1,6 +1,7 @@
 /* tests/test_device.c: the device-independent parts of the GPU path, which CI checks without a
- * GPU: the arena sub-allocator (kernels/arena.c), the binding policy and shared-GPU detection
- * (mpi/gpu_bind.c, run under mpirun with 3 ranks and made-up bus ids) and the precision names. */
+ * GPU: the arena sub-allocator (kernels/arena.c), the binding policy over made-up views of a node's
+ * GPUs, shared-GPU detection and the free-memory agreement (mpi/gpu_bind.c, run under mpirun with
+ * 3 ranks and made-up UUIDs) and the precision names. */
 #include "../kernels/arena.h"
 #include "../kernels/backend.h"
 #include "../mpi/comm.h"
@@ -72,29 +73,149 @@ static void t_arena_random_workload(void)
     nst_arena_destroy(&a);
 }
 
+/* A node's views: views[r] sees the GPUs numbered first[r] .. first[r] + count[r] - 1 (UUID byte 0
+ * holds the number, byte 15 a mark, so no UUID is all zeros). */
+static void make_views(nst_gpu_view *views, int nranks, const int *first, const int *count)
+{
+    memset(views, 0, (size_t)nranks * sizeof *views);
+    for (int r = 0; r < nranks; r++) {
+        views[r].n = count[r];
+        for (int k = 0; k < count[r]; k++) views[r].uuid[k][0] = (unsigned char)(first[r] + k), views[r].uuid[k][15] = 0xa5;
+    }
+}
+
+/* The physical GPU each rank of a node drives under policy (-1: none), into gpu[]. */
+static void choose_all(const char *policy, const nst_gpu_view *views, int nranks, int *gpu)
+{
+    for (int r = 0; r < nranks; r++) {
+        int i = nst_gpu_choose(policy, r, views, nranks);
+        gpu[r] = i < 0 ? -1 : views[r].uuid[i][0];
+    }
+}
+
+/* How many ranks drive the busiest GPU. */
+static int most_on_one(const int *gpu, int nranks)
+{
+    int most = 0;
+    for (int r = 0; r < nranks; r++) {
+        int n = 0;
+        for (int q = 0; q < nranks; q++) n += gpu[q] == gpu[r];
+        if (gpu[r] >= 0 && n > most) most = n;
+    }
+    return most;
+}
+
+static void t_binding_all_ranks_see_all_gpus(void)
+{
+    nst_gpu_view v[8];
+    int first[8] = {0}, count[8] = {8, 8, 8, 8, 8, 8, 8, 8}, gpu[8];
+    make_views(v, 8, first, count);
+    choose_all("auto", v, 8, gpu);
+    for (int r = 0; r < 8; r++) CHECK(gpu[r] == r, "rank %d drives GPU %d", r, gpu[r]);
+    choose_all("local_rank", v, 8, gpu);
+    for (int r = 0; r < 8; r++) CHECK(gpu[r] == r, "local_rank: rank %d drives GPU %d", r, gpu[r]);
+    choose_all("visible0", v, 8, gpu);
+    CHECK(most_on_one(gpu, 8) == 8, "visible0: every rank on its first GPU (%d)", most_on_one(gpu, 8));
+}
+
+/* srun --gpus-per-task=1: each rank sees one GPU, a different one, as its device 0 */
+static void t_binding_one_gpu_per_task(void)
+{
+    nst_gpu_view v[8];
+    int first[8] = {0, 1, 2, 3, 4, 5, 6, 7}, count[8] = {1, 1, 1, 1, 1, 1, 1, 1}, gpu[8];
+    make_views(v, 8, first, count);
+    for (int r = 0; r < 8; r++) CHECK(nst_gpu_choose("auto", r, v, 8) == 0, "rank %d: index %d", r, nst_gpu_choose("auto", r, v, 8));
+    choose_all("auto", v, 8, gpu);
+    for (int r = 0; r < 8; r++) CHECK(gpu[r] == r, "rank %d drives GPU %d", r, gpu[r]);
+    choose_all("visible0", v, 8, gpu);
+    CHECK(most_on_one(gpu, 8) == 1, "visible0: one rank per GPU (%d)", most_on_one(gpu, 8));
+}
+
+/* srun --gpu-bind=closest on two sockets: each rank sees its socket's 4 GPUs */
+static void t_binding_closest_two_numa_halves(void)
+{
+    nst_gpu_view v[8];
+    int first[8] = {0, 0, 0, 0, 4, 4, 4, 4}, count[8] = {4, 4, 4, 4, 4, 4, 4, 4}, gpu[8];
+    make_views(v, 8, first, count); /* block distribution: ranks 0-3 on socket 0, 4-7 on socket 1 */
+    choose_all("auto", v, 8, gpu);
+    for (int r = 0; r < 8; r++) CHECK(gpu[r] == r, "rank %d drives GPU %d", r, gpu[r]);
+    CHECK(most_on_one(gpu, 8) == 1, "each rank its own GPU (%d on one)", most_on_one(gpu, 8));
+    /* cyclic over sockets (Slurm's block:cyclic): even ranks see GPUs 0-3, odd ranks 4-7. The local
+     * rank modulo 4 gives ranks 0 and 4 GPU 0, ranks 2 and 6 GPU 2, and leaves GPUs 1 and 3 idle */
+    int firstc[8] = {0, 4, 0, 4, 0, 4, 0, 4};
+    make_views(v, 8, firstc, count);
+    choose_all("auto", v, 8, gpu);
+    CHECK(most_on_one(gpu, 8) == 1, "cyclic: each rank its own GPU (%d on one)", most_on_one(gpu, 8));
+    CHECK(gpu[0] == 0 && gpu[2] == 1 && gpu[4] == 2 && gpu[6] == 3 && gpu[1] == 4 && gpu[7] == 7, "cyclic: GPUs %d %d %d %d, %d %d",
+          gpu[0], gpu[2], gpu[4], gpu[6], gpu[1], gpu[7]);
+    choose_all("local_rank", v, 8, gpu);
+    CHECK(gpu[0] == 0 && gpu[4] == 0 && most_on_one(gpu, 8) == 2, "local_rank keeps its meaning (local rank modulo the GPUs seen)");
+}
+
+/* more ranks than GPUs: they share, evenly */
+static void t_binding_more_ranks_than_gpus(void)
+{
+    nst_gpu_view v[8];
+    int first[8] = {0}, count[8] = {2, 2, 2, 2, 2, 2, 2, 2}, gpu[8];
+    make_views(v, 8, first, count);
+    choose_all("auto", v, 8, gpu);
+    for (int r = 0; r < 8; r++) CHECK(gpu[r] == r % 2, "rank %d drives GPU %d", r, gpu[r]);
+    CHECK(most_on_one(gpu, 8) == 4, "4 ranks per GPU (%d)", most_on_one(gpu, 8));
+    /* a CPU rank among them (sees none) takes no GPU and moves no one */
+    v[3].n = 0;
+    choose_all("auto", v, 8, gpu);
+    CHECK(gpu[3] == -1 && gpu[4] == 1 && gpu[5] == 0, "CPU rank 3: %d; ranks 4, 5: %d %d", gpu[3], gpu[4], gpu[5]);
+}
+
 static void t_binding_policy(void)
 {
-    CHECK(nst_gpu_choose("auto", 5, 4) == 1, "auto: local rank modulo GPUs");
-    CHECK(nst_gpu_choose("local_rank", 3, 8) == 3, "local_rank");
-    CHECK(nst_gpu_choose("visible0", 3, 8) == 0, "visible0");
-    CHECK(nst_gpu_choose("auto", 0, 0) == -1, "no GPU: -1");
+    nst_gpu_view v[6];
+    int first[6] = {0}, count[6] = {4, 4, 4, 4, 4, 4};
+    make_views(v, 6, first, count);
+    CHECK(nst_gpu_choose("auto", 5, v, 6) == 1, "auto: position among equal views modulo GPUs");
+    CHECK(nst_gpu_choose("local_rank", 3, v, 6) == 3, "local_rank");
+    CHECK(nst_gpu_choose("visible0", 3, v, 6) == 0, "visible0");
+    v[2].n = 0;
+    CHECK(nst_gpu_choose("auto", 2, v, 6) == -1, "no GPU: -1");
+    CHECK(nst_gpu_choose("auto", 6, v, 6) == -1, "a rank outside the node: -1");
     CHECK(nst_precision_parse("bf16") == NST_PREC_BF16 && nst_precision_parse("fp16") == NST_PREC_FP16 &&
               nst_precision_parse("tf32") == NST_PREC_TF32 && nst_precision_parse("auto") == NST_PREC_AUTO && nst_precision_parse("fp8") < 0,
           "precision names");
     CHECK(strcmp(nst_precision_name(NST_PREC_FP32), "fp32") == 0, "name of fp32");
 }
 
-/* ranks 0 and 1 claim one bus id, rank 2 another (3 ranks on one node) */
-static void t_shared_gpus_found_by_bus_id(void)
+/* ranks 0 and 1 claim one GPU UUID, rank 2 another (3 ranks on one node); then MIG: three slices
+ * of one GPU (one PCI bus id) have three UUIDs, so no one shares */
+static void t_shared_gpus_found_by_uuid(void)
 {
     if (nst_comm_world_size() != 3 || nst_comm_local_size() != 3) SKIP("needs 3 ranks on one node (mpirun -np 3)");
     int r = nst_comm_world_rank(), sharers = 0, most = 0;
-    const char *bus = r < 2 ? "0000:1B:00.0" : "0000:3D:00.0";
-    CHECK(nst_comm_gpu_sharers(bus, &sharers, &most) == NST_OK, "%s", nst_fail_message());
+    const char *id = r < 2 ? "6f2a0c1e-5b3d-4e7a-9c1f-0a1b2c3d4e5f" : "6f2a0c1e-5b3d-4e7a-9c1f-0a1b2c3d4e60";
+    CHECK(nst_comm_gpu_sharers(id, &sharers, &most) == NST_OK, "%s", nst_fail_message());
     CHECK(sharers == (r < 2 ? 2 : 1), "rank %d: %d sharers", r, sharers);
     CHECK(most == 2, "rank %d: most %d", r, most);
-    CHECK(nst_comm_gpu_sharers(r == 0 ? "" : bus, &sharers, &most) == NST_OK, "%s", nst_fail_message());
+    CHECK(nst_comm_gpu_sharers(r == 0 ? "" : id, &sharers, &most) == NST_OK, "%s", nst_fail_message());
     CHECK(sharers == 1 && most == 1, "a CPU rank (empty id) and distinct GPUs: rank %d sharers %d most %d", r, sharers, most);
+    const char *mig[3] = {"a1000000-0000-5000-8000-000000000001", "a1000000-0000-5000-8000-000000000002", "a1000000-0000-5000-8000-000000000003"};
+    CHECK(nst_comm_gpu_sharers(mig[r], &sharers, &most) == NST_OK, "%s", nst_fail_message());
+    CHECK(sharers == 1 && most == 1, "MIG slices of one GPU are distinct devices: rank %d sharers %d most %d", r, sharers, most);
+}
+
+/* the GPU's sharers agree on the smallest of their free-memory readings; others keep 0 */
+static void t_sharers_agree_on_free_memory(void)
+{
+    if (nst_comm_world_size() != 3 || nst_comm_local_size() != 3) SKIP("needs 3 ranks on one node (mpirun -np 3)");
+    int r = nst_comm_world_rank();
+    const size_t gib = (size_t)1 << 30;
+    const size_t mine[3] = {40 * gib, 38 * gib + 12345, 70 * gib};
+    const char *id = r < 2 ? "6f2a0c1e-5b3d-4e7a-9c1f-0a1b2c3d4e5f" : "";
+    size_t agreed = 1;
+    CHECK(nst_comm_node_barrier() == NST_OK, "barrier: %s", nst_fail_message());
+    CHECK(nst_comm_gpu_min_free(id, mine[r], &agreed) == NST_OK, "%s", nst_fail_message());
+    CHECK(agreed == (r < 2 ? 38 * gib + 12345 : 0), "rank %d: agreed %zu", r, agreed);
+    /* a figure above 4 GiB survives the exchange (64-bit) */
+    CHECK(nst_comm_gpu_min_free(r == 2 ? "x" : id, mine[r], &agreed) == NST_OK, "%s", nst_fail_message());
+    CHECK(agreed == (r < 2 ? 38 * gib + 12345 : 70 * gib), "rank %d alone on its GPU: agreed %zu", r, agreed);
 }
 
 int main(int argc, char **argv)
@@ -108,7 +229,12 @@ int main(int argc, char **argv)
     RUN(t_arena_first_fit_alignment_and_coalescing);
     RUN(t_arena_random_workload);
     RUN(t_binding_policy);
-    RUN(t_shared_gpus_found_by_bus_id);
+    RUN(t_binding_all_ranks_see_all_gpus);
+    RUN(t_binding_one_gpu_per_task);
+    RUN(t_binding_closest_two_numa_halves);
+    RUN(t_binding_more_ranks_than_gpus);
+    RUN(t_shared_gpus_found_by_uuid);
+    RUN(t_sharers_agree_on_free_memory);
     nst_comm_finalize();
     return test_report("test_device");
 }

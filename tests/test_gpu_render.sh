@@ -10,8 +10,9 @@
 # gpu.share = false refusing two ranks on one GPU, bf16 with bias+ReLU as a separate kernel against
 # fused, tiles halved under an allocation limit (NSTBATCH_MEMORY_LIMIT_MB at 80 % of the unlimited
 # run's peak) against one tile, and compute-sanitizer memcheck clean on a
-# small render when compute-sanitizer exists. Without a usable GPU everything SKIPs with the
-# reason. The tolerances are first estimates: the GPU session that measures them tightens them.
+# small render when compute-sanitizer exists. Without an NVIDIA device everything SKIPs with the
+# reason; with one that CUDA cannot use, the suite FAILs with the CUDA error. The tolerances are
+# first estimates: the GPU session that measures them tightens them.
 set -u
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,6 +24,13 @@ bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] 
 gpus=$("$NST" --version | sed -n 's/.*GPUs visible now: \([0-9]*\).*/\1/p')
 if [ "${gpus:-0}" -eq 0 ] || ! "$NST" --version | grep -q "CUDA backend"; then
   why=$("$NST" --version | sed -n 's/.*GPUs visible now: 0 - //p')
+  # a GPU CUDA cannot use (kernels/cuda/cuda_probe.cu says "present but unusable") is a failure,
+  # not a reason to skip: only a machine without an NVIDIA device skips
+  case "$why" in *"NVIDIA GPU present but unusable"*)
+    echo "  FAIL every GPU render: $why"
+    echo "test_gpu_render: 0 passed, 1 failed, 8 skipped"
+    exit 1 ;;
+  esac
   echo "    SKIP every GPU render: ${why:-this build has no CUDA backend}"
   echo "test_gpu_render: 0 passed, 0 failed, 9 skipped"
   exit 0

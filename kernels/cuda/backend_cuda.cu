@@ -201,9 +201,11 @@ static nst_status open_impl(nst_backend *be, cuda_impl *im, const nst_backend_op
     const char *fuse = getenv("NSTBATCH_CUDA_FUSE");
     im->fuse = !(fuse && strcmp(fuse, "0") == 0);
 
-    /* the arena: this rank's share of the free memory, less the libraries' reserve, or run.memory_gb */
-    size_t free_b = 0, total_b = 0;
-    CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+    /* the arena: this rank's share of the free memory, less the libraries' reserve, or run.memory_gb.
+     * Ranks sharing the GPU take their shares of one figure they agreed on before any of them
+     * allocated (o->gpu_free_bytes): measured here, each would see the arenas of those before it. */
+    size_t free_b = o->gpu_free_bytes, total_b = 0;
+    if (!free_b) CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
     int sharers = o->gpu_sharers > 0 ? o->gpu_sharers : 1;
     size_t share = free_b / (size_t)sharers;
     size_t reserve = RESERVE_BYTES / (size_t)sharers + (o->collective_ranks > 1 && sharers == 1 ? NCCL_RESERVE_BYTES : 0);

@@ -1,12 +1,22 @@
-/* kernels/cuda/cuda_none.c: the CUDA side of a build without nvcc (see cuda.h). */
+/* kernels/cuda/cuda_none.c: the CUDA side of a build without nvcc (see cuda.h). A GPU on the
+ * machine does not matter here: this build cannot use one, by choice (NO_CUDA=1) or for want of nvcc. */
 #include <stdio.h>
+#include <string.h>
 
 #include "cuda.h"
 
+nst_cuda_state nst_cuda_probe_state(int *ngpu, char *why, size_t cap)
+{
+    *ngpu = 0;
+    snprintf(why, cap, "built without CUDA (nvcc was not found at build time)");
+    return NST_CUDA_NO_DEVICE;
+}
+
 int nst_cuda_probe(char *why, size_t cap)
 {
-    snprintf(why, cap, "built without CUDA (nvcc was not found at build time)");
-    return 0;
+    int n = 0;
+    nst_cuda_probe_state(&n, why, cap);
+    return n;
 }
 
 void nst_cuda_describe(int device, char *out, size_t cap) { snprintf(out, cap, "device %d (no CUDA in this build)", device); }
@@ -15,6 +25,26 @@ int nst_cuda_bus_id(int device, char *out, size_t cap)
 {
     (void)device;
     if (cap) out[0] = 0;
+    return -1;
+}
+
+int nst_cuda_uuid(int device, unsigned char out[16])
+{
+    (void)device;
+    memset(out, 0, 16);
+    return -1;
+}
+
+int nst_cuda_context(int device, char *why, size_t cap)
+{
+    snprintf(why, cap, "GPU %d: no CUDA in this build", device);
+    return -1;
+}
+
+int nst_cuda_free_bytes(int device, size_t *free_b, char *why, size_t cap)
+{
+    *free_b = 0;
+    snprintf(why, cap, "GPU %d: no CUDA in this build", device);
     return -1;
 }
 
