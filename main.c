@@ -50,6 +50,16 @@ static int fail_exit(nst_status s)
     return nst_exit_code(s);
 }
 
+/* A device fault (kernels/backend.h: a failed CUDA, cuDNN or cuBLAS call, or its CPU test hook
+ * NSTBATCH_DEVICE_FAULT) ends the job: the failed rank cannot go on, and its peers may be waiting
+ * for it in a collective, where they would hang until the wall-clock limit without a word. */
+static void device_fault(const char *msg)
+{
+    char line[1024];
+    snprintf(line, sizeof line, "device fault: %s; aborting every rank", msg);
+    nst_comm_abort(1, line); /* "nstbatch: error: rank R (host): device fault: ..." */
+}
+
 /* The world MPI started against what the launcher asked for: --expect-ranks N, and the srun
  * singleton trap (open-mpi/ompi #13523): srun without a working PMI starts N processes that each
  * see a world of one. Every singleton is its own rank 0, so only the launcher's task 0 speaks. */
@@ -185,6 +195,8 @@ int main(int argc, char **argv)
     if (s == NST_OK) s = nst_device_open(&cfg, threads, &dev);
     s = nst_comm_agree(s);
     nst_backend *be = dev.be;
+    /* from here a device fault aborts every rank; while devices opened the ranks agreed instead */
+    if (s == NST_OK) nst_backend_set_fatal_handler(device_fault);
     if (s == NST_OK) {
         nst_info("nstbatch %s: %d rank%s; backend: %s%s%s%s\n", NST_VERSION, size, size == 1 ? "" : "s", be->description,
                  be->choice[0] ? " (" : "", be->choice, be->choice[0] ? ")" : "");
@@ -218,6 +230,7 @@ int main(int argc, char **argv)
         nst_weights_free(&weights);
         nst_progress_close(&progress);
     }
+    nst_backend_set_fatal_handler(NULL); /* MPI ends below */
     nst_device_close(&dev);
     nst_jobset_free(&jobs);
     s = nst_comm_agree(s);

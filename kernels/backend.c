@@ -3,6 +3,7 @@
 #include "backend.h"
 
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,21 @@ void nst_backend_close(nst_backend *be)
 {
     if (be && be->profile) nst_profile_detach(be, stderr);
     if (be && be->destroy) be->destroy(be);
+}
+
+static nst_backend_fatal_fn fatal_handler;
+
+void nst_backend_set_fatal_handler(nst_backend_fatal_fn fn) { fatal_handler = fn; }
+
+nst_status nst_backend_fault(const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (fatal_handler) fatal_handler(msg); /* ends the job */
+    return nst_fail(NST_ERUNTIME, "%s", msg);
 }
 
 nst_status nst_backend_check_limit(nst_backend *be, size_t bytes)

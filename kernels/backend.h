@@ -175,6 +175,18 @@ nst_status nst_backend_open_with(const nst_backend_options *o, nst_backend **out
 nst_status nst_backend_open(const char *device, int threads, nst_backend **out);
 void nst_backend_close(nst_backend *be);
 
+/* Device faults. A failed CUDA, cuDNN or cuBLAS call (a sticky error: the device context is lost)
+ * cannot be recovered from, and a rank that returned it from an op between two collectives would
+ * leave its peers waiting in the next one until the job's wall-clock limit. So the backends report
+ * them here: with a handler installed (the program's, once every rank's device is open: main.c,
+ * which aborts every rank with one message) this does not return; without one (tests, tools, and
+ * while devices open, where the ranks agree on the outcome) it records msg and returns
+ * NST_ERUNTIME. Running out of memory is no fault: NST_ENOMEM, which the planner handles and every
+ * rank agrees on. */
+typedef void (*nst_backend_fatal_fn)(const char *msg);
+void nst_backend_set_fatal_handler(nst_backend_fatal_fn fn);
+nst_status nst_backend_fault(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* The backends' allocators call this first: NST_ENOMEM (counted in be->alloc_failures) when bytes
  * more would pass be->limit (the NSTBATCH_MEMORY_LIMIT_MB test hook). */
 nst_status nst_backend_check_limit(nst_backend *be, size_t bytes);

@@ -387,16 +387,14 @@ nst_status nst_objective_eval(nst_objective *o, nst_tile *tiles, int ntiles, int
             /* one pass: forward (Gram sums of this iteration) and backward with the previous D */
             nst_loss_terms now;
             s = zero_grams(o);
+            mark = nst_now();
             for (int i = 0; s == NST_OK && i < ntiles; i++) {
-                double t0 = nst_now();
                 s = forward_tile(o, &tiles[i]);
                 if (s == NST_OK) s = gram_tile(o, &tiles[i]);
-                if (tm) tm->t[NST_T_FORWARD] += nst_now() - t0;
-                t0 = nst_now();
+                nst_timer_lap(tm, NST_T_FORWARD, &mark); /* the laps wait for a GPU's stream */
                 if (s == NST_OK) s = backward_tile(o, &tiles[i], 1);
-                if (tm) tm->t[NST_T_BACKWARD] += nst_now() - t0;
+                nst_timer_lap(tm, NST_T_BACKWARD, &mark);
             }
-            mark = nst_now();
             NST_TRY(check(o, s));
             memset(&now, 0, sizeof now);
             NST_TRY(reduce_grams(o, &now, 1)); /* D for the next iteration; the loss of this one */

@@ -4,6 +4,7 @@
 #ifndef NST_TIMERS_H
 #define NST_TIMERS_H
 
+#include "../kernels/backend.h"
 #include "../util/timer.h"
 
 enum {
@@ -18,6 +19,7 @@ enum {
 
 typedef struct {
     double t[NST_T_COUNT];
+    nst_backend *sync; /* a GPU backend whose stream each lap waits for; NULL on the CPU */
 } nst_timers;
 
 static inline const char *nst_timer_name(int i)
@@ -32,9 +34,15 @@ static inline const char *nst_timer_key(int i)
     return keys[i];
 }
 
-/* Add the time since *mark to phase p (tm may be NULL) and move the mark. */
+/* Add the time since *mark to phase p (tm may be NULL) and move the mark. A GPU backend's ops
+ * only queue work on its stream, so the lap waits for the stream first: without it a phase's
+ * kernels are billed to the next phase that waits for them (the forward's and the Grams' to the
+ * Gram allreduce, Adam's to the next halo exchange). A sync costs microseconds, a phase
+ * milliseconds. Its status is not needed here: a failed sync is a device fault, fatal to the job
+ * (kernels/backend.h), and without the handler the stream's next op reports the sticky error. */
 static inline void nst_timer_lap(nst_timers *tm, int p, double *mark)
 {
+    if (tm && tm->sync) (void)tm->sync->ops->synchronize(tm->sync);
     double now = nst_now();
     if (tm) tm->t[p] += now - *mark;
     *mark = now;

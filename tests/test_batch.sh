@@ -38,6 +38,7 @@ random_width_divisor = 8
 [optim]
 iterations = 30
 [run]
+device = cpu
 threads = 1
 print_every = 10
 precision = fp32

@@ -49,6 +49,7 @@ mode = cheap
 halo = 16
 tile_size = 2048
 [run]
+device = cpu
 print_every = 0
 EOF
 whole=$((W * H * 12))

@@ -52,6 +52,7 @@ iterations = 240
 [tiling]
 tile_size = 64
 [run]
+device = cpu
 threads = 1
 print_every = 40
 EOF

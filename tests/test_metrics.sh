@@ -47,6 +47,7 @@ tile_size = 64
 [pyramid]
 levels = 2
 [run]
+device = cpu
 threads = 1
 print_every = 20
 EOF

@@ -58,6 +58,7 @@ iterations = 4
 [tiling]
 tile_size = 96
 [run]
+device = cpu
 threads = 1
 print_every = 0
 EOF

@@ -74,6 +74,7 @@ random_width_divisor = 8
 [optim]
 iterations = 600
 [run]
+device = cpu
 print_every = 10
 threads = 1
 [metrics]

@@ -53,6 +53,7 @@ iterations = 100
 [tiling]
 tile_size = 64
 [run]
+device = cpu
 threads = 1
 print_every = 50
 EOF

@@ -21,7 +21,7 @@ pass=0 fail=0
 ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
 bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 12; }
 
-printf '[style]\npath = %s/configs/demo/style.png\n[output]\npath = out.tif\npreview = 0\n[optim]\niterations = 0\n' "$ROOT" >"$T/c.ini"
+printf '[style]\npath = %s/configs/demo/style.png\n[output]\npath = out.tif\npreview = 0\n[optim]\niterations = 0\n[run]\ndevice = cpu\n' "$ROOT" >"$T/c.ini"
 while IFS='|' read -r name frag; do
   case "$name" in ''|\#*) continue ;; esac
   out=$(cd "$T" && timeout 60 "$NST" c.ini --set content.path="$C/$name" 2>&1); status=$?

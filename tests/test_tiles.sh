@@ -10,7 +10,8 @@
 # the outputs equal the one-tile render of their precision bit for bit. The cheap mode's
 # deviation is measured and printed. Two runs on the same ranks give identical files. The run
 # record's memory model bounds the measured peak of every rank. A rank that fails stops every
-# rank within seconds with one message. Over an allocation limit the tiles are halved and the
+# rank within seconds with one message, and so does a device fault in an op between collectives
+# (NSTBATCH_DEVICE_FAULT on rank 1), leaving no output. Over an allocation limit the tiles are halved and the
 # level tried again, with the same image.
 set -u
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
@@ -37,6 +38,7 @@ random_width_divisor = 8
 [optim]
 iterations = 20
 [run]
+device = cpu
 threads = 1
 print_every = 0
 precision = fp32
@@ -131,6 +133,38 @@ if [ $status -ne 0 ] && [ $status -ne 124 ] && [ "$errors" -eq 1 ] && grep -q 'r
 else
   bad "a failing rank" "exit status $status (124 = hang), $errors error lines" "$out"
 fi
+
+# ---- a device fault between collectives stops every rank, with one message ---------------------
+# NSTBATCH_DEVICE_FAULT=OP:N (the CPU backend's test hook) fails the N-th call of OP on rank 1 as a
+# sticky CUDA error would, where the other rank is on its way to the next collective: L-BFGS's dot
+# products (before their sum over ranks), the Gram difference (after the Gram allreduce), the halo
+# exchange's upload (after the messages). A device fault aborts every rank; returned as an error,
+# it left the other rank waiting in a collective until the timeout. mpirun's MPMD form sets the
+# variable on rank 1 only; timeout --foreground signals mpirun alone (a 20 s render; 60 s = a hang).
+fault_run() { # fault_run NAME FAULT ARGS...: 2 ranks, FAULT on rank 1; output in $out, status in $status, seconds in $secs
+  local name=$1 fault=$2 start; shift 2
+  start=$(date +%s)
+  out=$(cd "$T" && timeout --foreground 60 mpirun --oversubscribe -np 1 "$NST" tiles.ini --set tiling.tile_size=96 --set output.path="$name.tif" "$@" : \
+        -np 1 env NSTBATCH_DEVICE_FAULT="$fault" "$NST" tiles.ini --set tiling.tile_size=96 --set output.path="$name.tif" "$@" 2>&1); status=$?
+  secs=$(( $(date +%s) - start ))
+}
+for spec in "dot:5 --set optim.method=lbfgs" "gram_diff:30" "upload_rect:40"; do
+  read -r fault args <<<"$spec"
+  op=${fault%%:*}
+  fault_run "fault_$op" "$fault" $args
+  errors=$(grep -c '^nstbatch: error:' <<<"$out")
+  if [ $status -ne 0 ] && [ $status -ne 124 ] && [ "$errors" -eq 1 ] && [ ! -e "$T/fault_$op.tif" ] && [ ! -e "$T/fault_$op.preview.png" ] &&
+     grep -q "^nstbatch: error: rank 1 (.*): device fault: CPU $op: injected device fault at call ${fault#*:} .*; aborting every rank$" <<<"$out"; then
+    ok "a device fault in rank 1's $op (call ${fault#*:}): both ranks stop in ${secs} s, exit $status, one message naming rank 1 and $op, no output"
+  else
+    bad "a device fault in rank 1's $op" "exit status $status (124 = hang) after ${secs} s, $errors error lines" "$out"
+  fi
+done
+# the hook armed past the last call changes nothing: the one-tile image, bit for bit
+fault_run armed gram_diff:1000000000
+d=$("$DIFF" "$T/ref.tif" "$T/armed.tif" 2>&1)
+if [ $status -eq 0 ] && [ "$d" = "max 0 mean 0" ]; then ok "the fault hook armed but never due: the same image as the one-tile render"
+else bad "the fault hook armed, not due" "exit status $status, $d" "$out"; fi
 
 # ---- a tile whose buffers do not fit is halved and the level tried again -------------------------
 # NSTBATCH_MEMORY_LIMIT_MB caps each rank's backend allocations, as a GPU's arena does. Shallow

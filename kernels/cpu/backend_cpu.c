@@ -112,6 +112,62 @@ static nst_status cpu_write(nst_backend *be, void *dst, const void *host, size_t
 static void cpu_range_push(nst_backend *be, const char *name) { (void)be, (void)name; }
 static void cpu_range_pop(nst_backend *be) { (void)be; }
 
+/* ---- the device-fault test hook ---------------------------------------------------------------- */
+/* NSTBATCH_DEVICE_FAULT=OP:N: the N-th call (from 1) of op OP (dot, gram_diff, upload_rect, read or
+ * write) in this process fails as a device fault (kernels/backend.h), as a sticky CUDA error would
+ * surface in an op that sits between two collectives. Set it on one rank with mpirun's MPMD form:
+ * mpirun -np 1 nstbatch a.ini : -np 1 env NSTBATCH_DEVICE_FAULT=dot:3 nstbatch a.ini */
+static struct {
+    char op[16];
+    long long at, calls;
+} fault;
+
+static void fault_arm(void)
+{
+    const char *e = getenv("NSTBATCH_DEVICE_FAULT");
+    memset(&fault, 0, sizeof fault);
+    if (e && sscanf(e, "%15[a-z_]:%lld", fault.op, &fault.at) != 2) fault.at = 0;
+}
+
+/* NST_OK, or the injected fault when this call of op is the one */
+static nst_status fault_check(const char *op)
+{
+    if (fault.at <= 0 || strcmp(op, fault.op) != 0 || ++fault.calls != fault.at) return NST_OK;
+    return nst_backend_fault("CPU %s: injected device fault at call %lld (NSTBATCH_DEVICE_FAULT=%s)", op, fault.at,
+                             getenv("NSTBATCH_DEVICE_FAULT"));
+}
+
+static nst_status hooked_read(nst_backend *be, void *host, const void *src, size_t bytes)
+{
+    NST_TRY(fault_check("read"));
+    return cpu_read(be, host, src, bytes);
+}
+
+static nst_status hooked_write(nst_backend *be, void *dst, const void *host, size_t bytes)
+{
+    NST_TRY(fault_check("write"));
+    return cpu_write(be, dst, host, bytes);
+}
+
+static nst_status hooked_dot(nst_backend *be, const float *a, const float *b, size_t n, double *out)
+{
+    NST_TRY(fault_check("dot"));
+    return cpu_dot(be, a, b, n, out);
+}
+
+static nst_status hooked_gram_diff(nst_backend *be, const double *g, const double *g_prev, double g_scale, const float *a, int c,
+                                   float *d, double *sumsq)
+{
+    NST_TRY(fault_check("gram_diff"));
+    return cpu_gram_diff(be, g, g_prev, g_scale, a, c, d, sumsq);
+}
+
+static nst_status hooked_upload_rect(nst_backend *be, const float *host, nst_tensor *dst, nst_rect r)
+{
+    NST_TRY(fault_check("upload_rect"));
+    return cpu_upload_rect(be, host, dst, r);
+}
+
 static const nst_backend_ops cpu_ops = {
     .alloc = cpu_alloc,
     .free = cpu_free,
@@ -122,7 +178,7 @@ static const nst_backend_ops cpu_ops = {
     .synchronize = cpu_sync,
     .copy_rect = cpu_copy_rect,
     .download_rect = cpu_download_rect,
-    .upload_rect = cpu_upload_rect,
+    .upload_rect = hooked_upload_rect,
     .conv_create = cpu_conv_create,
     .conv_destroy = cpu_conv_destroy,
     .conv_forward = cpu_conv_forward,
@@ -133,16 +189,16 @@ static const nst_backend_ops cpu_ops = {
     .preprocess = cpu_preprocess,
     .preprocess_backward = cpu_preprocess_backward,
     .gram_accumulate = cpu_gram_accumulate,
-    .gram_diff = cpu_gram_diff,
+    .gram_diff = hooked_gram_diff,
     .gram_backward = cpu_gram_backward,
     .mse = cpu_mse,
     .tv = cpu_tv,
     .adam = cpu_adam,
     .sumsq = cpu_sumsq,
-    .dot = cpu_dot,
+    .dot = hooked_dot,
     .axpby = cpu_axpby,
-    .read = cpu_read,
-    .write = cpu_write,
+    .read = hooked_read,
+    .write = hooked_write,
     .range_push = cpu_range_push,
     .range_pop = cpu_range_pop,
 };
@@ -187,6 +243,7 @@ nst_status nst_cpu_backend_open(int threads, nst_precision precision, nst_backen
     }
     be->impl = impl;
     be->ops = &cpu_ops;
+    fault_arm();
     be->act_dtype = precision == NST_PREC_BF16 ? NST_BF16 : NST_F32;
     be->in_dtype = NST_F32;
     be->precision = precision;

@@ -12,9 +12,12 @@ extern "C" {
 #include "../../util/mem.h"
 }
 
+/* A failed CUDA, cuDNN or cuBLAS call is a device fault: fatal to the job once the program has
+ * installed its handler, or a peer may wait for this rank in a collective forever (kernels/backend.h).
+ * The arena's out-of-memory is not reported here: cu_alloc returns NST_ENOMEM, which the planner handles. */
 nst_status cuda_fail(const char *lib, const char *call, const char *what, const char *file, int line)
 {
-    return nst_fail(NST_ERUNTIME, "%s %s: %s (%s:%d)", lib, call, what, file, line);
+    return nst_backend_fault("%s %s: %s (%s:%d)", lib, call, what, file, line);
 }
 
 /* ---- memory ---------------------------------------------------------------------------------- */
