@@ -1,9 +1,9 @@
 /* main.c: nstbatch's entry point. Parses the command line, answers --help, --version,
  * --print-config and --make-weights without MPI, otherwise starts MPI, lets rank 0 resolve and
  * validate the config (and a batch's jobs), broadcasts it, loads the network once, runs the job
- * or the batch, and maps the outcome to the exit status (0 done, 2 bad input, 1 runtime failure;
- * 75 checkpointed on a signal; a batch: the first failed job's). Only rank 0 prints; all ranks
- * stop together. */
+ * or the batch (or --self-test's checks, nst/selftest.h), and maps the outcome to the exit status
+ * (0 done, 2 bad input, 1 runtime failure or a failed self-test; 75 checkpointed on a signal; a
+ * batch: the first failed job's). Only rank 0 prints; all ranks stop together. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +23,8 @@
 #include "nst/job.h"
 #include "nst/style_cache.h"
 #include "nst/random_vgg.h"
+#include "nst/selftest.h"
+#include "io/atomic_file.h"
 #include "util/log.h"
 #include "util/mem.h"
 #include "util/signals.h"
@@ -107,18 +109,32 @@ static nst_status share_jobs(nst_jobset *jobs)
     return nst_comm_agree(s);
 }
 
-static void print_version(void)
+static void print_version(FILE *f)
 {
     char io[256], mpi[256], nccl[128], why[256];
     nst_io_versions(io, sizeof io);
     nst_comm_library_version(mpi, sizeof mpi);
     nst_comm_nccl_version(nccl, sizeof nccl);
     int n = nst_cuda_probe(why, sizeof why);
-    printf("nstbatch %s\n", NST_VERSION);
-    printf("  compute: CPU backend (oneDNN)%s; %s\n", nst_cuda_has_ops() ? " and CUDA backend (cuDNN, cuBLAS)" : "", nst_cuda_build_info());
-    printf("  GPUs visible now: %d%s%s\n", n, n ? "" : " - ", n ? "" : why);
-    printf("  files:   %s\n", io);
-    printf("  MPI:     %s; %s\n", mpi, nccl);
+    fprintf(f, "nstbatch %s\n", NST_VERSION);
+    fprintf(f, "  compute: CPU backend (oneDNN)%s; %s\n", nst_cuda_has_ops() ? " and CUDA backend (cuDNN, cuBLAS)" : "", nst_cuda_build_info());
+    fprintf(f, "  GPUs visible now: %d%s%s\n", n, n ? "" : " - ", n ? "" : why);
+    fprintf(f, "  files:   %s\n", io);
+    fprintf(f, "  MPI:     %s; %s\n", mpi, nccl);
+}
+
+/* --self-test on every rank: the version text and the command line go into its report. */
+static nst_status self_test(const nst_cli *cli, const nst_config *cfg, int threads, int argc, char **argv, int *failed)
+{
+    char versions[2048] = "", command[2048] = "";
+    FILE *f = fmemopen(versions, sizeof versions - 1, "w");
+    if (f) print_version(f), fclose(f);
+    for (int i = 0, n = 0; i < argc && n < (int)sizeof command - 1; i++)
+        n += snprintf(command + n, sizeof command - (size_t)n, "%s%s", i ? " " : "", argv[i]);
+    nst_status s = nst_comm_rank() == 0 && cli->report ? nst_atomic_check_target(cli->report, 1) : NST_OK;
+    NST_TRY(nst_comm_agree(s)); /* a report that cannot be written is refused before the checks run */
+    nst_selftest_opts o = {cli->report, versions, command, threads, device_fault};
+    return nst_selftest_run(cfg, &o, failed);
 }
 
 static int make_weights(const nst_cli *cli)
@@ -146,7 +162,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (cli.version) {
-        if (nst_log_is_root()) print_version();
+        if (nst_log_is_root()) print_version(stdout);
         return 0;
     }
     if (cli.make_weights) return nst_log_is_root() ? make_weights(&cli) : 0;
@@ -163,7 +179,7 @@ int main(int argc, char **argv)
         nst_jobset_free(&jobs);
         return s == NST_OK ? 0 : fail_exit(s);
     }
-    if (!cli.config_path && cli.nsets == 0) {
+    if (!cli.config_path && cli.nsets == 0 && !cli.self_test) {
         s = nst_fail(NST_EINPUT, "no config file given; usage: nstbatch [options] CONFIG.ini (see --help)");
         return fail_exit(s);
     }
@@ -192,6 +208,14 @@ int main(int argc, char **argv)
     memset(&dev, 0, sizeof dev);
     nst_job_result res;
     int threads = cfg.run_threads ? (int)cfg.run_threads : nst_default_threads(nst_comm_local_size());
+    if (s == NST_OK && cli.self_test) {
+        int failed = 0;
+        s = self_test(&cli, &cfg, threads, argc, argv, &failed);
+        nst_jobset_free(&jobs);
+        int code = s != NST_OK ? fail_exit(s) : failed ? 1 : 0;
+        nst_comm_finalize();
+        return code;
+    }
     if (s == NST_OK) s = nst_device_open(&cfg, threads, &dev);
     s = nst_comm_agree(s);
     nst_backend *be = dev.be;

@@ -9,7 +9,8 @@
 #include "../util/text.h"
 
 static const char *options[] = {"--set", "--print-config", "--help", "--version", "--quiet", "--make-weights",
-                                "--seed", "--width-divisor", "--force", "--restart", "--expect-ranks", "--dry-run"};
+                                "--seed", "--width-divisor", "--force", "--restart", "--expect-ranks", "--dry-run",
+                                "--self-test", "--report"};
 
 static nst_status parse_int(const char *opt, const char *v, long long lo, long long hi, long long *out)
 {
@@ -63,6 +64,11 @@ nst_status nst_cli_parse(int argc, char **argv, nst_cli *cli)
             cli->quiet = 1;
         } else if (strcmp(a, "--dry-run") == 0) {
             cli->dry_run = 1;
+        } else if (strcmp(a, "--self-test") == 0) {
+            cli->self_test = 1;
+        } else if (is_opt(a, "--report")) {
+            NST_TRY(option_value(argc, argv, &i, "--report", &cli->report));
+            if (!*cli->report) return nst_fail(NST_EINPUT, "--report needs a file name: --self-test --report FILE");
         } else if (strcmp(a, "--force") == 0) {
             cli->force = 1;
         } else if (strcmp(a, "--restart") == 0) {
@@ -109,6 +115,10 @@ nst_status nst_cli_parse(int argc, char **argv, nst_cli *cli)
     if ((seed_given || div_given) && !cli->make_weights)
         return nst_fail(NST_EINPUT, "--seed and --width-divisor belong to --make-weights; for the renderer use "
                                     "--set model.random_seed=N or --set model.random_width_divisor=N");
+    if (cli->report && !cli->self_test)
+        return nst_fail(NST_EINPUT, "--report FILE belongs to --self-test: nstbatch --self-test --report FILE");
+    if (cli->self_test && (cli->dry_run || cli->make_weights || cli->print_config))
+        return nst_fail(NST_EINPUT, "--self-test renders nothing: it takes no --dry-run, --make-weights or --print-config");
     if (cli->make_weights && (cli->config_path || cli->nsets || cli->print_config))
         return nst_fail(NST_EINPUT, "--make-weights takes no config file, --set or --print-config");
     return NST_OK;
@@ -120,6 +130,7 @@ void nst_cli_help(FILE *f)
             "usage: nstbatch [options] CONFIG.ini\n"
             "       mpirun -np N nstbatch [options] CONFIG.ini\n"
             "       nstbatch --make-weights random OUT.h5 [--seed N] [--width-divisor N] [--force]\n"
+            "       [mpirun -np N] nstbatch --self-test [--report FILE] [CONFIG.ini] [--set ...]\n"
             "\n"
             "Gatys neural style transfer (VGG-19, Gram style loss, content loss, TV) of CONFIG's content\n"
             "image in the style of its style image.\n"
@@ -134,6 +145,11 @@ void nst_cli_help(FILE *f)
             "                           output files; render and write nothing\n"
             "  --expect-ranks N         refuse to run unless MPI started N ranks (the Slurm templates pass\n"
             "                           $SLURM_NTASKS: a launcher without PMI starts N singletons)\n"
+            "  --self-test              check this machine first: every op of the device's backend in each precision\n"
+            "                           against the CPU in fp32, a render on tiles against one tile, and (under mpirun)\n"
+            "                           the Gram allreduce; prints a table, exits 1 if anything fails (about a minute\n"
+            "                           on a GPU). CONFIG and --set choose run.device, run.threads, gpu.* as for a render\n"
+            "  --report FILE            with --self-test: also write versions, devices and failing rows to FILE\n"
             "  --version, -V            version and the libraries this build uses\n"
             "  --help, -h               this text\n"
             "  --make-weights random OUT.h5\n"

@@ -1,6 +1,7 @@
 /* nst/cli.h: the command line.
  *
  *   nstbatch [options] CONFIG.ini
+ *   nstbatch --self-test [--report FILE] [CONFIG.ini] [--set ...]
  *   nstbatch --make-weights random OUT.h5 [--seed N] [--width-divisor N] [--force]
  */
 #ifndef NST_CLI_H
@@ -14,6 +15,8 @@
 
 typedef struct {
     int help, version, print_config, quiet, dry_run;
+    int self_test;        /* --self-test: check this machine's backends and collectives, render nothing */
+    const char *report;   /* --report FILE: the self-test's report for a bug report */
     int restart;          /* --restart: ignore a matching checkpoint, start over */
     const char *restart_jobs; /* --restart=JOB[,JOB...]: only these jobs of a batch */
     int expect_ranks;     /* --expect-ranks N: the MPI world must have N ranks (0: not checked) */

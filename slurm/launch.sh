@@ -2,8 +2,8 @@
 # slurm/launch.sh: run one nstbatch step inside a Slurm batch job, checkpoint at the time limit,
 # requeue, resume. The sbatch templates in slurm/ call it; it refuses to run outside Slurm.
 #
-#   slurm/launch.sh CHECKPOINT_DIR LAUNCHER... nstbatch ARGS...
-#   e.g. slurm/launch.sh ckpt/run1 srun --mpi=pmix ./nstbatch --expect-ranks "$SLURM_NTASKS" job.ini
+#   slurm/launch.sh CHECKPOINT_DIR [--self-test REPORT] LAUNCHER... nstbatch ARGS...
+#   e.g. slurm/launch.sh ckpt/run1 --self-test st.txt srun --mpi=pmix ./nstbatch --expect-ranks "$SLURM_NTASKS" job.ini
 #
 # The template asks for `#SBATCH --signal=B:USR1@120` (USR1 to this batch shell 120 s before
 # the limit; Slurm may send it up to 60 s early) and `#SBATCH --requeue`. This script:
@@ -16,6 +16,10 @@
 #      `scontrol requeue` for the job: the batch script runs again from the top, and nstbatch
 #      resumes from the checkpoint (a finished job is not rendered again);
 #   3. otherwise exits with nstbatch's status.
+# With --self-test REPORT, the job's first start (not a requeued one, whose allocation was checked
+# when it began) runs the same step with `--self-test --report REPORT` before the render, and
+# stops with its status when it fails: a bad GPU, driver or NCCL is found in a minute, not an hour
+# into the render. A signal during the self-test requeues the job at once (no render could finish).
 # NSTBATCH_MAX_REQUEUES (default 20) bounds the requeues (SLURM_RESTART_COUNT).
 set -u
 if [ -z "${SLURM_JOB_ID:-}" ]; then
@@ -23,10 +27,12 @@ if [ -z "${SLURM_JOB_ID:-}" ]; then
   exit 2
 fi
 if [ $# -lt 2 ]; then
-  echo "usage: slurm/launch.sh CHECKPOINT_DIR LAUNCHER... nstbatch ARGS..." >&2
+  echo "usage: slurm/launch.sh CHECKPOINT_DIR [--self-test REPORT] LAUNCHER... nstbatch ARGS..." >&2
   exit 2
 fi
 ckpt=$1; shift
+report=""
+if [ "$1" = "--self-test" ]; then report=${2:?slurm/launch.sh: --self-test needs a report file}; shift 2; fi
 forwarded=""
 child=""
 forward() {
@@ -36,28 +42,46 @@ forward() {
 }
 trap 'forward USR1' USR1
 trap 'forward TERM' TERM
-echo "slurm/launch.sh: $(date -Is) job $SLURM_JOB_ID (restart ${SLURM_RESTART_COUNT:-0}): $*" >&2
-"$@" &
-child=$!
-# `wait` returns early when a trapped signal arrives: wait again until the step is gone
-rc=0
-while :; do
-  wait "$child"; rc=$?
-  kill -0 "$child" 2>/dev/null || break
-done
-# a checkpoint in force: the job's manifest, or a batch's per-job manifests, saying "running"
-running=$(grep -l '^state = running' "$ckpt/manifest" "$ckpt"/*/manifest 2>/dev/null | head -n 1)
-if [ "$rc" -eq 75 ] || { [ -n "$forwarded" ] && [ "$rc" -ne 0 ] && [ -n "$running" ]; }; then
+# step CMD...: run one step in the background, forwarding signals to it, until it is gone; rc
+step() {
+  "$@" &
+  child=$!
+  # `wait` returns early when a trapped signal arrives: wait again until the step is gone
+  rc=0
+  while :; do
+    wait "$child"; rc=$?
+    kill -0 "$child" 2>/dev/null || break
+  done
+  child=""
+}
+# requeue WHY: ask Slurm to run the job again from the top (bounded by NSTBATCH_MAX_REQUEUES)
+requeue() {
   if [ "${SLURM_RESTART_COUNT:-0}" -ge "${NSTBATCH_MAX_REQUEUES:-20}" ]; then
-    echo "slurm/launch.sh: checkpointed (exit $rc) but requeued ${SLURM_RESTART_COUNT} times already (NSTBATCH_MAX_REQUEUES): not again" >&2
+    echo "slurm/launch.sh: $1 but requeued ${SLURM_RESTART_COUNT} times already (NSTBATCH_MAX_REQUEUES): not again" >&2
     exit 75
   fi
-  echo "slurm/launch.sh: $(date -Is) checkpointed in $ckpt (exit $rc): requeueing job $SLURM_JOB_ID" >&2
+  echo "slurm/launch.sh: $(date -Is) $1: requeueing job $SLURM_JOB_ID" >&2
   trap - USR1 TERM
   scontrol requeue "$SLURM_JOB_ID" || { echo "slurm/launch.sh: scontrol requeue failed: requeue by hand" >&2; exit 75; }
   # Slurm now ends this run (TERM) and queues the job again; do not race it with an exit status
   sleep 120
   echo "slurm/launch.sh: the requeue did not end this run: exiting 75" >&2
   exit 75
+}
+if [ -n "$report" ] && [ "${SLURM_RESTART_COUNT:-0}" -eq 0 ]; then
+  echo "slurm/launch.sh: $(date -Is) job $SLURM_JOB_ID: checking the allocation first: $* --self-test --report $report" >&2
+  step "$@" --self-test --report "$report"
+  [ -n "$forwarded" ] && requeue "signalled during the self-test, before the render"
+  if [ "$rc" -ne 0 ]; then
+    echo "slurm/launch.sh: nstbatch --self-test failed (exit $rc): no render started; send $report to the developers" >&2
+    exit "$rc"
+  fi
+fi
+echo "slurm/launch.sh: $(date -Is) job $SLURM_JOB_ID (restart ${SLURM_RESTART_COUNT:-0}): $*" >&2
+step "$@"
+# a checkpoint in force: the job's manifest, or a batch's per-job manifests, saying "running"
+running=$(grep -l '^state = running' "$ckpt/manifest" "$ckpt"/*/manifest 2>/dev/null | head -n 1)
+if [ "$rc" -eq 75 ] || { [ -n "$forwarded" ] && [ "$rc" -ne 0 ] && [ -n "$running" ]; }; then
+  requeue "checkpointed in $ckpt (exit $rc)"
 fi
 exit "$rc"

@@ -16,6 +16,7 @@ suites=(
   "test_device|mpirun --oversubscribe --bind-to none -np 3 $B/tests/test_device"
   "test_backend_ops|$B/tests/test_backend_ops"
   "test_bf16|$B/tests/test_bf16"
+  "test_selftest|tests/test_selftest.sh ./nstbatch $B/asan/nstbatch"
   "test_bf16_cli|tests/test_bf16.sh ./nstbatch $B/tests/image_diff"
   "test_gpu_render|tests/test_gpu_render.sh ./nstbatch $B/tests/image_diff"
   "test_bench|tests/test_bench.sh ./nstbatch $B/bench/conv_layers"

@@ -9,6 +9,7 @@
 # With Slurm (tests/slurm/start_local.sh starts munge, slurmctld and slurmd on localhost; SKIP with
 # the reason when it cannot), each template runs with its GPU lines removed and 2 tasks of 1 CPU:
 # - one-node-srun.sbatch (srun --mpi=pmix) and one-node-mpirun.sbatch, submitted and waited for,
+#   run nstbatch --self-test first (slurm/launch.sh --self-test: passed, its report written) and
 #   write the same image as mpirun -np 2 outside Slurm (a job that can never start on this node is
 #   cancelled at once with its pending reason, not waited for);
 # - a job with a 1-minute limit and --signal=B:USR1@55 is signalled, checkpoints, requeues itself
@@ -114,7 +115,9 @@ run_job() {
 (cd "$T" && timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" job.ini --set output.path=out/ref.tif) >"$T/ref.log" 2>&1 || bad "reference render" "mpirun failed" "$(cat "$T/ref.log")"
 for t in one-node-srun one-node-mpirun cpu-cluster; do
   run_job -o "$T/$t.out" --export=ALL,CKPT="$T/ck-$t" "$T/$t.sbatch" job.ini --set output.path="$T/out/$t.tif"
-  if [ $r -eq 0 ] && grep -q "2 ranks" "$T/$t.out"; then same "sbatch $t.sbatch (2 tasks): the image of mpirun -np 2" out/$t.tif out/ref.tif
+  if [ $r -eq 0 ] && grep -q "2 ranks" "$T/$t.out" && grep -q '^self-test passed: .* on 2 ranks' "$T/$t.out" &&
+     grep -q '^failing rows:' "$(grep -o '/[^ ]*/nstbatch-selftest-[0-9]*\.txt' "$T/$t.out" | head -n 1)"; then
+    same "sbatch $t.sbatch (2 tasks): the self-test passed first (its report written), then the image of mpirun -np 2" out/$t.tif out/ref.tif
   else bad "sbatch $t.sbatch" "$why" "$(cat "$T/$t.out" 2>/dev/null)"; fi
 done
 

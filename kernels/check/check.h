@@ -22,6 +22,7 @@ typedef enum {
     NST_TOL_SUM,            /* double reductions of identical values */
     NST_TOL_F32_MATH,       /* the optimisers' fp32 element arithmetic */
     NST_TOL_EXACT,          /* contracts of the tiling: the same bits, or it fails */
+    NST_TOL_TILED_RENDER,   /* a GPU render on tiles against one tile: max |difference| of pixels in [0,1] */
 } nst_tol_class;
 
 /* The tolerance of class k under precision p, for a result summing `terms` products. */

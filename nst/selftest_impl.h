@@ -1,0 +1,40 @@
+/* nst/selftest_impl.h: the self-test's table of results, shared by its checks (selftest_checks.c)
+ * and its report (selftest.c). Each rank fills one table; rank 0 merges them by op and precision. */
+#ifndef NST_SELFTEST_IMPL_H
+#define NST_SELFTEST_IMPL_H
+
+#include "../kernels/check/check.h"
+#include "device.h"
+
+typedef struct {
+    char op[48], prec[24], worst[120];
+    int cases, failed, rank;
+    double err, tol; /* of the worst case (largest err / tol) */
+} st_row;
+
+#define ST_MAX_ROWS 192
+
+typedef struct {
+    int n;
+    char device[256]; /* "host: backend description" */
+    st_row row[ST_MAX_ROWS];
+} st_table;
+
+/* One comparison (cases = 0: a check that could not apply here, with the reason in `worst`). */
+void st_add(st_table *t, const char *op, const char *prec, int cases, int failed, double err, double tol, const char *worst);
+
+/* The device a rank's render used, kept for the harness, which opens its own backends on it
+ * once the render's has closed (each takes run.memory_gb of the GPU). */
+typedef struct {
+    int gpu;     /* -1: the CPU */
+    int sharers; /* ranks of this node on that GPU */
+} st_device;
+
+/* The op harness on that device, in each precision it has. */
+nst_status st_harness(st_table *t, const st_device *d, const nst_config *cfg, int threads);
+/* A small render on one tile against several, on d's backend. */
+nst_status st_render(st_table *t, nst_backend *be, int threads);
+/* The Gram allreduce over the ranks on every path d has, against the exact sum. Collective. */
+nst_status st_allreduce(st_table *t, nst_device *d);
+
+#endif

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# tests/test_selftest.sh: nstbatch --self-test, as a user runs it first on a new machine.
+#
+#   tests/test_selftest.sh NSTBATCH ASAN_NSTBATCH
+#
+# - One rank: the table (the op harness in each precision the device has, the render on 6 tiles
+#   against one tile) and "self-test passed", exit 0; on a GPU host this is the GPU's own check.
+# - Two ranks: the Gram allreduce against the exact sum, every rank's device listed, and the
+#   --report file (versions, command, devices, table, "failing rows: none").
+# - A rank that fails (rank 1 given a 2 MiB allocation limit): exit 1, "self-test FAILED", and
+#   the report's failing rows name rank 1; rank 0's checks still pass.
+# - CONFIG and --set choose the device as for a render (run.precision = fp32 renders in fp32).
+# - Bad flags exit 2 with one error before any check runs; the self-test is clean under ASan.
+# The multi-rank cases pin run.device = cpu: a one-GPU host refuses two ranks on its GPU.
+NST=$(readlink -f "$1") ASAN=$(readlink -f "$2")
+. "$(dirname "$0")/lib.sh" test_selftest
+MPI=(mpirun --oversubscribe --bind-to none)
+
+# st LOG ARGS...: the self-test with ARGS (a command before --, e.g. mpirun), output in T/LOG.log
+st() {
+  local log=$1; shift
+  (cd "$T" && timeout --foreground 300 "$@") >"$T/$log.log" 2>&1
+  rc=$?
+}
+row() { grep -E "^  $2 " "$T/$1.log"; } # row LOG OP: the table's row for OP
+
+st one "$NST" --self-test
+rows=$(grep -cE '  (ok|FAIL|n/a) ' "$T/one.log")
+if [ $rc -eq 0 ] && grep -q '^self-test passed: ' "$T/one.log" && row one "render on 6 tiles" | grep -q ' ok ' &&
+   row one "gram allreduce" | grep -q 'n/a.*mpirun'; then
+  ok "one rank: exit 0, $rows rows, $(grep '^self-test' "$T/one.log")"
+  sed 's/^/    | /' "$T/one.log" # the table, in the test log (and CI's)
+else bad "one rank" "exit $rc" "$(cat "$T/one.log")"; fi
+# where the device has a second precision (a GPU, or a CPU with bf16), every op was compared
+if grep -qE '^  rank 0 on .*(CUDA|bf16)' "$T/one.log"; then
+  ops=$(grep -cE '^  (conv_|gram_|pool_|relu_|mse |tv |adam|dot|axpby|copy_rect|preprocess)' "$T/one.log")
+  if [ "$ops" -ge 25 ] && ! grep -q ' FAIL ' "$T/one.log"; then ok "every op compared in the device's other precision ($ops rows)"
+  else bad "the op harness rows" "$ops rows" "$(cat "$T/one.log")"; fi
+else
+  skip "the op harness: this CPU has no bf16 ($(row one 'op harness'))"
+fi
+
+st two "${MPI[@]}" -np 2 "$NST" --self-test --set run.device=cpu --report "$T/two.txt"
+if [ $rc -eq 0 ] && row two "gram allreduce \(MPI\)" | grep -q ' ok .*over 2 ranks, against the exact sum' &&
+   [ "$(grep -c '^  rank [01] on ' "$T/two.log")" -eq 2 ]; then
+  ok "two ranks: the Gram allreduce against the exact sum (max error $(row two 'gram allreduce \(MPI\)' | awk '{print $6}'))"
+else bad "two ranks" "exit $rc" "$(cat "$T/two.log")"; fi
+if [ -f "$T/two.txt" ] && grep -q '^nstbatch [0-9]' "$T/two.txt" && grep -q '^command: .*--self-test' "$T/two.txt" &&
+   grep -q '^  rank 1 on ' "$T/two.txt" && grep -A1 '^failing rows:' "$T/two.txt" | grep -q '^  none' &&
+   [ "$(tail -n 1 "$T/two.txt")" = "$(grep '^self-test' "$T/two.log")" ]; then
+  ok "--report: versions, command, devices, table and closing line ($(wc -l <"$T/two.txt") lines)"
+else bad "--report" "content" "$(cat "$T/two.txt" 2>&1)"; fi
+
+# rank 1 cannot allocate: its rows fail, the report names it, the exit status says so
+st failing "${MPI[@]}" -np 1 "$NST" --self-test --set run.device=cpu --report "$T/failing.txt" : \
+  -np 1 env NSTBATCH_MEMORY_LIMIT_MB=2 "$NST" --self-test --set run.device=cpu --report "$T/failing.txt"
+if [ $rc -eq 1 ] && grep -q '^self-test FAILED: .*send the report' "$T/failing.log" &&
+   grep -A3 '^failing rows:' "$T/failing.txt" | grep -q 'worst on rank 1 ' && ! grep -q 'worst on rank 0 ' "$T/failing.txt"; then
+  ok "a failing rank: exit 1, $(grep '^self-test' "$T/failing.log" | cut -c1-60)..., the report names rank 1"
+else bad "a failing rank" "exit $rc" "$(cat "$T/failing.log" "$T/failing.txt" 2>&1)"; fi
+
+printf '[run]\nprecision = fp32\nthreads = 1\n' >"$T/fp32.ini"
+st fp32 "$NST" --self-test fp32.ini
+if [ $rc -eq 0 ] && row fp32 "render on 6 tiles" | grep -q ' fp32 .* ok ' && grep -q '^  rank 0 on .*fp32.*1 thread' "$T/fp32.log"; then
+  ok "CONFIG chooses the device: run.precision = fp32 renders in fp32 on 1 thread"
+else bad "CONFIG for the self-test" "exit $rc" "$(cat "$T/fp32.log")"; fi
+
+# bad input: exit 2, one error, no table
+bad_input() { # NAME FRAGMENT ARGS...
+  local name=$1 frag=$2; shift 2
+  st "$name" "$@"
+  if one_error "$name" 2 "$frag" && ! grep -q '^  op ' "$T/$name.log"; then ok "$name: exit 2, $(grep '^nstbatch: error:' "$T/$name.log" | cut -c1-100)"
+  else bad "$name" "exit $rc" "$(cat "$T/$name.log")"; fi
+}
+bad_input "--report without --self-test" "FILE belongs to --self-test" "$NST" --report x.txt
+bad_input "--self-test with --dry-run" "renders nothing: it takes no --dry-run" "$NST" --self-test --dry-run
+bad_input "a report that cannot be written" "no/such/dir" "$NST" --self-test --report "$T/no/such/dir/r.txt"
+bad_input "a bad run.device" "run.device" "$NST" --self-test --set run.device=gpu
+
+# (leaks are not checked: Open MPI's own allocations at exit would drown ours, as in test_cli)
+ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 st asan "$ASAN" --self-test --set run.threads=1
+if [ $rc -eq 0 ] && ! grep -q 'ERROR: AddressSanitizer\|runtime error' "$T/asan.log"; then ok "clean under ASan ($(grep '^self-test' "$T/asan.log"))"
+else bad "ASan" "exit $rc" "$(cat "$T/asan.log")"; fi
+finish
