@@ -80,7 +80,7 @@ endif
 
 ALLCFLAGS += -DNST_BUILD_FLAGS='"$(FLAVOUR) build: $(CC) $(CFLAGS)"'
 
-LIB_SRC := $(sort $(wildcard util/*.c tiler/*.c io/*.c kernels/*.c kernels/cpu/*.c kernels/check/*.c nst/*.c mpi/*.c))
+LIB_SRC := $(sort $(wildcard util/*.c tiler/*.c io/*.c kernels/*.c kernels/cpu/*.c kernels/check/*.c nst/*/*.c mpi/*.c))
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(patsubst %,$(BUILD)/obj/%.o,$(basename $(CUDA_OBJ)))
 LIB     := $(BUILD)/libnst.a
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))  # test_gram_tiled runs under mpirun

@@ -1,7 +1,7 @@
 /* main.c: nstbatch's entry point. Parses the command line, answers --help, --version,
  * --print-config and --make-weights without MPI, otherwise starts MPI, lets rank 0 resolve and
  * validate the config (and a batch's jobs), broadcasts it, loads the network once, runs the job
- * or the batch (or --self-test's checks, nst/selftest.h), and maps the outcome to the exit status
+ * or the batch (or --self-test's checks, nst/run/selftest.h), and maps the outcome to the exit status
  * (0 done, 2 bad input, 1 runtime failure or a failed self-test; 75 checkpointed on a signal; a
  * batch: the first failed job's). Only rank 0 prints; all ranks stop together. */
 #include <stdio.h>
@@ -14,16 +14,16 @@
 #include "kernels/backend.h"
 #include "kernels/cuda/cuda.h"
 #include "mpi/comm.h"
-#include "nst/cli.h"
+#include "nst/run/cli.h"
 #include "io/jobs.h"
-#include "nst/batch.h"
-#include "nst/checkpoint.h"
-#include "nst/device.h"
-#include "nst/progress.h"
-#include "nst/job.h"
-#include "nst/style_cache.h"
-#include "nst/random_vgg.h"
-#include "nst/selftest.h"
+#include "nst/run/batch.h"
+#include "nst/optim/checkpoint.h"
+#include "nst/run/device.h"
+#include "nst/optim/progress.h"
+#include "nst/run/job.h"
+#include "nst/optim/style_cache.h"
+#include "nst/model/random_vgg.h"
+#include "nst/run/selftest.h"
 #include "io/atomic_file.h"
 #include "util/log.h"
 #include "util/mem.h"

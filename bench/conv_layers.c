@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "../kernels/backend.h"
-#include "../nst/vgg.h"
+#include "../nst/model/vgg.h"
 #include "../util/mem.h"
 
 static double now(void)

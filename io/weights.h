@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../nst/vgg.h"
 #include "../util/status.h"
+#include "vgg_layers.h"
 
 #define NST_MAX_CHANNELS 4096
 

@@ -164,7 +164,7 @@ typedef struct {
     double memory_gb;        /* run.memory_gb: a cap on the arena; 0 = the rank's share of free memory */
     int collective_ranks;    /* ranks the Gram sums span: above 1 on an unshared GPU, NCCL will need memory of its own */
     size_t gpu_free_bytes;   /* the GPU's free memory, agreed by the ranks sharing it once all their contexts exist
-                              * (nst/device.c); each sizes its arena from 1/gpu_sharers of it. 0: measure at open */
+                              * (nst/run/device.c); each sizes its arena from 1/gpu_sharers of it. 0: measure at open */
 } nst_backend_options;
 
 /* Open a backend. be->choice says why run.device = auto chose it. NSTBATCH_MEMORY_LIMIT_MB (a test

@@ -1,5 +1,5 @@
 /* mpi/nccl.c: the Gram allreduce on device buffers with NCCL, one communicator per rank group.
- * The world's is made when the device opens (nst/device.c); a group's is split from its parent's
+ * The world's is made when the device opens (nst/run/device.c); a group's is split from its parent's
  * when the group is made (nst_comm_split), sharing the parent's resources (splitShare), not at the
  * group's first Gram sum, where it allocated device memory in the middle of an iteration.
  *

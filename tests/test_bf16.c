@@ -9,8 +9,8 @@
  * The loss itself agrees to about 1e-4.
  * SKIPs where the CPU has no bf16. */
 #include "../io/image.h"
-#include "../nst/objective.h"
-#include "../nst/random_vgg.h"
+#include "../nst/optim/objective.h"
+#include "../nst/model/random_vgg.h"
 #include "../util/mem.h"
 #include "test.h"
 

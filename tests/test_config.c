@@ -4,8 +4,8 @@
 #include <stdio.h>
 
 #include "../io/config.h"
-#include "../nst/cli.h"
-#include "../nst/job.h"
+#include "../nst/run/cli.h"
+#include "../nst/run/job.h"
 #include "test.h"
 
 static nst_status parse(nst_config *c, const char *text)

@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../nst/layout.h"
-#include "../nst/objective.h"
-#include "../nst/random_vgg.h"
-#include "../nst/vgg.h"
+#include "../nst/optim/layout.h"
+#include "../nst/optim/objective.h"
+#include "../nst/model/random_vgg.h"
+#include "../nst/model/vgg.h"
 #include "../tiler/rect.h"
 #include "test.h"
 

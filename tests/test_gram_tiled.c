@@ -12,9 +12,9 @@
 #include <stdlib.h>
 
 #include "../mpi/comm.h"
-#include "../nst/layout.h"
-#include "../nst/random_vgg.h"
-#include "../nst/render.h"
+#include "../nst/optim/layout.h"
+#include "../nst/model/random_vgg.h"
+#include "../nst/optim/render.h"
 #include "../util/mem.h"
 #include "test.h"
 

@@ -11,8 +11,8 @@
  *    as step^2; at the best step (1e-4) they agree to <= 2e-2. (That is the precision limit of
  *    finite differences through an fp32 ReLU network, and why check 1 exists.)
  */
-#include "../nst/objective.h"
-#include "../nst/random_vgg.h"
+#include "../nst/optim/objective.h"
+#include "../nst/model/random_vgg.h"
 #include "../util/mem.h"
 #include "naive.h"
 #include "test.h"

@@ -9,8 +9,8 @@
 
 #include "../io/weights.h"
 #include "../kernels/backend.h"
-#include "../nst/net.h"
-#include "../nst/random_vgg.h"
+#include "../nst/model/net.h"
+#include "../nst/model/random_vgg.h"
 #include "../util/mem.h"
 #include "test.h"
 

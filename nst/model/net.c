@@ -1,4 +1,4 @@
-/* nst/net.c: forward and input-gradient backward of the VGG-19 stack (see net.h). */
+/* nst/model/net.c: forward and input-gradient backward of the VGG-19 stack (see net.h). */
 #include "net.h"
 
 #include <string.h>

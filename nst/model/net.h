@@ -1,4 +1,4 @@
-/* nst/net.h: the VGG-19 feature stack bound to a backend, and its walk over one tile.
+/* nst/model/net.h: the VGG-19 feature stack bound to a backend, and its walk over one tile.
  *
  * Forward runs the layers up to the deepest one in use and keeps every layer's output (the ReLU
  * outputs serve as ReLU masks and as features, the pool outputs as max-pool arguments).
@@ -8,8 +8,8 @@
 #ifndef NST_NET_H
 #define NST_NET_H
 
-#include "../io/weights.h"
-#include "../kernels/backend.h"
+#include "../../io/weights.h"
+#include "../../kernels/backend.h"
 #include "vgg.h"
 
 typedef struct {

@@ -1,11 +1,11 @@
-/* nst/random_vgg.c: the seeded random VGG-19 (see random_vgg.h). */
+/* nst/model/random_vgg.c: the seeded random VGG-19 (see random_vgg.h). */
 #include "random_vgg.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "../util/rng.h"
+#include "../../util/rng.h"
 #include "vgg.h"
 
 nst_status nst_weights_random(nst_weights *w, uint64_t seed, int divisor)

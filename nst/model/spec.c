@@ -1,4 +1,4 @@
-/* nst/spec.c: parsing and checking the loss specification (see spec.h). */
+/* nst/model/spec.c: parsing and checking the loss specification (see spec.h). */
 #include "spec.h"
 
 #include <errno.h>

@@ -1,11 +1,11 @@
-/* nst/spec.h: the loss, as the config describes it: which VGG-19 layers carry the content and
+/* nst/model/spec.h: the loss, as the config describes it: which VGG-19 layers carry the content and
  * style terms, their weights, the TV weight and the pooling. Parsing checks the names against
  * the layer table; an error names the config line the value came from. */
 #ifndef NST_SPEC_H
 #define NST_SPEC_H
 
-#include "../io/config.h"
-#include "../kernels/backend.h"
+#include "../../io/config.h"
+#include "../../kernels/backend.h"
 #include "vgg.h"
 
 typedef struct {

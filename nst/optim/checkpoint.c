@@ -1,4 +1,4 @@
-/* nst/checkpoint.c: checkpoint generations, the manifest, resume decisions (see checkpoint.h). */
+/* nst/optim/checkpoint.c: checkpoint generations, the manifest, resume decisions (see checkpoint.h). */
 #define _GNU_SOURCE
 #include "checkpoint.h"
 
@@ -11,13 +11,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../io/atomic_file.h"
-#include "../mpi/comm.h"
-#include "../util/log.h"
-#include "../util/mem.h"
-#include "../util/signals.h"
-#include "../util/sysmem.h"
-#include "../util/timer.h"
+#include "../../io/atomic_file.h"
+#include "../../mpi/comm.h"
+#include "../../util/log.h"
+#include "../../util/mem.h"
+#include "../../util/signals.h"
+#include "../../util/sysmem.h"
+#include "../../util/timer.h"
 
 #define MANIFEST_FORMAT 2 /* 2: levels counted from 1, as every message counts them; 1 (read too): from 0 */
 #define HASH_SEED 0x6e7374636b7074ull /* "nstckpt" */

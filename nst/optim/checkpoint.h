@@ -1,4 +1,4 @@
-/* nst/checkpoint.h: checkpoint and restart of a job (checkpoint.path, .every, .minutes).
+/* nst/optim/checkpoint.h: checkpoint and restart of a job (checkpoint.path, .every, .minutes).
  *
  * A checkpoint is one file per rank (io/ckpt_file.h: the rank's tiles' optimised pixels, the
  * optimiser state, the lagged Gram) and a manifest, written by rank 0 after every rank's file is
@@ -22,9 +22,9 @@
 
 #include <stdint.h>
 
-#include "../io/ckpt_file.h"
-#include "../io/config.h"
-#include "../kernels/backend.h"
+#include "../../io/ckpt_file.h"
+#include "../../io/config.h"
+#include "../../kernels/backend.h"
 
 #define NST_CKPT_MAX_LEVELS 16
 

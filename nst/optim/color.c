@@ -1,4 +1,4 @@
-/* nst/color.c: colour statistics, histogram matching by mean and covariance, luminance-only
+/* nst/optim/color.c: colour statistics, histogram matching by mean and covariance, luminance-only
  * transfer (see color.h). */
 #include "color.h"
 

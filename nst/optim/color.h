@@ -1,4 +1,4 @@
-/* nst/color.h: colour control (Gatys et al., "Controlling Perceptual Factors in Neural Style
+/* nst/optim/color.h: colour control (Gatys et al., "Controlling Perceptual Factors in Neural Style
  * Transfer", 2017), with statistics over the whole image, never per tile.
  *
  *   color.mode = luminance   luminance-only transfer: the network sees the luminance Y of content
@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 
-#include "../util/status.h"
+#include "../../util/status.h"
 
 typedef enum { NST_COLOR_NONE, NST_COLOR_LUMINANCE, NST_COLOR_MATCH } nst_color_mode;
 

@@ -1,4 +1,4 @@
-/* nst/inputs.c: inputs at a working resolution, by region where the format allows (see inputs.h). */
+/* nst/optim/inputs.c: inputs at a working resolution, by region where the format allows (see inputs.h). */
 #include "inputs.h"
 
 #include <math.h>
@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../io/resample.h"
-#include "../mpi/comm.h"
-#include "../util/log.h"
-#include "../util/mem.h"
-#include "../util/timer.h"
+#include "../../io/resample.h"
+#include "../../mpi/comm.h"
+#include "../../util/log.h"
+#include "../../util/mem.h"
+#include "../../util/timer.h"
 
 void nst_output_size(const nst_config *cfg, int cw, int ch, int *w, int *h)
 {

@@ -1,4 +1,4 @@
-/* nst/inputs.h: input images at a working resolution, where they are needed, without any rank
+/* nst/optim/inputs.h: input images at a working resolution, where they are needed, without any rank
  * holding a gigapixel input.
  *
  * Rank 0 opens the content first (its header gives the output size). Once a layout is known,
@@ -12,11 +12,11 @@
 #ifndef NST_INPUTS_H
 #define NST_INPUTS_H
 
-#include "../io/config.h"
-#include "../io/image.h"
-#include "../io/source.h"
+#include "../../io/config.h"
+#include "../../io/image.h"
+#include "../../io/source.h"
 #include "layout.h"
-#include "spec.h"
+#include "../model/spec.h"
 
 typedef struct {
     int W, H;            /* the output size */

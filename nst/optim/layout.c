@@ -1,4 +1,4 @@
-/* nst/layout.c: tile size, halo, ownership, Gram strategy and the memory model (see layout.h). */
+/* nst/optim/layout.c: tile size, halo, ownership, Gram strategy and the memory model (see layout.h). */
 #include "layout.h"
 #include "lbfgs.h"
 
@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/log.h"
-#include "../util/mem.h"
-#include "../util/sysmem.h"
+#include "../../util/log.h"
+#include "../../util/mem.h"
+#include "../../util/sysmem.h"
 
 static size_t acts_bytes(const nst_net *net, int h, int w) { return nst_acts_bytes(net, h, w); }
 

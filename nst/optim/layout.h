@@ -1,4 +1,4 @@
-/* nst/layout.h: how the image is split: the tile size and halo, which rank owns which tile, how
+/* nst/optim/layout.h: how the image is split: the tile size and halo, which rank owns which tile, how
  * the global Gram meets the backward, and the memory each rank needs for it. Every rank computes
  * the same layout from the same inputs (no communication).
  *
@@ -12,18 +12,18 @@
  *     or 24 * window_px (cheap mode: Adam m and v over the optimised window)
  *   + 16 * C_l^2 per style layer (target and difference fp32, Gram sums fp64; 24 when lagged)
  * with acts(h x w) = b * (3 hw + sum_l C_l h_l w_l + 2 max_l C_l h_l w_l), b the activation's bytes
- * (4 in fp32, 2 in bf16; nst/net.c), the shapes of nst_net_shape. The style targets are computed before the render, tiled within the same budget
- * (nst/style.h). Host staging for the halo exchange and the CPU backend's scratch (at most 16 MiB
+ * (4 in fp32, 2 in bf16; nst/model/net.c), the shapes of nst_net_shape. The style targets are computed before the render, tiled within the same budget
+ * (nst/optim/style.h). Host staging for the halo exchange and the CPU backend's scratch (at most 16 MiB
  * per Gram call) come on top.
  */
 #ifndef NST_LAYOUT_H
 #define NST_LAYOUT_H
 
-#include "../io/config.h"
-#include "../tiler/grid.h"
-#include "net.h"
+#include "../../io/config.h"
+#include "../../tiler/grid.h"
+#include "../model/net.h"
 #include "objective.h"
-#include "spec.h"
+#include "../model/spec.h"
 
 typedef struct {
     nst_grid grid;

@@ -1,10 +1,10 @@
-/* nst/lbfgs.c: L-BFGS sharded by tile with tile-ordered dot products (see lbfgs.h). */
+/* nst/optim/lbfgs.c: L-BFGS sharded by tile with tile-ordered dot products (see lbfgs.h). */
 #include "lbfgs.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "../util/mem.h"
+#include "../../util/mem.h"
 #include "checkpoint.h"
 #include <stdio.h>
 

@@ -1,4 +1,4 @@
-/* nst/lbfgs.h: L-BFGS on pixels spread over tiles and ranks.
+/* nst/optim/lbfgs.h: L-BFGS on pixels spread over tiles and ranks.
  *
  * The history (s, y pairs) and the search direction are sharded like the pixels: each rank keeps
  * the values of its tiles' cores. The two-loop recursion needs only dot products, summed over
@@ -16,7 +16,7 @@
 #ifndef NST_LBFGS_H
 #define NST_LBFGS_H
 
-#include "../kernels/backend.h"
+#include "../../kernels/backend.h"
 #include "objective.h"
 
 typedef struct {

@@ -1,4 +1,4 @@
-/* nst/levels.c: one job, coarse to fine (see levels.h). */
+/* nst/optim/levels.c: one job, coarse to fine (see levels.h). */
 #include "levels.h"
 
 #include <math.h>
@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../io/resample.h"
-#include "../mpi/comm.h"
-#include "../util/log.h"
-#include "../util/mem.h"
-#include "../util/timer.h"
+#include "../../io/resample.h"
+#include "../../mpi/comm.h"
+#include "../../util/log.h"
+#include "../../util/mem.h"
+#include "../../util/timer.h"
 #include "checkpoint.h"
 #include "color.h"
 #include "move.h"

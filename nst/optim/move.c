@@ -1,10 +1,10 @@
-/* nst/move.c: moving rectangles of pixels between layouts (see move.h). */
+/* nst/optim/move.c: moving rectangles of pixels between layouts (see move.h). */
 #include "move.h"
 
 #include <string.h>
 
-#include "../mpi/comm.h"
-#include "../util/mem.h"
+#include "../../mpi/comm.h"
+#include "../../util/mem.h"
 
 nst_status nst_move_run(const nst_move *mv, size_t held, size_t *peak)
 {

@@ -1,4 +1,4 @@
-/* nst/move.h: pixels from one layout to another. Source rectangles (render cores, output tiles,
+/* nst/optim/move.h: pixels from one layout to another. Source rectangles (render cores, output tiles,
  * halved pieces...) belong to ranks; destination rectangles (output tiles, the source footprints
  * of the next pyramid level's windows...) belong to ranks; a plan lists their intersections
  * (tiler/). Each intersection is produced by its source's owner (a copy, or a conversion such as
@@ -9,8 +9,8 @@
 
 #include <stddef.h>
 
-#include "../tiler/grid.h"
-#include "../util/status.h"
+#include "../../tiler/grid.h"
+#include "../../util/status.h"
 
 /* Produce rect r (image coordinates) of source `src` into dst, rows `stride` bytes apart. */
 typedef void (*nst_produce_fn)(void *ctx, int src, nst_rect r, unsigned char *dst, size_t stride);

@@ -1,4 +1,4 @@
-/* nst/objective.c: the Gatys objective over tiles with global statistics (see objective.h). */
+/* nst/optim/objective.c: the Gatys objective over tiles with global statistics (see objective.h). */
 #include "objective.h"
 
 #include "checkpoint.h"
@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../util/mem.h"
+#include "../../util/mem.h"
 
 /* Relative-error normalisers: a target of (near) zero norm would divide by zero; it then counts
  * as an absolute error instead. */

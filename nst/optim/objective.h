@@ -1,4 +1,4 @@
-/* nst/objective.h: the Gatys objective over a whole image, evaluated tile by tile with ONE global
+/* nst/optim/objective.h: the Gatys objective over a whole image, evaluated tile by tile with ONE global
  * style statistic.
  *
  *   L = content_weight * sum_l ||F_l - P_l||^2 / ||P_l||^2          (content layers l)
@@ -26,10 +26,10 @@
 #ifndef NST_OBJECTIVE_H
 #define NST_OBJECTIVE_H
 
-#include "../io/weights.h"
-#include "../tiler/rect.h"
-#include "net.h"
-#include "spec.h"
+#include "../../io/weights.h"
+#include "../../tiler/rect.h"
+#include "../model/net.h"
+#include "../model/spec.h"
 #include "timers.h"
 
 /* What the algorithm needs from the other ranks (mpi/ provides it; NULL members: one process). */
@@ -90,13 +90,13 @@ nst_status nst_objective_init(nst_objective *o, const nst_loss_spec *spec, nst_n
 void nst_objective_free(nst_objective *o);
 
 /* Style targets from a whole style image (fp32 h x w x 3 in [0,1], host memory), on one process
- * (tests, nst_render_image; a job computes them tiled over its ranks: nst/style.h). */
+ * (tests, nst_render_image; a job computes them tiled over its ranks: nst/optim/style.h). */
 nst_status nst_objective_set_style(nst_objective *o, const float *style, int w, int h);
 /* The style targets of a whole style image on this process, downloaded (A[k] allocated: host
  * C x C per style layer, nst_free them). */
 nst_status nst_objective_style_targets(const nst_loss_spec *spec, nst_backend *be, const nst_weights *w, const float *style, int sw, int sh,
                                        float **A, double *normA);
-/* Style targets given (host C x C per style layer, and their squared norms), e.g. from nst/style.h. */
+/* Style targets given (host C x C per style layer, and their squared norms), e.g. from nst/optim/style.h. */
 nst_status nst_objective_set_targets(nst_objective *o, float *const *A, const double *normA);
 /* Give every rank rank 0's style targets (after rank 0 alone called set_style). */
 nst_status nst_objective_share_style(nst_objective *o);

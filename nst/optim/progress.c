@@ -1,4 +1,4 @@
-/* nst/progress.c: the live line, the rows, JSON lines, the Prometheus file, GPU warnings (see
+/* nst/optim/progress.c: the live line, the rows, JSON lines, the Prometheus file, GPU warnings (see
  * progress.h). */
 #define _GNU_SOURCE
 #include "progress.h"
@@ -12,12 +12,12 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "../io/atomic_file.h"
-#include "../mpi/comm.h"
-#include "../util/log.h"
-#include "../util/mem.h"
-#include "../util/text.h"
-#include "../util/timer.h"
+#include "../../io/atomic_file.h"
+#include "../../mpi/comm.h"
+#include "../../util/log.h"
+#include "../../util/mem.h"
+#include "../../util/text.h"
+#include "../../util/timer.h"
 
 enum { WARN_UTIL = 1, WARN_MEM = 2, WARN_TEMP = 4, WARN_POWER = 8 };
 

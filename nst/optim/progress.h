@@ -1,4 +1,4 @@
-/* nst/progress.h: what a running render tells its users, and the metrics it leaves.
+/* nst/optim/progress.h: what a running render tells its users, and the metrics it leaves.
  *
  * Rank 0 (of a batch group: the group's rank 0) shows the level, iteration, loss terms,
  * megapixel-iterations per second and the ETA of the whole job (pixel-iterations left over all
@@ -14,8 +14,8 @@
 #ifndef NST_PROGRESS_H
 #define NST_PROGRESS_H
 
-#include "../io/config.h"
-#include "../util/gpu_monitor.h"
+#include "../../io/config.h"
+#include "../../util/gpu_monitor.h"
 #include "objective.h"
 #include "timers.h"
 

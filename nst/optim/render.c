@@ -1,4 +1,4 @@
-/* nst/render.c: the tiled optimisation loop of one image (see render.h). */
+/* nst/optim/render.c: the tiled optimisation loop of one image (see render.h). */
 #include "render.h"
 
 #include <stdio.h>
@@ -6,11 +6,11 @@
 #include <signal.h>
 #include <string.h>
 
-#include "../mpi/comm.h"
-#include "../util/log.h"
-#include "../util/mem.h"
-#include "../util/rng.h"
-#include "../util/signals.h"
+#include "../../mpi/comm.h"
+#include "../../util/log.h"
+#include "../../util/mem.h"
+#include "../../util/rng.h"
+#include "../../util/signals.h"
 #include "checkpoint.h"
 #include "lbfgs.h"
 #include "progress.h"
@@ -601,7 +601,7 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
     nst_tile *tiles = NULL;
     int have_net = 0, have_obj = 0, have_shared = 0;
     memset(st, 0, sizeof *st);
-    st->timers.sync = be->gpu_stream ? be : NULL; /* the phase timers wait for a GPU's stream (nst/timers.h) */
+    st->timers.sync = be->gpu_stream ? be : NULL; /* the phase timers wait for a GPU's stream (nst/optim/timers.h) */
     memset(&ex, 0, sizeof ex);
     memset(&lb, 0, sizeof lb);
     be->bytes_peak = be->bytes_in_use; /* the peak of this render (the style targets came and went before) */
@@ -614,7 +614,7 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
         s = nst_objective_init(&obj, ctx->spec, &net, ctx->coll, L->gram, L->gram != NST_GRAM_RESIDENT ? &shared : NULL,
                                ctx->img_w, ctx->img_h);
     have_obj = s == NST_OK;
-    /* the style targets, computed before the render (nst/style.h) */
+    /* the style targets, computed before the render (nst/optim/style.h) */
     if (s == NST_OK && ctx->targets) s = nst_objective_set_targets(&obj, ctx->targets, ctx->normA);
     s = agree(ctx, s);
     if (s == NST_OK && want_shared) {

@@ -1,4 +1,4 @@
-/* nst/render.h: the optimisation of one image over this rank's tiles: targets, initialisation,
+/* nst/optim/render.h: the optimisation of one image over this rank's tiles: targets, initialisation,
  * the iteration loop (halo exchange, the objective with its global Gram, Adam on the owned
  * pixels), progress on rank 0. Inputs arrive at the working resolution, as each local tile's
  * window of pixels; the result leaves as each local tile's core.
@@ -12,9 +12,9 @@
 #ifndef NST_RENDER_H
 #define NST_RENDER_H
 
-#include "../io/config.h"
-#include "../io/image.h"
-#include "../io/weights.h"
+#include "../../io/config.h"
+#include "../../io/image.h"
+#include "../../io/weights.h"
 #include "layout.h"
 #include "objective.h"
 #include "timers.h"

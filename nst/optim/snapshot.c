@@ -1,4 +1,4 @@
-/* nst/snapshot.c: output.save_every's preview of the image being rendered (see snapshot.h).
+/* nst/optim/snapshot.c: output.save_every's preview of the image being rendered (see snapshot.h).
  *
  * The preview grid: image column x falls in preview column x * pw / W (integer division), and
  * likewise for rows, so the preview pixels partition the image and each is the mean of its
@@ -8,11 +8,11 @@
 
 #include <string.h>
 
-#include "../io/image.h"
-#include "../io/resample.h"
-#include "../mpi/comm.h"
-#include "../util/log.h"
-#include "../util/mem.h"
+#include "../../io/image.h"
+#include "../../io/resample.h"
+#include "../../mpi/comm.h"
+#include "../../util/log.h"
+#include "../../util/mem.h"
 
 typedef struct {
     int pw, ph, W, H;

@@ -1,4 +1,4 @@
-/* nst/snapshot.h: output.save_every: the image being rendered, written as the preview PNG while the
+/* nst/optim/snapshot.h: output.save_every: the image being rendered, written as the preview PNG while the
  * render runs, so that a long print can be looked at (and a stopped one keeps its last look).
  *
  * Every rank reduces its local cores to the preview's grid (a box filter: each preview pixel is
@@ -9,8 +9,8 @@
 #ifndef NST_SNAPSHOT_H
 #define NST_SNAPSHOT_H
 
-#include "../tiler/rect.h"
-#include "../util/status.h"
+#include "../../tiler/rect.h"
+#include "../../util/status.h"
 
 /* The preview of an img_w x img_h image (at most `side` px long; a smaller image keeps its
  * size) from this rank's n cores: cores[i] in image coordinates, px[i] its RGB pixels, row-major

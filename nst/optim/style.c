@@ -1,4 +1,4 @@
-/* nst/style.c: style targets over tiles and ranks, blended, cached (see style.h). */
+/* nst/optim/style.c: style targets over tiles and ranks, blended, cached (see style.h). */
 #include "style.h"
 
 #include <math.h>
@@ -7,15 +7,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../io/resample.h"
-#include "../mpi/comm.h"
-#include "../tiler/grid.h"
-#include "../util/log.h"
-#include "../util/mem.h"
-#include "../util/timer.h"
+#include "../../io/resample.h"
+#include "../../mpi/comm.h"
+#include "../../tiler/grid.h"
+#include "../../util/log.h"
+#include "../../util/mem.h"
+#include "../../util/timer.h"
 #include "inputs.h"
 #include "layout.h"
-#include "net.h"
+#include "../model/net.h"
 #include "style_cache.h"
 
 /* ---- the images ------------------------------------------------------------------------------- */

@@ -1,4 +1,4 @@
-/* nst/style.h: the style targets A_l of one or several style images, blended, computed over the
+/* nst/optim/style.h: the style targets A_l of one or several style images, blended, computed over the
  * ranks of the current group with the global-Gram arithmetic.
  *
  * Each style image is resized so that its long side is style.scale times the output's (at a
@@ -11,15 +11,15 @@
  * weights b normalised to sum 1 (style.blend_weights), and ||A_l||^2 of the blend.
  *
  * The targets depend on the images, their sizes, the layers, the network and any colour
- * transform: that key names them in the cache (nst/style_cache.h), so a batch computes each set
+ * transform: that key names them in the cache (nst/optim/style_cache.h), so a batch computes each set
  * once and a later run can load it.
  */
 #ifndef NST_STYLE_H
 #define NST_STYLE_H
 
-#include "../io/config.h"
-#include "../io/source.h"
-#include "../io/weights.h"
+#include "../../io/config.h"
+#include "../../io/source.h"
+#include "../../io/weights.h"
 #include "color.h"
 #include "objective.h"
 
@@ -61,7 +61,7 @@ struct nst_style_cache;
 /* The targets for an output of long side `long_side`, tiled over the group so that each rank's
  * windows and activations stay within `budget` bytes (the same on every rank). With a colour
  * mode, each style image's pixels are transformed to take the content's statistics `content`
- * (nst/color.h) first. From the cache when it holds them (cache may be NULL). Collective. */
+ * (nst/optim/color.h) first. From the cache when it holds them (cache may be NULL). Collective. */
 nst_status nst_style_targets_compute(const nst_config *cfg, const nst_loss_spec *spec, const nst_weights *weights, nst_backend *be,
                                      nst_collectives coll, nst_styles *st, int long_side, size_t budget, nst_color_mode mode,
                                      const nst_color_stats *content, struct nst_style_cache *cache, nst_style_targets *out);

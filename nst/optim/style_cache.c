@@ -1,4 +1,4 @@
-/* nst/style_cache.c: style targets in memory and in HDF5 files (see style_cache.h). */
+/* nst/optim/style_cache.c: style targets in memory and in HDF5 files (see style_cache.h). */
 #include "style_cache.h"
 
 #include <hdf5.h>
@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../io/atomic_file.h"
-#include "../io/h5_util.h"
-#include "../util/log.h"
-#include "../util/mem.h"
+#include "../../io/atomic_file.h"
+#include "../../io/h5_util.h"
+#include "../../util/log.h"
+#include "../../util/mem.h"
 
 #define KEY_MAX 4096
 

@@ -1,4 +1,4 @@
-/* nst/style_cache.h: style targets kept for reuse, keyed by everything they depend on (the style
+/* nst/optim/style_cache.h: style targets kept for reuse, keyed by everything they depend on (the style
  * images with their sizes and modification times, blend weights, working size, layers, network,
  * colour transform). In memory for the life of a run (a batch computes each set once), and, with
  * batch.style_cache = DIR, as HDF5 files DIR/style-HASH.h5 that later runs load: written under a

@@ -1,11 +1,11 @@
-/* nst/timers.h: named per-phase timers of the render loop (CoMD style). Each rank accumulates
+/* nst/optim/timers.h: named per-phase timers of the render loop (CoMD style). Each rank accumulates
  * seconds per phase; the run reports min, max and mean over ranks. A collective phase includes
  * the wait for the slowest rank, which is where load imbalance shows. */
 #ifndef NST_TIMERS_H
 #define NST_TIMERS_H
 
-#include "../kernels/backend.h"
-#include "../util/timer.h"
+#include "../../kernels/backend.h"
+#include "../../util/timer.h"
 
 enum {
     NST_T_EXCHANGE,    /* halo exchange (and cheap-mode blending) */

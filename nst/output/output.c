@@ -1,4 +1,4 @@
-/* nst/output.c: the output pipeline (see output.h): level 0 from the cores, then for every level
+/* nst/output/output.c: the output pipeline (see output.h): level 0 from the cores, then for every level
  * the formats that take it and the preview, then the next level; the files renamed into place
  * together at the end. */
 #include "output.h"
@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../io/image.h"
-#include "../mpi/comm.h"
-#include "../util/log.h"
-#include "../util/mem.h"
-#include "../util/timer.h"
+#include "../../io/image.h"
+#include "../../mpi/comm.h"
+#include "../../util/log.h"
+#include "../../util/mem.h"
+#include "../../util/timer.h"
 #include "output_sink.h"
 
 nst_status nst_sink_begin(nst_sink *sk, int format, const char *path, int overwrite, int nlevels)

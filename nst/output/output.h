@@ -1,4 +1,4 @@
-/* nst/output.h: the rendered image out of the ranks and into files, without any rank holding it.
+/* nst/output/output.h: the rendered image out of the ranks and into files, without any rank holding it.
  *
  * The render leaves each rank with the cores of its tiles (floats). They are quantised (8 or 16
  * bits) and moved to the owners of the output tiles (tiler/pyramid.h): every output tile is then
@@ -17,10 +17,10 @@
 #ifndef NST_OUTPUT_H
 #define NST_OUTPUT_H
 
-#include "../io/config.h"
-#include "../io/h5_image.h"
-#include "../io/tiff_write.h"
-#include "layout.h"
+#include "../../io/config.h"
+#include "../../io/h5_image.h"
+#include "../../io/tiff_write.h"
+#include "../optim/layout.h"
 
 enum { NST_OUT_TIFF, NST_OUT_HDF5, NST_OUT_PNG, NST_OUT_JPEG, NST_OUT_NFORMATS };
 

@@ -1,4 +1,4 @@
-/* nst/output_hdf5.c: the HDF5 sink. Every rank writes the chunks it owns in collective
+/* nst/output/output_hdf5.c: the HDF5 sink. Every rank writes the chunks it owns in collective
  * transfers, one run of consecutive tiles of a row per call (one rectangle: HDF5's fast path),
  * the run's tiles laid side by side in one block buffer. Ranks with fewer runs take part in the
  * remaining calls with nothing to write. */
@@ -6,10 +6,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../mpi/comm.h"
-#include "../util/mem.h"
-#include "../util/timer.h"
-#include "../util/version.h"
+#include "../../mpi/comm.h"
+#include "../../util/mem.h"
+#include "../../util/timer.h"
+#include "../../util/version.h"
 #include "output_sink.h"
 
 typedef struct {

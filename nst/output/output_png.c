@@ -1,4 +1,4 @@
-/* nst/output_png.c: the PNG and JPEG sinks and the preview. Both formats are streams of rows, so
+/* nst/output/output_png.c: the PNG and JPEG sinks and the preview. Both formats are streams of rows, so
  * rank 0 writes them one row of tiles at a time: it receives the row's tiles from their owners (each rank sends its
  * tiles in ascending order, the order rank 0 asks for them, so blocking messages cannot cross)
  * and writes the band. The preview gathers a small level the same way. */
@@ -6,13 +6,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../io/jpeg_write.h"
-#include "../io/png_write.h"
-#include "../io/resample.h"
-#include "../mpi/comm.h"
-#include "../util/log.h"
-#include "../util/mem.h"
-#include "../util/timer.h"
+#include "../../io/jpeg_write.h"
+#include "../../io/png_write.h"
+#include "../../io/resample.h"
+#include "../../mpi/comm.h"
+#include "../../util/log.h"
+#include "../../util/mem.h"
+#include "../../util/timer.h"
 #include "output_sink.h"
 
 nst_status nst_gather_tile_row(const nst_pyramid *P, const nst_tileset *ts, int j, unsigned char *band)

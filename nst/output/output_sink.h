@@ -1,9 +1,9 @@
-/* nst/output_sink.h: one output file being written, level by level, by all ranks together.
+/* nst/output/output_sink.h: one output file being written, level by level, by all ranks together.
  * Internal to the output (nst/output*.c); each format's sink lives in its own file. */
 #ifndef NST_OUTPUT_SINK_H
 #define NST_OUTPUT_SINK_H
 
-#include "../io/atomic_file.h"
+#include "../../io/atomic_file.h"
 #include "output.h"
 #include "output_tiles.h"
 

@@ -1,4 +1,4 @@
-/* nst/output_spec.c: the output keys of the config turned into formats, files and codec
+/* nst/output/output_spec.c: the output keys of the config turned into formats, files and codec
  * parameters, checked before anything is rendered (see output.h). */
 #include "output.h"
 
@@ -7,9 +7,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../io/atomic_file.h"
-#include "../io/jpeg_write.h"
-#include "../util/text.h"
+#include "../../io/atomic_file.h"
+#include "../../io/jpeg_write.h"
+#include "../../util/text.h"
 
 static const char *const format_names[NST_OUT_NFORMATS] = {"tiff", "hdf5", "png", "jpeg"};
 static const char *const format_ext[NST_OUT_NFORMATS] = {".tif", ".h5", ".png", ".jpg"};

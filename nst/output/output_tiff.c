@@ -1,4 +1,4 @@
-/* nst/output_tiff.c: the TIFF sink. Every rank compresses the tiles it owns (one encoder per
+/* nst/output/output_tiff.c: the TIFF sink. Every rank compresses the tiles it owns (one encoder per
  * thread) in batches of about BATCH_BYTES; batch by batch the compressed bytes travel to rank 0,
  * which writes them with raw tile writes, so the ranks' compression runs in parallel and the file
  * has one writer. */
@@ -7,10 +7,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../mpi/comm.h"
-#include "../util/mem.h"
-#include "../util/threads.h"
-#include "../util/timer.h"
+#include "../../mpi/comm.h"
+#include "../../util/mem.h"
+#include "../../util/threads.h"
+#include "../../util/timer.h"
 #include "output_sink.h"
 
 #define BATCH_BYTES ((size_t)32 << 20) /* uncompressed bytes per rank per batch */

@@ -1,11 +1,11 @@
-/* nst/output_tiles.h: a level of the output pyramid as whole tiles on their owners, and the
+/* nst/output/output_tiles.h: a level of the output pyramid as whole tiles on their owners, and the
  * moves that build it: from the render's float cores (level 0) or by halving the level above.
  * Internal to the output (nst/output*.c). */
 #ifndef NST_OUTPUT_TILES_H
 #define NST_OUTPUT_TILES_H
 
-#include "../tiler/pyramid.h"
-#include "layout.h"
+#include "../../tiler/pyramid.h"
+#include "../optim/layout.h"
 
 typedef struct {
     int level;

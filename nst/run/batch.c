@@ -1,23 +1,23 @@
-/* nst/batch.c: many jobs in one run: probe, pack into rank groups, render, summarise (see batch.h). */
+/* nst/run/batch.c: many jobs in one run: probe, pack into rank groups, render, summarise (see batch.h). */
 #include "batch.h"
 
-#include "checkpoint.h"
+#include "../optim/checkpoint.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../io/atomic_file.h"
-#include "../mpi/comm.h"
-#include "../mpi/notice.h"
-#include "../util/log.h"
-#include "../util/mem.h"
-#include "../util/text.h"
-#include "../util/timer.h"
-#include "../util/version.h"
-#include "inputs.h"
-#include "levels.h"
+#include "../../io/atomic_file.h"
+#include "../../mpi/comm.h"
+#include "../../mpi/notice.h"
+#include "../../util/log.h"
+#include "../../util/mem.h"
+#include "../../util/text.h"
+#include "../../util/timer.h"
+#include "../../util/version.h"
+#include "../optim/inputs.h"
+#include "../optim/levels.h"
 
 enum { ROW_NONE, ROW_DONE, ROW_FAILED, ROW_NOT_RUN, ROW_STOPPED, ROW_EARLIER, ROW_NSTATES };
 static const char *const state_names[] = {"not run", "done", "failed", "not run", "stopped", "earlier"};

@@ -1,12 +1,12 @@
-/* nst/cli.c: command-line parsing and the --help text (see cli.h). */
+/* nst/run/cli.c: command-line parsing and the --help text (see cli.h). */
 #include "cli.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../io/config.h"
-#include "../util/text.h"
+#include "../../io/config.h"
+#include "../../util/text.h"
 
 static const char *options[] = {"--set", "--print-config", "--help", "--version", "--quiet", "--make-weights",
                                 "--seed", "--width-divisor", "--force", "--restart", "--expect-ranks", "--dry-run",

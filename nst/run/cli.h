@@ -1,4 +1,4 @@
-/* nst/cli.h: the command line.
+/* nst/run/cli.h: the command line.
  *
  *   nstbatch [options] CONFIG.ini
  *   nstbatch --self-test [--report FILE] [CONFIG.ini] [--set ...]
@@ -9,7 +9,7 @@
 
 #include <stdio.h>
 
-#include "../util/status.h"
+#include "../../util/status.h"
 
 #define NST_CLI_MAX_SETS 256
 

@@ -1,12 +1,12 @@
-/* nst/device.c: binding, backend and Gram-sum path of a rank (see device.h). */
+/* nst/run/device.c: binding, backend and Gram-sum path of a rank (see device.h). */
 #include "device.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "../kernels/cuda/cuda.h"
-#include "../mpi/comm.h"
-#include "../util/mem.h"
+#include "../../kernels/cuda/cuda.h"
+#include "../../mpi/comm.h"
+#include "../../util/mem.h"
 
 /* Every rank must compute with the same backend kind and precision: one Gram sum of mixed
  * precisions would be neither, and tiles would not match. run.device = auto or run.precision =

@@ -1,4 +1,4 @@
-/* nst/device.h: a rank's compute device. Binds the rank to a GPU (gpu.binding, gpu.share; GPUs
+/* nst/run/device.h: a rank's compute device. Binds the rank to a GPU (gpu.binding, gpu.share; GPUs
  * identified by UUID), opens the backend (run.device, run.precision; ranks sharing a GPU split one
  * agreed free-memory figure) and provides the collectives the algorithm uses: the Gram sums go
  * through NCCL on device buffers when every rank has a GPU of its own (the world's communicator
@@ -7,9 +7,9 @@
 #ifndef NST_DEVICE_H
 #define NST_DEVICE_H
 
-#include "../io/config.h"
-#include "../kernels/backend.h"
-#include "objective.h"
+#include "../../io/config.h"
+#include "../../kernels/backend.h"
+#include "../optim/objective.h"
 
 typedef struct {
     nst_backend *be;

@@ -1,4 +1,4 @@
-/* nst/dryrun.c: --dry-run: every level's plan, memory against the budget, a time estimate from a
+/* nst/run/dryrun.c: --dry-run: every level's plan, memory against the budget, a time estimate from a
  * calibration on this machine, and the output files, without rendering anything (see dryrun.h).
  *
  * The estimate. A level's time is dominated by its iterations, and an iteration's time by the
@@ -17,11 +17,11 @@
 #include <math.h>
 #include <string.h>
 
-#include "../mpi/comm.h"
-#include "../util/log.h"
-#include "../util/mem.h"
-#include "../util/timer.h"
-#include "objective.h"
+#include "../../mpi/comm.h"
+#include "../../util/log.h"
+#include "../../util/mem.h"
+#include "../../util/timer.h"
+#include "../optim/objective.h"
 
 #define CAL_SIDE 512
 #define CAL_ITERS 2

@@ -1,9 +1,9 @@
-/* nst/dryrun.h: nstbatch --dry-run. */
+/* nst/run/dryrun.h: nstbatch --dry-run. */
 #ifndef NST_DRYRUN_H
 #define NST_DRYRUN_H
 
-#include "levels.h"
-#include "output.h"
+#include "../optim/levels.h"
+#include "../output/output.h"
 
 /* Print every level's plan (size, tiles, halo, Gram strategy, memory per rank against the budget)
  * with a time estimate calibrated on this machine, and the output files (W x H), without rendering

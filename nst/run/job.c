@@ -1,4 +1,4 @@
-/* nst/job.c: one render job from a resolved config: semantic checks, the network, the inputs at
+/* nst/run/job.c: one render job from a resolved config: semantic checks, the network, the inputs at
  * the working resolution, the render, the output, the report (see job.h). */
 #include "job.h"
 
@@ -8,23 +8,23 @@
 #include <errno.h>
 #include <string.h>
 
-#include "../io/atomic_file.h"
-#include "../mpi/comm.h"
-#include "../util/log.h"
-#include "../util/mem.h"
-#include "../util/timer.h"
-#include "../util/text.h"
-#include "../util/version.h"
-#include "../io/versions.h"
+#include "../../io/atomic_file.h"
+#include "../../mpi/comm.h"
+#include "../../util/log.h"
+#include "../../util/mem.h"
+#include "../../util/timer.h"
+#include "../../util/text.h"
+#include "../../util/version.h"
+#include "../../io/versions.h"
 #include <unistd.h>
-#include "checkpoint.h"
-#include "progress.h"
-#include "inputs.h"
+#include "../optim/checkpoint.h"
+#include "../optim/progress.h"
+#include "../optim/inputs.h"
 #include "dryrun.h"
-#include "levels.h"
-#include "layout.h"
-#include "output.h"
-#include "random_vgg.h"
+#include "../optim/levels.h"
+#include "../optim/layout.h"
+#include "../output/output.h"
+#include "../model/random_vgg.h"
 
 static nst_status require_path(const nst_config *cfg, int key, const char *value)
 {

@@ -1,20 +1,20 @@
-/* nst/job.h: one render job, from a resolved config to written images, on all ranks.
+/* nst/run/job.h: one render job, from a resolved config to written images, on all ranks.
  *
  * Every rank checks the config; rank 0 reads the weights and broadcasts them, opens the content
  * (its size sets the output's) and reads the style; every rank plans the same layout, reads the
- * windows of its tiles (nst/inputs.h: by region from a TIFF, from rank 0 otherwise), renders
- * them (nst/render.h) and writes the output tiles it owns (nst/output.h). No rank holds the whole
+ * windows of its tiles (nst/optim/inputs.h: by region from a TIFF, from rank 0 otherwise), renders
+ * them (nst/optim/render.h) and writes the output tiles it owns (nst/output/output.h). No rank holds the whole
  * image. Every failure ends with all ranks agreeing on the status and rank 0 printing one
  * message. */
 #ifndef NST_JOB_H
 #define NST_JOB_H
 
-#include "../io/config.h"
-#include "../kernels/backend.h"
-#include "output.h"
-#include "levels.h"
-#include "render.h"
-#include "spec.h"
+#include "../../io/config.h"
+#include "../../kernels/backend.h"
+#include "../output/output.h"
+#include "../optim/levels.h"
+#include "../optim/render.h"
+#include "../model/spec.h"
 
 typedef struct {
     const nst_weights *weights;     /* the network (a batch loads it once for its jobs) */

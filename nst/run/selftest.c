@@ -1,4 +1,4 @@
-/* nst/selftest.c: nstbatch --self-test (see selftest.h): runs the checks on every rank, merges
+/* nst/run/selftest.c: nstbatch --self-test (see selftest.h): runs the checks on every rank, merges
  * the ranks' tables on rank 0, prints the table and the closing line, writes --report FILE. */
 #define _POSIX_C_SOURCE 200809L
 #include "selftest.h"
@@ -9,9 +9,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "../io/atomic_file.h"
-#include "../mpi/comm.h"
-#include "../util/mem.h"
+#include "../../io/atomic_file.h"
+#include "../../mpi/comm.h"
+#include "../../util/mem.h"
 #include "selftest_impl.h"
 
 /* Each backend the self-test opens takes this much of a GPU (run.memory_gb when the config sets

@@ -1,4 +1,4 @@
-/* nst/selftest.h: nstbatch --self-test, the first command on a new machine.
+/* nst/run/selftest.h: nstbatch --self-test, the first command on a new machine.
  *
  * Every rank checks its own device, so a bad GPU on one node of many is found and named:
  *   - the op harness (kernels/check/: the table of ops, shapes and tolerances make test runs) in
@@ -14,7 +14,7 @@
 #ifndef NST_SELFTEST_H
 #define NST_SELFTEST_H
 
-#include "../io/config.h"
+#include "../../io/config.h"
 
 typedef struct {
     const char *report;    /* --report FILE (NULL: none) */

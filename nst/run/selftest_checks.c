@@ -1,4 +1,4 @@
-/* nst/selftest_checks.c: the self-test's three checks (see selftest.h): the op harness in every
+/* nst/run/selftest_checks.c: the self-test's three checks (see selftest.h): the op harness in every
  * precision of the rank's device, a render on one tile against several, and the Gram allreduce. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -6,14 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../io/image.h"
-#include "../util/log.h"
-#include "../util/mem.h"
-#include "../mpi/comm.h"
-#include "random_vgg.h"
-#include "render.h"
+#include "../../io/image.h"
+#include "../../util/log.h"
+#include "../../util/mem.h"
+#include "../../mpi/comm.h"
+#include "../model/random_vgg.h"
+#include "../optim/render.h"
 #include "selftest_impl.h"
-#include "spec.h"
+#include "../model/spec.h"
 
 void st_add(st_table *t, const char *op, const char *prec, int cases, int failed, double err, double tol, const char *worst)
 {

@@ -1,9 +1,9 @@
-/* nst/selftest_impl.h: the self-test's table of results, shared by its checks (selftest_checks.c)
+/* nst/run/selftest_impl.h: the self-test's table of results, shared by its checks (selftest_checks.c)
  * and its report (selftest.c). Each rank fills one table; rank 0 merges them by op and precision. */
 #ifndef NST_SELFTEST_IMPL_H
 #define NST_SELFTEST_IMPL_H
 
-#include "../kernels/check/check.h"
+#include "../../kernels/check/check.h"
 #include "device.h"
 
 typedef struct {
