@@ -583,39 +583,42 @@ static nst_status preview(const nst_render_ctx *ctx, nst_tile *tiles, tile_state
     return NST_OK;
 }
 
-nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, float **out, nst_render_stats *st)
-{
-    if (ctx->iterations == 0) {
-        memset(st, 0, sizeof *st);
-        return render_initial(ctx, content, init, out, st);
-    }
-    const nst_config *cfg = ctx->cfg;
-    const nst_layout *L = ctx->layout;
-    nst_backend *be = ctx->be;
+/* ---- the render, phase by phase ---------------------------------------------------------------- */
+
+/* What one render holds between its phases. */
+typedef struct {
+    const nst_render_ctx *ctx;
+    nst_render_stats *st;
     nst_net net;
     nst_objective obj;
-    nst_acts shared;
+    nst_acts shared;   /* one set of activations for every tile (not resident Gram) */
     exchange ex;
     nst_lbfgs lb;
-    tile_state *ts = NULL;
-    nst_tile *tiles = NULL;
-    int have_net = 0, have_obj = 0, have_shared = 0;
-    memset(st, 0, sizeof *st);
-    st->timers.sync = be->gpu_stream ? be : NULL; /* the phase timers wait for a GPU's stream (nst/optim/timers.h) */
-    memset(&ex, 0, sizeof ex);
-    memset(&lb, 0, sizeof lb);
-    be->bytes_peak = be->bytes_in_use; /* the peak of this render (the style targets came and went before) */
-    double t0 = nst_now();
+    tile_state *ts;
+    nst_tile *tiles;
+    int have_net, have_obj, have_shared;
+    long long t_start; /* Adam's step count before this level's first iteration */
+    long long it0;     /* the first iteration: 0, or a resumed checkpoint's */
+    render_state rs;   /* what a checkpoint saves and restores */
+    double t_mark;     /* printed rows: when, and at which iteration, the previous one was */
+    long long mark;
+} render_run;
 
-    nst_status s = nst_net_create(be, ctx->weights, ctx->spec->deepest, ctx->spec->pool, &net);
-    have_net = s == NST_OK;
+/* The network, the objective with its style targets, the shared activations, every local tile
+ * (consuming content[i] and init[i]), the halo exchange plan, L-BFGS. Collective. */
+static nst_status render_setup(render_run *r, float **content, float **init)
+{
+    const nst_render_ctx *ctx = r->ctx;
+    const nst_layout *L = ctx->layout;
+    nst_status s = nst_net_create(ctx->be, ctx->weights, ctx->spec->deepest, ctx->spec->pool, &r->net);
+    r->have_net = s == NST_OK;
     int want_shared = L->gram != NST_GRAM_RESIDENT && L->nlocal > 0;
     if (s == NST_OK)
-        s = nst_objective_init(&obj, ctx->spec, &net, ctx->coll, L->gram, L->gram != NST_GRAM_RESIDENT ? &shared : NULL,
+        s = nst_objective_init(&r->obj, ctx->spec, &r->net, ctx->coll, L->gram, L->gram != NST_GRAM_RESIDENT ? &r->shared : NULL,
                                ctx->img_w, ctx->img_h);
-    have_obj = s == NST_OK;
+    r->have_obj = s == NST_OK;
     /* the style targets, computed before the render (nst/optim/style.h) */
-    if (s == NST_OK && ctx->targets) s = nst_objective_set_targets(&obj, ctx->targets, ctx->normA);
+    if (s == NST_OK && ctx->targets) s = nst_objective_set_targets(&r->obj, ctx->targets, ctx->normA);
     s = agree(ctx, s);
     if (s == NST_OK && want_shared) {
         int mh = 0, mw = 0; /* one set of activations for the largest local window */
@@ -624,16 +627,16 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
             if (w.h > mh) mh = w.h;
             if (w.w > mw) mw = w.w;
         }
-        s = nst_acts_alloc(&net, mh, mw, &shared);
-        have_shared = s == NST_OK;
+        s = nst_acts_alloc(&r->net, mh, mw, &r->shared);
+        r->have_shared = s == NST_OK;
     }
     if (s == NST_OK) {
-        ts = nst_calloc(sizeof(tile_state) * (size_t)(L->nlocal + 1), "tile states");
-        tiles = nst_calloc(sizeof(nst_tile) * (size_t)(L->nlocal + 1), "tiles");
-        if (!ts || !tiles) s = NST_ENOMEM;
+        r->ts = nst_calloc(sizeof(tile_state) * (size_t)(L->nlocal + 1), "tile states");
+        r->tiles = nst_calloc(sizeof(nst_tile) * (size_t)(L->nlocal + 1), "tiles");
+        if (!r->ts || !r->tiles) s = NST_ENOMEM;
     }
     for (int i = 0; s == NST_OK && i < L->nlocal; i++) {
-        s = tile_setup(ctx, &obj, &tiles[i], &ts[i], i, content[i], init ? init[i] : NULL);
+        s = tile_setup(ctx, &r->obj, &r->tiles[i], &r->ts[i], i, content[i], init ? init[i] : NULL);
         nst_free(content[i]); /* consumed: the targets and the optimised pixels have what they need */
         content[i] = NULL;
         if (init) {
@@ -642,104 +645,211 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
         }
     }
     s = agree(ctx, s);
-    if (s == NST_OK) s = nst_objective_finish_targets(&obj);
-    if (s == NST_OK) s = exchange_plan(L, &ex);
-    if (s == NST_OK && L->lbfgs) s = lbfgs_setup(ctx, ts, &lb);
-    s = agree(ctx, s);
-    const long long iters = ctx->iterations;
-    long long t_start = ctx->state_in ? ctx->state_in->t : 0, it0 = 0;
-    render_state rs = {ctx, ts, &lb, &obj, 0, &st->first};
-    if (s == NST_OK && ctx->ckpt && ctx->ckpt->resume && ctx->ckpt->level == ctx->level) {
-        s = agree(ctx, load_state(&rs));
-        t_start = rs.t_start;
-        it0 = ctx->ckpt->iteration;
-        if (s == NST_OK) nst_info("resumed: level %d at iteration %lld of %lld from %s\n", ctx->level + 1, it0, iters, ctx->ckpt->dir);
-        st->resumed_at = it0;
-    }
-    rs.t_start = t_start;
-    st->setup_seconds = nst_now() - t0;
+    if (s == NST_OK) s = nst_objective_finish_targets(&r->obj);
+    if (s == NST_OK) s = exchange_plan(L, &r->ex);
+    if (s == NST_OK && L->lbfgs) s = lbfgs_setup(ctx, r->ts, &r->lb);
+    return agree(ctx, s);
+}
 
-    const long long every = cfg->run_print_every;
+/* Where the iterations start: the previous level's Adam step count, or the checkpoint being
+ * resumed when it stopped in this level (its pixels and optimiser state loaded here). */
+static nst_status render_resume(render_run *r, nst_status s)
+{
+    const nst_render_ctx *ctx = r->ctx;
+    r->t_start = ctx->state_in ? ctx->state_in->t : 0;
+    r->it0 = 0;
+    render_state rs = {ctx, r->ts, &r->lb, &r->obj, 0, &r->st->first};
+    r->rs = rs;
+    if (s == NST_OK && ctx->ckpt && ctx->ckpt->resume && ctx->ckpt->level == ctx->level) {
+        s = agree(ctx, load_state(&r->rs));
+        r->t_start = r->rs.t_start;
+        r->it0 = ctx->ckpt->iteration;
+        if (s == NST_OK) nst_info("resumed: level %d at iteration %lld of %lld from %s\n", ctx->level + 1, r->it0, ctx->iterations, ctx->ckpt->dir);
+        r->st->resumed_at = r->it0;
+    }
+    r->rs.t_start = r->t_start;
+    return s;
+}
+
+/* The halo exchange: every iteration in exact mode, every exchange_every in cheap mode. */
+static nst_status iter_exchange(render_run *r, long long it)
+{
+    const nst_layout *L = r->ctx->layout;
+    nst_backend *be = r->ctx->be;
+    nst_status s = NST_OK;
+    double m0 = nst_now();
+    be->ops->range_push(be, "halo exchange"); /* NVTX ranges: Nsight Systems shows the phases */
+    if (!L->cheap || (it > 0 && it % L->exchange_every == 0)) s = refresh(r->ctx, r->tiles, r->ts, &r->ex);
+    be->ops->range_pop(be);
+    nst_timer_lap(&r->st->timers, NST_T_EXCHANGE, &m0);
+    return s;
+}
+
+/* Forward, the Gram statistics summed over the ranks, backward: the loss and its gradient on
+ * every local tile. Runs only when s is NST_OK (the NVTX range opens either way). */
+static nst_status iter_objective(render_run *r, nst_status s, nst_loss_terms *terms)
+{
+    nst_backend *be = r->ctx->be;
+    be->ops->range_push(be, "objective");
+    if (s == NST_OK) s = nst_objective_eval(&r->obj, r->tiles, r->ctx->layout->nlocal, 1, &r->st->timers, terms);
+    be->ops->range_pop(be);
+    return s;
+}
+
+/* The iteration's row: to the progress reporter, or printed every run.print_every iterations. */
+static nst_status iter_report(render_run *r, long long it, const nst_loss_terms *terms)
+{
+    const nst_render_ctx *ctx = r->ctx;
+    const long long every = ctx->cfg->run_print_every;
+    if (it == 0) r->st->first = *terms;
+    if (ctx->progress) return nst_progress_iter(ctx->progress, it, terms, &r->st->timers, ctx->be->bytes_in_use, 0);
+    if (it == 0 || (every > 0 && it % every == 0)) {
+        double now = nst_now();
+        print_terms(it, terms, it > r->mark ? (now - r->t_mark) / (double)(it - r->mark) : 0);
+        r->t_mark = now;
+        r->mark = it;
+    }
+    return NST_OK;
+}
+
+/* The optimiser's step on every local tile; every rank reaches the agreement, failed or not. */
+static nst_status iter_step(render_run *r, long long it)
+{
+    nst_backend *be = r->ctx->be;
+    double m0 = nst_now();
+    nst_status s = injected_fault(it);
+    be->ops->range_push(be, "optimiser");
+    if (s == NST_OK) s = step(r->ctx, r->tiles, r->ts, &r->lb, r->t_start + it + 1);
+    be->ops->range_pop(be);
+    s = agree(r->ctx, s);
+    if (s == NST_OK) r->st->stepped = 1;
+    nst_timer_lap(&r->st->timers, NST_T_OPTIM, &m0);
+    return s;
+}
+
+/* After iteration it: a checkpoint when due (or a stop on a signal), a preview when due. */
+static nst_status iter_boundary(render_run *r, long long it)
+{
+    const nst_render_ctx *ctx = r->ctx;
+    nst_status s = NST_OK;
+    if (ctx->ckpt) s = agree(ctx, boundary(ctx, &r->rs, it + 1, r->st));
+    if (s == NST_OK && ctx->save_every > 0 && (it + 1) % ctx->save_every == 0 && it + 1 < ctx->iterations)
+        s = preview(ctx, r->tiles, r->ts, it + 1, r->st);
+    return s;
+}
+
+/* One iteration: exchange, objective, report, step, boundary; each runs only if the last went well. */
+static nst_status render_iteration(render_run *r, long long it)
+{
+    nst_loss_terms terms;
+    nst_status s = iter_objective(r, iter_exchange(r, it), &terms);
+    if (s == NST_OK) s = iter_report(r, it, &terms);
+    if (s == NST_OK) s = iter_step(r, it);
+    if (s == NST_OK) s = iter_boundary(r, it);
+    return s;
+}
+
+/* The iterations from it0, when s is NST_OK, timed without the checkpoints and previews they
+ * wrote (the times and counts are set either way). */
+static nst_status render_loop(render_run *r, nst_status s)
+{
+    const nst_render_ctx *ctx = r->ctx;
+    nst_render_stats *st = r->st;
     if (s == NST_OK && ctx->progress)
-        nst_progress_level(ctx->progress, ctx->level, it0);
+        nst_progress_level(ctx->progress, ctx->level, r->it0);
     else if (s == NST_OK)
         print_header();
-    double t_loop = nst_now(), t_mark = t_loop; /* s/iter of a row: since the previous row */
-    long long mark = it0;
-    for (long long it = it0; s == NST_OK && it < iters; it++) {
-        double m0 = nst_now();
-        be->ops->range_push(be, "halo exchange"); /* NVTX ranges: Nsight Systems shows the phases */
-        if (!L->cheap || (it > 0 && it % L->exchange_every == 0)) s = refresh(ctx, tiles, ts, &ex);
-        be->ops->range_pop(be);
-        nst_timer_lap(&st->timers, NST_T_EXCHANGE, &m0);
-        nst_loss_terms terms;
-        be->ops->range_push(be, "objective");
-        if (s == NST_OK) s = nst_objective_eval(&obj, tiles, L->nlocal, 1, &st->timers, &terms);
-        be->ops->range_pop(be);
-        if (s != NST_OK) break;
-        if (it == 0) st->first = terms;
-        if (ctx->progress) {
-            s = nst_progress_iter(ctx->progress, it, &terms, &st->timers, be->bytes_in_use, 0);
-            if (s != NST_OK) break;
-        } else if (it == 0 || (every > 0 && it % every == 0)) {
-            double now = nst_now();
-            print_terms(it, &terms, it > mark ? (now - t_mark) / (double)(it - mark) : 0);
-            t_mark = now;
-            mark = it;
-        }
-        m0 = nst_now();
-        s = injected_fault(it);
-        be->ops->range_push(be, "optimiser");
-        if (s == NST_OK) s = step(ctx, tiles, ts, &lb, t_start + it + 1);
-        be->ops->range_pop(be);
-        s = agree(ctx, s); /* every rank reaches this, failed or not */
-        if (s == NST_OK) st->stepped = 1;
-        nst_timer_lap(&st->timers, NST_T_OPTIM, &m0);
-        if (s == NST_OK && ctx->ckpt) s = agree(ctx, boundary(ctx, &rs, it + 1, st));
-        if (s == NST_OK && ctx->save_every > 0 && (it + 1) % ctx->save_every == 0 && it + 1 < iters) s = preview(ctx, tiles, ts, it + 1, st);
-    }
+    double t_loop = nst_now();
+    r->t_mark = t_loop; /* s/iter of a row: since the previous row */
+    r->mark = r->it0;
+    for (long long it = r->it0; s == NST_OK && it < ctx->iterations; it++) s = render_iteration(r, it);
     double t_end = nst_now();
     st->seconds = t_end - t_loop - st->checkpoint_seconds - st->preview_seconds;
-    st->iterations = iters - it0;
-    if (s == NST_OK) { /* the loss of the result: windows made current, one more forward */
-        s = refresh(ctx, tiles, ts, &ex);
-        nst_loss_terms terms;
-        if (s == NST_OK) s = nst_objective_eval(&obj, tiles, L->nlocal, 0, NULL, &terms);
-        if (s == NST_OK) {
-            st->last = terms;
-            if (iters == 0) st->first = terms;
-            if (ctx->progress)
-                s = nst_progress_iter(ctx->progress, iters, &terms, &st->timers, be->bytes_in_use, 1);
-            else
-                print_terms(iters, &terms, st->iterations > 0 ? st->seconds / (double)st->iterations : 0); /* the loop's mean */
-        }
+    st->iterations = ctx->iterations - r->it0;
+    return s;
+}
+
+/* The loss of the result: windows made current, one more forward. */
+static nst_status render_final_loss(render_run *r)
+{
+    const nst_render_ctx *ctx = r->ctx;
+    nst_render_stats *st = r->st;
+    const long long iters = ctx->iterations;
+    nst_status s = refresh(ctx, r->tiles, r->ts, &r->ex);
+    nst_loss_terms terms;
+    if (s == NST_OK) s = nst_objective_eval(&r->obj, r->tiles, ctx->layout->nlocal, 0, NULL, &terms);
+    if (s != NST_OK) return s;
+    st->last = terms;
+    if (iters == 0) st->first = terms;
+    if (ctx->progress) return nst_progress_iter(ctx->progress, iters, &terms, &st->timers, ctx->be->bytes_in_use, 1);
+    print_terms(iters, &terms, st->iterations > 0 ? st->seconds / (double)st->iterations : 0); /* the loop's mean */
+    return NST_OK;
+}
+
+/* Adam's moments, downloaded for the next level (ctx->state_out). */
+static nst_status keep_adam_state(render_run *r)
+{
+    const nst_render_ctx *ctx = r->ctx;
+    const nst_layout *L = ctx->layout;
+    nst_backend *be = ctx->be;
+    nst_adam_state *so = ctx->state_out;
+    nst_status s = NST_OK;
+    so->t = r->t_start + ctx->iterations;
+    so->m = nst_calloc(sizeof(float *) * 2 * ((size_t)L->nlocal + 1), "Adam state");
+    so->v = so->m ? so->m + L->nlocal + 1 : NULL;
+    if (!so->m) s = NST_ENOMEM;
+    for (int i = 0; s == NST_OK && i < L->nlocal; i++) {
+        size_t n = nst_tensor_elems(&r->ts[i].m);
+        so->m[i] = nst_alloc_array(n, sizeof(float), "Adam state");
+        so->v[i] = nst_alloc_array(n, sizeof(float), "Adam state");
+        if (!so->m[i] || !so->v[i]) s = NST_ENOMEM;
+        if (s == NST_OK) s = be->ops->download(be, so->m[i], r->ts[i].m.data, n, NST_F32);
+        if (s == NST_OK) s = be->ops->download(be, so->v[i], r->ts[i].v.data, n, NST_F32);
     }
-    if (s == NST_OK) s = download_cores(ctx, tiles, ts, out); /* the cores of the result */
-    if (s == NST_OK && ctx->state_out && !L->lbfgs) { /* Adam's moments for the next level */
-        nst_adam_state *so = ctx->state_out;
-        so->t = t_start + iters;
-        so->m = nst_calloc(sizeof(float *) * 2 * ((size_t)L->nlocal + 1), "Adam state");
-        so->v = so->m ? so->m + L->nlocal + 1 : NULL;
-        if (!so->m) s = NST_ENOMEM;
-        for (int i = 0; s == NST_OK && i < L->nlocal; i++) {
-            size_t n = nst_tensor_elems(&ts[i].m);
-            so->m[i] = nst_alloc_array(n, sizeof(float), "Adam state");
-            so->v[i] = nst_alloc_array(n, sizeof(float), "Adam state");
-            if (!so->m[i] || !so->v[i]) s = NST_ENOMEM;
-            if (s == NST_OK) s = be->ops->download(be, so->m[i], ts[i].m.data, n, NST_F32);
-            if (s == NST_OK) s = be->ops->download(be, so->v[i], ts[i].v.data, n, NST_F32);
-        }
+    return s;
+}
+
+/* Whatever setup made, in any state it stopped in. */
+static void render_teardown(render_run *r)
+{
+    const nst_render_ctx *ctx = r->ctx;
+    const nst_layout *L = ctx->layout;
+    r->st->bytes_peak = ctx->be->bytes_peak;
+    if (L->lbfgs && r->lb.resets) nst_info("L-BFGS: %d direction%s reset to the gradient (not a descent direction)\n", r->lb.resets, r->lb.resets == 1 ? "" : "s");
+    nst_lbfgs_free(&r->lb);
+    exchange_free(&r->ex);
+    for (int i = 0; r->ts && i < L->nlocal; i++) tile_teardown(ctx, &r->obj, &r->tiles[i], &r->ts[i]);
+    nst_free(r->ts);
+    nst_free(r->tiles);
+    if (r->have_obj) nst_objective_free(&r->obj);
+    if (r->have_shared) nst_acts_free(&r->net, &r->shared);
+    if (r->have_net) nst_net_destroy(&r->net);
+}
+
+nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, float **out, nst_render_stats *st)
+{
+    if (ctx->iterations == 0) {
+        memset(st, 0, sizeof *st);
+        return render_initial(ctx, content, init, out, st);
     }
-    st->bytes_peak = be->bytes_peak;
-    if (L->lbfgs && lb.resets) nst_info("L-BFGS: %d direction%s reset to the gradient (not a descent direction)\n", lb.resets, lb.resets == 1 ? "" : "s");
-    nst_lbfgs_free(&lb);
-    exchange_free(&ex);
-    for (int i = 0; ts && i < L->nlocal; i++) tile_teardown(ctx, &obj, &tiles[i], &ts[i]);
-    nst_free(ts);
-    nst_free(tiles);
-    if (have_obj) nst_objective_free(&obj);
-    if (have_shared) nst_acts_free(&net, &shared);
-    if (have_net) nst_net_destroy(&net);
+    nst_backend *be = ctx->be;
+    render_run r;
+    memset(&r, 0, sizeof r);
+    r.ctx = ctx;
+    r.st = st;
+    memset(st, 0, sizeof *st);
+    st->timers.sync = be->gpu_stream ? be : NULL; /* the phase timers wait for a GPU's stream (nst/optim/timers.h) */
+    be->bytes_peak = be->bytes_in_use; /* the peak of this render (the style targets came and went before) */
+    double t0 = nst_now();
+
+    nst_status s = render_setup(&r, content, init);
+    s = render_resume(&r, s);
+    st->setup_seconds = nst_now() - t0;
+    s = render_loop(&r, s);
+    if (s == NST_OK) s = render_final_loss(&r);
+    if (s == NST_OK) s = download_cores(ctx, r.tiles, r.ts, out); /* the cores of the result */
+    if (s == NST_OK && ctx->state_out && !ctx->layout->lbfgs) s = keep_adam_state(&r);
+    render_teardown(&r);
     return s;
 }
 
