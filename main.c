@@ -150,26 +150,28 @@ static int make_weights(const nst_cli *cli)
     return s == NST_OK ? 0 : fail_exit(s);
 }
 
-int main(int argc, char **argv)
+/* The answers given without MPI: --help, --version, --make-weights, --print-config, and the
+ * refusal of a missing config. 1 with *code set when one was given. */
+static int answer_without_mpi(const nst_cli *cli, int *code)
 {
-    nst_cli cli;
-    nst_config cfg;
-    nst_log_set_rank(launch_rank());
-    nst_status s = nst_cli_parse(argc, argv, &cli);
-    if (s != NST_OK) return fail_exit(s);
-    if (cli.help) {
+    *code = 0;
+    if (cli->help) {
         if (nst_log_is_root()) nst_cli_help(stdout);
-        return 0;
+        return 1;
     }
-    if (cli.version) {
+    if (cli->version) {
         if (nst_log_is_root()) print_version(stdout);
-        return 0;
+        return 1;
     }
-    if (cli.make_weights) return nst_log_is_root() ? make_weights(&cli) : 0;
-    nst_jobset jobs;
-    nst_jobset_init(&jobs);
-    if (cli.print_config) {
-        s = load_config(&cli, &cfg, &jobs);
+    if (cli->make_weights) {
+        *code = nst_log_is_root() ? make_weights(cli) : 0;
+        return 1;
+    }
+    if (cli->print_config) {
+        nst_config cfg;
+        nst_jobset jobs;
+        nst_jobset_init(&jobs);
+        nst_status s = load_config(cli, &cfg, &jobs);
         if (s == NST_OK && nst_log_is_root()) {
             char cwd[4096]; /* relative paths are relative to it: written absolute, the copy moves */
             const char *here = getcwd(cwd, sizeof cwd);
@@ -177,12 +179,91 @@ int main(int argc, char **argv)
             nst_jobset_write(&jobs, stdout, here);
         }
         nst_jobset_free(&jobs);
-        return s == NST_OK ? 0 : fail_exit(s);
+        *code = s == NST_OK ? 0 : fail_exit(s);
+        return 1;
     }
-    if (!cli.config_path && cli.nsets == 0 && !cli.self_test) {
-        s = nst_fail(NST_EINPUT, "no config file given; usage: nstbatch [options] CONFIG.ini (see --help)");
-        return fail_exit(s);
+    if (!cli->config_path && cli->nsets == 0 && !cli->self_test) {
+        *code = fail_exit(nst_fail(NST_EINPUT, "no config file given; usage: nstbatch [options] CONFIG.ini (see --help)"));
+        return 1;
     }
+    return 0;
+}
+
+/* Rank 0 resolves the config and the jobs and every rank receives them. Collective. */
+static nst_status share_config(const nst_cli *cli, nst_config *cfg, nst_jobset *jobs)
+{
+    nst_status s = nst_comm_rank() == 0 ? load_config(cli, cfg, jobs) : NST_OK;
+    s = nst_comm_agree(s);
+    if (s == NST_OK) s = nst_comm_bcast(cfg, sizeof *cfg, 0);
+    if (s == NST_OK) s = share_jobs(jobs);
+    if (s == NST_OK) s = nst_comm_agree(nst_comm_rank() == 0 ? nst_batch_check_restart(jobs, cli->restart_jobs) : NST_OK);
+    return s;
+}
+
+/* The run's first lines: the backend and why, the Gram path, and a rank bound to fewer cores
+ * than its share. */
+static void announce(const nst_config *cfg, const nst_device *dev)
+{
+    const nst_backend *be = dev->be;
+    const int size = nst_comm_size();
+    nst_info("nstbatch %s: %d rank%s; backend: %s%s%s%s\n", NST_VERSION, size, size == 1 ? "" : "s", be->description,
+             be->choice[0] ? " (" : "", be->choice, be->choice[0] ? ")" : "");
+    if (size > 1) nst_info("         Gram sums: %s\n", dev->gram_path);
+    /* mpirun binds each rank to one core by default for small rank counts, and OpenMP sizes
+     * its pool from that mask: say so when a rank gets less than its share of the node. */
+    int share = be->cores_online / (nst_comm_local_size() > 0 ? nst_comm_local_size() : 1);
+    if (!be->gpu_stream && cfg->run_threads == 0 && be->cores_allowed < share)
+        nst_warn("MPI bound this rank to %d of %d cores, so the CPU backend uses %d thread%s; launch with "
+                 "mpirun --bind-to none (one rank per node) or --map-by slot:PE=N, or set run.threads\n",
+                 be->cores_allowed, be->cores_online, be->threads, be->threads == 1 ? "" : "s");
+}
+
+/* The job, or the batch of jobs, on an open device: progress, the network and the style cache
+ * shared by every job. Collective. */
+static nst_status run_jobs(const nst_cli *cli, const nst_config *cfg, const nst_jobset *jobs, nst_device *dev, int launched)
+{
+    nst_backend *be = dev->be;
+    nst_collectives coll = nst_device_collectives(dev);
+    nst_progress progress;
+    nst_status s = nst_progress_open(&progress, cfg, cli->quiet, launched, be->gpu_stream ? be->gpu_bus_id : "");
+    nst_weights weights;
+    nst_style_cache *cache = NULL;
+    memset(&weights, 0, sizeof weights);
+    if (s == NST_OK) s = nst_job_weights(cfg, &weights);
+    if (s == NST_OK) s = nst_comm_agree(nst_style_cache_open(cfg->batch_style_cache, &cache));
+    if (s == NST_OK) {
+        nst_job_env env = {&weights, cache, cfg->checkpoint_path, cli->restart, &progress, "", cli->dry_run};
+        if (jobs->njobs > 0) {
+            nst_batch batch = {cfg, jobs, (const char *const *)cli->sets, cli->nsets, cli->restart, cli->restart_jobs};
+            s = nst_batch_run(&batch, be, coll, &env);
+        } else {
+            nst_job_result res;
+            s = nst_job_run(cfg, be, coll, &env, &res);
+        }
+    }
+    nst_style_cache_free(cache);
+    nst_weights_free(&weights);
+    nst_progress_close(&progress);
+    return s;
+}
+
+/* The exit status after MPI: every rank agrees, rank 0 prints, MPI ends. */
+static int finish(nst_status s)
+{
+    s = nst_comm_agree(s);
+    int code = s == NST_OK ? 0 : fail_exit(s);
+    nst_comm_finalize();
+    return code;
+}
+
+int main(int argc, char **argv)
+{
+    nst_cli cli;
+    nst_log_set_rank(launch_rank());
+    nst_status s = nst_cli_parse(argc, argv, &cli);
+    if (s != NST_OK) return fail_exit(s);
+    int code;
+    if (answer_without_mpi(&cli, &code)) return code;
     nst_log_set_quiet(cli.quiet);
 
     const int launched_as = launch_rank();
@@ -190,75 +271,40 @@ int main(int argc, char **argv)
     const int launched = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK") || getenv("SLURM_STEP_ID");
     s = nst_comm_init(&argc, &argv);
     if (s != NST_OK) return fail_exit(s);
-    int rank = nst_comm_rank(), size = nst_comm_size();
-    nst_log_set_rank(rank);
+    nst_log_set_rank(nst_comm_rank());
     nst_signals_install(); /* after MPI_Init: SIGUSR1/SIGTERM are ours */
-    s = check_world(&cli, size, launched_as);
+    s = check_world(&cli, nst_comm_size(), launched_as);
     if (s != NST_OK) {
-        int code = fail_exit(s);
+        code = fail_exit(s);
         nst_comm_finalize();
         return code;
     }
-    if (rank == 0) s = load_config(&cli, &cfg, &jobs);
-    s = nst_comm_agree(s);
-    if (s == NST_OK) s = nst_comm_bcast(&cfg, sizeof cfg, 0);
-    if (s == NST_OK) s = share_jobs(&jobs);
-    if (s == NST_OK) s = nst_comm_agree(nst_comm_rank() == 0 ? nst_batch_check_restart(&jobs, cli.restart_jobs) : NST_OK);
-    nst_device dev;
-    memset(&dev, 0, sizeof dev);
-    nst_job_result res;
+    nst_config cfg;
+    nst_jobset jobs;
+    nst_jobset_init(&jobs);
+    s = share_config(&cli, &cfg, &jobs);
     int threads = cfg.run_threads ? (int)cfg.run_threads : nst_default_threads(nst_comm_local_size());
     if (s == NST_OK && cli.self_test) {
         int failed = 0;
         s = self_test(&cli, &cfg, threads, argc, argv, &failed);
         nst_jobset_free(&jobs);
-        int code = s != NST_OK ? fail_exit(s) : failed ? 1 : 0;
+        code = s != NST_OK ? fail_exit(s) : failed ? 1 : 0;
         nst_comm_finalize();
         return code;
     }
+    nst_device dev;
+    memset(&dev, 0, sizeof dev);
     if (s == NST_OK) s = nst_device_open(&cfg, threads, &dev);
     s = nst_comm_agree(s);
-    nst_backend *be = dev.be;
-    /* from here a device fault aborts every rank; while devices opened the ranks agreed instead */
-    if (s == NST_OK) nst_backend_set_fatal_handler(device_fault);
     if (s == NST_OK) {
-        nst_info("nstbatch %s: %d rank%s; backend: %s%s%s%s\n", NST_VERSION, size, size == 1 ? "" : "s", be->description,
-                 be->choice[0] ? " (" : "", be->choice, be->choice[0] ? ")" : "");
-        if (size > 1) nst_info("         Gram sums: %s\n", dev.gram_path);
-        nst_ckpt_arithmetic(be->name, nst_precision_name(be->precision));
-        /* mpirun binds each rank to one core by default for small rank counts, and OpenMP sizes
-         * its pool from that mask: say so when a rank gets less than its share of the node. */
-        int share = be->cores_online / (nst_comm_local_size() > 0 ? nst_comm_local_size() : 1);
-        if (!be->gpu_stream && cfg.run_threads == 0 && be->cores_allowed < share)
-            nst_warn("MPI bound this rank to %d of %d cores, so the CPU backend uses %d thread%s; launch with "
-                     "mpirun --bind-to none (one rank per node) or --map-by slot:PE=N, or set run.threads\n",
-                     be->cores_allowed, be->cores_online, be->threads, be->threads == 1 ? "" : "s");
-        nst_collectives coll = nst_device_collectives(&dev);
-        nst_progress progress;
-        s = nst_progress_open(&progress, &cfg, cli.quiet, launched, be->gpu_stream ? be->gpu_bus_id : "");
-        nst_weights weights;
-        nst_style_cache *cache = NULL;
-        memset(&weights, 0, sizeof weights);
-        if (s == NST_OK) s = nst_job_weights(&cfg, &weights);
-        if (s == NST_OK) s = nst_comm_agree(nst_style_cache_open(cfg.batch_style_cache, &cache));
-        if (s == NST_OK) {
-            nst_job_env env = {&weights, cache, cfg.checkpoint_path, cli.restart, &progress, "", cli.dry_run};
-            if (jobs.njobs > 0) {
-                nst_batch batch = {&cfg, &jobs, (const char *const *)cli.sets, cli.nsets, cli.restart, cli.restart_jobs};
-                s = nst_batch_run(&batch, be, coll, &env);
-            } else {
-                s = nst_job_run(&cfg, be, coll, &env, &res);
-            }
-        }
-        nst_style_cache_free(cache);
-        nst_weights_free(&weights);
-        nst_progress_close(&progress);
+        /* from here a device fault aborts every rank; while devices opened the ranks agreed instead */
+        nst_backend_set_fatal_handler(device_fault);
+        announce(&cfg, &dev);
+        nst_ckpt_arithmetic(dev.be->name, nst_precision_name(dev.be->precision));
+        s = run_jobs(&cli, &cfg, &jobs, &dev, launched);
     }
     nst_backend_set_fatal_handler(NULL); /* MPI ends below */
     nst_device_close(&dev);
     nst_jobset_free(&jobs);
-    s = nst_comm_agree(s);
-    int code = s == NST_OK ? 0 : fail_exit(s);
-    nst_comm_finalize();
-    return code;
+    return finish(s);
 }
