@@ -48,68 +48,67 @@ static int preview_level(const nst_pyramid *P, int side)
     return best;
 }
 
-nst_status nst_output_write(const nst_output_spec *o, const nst_layout *L, float **cores, int W, int H, const char *description,
-                            nst_output_stats *st)
-{
-    const int rank = nst_comm_rank();
-    memset(st, 0, sizeof *st);
-    double t_start = nst_now();
+/* The files of one output as it is written: a sink per format and the preview. */
+typedef struct {
     nst_pyramid P;
-    /* every level is computed down to one tile (the preview needs a small one); the files take
-     * them all, or only level 0 without output.pyramid */
-    if (nst_pyramid_make(W, H, o->tiff.tile, 1, &P) != 0)
-        return nst_fail(NST_EINPUT, "output of %dx%d cannot be cut into %d px tiles", W, H, o->tiff.tile);
-    const int nwrite = o->pyramid ? P.nlevels : 1;
-    const int pv = o->preview_path[0] ? preview_level(&P, o->preview_side) : -1;
-    const int last = pv > nwrite - 1 ? pv : nwrite - 1;
-
+    int nwrite;   /* the levels the files take */
+    int pv, last; /* the preview's level (-1: none), the last level to compute */
     nst_sink sinks[NST_OUT_NFORMATS];
-    int nsinks = 0;
+    int nsinks;
+    nst_sink preview;
+    int have_preview, preview_jpeg;
+} out_files;
+
+/* One sink per format asked for, then the preview's. A sink that failed after creating its
+ * temporary has it removed (rank 0). */
+static nst_status open_sinks(const nst_output_spec *o, const char *description, out_files *f)
+{
     nst_status s = NST_OK;
-    memset(sinks, 0, sizeof sinks);
     if (o->want[NST_OUT_TIFF]) {
-        s = nst_sink_tiff(&sinks[nsinks], o, &P, nwrite, description);
-        if (s == NST_OK) nsinks++;
+        s = nst_sink_tiff(&f->sinks[f->nsinks], o, &f->P, f->nwrite, description);
+        if (s == NST_OK) f->nsinks++;
     }
     if (s == NST_OK && o->want[NST_OUT_HDF5]) {
-        s = nst_sink_hdf5(&sinks[nsinks], o, nwrite, description);
-        if (s == NST_OK) nsinks++;
+        s = nst_sink_hdf5(&f->sinks[f->nsinks], o, f->nwrite, description);
+        if (s == NST_OK) f->nsinks++;
     }
     if (s == NST_OK && o->want[NST_OUT_PNG]) {
-        s = nst_sink_png(&sinks[nsinks], o, &P, description);
-        if (s == NST_OK) nsinks++;
+        s = nst_sink_png(&f->sinks[f->nsinks], o, &f->P, description);
+        if (s == NST_OK) f->nsinks++;
     }
     if (s == NST_OK && o->want[NST_OUT_JPEG]) {
-        s = nst_sink_jpeg(&sinks[nsinks], o, &P, description);
-        if (s == NST_OK) nsinks++;
+        s = nst_sink_jpeg(&f->sinks[f->nsinks], o, &f->P, description);
+        if (s == NST_OK) f->nsinks++;
     }
-    nst_sink preview;
-    int have_preview = 0;
-    const int preview_jpeg = nst_format_from_name(o->preview_path) == NST_FMT_JPEG; /* the spec named it */
-    if (s == NST_OK && pv >= 0) {
-        s = nst_sink_begin(&preview, preview_jpeg ? NST_OUT_JPEG : NST_OUT_PNG, o->preview_path, 1, 1);
-        have_preview = s == NST_OK;
+    f->preview_jpeg = nst_format_from_name(o->preview_path) == NST_FMT_JPEG; /* the spec named it */
+    if (s == NST_OK && f->pv >= 0) {
+        s = nst_sink_begin(&f->preview, f->preview_jpeg ? NST_OUT_JPEG : NST_OUT_PNG, o->preview_path, 1, 1);
+        f->have_preview = s == NST_OK;
     }
+    if (s != NST_OK && nst_comm_rank() == 0 && f->nsinks < NST_OUT_NFORMATS && f->sinks[f->nsinks].af.tmp[0])
+        nst_atomic_abort(&f->sinks[f->nsinks].af);
+    return s;
+}
 
-    if (s != NST_OK && rank == 0 && nsinks < NST_OUT_NFORMATS) { /* a sink that failed after creating its temporary */
-        if (sinks[nsinks].af.tmp[0]) nst_atomic_abort(&sinks[nsinks].af);
-    }
-
+/* Level 0 from the cores, then every level into the sinks that take it and the preview, each
+ * reduced to the next. Collective. */
+static nst_status write_levels(const nst_output_spec *o, const nst_layout *L, float **cores, out_files *f, nst_output_stats *st)
+{
     nst_tileset cur, next;
     memset(&cur, 0, sizeof cur);
     memset(&next, 0, sizeof next);
     double t0 = nst_now();
-    if (s == NST_OK) s = nst_tiles_level0(&P, L, cores, o->bits, &cur, &st->peak_bytes);
+    nst_status s = nst_tiles_level0(&f->P, L, cores, o->bits, &cur, &st->peak_bytes);
     st->exchange_seconds += nst_now() - t0;
-    for (int k = 0; s == NST_OK && k <= last; k++) {
-        if (k < nwrite)
-            for (int i = 0; s == NST_OK && i < nsinks; i++)
-                if (k < sinks[i].nlevels) s = sinks[i].level(&sinks[i], &P, &cur);
-        if (s == NST_OK && k == pv) s = nst_write_preview(&P, &cur, o->preview_side, preview_jpeg, preview.af.tmp);
+    for (int k = 0; s == NST_OK && k <= f->last; k++) {
+        if (k < f->nwrite)
+            for (int i = 0; s == NST_OK && i < f->nsinks; i++)
+                if (k < f->sinks[i].nlevels) s = f->sinks[i].level(&f->sinks[i], &f->P, &cur);
+        if (s == NST_OK && k == f->pv) s = nst_write_preview(&f->P, &cur, o->preview_side, f->preview_jpeg, f->preview.af.tmp);
         if (s == NST_OK && k == 0) s = nst_comm_agree(injected_fault());
-        if (s == NST_OK && k < last) {
+        if (s == NST_OK && k < f->last) {
             t0 = nst_now();
-            s = nst_tiles_reduce(&P, &cur, &next, &st->peak_bytes);
+            s = nst_tiles_reduce(&f->P, &cur, &next, &st->peak_bytes);
             st->exchange_seconds += nst_now() - t0;
             nst_tileset_free(&cur);
             cur = next;
@@ -117,31 +116,54 @@ nst_status nst_output_write(const nst_output_spec *o, const nst_layout *L, float
         }
     }
     nst_tileset_free(&cur);
-    for (int i = 0; i < L->nlocal; i++) nst_free(cores[i]); /* if level 0 was never built */
+    return s;
+}
 
-    /* close every file; then all of them into place, or none */
-    for (int i = 0; i < nsinks; i++) {
-        nst_status c = sinks[i].close(&sinks[i], s == NST_OK);
+/* Close every file; then all of them into place, or none (rank 0). Collective. */
+static nst_status close_files(out_files *f, nst_status s)
+{
+    for (int i = 0; i < f->nsinks; i++) {
+        nst_status c = f->sinks[i].close(&f->sinks[i], s == NST_OK);
         if (s == NST_OK) s = c;
     }
     s = nst_comm_agree(s);
-    if (rank == 0) {
-        for (int i = 0; i < nsinks; i++) {
-            if (s == NST_OK) s = nst_atomic_commit(&sinks[i].af);
-            else nst_atomic_abort(&sinks[i].af);
+    if (nst_comm_rank() == 0) {
+        for (int i = 0; i < f->nsinks; i++) {
+            if (s == NST_OK) s = nst_atomic_commit(&f->sinks[i].af);
+            else nst_atomic_abort(&f->sinks[i].af);
         }
-        if (have_preview) {
-            if (s == NST_OK) s = nst_atomic_commit(&preview.af);
-            else nst_atomic_abort(&preview.af);
+        if (f->have_preview) {
+            if (s == NST_OK) s = nst_atomic_commit(&f->preview.af);
+            else nst_atomic_abort(&f->preview.af);
         }
     }
-    s = nst_comm_agree(s);
-    for (int i = 0; i < nsinks; i++) {
-        st->format_seconds[sinks[i].format] = sinks[i].seconds;
-        st->io_seconds[sinks[i].format] = sinks[i].io_seconds;
-        st->bytes[sinks[i].format] = sinks[i].bytes;
+    return nst_comm_agree(s);
+}
+
+nst_status nst_output_write(const nst_output_spec *o, const nst_layout *L, float **cores, int W, int H, const char *description,
+                            nst_output_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    double t_start = nst_now();
+    out_files f;
+    memset(&f, 0, sizeof f);
+    /* every level is computed down to one tile (the preview needs a small one); the files take
+     * them all, or only level 0 without output.pyramid */
+    if (nst_pyramid_make(W, H, o->tiff.tile, 1, &f.P) != 0)
+        return nst_fail(NST_EINPUT, "output of %dx%d cannot be cut into %d px tiles", W, H, o->tiff.tile);
+    f.nwrite = o->pyramid ? f.P.nlevels : 1;
+    f.pv = o->preview_path[0] ? preview_level(&f.P, o->preview_side) : -1;
+    f.last = f.pv > f.nwrite - 1 ? f.pv : f.nwrite - 1;
+    nst_status s = open_sinks(o, description, &f);
+    if (s == NST_OK) s = write_levels(o, L, cores, &f, st);
+    for (int i = 0; i < L->nlocal; i++) nst_free(cores[i]); /* if level 0 was never built */
+    s = close_files(&f, s);
+    for (int i = 0; i < f.nsinks; i++) {
+        st->format_seconds[f.sinks[i].format] = f.sinks[i].seconds;
+        st->io_seconds[f.sinks[i].format] = f.sinks[i].io_seconds;
+        st->bytes[f.sinks[i].format] = f.sinks[i].bytes;
     }
-    st->levels = nwrite;
+    st->levels = f.nwrite;
     st->seconds = nst_now() - t_start;
     return s;
 }

@@ -31,16 +31,9 @@ static const char *extension(const char *path)
     return dot && (!slash || dot > slash) && dot[1] ? dot : NULL;
 }
 
-nst_status nst_output_spec_parse(const nst_config *cfg, nst_output_spec *o)
+/* The formats: output.format, or the extension (ext_format, -1 when unknown). */
+static nst_status parse_formats(const nst_config *cfg, nst_output_spec *o, int ext_format, const char *where)
 {
-    memset(o, 0, sizeof *o);
-    const char *where = nst_config_origin(cfg, NST_K_output_path);
-    if (!cfg->output_path[0])
-        return nst_fail(NST_EINPUT, "output.path is not set: give it in the config ([output] path = FILE) or with --set output.path=FILE");
-    const char *ext = extension(cfg->output_path);
-    int ext_format = format_of_extension(ext);
-
-    /* the formats: output.format, or the extension */
     if (cfg->output_format[0]) {
         char list[NST_CFG_STR_MAX];
         snprintf(list, sizeof list, "%s", cfg->output_format);
@@ -66,7 +59,13 @@ nst_status nst_output_spec_parse(const nst_config *cfg, nst_output_spec *o)
                         where, cfg->output_path);
     }
 
-    /* the files: with output.format, a known extension is replaced by each format's own */
+    return NST_OK;
+}
+
+/* The files (with output.format, a known extension is replaced by each format's own), the
+ * preview's name and output.save_every. */
+static nst_status name_files(const nst_config *cfg, nst_output_spec *o, const char *ext, int ext_format, const char *where)
+{
     size_t stem = strlen(cfg->output_path);
     if (ext_format >= 0) stem -= strlen(ext);
     for (int f = 0; f < NST_OUT_NFORMATS; f++) {
@@ -89,7 +88,12 @@ nst_status nst_output_spec_parse(const nst_config *cfg, nst_output_spec *o)
         return nst_fail(NST_EINPUT, "%s: output.save_every = %lld writes the preview, but output.preview = 0 turns it off: set output.preview "
                         "to its long side (e.g. 1024) or output.save_every = 0", nst_config_origin(cfg, NST_K_output_save_every), o->save_every);
 
-    /* codec parameters */
+    return NST_OK;
+}
+
+/* The codecs' parameters, and the keys that would do nothing or contradict a format. */
+static nst_status codec_params(const nst_config *cfg, nst_output_spec *o)
+{
     o->bits = atoi(cfg->output_bits);
     o->overwrite = cfg->output_overwrite;
     o->pyramid = cfg->output_pyramid;
@@ -138,7 +142,12 @@ nst_status nst_output_spec_parse(const nst_config *cfg, nst_output_spec *o)
     o->png_level = deflate_level;
     o->h5 = (nst_h5_params){o->bits, strcmp(cfg->output_hdf5_compression, "deflate") == 0 ? deflate_level : 0, tile};
 
-    /* every file may be written */
+    return NST_OK;
+}
+
+/* Every file may be written (output.overwrite); the preview is always replaced. */
+static nst_status check_targets(const nst_config *cfg, const nst_output_spec *o, const char *where)
+{
     for (int f = 0; f < NST_OUT_NFORMATS; f++) {
         if (!o->want[f]) continue;
         nst_status s = nst_atomic_check_target(o->path[f], o->overwrite);
@@ -149,6 +158,20 @@ nst_status nst_output_spec_parse(const nst_config *cfg, nst_output_spec *o)
         if (s != NST_OK) return nst_fail_context(s, "%s: output.preview", nst_config_origin(cfg, NST_K_output_preview));
     }
     return NST_OK;
+}
+
+nst_status nst_output_spec_parse(const nst_config *cfg, nst_output_spec *o)
+{
+    memset(o, 0, sizeof *o);
+    const char *where = nst_config_origin(cfg, NST_K_output_path);
+    if (!cfg->output_path[0])
+        return nst_fail(NST_EINPUT, "output.path is not set: give it in the config ([output] path = FILE) or with --set output.path=FILE");
+    const char *ext = extension(cfg->output_path);
+    int ext_format = format_of_extension(ext);
+    NST_TRY(parse_formats(cfg, o, ext_format, where));
+    NST_TRY(name_files(cfg, o, ext, ext_format, where));
+    NST_TRY(codec_params(cfg, o));
+    return check_targets(cfg, o, where);
 }
 
 nst_status nst_output_spec_check_size(const nst_config *cfg, const nst_output_spec *o, int W, int H)
