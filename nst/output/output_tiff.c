@@ -95,84 +95,107 @@ static nst_status compress_batch(tiff_sink *ts, const nst_pyramid *P, const nst_
     return s;
 }
 
+/* How a level's tiles travel: every rank's count of tiles (known to all from the owners), on
+ * rank 0 each rank's tiles in ascending order (list[start[r]...]), in batches of K per rank. */
+typedef struct {
+    int *count, *list, *start;
+    int K, batches;
+} tile_batches;
+
+static nst_status plan_batches(const nst_pyramid *P, const nst_tileset *set, tile_batches *tb)
+{
+    const int rank = nst_comm_rank(), nranks = nst_comm_size();
+    const nst_level *lv = &set->lv;
+    const size_t tile_bytes = (size_t)P->tile * P->tile * 3 * (size_t)set->sample_bytes;
+    nst_status s = NST_OK;
+    tb->K = BATCH_BYTES / tile_bytes > 1 ? (int)(BATCH_BYTES / tile_bytes) : 1;
+    tb->count = nst_calloc(sizeof(int) * (size_t)nranks, "tiles per rank");
+    tb->list = rank == 0 ? nst_alloc_array((size_t)lv->ntiles, sizeof(int), "tile lists") : NULL;
+    tb->start = rank == 0 ? nst_calloc(sizeof(int) * (size_t)(nranks + 1), "tile lists") : NULL;
+    if (!tb->count || (rank == 0 && (!tb->list || !tb->start))) s = NST_ENOMEM;
+    if (s == NST_OK) {
+        for (int t = 0; t < lv->ntiles; t++) tb->count[set->owner[t]]++;
+        for (int r = 0; r < nranks; r++)
+            if ((tb->count[r] + tb->K - 1) / tb->K > tb->batches) tb->batches = (tb->count[r] + tb->K - 1) / tb->K;
+        if (rank == 0) { /* rank r's tiles, ascending, at list[start[r]] */
+            for (int r = 0; r < nranks; r++) tb->start[r + 1] = tb->start[r] + tb->count[r];
+            int *fill = nst_calloc(sizeof(int) * (size_t)nranks, "tile lists");
+            if (!fill) s = NST_ENOMEM;
+            for (int t = 0; s == NST_OK && t < lv->ntiles; t++) tb->list[tb->start[set->owner[t]] + fill[set->owner[t]]++] = t;
+            nst_free(fill);
+        }
+    }
+    return nst_comm_agree(s);
+}
+
+/* Rank 0: the batch from `first` of every rank (its own in msg, the others received) written in
+ * rank order. A write failure still receives every batch, then reports. */
+static nst_status write_batch(nst_sink *sk, const tile_batches *tb, int first, const unsigned char *msg)
+{
+    tiff_sink *ts = sk->impl;
+    nst_status s = NST_OK, w = NST_OK;
+    for (int r = 0; r < nst_comm_size() && s == NST_OK; r++) {
+        int n = tb->count[r] - first < tb->K ? tb->count[r] - first : tb->K;
+        if (n <= 0) continue;
+        const unsigned char *data = msg;
+        unsigned char *got = NULL;
+        if (r != 0) {
+            uint64_t len = 0;
+            s = nst_comm_recv(&len, sizeof len, r);
+            got = s == NST_OK ? nst_alloc((size_t)len, "a received batch of tiles") : NULL;
+            if (s == NST_OK && !got) nst_comm_abort(1, "out of memory receiving compressed tiles");
+            if (s == NST_OK) s = nst_comm_recv(got, (size_t)len, r);
+            data = got;
+        }
+        const uint64_t *lens = (const uint64_t *)data;
+        size_t off = (size_t)tb->K * sizeof(uint64_t);
+        double t0 = nst_now();
+        for (int i = 0; s == NST_OK && w == NST_OK && i < n; i++) {
+            w = nst_tiff_writer_tile(ts->w, tb->list[tb->start[r] + first + i], data + off, (size_t)lens[i]);
+            off += (size_t)lens[i];
+        }
+        sk->io_seconds += nst_now() - t0;
+        nst_free(got);
+    }
+    return s == NST_OK ? w : s;
+}
+
+/* The other ranks: their batch from `first` (mine tiles) to rank 0, its length first. */
+static nst_status send_batch(int mine, const unsigned char *msg, size_t msg_len)
+{
+    if (mine <= 0) return NST_OK;
+    uint64_t len = msg_len;
+    NST_TRY(nst_comm_send(&len, sizeof len, 0));
+    return nst_comm_send(msg, msg_len, 0);
+}
+
 static nst_status tiff_level(nst_sink *sk, const nst_pyramid *P, const nst_tileset *set)
 {
     tiff_sink *ts = sk->impl;
-    const int rank = nst_comm_rank(), nranks = nst_comm_size();
-    const nst_level *lv = &set->lv;
+    const int rank = nst_comm_rank();
     double t_start = nst_now(), t0;
     nst_status s = NST_OK;
     if (rank == 0) {
         t0 = nst_now();
-        s = nst_tiff_writer_level(ts->w, set->level, lv->w, lv->h);
+        s = nst_tiff_writer_level(ts->w, set->level, set->lv.w, set->lv.h);
         sk->io_seconds += nst_now() - t0;
     }
     NST_TRY(nst_comm_agree(s));
-
-    /* batches of K tiles; every rank knows every rank's tile list from the owners */
-    const size_t tile_bytes = (size_t)P->tile * P->tile * 3 * (size_t)set->sample_bytes;
-    const int K = BATCH_BYTES / tile_bytes > 1 ? (int)(BATCH_BYTES / tile_bytes) : 1;
-    int *count = nst_calloc(sizeof(int) * (size_t)nranks, "tiles per rank");
-    int *list = rank == 0 ? nst_alloc_array((size_t)lv->ntiles, sizeof(int), "tile lists") : NULL;
-    int *start = rank == 0 ? nst_calloc(sizeof(int) * (size_t)(nranks + 1), "tile lists") : NULL;
-    if (!count || (rank == 0 && (!list || !start))) s = NST_ENOMEM;
-    int batches = 0;
-    if (s == NST_OK) {
-        for (int t = 0; t < lv->ntiles; t++) count[set->owner[t]]++;
-        for (int r = 0; r < nranks; r++)
-            if ((count[r] + K - 1) / K > batches) batches = (count[r] + K - 1) / K;
-        if (rank == 0) { /* rank r's tiles, ascending, at list[start[r]] */
-            for (int r = 0; r < nranks; r++) start[r + 1] = start[r] + count[r];
-            int *fill = nst_calloc(sizeof(int) * (size_t)nranks, "tile lists");
-            if (!fill) s = NST_ENOMEM;
-            for (int t = 0; s == NST_OK && t < lv->ntiles; t++) list[start[set->owner[t]] + fill[set->owner[t]]++] = t;
-            nst_free(fill);
-        }
-    }
-    s = nst_comm_agree(s);
-
-    for (int b = 0; s == NST_OK && b < batches; b++) {
-        int first = b * K, mine = set->nown - first < K ? set->nown - first : K;
+    tile_batches tb;
+    memset(&tb, 0, sizeof tb);
+    s = plan_batches(P, set, &tb);
+    for (int b = 0; s == NST_OK && b < tb.batches; b++) {
+        int first = b * tb.K, mine = set->nown - first < tb.K ? set->nown - first : tb.K;
         if (mine < 0) mine = 0;
         unsigned char *msg = NULL;
         size_t msg_len = 0;
-        if (mine > 0) s = compress_batch(ts, P, set, first, mine, K, &msg, &msg_len);
+        if (mine > 0) s = compress_batch(ts, P, set, first, mine, tb.K, &msg, &msg_len);
         s = nst_comm_agree(s); /* nobody waits for a batch that will not come */
         if (s != NST_OK) {
             nst_free(msg);
             break;
         }
-        if (rank != 0) {
-            if (mine > 0) {
-                uint64_t len = msg_len;
-                s = nst_comm_send(&len, sizeof len, 0);
-                if (s == NST_OK) s = nst_comm_send(msg, msg_len, 0);
-            }
-        } else {
-            nst_status w = NST_OK; /* a write failure still receives every batch, then reports */
-            for (int r = 0; r < nranks && s == NST_OK; r++) {
-                int n = count[r] - first < K ? count[r] - first : K;
-                if (n <= 0) continue;
-                unsigned char *data = msg;
-                if (r != 0) {
-                    uint64_t len = 0;
-                    s = nst_comm_recv(&len, sizeof len, r);
-                    data = s == NST_OK ? nst_alloc((size_t)len, "a received batch of tiles") : NULL;
-                    if (s == NST_OK && !data) nst_comm_abort(1, "out of memory receiving compressed tiles");
-                    if (s == NST_OK) s = nst_comm_recv(data, (size_t)len, r);
-                }
-                const uint64_t *lens = (const uint64_t *)data;
-                size_t off = (size_t)K * sizeof(uint64_t);
-                t0 = nst_now();
-                for (int i = 0; s == NST_OK && w == NST_OK && i < n; i++) {
-                    w = nst_tiff_writer_tile(ts->w, list[start[r] + first + i], data + off, (size_t)lens[i]);
-                    off += (size_t)lens[i];
-                }
-                sk->io_seconds += nst_now() - t0;
-                if (r != 0) nst_free(data);
-            }
-            if (s == NST_OK) s = w;
-        }
+        s = rank != 0 ? send_batch(mine, msg, msg_len) : write_batch(sk, &tb, first, msg);
         nst_free(msg);
         s = nst_comm_agree(s);
     }
@@ -181,9 +204,9 @@ static nst_status tiff_level(nst_sink *sk, const nst_pyramid *P, const nst_tiles
         s = nst_tiff_writer_end_level(ts->w);
         sk->io_seconds += nst_now() - t0;
     }
-    nst_free(count);
-    nst_free(list);
-    nst_free(start);
+    nst_free(tb.count);
+    nst_free(tb.list);
+    nst_free(tb.start);
     sk->seconds += nst_now() - t_start;
     return nst_comm_agree(s);
 }
