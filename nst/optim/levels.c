@@ -303,24 +303,12 @@ static nst_status plan_level(const nst_levels_ctx *c, const nst_level_plan *p, i
     return nst_comm_agree(nst_layout_plan_tiles(c->cfg, c->spec, c->shapes, p->w[k], p->h[k], nst_comm_size(), nst_comm_rank(), &req, L));
 }
 
-/* Level k on layout L: the content and initial windows, the colour statistics, the style targets
- * and the render; the result's cores in (*bufs)[2 (nlocal + 1) + i]. *retry: it failed only because
- * a backend allocation did not fit, before any optimiser step, on every rank's word: smaller tiles
- * may fit. The caller frees *bufs and *state_out. */
-static nst_status level_try(const nst_levels_ctx *c, const nst_level_plan *p, int k, int resuming, const prev_level *pv, const nst_layout *L,
-                            float ***bufs_out, nst_adam_state *state_out, nst_level_report *r, int *retry)
+/* Level k's tiling on the log, and a warning for a tiling that leaves ranks idle or mostly
+ * computes halos. */
+static void try_describe(const nst_levels_ctx *c, const nst_level_plan *p, int k, const nst_layout *L)
 {
     const nst_config *cfg = c->cfg;
-    const nst_loss_spec *spec = c->spec;
-    const nst_color_mode mode = (nst_color_mode)nst_color_mode_parse(cfg->color_mode);
-    const int w = p->w[k], h = p->h[k];
-    nst_ckpt *ck = c->ckpt;
-    const int failures0 = c->be->alloc_failures;
-    *retry = 0;
-    *bufs_out = NULL;
-    r->tiles = L->grid.ntiles, r->tile_w = L->grid.tile_w, r->tile_h = L->grid.tile_h, r->halo = L->grid.halo;
-    r->gram = nst_gram_strategy_name(L->gram);
-    describe_layout(L, spec);
+    describe_layout(L, c->spec);
     if (p->n == 1 && L->grid.ntiles < L->nranks) { /* (coarse pyramid levels run on fewer ranks by design) */
         char idle[48]; /* smaller tiles would only add halo work: fewer ranks is what helps */
         if (L->grid.ntiles == L->nranks - 1)
@@ -338,51 +326,107 @@ static nst_status level_try(const nst_levels_ctx *c, const nst_level_plan *p, in
                  "neighbours' work; tiling.tile_size = auto, or a larger size, renders the same image faster\n",
                  where, cfg->tiling_tile_size, windows, L->grid.halo);
     }
+}
+
+/* What one try at a level holds between its phases. */
+typedef struct {
+    const nst_levels_ctx *c;
+    const nst_level_plan *p;
+    int k, w, h;
+    const nst_layout *L;
+    nst_color_mode mode;
+    float **content, **init, **cores; /* per local tile, in the try's buffers */
+    int have_init;                    /* init holds the initial pixels (else the content stands in) */
+    nst_adam_state state_in;          /* Adam's moments from the previous level, when carried */
+    nst_color_stats cs;               /* the content's colour statistics at this level */
+    nst_style_targets T;
+} level_attempt;
+
+/* The content and initial windows (level 0: the init image; later levels: the previous level's
+ * result upsampled, with Adam's moments when carried), the colour statistics. */
+static nst_status try_inputs(level_attempt *a, const prev_level *pv)
+{
+    const nst_layout *L = a->L;
+    const int k = a->k;
+    nst_status s = nst_inputs_windows(a->c->cfg, a->c->in, L, a->w, a->h, a->content, k == 0 && a->have_init ? a->init : NULL);
+    if (s == NST_OK && pv) s = level_change(pv->L, pv->w, pv->h, pv->cores, pv->state, L, a->w, a->h, a->init, &a->state_in);
+    /* colour: the content's statistics at this level; luminance-only inputs */
+    if (s == NST_OK && a->mode != NST_COLOR_NONE) s = nst_comm_agree(content_stats(a->c, L, a->content, a->mode, &a->cs));
+    if (s == NST_OK && a->mode == NST_COLOR_LUMINANCE)
+        for (int i = 0; i < L->nlocal; i++) {
+            size_t n = (size_t)nst_rect_area(nst_grid_window(&L->grid, L->local[i]));
+            nst_color_to_luminance(a->content[i], n);
+            if (k == 0 && a->have_init) nst_color_to_luminance(a->init[i], n);
+        }
+    return s;
+}
+
+/* The style targets at this level's size (none without styles or iterations). */
+static nst_status try_targets(level_attempt *a, nst_level_report *r)
+{
+    const nst_levels_ctx *c = a->c;
+    const nst_loss_spec *spec = c->spec;
+    const int w = a->w, h = a->h;
+    if (spec->nstyle <= 0 || a->p->iterations[a->k] <= 0) return NST_OK;
+    nst_status s = nst_style_targets_compute(c->cfg, spec, c->weights, c->be, c->coll, c->styles, w > h ? w : h,
+                                             nst_layout_style_budget(a->L, c->be, c->budget), a->mode, &a->cs, c->cache, &a->T);
+    r->style_seconds = a->T.seconds, r->style_tiles = a->T.tiles, r->style_cached = a->T.from_cache;
+    if (s == NST_OK)
+        nst_info("         style targets for %dx%d: %s (%.2f s)\n", w, h,
+                 a->T.from_cache ? "from the cache" : a->T.tiles > 1 ? "computed over tiles" : "computed", a->T.seconds);
+    return s;
+}
+
+/* The render, on the ranks that have tiles; then the checkpoint's generation to every rank. */
+static nst_status try_render(level_attempt *a, int resuming, nst_adam_state *state_out, nst_level_report *r)
+{
+    const nst_levels_ctx *c = a->c;
+    const nst_loss_spec *spec = c->spec;
+    nst_ckpt *ck = c->ckpt;
+    nst_render_ctx ctx = {c->cfg, spec, c->be, c->weights, a->L, c->coll, a->w, a->h, a->p->iterations[a->k], spec->nstyle ? a->T.A : NULL,
+                          a->T.normA, a->state_in.m ? &a->state_in : NULL, state_out, ck, a->k, c->progress, c->preview_path, c->preview_side,
+                          c->save_every};
+    nst_status s = render_level(&ctx, a->content, a->have_init ? a->init : NULL, a->cores, &r->stats, &r->ranks);
+    if (ck && s == NST_OK) s = nst_comm_agree(nst_ckpt_sync(ck)); /* a generation written on a subgroup, to the ranks that waited */
+    if (resuming && s == NST_OK) ck->resume = 0; /* (a try that failed is followed by one that resumes too) */
+    return s;
+}
+
+/* Level k on layout L: the content and initial windows, the colour statistics, the style targets
+ * and the render; the result's cores in (*bufs)[2 (nlocal + 1) + i]. *retry: it failed only because
+ * a backend allocation did not fit, before any optimiser step, on every rank's word: smaller tiles
+ * may fit. The caller frees *bufs and *state_out. */
+static nst_status level_try(const nst_levels_ctx *c, const nst_level_plan *p, int k, int resuming, const prev_level *pv, const nst_layout *L,
+                            float ***bufs_out, nst_adam_state *state_out, nst_level_report *r, int *retry)
+{
+    const nst_config *cfg = c->cfg;
+    const int failures0 = c->be->alloc_failures;
+    *retry = 0;
+    *bufs_out = NULL;
+    r->tiles = L->grid.ntiles, r->tile_w = L->grid.tile_w, r->tile_h = L->grid.tile_h, r->halo = L->grid.halo;
+    r->gram = nst_gram_strategy_name(L->gram);
+    try_describe(c, p, k, L);
 
     float **bufs = nst_calloc(sizeof(float *) * 3 * ((size_t)L->nlocal + 1), "level buffers");
     *bufs_out = bufs;
     nst_status s = nst_comm_agree(bufs ? NST_OK : NST_ENOMEM);
     if (s != NST_OK) return s;
-    float **content = bufs, **init = bufs + L->nlocal + 1, **cores = bufs + 2 * (L->nlocal + 1);
+    level_attempt a;
+    memset(&a, 0, sizeof a);
+    a.c = c, a.p = p, a.k = k, a.w = p->w[k], a.h = p->h[k], a.L = L;
+    a.mode = (nst_color_mode)nst_color_mode_parse(cfg->color_mode);
+    a.content = bufs, a.init = bufs + L->nlocal + 1, a.cores = bufs + 2 * (L->nlocal + 1);
     /* the initial pixels: a resumed level's come from the checkpoint (the content stands in) */
-    int have_init = !resuming && (k > 0 || strcmp(cfg->optim_init, "image") == 0);
-    nst_adam_state state_in;
-    memset(&state_in, 0, sizeof state_in);
-    s = nst_inputs_windows(cfg, c->in, L, w, h, content, k == 0 && have_init ? init : NULL);
-    if (s == NST_OK && pv) s = level_change(pv->L, pv->w, pv->h, pv->cores, pv->state, L, w, h, init, &state_in);
-    /* colour: the content's statistics at this level; luminance-only inputs */
-    nst_color_stats cs;
-    memset(&cs, 0, sizeof cs);
-    if (s == NST_OK && mode != NST_COLOR_NONE) s = nst_comm_agree(content_stats(c, L, content, mode, &cs));
-    if (s == NST_OK && mode == NST_COLOR_LUMINANCE)
-        for (int i = 0; i < L->nlocal; i++) {
-            size_t n = (size_t)nst_rect_area(nst_grid_window(&L->grid, L->local[i]));
-            nst_color_to_luminance(content[i], n);
-            if (k == 0 && have_init) nst_color_to_luminance(init[i], n);
-        }
-    /* the style targets at this level's size */
-    nst_style_targets T;
-    memset(&T, 0, sizeof T);
-    if (s == NST_OK && spec->nstyle > 0 && p->iterations[k] > 0) {
-        s = nst_style_targets_compute(cfg, spec, c->weights, c->be, c->coll, c->styles, w > h ? w : h,
-                                      nst_layout_style_budget(L, c->be, c->budget), mode, &cs, c->cache, &T);
-        r->style_seconds = T.seconds, r->style_tiles = T.tiles, r->style_cached = T.from_cache;
-        if (s == NST_OK)
-            nst_info("         style targets for %dx%d: %s (%.2f s)\n", w, h,
-                     T.from_cache ? "from the cache" : T.tiles > 1 ? "computed over tiles" : "computed", T.seconds);
-    }
-    /* the render */
+    a.have_init = !resuming && (k > 0 || strcmp(cfg->optim_init, "image") == 0);
+    s = try_inputs(&a, pv);
+    if (s == NST_OK) s = try_targets(&a, r);
     int rendered = 0;
     if (s == NST_OK) {
-        nst_render_ctx ctx = {cfg, spec, c->be, c->weights, L, c->coll, w, h, p->iterations[k], spec->nstyle ? T.A : NULL, T.normA,
-                              state_in.m ? &state_in : NULL, state_out, ck, k, c->progress, c->preview_path, c->preview_side, c->save_every};
-        s = render_level(&ctx, content, have_init ? init : NULL, cores, &r->stats, &r->ranks);
+        s = try_render(&a, resuming, state_out, r);
         rendered = 1;
-        if (ck && s == NST_OK) s = nst_comm_agree(nst_ckpt_sync(ck)); /* a generation written on a subgroup, to the ranks that waited */
-        if (resuming && s == NST_OK) ck->resume = 0; /* (a try that failed is followed by one that resumes too) */
     }
-    state_free(&state_in, L->nlocal);
-    nst_style_targets_free(&T);
+    state_free(&a.state_in, L->nlocal);
+    nst_style_targets_free(&a.T);
     s = nst_comm_agree(s);
     if (s == NST_ENOMEM) { /* every rank's word: all rendered, none stepped, some allocation refused */
         double mine[3] = {rendered, r->stats.stepped, c->be->alloc_failures - failures0}, mn[3], mx[3], sum[3];
@@ -418,121 +462,187 @@ static nst_status preflight(const nst_levels_ctx *c, const nst_level_plan *p, in
     return NST_OK;
 }
 
-nst_status nst_levels_run(const nst_levels_ctx *c, const nst_level_plan *p, nst_layout *Lout, float ***cores_out, nst_level_report *rep)
-{
-    const nst_config *cfg = c->cfg;
-    const nst_color_mode mode = (nst_color_mode)nst_color_mode_parse(cfg->color_mode);
-    const int carry = strcmp(cfg->pyramid_state, "carry") == 0 && strcmp(cfg->optim_method, "adam") == 0;
-    nst_layout prev;
-    float **pcores = NULL;
+/* ---- the levels, phase by phase ------------------------------------------------------------------ */
+
+/* What the levels hold between their phases: the previous level's result, handed to the next. */
+typedef struct {
+    const nst_levels_ctx *c;
+    const nst_level_plan *p;
+    nst_level_report *rep;
+    int carry;            /* Adam's moments go from level to level */
+    int k0;               /* the first level rendered here: 0, or the checkpoint's */
+    nst_layout prev;      /* the previous level: its layout, result cores and moments */
+    float **pcores;
     nst_adam_state pstate;
-    int pw = 0, ph = 0;
-    long long adam_t = 0; /* Adam's steps so far, when its state is carried */
-    memset(&prev, 0, sizeof prev);
-    memset(&pstate, 0, sizeof pstate);
-    nst_status s = NST_OK;
-    nst_ckpt *ck = c->ckpt;
-    const int k0 = ck && ck->resume ? ck->level : 0; /* a resume starts at the checkpoint's level */
-    if (k0 >= p->n) return nst_fail(NST_EINPUT, "checkpoint %s: level %d, but this render has %d level%s", ck->dir, k0 + 1, p->n, p->n == 1 ? "" : "s");
-    NST_TRY(preflight(c, p, k0));
-    for (int k = 0; k < k0; k++) { /* finished before the checkpoint: their reports from the manifest */
-        nst_level_report *r = &rep[k];
+    int pw, ph;
+    long long adam_t;     /* Adam's steps so far, when its state is carried */
+} levels_run;
+
+/* One level's current try: its layout, its buffers, the moments it leaves for the next level. */
+typedef struct {
+    nst_layout L;
+    float **bufs;
+    nst_adam_state state_out;
+} level_state;
+
+/* The levels finished before the checkpoint: their reports from the manifest. */
+static void levels_resumed(levels_run *lr)
+{
+    const nst_level_plan *p = lr->p;
+    const nst_ckpt *ck = lr->c->ckpt;
+    for (int k = 0; k < lr->k0; k++) {
+        nst_level_report *r = &lr->rep[k];
         const nst_ckpt_level *lv = &ck->levels[k];
         memset(r, 0, sizeof *r);
         r->w = p->w[k], r->h = p->h[k], r->iterations = p->iterations[k], r->tiles = lv->tiles, r->ranks = lv->ranks;
         r->first.total = lv->first, r->last.total = lv->last, r->seconds = lv->seconds;
         r->gram = "-";
-        adam_t += p->iterations[k];
+        lr->adam_t += p->iterations[k];
         if (p->n > 1) nst_info("level %d/%d: %dx%d, finished before the checkpoint (loss %.5e -> %.5e)\n", k + 1, p->n, r->w, r->h, lv->first, lv->last);
     }
-    for (int k = k0; s == NST_OK && k < p->n; k++) {
-        double t0 = nst_now();
-        const int w = p->w[k], h = p->h[k];
-        const int resuming = ck && ck->resume && k == k0;
-        nst_level_report *r = &rep[k];
-        memset(r, 0, sizeof *r);
-        r->w = w, r->h = h, r->iterations = p->iterations[k];
-        if (p->n > 1) nst_info("level %d/%d: %dx%d, %lld iterations\n", k + 1, p->n, w, h, p->iterations[k]);
-        pstate.t = adam_t; /* (ranks that had no tiles hold no moments: the step count is the plan's) */
-        const prev_level pv = {&prev, pw, ph, pcores, carry ? &pstate : NULL};
-        nst_layout L;
-        memset(&L, 0, sizeof L);
-        float **bufs = NULL;
-        nst_adam_state state_out;
-        memset(&state_out, 0, sizeof state_out);
-        s = plan_level(c, p, k, resuming ? ck->tile_w : 0, resuming ? ck->tile_h : 0, "the checkpoint's", 0, &L);
-        for (int halvings = 0; s == NST_OK; halvings++) {
-            int retry = 0;
-            s = level_try(c, p, k, resuming, k > k0 ? &pv : NULL, &L, &bufs, carry && k + 1 < p->n ? &state_out : NULL, r, &retry);
-            r->halvings = resuming ? 0 : halvings;
-            if (s == NST_OK || !retry) break;
-            /* the next try: tiles of half the side (a resumed level keeps the checkpoint's), whose model
-             * must promise less than the one that failed (for the checkpoint's tiles: two-pass Gram) */
-            char why[1024];
-            snprintf(why, sizeof why, "%s", nst_fail_message());
-            nst_fail_clear(); /* on every rank: nst_comm_agree gave all of them the message */
-            nst_layout next;
-            const int nw = resuming ? L.grid.tile_w : halve(L.grid.tile_w, L.align), nh = resuming ? L.grid.tile_h : halve(L.grid.tile_h, L.align);
-            const int last = resuming ? halvings > 0 : halvings == MAX_HALVINGS;
-            nst_status ps = last ? NST_ENOMEM
-                                 : plan_level(c, p, k, nw, nh, resuming ? "the checkpoint's (in less memory after an allocation failure)"
-                                                                        : "halved after an allocation failure:", L.mem_max, &next);
-            if (ps != NST_OK) {
-                nst_fail_clear();
-                s = nst_fail(NST_ENOMEM, "%s; tiles of %dx%d px%s, and %s", why, L.grid.tile_w, L.grid.tile_h,
-                             resuming ? " (the checkpoint's)" : halvings ? " after halving" : "",
-                             resuming ? "no Gram strategy for them models less memory" : last ? "they are halved at most 4 times"
-                                                                                             : "halving them again does not model less memory");
-                break;
-            }
-            nst_warn("level %d: tiles of %dx%d px did not fit (%s); trying again with %dx%d px%s%s\n", k + 1, L.grid.tile_w, L.grid.tile_h, why,
-                     next.grid.tile_w, next.grid.tile_h, resuming ? " (the checkpoint's), Gram " : "", resuming ? nst_gram_strategy_name(next.gram) : "");
-            try_free(&L, &bufs, &state_out);
-            L = next;
-            s = NST_OK;
-        }
-        if (k > k0) { /* the previous level is in this one's initial windows now */
-            for (int i = 0; pcores && i < prev.nlocal; i++) nst_free(pcores[i]);
-            nst_free(pcores);
-            pcores = NULL;
-            state_free(&pstate, prev.nlocal);
-            nst_layout_free(&prev);
-        }
-        r->first = r->stats.first, r->last = r->stats.last;
-        r->seconds = nst_now() - t0;
-        if (s == NST_OK && ck) {
-            nst_ckpt_level lv = {w, h, r->tiles, r->ranks, r->iterations, r->first.total, r->last.total, r->seconds};
-            nst_ckpt_level_done(ck, k, &lv);
-        }
-        if (s == NST_OK && p->n > 1)
-            nst_info("level %d/%d done: %dx%d, loss %.5e -> %.5e, %.2f s%s\n", k + 1, p->n, w, h, r->first.total, r->last.total, r->seconds,
-                     r->ranks < nst_comm_size() ? " (on fewer ranks: it has fewer tiles)" : "");
-        /* keep this level's result for the next one (or the output) */
-        float **kept = NULL;
-        if (s == NST_OK) {
-            float **cores = bufs + 2 * (L.nlocal + 1);
-            kept = nst_calloc(sizeof(float *) * ((size_t)L.nlocal + 1), "a level's result");
-            s = nst_comm_agree(kept ? NST_OK : NST_ENOMEM);
-            for (int i = 0; kept && i < L.nlocal; i++) kept[i] = cores[i], cores[i] = NULL;
-        }
-        if (s != NST_OK) {
-            nst_free(kept);
-            try_free(&L, &bufs, &state_out);
-            break;
-        }
-        bufs_free(&bufs, L.nlocal);
-        prev = L, pcores = kept, pstate = state_out, pw = w, ph = h;
-        adam_t += p->iterations[k];
+}
+
+/* After a try that failed only for memory: the next layout, tiles of half the side (a resumed
+ * level keeps the checkpoint's), whose model must promise less than the one that failed (for the
+ * checkpoint's tiles: two-pass Gram). NST_OK: ls holds the next layout; else the reason to stop. */
+static nst_status level_shrink(const levels_run *lr, int k, int resuming, int halvings, level_state *ls)
+{
+    const nst_layout *L = &ls->L;
+    char why[1024];
+    snprintf(why, sizeof why, "%s", nst_fail_message());
+    nst_fail_clear(); /* on every rank: nst_comm_agree gave all of them the message */
+    nst_layout next;
+    const int nw = resuming ? L->grid.tile_w : halve(L->grid.tile_w, L->align), nh = resuming ? L->grid.tile_h : halve(L->grid.tile_h, L->align);
+    const int last = resuming ? halvings > 0 : halvings == MAX_HALVINGS;
+    nst_status ps = last ? NST_ENOMEM
+                         : plan_level(lr->c, lr->p, k, nw, nh, resuming ? "the checkpoint's (in less memory after an allocation failure)"
+                                                                       : "halved after an allocation failure:", L->mem_max, &next);
+    if (ps != NST_OK) {
+        nst_fail_clear();
+        return nst_fail(NST_ENOMEM, "%s; tiles of %dx%d px%s, and %s", why, L->grid.tile_w, L->grid.tile_h,
+                        resuming ? " (the checkpoint's)" : halvings ? " after halving" : "",
+                        resuming ? "no Gram strategy for them models less memory" : last ? "they are halved at most 4 times"
+                                                                                        : "halving them again does not model less memory");
     }
-    if (s == NST_OK && mode == NST_COLOR_LUMINANCE) s = keep_chroma(c, &prev, pw, ph, pcores);
-    state_free(&pstate, prev.nlocal);
+    nst_warn("level %d: tiles of %dx%d px did not fit (%s); trying again with %dx%d px%s%s\n", k + 1, L->grid.tile_w, L->grid.tile_h, why,
+             next.grid.tile_w, next.grid.tile_h, resuming ? " (the checkpoint's), Gram " : "", resuming ? nst_gram_strategy_name(next.gram) : "");
+    try_free(&ls->L, &ls->bufs, &ls->state_out);
+    ls->L = next;
+    return NST_OK;
+}
+
+/* Level k planned and rendered, tried again with smaller tiles while only memory stood in the way. */
+static nst_status level_render(levels_run *lr, int k, int resuming, level_state *ls, nst_level_report *r)
+{
+    const nst_levels_ctx *c = lr->c;
+    const nst_level_plan *p = lr->p;
+    nst_ckpt *ck = c->ckpt;
+    lr->pstate.t = lr->adam_t; /* (ranks that had no tiles hold no moments: the step count is the plan's) */
+    const prev_level pv = {&lr->prev, lr->pw, lr->ph, lr->pcores, lr->carry ? &lr->pstate : NULL};
+    nst_status s = plan_level(c, p, k, resuming ? ck->tile_w : 0, resuming ? ck->tile_h : 0, "the checkpoint's", 0, &ls->L);
+    for (int halvings = 0; s == NST_OK; halvings++) {
+        int retry = 0;
+        s = level_try(c, p, k, resuming, k > lr->k0 ? &pv : NULL, &ls->L, &ls->bufs, lr->carry && k + 1 < p->n ? &ls->state_out : NULL, r, &retry);
+        r->halvings = resuming ? 0 : halvings;
+        if (s == NST_OK || !retry) break;
+        s = level_shrink(lr, k, resuming, halvings, ls);
+    }
+    return s;
+}
+
+/* The previous level's result cores, freed. */
+static void prev_free(levels_run *lr)
+{
+    for (int i = 0; lr->pcores && i < lr->prev.nlocal; i++) nst_free(lr->pcores[i]);
+    nst_free(lr->pcores);
+    lr->pcores = NULL;
+}
+
+/* Level k's report finished: its losses and time, the checkpoint's manifest, the log. */
+static void level_done(const levels_run *lr, int k, nst_status s, double t0)
+{
+    const nst_level_plan *p = lr->p;
+    nst_level_report *r = &lr->rep[k];
+    r->first = r->stats.first, r->last = r->stats.last;
+    r->seconds = nst_now() - t0;
+    if (s == NST_OK && lr->c->ckpt) {
+        nst_ckpt_level lv = {p->w[k], p->h[k], r->tiles, r->ranks, r->iterations, r->first.total, r->last.total, r->seconds};
+        nst_ckpt_level_done(lr->c->ckpt, k, &lv);
+    }
+    if (s == NST_OK && p->n > 1)
+        nst_info("level %d/%d done: %dx%d, loss %.5e -> %.5e, %.2f s%s\n", k + 1, p->n, p->w[k], p->h[k], r->first.total, r->last.total, r->seconds,
+                 r->ranks < nst_comm_size() ? " (on fewer ranks: it has fewer tiles)" : "");
+}
+
+/* Level k's result kept for the next one (or the output): it becomes the previous level. On a
+ * failure, everything the try holds is freed. */
+static nst_status level_handover(levels_run *lr, int k, nst_status s, level_state *ls)
+{
+    float **kept = NULL;
+    if (s == NST_OK) {
+        float **cores = ls->bufs + 2 * (ls->L.nlocal + 1);
+        kept = nst_calloc(sizeof(float *) * ((size_t)ls->L.nlocal + 1), "a level's result");
+        s = nst_comm_agree(kept ? NST_OK : NST_ENOMEM);
+        for (int i = 0; kept && i < ls->L.nlocal; i++) kept[i] = cores[i], cores[i] = NULL;
+    }
     if (s != NST_OK) {
-        for (int i = 0; pcores && i < prev.nlocal; i++) nst_free(pcores[i]);
-        nst_free(pcores);
-        nst_layout_free(&prev);
+        nst_free(kept);
+        try_free(&ls->L, &ls->bufs, &ls->state_out);
         return s;
     }
-    *Lout = prev;
-    *cores_out = pcores;
+    bufs_free(&ls->bufs, ls->L.nlocal);
+    lr->prev = ls->L, lr->pcores = kept, lr->pstate = ls->state_out, lr->pw = lr->p->w[k], lr->ph = lr->p->h[k];
+    lr->adam_t += lr->p->iterations[k];
+    return NST_OK;
+}
+
+/* Level k: set up its report, render it (with retries), release the previous level, hand over. */
+static nst_status one_level(levels_run *lr, int k)
+{
+    const nst_level_plan *p = lr->p;
+    const nst_ckpt *ck = lr->c->ckpt;
+    double t0 = nst_now();
+    const int resuming = ck && ck->resume && k == lr->k0;
+    nst_level_report *r = &lr->rep[k];
+    memset(r, 0, sizeof *r);
+    r->w = p->w[k], r->h = p->h[k], r->iterations = p->iterations[k];
+    if (p->n > 1) nst_info("level %d/%d: %dx%d, %lld iterations\n", k + 1, p->n, p->w[k], p->h[k], p->iterations[k]);
+    level_state ls;
+    memset(&ls, 0, sizeof ls);
+    nst_status s = level_render(lr, k, resuming, &ls, r);
+    if (k > lr->k0) { /* the previous level is in this one's initial windows now */
+        prev_free(lr);
+        state_free(&lr->pstate, lr->prev.nlocal);
+        nst_layout_free(&lr->prev);
+    }
+    level_done(lr, k, s, t0);
+    return level_handover(lr, k, s, &ls);
+}
+
+nst_status nst_levels_run(const nst_levels_ctx *c, const nst_level_plan *p, nst_layout *Lout, float ***cores_out, nst_level_report *rep)
+{
+    const nst_config *cfg = c->cfg;
+    const nst_color_mode mode = (nst_color_mode)nst_color_mode_parse(cfg->color_mode);
+    levels_run lr;
+    memset(&lr, 0, sizeof lr);
+    lr.c = c, lr.p = p, lr.rep = rep;
+    lr.carry = strcmp(cfg->pyramid_state, "carry") == 0 && strcmp(cfg->optim_method, "adam") == 0;
+    nst_status s = NST_OK;
+    nst_ckpt *ck = c->ckpt;
+    lr.k0 = ck && ck->resume ? ck->level : 0; /* a resume starts at the checkpoint's level */
+    if (lr.k0 >= p->n)
+        return nst_fail(NST_EINPUT, "checkpoint %s: level %d, but this render has %d level%s", ck->dir, lr.k0 + 1, p->n, p->n == 1 ? "" : "s");
+    NST_TRY(preflight(c, p, lr.k0));
+    levels_resumed(&lr);
+    for (int k = lr.k0; s == NST_OK && k < p->n; k++) s = one_level(&lr, k);
+    if (s == NST_OK && mode == NST_COLOR_LUMINANCE) s = keep_chroma(c, &lr.prev, lr.pw, lr.ph, lr.pcores);
+    state_free(&lr.pstate, lr.prev.nlocal);
+    if (s != NST_OK) {
+        prev_free(&lr);
+        nst_layout_free(&lr.prev);
+        return s;
+    }
+    *Lout = lr.prev;
+    *cores_out = lr.pcores;
     return NST_OK;
 }

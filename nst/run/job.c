@@ -165,20 +165,27 @@ static void job_totals(const nst_job_result *res, double mp, const nst_render_st
                  mp * it / secs, st->setup_seconds);
 }
 
-static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_output_spec *o, const nst_job_result *res, const nst_backend *be,
-                         const nst_job_env *env)
+/* The I/O figures, gathered in one call. */
+enum { IO_OUT, IO_EXCH, IO_FMT, IO_FMTIO = IO_FMT + NST_OUT_NFORMATS, IO_IN = IO_FMTIO + NST_OUT_NFORMATS, IO_READ, IO_READPX,
+       IO_OUTPEAK, IO_RSS, NIO };
+
+/* The report's figures over the ranks. */
+typedef struct {
+    double mn[NST_T_COUNT], mx[NST_T_COUNT], sum[NST_T_COUNT]; /* the phase timers */
+    double mem_mn[3], mem_mx[3], mem_sum[3];                   /* modelled peak, backend peak, their ratio */
+    double io_mn[NIO], io_mx[NIO], io_sum[NIO];
+    int n;     /* ranks */
+    double it; /* the last level's iterations (at least 1) */
+    double mp; /* megapixels */
+} report_figures;
+
+/* Every rank's timers, memory and I/O figures: min, max and sum. Collective. */
+static nst_status report_gather(const nst_layout *L, const nst_job_result *res, report_figures *fg)
 {
-    rank_entry *map = NULL;
-    if (cfg->run_record[0]) NST_TRY(rank_map(be, env, &map));
     const nst_render_stats *st = &res->stats;
     const nst_output_stats *os = &res->output;
-    double mn[NST_T_COUNT], mx[NST_T_COUNT], sum[NST_T_COUNT];
-    double mem[3] = {(double)L->mem_peak, (double)st->bytes_peak,
-                     L->mem_peak ? (double)st->bytes_peak / (double)L->mem_peak : 0}, mem_mn[3], mem_mx[3], mem_sum[3];
-    /* the I/O figures, gathered in one call */
-    enum { IO_OUT, IO_EXCH, IO_FMT, IO_FMTIO = IO_FMT + NST_OUT_NFORMATS, IO_IN = IO_FMTIO + NST_OUT_NFORMATS, IO_READ, IO_READPX,
-           IO_OUTPEAK, IO_RSS, NIO };
-    double io[NIO], io_mn[NIO], io_mx[NIO], io_sum[NIO];
+    double mem[3] = {(double)L->mem_peak, (double)st->bytes_peak, L->mem_peak ? (double)st->bytes_peak / (double)L->mem_peak : 0};
+    double io[NIO];
     io[IO_OUT] = os->seconds;
     io[IO_EXCH] = os->exchange_seconds;
     for (int f = 0; f < NST_OUT_NFORMATS; f++) {
@@ -190,26 +197,36 @@ static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_o
     io[IO_READPX] = (double)res->input_read_pixels;
     io[IO_OUTPEAK] = (double)os->peak_bytes;
     io[IO_RSS] = (double)nst_peak_rss();
-    NST_TRY(nst_comm_stats(st->timers.t, mn, mx, sum, NST_T_COUNT));
-    NST_TRY(nst_comm_stats(mem, mem_mn, mem_mx, mem_sum, 3));
-    NST_TRY(nst_comm_stats(io, io_mn, io_mx, io_sum, NIO));
-    int n = nst_comm_size();
-    double it = st->iterations > 0 ? (double)st->iterations : 1;
-    double mp = (double)res->width * res->height / 1e6;
+    NST_TRY(nst_comm_stats(st->timers.t, fg->mn, fg->mx, fg->sum, NST_T_COUNT));
+    NST_TRY(nst_comm_stats(mem, fg->mem_mn, fg->mem_mx, fg->mem_sum, 3));
+    NST_TRY(nst_comm_stats(io, fg->io_mn, fg->io_mx, fg->io_sum, NIO));
+    fg->n = nst_comm_size();
+    fg->it = st->iterations > 0 ? (double)st->iterations : 1;
+    fg->mp = (double)res->width * res->height / 1e6;
+    return NST_OK;
+}
+
+/* The log's report: totals, per-phase times, memory, input, output, rss, and each level's loss
+ * against its own start (a finer level starts higher). */
+static void report_log(const nst_output_spec *o, const nst_job_result *res, const report_figures *fg)
+{
+    const nst_render_stats *st = &res->stats;
+    const int n = fg->n;
+    const double it = fg->it;
     if (st->iterations > 0) {
-        job_totals(res, mp, st);
+        job_totals(res, fg->mp, st);
         nst_info("%-16s %11s %11s %11s   (seconds per iteration over %d rank%s%s)\n", "phase", "min", "mean", "max", n, n == 1 ? "" : "s",
                  res->nlevels > 1 ? ", the last level" : "");
         for (int p = 0; p < NST_T_COUNT; p++)
-            nst_info("%-16s %11.5f %11.5f %11.5f\n", nst_timer_name(p), mn[p] / it, sum[p] / n / it, mx[p] / it);
+            nst_info("%-16s %11.5f %11.5f %11.5f\n", nst_timer_name(p), fg->mn[p] / it, fg->sum[p] / n / it, fg->mx[p] / it);
         nst_info("memory:  peak %.1f MiB of backend buffers on the busiest rank; the model says %.1f MiB (peak/model %.3f)\n",
-                 mem_mx[1] / (1 << 20), mem_mx[0] / (1 << 20), mem_mx[2]);
+                 fg->mem_mx[1] / (1 << 20), fg->mem_mx[0] / (1 << 20), fg->mem_mx[2]);
     }
     nst_info("input:   %.2f s reading and resampling (slowest rank), %.2f s of it decoding; %.1f megapixels decoded by all ranks\n",
-             io_mx[IO_IN], io_mx[IO_READ], io_sum[IO_READPX] / 1e6);
-    describe_output(o, os, io_mx + IO_OUT, io_mx + IO_EXCH, io_mx + IO_FMT, io_mx + IO_FMTIO, res->width, res->height);
-    nst_info("rss:     peak %.1f MiB on the largest rank (%.1f MiB on the smallest)\n", io_mx[IO_RSS] / (1 << 20), io_mn[IO_RSS] / (1 << 20));
-    for (int k = 0; k < res->nlevels; k++) { /* each level against its own start: a finer level starts higher */
+             fg->io_mx[IO_IN], fg->io_mx[IO_READ], fg->io_sum[IO_READPX] / 1e6);
+    describe_output(o, &res->output, fg->io_mx + IO_OUT, fg->io_mx + IO_EXCH, fg->io_mx + IO_FMT, fg->io_mx + IO_FMTIO, res->width, res->height);
+    nst_info("rss:     peak %.1f MiB on the largest rank (%.1f MiB on the smallest)\n", fg->io_mx[IO_RSS] / (1 << 20), fg->io_mn[IO_RSS] / (1 << 20));
+    for (int k = 0; k < res->nlevels; k++) {
         const nst_level_report *r = &res->levels[k];
         const nst_loss_terms *a = res->nlevels > 1 ? &r->first : &st->first, *b = res->nlevels > 1 ? &r->last : &st->last;
         if (a->style <= 0 && a->total <= 0) continue;
@@ -220,17 +237,11 @@ static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_o
         else
             nst_info("loss%s: %.5e -> %.5e\n", lv, a->total, b->total);
     }
-    if (!cfg->run_record[0] || nst_comm_rank() != 0) {
-        nst_free(map);
-        return NST_OK;
-    }
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f) {
-        nst_free(map);
-        return nst_fail(NST_ENOMEM, "out of memory writing the run record");
-    }
+}
+
+/* The run record's head: the run, the build, the job, the rank map, the checkpoint. */
+static void record_head(FILE *f, const nst_job_result *res, const nst_backend *be, const nst_job_env *env, const rank_entry *map, int n)
+{
     fprintf(f, "{\n  \"nstbatch\": \"%s\",\n  \"ranks\": %d,\n  \"threads\": %d,\n  \"precision\": \"%s\",\n  \"width\": %d,\n  \"height\": %d,\n",
             NST_VERSION, n, res->threads, nst_precision_name(be->precision), res->width, res->height);
     char libs[256], mpi[256];
@@ -260,12 +271,13 @@ static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_o
     nst_json_string(f, env->checkpoint_dir ? env->checkpoint_dir : "");
     fprintf(f, ", \"written\": %d, \"resumed_level\": %d, \"resumed_iteration\": %lld},\n", res->checkpoints, res->resumed_level,
             res->resumed_iteration);
-    nst_free(map);
-    char *conf = config_text(cfg);
-    fprintf(f, "  \"config\": ");
-    nst_json_string(f, conf ? conf : "");
-    free(conf);
-    fprintf(f, ",\n");
+}
+
+/* The run record's render: the tiling, the times, the phases, memory, every level. */
+static void record_render(FILE *f, const nst_layout *L, const nst_job_result *res, const report_figures *fg)
+{
+    const nst_render_stats *st = &res->stats;
+    const double it = fg->it, mp = fg->mp;
     fprintf(f, "  \"tiling\": {\"mode\": \"%s\", \"tiles\": %d, \"nx\": %d, \"ny\": %d, \"tile_w\": %d, \"tile_h\": %d, \"halo\": %d, "
                "\"halo_exact\": %d, \"halo_overhead\": %.6f, \"gram\": \"%s\", \"exchange_every\": %d, \"blend_width\": %d, "
                "\"max_rank_load_px\": %lld, \"max_rank_core_px\": %lld},\n",
@@ -277,12 +289,12 @@ static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_o
     fprintf(f, "  \"megapixel_iterations_per_second\": %.6f,\n", st->seconds > 0 ? mp * it / st->seconds : 0.0);
     fprintf(f, "  \"phases_seconds_per_iteration\": {");
     for (int p = 0; p < NST_T_COUNT; p++)
-        fprintf(f, "%s\n    \"%s\": {\"min\": %.7f, \"mean\": %.7f, \"max\": %.7f}", p ? "," : "", nst_timer_key(p), mn[p] / it,
-                sum[p] / n / it, mx[p] / it);
+        fprintf(f, "%s\n    \"%s\": {\"min\": %.7f, \"mean\": %.7f, \"max\": %.7f}", p ? "," : "", nst_timer_key(p), fg->mn[p] / it,
+                fg->sum[p] / fg->n / it, fg->mx[p] / it);
     fprintf(f, "\n  },\n  \"memory\": {\"model_peak_bytes_max\": %.0f, \"peak_bytes_max\": %.0f, \"peak_over_model_max\": %.6f, "
                "\"peak_over_model_min\": %.6f, \"rss_peak_bytes_max\": %.0f, \"rss_peak_bytes_min\": %.0f, "
                "\"output_buffers_peak_bytes_max\": %.0f},\n",
-            mem_mx[0], mem_mx[1], mem_mx[2], mem_mn[2], io_mx[IO_RSS], io_mn[IO_RSS], io_mx[IO_OUTPEAK]);
+            fg->mem_mx[0], fg->mem_mx[1], fg->mem_mx[2], fg->mem_mn[2], fg->io_mx[IO_RSS], fg->io_mn[IO_RSS], fg->io_mx[IO_OUTPEAK]);
     fprintf(f, "  \"weights_bytes\": %zu,\n", res->weights_bytes);
     fprintf(f, "  \"seconds_total\": %.6f,\n  \"levels\": [", res->seconds);
     for (int k = 0; k < res->nlevels; k++) {
@@ -294,25 +306,70 @@ static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_o
                 lr->style_seconds, lr->style_tiles, lr->style_cached, lr->stats.previews, lr->first.total, lr->last.total);
     }
     fprintf(f, "\n  ],\n");
-    fprintf(f, "  \"input\": {\"seconds_max\": %.6f, \"read_seconds_max\": %.6f, \"source_pixels_decoded\": %.0f},\n", io_mx[IO_IN],
-            io_mx[IO_READ], io_sum[IO_READPX]);
+}
+
+/* The run record's tail: input, output files, the loss. */
+static void record_tail(FILE *f, const nst_output_spec *o, const nst_job_result *res, const report_figures *fg)
+{
+    const nst_render_stats *st = &res->stats;
+    const nst_output_stats *os = &res->output;
+    fprintf(f, "  \"input\": {\"seconds_max\": %.6f, \"read_seconds_max\": %.6f, \"source_pixels_decoded\": %.0f},\n", fg->io_mx[IO_IN],
+            fg->io_mx[IO_READ], fg->io_sum[IO_READPX]);
     fprintf(f, "  \"output\": {\"levels\": %d, \"bits\": %d, \"tile_size\": %d, \"seconds_max\": %.6f, \"exchange_seconds_max\": %.6f, "
                "\"files\": {",
-            os->levels, o->bits, o->tiff.tile, io_mx[IO_OUT], io_mx[IO_EXCH]);
+            os->levels, o->bits, o->tiff.tile, fg->io_mx[IO_OUT], fg->io_mx[IO_EXCH]);
     for (int fm = 0, k = 0; fm < NST_OUT_NFORMATS; fm++) {
         if (!o->want[fm]) continue;
         fprintf(f, "%s\n    \"%s\": {\"path\": \"%s\", \"bytes\": %llu, \"seconds_max\": %.6f, \"io_seconds_max\": %.6f}", k++ ? "," : "",
-                format_keys[fm], o->path[fm], os->bytes[fm], io_mx[IO_FMT + fm], io_mx[IO_FMTIO + fm]);
+                format_keys[fm], o->path[fm], os->bytes[fm], fg->io_mx[IO_FMT + fm], fg->io_mx[IO_FMTIO + fm]);
     }
     fprintf(f, "\n  }},\n");
     fprintf(f, "  \"loss\": {\"first\": {\"total\": %.9g, \"content\": %.9g, \"style\": %.9g, \"tv\": %.9g}, "
                "\"last\": {\"total\": %.9g, \"content\": %.9g, \"style\": %.9g, \"tv\": %.9g}}\n}\n",
             st->first.total, st->first.content, st->first.style, st->first.tv, st->last.total, st->last.content, st->last.style,
             st->last.tv);
+}
+
+/* The run record (rank 0), written whole or not at all; it frees the rank map. */
+static nst_status record_write(const nst_config *cfg, const nst_layout *L, const nst_output_spec *o, const nst_job_result *res,
+                               const nst_backend *be, const nst_job_env *env, rank_entry *map, const report_figures *fg)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) {
+        nst_free(map);
+        return nst_fail(NST_ENOMEM, "out of memory writing the run record");
+    }
+    record_head(f, res, be, env, map, fg->n);
+    nst_free(map);
+    char *conf = config_text(cfg);
+    fprintf(f, "  \"config\": ");
+    nst_json_string(f, conf ? conf : "");
+    free(conf);
+    fprintf(f, ",\n");
+    record_render(f, L, res, fg);
+    record_tail(f, o, res, fg);
     fclose(f);
     nst_status s = nst_atomic_write_text(cfg->run_record, text);
     free(text);
     return s;
+}
+
+/* The closing report: the log on rank 0, the run record if asked for. Collective. */
+static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_output_spec *o, const nst_job_result *res, const nst_backend *be,
+                         const nst_job_env *env)
+{
+    rank_entry *map = NULL;
+    if (cfg->run_record[0]) NST_TRY(rank_map(be, env, &map));
+    report_figures fg;
+    NST_TRY(report_gather(L, res, &fg));
+    report_log(o, res, &fg);
+    if (!cfg->run_record[0] || nst_comm_rank() != 0) {
+        nst_free(map);
+        return NST_OK;
+    }
+    return record_write(cfg, L, o, res, be, env, map, &fg);
 }
 
 /* ---- the job ------------------------------------------------------------------------------------- */
@@ -332,152 +389,239 @@ static char *config_text(const nst_config *cfg)
 
 nst_status nst_job_weights(const nst_config *cfg, nst_weights *w) { return share_weights(cfg, w); }
 
-nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_collectives coll, const nst_job_env *env, nst_job_result *res)
-{
-    const int rank = nst_comm_rank(), nranks = nst_comm_size();
+/* ---- the job, phase by phase --------------------------------------------------------------------- */
+
+/* What one job holds between its phases. */
+typedef struct {
+    const nst_config *cfg;
+    nst_backend *be;
+    nst_collectives coll;
+    const nst_job_env *env;
+    nst_job_result *res;
+    const nst_weights *weights;
     nst_loss_spec spec;
     nst_output_spec out;
+    nst_ckpt ck;
     nst_inputs in;
     nst_styles styles;
-    nst_layout L;
-    const nst_weights *weights = env->weights;
-    memset(res, 0, sizeof *res);
-    res->threads = be->threads;
-    memset(&in, 0, sizeof in);
-    memset(&L, 0, sizeof L);
-    memset(&styles, 0, sizeof styles);
-    double t_start = nst_now();
+    nst_level_plan plan;
+    nst_net shapes; /* the network's shapes, for planning */
+    int have_shapes;
+    double bmin;    /* the smallest rank's memory budget */
+    nst_layout L;   /* the last level's layout and its result's cores */
+    float **cores;
+    double t_start;
+} job_run;
 
-    /* finished by an earlier run (a requeued job, a batch run again): nothing to do */
-    int done = 0;
-    if (rank == 0 && !env->restart) done = nst_ckpt_is_done(cfg, env->checkpoint_dir, res->outputs, sizeof res->outputs);
-    NST_TRY(nst_comm_bcast(&done, sizeof done, 0));
-    if (done) {
+/* Finished by an earlier run (a requeued job, a batch run again): *done, the outputs in res. */
+static nst_status job_done_before(job_run *j, int *done)
+{
+    const nst_job_env *env = j->env;
+    nst_job_result *res = j->res;
+    *done = 0;
+    if (nst_comm_rank() == 0 && !env->restart) *done = nst_ckpt_is_done(j->cfg, env->checkpoint_dir, res->outputs, sizeof res->outputs);
+    NST_TRY(nst_comm_bcast(done, sizeof *done, 0));
+    if (*done) {
         NST_TRY(nst_comm_bcast(res->outputs, sizeof res->outputs, 0));
         res->skipped = 1;
         nst_info("already rendered by an earlier run (checkpoint %s says done): %s\n", env->checkpoint_dir, res->outputs);
-        return NST_OK;
     }
-    /* every rank checks (the output files are checked where they will be written); rank 0 reports */
-    NST_TRY(nst_comm_agree(nst_job_check(cfg, &spec, &out)));
-    nst_ckpt ck;
-    NST_TRY(nst_ckpt_open(&ck, cfg, env->checkpoint_dir, env->restart, env->name));
-    if (ck.done) /* done, but an output is gone (or its name changed): render again */
-        nst_notice("checkpoint %s: the finished render's outputs (%s) are not all there: rendering again\n", ck.dir, ck.outputs);
-    if (ck.resume) res->resumed_level = ck.level + 1, res->resumed_iteration = ck.iteration;
+    return NST_OK;
+}
+
+/* The checks (every rank; the output files are checked where they will be written; rank 0
+ * reports) and the checkpoint, opened. */
+static nst_status job_checks(job_run *j)
+{
+    const nst_weights *weights = j->weights;
+    nst_job_result *res = j->res;
+    NST_TRY(nst_comm_agree(nst_job_check(j->cfg, &j->spec, &j->out)));
+    NST_TRY(nst_ckpt_open(&j->ck, j->cfg, j->env->checkpoint_dir, j->env->restart, j->env->name));
+    if (j->ck.done) /* done, but an output is gone (or its name changed): render again */
+        nst_notice("checkpoint %s: the finished render's outputs (%s) are not all there: rendering again\n", j->ck.dir, j->ck.outputs);
+    if (j->ck.resume) res->resumed_level = j->ck.level + 1, res->resumed_iteration = j->ck.iteration;
     for (int k = 0; k < weights->nconv; k++)
         res->weights_bytes += sizeof(float) * ((size_t)weights->conv[k].cout * weights->conv[k].cin * 9 + (size_t)weights->conv[k].cout);
-    nst_status s = nst_inputs_open(cfg, &spec, &in);
-    if (s == NST_OK) s = nst_comm_agree(nst_output_spec_check_size(cfg, &out, in.W, in.H));
-    if (s == NST_OK && spec.nstyle > 0 && cfg->optim_iterations + (cfg->pyramid_iterations[0] ? 1 : 0) > 0) s = nst_styles_open(cfg, &styles);
-    res->width = in.W;
-    res->height = in.H;
+    return NST_OK;
+}
 
-    /* the levels, each planned the same on every rank, within the smallest rank's budget */
-    nst_level_plan plan;
-    nst_net shapes;
-    int have_shapes = 0;
-    if (s == NST_OK) s = nst_comm_agree(nst_levels_plan(cfg, &spec, in.W, in.H, &plan));
-    if (s == NST_OK) nst_progress_job(env->progress, env->name, plan.n, plan.w, plan.h, plan.iterations);
-    if (s == NST_OK && styles.n > 0)
-        s = nst_comm_agree(nst_styles_check(cfg, &spec, &styles, plan.w[0] > plan.h[0] ? plan.w[0] : plan.h[0], in.W > in.H ? in.W : in.H));
+/* The inputs: the content (its size is the job's), the output size against it, the styles. */
+static nst_status job_inputs(job_run *j)
+{
+    const nst_config *cfg = j->cfg;
+    nst_status s = nst_inputs_open(cfg, &j->spec, &j->in);
+    if (s == NST_OK) s = nst_comm_agree(nst_output_spec_check_size(cfg, &j->out, j->in.W, j->in.H));
+    if (s == NST_OK && j->spec.nstyle > 0 && cfg->optim_iterations + (cfg->pyramid_iterations[0] ? 1 : 0) > 0) s = nst_styles_open(cfg, &j->styles);
+    j->res->width = j->in.W;
+    j->res->height = j->in.H;
+    return s;
+}
+
+/* The levels, each planned the same on every rank, within the smallest rank's budget. */
+static nst_status job_plan(job_run *j, nst_status s)
+{
+    const nst_config *cfg = j->cfg;
+    nst_backend *be = j->be;
+    nst_level_plan *plan = &j->plan;
+    const int W = j->in.W, H = j->in.H;
+    if (s == NST_OK) s = nst_comm_agree(nst_levels_plan(cfg, &j->spec, W, H, plan));
+    if (s == NST_OK) nst_progress_job(j->env->progress, j->env->name, plan->n, plan->w, plan->h, plan->iterations);
+    if (s == NST_OK && j->styles.n > 0)
+        s = nst_comm_agree(nst_styles_check(cfg, &j->spec, &j->styles, plan->w[0] > plan->h[0] ? plan->w[0] : plan->h[0], W > H ? W : H));
     if (s == NST_OK) {
-        s = nst_net_shapes(be, weights, spec.deepest, spec.pool, &shapes);
-        have_shapes = s == NST_OK;
+        s = nst_net_shapes(be, j->weights, j->spec.deepest, j->spec.pool, &j->shapes);
+        j->have_shapes = s == NST_OK;
     }
-    double bmin = 0;
     if (s == NST_OK && !be->capacity) s = nst_comm_agree(nst_memory_check(cfg, nst_comm_local_size()));
     if (s == NST_OK) {
         double b = (double)nst_memory_budget(be, cfg->run_memory_gb, nst_comm_local_size()), bmax, bsum;
-        s = nst_comm_stats(&b, &bmin, &bmax, &bsum, 1);
+        s = nst_comm_stats(&b, &j->bmin, &bmax, &bsum, 1);
     }
-    s = nst_comm_agree(s);
-    if (s == NST_OK) {
-        char loss[512], files[1024];
-        nst_loss_spec_describe(&spec, loss, sizeof loss);
-        nst_output_describe(&out, files, sizeof files);
-        nst_info("model:   %s, %d conv layers, hash %016llx%s\n", weights->description, weights->nconv,
-                 (unsigned long long)nst_weights_hash(weights),
-                 cfg->model_weights[0] ? "" : " (random features give texture; `make weights` gives the real look)");
-        nst_info("loss:    %s\n", loss);
-        long long total_its = 0;
-        for (int k = 0; k < plan.n; k++) total_its += plan.iterations[k];
-        nst_info("optim:   %s, %lld iterations%s, lr %g, init %s%s%s\n", cfg->optim_method, total_its, plan.n > 1 ? " over the levels" : "",
-                 cfg->optim_lr, cfg->optim_init,
-                 strcmp(cfg->color_mode, "none") ? "; color " : "", strcmp(cfg->color_mode, "none") ? cfg->color_mode : "");
-        if (plan.n > 1) {
-            char sizes[512];
-            size_t n = 0;
-            for (int k = 0; k < plan.n && n < sizeof sizes; k++)
-                n += (size_t)snprintf(sizes + n, sizeof sizes - n, "%s%dx%d (%lld)", k ? ", " : "", plan.w[k], plan.h[k], plan.iterations[k]);
-            nst_info("pyramid: %d levels, factor %g: %s; Adam state at a level change: %s\n", plan.n, cfg->pyramid_factor, sizes,
-                     strcmp(cfg->optim_method, "adam") ? "a new L-BFGS history" : cfg->pyramid_state);
-        }
-        nst_info("output:  %s (%d-bit%s, %d px tiles)%s%s\n", files, out.bits,
-                 out.want[NST_OUT_TIFF] ? (out.tiff.codec == NST_TC_JPEG ? ", TIFF jpeg" : out.tiff.codec == NST_TC_NONE ? ", TIFF uncompressed" : "") : "",
-                 out.tiff.tile, out.preview_path[0] ? "; preview " : "", out.preview_path);
-    }
+    return nst_comm_agree(s);
+}
 
-    /* the render, coarse to fine (or, --dry-run, its plan and estimate) */
-    float **cores = NULL;
-    if (s == NST_OK && env->dry_run) {
-        nst_levels_ctx lc = {cfg, &spec, be, weights, &shapes, coll, &in, spec.nstyle ? &styles : NULL, env->cache, (size_t)bmin, NULL, NULL, NULL, 0, 0};
-        s = nst_dry_run(&lc, &plan, &out, in.W, in.H);
-        nst_inputs_close(&in);
-        nst_styles_close(&styles);
-        if (have_shapes) nst_net_destroy(&shapes);
-        nst_ckpt_free(&ck);
-        res->skipped = 1;
-        return s;
+/* The job on the log: the model, the loss, the optimiser, the pyramid, the outputs. */
+static void job_describe(const job_run *j)
+{
+    const nst_config *cfg = j->cfg;
+    const nst_weights *weights = j->weights;
+    const nst_level_plan *plan = &j->plan;
+    const nst_output_spec *out = &j->out;
+    char loss[512], files[1024];
+    nst_loss_spec_describe(&j->spec, loss, sizeof loss);
+    nst_output_describe(out, files, sizeof files);
+    nst_info("model:   %s, %d conv layers, hash %016llx%s\n", weights->description, weights->nconv,
+             (unsigned long long)nst_weights_hash(weights),
+             cfg->model_weights[0] ? "" : " (random features give texture; `make weights` gives the real look)");
+    nst_info("loss:    %s\n", loss);
+    long long total_its = 0;
+    for (int k = 0; k < plan->n; k++) total_its += plan->iterations[k];
+    nst_info("optim:   %s, %lld iterations%s, lr %g, init %s%s%s\n", cfg->optim_method, total_its, plan->n > 1 ? " over the levels" : "",
+             cfg->optim_lr, cfg->optim_init,
+             strcmp(cfg->color_mode, "none") ? "; color " : "", strcmp(cfg->color_mode, "none") ? cfg->color_mode : "");
+    if (plan->n > 1) {
+        char sizes[512];
+        size_t n = 0;
+        for (int k = 0; k < plan->n && n < sizeof sizes; k++)
+            n += (size_t)snprintf(sizes + n, sizeof sizes - n, "%s%dx%d (%lld)", k ? ", " : "", plan->w[k], plan->h[k], plan->iterations[k]);
+        nst_info("pyramid: %d levels, factor %g: %s; Adam state at a level change: %s\n", plan->n, cfg->pyramid_factor, sizes,
+                 strcmp(cfg->optim_method, "adam") ? "a new L-BFGS history" : cfg->pyramid_state);
     }
+    nst_info("output:  %s (%d-bit%s, %d px tiles)%s%s\n", files, out->bits,
+             out->want[NST_OUT_TIFF] ? (out->tiff.codec == NST_TC_JPEG ? ", TIFF jpeg" : out->tiff.codec == NST_TC_NONE ? ", TIFF uncompressed" : "") : "",
+             out->tiff.tile, out->preview_path[0] ? "; preview " : "", out->preview_path);
+}
+
+/* The inputs, the styles and the shapes, closed. */
+static void job_close_inputs(job_run *j)
+{
+    nst_inputs_close(&j->in);
+    nst_styles_close(&j->styles);
+    if (j->have_shapes) nst_net_destroy(&j->shapes);
+}
+
+/* --dry-run: the plan and its estimate, no render; the job ends here. */
+static nst_status job_dry_run(job_run *j)
+{
+    nst_levels_ctx lc = {j->cfg, &j->spec, j->be, j->weights, &j->shapes, j->coll, &j->in, j->spec.nstyle ? &j->styles : NULL, j->env->cache,
+                         (size_t)j->bmin, NULL, NULL, NULL, 0, 0};
+    nst_status s = nst_dry_run(&lc, &j->plan, &j->out, j->in.W, j->in.H);
+    job_close_inputs(j);
+    nst_ckpt_free(&j->ck);
+    j->res->skipped = 1;
+    return s;
+}
+
+/* The render, coarse to fine: the last level's layout and cores in j, every level's report in res. */
+static nst_status job_levels(job_run *j)
+{
+    const nst_job_env *env = j->env;
+    nst_job_result *res = j->res;
+    j->ck.done = 0;
+    nst_levels_ctx lc = {j->cfg, &j->spec, j->be, j->weights, &j->shapes, j->coll, &j->in, j->spec.nstyle ? &j->styles : NULL, env->cache,
+                         (size_t)j->bmin, &j->ck, env->progress, j->out.preview_path, j->out.preview_side, j->out.save_every};
+    nst_status s = nst_levels_run(&lc, &j->plan, &j->L, &j->cores, res->levels);
+    res->nlevels = j->plan.n;
     if (s == NST_OK) {
-        ck.done = 0;
-        nst_levels_ctx lc = {cfg, &spec, be, weights, &shapes, coll, &in, spec.nstyle ? &styles : NULL, env->cache, (size_t)bmin, &ck, env->progress,
-                             out.preview_path, out.preview_side, out.save_every};
-        s = nst_levels_run(&lc, &plan, &L, &cores, res->levels);
-        res->nlevels = plan.n;
-        if (s == NST_OK) {
-            res->stats = res->levels[plan.n - 1].stats;
-            res->stats.first = res->levels[0].first;
-        }
+        res->stats = res->levels[j->plan.n - 1].stats;
+        res->stats.first = res->levels[0].first;
     }
-    res->input_seconds = in.seconds;
-    res->input_read_seconds = in.read_seconds;
-    res->input_read_pixels = in.read_pixels;
+    return s;
+}
+
+/* The inputs' figures, and the largest rank's share of the result (collective when s is NST_OK). */
+static nst_status job_render_figures(job_run *j, nst_status s)
+{
+    nst_job_result *res = j->res;
+    const nst_layout *L = &j->L;
+    res->input_seconds = j->in.seconds;
+    res->input_read_seconds = j->in.read_seconds;
+    res->input_read_pixels = j->in.read_pixels;
     if (s == NST_OK) {
-        for (int i = 0; i < L.nlocal; i++) res->max_core_px += nst_rect_area(nst_grid_core(&L.grid, L.local[i]));
+        for (int i = 0; i < L->nlocal; i++) res->max_core_px += nst_rect_area(nst_grid_core(&L->grid, L->local[i]));
         double c = (double)res->max_core_px, cmn, cmx, csum;
         s = nst_comm_stats(&c, &cmn, &cmx, &csum, 1);
         res->max_core_px = (long long)cmx;
     }
-    nst_inputs_close(&in);
-    nst_styles_close(&styles);
-    if (have_shapes) nst_net_destroy(&shapes);
+    return s;
+}
 
-    /* the output, written by the ranks that own it */
-    char *desc = s == NST_OK ? config_text(cfg) : NULL;
+/* The output, written by the ranks that own it, with the config in every file. */
+static nst_status job_output(job_run *j, nst_status s)
+{
+    char *desc = s == NST_OK ? config_text(j->cfg) : NULL;
     if (s == NST_OK && !desc) s = nst_fail(NST_ENOMEM, "out of memory describing the config");
     s = nst_comm_agree(s);
-    if (s == NST_OK) s = nst_output_write(&out, &L, cores, in.W, in.H, desc, &res->output);
+    if (s == NST_OK) s = nst_output_write(&j->out, &j->L, j->cores, j->in.W, j->in.H, desc, &j->res->output);
     free(desc);
-    res->seconds = nst_now() - t_start;
-    if (s == NST_OK) s = nst_comm_agree(report(cfg, &L, &out, res, be, env));
+    return s;
+}
+
+/* The files on the log and in the result, the checkpoint marked done (when s is NST_OK); then
+ * everything the job still holds, freed. */
+static nst_status job_finish(job_run *j, nst_status s)
+{
+    nst_job_result *res = j->res;
     if (s == NST_OK) {
         char files[1024];
-        nst_output_describe(&out, files, sizeof files);
+        nst_output_describe(&j->out, files, sizeof files);
         snprintf(res->outputs, sizeof res->outputs, "%s", files);
-        nst_info("wrote %s (%dx%d, %d-bit)\n", files, in.W, in.H, out.bits);
-        s = nst_comm_agree(nst_ckpt_finish(&ck, files));
+        nst_info("wrote %s (%dx%d, %d-bit)\n", files, j->in.W, j->in.H, j->out.bits);
+        s = nst_comm_agree(nst_ckpt_finish(&j->ck, files));
     }
-    res->checkpoints = ck.written;
-    nst_ckpt_free(&ck);
-    nst_progress_job_end(env->progress, s == NST_OK ? "done" : s == NST_EINTERRUPTED ? "stopped" : "failed", nst_now() - t_start);
-    if (cores) {
-        for (int i = 0; i < L.nlocal; i++) nst_free(cores[i]);
-        nst_free(cores);
+    res->checkpoints = j->ck.written;
+    nst_ckpt_free(&j->ck);
+    nst_progress_job_end(j->env->progress, s == NST_OK ? "done" : s == NST_EINTERRUPTED ? "stopped" : "failed", nst_now() - j->t_start);
+    if (j->cores) {
+        for (int i = 0; i < j->L.nlocal; i++) nst_free(j->cores[i]);
+        nst_free(j->cores);
     }
-    nst_layout_free(&L);
-    (void)rank;
-    (void)nranks;
+    nst_layout_free(&j->L);
     return s;
+}
+
+nst_status nst_job_run(const nst_config *cfg, nst_backend *be, nst_collectives coll, const nst_job_env *env, nst_job_result *res)
+{
+    job_run j;
+    memset(&j, 0, sizeof j);
+    j.cfg = cfg, j.be = be, j.coll = coll, j.env = env, j.res = res, j.weights = env->weights;
+    memset(res, 0, sizeof *res);
+    res->threads = be->threads;
+    j.t_start = nst_now();
+
+    int done;
+    NST_TRY(job_done_before(&j, &done));
+    if (done) return NST_OK;
+    NST_TRY(job_checks(&j));
+    nst_status s = job_inputs(&j);
+    s = job_plan(&j, s);
+    if (s == NST_OK) job_describe(&j);
+    if (s == NST_OK && env->dry_run) return job_dry_run(&j);
+    if (s == NST_OK) s = job_levels(&j);
+    s = job_render_figures(&j, s);
+    job_close_inputs(&j);
+    s = job_output(&j, s);
+    res->seconds = nst_now() - j.t_start;
+    if (s == NST_OK) s = nst_comm_agree(report(cfg, &j.L, &j.out, res, be, env));
+    return job_finish(&j, s);
 }
