@@ -227,38 +227,60 @@ nst_status nst_layout_plan(const nst_config *cfg, const nst_loss_spec *spec, con
     return nst_layout_plan_tiles(cfg, spec, net, W, H, nranks, rank, &req, L);
 }
 
-nst_status nst_layout_plan_tiles(const nst_config *cfg, const nst_loss_spec *spec, const nst_net *net, int W, int H, int nranks, int rank,
-                                 const nst_plan_req *req, nst_layout *L)
-{
-    const size_t budget = req->budget;
-    const int force_w = req->force_w, force_h = req->force_h;
-    memset(L, 0, sizeof *L);
-    L->nranks = nranks;
-    L->rank = rank;
-    L->mem_budget = budget;
-    L->cheap = strcmp(cfg->tiling_mode, "cheap") == 0;
-    L->blend_cosine = strcmp(cfg->tiling_blend, "cosine") == 0;
-    int deepest = spec->deepest < 0 ? 0 : spec->deepest;
-    L->align = nst_vgg_footprint(deepest).stride;
-    L->halo_exact = round_up(nst_vgg_gradient_halo(deepest), L->align);
+/* ---- one level's plan, phase by phase ------------------------------------------------------------ */
 
-    /* halo */
+/* What the planning of one level holds between its phases. */
+typedef struct {
+    const nst_config *cfg;
+    const nst_loss_spec *spec;
+    const nst_net *net;
+    int W, H, nranks;
+    const nst_plan_req *req;
+    nst_layout *L;
+    int deepest;                /* the deepest layer in use (0 when none) */
     int halo;
+    long long tk;               /* tiling.tile_size, or the forced width; NST_WORD(0): auto */
+    nst_gram_strategy want[2];  /* the Gram strategies allowed, in order of preference */
+    int nwant;
+    int cw[128], ch[128], ncw, nch; /* the core widths and heights to try */
+    int *owner;                 /* the owners of a candidate's tiles (scratch) */
+    /* the cheapest plan that fits so far */
+    double best_cost;
+    int best_w, best_h;
+    nst_gram_strategy best_g;
+    size_t best_mem, best_be;
+    least_plan least;           /* the plan that models the least memory, fitting or not */
+} tile_plan;
+
+/* The halo: exact, auto (exact, or 32 px in cheap mode) or given on the stride; a warning when an
+ * exact render is given less than it needs. */
+static nst_status plan_halo(tile_plan *p)
+{
+    const nst_config *cfg = p->cfg;
+    nst_layout *L = p->L;
     long long hk = cfg->tiling_halo;
     if (hk == NST_WORD(1) || (hk == NST_WORD(0) && !L->cheap)) {
-        halo = L->halo_exact;
+        p->halo = L->halo_exact;
     } else if (hk == NST_WORD(0)) {
-        halo = round_up(32, L->align);
+        p->halo = round_up(32, L->align);
     } else {
         if (hk % L->align)
             return nst_fail(NST_EINPUT, "%s: tiling.halo = %lld: must be a multiple of %d (the total stride to %s), or exact or auto",
-                            nst_config_origin(cfg, NST_K_tiling_halo), hk, L->align, nst_vgg_layer_at(deepest)->relu);
-        halo = (int)hk;
+                            nst_config_origin(cfg, NST_K_tiling_halo), hk, L->align, nst_vgg_layer_at(p->deepest)->relu);
+        p->halo = (int)hk;
     }
-    if (!L->cheap && halo < L->halo_exact)
-        nst_warn("tiling.halo = %d is below the exact %d px for %s: tiles will not equal the whole-image result\n", halo,
-                 L->halo_exact, nst_vgg_layer_at(deepest)->relu);
+    if (!L->cheap && p->halo < L->halo_exact)
+        nst_warn("tiling.halo = %d is below the exact %d px for %s: tiles will not equal the whole-image result\n", p->halo,
+                 L->halo_exact, nst_vgg_layer_at(p->deepest)->relu);
+    return NST_OK;
+}
 
+/* The optimiser's state per owned pixel, the cheap mode's blend ramp and the halo exchange period,
+ * with the combinations of method and mode that do not go together refused. */
+static nst_status plan_optimiser(tile_plan *p)
+{
+    const nst_config *cfg = p->cfg;
+    nst_layout *L = p->L;
     /* the optimiser's state per owned pixel (exact mode): the pixels and their gradient, then Adam's
      * m and v, or L-BFGS's history pairs, direction and previous gradient */
     L->lbfgs = strcmp(cfg->optim_method, "lbfgs") == 0;
@@ -269,7 +291,7 @@ nst_status nst_layout_plan_tiles(const nst_config *cfg, const nst_loss_spec *spe
                         nst_config_origin(cfg, NST_K_optim_method));
 
     /* the feather ramp of the cheap mode's blend: the halo unless set */
-    L->blend_width = cfg->tiling_blend_width == NST_WORD(0) ? halo : (int)cfg->tiling_blend_width;
+    L->blend_width = cfg->tiling_blend_width == NST_WORD(0) ? p->halo : (int)cfg->tiling_blend_width;
 
     /* halo exchange period */
     long long ek = cfg->tiling_exchange_every;
@@ -277,114 +299,183 @@ nst_status nst_layout_plan_tiles(const nst_config *cfg, const nst_loss_spec *spe
     if (!L->cheap && L->exchange_every > 1)
         return nst_fail(NST_EINPUT, "%s: tiling.exchange_every = %d needs tiling.mode = cheap (exact tiles refresh halos every iteration)",
                         nst_config_origin(cfg, NST_K_tiling_exchange_every), L->exchange_every);
+    return NST_OK;
+}
 
-    /* the Gram strategies allowed, in order of preference */
-    nst_gram_strategy want[2];
-    int nwant;
-    if (strcmp(cfg->tiling_gram, "auto") == 0) {
-        if (L->cheap) {
-            want[0] = NST_GRAM_LAGGED;
-            nwant = 1;
+/* The Gram strategies allowed, in order of preference: auto tries resident, then two-pass (exact)
+ * or takes lagged (cheap); a configured one is the only one. */
+static void plan_gram_strategies(tile_plan *p)
+{
+    const char *gram = p->cfg->tiling_gram;
+    if (strcmp(gram, "auto") == 0) {
+        if (p->L->cheap) {
+            p->want[0] = NST_GRAM_LAGGED;
+            p->nwant = 1;
         } else {
-            want[0] = NST_GRAM_RESIDENT;
-            want[1] = NST_GRAM_TWO_PASS;
-            nwant = 2;
+            p->want[0] = NST_GRAM_RESIDENT;
+            p->want[1] = NST_GRAM_TWO_PASS;
+            p->nwant = 2;
         }
     } else {
-        want[0] = strcmp(cfg->tiling_gram, "resident") == 0   ? NST_GRAM_RESIDENT
-                  : strcmp(cfg->tiling_gram, "two_pass") == 0 ? NST_GRAM_TWO_PASS
-                                                              : NST_GRAM_LAGGED;
-        nwant = 1;
-        if (want[0] == NST_GRAM_LAGGED && !L->cheap)
+        p->want[0] = strcmp(gram, "resident") == 0   ? NST_GRAM_RESIDENT
+                     : strcmp(gram, "two_pass") == 0 ? NST_GRAM_TWO_PASS
+                                                     : NST_GRAM_LAGGED;
+        p->nwant = 1;
+        if (p->want[0] == NST_GRAM_LAGGED && !p->L->cheap)
             nst_warn("tiling.gram = lagged: the backward uses the previous iteration's Gram; not exact\n");
     }
+}
 
-    /* tile size: given (square), or the width and height that minimise the slowest rank's cost
-     * within the budget (cost: window pixels, times 1.5 when the forward runs twice); among equal
-     * costs larger cores, then squarer ones */
-    long long tk = cfg->tiling_tile_size;
-    int cw[128], ch[128], ncw = 0, nch = 0;
-    if (force_w > 0 && force_h > 0) { /* a resumed checkpoint's tiles, or halved ones */
-        cw[ncw++] = force_w;
-        ch[nch++] = force_h;
-        tk = force_w;
-    } else if (tk != NST_WORD(0)) {
-        if (tk % L->align)
+/* The core sizes to try: the forced ones (a resumed checkpoint's tiles, or halved ones), the
+ * configured square size (on the stride), or auto's candidates along each side. */
+static nst_status tile_candidates(tile_plan *p)
+{
+    const nst_config *cfg = p->cfg;
+    const nst_plan_req *req = p->req;
+    const int align = p->L->align;
+    p->tk = cfg->tiling_tile_size;
+    if (req->force_w > 0 && req->force_h > 0) {
+        p->cw[p->ncw++] = req->force_w;
+        p->ch[p->nch++] = req->force_h;
+        p->tk = req->force_w;
+    } else if (p->tk != NST_WORD(0)) {
+        if (p->tk % align)
             return nst_fail(NST_EINPUT, "%s: tiling.tile_size = %lld: must be a multiple of %d (the total stride to %s), or auto",
-                            nst_config_origin(cfg, NST_K_tiling_tile_size), tk, L->align, nst_vgg_layer_at(deepest)->relu);
-        cw[ncw++] = ch[nch++] = (int)tk;
+                            nst_config_origin(cfg, NST_K_tiling_tile_size), p->tk, align, nst_vgg_layer_at(p->deepest)->relu);
+        p->cw[p->ncw++] = p->ch[p->nch++] = (int)p->tk;
     } else {
-        ncw = candidates(W, L->align, cw, 128);
-        nch = candidates(H, L->align, ch, 128);
+        p->ncw = candidates(p->W, align, p->cw, 128);
+        p->nch = candidates(p->H, align, p->ch, 128);
     }
-    double best_cost = INFINITY;
-    least_plan least = {0, 0, 0, want[0]};
-    int best_w = 0, best_h = 0;
-    nst_gram_strategy best_g = want[0];
-    size_t best_mem = 0, best_be = 0;
-    int *owner = NULL;
-    for (int a = 0; a < ncw; a++)
-        for (int b = 0; b < nch; b++) {
-            nst_grid g;
-            if (nst_grid_make(W, H, cw[a], ch[b], halo, L->align, &g) != 0) continue;
-            if (tk == NST_WORD(0) && g.ntiles > 4096) continue; /* tiles that small only add halo */
-            int bad_layer = 0;
-            if (!fits_descriptors(&g, net, &bad_layer)) {
-                if (tk == NST_WORD(0)) continue;
-                free(owner);
-                return nst_fail(NST_EINPUT, "%s: tiling.tile_size = %lld gives windows of %dx%d px whose %s output holds 2^31 values or more, "
-                                "past cuDNN's descriptors: use a smaller tile size, or auto", nst_config_origin(cfg, NST_K_tiling_tile_size), tk,
-                                g.tile_w + 2 * g.halo, g.tile_h + 2 * g.halo, nst_vgg_layer_at(bad_layer)->name);
-            }
-            int *o = realloc(owner, sizeof(int) * (size_t)g.ntiles);
-            if (!o) {
-                free(owner);
-                return nst_fail(NST_ENOMEM, "out of memory planning %d tiles", g.ntiles);
-            }
-            owner = o;
-            int64_t load = nst_assign_tiles(&g, nranks, owner);
-            for (int k = 0; k < nwant; k++) {
-                size_t mem_be, mem = worst_memory(&g, owner, nranks, L->cheap, L->opt_px_bytes, want[k], spec, net, &mem_be);
-                if (!least.mem || mem < least.mem) least = (least_plan){mem, cw[a], ch[b], want[k]};
-                if (req->iterations > 0 && (mem > budget || (req->backend_below && mem_be >= req->backend_below)))
-                    continue; /* (no optimisation: no network buffers) */
-                double cost = (double)load * (want[k] == NST_GRAM_TWO_PASS ? 1.5 : 1.0);
-                long long area = (long long)cw[a] * ch[b], best_area = (long long)best_w * best_h;
-                int squarer = abs(cw[a] - ch[b]) < abs(best_w - best_h);
-                if (cost < best_cost || (cost == best_cost && (area > best_area || (area == best_area && squarer)))) {
-                    best_cost = cost;
-                    best_w = cw[a];
-                    best_h = ch[b];
-                    best_g = want[k];
-                    best_mem = mem;
-                    best_be = mem_be;
-                }
-                break; /* the first strategy that fits is the one used at this size */
-            }
-        }
-    free(owner);
-    if (!best_w) return no_fit(cfg, spec, net, W, H, nranks, budget, halo, L->align, L->cheap, L->opt_px_bytes, tk, least);
-    nst_grid_make(W, H, best_w, best_h, halo, L->align, &L->grid);
-    L->gram = best_g;
+    return NST_OK;
+}
+
+/* The memory model of a candidate grid of cw x ch cores (its tiles assigned) under each allowed
+ * strategy in turn: the first that fits the budget is the one used at this size (-1: none does;
+ * *mem and *mem_be: what it needs). The least seen, fitting or not, is kept for the message. */
+static int fit_strategy(tile_plan *p, const nst_grid *g, int cw, int ch, size_t *mem, size_t *mem_be)
+{
+    const nst_plan_req *req = p->req;
+    for (int k = 0; k < p->nwant; k++) {
+        *mem = worst_memory(g, p->owner, p->nranks, p->L->cheap, p->L->opt_px_bytes, p->want[k], p->spec, p->net, mem_be);
+        if (!p->least.mem || *mem < p->least.mem) p->least = (least_plan){*mem, cw, ch, p->want[k]};
+        if (req->iterations > 0 && (*mem > req->budget || (req->backend_below && *mem_be >= req->backend_below)))
+            continue; /* (no optimisation: no network buffers) */
+        return k;
+    }
+    return -1;
+}
+
+/* The choice: a fitting plan becomes the best when it costs less (the busiest rank's window pixels,
+ * load, times 1.5 when the forward runs twice), or as much with larger cores, then squarer ones. */
+static void keep_if_best(tile_plan *p, int64_t load, int cw, int ch, nst_gram_strategy gram, size_t mem, size_t mem_be)
+{
+    double cost = (double)load * (gram == NST_GRAM_TWO_PASS ? 1.5 : 1.0);
+    long long area = (long long)cw * ch, best_area = (long long)p->best_w * p->best_h;
+    int squarer = abs(cw - ch) < abs(p->best_w - p->best_h);
+    if (cost < p->best_cost || (cost == p->best_cost && (area > best_area || (area == best_area && squarer)))) {
+        p->best_cost = cost;
+        p->best_w = cw;
+        p->best_h = ch;
+        p->best_g = gram;
+        p->best_mem = mem;
+        p->best_be = mem_be;
+    }
+}
+
+/* One candidate core size: its grid (skipped when it cannot be made, or, auto, when its tiles are
+ * too many or its windows too large for cuDNN, which a configured size is told), its tiles over
+ * the ranks, its memory model against the budget, and the choice. */
+static nst_status try_candidate(tile_plan *p, int cw, int ch)
+{
+    const long long tk = p->tk;
+    nst_grid g;
+    if (nst_grid_make(p->W, p->H, cw, ch, p->halo, p->L->align, &g) != 0) return NST_OK;
+    if (tk == NST_WORD(0) && g.ntiles > 4096) return NST_OK; /* tiles that small only add halo */
+    int bad_layer = 0;
+    if (!fits_descriptors(&g, p->net, &bad_layer)) {
+        if (tk == NST_WORD(0)) return NST_OK;
+        return nst_fail(NST_EINPUT, "%s: tiling.tile_size = %lld gives windows of %dx%d px whose %s output holds 2^31 values or more, "
+                        "past cuDNN's descriptors: use a smaller tile size, or auto", nst_config_origin(p->cfg, NST_K_tiling_tile_size), tk,
+                        g.tile_w + 2 * g.halo, g.tile_h + 2 * g.halo, nst_vgg_layer_at(bad_layer)->name);
+    }
+    int *o = realloc(p->owner, sizeof(int) * (size_t)g.ntiles);
+    if (!o) return nst_fail(NST_ENOMEM, "out of memory planning %d tiles", g.ntiles);
+    p->owner = o;
+    int64_t load = nst_assign_tiles(&g, p->nranks, p->owner);
+    size_t mem = 0, mem_be = 0;
+    int k = fit_strategy(p, &g, cw, ch, &mem, &mem_be);
+    if (k >= 0) keep_if_best(p, load, cw, ch, p->want[k], mem, mem_be);
+    return NST_OK;
+}
+
+/* Every candidate width with every candidate height; the best in p->best_* (best_w 0: none fits). */
+static nst_status choose_tiles(tile_plan *p)
+{
+    nst_status s = NST_OK;
+    p->best_cost = INFINITY;
+    p->least = (least_plan){0, 0, 0, p->want[0]};
+    p->best_g = p->want[0];
+    for (int a = 0; s == NST_OK && a < p->ncw; a++)
+        for (int b = 0; s == NST_OK && b < p->nch; b++) s = try_candidate(p, p->cw[a], p->ch[b]);
+    free(p->owner);
+    p->owner = NULL;
+    return s;
+}
+
+/* The chosen grid in L: its tiles' owners, this rank's tiles, the memory models, and why. */
+static nst_status plan_commit(tile_plan *p)
+{
+    nst_layout *L = p->L;
+    const nst_plan_req *req = p->req;
+    nst_grid_make(p->W, p->H, p->best_w, p->best_h, p->halo, L->align, &L->grid);
+    L->gram = p->best_g;
     L->owner = nst_alloc_array((size_t)L->grid.ntiles, sizeof(int), "tile owners");
     L->local = nst_alloc_array((size_t)L->grid.ntiles, sizeof(int), "local tiles");
     if (!L->owner || !L->local) {
         nst_layout_free(L);
         return NST_ENOMEM;
     }
-    L->max_load = nst_assign_tiles(&L->grid, nranks, L->owner);
+    L->max_load = nst_assign_tiles(&L->grid, p->nranks, L->owner);
     for (int t = 0; t < L->grid.ntiles; t++)
-        if (L->owner[t] == rank) L->local[L->nlocal++] = t;
-    L->mem_model = nst_layout_memory(&L->grid, L->owner, rank, L->cheap, L->opt_px_bytes, L->gram, spec, net);
+        if (L->owner[t] == L->rank) L->local[L->nlocal++] = t;
+    L->mem_model = nst_layout_memory(&L->grid, L->owner, L->rank, L->cheap, L->opt_px_bytes, L->gram, p->spec, p->net);
     L->mem_peak = L->mem_model;
-    L->mem_max = best_be;
-    L->mem_total = best_mem;
+    L->mem_max = p->best_be;
+    L->mem_total = p->best_mem;
     snprintf(L->why, sizeof L->why, "%s tile size %dx%d px%s; Gram %s: %.3f GiB per rank of %.2f GiB budget%s",
-             force_w > 0 ? (req->forced ? req->forced : "forced") : tk == NST_WORD(0) ? "auto" : "configured", best_w, best_h,
-             tk == NST_WORD(0) ? " (least work on the slowest rank)" : "", nst_gram_strategy_name(best_g), gib(best_mem),
-             gib(budget),
-             strcmp(cfg->tiling_gram, "auto") == 0 && best_g == NST_GRAM_TWO_PASS ? " (resident did not fit)" : "");
+             req->force_w > 0 ? (req->forced ? req->forced : "forced") : p->tk == NST_WORD(0) ? "auto" : "configured", p->best_w,
+             p->best_h, p->tk == NST_WORD(0) ? " (least work on the slowest rank)" : "", nst_gram_strategy_name(p->best_g),
+             gib(p->best_mem), gib(req->budget),
+             strcmp(p->cfg->tiling_gram, "auto") == 0 && p->best_g == NST_GRAM_TWO_PASS ? " (resident did not fit)" : "");
     return NST_OK;
+}
+
+/* The settings, the halo, the optimiser's state and the Gram strategies; then the candidate tile
+ * sizes, each costed against the budget, and the cheapest that fits chosen (or, when none does,
+ * what would). */
+nst_status nst_layout_plan_tiles(const nst_config *cfg, const nst_loss_spec *spec, const nst_net *net, int W, int H, int nranks, int rank,
+                                 const nst_plan_req *req, nst_layout *L)
+{
+    memset(L, 0, sizeof *L);
+    L->nranks = nranks;
+    L->rank = rank;
+    L->mem_budget = req->budget;
+    L->cheap = strcmp(cfg->tiling_mode, "cheap") == 0;
+    L->blend_cosine = strcmp(cfg->tiling_blend, "cosine") == 0;
+    tile_plan p = {.cfg = cfg, .spec = spec, .net = net, .W = W, .H = H, .nranks = nranks, .req = req, .L = L};
+    p.deepest = spec->deepest < 0 ? 0 : spec->deepest;
+    L->align = nst_vgg_footprint(p.deepest).stride;
+    L->halo_exact = round_up(nst_vgg_gradient_halo(p.deepest), L->align);
+
+    NST_TRY(plan_halo(&p));
+    NST_TRY(plan_optimiser(&p));
+    plan_gram_strategies(&p);
+    NST_TRY(tile_candidates(&p));
+    NST_TRY(choose_tiles(&p));
+    if (!p.best_w)
+        return no_fit(cfg, spec, net, W, H, nranks, req->budget, p.halo, L->align, L->cheap, L->opt_px_bytes, p.tk, p.least);
+    return plan_commit(&p);
 }
 
 void nst_layout_free(nst_layout *L)

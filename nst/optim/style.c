@@ -208,118 +208,190 @@ nst_status nst_style_plan(const nst_config *cfg, const nst_loss_spec *spec, cons
     return NST_OK;
 }
 
-/* A[k] (host) = the Gram targets of style image `which` at w x h, tiled over the group. */
-static nst_status image_targets(const nst_config *cfg, const nst_loss_spec *spec, nst_net *net, nst_collectives coll, nst_styles *st,
-                                int which, int w, int h, size_t budget, nst_color_mode mode, const nst_color_stats *content, float **A,
-                                double *normA, int *tiles)
-{
-    nst_backend *be = net->be;
-    const int rank = nst_comm_rank();
-    const int align = nst_vgg_footprint(spec->deepest).stride;
+/* ---- the targets of one style image, phase by phase ------------------------------------------- */
+
+/* What the targets of one style image hold between their phases. */
+typedef struct {
+    const nst_config *cfg;
+    const nst_loss_spec *spec;
+    nst_net *net;
+    nst_backend *be;
+    nst_collectives coll;
+    int rank;
+    int w, h;                   /* the style image's size here */
     nst_grid g;
-    int *owner = NULL;
-    nst_status s = plan_tiles(net, w, h, feature_halo(spec, align), align, nst_comm_size(), budget, &g, &owner);
-    s = nst_comm_agree(s);
-    if (s != NST_OK) return s;
-    *tiles = g.ntiles;
-    nst_rect *rects = nst_alloc_array((size_t)g.ntiles, sizeof(nst_rect), "style windows");
-    float **win = nst_calloc(sizeof(float *) * ((size_t)g.ntiles + 1), "style windows");
-    double *G[NST_VGG_NLAYERS] = {0};
-    float *zeros = NULL;
-    if (!rects || !win) s = NST_ENOMEM;
-    for (int t = 0; s == NST_OK && t < g.ntiles; t++) rects[t] = nst_grid_window(&g, t);
+    int *owner;                 /* per tile */
+    nst_rect *rects;            /* every tile's window */
+    float **win;                /* this rank's windows' pixels, in tile order (freed once forwarded) */
+    double *G[NST_VGG_NLAYERS]; /* the Gram sums, per style layer (backend memory) */
+    float *zeros;               /* a zero target (backend memory) */
+} style_tiles;
+
+/* Every tile's window, and this rank's read from style image `which`. Collective. */
+static nst_status style_windows(style_tiles *T, nst_styles *st, int which)
+{
+    nst_status s = NST_OK;
+    T->rects = nst_alloc_array((size_t)T->g.ntiles, sizeof(nst_rect), "style windows");
+    T->win = nst_calloc(sizeof(float *) * ((size_t)T->g.ntiles + 1), "style windows");
+    if (!T->rects || !T->win) s = NST_ENOMEM;
+    for (int t = 0; s == NST_OK && t < T->g.ntiles; t++) T->rects[t] = nst_grid_window(&T->g, t);
     s = nst_comm_agree(s);
     if (s == NST_OK)
-        s = nst_read_rects(cfg, NST_K_style_path, st->path[which], &st->src[which], st->random[which], w, h, rects, owner, g.ntiles, win,
-                           NULL, NULL);
-    /* colour: the style's statistics over the pixels the tiles own, added over ranks, then the transform */
-    if (s == NST_OK && mode != NST_COLOR_NONE) {
-        nst_color_stats cs;
-        memset(&cs, 0, sizeof cs);
-        for (int t = 0, li = 0; t < g.ntiles; t++) {
-            if (owner[t] != rank) continue;
-            nst_rect c = nst_grid_core(&g, t), wr = rects[t];
-            for (int y = 0; y < c.h; y++) {
-                const float *row = win[li] + ((size_t)(c.y - wr.y + y) * wr.w + (size_t)(c.x - wr.x)) * 3;
-                if (mode == NST_COLOR_LUMINANCE)
-                    nst_color_stats_add_luminance(&cs, row, (size_t)c.w);
-                else
-                    nst_color_stats_add(&cs, row, (size_t)c.w);
-            }
-            li++;
+        s = nst_read_rects(T->cfg, NST_K_style_path, st->path[which], &st->src[which], st->random[which], T->w, T->h, T->rects,
+                           T->owner, T->g.ntiles, T->win, NULL, NULL);
+    return s;
+}
+
+/* Colour: the style's statistics over the pixels the tiles own, added over ranks, then the
+ * transform towards the content's statistics applied to the local windows. */
+static nst_status style_colour(style_tiles *T, nst_color_mode mode, const nst_color_stats *content)
+{
+    nst_status s = NST_OK;
+    nst_color_stats cs;
+    memset(&cs, 0, sizeof cs);
+    for (int t = 0, li = 0; t < T->g.ntiles; t++) {
+        if (T->owner[t] != T->rank) continue;
+        nst_rect c = nst_grid_core(&T->g, t), wr = T->rects[t];
+        for (int y = 0; y < c.h; y++) {
+            const float *row = T->win[li] + ((size_t)(c.y - wr.y + y) * wr.w + (size_t)(c.x - wr.x)) * 3;
+            if (mode == NST_COLOR_LUMINANCE)
+                nst_color_stats_add_luminance(&cs, row, (size_t)c.w);
+            else
+                nst_color_stats_add(&cs, row, (size_t)c.w);
         }
-        if (coll.sum_doubles) s = coll.sum_doubles(coll.ctx, (double *)&cs, sizeof cs / sizeof(double));
-        nst_color_xform xf;
-        if (s == NST_OK) s = nst_color_xform_make(mode, content, &cs, &xf);
-        for (int t = 0, li = 0; s == NST_OK && t < g.ntiles; t++)
-            if (owner[t] == rank) nst_color_xform_apply(&xf, win[li++], (size_t)nst_rect_area(rects[t]));
+        li++;
     }
-    /* forward every local window; Gram sums over the positions it owns */
+    if (T->coll.sum_doubles) s = T->coll.sum_doubles(T->coll.ctx, (double *)&cs, sizeof cs / sizeof(double));
+    nst_color_xform xf;
+    if (s == NST_OK) s = nst_color_xform_make(mode, content, &cs, &xf);
+    for (int t = 0, li = 0; s == NST_OK && t < T->g.ntiles; t++)
+        if (T->owner[t] == T->rank) nst_color_xform_apply(&xf, T->win[li++], (size_t)nst_rect_area(T->rects[t]));
+    return s;
+}
+
+/* Local window li (grid tile t) forwarded in the activations (allocated on first use, for the
+ * largest local window, hmax x wmax) and the positions it owns added to the Gram sums; its pixels
+ * are freed either way. */
+static nst_status tile_grams(style_tiles *T, int t, int li, nst_acts *acts, int *have_acts, int hmax, int wmax)
+{
+    nst_backend *be = T->be;
+    const nst_loss_spec *spec = T->spec;
+    nst_rect core = nst_grid_core(&T->g, t), wr = T->rects[t];
+    nst_rect own[NST_VGG_NLAYERS], seed[NST_VGG_NLAYERS];
+    nst_layer_regions(T->net, core, wr, 0, own, seed);
+    nst_tensor img;
+    nst_status s = nst_tensor_alloc(be, wr.h, wr.w, 3, NST_F32, &img);
+    if (s == NST_OK) s = be->ops->upload(be, img.data, T->win[li], (size_t)nst_rect_area(wr) * 3, NST_F32);
+    if (s == NST_OK && !*have_acts) {
+        s = nst_acts_alloc(T->net, hmax, wmax, acts);
+        *have_acts = s == NST_OK;
+    }
+    if (s == NST_OK) s = nst_acts_reshape(T->net, acts, wr.h, wr.w);
+    if (s == NST_OK) s = nst_net_forward(T->net, &img, acts);
+    for (int k = 0; s == NST_OK && k < spec->nstyle; k++)
+        s = be->ops->gram_accumulate(be, &acts->out[spec->style[k]], own[spec->style[k]], T->G[k]);
+    nst_tensor_free(be, &img);
+    nst_free(T->win[li]);
+    T->win[li] = NULL;
+    return s;
+}
+
+/* This rank's Gram sums: every local window forwarded, its owned positions summed (fp64, in
+ * backend memory), in one set of activations. */
+static nst_status gram_sums(style_tiles *T)
+{
+    nst_backend *be = T->be;
+    const nst_loss_spec *spec = T->spec;
+    nst_status s = NST_OK;
     for (int k = 0; s == NST_OK && k < spec->nstyle; k++) {
-        size_t cc = (size_t)net->width[spec->style[k]] * net->width[spec->style[k]];
-        s = be->ops->alloc(be, 2 * cc * sizeof(float), (void **)&G[k]);
-        if (s == NST_OK) s = be->ops->zero(be, G[k], cc * sizeof(double));
+        size_t cc = (size_t)T->net->width[spec->style[k]] * T->net->width[spec->style[k]];
+        s = be->ops->alloc(be, 2 * cc * sizeof(float), (void **)&T->G[k]);
+        if (s == NST_OK) s = be->ops->zero(be, T->G[k], cc * sizeof(double));
     }
     nst_acts acts;
     int have_acts = 0, wmax = 0, hmax = 0; /* one set of activations, sized for the largest local window */
-    for (int t = 0; t < g.ntiles; t++)
-        if (owner[t] == rank) {
-            if (rects[t].w > wmax) wmax = rects[t].w;
-            if (rects[t].h > hmax) hmax = rects[t].h;
+    for (int t = 0; t < T->g.ntiles; t++)
+        if (T->owner[t] == T->rank) {
+            if (T->rects[t].w > wmax) wmax = T->rects[t].w;
+            if (T->rects[t].h > hmax) hmax = T->rects[t].h;
         }
-    for (int t = 0, li = 0; s == NST_OK && t < g.ntiles; t++) {
-        if (owner[t] != rank) continue;
-        nst_rect core = nst_grid_core(&g, t), wr = rects[t];
-        nst_rect own[NST_VGG_NLAYERS], seed[NST_VGG_NLAYERS];
-        nst_layer_regions(net, core, wr, 0, own, seed);
-        nst_tensor img;
-        s = nst_tensor_alloc(be, wr.h, wr.w, 3, NST_F32, &img);
-        if (s == NST_OK) s = be->ops->upload(be, img.data, win[li], (size_t)nst_rect_area(wr) * 3, NST_F32);
-        if (s == NST_OK && !have_acts) {
-            s = nst_acts_alloc(net, hmax, wmax, &acts);
-            have_acts = s == NST_OK;
-        }
-        if (s == NST_OK) s = nst_acts_reshape(net, &acts, wr.h, wr.w);
-        if (s == NST_OK) s = nst_net_forward(net, &img, &acts);
-        for (int k = 0; s == NST_OK && k < spec->nstyle; k++)
-            s = be->ops->gram_accumulate(be, &acts.out[spec->style[k]], own[spec->style[k]], G[k]);
-        nst_tensor_free(be, &img);
-        nst_free(win[li]);
-        win[li++] = NULL;
+    for (int t = 0, li = 0; s == NST_OK && t < T->g.ntiles; t++)
+        if (T->owner[t] == T->rank) s = tile_grams(T, t, li++, &acts, &have_acts, hmax, wmax);
+    if (have_acts) nst_acts_free(T->net, &acts);
+    return s;
+}
+
+/* A zero target as large as the largest style layer's: gram_diff then yields A = G/M and its norm. */
+static nst_status zero_target(style_tiles *T)
+{
+    nst_backend *be = T->be;
+    const nst_loss_spec *spec = T->spec;
+    size_t most = 0;
+    for (int j = 0; j < spec->nstyle; j++) {
+        size_t cj = (size_t)T->net->width[spec->style[j]];
+        if (cj * cj > most) most = cj * cj;
     }
-    if (have_acts) nst_acts_free(net, &acts);
-    s = coll.check ? coll.check(coll.ctx, s) : s;
-    /* the sums over ranks, divided by the whole image's positions */
+    nst_status s = be->ops->alloc(be, most * sizeof(float), (void **)&T->zeros);
+    if (s == NST_OK) s = be->ops->zero(be, T->zeros, most * sizeof(float));
+    return s;
+}
+
+/* The sums over ranks, divided by the whole image's positions: A[k] on the host and its norm. */
+static nst_status targets_from_sums(style_tiles *T, float **A, double *normA)
+{
+    nst_backend *be = T->be;
+    const nst_loss_spec *spec = T->spec;
+    nst_status s = NST_OK;
     for (int k = 0; s == NST_OK && k < spec->nstyle; k++) {
-        int c = net->width[spec->style[k]], lh, lw, lc;
+        int c = T->net->width[spec->style[k]], lh, lw, lc;
         size_t cc = (size_t)c * c;
-        nst_net_shape(net, spec->style[k], h, w, &lh, &lw, &lc);
-        if (coll.sum_grams) s = coll.sum_grams(coll.ctx, G[k], cc);
-        if (s == NST_OK && !zeros) { /* a zero target: gram_diff then yields A = G/M and its norm */
-            size_t most = 0;
-            for (int j = 0; j < spec->nstyle; j++) {
-                size_t cj = (size_t)net->width[spec->style[j]];
-                if (cj * cj > most) most = cj * cj;
-            }
-            s = be->ops->alloc(be, most * sizeof(float), (void **)&zeros);
-            if (s == NST_OK) s = be->ops->zero(be, zeros, most * sizeof(float));
-        }
+        nst_net_shape(T->net, spec->style[k], T->h, T->w, &lh, &lw, &lc);
+        if (T->coll.sum_grams) s = T->coll.sum_grams(T->coll.ctx, T->G[k], cc);
+        if (s == NST_OK && !T->zeros) s = zero_target(T);
         float *Ad = NULL;
         if (s == NST_OK) s = be->ops->alloc(be, cc * sizeof(float), (void **)&Ad);
-        if (s == NST_OK) s = be->ops->gram_diff(be, G[k], NULL, 1.0 / ((double)lh * lw), zeros, c, Ad, &normA[k]);
+        if (s == NST_OK) s = be->ops->gram_diff(be, T->G[k], NULL, 1.0 / ((double)lh * lw), T->zeros, c, Ad, &normA[k]);
         if (s == NST_OK) {
             A[k] = nst_alloc_array(cc, sizeof(float), "style targets");
             s = A[k] ? be->ops->download(be, A[k], Ad, cc, NST_F32) : NST_ENOMEM;
         }
         if (Ad) be->ops->free(be, Ad);
     }
+    return s;
+}
+
+/* Whatever the phases made, in any state they stopped in. */
+static void style_tiles_free(style_tiles *T)
+{
     for (int k = 0; k < NST_VGG_NLAYERS; k++)
-        if (G[k]) be->ops->free(be, G[k]);
-    if (zeros) be->ops->free(be, zeros);
-    for (int i = 0; win && i < g.ntiles; i++) nst_free(win[i]);
-    nst_free(win);
-    nst_free(rects);
-    nst_free(owner);
+        if (T->G[k]) T->be->ops->free(T->be, T->G[k]);
+    if (T->zeros) T->be->ops->free(T->be, T->zeros);
+    for (int i = 0; T->win && i < T->g.ntiles; i++) nst_free(T->win[i]);
+    nst_free(T->win);
+    nst_free(T->rects);
+    nst_free(T->owner);
+}
+
+/* A[k] (host) = the Gram targets of style image `which` at w x h, tiled over the group: the tiles
+ * planned, the windows read (and colour-transformed), the Gram sums of each rank's windows, then
+ * added over the ranks and normalised. Every rank reaches every agreement, failed or not. */
+static nst_status image_targets(const nst_config *cfg, const nst_loss_spec *spec, nst_net *net, nst_collectives coll, nst_styles *st,
+                                int which, int w, int h, size_t budget, nst_color_mode mode, const nst_color_stats *content, float **A,
+                                double *normA, int *tiles)
+{
+    const int rank = nst_comm_rank();
+    const int align = nst_vgg_footprint(spec->deepest).stride;
+    style_tiles T = {.cfg = cfg, .spec = spec, .net = net, .be = net->be, .coll = coll, .rank = rank, .w = w, .h = h};
+    nst_status s = plan_tiles(net, w, h, feature_halo(spec, align), align, nst_comm_size(), budget, &T.g, &T.owner);
+    s = nst_comm_agree(s);
+    if (s != NST_OK) return s;
+    *tiles = T.g.ntiles;
+    s = style_windows(&T, st, which);
+    if (s == NST_OK && mode != NST_COLOR_NONE) s = style_colour(&T, mode, content);
+    if (s == NST_OK) s = gram_sums(&T);
+    s = coll.check ? coll.check(coll.ctx, s) : s;
+    if (s == NST_OK) s = targets_from_sums(&T, A, normA);
+    style_tiles_free(&T);
     return nst_comm_agree(s);
 }
 
