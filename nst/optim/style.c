@@ -384,7 +384,10 @@ static nst_status image_targets(const nst_config *cfg, const nst_loss_spec *spec
     style_tiles T = {.cfg = cfg, .spec = spec, .net = net, .be = net->be, .coll = coll, .rank = rank, .w = w, .h = h};
     nst_status s = plan_tiles(net, w, h, feature_halo(spec, align), align, nst_comm_size(), budget, &T.g, &T.owner);
     s = nst_comm_agree(s);
-    if (s != NST_OK) return s;
+    if (s != NST_OK) {
+        style_tiles_free(&T); /* this rank's owners, when another rank's plan failed */
+        return s;
+    }
     *tiles = T.g.ntiles;
     s = style_windows(&T, st, which);
     if (s == NST_OK && mode != NST_COLOR_NONE) s = style_colour(&T, mode, content);

@@ -363,7 +363,11 @@ static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_o
     rank_entry *map = NULL;
     if (cfg->run_record[0]) NST_TRY(rank_map(be, env, &map));
     report_figures fg;
-    NST_TRY(report_gather(L, res, &fg));
+    nst_status s = report_gather(L, res, &fg);
+    if (s != NST_OK) {
+        nst_free(map);
+        return s;
+    }
     report_log(o, res, &fg);
     if (!cfg->run_record[0] || nst_comm_rank() != 0) {
         nst_free(map);
