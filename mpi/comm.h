@@ -74,6 +74,7 @@ nst_status nst_comm_stats(const double *in, double *min, double *max, double *su
  * has its own) of the devices it sees, in CUDA's order. Launchers give ranks different views:
  * all of the node's GPUs, one each (srun --gpus-per-task=1), those of its socket (--gpu-bind=closest). */
 #define NST_GPU_UUID_BYTES 16
+#define NST_GPU_ID_CHARS 48 /* a GPU's identity as text (a UUID is 36 characters), with its terminator */
 #define NST_GPU_VIEW_MAX 64
 typedef struct {
     int n; /* devices seen (at most NST_GPU_VIEW_MAX are compared) */

@@ -46,16 +46,14 @@ nst_status nst_comm_gpu_bind(const char *policy, const nst_gpu_view *mine, int *
     return s;
 }
 
-#define GPU_ID 48 /* a UUID as text is 36 characters */
-
 /* Every local rank's id, gathered (NULL after a failure, recorded). */
 static char *gather_ids(const char *gpu_id, nst_status *s)
 {
-    char mine[GPU_ID] = "";
-    strncpy(mine, gpu_id, GPU_ID - 1);
-    char *all = nst_alloc_array((size_t)nst_comm_local_size(), GPU_ID, "GPU ids");
+    char mine[NST_GPU_ID_CHARS] = "";
+    strncpy(mine, gpu_id, NST_GPU_ID_CHARS - 1);
+    char *all = nst_alloc_array((size_t)nst_comm_local_size(), NST_GPU_ID_CHARS, "GPU ids");
     *s = all ? NST_OK : NST_ENOMEM;
-    int rc = all ? MPI_Allgather(mine, GPU_ID, MPI_CHAR, all, GPU_ID, MPI_CHAR, nst_comm_node_mpi()) : MPI_SUCCESS;
+    int rc = all ? MPI_Allgather(mine, NST_GPU_ID_CHARS, MPI_CHAR, all, NST_GPU_ID_CHARS, MPI_CHAR, nst_comm_node_mpi()) : MPI_SUCCESS;
     if (rc != MPI_SUCCESS) {
         *s = nst_comm_mpi_fail(rc, "MPI_Allgather (GPU ids)");
         nst_free(all);
@@ -72,7 +70,7 @@ nst_status nst_comm_gpu_sharers(const char *gpu_id, int *sharers, int *max_share
     char *all = gather_ids(gpu_id, &s);
     if (all && gpu_id[0]) {
         int n = 0;
-        for (int i = 0; i < ls; i++) n += strncmp(all + (size_t)i * GPU_ID, gpu_id, GPU_ID - 1) == 0;
+        for (int i = 0; i < ls; i++) n += strncmp(all + (size_t)i * NST_GPU_ID_CHARS, gpu_id, NST_GPU_ID_CHARS - 1) == 0;
         *sharers = n;
     }
     nst_free(all);
@@ -103,7 +101,7 @@ nst_status nst_comm_gpu_min_free(const char *gpu_id, size_t mine, size_t *agreed
     if (s == NST_OK && gpu_id[0]) {
         m = UINT64_MAX;
         for (int i = 0; i < ls; i++)
-            if (strncmp(ids + (size_t)i * GPU_ID, gpu_id, GPU_ID - 1) == 0 && free_b[i] < m) m = free_b[i];
+            if (strncmp(ids + (size_t)i * NST_GPU_ID_CHARS, gpu_id, NST_GPU_ID_CHARS - 1) == 0 && free_b[i] < m) m = free_b[i];
         *agreed = (size_t)m;
     }
     nst_free(ids);

@@ -134,8 +134,7 @@ void ck_record(nst_check *c, const char *op, nst_tol_class k, double terms, doub
     va_end(ap);
     int bad = !(err <= tol); /* NaN fails too */
     r->cases++;
-#define RATIO(e, t) ((t) > 0 ? (e) / (t) : (e) > 0 ? INFINITY : 0)
-    double q = RATIO(err, tol), worst = r->cases > 1 ? RATIO(r->err, r->tol) : -1;
+    double q = nst_check_ratio(err, tol), worst = r->cases > 1 ? nst_check_ratio(r->err, r->tol) : -1;
     if (r->cases == 1 || !(q <= worst)) {
         r->err = err;
         r->tol = tol;
@@ -157,6 +156,8 @@ int ck_ran(nst_check *c, const char *op, nst_status ref, nst_status dev)
     if (c->on_fail) c->on_fail(c->user, r, r->worst, INFINITY, r->tol);
     return 0;
 }
+
+double nst_check_ratio(double err, double tol) { return tol > 0 ? err / tol : err > 0 ? INFINITY : 0; }
 
 int nst_check_failures(const nst_check *c)
 {
@@ -183,7 +184,7 @@ void nst_check_print(const nst_check *c, FILE *f, const char *indent)
             "verdict", "worst case");
     for (int i = 0; i < c->nrows; i++) {
         const nst_check_row *r = &c->row[i];
-        double q = r->tol > 0 ? r->err / r->tol : (r->err > 0 ? INFINITY : 0);
+        double q = nst_check_ratio(r->err, r->tol);
         fprintf(f, "%s%-26s %-9s %5d %10.3g %10.3g %7.3f  %-7s %s\n", indent, r->op, nst_precision_name(c->dev->precision), r->cases,
                 r->err, r->tol, q, r->failed ? "FAIL" : "ok", r->worst);
     }

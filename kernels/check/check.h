@@ -57,6 +57,9 @@ typedef struct nst_check {
  * not run (host memory). */
 nst_status nst_check_ops(nst_check *c);
 
+/* err / tol, as the report shows it: infinite for an error over a tolerance of 0 (an exact contract). */
+double nst_check_ratio(double err, double tol);
+
 /* Cases failed over all rows. */
 int nst_check_failures(const nst_check *c);
 

@@ -28,7 +28,6 @@ static nst_status agree_arithmetic(const nst_config *cfg, const nst_backend *be)
     return nst_comm_agree(NST_EINPUT);
 }
 
-#define GPU_ID 48 /* a UUID as text: 36 characters */
 #define BUS 32
 
 /* A device's identity as text: its UUID, as nvidia-smi writes it without the GPU-/MIG- prefix. */
@@ -52,8 +51,8 @@ static nst_status bind_gpu(const nst_config *cfg, nst_device *d, int *ngpu, char
     if (d->gpu < 0) return NST_OK;
     nst_cuda_bus_id(d->gpu, bus, BUS);
     unsigned char u[NST_GPU_UUID_BYTES];
-    if (nst_cuda_uuid(d->gpu, u) == 0) uuid_text(u, id, GPU_ID);
-    else snprintf(id, GPU_ID, "bus %.31s", bus); /* no UUID: the bus id is the best identity left */
+    if (nst_cuda_uuid(d->gpu, u) == 0) uuid_text(u, id, NST_GPU_ID_CHARS);
+    else snprintf(id, NST_GPU_ID_CHARS, "bus %.31s", bus); /* no UUID: the bus id is the best identity left */
     return NST_OK;
 }
 
@@ -125,7 +124,7 @@ nst_status nst_device_open(const nst_config *cfg, int threads, nst_device *d)
     memset(d, 0, sizeof *d);
     d->gpu = -1;
     d->nccl_timeout = cfg->gpu_nccl_timeout;
-    char id[GPU_ID] = "", bus[BUS] = "";
+    char id[NST_GPU_ID_CHARS] = "", bus[BUS] = "";
     int prec = nst_precision_parse(cfg->run_precision), ngpu = 0;
     if (prec < 0) return nst_comm_agree(nst_fail(NST_EINPUT, "run.precision = '%s': expected auto, fp32, tf32, bf16 or fp16", cfg->run_precision));
     nst_status s = bind_gpu(cfg, d, &ngpu, id, bus);

@@ -20,7 +20,7 @@
  * chunks, with cuDNN's workspace) needs well under it. */
 #define SELFTEST_MEMORY_GB 4.0
 
-static double ratio(const st_row *r) { return r->tol > 0 ? r->err / r->tol : r->err > 0 ? INFINITY : 0; }
+static double ratio(const st_row *r) { return nst_check_ratio(r->err, r->tol); }
 
 /* Add a rank's row into the merged table: counts add up, the worst case (by err / tol) stays. */
 static void merge_row(st_table *m, const st_row *r)
