@@ -63,7 +63,9 @@ typedef struct {
     nst_status (*copy)(nst_backend *, void *dst, const void *src, size_t bytes); /* backend to backend */
     nst_status (*synchronize)(nst_backend *);
     /* Rectangles of pixels (all channels; tensors of equal channels and dtype): tensor to tensor
-     * (dst at (dx, dy)), and between a tensor and r.w * r.h * c packed host floats. */
+     * (dst at (dx, dy)), and between a tensor and r.w * r.h * c packed host floats. The host
+     * transfers take fp32 tensors (the images the renderer moves); the CPU also converts other
+     * dtypes, the CUDA backend refuses them. */
     nst_status (*copy_rect)(nst_backend *, const nst_tensor *src, nst_rect r, nst_tensor *dst, int dx, int dy);
     nst_status (*download_rect)(nst_backend *, const nst_tensor *src, nst_rect r, float *host);
     nst_status (*upload_rect)(nst_backend *, const float *host, nst_tensor *dst, nst_rect r);

@@ -163,6 +163,45 @@ void ck_eltwise(nst_check *c)
 }
 
 
+/* Rectangle own of the fp32 image s: copied to another tensor, downloaded, uploaded. (The host
+ * transfers take fp32 tensors, backend.h; activations only move tensor to tensor.) */
+static void rect_case(nst_check *c, const ck_pair *s, nst_rect own)
+{
+    nst_backend *R = c->ref, *D = c->dev;
+    const int h = s->r.h, w = s->r.w;
+    const char *op = "copy_rect";
+    ck_pair dst;
+    if (!ck_pair_make(c, &dst, h, w, s->r.c, 0, 0, 0)) return;
+    if (BOTH(c, R->ops->copy_rect(R, &s->r, own, &dst.r, 0, 0), D->ops->copy_rect(D, &s->d, own, &dst.d, 0, 0)))
+        ck_record(c, op, NST_TOL_ELEMENT, 1, ck_pair_err(c, &dst), "fp32 %dx%d", h, w);
+    size_t n = (size_t)nst_rect_area(own) * s->r.c;
+    float *h1 = nst_alloc_array(n + 1, sizeof(float), "r"), *h2 = nst_alloc_array(n + 1, sizeof(float), "r");
+    op = "download_rect";
+    if (h1 && h2 && BOTH(c, R->ops->download_rect(R, &s->r, own, h1), D->ops->download_rect(D, &s->d, own, h2)))
+        ck_record(c, op, NST_TOL_ELEMENT, 1, ck_rel_err(h1, h2, n), "fp32 %dx%d region %dx%d+%d+%d", h, w, own.w, own.h, own.x, own.y);
+    for (size_t i = 0; h1 && i < n; i++) h1[i] = ck_rand(c, 0, 1);
+    op = "upload_rect";
+    if (h1 && BOTH(c, R->ops->upload_rect(R, h1, &dst.r, own), D->ops->upload_rect(D, h1, &dst.d, own)))
+        ck_record(c, op, NST_TOL_ELEMENT, 1, ck_pair_err(c, &dst), "fp32 %dx%d region %dx%d+%d+%d", h, w, own.w, own.h, own.x, own.y);
+    nst_free(h1), nst_free(h2);
+    ck_pair_free(c, &dst);
+}
+
+/* Rectangles that are not whole rows and hold more than 2^24 values: the GPU moves them through
+ * its scratch in pieces (bands of rows; runs of one row where a row alone is longer). */
+static void large_rects(nst_check *c)
+{
+    ck_pair img;
+    if (ck_pair_make(c, &img, 2400, 2400, 3, 0, 0, 1)) {
+        rect_case(c, &img, nst_rect_make(1, 1, 2398, 2398));
+        ck_pair_free(c, &img);
+    }
+    if (ck_pair_make(c, &img, 1, 6000000, 3, 0, 0, 1)) {
+        rect_case(c, &img, nst_rect_make(1, 0, 5999998, 1));
+        ck_pair_free(c, &img);
+    }
+}
+
 static void losses_case(nst_check *c, int h, int w, nst_rect own, nst_rect seed)
 {
     nst_backend *R = c->ref, *D = c->dev;
@@ -193,31 +232,17 @@ static void losses_case(nst_check *c, int h, int w, nst_rect own, nst_rect seed)
         ck_pair_free(c, &img);
         return;
     }
-    /* rectangles of an fp32 image and of activations: copy, download, upload */
-    ck_pair src[2];
-    src[0] = img;
-    if (!ck_pair_make(c, &src[1], h, w, 5, 1, -1, 1)) src[1] = src[0];
-    for (int k = 0; k < 2; k++) {
-        ck_pair *s = &src[k], dst;
-        if (!ck_pair_make(c, &dst, h, w, s->r.c, s->d.dt != NST_F32, 0, 0)) continue;
-        const char *t = s->d.dt == NST_F32 ? "fp32" : "activations";
-        op = "copy_rect";
-        if (BOTH(c, R->ops->copy_rect(R, &s->r, own, &dst.r, 0, 0), D->ops->copy_rect(D, &s->d, own, &dst.d, 0, 0)))
-            ck_record(c, op, NST_TOL_ELEMENT, 1, ck_pair_err(c, &dst), "%s %dx%d", t, h, w);
-        size_t n = (size_t)nst_rect_area(own) * s->r.c;
-        float *h1 = nst_alloc_array(n + 1, sizeof(float), "r"), *h2 = nst_alloc_array(n + 1, sizeof(float), "r");
-        op = "download_rect";
-        if (h1 && h2 && BOTH(c, R->ops->download_rect(R, &s->r, own, h1), D->ops->download_rect(D, &s->d, own, h2)))
-            ck_record(c, op, NST_TOL_ELEMENT, 1, ck_rel_err(h1, h2, n), "%s %dx%d", t, h, w);
-        for (size_t i = 0; h1 && i < n; i++) h1[i] = ck_rand(c, 0, 1);
-        op = "upload_rect";
-        if (h1 && BOTH(c, R->ops->upload_rect(R, h1, &dst.r, own), D->ops->upload_rect(D, h1, &dst.d, own)))
-            ck_record(c, op, NST_TOL_ELEMENT, 1, ck_pair_err(c, &dst), "%s %dx%d", t, h, w);
-        nst_free(h1), nst_free(h2);
+    rect_case(c, &img, own);
+    ck_pair_free(c, &img);
+    ck_pair act, dst; /* activations between tensors */
+    if (!ck_pair_make(c, &act, h, w, 5, 1, -1, 1)) return;
+    op = "copy_rect";
+    if (ck_pair_make(c, &dst, h, w, 5, 1, 0, 0)) {
+        if (BOTH(c, R->ops->copy_rect(R, &act.r, own, &dst.r, 0, 0), D->ops->copy_rect(D, &act.d, own, &dst.d, 0, 0)))
+            ck_record(c, op, NST_TOL_ELEMENT, 1, ck_pair_err(c, &dst), "activations %dx%d", h, w);
         ck_pair_free(c, &dst);
     }
-    if (src[1].h != src[0].h) ck_pair_free(c, &src[1]);
-    ck_pair_free(c, &src[0]);
+    ck_pair_free(c, &act);
 }
 
 void ck_losses(nst_check *c)
@@ -228,6 +253,7 @@ void ck_losses(nst_check *c)
         int nr = ck_regions(h, w, r);
         for (int k = 0; k < nr; k++) losses_case(c, h, w, r[k], r[(k + 1) % nr]);
     }
+    if (!c->quick) large_rects(c);
 }
 
 void ck_optimiser(nst_check *c)
