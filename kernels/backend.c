@@ -157,6 +157,14 @@ nst_status nst_tensor_check_region(const nst_tensor *t, nst_rect r, const char *
     return NST_OK;
 }
 
+nst_status nst_tensor_check_mask(const nst_tensor *f, const nst_tensor *m, const char *op)
+{
+    if (m && (m->dt != NST_F32 || m->c != 1 || m->h != f->h || m->w != f->w))
+        return nst_fail(NST_ERUNTIME, "%s: a mask must be fp32 %dx%dx1 like the features; got %dx%dx%d%s", op, f->h, f->w, m->h,
+                        m->w, m->c, m->dt != NST_F32 ? " (not fp32)" : "");
+    return NST_OK;
+}
+
 nst_status nst_tensor_alloc(nst_backend *be, int h, int w, int c, nst_dtype dt, nst_tensor *t)
 {
     t->h = h;

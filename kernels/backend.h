@@ -88,22 +88,28 @@ typedef struct {
     nst_status (*preprocess)(nst_backend *, const nst_preproc *, const nst_tensor *img, nst_tensor *x);
     nst_status (*preprocess_backward)(nst_backend *, const nst_preproc *, const nst_tensor *dx, nst_tensor *dimg);
 
-    /* g (c x c, fp64, upper triangle used) += F^T F, F the features at positions in own: the
-     * unnormalised Gram sums. Every product and every partial sum in double, none rounded to
-     * fp32 on the way, so the sums of a tiled image (added chunk by chunk, tile by tile, rank by
-     * rank) round to the same fp32 matrix as the whole image's. */
-    nst_status (*gram_accumulate)(nst_backend *, const nst_tensor *f, nst_rect own, double *g);
+    /* Masks. m, where an op takes one, weights each position: NULL (every weight 1), or an fp32
+     * tensor of f's height and width with one channel (the guided Gram and the masked content
+     * loss). A weight of 1 is exact in every product below, so an all-ones mask gives the bits
+     * of m = NULL. */
+    /* g (c x c, fp64, upper triangle used) += sum over own of (m_p f_p) f_p^T: the unnormalised
+     * Gram sums. m_p f_p[i] is exact in double, the product with f_p[j] rounds once, and every
+     * partial sum is in double, none rounded to fp32 on the way, so the sums of a tiled image
+     * (added chunk by chunk, tile by tile, rank by rank) round to the same fp32 matrix as the
+     * whole image's. */
+    nst_status (*gram_accumulate)(nst_backend *, const nst_tensor *f, nst_rect own, const nst_tensor *m, double *g);
     /* d = g * g_scale - a (c x c, fp32, symmetric, from g's upper triangle); *sumsq = sum of d^2.
      * With g_prev (the previous iteration's sums, for the lagged Gram) d is taken at the linear
      * extrapolation 2 g - g_prev, while *sumsq stays that of g: the loss of the current image. */
     nst_status (*gram_diff)(nst_backend *, const double *g, const double *g_prev, double g_scale, const float *a, int c,
                             float *d, double *sumsq);
-    /* df += scale * F d at positions in seed (d symmetric c x c) */
-    nst_status (*gram_backward)(nst_backend *, const nst_tensor *f, nst_rect seed, const float *d, float scale,
-                                nst_tensor *df);
-    /* *sumsq = sum over own of (f - p)^2; if df: df += scale * (f - p) over seed */
-    nst_status (*mse)(nst_backend *, const nst_tensor *f, const nst_tensor *p, nst_rect own, nst_rect seed, float scale,
-                      double *sumsq, nst_tensor *df);
+    /* df_p += (m_p f_p) (scale d) at positions p in seed (d symmetric c x c; m_p f_p rounded to
+     * f's dtype, then the product as without a mask) */
+    nst_status (*gram_backward)(nst_backend *, const nst_tensor *f, nst_rect seed, const nst_tensor *m, const float *d,
+                                float scale, nst_tensor *df);
+    /* *sumsq = sum over p in own of m_p sum_c (f - p)^2; if df: df += (scale m_p) (f - p) over seed */
+    nst_status (*mse)(nst_backend *, const nst_tensor *f, const nst_tensor *p, nst_rect own, nst_rect seed, const nst_tensor *m,
+                      float scale, double *sumsq, nst_tensor *df);
     /* Squared total variation of img (fp32, c = 3): *sum over pairs (p, right or lower neighbour)
      * with p in own of (x_q - x_p)^2; if dimg: dimg += scale * d(sum)/dx over seed. */
     nst_status (*tv)(nst_backend *, const nst_tensor *img, nst_rect own, nst_rect seed, float scale, double *sum,
@@ -196,6 +202,8 @@ nst_status nst_backend_check_limit(nst_backend *be, size_t bytes);
 /* The ops' argument checks, shared by the backends: a usable tensor; r inside it. */
 nst_status nst_tensor_check(const nst_tensor *t, const char *op);
 nst_status nst_tensor_check_region(const nst_tensor *t, nst_rect r, const char *op);
+/* m is NULL or a mask for f: fp32, one channel, f's height and width (the ops' masks) */
+nst_status nst_tensor_check_mask(const nst_tensor *f, const nst_tensor *m, const char *op);
 
 /* Allocate a tensor of h x w x c in the backend's activation dtype (data zero-filled). */
 nst_status nst_tensor_alloc(nst_backend *be, int h, int w, int c, nst_dtype dt, nst_tensor *t);

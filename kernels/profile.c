@@ -86,22 +86,23 @@ static nst_status p_preprocess_backward(nst_backend *be, const nst_preproc *pp, 
 {
     TIMED(be, "preprocess_backward", 0, 0, REAL(be)->preprocess_backward(be, pp, dx, dimg));
 }
-static nst_status p_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect own, double *g)
+static nst_status p_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect own, const nst_tensor *m, double *g)
 {
-    TIMED(be, "gram_accumulate", f->c, 0, REAL(be)->gram_accumulate(be, f, own, g));
+    TIMED(be, "gram_accumulate", f->c, 0, REAL(be)->gram_accumulate(be, f, own, m, g));
 }
 static nst_status p_gram_diff(nst_backend *be, const double *g, const double *gp, double s, const float *a, int c, float *d, double *ss)
 {
     TIMED(be, "gram_diff", c, 0, REAL(be)->gram_diff(be, g, gp, s, a, c, d, ss));
 }
-static nst_status p_gram_backward(nst_backend *be, const nst_tensor *f, nst_rect seed, const float *d, float scale, nst_tensor *df)
+static nst_status p_gram_backward(nst_backend *be, const nst_tensor *f, nst_rect seed, const nst_tensor *m, const float *d, float scale,
+                                  nst_tensor *df)
 {
-    TIMED(be, "gram_backward", f->c, 0, REAL(be)->gram_backward(be, f, seed, d, scale, df));
+    TIMED(be, "gram_backward", f->c, 0, REAL(be)->gram_backward(be, f, seed, m, d, scale, df));
 }
-static nst_status p_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *pt, nst_rect own, nst_rect seed, float scale, double *ss,
-                        nst_tensor *df)
+static nst_status p_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *pt, nst_rect own, nst_rect seed, const nst_tensor *m,
+                        float scale, double *ss, nst_tensor *df)
 {
-    TIMED(be, "mse", f->c, 0, REAL(be)->mse(be, f, pt, own, seed, scale, ss, df));
+    TIMED(be, "mse", f->c, 0, REAL(be)->mse(be, f, pt, own, seed, m, scale, ss, df));
 }
 static nst_status p_tv(nst_backend *be, const nst_tensor *img, nst_rect own, nst_rect seed, float scale, double *sum, nst_tensor *dimg)
 {

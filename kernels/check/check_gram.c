@@ -30,9 +30,9 @@ static int sums(nst_check *c, const ck_pair *f, nst_rect r, double *gr, double *
     size_t bytes = (size_t)f->r.c * f->r.c * sizeof(double);
     const char *op = "gram_accumulate";
     nst_status a = R->ops->zero(R, gr, bytes), b = D->ops->zero(D, gd, bytes);
-    if (a == NST_OK) a = R->ops->gram_accumulate(R, &f->r, r, gr);
-    if (b == NST_OK) b = D->ops->gram_accumulate(D, &f->d, r, gd);
-    if (b == NST_OK) b = D->ops->gram_accumulate(D, &f->d, r, gd); /* twice: it accumulates */
+    if (a == NST_OK) a = R->ops->gram_accumulate(R, &f->r, r, NULL, gr);
+    if (b == NST_OK) b = D->ops->gram_accumulate(D, &f->d, r, NULL, gd);
+    if (b == NST_OK) b = D->ops->gram_accumulate(D, &f->d, r, NULL, gd); /* twice: it accumulates */
     if (a == NST_OK) a = R->ops->read(R, hr, gr, bytes);
     if (b == NST_OK) b = D->ops->read(D, hd, gd, bytes);
     return BOTH(c, a, b);
@@ -48,12 +48,12 @@ static void tiled_contract(nst_check *c, const ck_pair *f, double *gd, double *h
     const char *op = "gram tiled sums";
     nst_rect whole = nst_rect_make(0, 0, w, h);
     nst_status s = D->ops->zero(D, gd, bytes);
-    if (s == NST_OK) s = D->ops->gram_accumulate(D, &f->d, whole, gd);
+    if (s == NST_OK) s = D->ops->gram_accumulate(D, &f->d, whole, NULL, gd);
     if (s == NST_OK) s = D->ops->read(D, hw, gd, bytes);
     if (s == NST_OK) s = D->ops->zero(D, gd, bytes);
     int cut[4] = {0, h / 3, 2 * h / 3 + 1 < h ? 2 * h / 3 + 1 : h, h};
     for (int k = 2; s == NST_OK && k >= 0; k--) /* bottom band first: another order */
-        s = D->ops->gram_accumulate(D, &f->d, nst_rect_make(0, cut[k], w, cut[k + 1] - cut[k]), gd);
+        s = D->ops->gram_accumulate(D, &f->d, nst_rect_make(0, cut[k], w, cut[k + 1] - cut[k]), NULL, gd);
     if (s == NST_OK) s = D->ops->read(D, hp, gd, bytes);
     if (!BOTH(c, NST_OK, s)) return;
     double m = 0, e = 0;
@@ -116,7 +116,7 @@ static void backward_cases(nst_check *c, const ck_pair *f, const nst_rect *r, in
         for (int i = 0; i < ch; i++) /* symmetric */
             for (int j = 0; j < i; j++) hd[(size_t)i * ch + j] = hd[(size_t)j * ch + i];
         if (BOTH(c, R->ops->write(R, dr, hd, cc * 4), D->ops->write(D, dd, hd, cc * 4)) &&
-            BOTH(c, R->ops->gram_backward(R, &f->r, r[k], dr, 0.25f, &df.r), D->ops->gram_backward(D, &f->d, r[k], dd, 0.25f, &df.d)))
+            BOTH(c, R->ops->gram_backward(R, &f->r, r[k], NULL, dr, 0.25f, &df.r), D->ops->gram_backward(D, &f->d, r[k], NULL, dd, 0.25f, &df.d)))
             ck_record(c, op, NST_TOL_GRAM_BACKWARD, ch, ck_pair_err(c, &df), "c %d %dx%d region %dx%d+%d+%d", ch, h, w, r[k].w, r[k].h,
                       r[k].x, r[k].y);
         ck_pair_free(c, &df);

@@ -214,7 +214,7 @@ static void losses_case(nst_check *c, int h, int w, nst_rect own, nst_rect seed)
     ok = ok && ck_pair_make(c, &dimg, h, w, 3, 0, -1, 1);
     if (ok) {
         double a = 0, b = 0;
-        if (BOTH(c, R->ops->mse(R, &f.r, &p.r, own, seed, 0.5f, &a, &df.r), D->ops->mse(D, &f.d, &p.d, own, seed, 0.5f, &b, &df.d))) {
+        if (BOTH(c, R->ops->mse(R, &f.r, &p.r, own, seed, NULL, 0.5f, &a, &df.r), D->ops->mse(D, &f.d, &p.d, own, seed, NULL, 0.5f, &b, &df.d))) {
             ck_record(c, "mse sum", NST_TOL_SUM, 1, fabs(a - b) / (a > 0 ? a : 1), "%dx%d", h, w);
             ck_record(c, "mse gradient", NST_TOL_ELEMENT, 1, ck_pair_err(c, &df), "%dx%d", h, w);
         }

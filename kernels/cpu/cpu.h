@@ -53,10 +53,10 @@ nst_status cpu_conv_probe(nst_backend *);
 nst_status cpu_conv_forward(nst_backend *, nst_conv *, const nst_tensor *x, nst_tensor *y, int relu);
 nst_status cpu_conv_backward_data(nst_backend *, nst_conv *, const nst_tensor *dy, nst_tensor *dx);
 
-nst_status cpu_gram_accumulate(nst_backend *, const nst_tensor *f, nst_rect own, double *g);
+nst_status cpu_gram_accumulate(nst_backend *, const nst_tensor *f, nst_rect own, const nst_tensor *m, double *g);
 nst_status cpu_gram_diff(nst_backend *, const double *g, const double *g_prev, double g_scale, const float *a, int c,
                          float *d, double *sumsq);
-nst_status cpu_gram_backward(nst_backend *, const nst_tensor *f, nst_rect seed, const float *d, float scale,
+nst_status cpu_gram_backward(nst_backend *, const nst_tensor *f, nst_rect seed, const nst_tensor *m, const float *d, float scale,
                              nst_tensor *df);
 void cpu_matmul_cache_free(cpu_impl *);
 
@@ -68,8 +68,8 @@ nst_status cpu_pool_forward(nst_backend *, nst_pool_kind, const nst_tensor *x, n
 nst_status cpu_pool_backward(nst_backend *, nst_pool_kind, const nst_tensor *x, const nst_tensor *y,
                              const nst_tensor *dy, nst_tensor *dx);
 
-nst_status cpu_mse(nst_backend *, const nst_tensor *f, const nst_tensor *p, nst_rect own, nst_rect seed, float scale,
-                   double *sumsq, nst_tensor *df);
+nst_status cpu_mse(nst_backend *, const nst_tensor *f, const nst_tensor *p, nst_rect own, nst_rect seed, const nst_tensor *m,
+                   float scale, double *sumsq, nst_tensor *df);
 nst_status cpu_tv(nst_backend *, const nst_tensor *img, nst_rect own, nst_rect seed, float scale, double *sum,
                   nst_tensor *dimg);
 nst_status cpu_sumsq(nst_backend *, const nst_tensor *t, nst_rect own, double *out);

@@ -5,7 +5,8 @@
  *                                  D symmetric C x C
  *
  * The backward is a oneDNN matmul (fp32, or bf16 with scale D rounded to bf16 and fp32
- * accumulation) whose rows do not depend on how many rows are computed together. Scratch stays
+ * accumulation) whose rows do not depend on how many rows are computed together. A mask m
+ * weights F's rows first (m_p f_p, rounded to the dtype) and the same matmul follows. Scratch stays
  * small whatever the tile: regions that are not whole rows are taken in chunks of rows of at most
  * SCRATCH_BYTES. Primitives are cached by shape. */
 #include <string.h>
@@ -135,7 +136,19 @@ static void gather(const nst_tensor *t, nst_rect r, void *dst)
         memcpy((char *)dst + (size_t)y * row, (const char *)t->data + ((size_t)(r.y + y) * t->w + r.x) * t->c * es, row);
 }
 
-/* Rows per chunk for a region of width w, c channels, `bytes` per element and a bound. */
+/* the rows of r, each position weighted by the mask (m_p f_p rounded to t's dtype), packed */
+static void gather_weighted(const nst_tensor *t, const nst_tensor *m, nst_rect r, void *dst)
+{
+    const int bf = t->dt == NST_BF16, c = t->c;
+#pragma omp parallel for schedule(static)
+    for (int y = 0; y < r.h; y++)
+        for (int x = 0; x < r.w; x++) {
+            size_t at = (size_t)(r.y + y) * t->w + r.x + x, o = ((size_t)y * r.w + x) * c;
+            float w = ((const float *)m->data)[at];
+            for (int i = 0; i < c; i++) cpu_st(dst, o + i, w * cpu_ld(t->data, at * c + i, bf), bf);
+        }
+}
+
 static void scatter(const void *src, nst_rect r, nst_tensor *t)
 {
     size_t es = nst_dtype_size(t->dt), row = (size_t)r.w * t->c * es;
@@ -144,6 +157,7 @@ static void scatter(const void *src, nst_rect r, nst_tensor *t)
         memcpy((char *)t->data + ((size_t)(r.y + y) * t->w + r.x) * t->c * es, (const char *)src + (size_t)y * row, row);
 }
 
+/* Rows per chunk for a region of width w, c channels, `bytes` per element and a bound. */
 static int chunk_rows(int w, int c, size_t bytes, size_t bound)
 {
     size_t row = (size_t)w * c * bytes;
@@ -170,16 +184,17 @@ nst_status cpu_gram_diff(nst_backend *be, const double *g, const double *g_prev,
     return NST_OK;
 }
 
-/* dF += F (scale D) over seed for fp32 or bf16 tensors: one oneDNN matmul per chunk of rows with
- * the sum post-op (the product accumulated in fp32, added to dF and rounded once). Whole rows
- * are contiguous and updated in place; other regions are gathered (F and dF) into scratch,
- * updated there and scattered back, which is the same arithmetic, so a row's result does not
- * depend on which region a call covers. */
-static nst_status backward(cpu_impl *impl, const nst_tensor *f, nst_rect seed, const float *d, float scale, nst_tensor *df)
+/* dF += (m F) (scale D) over seed for fp32 or bf16 tensors: one oneDNN matmul per chunk of rows
+ * with the sum post-op (the product accumulated in fp32, added to dF and rounded once). Whole
+ * rows without a mask are contiguous and updated in place; other regions are gathered (F, or
+ * m F, and dF) into scratch, updated there and scattered back, which is the same arithmetic, so
+ * a row's result does not depend on which region a call covers. */
+static nst_status backward(cpu_impl *impl, const nst_tensor *f, nst_rect seed, const nst_tensor *m, const float *d, float scale,
+                           nst_tensor *df)
 {
     const int c = f->c, bf = f->dt == NST_BF16;
     const size_t es = nst_dtype_size(f->dt);
-    const int rows_ok = whole_rows(f, seed);
+    const int rows_ok = whole_rows(f, seed) && !m;
     const int rows = rows_ok ? seed.h : chunk_rows(seed.w, c, 2 * es, SCRATCH_BYTES);
     /* scratch: [scale * D in the dtype (c*c, padded to 64 bytes)] then, for regions that are not
      * whole rows, [gathered F][gathered dF] for one chunk of rows */
@@ -196,7 +211,10 @@ static nst_status backward(cpu_impl *impl, const nst_tensor *f, nst_rect seed, c
     }
     for (int y0 = 0; y0 < seed.h; y0 += rows) {
         nst_rect part = {seed.x, seed.y + y0, seed.w, seed.h - y0 < rows ? seed.h - y0 : rows};
-        gather(f, part, fin);
+        if (m)
+            gather_weighted(f, m, part, fin);
+        else
+            gather(f, part, fin);
         gather(df, part, gin);
         NST_TRY(matmul_get(impl, (long long)part.w * part.h, c, bf, &e));
         NST_TRY(run_matmul(impl, e, fin, buf, gin));
@@ -205,13 +223,14 @@ static nst_status backward(cpu_impl *impl, const nst_tensor *f, nst_rect seed, c
     return NST_OK;
 }
 
-nst_status cpu_gram_backward(nst_backend *be, const nst_tensor *f, nst_rect seed, const float *d, float scale,
+nst_status cpu_gram_backward(nst_backend *be, const nst_tensor *f, nst_rect seed, const nst_tensor *m, const float *d, float scale,
                              nst_tensor *df)
 {
     NST_TRY(cpu_check_same_dt(f, df, "gram_backward"));
     NST_TRY(cpu_check_region(f, seed, "gram_backward"));
+    NST_TRY(nst_tensor_check_mask(f, m, "gram_backward"));
     if (df->h != f->h || df->w != f->w || df->c != f->c)
         return nst_fail(NST_ERUNTIME, "gram_backward: gradient shape differs from the features");
     if (nst_rect_empty(seed)) return NST_OK;
-    return backward(cpu_of(be), f, seed, d, scale, df);
+    return backward(cpu_of(be), f, seed, m, d, scale, df);
 }

@@ -17,7 +17,9 @@ static double ordered_sum(const double *rows, int n)
 }
 
 /* One row of the loss terms (the dtype a literal: see pool_cpu.c): the sum of (f - p)^2 over n
- * elements from off, and df += scale (f - p) there. */
+ * elements from off, and df += scale (f - p) there. The masked rows weight each position's c
+ * elements by its mask value w as (w d) d and (scale w) d: exact for w = 1, so an all-ones mask
+ * gives the unmasked bits. */
 static inline __attribute__((always_inline)) double mse_row(const void *f, const void *p, size_t off, size_t n, int bf)
 {
     double s = 0;
@@ -34,6 +36,24 @@ static inline __attribute__((always_inline)) void mse_grad_row(const void *f, co
     for (size_t i = off; i < off + n; i++) cpu_st(df, i, cpu_ld(df, i, bf) + scale * (cpu_ld(f, i, bf) - cpu_ld(p, i, bf)), bf);
 }
 
+static inline __attribute__((always_inline)) double mse_row_masked(const void *f, const void *p, const float *m, size_t off, size_t n,
+                                                                   int c, int bf)
+{
+    double s = 0;
+    for (size_t i = off; i < off + n; i++) {
+        double d = (double)cpu_ld(f, i, bf) - cpu_ld(p, i, bf);
+        s += ((double)m[i / (size_t)c] * d) * d;
+    }
+    return s;
+}
+
+static inline __attribute__((always_inline)) void mse_grad_row_masked(const void *f, const void *p, const float *m, void *df, size_t off,
+                                                                      size_t n, int c, float scale, int bf)
+{
+    for (size_t i = off; i < off + n; i++)
+        cpu_st(df, i, cpu_ld(df, i, bf) + scale * m[i / (size_t)c] * (cpu_ld(f, i, bf) - cpu_ld(p, i, bf)), bf);
+}
+
 static inline __attribute__((always_inline)) double sumsq_row(const void *t, size_t off, size_t n, int bf)
 {
     double s = 0;
@@ -44,37 +64,48 @@ static inline __attribute__((always_inline)) double sumsq_row(const void *t, siz
     return s;
 }
 
-nst_status cpu_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *p, nst_rect own, nst_rect seed, float scale,
-                   double *sumsq, nst_tensor *df)
+/* row y of region r starts at element off of f (c channels per position) */
+#define ROW_OFF(f, r, y) (((size_t)((r).y + (y)) * (f)->w + (r).x) * (f)->c)
+
+nst_status cpu_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *p, nst_rect own, nst_rect seed, const nst_tensor *m,
+                   float scale, double *sumsq, nst_tensor *df)
 {
     (void)be;
     NST_TRY(cpu_check_same_dt(f, p, "mse"));
     NST_TRY(cpu_check_region(f, own, "mse"));
+    NST_TRY(nst_tensor_check_mask(f, m, "mse"));
     if (p->h != f->h || p->w != f->w || p->c != f->c) return nst_fail(NST_ERUNTIME, "mse: target shape differs");
-    const int bf = f->dt == NST_BF16;
+    const int bf = f->dt == NST_BF16, c = f->c;
+    const float *w = m ? m->data : NULL;
     double *rows = nst_alloc_array((size_t)(own.h > 0 ? own.h : 1), sizeof(double), "row sums");
     if (!rows) return NST_ENOMEM;
-    const size_t n = (size_t)own.w * f->c;
+    const size_t n = (size_t)own.w * c;
 #pragma omp parallel for schedule(static)
     for (int y = 0; y < own.h; y++) {
-        size_t off = ((size_t)(own.y + y) * f->w + own.x) * f->c;
-        rows[y] = bf ? mse_row(f->data, p->data, off, n, 1) : mse_row(f->data, p->data, off, n, 0);
+        size_t off = ROW_OFF(f, own, y);
+        if (w)
+            rows[y] = bf ? mse_row_masked(f->data, p->data, w, off, n, c, 1) : mse_row_masked(f->data, p->data, w, off, n, c, 0);
+        else
+            rows[y] = bf ? mse_row(f->data, p->data, off, n, 1) : mse_row(f->data, p->data, off, n, 0);
     }
     *sumsq = ordered_sum(rows, own.h);
     nst_free(rows);
-    if (df) {
-        NST_TRY(cpu_check_same_dt(f, df, "mse"));
-        NST_TRY(cpu_check_region(f, seed, "mse"));
-        if (df->h != f->h || df->w != f->w || df->c != f->c) return nst_fail(NST_ERUNTIME, "mse: gradient shape differs");
-        const size_t m = (size_t)seed.w * f->c;
+    if (!df) return NST_OK;
+    NST_TRY(cpu_check_same_dt(f, df, "mse"));
+    NST_TRY(cpu_check_region(f, seed, "mse"));
+    if (df->h != f->h || df->w != f->w || df->c != f->c) return nst_fail(NST_ERUNTIME, "mse: gradient shape differs");
+    const size_t k = (size_t)seed.w * c;
 #pragma omp parallel for schedule(static)
-        for (int y = 0; y < seed.h; y++) {
-            size_t off = ((size_t)(seed.y + y) * f->w + seed.x) * f->c;
-            if (bf)
-                mse_grad_row(f->data, p->data, df->data, off, m, scale, 1);
-            else
-                mse_grad_row(f->data, p->data, df->data, off, m, scale, 0);
-        }
+    for (int y = 0; y < seed.h; y++) {
+        size_t off = ROW_OFF(f, seed, y);
+        if (w && bf)
+            mse_grad_row_masked(f->data, p->data, w, df->data, off, k, c, scale, 1);
+        else if (w)
+            mse_grad_row_masked(f->data, p->data, w, df->data, off, k, c, scale, 0);
+        else if (bf)
+            mse_grad_row(f->data, p->data, df->data, off, k, scale, 1);
+        else
+            mse_grad_row(f->data, p->data, df->data, off, k, scale, 0);
     }
     return NST_OK;
 }

@@ -166,13 +166,14 @@ nst_status cuda_pool_forward(nst_backend *, nst_pool_kind, const nst_tensor *x, 
 nst_status cuda_pool_backward(nst_backend *, nst_pool_kind, const nst_tensor *x, const nst_tensor *y, const nst_tensor *dy,
                               nst_tensor *dx);
 
-nst_status cuda_gram_accumulate(nst_backend *, const nst_tensor *f, nst_rect own, double *g);
+nst_status cuda_gram_accumulate(nst_backend *, const nst_tensor *f, nst_rect own, const nst_tensor *m, double *g);
 nst_status cuda_gram_diff(nst_backend *, const double *g, const double *g_prev, double g_scale, const float *a, int c, float *d,
                           double *sumsq);
-nst_status cuda_gram_backward(nst_backend *, const nst_tensor *f, nst_rect seed, const float *d, float scale, nst_tensor *df);
+nst_status cuda_gram_backward(nst_backend *, const nst_tensor *f, nst_rect seed, const nst_tensor *m, const float *d, float scale,
+                              nst_tensor *df);
 
-nst_status cuda_mse(nst_backend *, const nst_tensor *f, const nst_tensor *p, nst_rect own, nst_rect seed, float scale,
-                    double *sumsq, nst_tensor *df);
+nst_status cuda_mse(nst_backend *, const nst_tensor *f, const nst_tensor *p, nst_rect own, nst_rect seed, const nst_tensor *m,
+                    float scale, double *sumsq, nst_tensor *df);
 nst_status cuda_tv(nst_backend *, const nst_tensor *img, nst_rect own, nst_rect seed, float scale, double *sum, nst_tensor *dimg);
 nst_status cuda_sumsq(nst_backend *, const nst_tensor *t, nst_rect own, double *out);
 nst_status cuda_dot(nst_backend *, const float *a, const float *b, size_t n, double *out);

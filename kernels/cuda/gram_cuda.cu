@@ -45,8 +45,9 @@ template <typename T> __global__ void k_pack(const T *f, int W, int C, nst_rect 
     GRID_STRIDE(i, n) out[i] = f[region_px(W, r.x, r.y, r.w, p0 + i / C) * C + i % C];
 }
 
-nst_status cuda_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect own, double *g)
+nst_status cuda_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect own, const nst_tensor *m, double *g)
 {
+    if (m) return nst_fail(NST_ERUNTIME, "gram_accumulate: masks are not implemented on CUDA yet");
     NST_TRY(cuda_check(f, "gram_accumulate"));
     NST_TRY(cuda_check_region(f, own, "gram_accumulate"));
     if (nst_rect_empty(own)) return NST_OK;
@@ -127,8 +128,10 @@ static nst_status chunk_features(nst_backend *be, const nst_tensor *f, nst_rect 
  * fp32 instead (d, a difference of Gram sums, can pass fp16's range). The product is fp32 and
  * added into df by a kernel (one rounding). The stored features carry fscale, and so does the
  * stored gradient: scale applies unchanged. */
-nst_status cuda_gram_backward(nst_backend *be, const nst_tensor *f, nst_rect seed, const float *d, float scale, nst_tensor *df)
+nst_status cuda_gram_backward(nst_backend *be, const nst_tensor *f, nst_rect seed, const nst_tensor *m, const float *d, float scale,
+                              nst_tensor *df)
 {
+    if (m) return nst_fail(NST_ERUNTIME, "gram_backward: masks are not implemented on CUDA yet");
     NST_TRY(cuda_check(f, "gram_backward"));
     NST_TRY(cuda_check(df, "gram_backward"));
     NST_TRY(cuda_check_region(f, seed, "gram_backward"));

@@ -105,9 +105,10 @@ template <typename T> __global__ void k_mse_grad(const T *f, const T *p, region 
     }
 }
 
-nst_status cuda_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *p, nst_rect own, nst_rect seed, float scale,
-                    double *sumsq, nst_tensor *df)
+nst_status cuda_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *p, nst_rect own, nst_rect seed, const nst_tensor *mask,
+                    float scale, double *sumsq, nst_tensor *df)
 {
+    if (mask) return nst_fail(NST_ERUNTIME, "mse: masks are not implemented on CUDA yet");
     NST_TRY(cuda_check(f, "mse"));
     NST_TRY(cuda_check(p, "mse"));
     NST_TRY(cuda_check_region(f, own, "mse"));
