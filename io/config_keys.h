@@ -15,10 +15,12 @@
 NST_KEY(content, path, PATH, "", 0, 0, "", "content image: PNG, JPEG or TIFF (8/16-bit; gray, RGB or RGBA)")
 NST_KEY(content, weight, FLOAT, "1", 0, 1e12, "", "content loss weight; the content loss is ||F-P||^2 / ||P||^2 summed over the content layers")
 NST_KEY(content, layers, LIST, "relu4_2", 0, 0, "", "content layers, comma-separated VGG-19 names relu1_1..relu5_4")
+NST_KEY(content, mask, PATH, "", 0, 0, "", "grayscale image over the content weighting the content loss per pixel (white: content.weight, black: none); empty: everywhere")
 
 /* [style] */
 NST_KEY(style, path, PATHLIST, "", 0, 0, "", "style images, comma-separated: PNG, JPEG or TIFF (a large TIFF is read by region)")
 NST_KEY(style, blend_weights, LIST, "", 0, 0, "", "one weight per style image, comma-separated (normalised to sum 1); empty: equal")
+NST_KEY(style, masks, PATHLIST, "", 0, 0, "", "one grayscale mask per style image, comma-separated, over the content: each style applies where its mask is white (guided Gram); empty: the styles blend everywhere")
 NST_KEY(style, weight, FLOAT, "1000", 0, 1e12, "", "style loss weight; each style layer's loss is ||G-A||^2 / ||A||^2 with G the Gram matrix of the whole image")
 NST_KEY(style, layers, LIST, "relu1_1,relu2_1,relu3_1,relu4_1,relu5_1", 0, 0, "", "style layers, comma-separated VGG-19 names relu1_1..relu5_4")
 NST_KEY(style, layer_weights, LIST, "", 0, 0, "", "one weight per style layer, comma-separated; empty: 1 for every layer")

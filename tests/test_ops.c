@@ -356,7 +356,7 @@ static double gram_f(void *p, const float *x)
     gram_ctx *c = p;
     put(&c->tf, x);
     memset(c->g, 0, (size_t)c->c * c->c * sizeof(double));
-    be->ops->gram_accumulate(be, &c->tf, c->own, c->g);
+    be->ops->gram_accumulate(be, &c->tf, c->own, NULL, c->g);
     double s = 0;
     for (int i = 0; i < c->c; i++)
         for (int j = 0; j < c->c; j++) s += c->d[i * c->c + j] * gsym(c->g, c->c, i, j);
@@ -389,12 +389,12 @@ static void t_gram_regions_and_finite_differences(void)
         /* double accumulation of exact fp32 products: equal to the naive double sums to rounding */
         CHECK(worst / big <= 1e-12, "gram region %d: rel err %.3g", (int)k, worst / big);
         /* accumulate: a second call adds the same sums */
-        be->ops->gram_accumulate(be, &gc.tf, r, g);
+        be->ops->gram_accumulate(be, &gc.tf, r, NULL, g);
         for (int i = 0; i < c; i++)
             for (int j = i; j < c; j++) CHECK_NEAR(g[i * c + j], 2 * ref[i * c + j], 1e-9 * fmax(1, fabs(ref[i * c + j])), "gram accumulates");
         /* backward: gradient of f is 2 F D on the region, 0 elsewhere */
         be->ops->zero(be, tdf.data, n * sizeof(float));
-        CHECK(be->ops->gram_backward(be, &gc.tf, r, d, 2.f, &tdf) == NST_OK, "%s", nst_fail_message());
+        CHECK(be->ops->gram_backward(be, &gc.tf, r, NULL, d, 2.f, &tdf) == NST_OK, "%s", nst_fail_message());
         get(&tdf, df);
         if (!nst_rect_empty(r)) {
             double e = fd_worst(&gc, gram_f, f, df, n, 1e-1f, 4, 16); /* quadratic */
@@ -407,10 +407,10 @@ static void t_gram_regions_and_finite_differences(void)
     }
     /* summed over parts in any order, the Gram rounds to the same fp32 matrix as over the whole */
     memset(g, 0, (size_t)c * c * sizeof(double));
-    be->ops->gram_accumulate(be, &gc.tf, nst_rect_make(0, 0, w, h), g);
+    be->ops->gram_accumulate(be, &gc.tf, nst_rect_make(0, 0, w, h), NULL, g);
     double *g2 = nst_calloc((size_t)c * c * sizeof(double), "test");
     const nst_rect parts[] = {{6, 4, 5, 5}, {0, 0, 6, 4}, {0, 4, 6, 5}, {6, 0, 5, 4}};
-    for (int k = 0; k < 4; k++) be->ops->gram_accumulate(be, &gc.tf, parts[k], g2);
+    for (int k = 0; k < 4; k++) be->ops->gram_accumulate(be, &gc.tf, parts[k], NULL, g2);
     int differ = 0;
     for (int i = 0; i < c; i++)
         for (int j = i; j < c; j++) differ += (float)g[i * c + j] != (float)g2[i * c + j];
@@ -448,7 +448,7 @@ static double loss_f(void *p, const float *x)
     if (c->tv)
         be->ops->tv(be, &c->tf, c->own, c->own, 1.f, &s, NULL);
     else
-        be->ops->mse(be, &c->tf, &c->tp, c->own, c->own, 1.f, &s, NULL);
+        be->ops->mse(be, &c->tf, &c->tp, c->own, c->own, NULL, 1.f, &s, NULL);
     return s;
 }
 
@@ -476,7 +476,7 @@ static void t_mse_and_tv_finite_differences_and_regions(void)
                         if (y + 1 < h) naive += pow(f[((size_t)(y + 1) * w + x) * c + k] - v, 2);
                     }
         } else {
-            be->ops->mse(be, &lc.tf, &lc.tp, whole, whole, 2.f, &s, &tg); /* scale 2: the gradient of the sum */
+            be->ops->mse(be, &lc.tf, &lc.tp, whole, whole, NULL, 2.f, &s, &tg); /* scale 2: the gradient of the sum */
             for (size_t i = 0; i < n; i++) naive += pow((double)f[i] - p[i], 2);
         }
         CHECK_NEAR(s, naive, 1e-9 * fmax(1, naive), tv ? "tv value" : "mse value");
@@ -493,8 +493,8 @@ static void t_mse_and_tv_finite_differences_and_regions(void)
             be->ops->tv(be, &lc.tf, left, left, 1.f, &sl, &tg2);
             be->ops->tv(be, &lc.tf, right, right, 1.f, &sr, NULL);
         } else {
-            be->ops->mse(be, &lc.tf, &lc.tp, left, left, 2.f, &sl, &tg2);
-            be->ops->mse(be, &lc.tf, &lc.tp, right, right, 2.f, &sr, NULL);
+            be->ops->mse(be, &lc.tf, &lc.tp, left, left, NULL, 2.f, &sl, &tg2);
+            be->ops->mse(be, &lc.tf, &lc.tp, right, right, NULL, 2.f, &sr, NULL);
         }
         CHECK_NEAR(sl + sr, s, 1e-9 * fmax(1, s), "parts add up to the whole");
         get(&tg2, g2);
@@ -585,7 +585,7 @@ static void t_gram_sums_same_bits_on_every_path(void)
                 g[path] = calloc(cc, sizeof(double));
                 if (path == 1) setenv("NSTBATCH_CPU_PORTABLE", "1", 1);
                 if (path == 2) unsetenv("NSTBATCH_CPU_PORTABLE"), omp_set_num_threads(1);
-                be->ops->gram_accumulate(be, &f, r, g[path]);
+                be->ops->gram_accumulate(be, &f, r, NULL, g[path]);
             }
             omp_set_num_threads(saved);
             int diff = 0;

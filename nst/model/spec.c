@@ -39,6 +39,35 @@ static nst_status parse_layers(const nst_config *cfg, int key, const char *text,
     return NST_OK;
 }
 
+/* The non-empty items of a comma-separated list. */
+static int list_count(const char *text)
+{
+    int n = 0, item = 0;
+    for (const char *p = text;; p++) {
+        if (*p == ',' || !*p) {
+            n += item;
+            item = 0;
+            if (!*p) break;
+        } else if (*p != ' ' && *p != '\t') {
+            item = 1;
+        }
+    }
+    return n;
+}
+
+/* style.masks: one per style image, in style.path's order. */
+static nst_status parse_masks(const nst_config *cfg, nst_loss_spec *s)
+{
+    s->content_mask = cfg->content_mask[0] != 0;
+    s->nmask = list_count(cfg->style_masks);
+    int nimages = list_count(cfg->style_path);
+    if (s->nmask && s->nmask != nimages)
+        return nst_fail(NST_EINPUT, "%s: style.masks lists %d mask%s for %d style image%s (%s): give one mask per style image, in "
+                        "style.path's order", nst_config_origin(cfg, NST_K_style_masks), s->nmask, s->nmask == 1 ? "" : "s", nimages,
+                        nimages == 1 ? "" : "s", nst_config_origin(cfg, NST_K_style_path));
+    return NST_OK;
+}
+
 nst_status nst_loss_spec_parse(const nst_config *cfg, nst_loss_spec *s)
 {
     memset(s, 0, sizeof *s);
@@ -64,6 +93,7 @@ nst_status nst_loss_spec_parse(const nst_config *cfg, nst_loss_spec *s)
             return nst_fail(NST_EINPUT, "%s: style.layer_weights has %d values for %d style layers (%s)", where, n, s->nstyle,
                             cfg->style_layers);
     }
+    NST_TRY(parse_masks(cfg, s));
     s->content_weight = cfg->content_weight;
     s->style_weight = cfg->style_weight;
     s->tv_weight = cfg->tv_weight;

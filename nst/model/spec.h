@@ -14,6 +14,8 @@ typedef struct {
     float style_layer_weight[NST_VGG_NLAYERS];
     double content_weight, style_weight, tv_weight;
     int deepest;                              /* deepest layer index in use, -1 if none */
+    int nmask;                                /* style.masks: one per style image (0: none) */
+    int content_mask;                         /* content.mask is set */
     nst_pool_kind pool;
 } nst_loss_spec;
 

@@ -52,6 +52,17 @@ void nst_ckpt_arithmetic(const char *backend, const char *precision)
     snprintf(arithmetic, sizeof arithmetic, "%s %s", backend, precision);
 }
 
+/* file_identity of every file of a comma-separated list */
+static void file_list_identity(FILE *f, const char *key, const char *value)
+{
+    char list[NST_CFG_STR_MAX];
+    snprintf(list, sizeof list, "%s", value);
+    for (char *save = NULL, *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        while (*p == ' ' || *p == '\t') p++;
+        file_identity(f, key, p);
+    }
+}
+
 /* The text the config hash covers: every key that shapes the pixels, the arithmetic, and the
  * input files. */
 static char *hashed_text(const nst_config *cfg)
@@ -70,12 +81,9 @@ static char *hashed_text(const nst_config *cfg)
     }
     if (arithmetic[0]) fprintf(f, "arithmetic = %s\n", arithmetic);
     file_identity(f, "content.path", cfg->content_path);
-    char list[NST_CFG_STR_MAX];
-    snprintf(list, sizeof list, "%s", cfg->style_path);
-    for (char *save = NULL, *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
-        while (*p == ' ' || *p == '\t') p++;
-        file_identity(f, "style.path", p);
-    }
+    file_identity(f, "content.mask", cfg->content_mask);
+    file_list_identity(f, "style.path", cfg->style_path);
+    file_list_identity(f, "style.masks", cfg->style_masks);
     file_identity(f, "optim.init_path", cfg->optim_init_path);
     file_identity(f, "model.weights", cfg->model_weights);
     fclose(f);

@@ -13,13 +13,22 @@
 
 static size_t acts_bytes(const nst_net *net, int h, int w) { return nst_acts_bytes(net, h, w); }
 
+/* A window's content features, and its masks at the layers that use them (fp32, one channel). */
 static size_t targets_bytes(const nst_loss_spec *spec, const nst_net *net, int h, int w)
 {
     size_t b = 0;
+    int used[NST_VGG_NLAYERS] = {0};
     for (int k = 0; k < spec->ncontent; k++) {
         int oh, ow, oc;
         nst_net_shape(net, spec->content[k], h, w, &oh, &ow, &oc);
         b += (size_t)oh * ow * oc * nst_dtype_size(net->be->act_dtype);
+        if (spec->content_mask) b += 4 * (size_t)oh * ow;
+    }
+    for (int k = 0; spec->nmask && k < spec->nstyle; k++) {
+        int oh, ow, oc;
+        if (used[spec->style[k]]++) continue;
+        nst_net_shape(net, spec->style[k], h, w, &oh, &ow, &oc);
+        b += 4 * (size_t)spec->nmask * oh * ow;
     }
     return b;
 }
@@ -51,9 +60,9 @@ size_t nst_layout_memory(const nst_grid *g, const int *owner, int r, int cheap, 
             }
         if (mh) b += acts_bytes(net, mh, mw);
     }
-    for (int k = 0; k < spec->nstyle; k++) {
+    for (int k = 0; k < spec->nstyle; k++) { /* per style image with masks */
         int c = net->width[spec->style[k]];
-        b += (gram == NST_GRAM_LAGGED ? 24 : 16) * (size_t)c * c; /* A, D fp32; G (and the lagged previous G) fp64 */
+        b += (gram == NST_GRAM_LAGGED ? 24 : 16) * (size_t)c * c * (spec->nmask ? spec->nmask : 1); /* A, D fp32; G (and previous G) fp64 */
     }
     return b;
 }

@@ -4,13 +4,15 @@
  *
  * Memory model (bytes of backend buffers per rank; float32 activations):
  *   sum over the rank's tiles of   24 * window_px                (window pixels, their gradient)
- *                                + targets(window)               (content features)
+ *                                + targets(window)               (content features; masks: 4 B per
+ *                                                                 position at each layer using one)
  *                                + acts(window)   if resident    (every layer's output, 2 gradients)
  *   + acts(largest window)        if two_pass or lagged
  *   + 48 * core_px  (exact mode: owned pixels, gradient, Adam m and v;
  *                    with L-BFGS 24 + 12 (2 m + 2) for history m: the pairs, direction, previous gradient)
  *     or 24 * window_px (cheap mode: Adam m and v over the optimised window)
- *   + 16 * C_l^2 per style layer (target and difference fp32, Gram sums fp64; 24 when lagged)
+ *   + 16 * C_l^2 per style layer (target and difference fp32, Gram sums fp64; 24 when lagged), per
+ *     style image with style.masks
  * with acts(h x w) = b * (3 hw + sum_l C_l h_l w_l + 2 max_l C_l h_l w_l), b the activation's bytes
  * (4 in fp32, 2 in bf16; nst/model/net.c), the shapes of nst_net_shape. The style targets are computed before the render, tiled within the same budget
  * (nst/optim/style.h). Host staging for the halo exchange and the CPU backend's scratch (at most 16 MiB

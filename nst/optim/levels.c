@@ -339,7 +339,12 @@ typedef struct {
     int have_init;                    /* init holds the initial pixels (else the content stands in) */
     nst_adam_state state_in;          /* Adam's moments from the previous level, when carried */
     nst_color_stats cs;               /* the content's colour statistics at this level */
-    nst_style_targets T;
+    nst_style_targets T;              /* the blended targets; with style.masks, each image's in each[] */
+    nst_style_targets each[NST_MAX_STYLES];
+    float *A[NST_MAX_GRAMS];          /* the targets by the objective's slot (borrowed from T or each[]) */
+    double normA[NST_MAX_GRAMS];
+    nst_guides guides;
+    float ***masks;                   /* per local tile, its windows of every mask (NULL: none) */
 } level_attempt;
 
 /* The content and initial windows (level 0: the init image; later levels: the previous level's
@@ -349,6 +354,7 @@ static nst_status try_inputs(level_attempt *a, const prev_level *pv)
     const nst_layout *L = a->L;
     const int k = a->k;
     nst_status s = nst_inputs_windows(a->c->cfg, a->c->in, L, a->w, a->h, a->content, k == 0 && a->have_init ? a->init : NULL);
+    if (s == NST_OK && a->c->masks) s = nst_masks_windows(a->c->cfg, a->c->masks, L, a->w, a->h, &a->masks);
     if (s == NST_OK && pv) s = level_change(pv->L, pv->w, pv->h, pv->cores, pv->state, L, a->w, a->h, a->init, &a->state_in);
     /* colour: the content's statistics at this level; luminance-only inputs */
     if (s == NST_OK && a->mode != NST_COLOR_NONE) s = nst_comm_agree(content_stats(a->c, L, a->content, a->mode, &a->cs));
@@ -361,6 +367,25 @@ static nst_status try_inputs(level_attempt *a, const prev_level *pv)
     return s;
 }
 
+/* With style.masks, each image's targets: the objective's slots (image g, layer k at g nstyle + k),
+ * and the report's sums. */
+static nst_status targets_each(level_attempt *a, size_t budget)
+{
+    const nst_levels_ctx *c = a->c;
+    const int n = c->styles->n, ns = c->spec->nstyle;
+    NST_TRY(nst_style_targets_each(c->cfg, c->spec, c->weights, c->be, c->coll, c->styles, a->w > a->h ? a->w : a->h, budget, a->mode,
+                                   &a->cs, c->cache, a->each));
+    memset(&a->T, 0, sizeof a->T);
+    a->T.from_cache = 1;
+    for (int g = 0; g < n; g++) {
+        for (int k = 0; k < ns; k++) a->A[g * ns + k] = a->each[g].A[k], a->normA[g * ns + k] = a->each[g].normA[k];
+        a->T.seconds += a->each[g].seconds;
+        a->T.from_cache &= a->each[g].from_cache;
+        if (a->each[g].tiles > a->T.tiles) a->T.tiles = a->each[g].tiles;
+    }
+    return NST_OK;
+}
+
 /* The style targets at this level's size (none without styles or iterations). */
 static nst_status try_targets(level_attempt *a, nst_level_report *r)
 {
@@ -368,8 +393,11 @@ static nst_status try_targets(level_attempt *a, nst_level_report *r)
     const nst_loss_spec *spec = c->spec;
     const int w = a->w, h = a->h;
     if (spec->nstyle <= 0 || a->p->iterations[a->k] <= 0) return NST_OK;
-    nst_status s = nst_style_targets_compute(c->cfg, spec, c->weights, c->be, c->coll, c->styles, w > h ? w : h,
-                                             nst_layout_style_budget(a->L, c->be, c->budget), a->mode, &a->cs, c->cache, &a->T);
+    size_t budget = nst_layout_style_budget(a->L, c->be, c->budget);
+    nst_status s = spec->nmask ? targets_each(a, budget)
+                               : nst_style_targets_compute(c->cfg, spec, c->weights, c->be, c->coll, c->styles, w > h ? w : h, budget,
+                                                           a->mode, &a->cs, c->cache, &a->T);
+    if (s == NST_OK && !spec->nmask) memcpy(a->A, a->T.A, sizeof a->T.A), memcpy(a->normA, a->T.normA, sizeof a->T.normA);
     r->style_seconds = a->T.seconds, r->style_tiles = a->T.tiles, r->style_cached = a->T.from_cache;
     if (s == NST_OK)
         nst_info("         style targets for %dx%d: %s (%.2f s)\n", w, h,
@@ -383,9 +411,15 @@ static nst_status try_render(level_attempt *a, int resuming, nst_adam_state *sta
     const nst_levels_ctx *c = a->c;
     const nst_loss_spec *spec = c->spec;
     nst_ckpt *ck = c->ckpt;
-    nst_render_ctx ctx = {c->cfg, spec, c->be, c->weights, a->L, c->coll, a->w, a->h, a->p->iterations[a->k], spec->nstyle ? a->T.A : NULL,
-                          a->T.normA, a->state_in.m ? &a->state_in : NULL, state_out, ck, a->k, c->progress, c->preview_path, c->preview_side,
-                          c->save_every};
+    nst_render_ctx ctx = {c->cfg, spec, c->be, c->weights, a->L, c->coll, a->w, a->h, a->p->iterations[a->k], spec->nstyle ? a->A : NULL,
+                          a->normA, a->state_in.m ? &a->state_in : NULL, state_out, ck, a->k, c->progress, c->preview_path, c->preview_side,
+                          c->save_every, NULL, a->masks};
+    if (c->masks && (c->masks->n || c->masks->content)) { /* the masks: each style's weight as its share of an even blend */
+        a->guides.n = c->masks->n;
+        a->guides.content = c->masks->content;
+        for (int g = 0; g < a->guides.n; g++) a->guides.weight[g] = c->styles->blend[g] * a->guides.n;
+        ctx.guides = &a->guides;
+    }
     nst_status s = render_level(&ctx, a->content, a->have_init ? a->init : NULL, a->cores, &r->stats, &r->ranks);
     if (ck && s == NST_OK) s = nst_comm_agree(nst_ckpt_sync(ck)); /* a generation written on a subgroup, to the ranks that waited */
     if (resuming && s == NST_OK) ck->resume = 0; /* (a try that failed is followed by one that resumes too) */
@@ -427,6 +461,8 @@ static nst_status level_try(const nst_levels_ctx *c, const nst_level_plan *p, in
     }
     state_free(&a.state_in, L->nlocal);
     nst_style_targets_free(&a.T);
+    for (int g = 0; g < NST_MAX_STYLES; g++) nst_style_targets_free(&a.each[g]);
+    if (c->masks) nst_masks_free_windows(a.masks, L->nlocal, c->masks->n + c->masks->content);
     s = nst_comm_agree(s);
     if (s == NST_ENOMEM) { /* every rank's word: all rendered, none stepped, some allocation refused */
         double mine[3] = {rendered, r->stats.stepped, c->be->alloc_failures - failures0}, mn[3], mx[3], sum[3];

@@ -3,13 +3,15 @@
  * Level sizes: the output, and each coarser level pyramid.factor times smaller, pyramid.levels of
  * them (auto: as many as keep the coarsest short side at least pyramid.min_size). Per level:
  *   1. a layout of the level's image over the job's ranks (nst/optim/layout.h);
- *   2. its windows of the content, resized to the level by region (nst/optim/inputs.h);
+ *   2. its windows of the content, resized to the level by region (nst/optim/inputs.h), and of
+ *      the masks (nst/optim/masks.h);
  *   3. the initial pixels: optim.init at the coarsest level; at the others the previous level's
  *      result upsampled: its cores move to the ranks whose windows' resampling footprints they
  *      cover (nst/optim/move.h), and each rank resamples its windows from what it received; with
  *      pyramid.state = carry Adam's moments go the same way (L-BFGS starts a new history);
  *   4. the style targets for the level's size: the style images keep their scale in output
- *      pixels, so each level sees them resized like the content (nst/optim/style.h, cached);
+ *      pixels, so each level sees them resized like the content (nst/optim/style.h, cached;
+ *      with style.masks each image's own);
  *   5. the render, on the ranks that own tiles: a coarse level that fits in fewer tiles than
  *      there are ranks runs on a group of just those ranks, and the others wait without spinning
  *      (nst_comm_idle_barrier) instead of taking part in every iteration's collectives.
@@ -24,6 +26,7 @@
 #define NST_LEVELS_H
 
 #include "inputs.h"
+#include "masks.h"
 #include "render.h"
 #include "style.h"
 
@@ -66,6 +69,7 @@ typedef struct {
     const char *preview_path;        /* output.save_every's preview ("" or NULL: none) */
     int preview_side;
     long long save_every;
+    nst_masks *masks;                /* style.masks and content.mask (NULL: none) */
 } nst_levels_ctx;
 
 /* Every level; with a checkpoint to resume, the levels before its level are skipped (their

@@ -27,7 +27,17 @@ const char *nst_gram_strategy_name(nst_gram_strategy s)
 nst_status nst_objective_init(nst_objective *o, const nst_loss_spec *spec, nst_net *net, nst_collectives coll,
                               nst_gram_strategy strategy, nst_acts *shared, int img_w, int img_h)
 {
+    return nst_objective_init_guided(o, spec, net, coll, strategy, shared, img_w, img_h, NULL);
+}
+
+nst_status nst_objective_init_guided(nst_objective *o, const nst_loss_spec *spec, nst_net *net, nst_collectives coll,
+                                     nst_gram_strategy strategy, nst_acts *shared, int img_w, int img_h, const nst_guides *guides)
+{
     memset(o, 0, sizeof *o);
+    if (guides) o->guides = *guides;
+    if (o->guides.n < 0 || o->guides.n > NST_MAX_STYLES)
+        return nst_fail(NST_ERUNTIME, "objective: %d style masks (at most %d)", o->guides.n, NST_MAX_STYLES);
+    o->ngram = spec->nstyle * (o->guides.n ? o->guides.n : 1);
     o->spec = spec;
     o->net = net;
     o->coll = coll;
@@ -39,16 +49,16 @@ nst_status nst_objective_init(nst_objective *o, const nst_loss_spec *spec, nst_n
     if (strategy != NST_GRAM_RESIDENT && !shared) return nst_fail(NST_ERUNTIME, "objective: %s needs shared activations",
                                                                   nst_gram_strategy_name(strategy));
     nst_backend *be = net->be;
-    for (int k = 0; k < spec->nstyle; k++) {
-        int h, w, c;
+    for (int q = 0; q < o->ngram; q++) {
+        int k = q % spec->nstyle, h, w, c;
         nst_net_shape(net, spec->style[k], img_h, img_w, &h, &w, &c);
         o->C[k] = c;
-        o->M[k] = (double)h * w;
+        o->M[q] = o->guides.n ? 0 : (double)h * w; /* a mask's sum arrives with the tiles' masks */
         size_t bytes = (size_t)c * c * sizeof(float);
-        NST_TRY(be->ops->alloc(be, bytes, (void **)&o->A[k]));
-        NST_TRY(be->ops->alloc(be, 2 * bytes, (void **)&o->G[k]));
-        NST_TRY(be->ops->alloc(be, bytes, (void **)&o->D[k]));
-        if (strategy == NST_GRAM_LAGGED) NST_TRY(be->ops->alloc(be, 2 * bytes, (void **)&o->Gprev[k]));
+        NST_TRY(be->ops->alloc(be, bytes, (void **)&o->A[q]));
+        NST_TRY(be->ops->alloc(be, 2 * bytes, (void **)&o->G[q]));
+        NST_TRY(be->ops->alloc(be, bytes, (void **)&o->D[q]));
+        if (strategy == NST_GRAM_LAGGED) NST_TRY(be->ops->alloc(be, 2 * bytes, (void **)&o->Gprev[q]));
     }
     return NST_OK;
 }
@@ -57,11 +67,11 @@ void nst_objective_free(nst_objective *o)
 {
     if (!o->net) return;
     nst_backend *be = o->net->be;
-    for (int k = 0; k < NST_VGG_NLAYERS; k++) {
-        if (o->A[k]) be->ops->free(be, o->A[k]);
-        if (o->G[k]) be->ops->free(be, o->G[k]);
-        if (o->D[k]) be->ops->free(be, o->D[k]);
-        if (o->Gprev[k]) be->ops->free(be, o->Gprev[k]);
+    for (int q = 0; q < NST_MAX_GRAMS; q++) {
+        if (o->A[q]) be->ops->free(be, o->A[q]);
+        if (o->G[q]) be->ops->free(be, o->G[q]);
+        if (o->D[q]) be->ops->free(be, o->D[q]);
+        if (o->Gprev[q]) be->ops->free(be, o->Gprev[q]);
     }
     memset(o, 0, sizeof *o);
 }
@@ -72,6 +82,7 @@ nst_status nst_objective_set_style(nst_objective *o, const float *style, int w, 
     nst_net *net = o->net;
     nst_backend *be = net->be;
     if (spec->nstyle == 0) return NST_OK;
+    if (o->guides.n) return nst_fail(NST_ERUNTIME, "objective: one style image for %d masked styles", o->guides.n);
     nst_acts acts;
     nst_tensor img;
     NST_TRY(nst_tensor_alloc(be, h, w, 3, NST_F32, &img));
@@ -85,7 +96,7 @@ nst_status nst_objective_set_style(nst_objective *o, const float *style, int w, 
             float *zeros = NULL;
             /* A = G/m of the style image (G's buffer borrowed); ||A||^2 from the difference to zero */
             s = be->ops->zero(be, o->G[k], cc * sizeof(double));
-            if (s == NST_OK) s = be->ops->gram_accumulate(be, f, nst_tensor_rect(f), o->G[k]);
+            if (s == NST_OK) s = be->ops->gram_accumulate(be, f, nst_tensor_rect(f), NULL, o->G[k]);
             if (s == NST_OK) s = be->ops->alloc(be, cc * sizeof(float), (void **)&zeros);
             if (s == NST_OK) s = be->ops->zero(be, zeros, cc * sizeof(float));
             if (s == NST_OK) {
@@ -124,9 +135,10 @@ nst_status nst_objective_style_targets(const nst_loss_spec *spec, nst_backend *b
 nst_status nst_objective_set_targets(nst_objective *o, float *const *A, const double *normA)
 {
     nst_backend *be = o->net->be;
-    for (int k = 0; k < o->spec->nstyle; k++) {
-        NST_TRY(be->ops->upload(be, o->A[k], A[k], (size_t)o->C[k] * o->C[k], NST_F32));
-        o->normA[k] = normA[k];
+    for (int q = 0; q < o->ngram; q++) {
+        int c = o->C[q % o->spec->nstyle];
+        NST_TRY(be->ops->upload(be, o->A[q], A[q], (size_t)c * c, NST_F32));
+        o->normA[q] = normA[q];
     }
     return NST_OK;
 }
@@ -135,6 +147,7 @@ nst_status nst_objective_share_style(nst_objective *o)
 {
     nst_backend *be = o->net->be;
     if (!o->coll.bcast || o->spec->nstyle == 0) return NST_OK;
+    if (o->guides.n) return nst_fail(NST_ERUNTIME, "objective: masked styles are shared as targets (nst_objective_set_targets)");
     NST_TRY(o->coll.bcast(o->coll.ctx, o->normA, sizeof(double) * (size_t)o->spec->nstyle));
     for (int k = 0; k < o->spec->nstyle; k++) {
         size_t cc = (size_t)o->C[k] * o->C[k];
@@ -199,6 +212,9 @@ void nst_tile_free(nst_objective *o, nst_tile *t)
     nst_tensor_free(be, &t->img);
     nst_tensor_free(be, &t->dimg);
     for (int i = 0; i < NST_VGG_NLAYERS; i++) nst_tensor_free(be, &t->target[i]);
+    for (int i = 0; t->mask && i < (o->guides.n + 1) * NST_VGG_NLAYERS; i++) nst_tensor_free(be, &t->mask[i]);
+    nst_free(t->mask);
+    t->mask = NULL;
     if (t->acts == &t->own_acts) nst_acts_free(o->net, &t->own_acts);
     t->acts = NULL;
 }
@@ -233,9 +249,84 @@ nst_status nst_tile_set_content(nst_objective *o, nst_tile *t, const float *wind
     return NST_OK;
 }
 
+float nst_mask_quantise(float v)
+{
+    if (!(v > 0)) return 0; /* NaN too */
+    if (v >= 1) return 1;
+    return (float)(nearbyint((double)v * 65536.0) / 65536.0);
+}
+
+/* One 2x2 average (floor) of a w x h mask, in place: exact for values that are multiples of
+ * 2^-16 averaged up to four times (multiples of 2^-24 in [0,1] are floats). */
+static void mask_pool(float *m, int *w, int *h)
+{
+    int ow = *w / 2, oh = *h / 2;
+    for (int y = 0; y < oh; y++)
+        for (int x = 0; x < ow; x++) {
+            const float *a = m + (size_t)(2 * y) * *w + 2 * x, *b = a + *w;
+            m[(size_t)y * ow + x] = ((a[0] + a[1]) + (b[0] + b[1])) * 0.25f;
+        }
+    *w = ow, *h = oh;
+}
+
+/* Mask `which` (style g, or guides.n: the content) of a tile at every layer in use[], from its
+ * window pixels: uploaded to t->mask, and its owned sums added to M of style g's slots. */
+static nst_status mask_layers(nst_objective *o, nst_tile *t, int which, const float *px, const int *use)
+{
+    nst_backend *be = o->net->be;
+    int w = t->window.w, h = t->window.h, level = 0;
+    float *m = nst_alloc_array((size_t)w * h, sizeof(float), "a mask window");
+    if (!m) return NST_ENOMEM;
+    for (size_t i = 0; i < (size_t)w * h; i++) m[i] = nst_mask_quantise(px[i]);
+    nst_status s = NST_OK;
+    for (int l = 0; s == NST_OK && l < o->net->nlayers; l++) {
+        if (!use[l]) continue;
+        while ((1 << level) < nst_vgg_footprint(l).stride) mask_pool(m, &w, &h), level++;
+        nst_tensor *mt = &t->mask[which * NST_VGG_NLAYERS + l];
+        s = nst_tensor_alloc(be, h, w, 1, NST_F32, mt);
+        if (s == NST_OK) s = be->ops->upload(be, mt->data, m, (size_t)w * h, NST_F32);
+        if (s == NST_OK) s = nst_tensor_check_mask(&t->acts->out[l], mt, "tile masks");
+        for (int k = 0; s == NST_OK && which < o->guides.n && k < o->spec->nstyle; k++) {
+            if (o->spec->style[k] != l) continue;
+            nst_rect r = t->own[l];
+            double sum = 0;
+            for (int y = r.y; y < r.y + r.h; y++)
+                for (int x = r.x; x < r.x + r.w; x++) sum += m[(size_t)y * w + x];
+            o->M[which * o->spec->nstyle + k] += sum; /* exact: multiples of 2^-24, far below 2^29 of them */
+        }
+    }
+    nst_free(m);
+    return s;
+}
+
+nst_status nst_tile_set_masks(nst_objective *o, nst_tile *t, float *const *px)
+{
+    const nst_loss_spec *spec = o->spec;
+    const int n = o->guides.n;
+    if (!n && !o->guides.content) return NST_OK;
+    t->mask = nst_calloc(sizeof(nst_tensor) * (size_t)(n + 1) * NST_VGG_NLAYERS, "tile masks");
+    if (!t->mask) return NST_ENOMEM;
+    if (t->acts != &t->own_acts) NST_TRY(nst_acts_reshape(o->net, t->acts, t->window.h, t->window.w)); /* the layers' shapes */
+    int style_use[NST_VGG_NLAYERS] = {0}, content_use[NST_VGG_NLAYERS] = {0};
+    for (int k = 0; k < spec->nstyle; k++) style_use[spec->style[k]] = 1;
+    for (int k = 0; k < spec->ncontent; k++) content_use[spec->content[k]] = 1;
+    for (int g = 0; g < n; g++) NST_TRY(mask_layers(o, t, g, px[g], style_use));
+    if (o->guides.content) NST_TRY(mask_layers(o, t, n, px[n], content_use));
+    return NST_OK;
+}
+
+/* A tile's mask for style g (or the content, g = guides.n) at layer l; NULL without one. */
+static const nst_tensor *mask_of(const nst_objective *o, const nst_tile *t, int g, int l)
+{
+    if (!t->mask || (g < o->guides.n ? 0 : !o->guides.content)) return NULL;
+    const nst_tensor *m = &t->mask[g * NST_VGG_NLAYERS + l];
+    return m->data ? m : NULL;
+}
+
 nst_status nst_objective_finish_targets(nst_objective *o)
 {
     if (o->coll.sum_doubles && o->spec->ncontent) NST_TRY(o->coll.sum_doubles(o->coll.ctx, o->normP, (size_t)o->spec->ncontent));
+    if (o->coll.sum_doubles && o->guides.n) NST_TRY(o->coll.sum_doubles(o->coll.ctx, o->M, (size_t)o->ngram));
     return NST_OK;
 }
 
@@ -243,6 +334,14 @@ typedef struct {
     nst_objective *o;
     nst_tile *t;
 } seed_ctx;
+
+/* The weight of slot q's style term: style.weight, the layer's weight and the style's factor. */
+static double style_weight(const nst_objective *o, int q)
+{
+    const nst_loss_spec *spec = o->spec;
+    double w = spec->style_weight * spec->style_layer_weight[q % spec->nstyle];
+    return o->guides.n ? w * o->guides.weight[q / spec->nstyle] : w;
+}
 
 /* Add the loss gradients seeded at `layer` into grad (and the content loss values). With grad
  * NULL only the content values are taken. */
@@ -254,18 +353,20 @@ static nst_status seed_layer(void *user, int layer, nst_tensor *grad)
     const nst_loss_spec *spec = o->spec;
     nst_backend *be = o->net->be;
     const nst_tensor *f = &t->acts->out[layer];
-    for (int k = 0; k < spec->nstyle; k++) {
+    for (int q = 0; q < o->ngram; q++) {
+        int k = q % spec->nstyle, g = q / spec->nstyle;
         if (spec->style[k] != layer) continue;
-        double w = spec->style_weight * spec->style_layer_weight[k];
-        if (w == 0 || !grad) continue;
-        float scale = (float)(4.0 * w / (fmax(o->normA[k], NORM_FLOOR) * o->M[k]));
-        NST_TRY(be->ops->gram_backward(be, f, t->seed[layer], o->D[k], scale, grad));
+        double w = style_weight(o, q);
+        if (w == 0 || !grad || !(o->M[q] > 0)) continue; /* a mask of no weight here: no term */
+        float scale = (float)(4.0 * w / (fmax(o->normA[q], NORM_FLOOR) * o->M[q]));
+        NST_TRY(be->ops->gram_backward(be, f, t->seed[layer], mask_of(o, t, g, layer), o->D[q], scale, grad));
     }
     for (int k = 0; k < spec->ncontent; k++) {
         if (spec->content[k] != layer) continue;
         double ss;
         float scale = (float)(2.0 * spec->content_weight / fmax(o->normP[k], NORM_FLOOR));
-        NST_TRY(be->ops->mse(be, f, &t->target[layer], t->own[layer], t->seed[layer], scale, &ss, grad));
+        NST_TRY(be->ops->mse(be, f, &t->target[layer], t->own[layer], t->seed[layer], mask_of(o, t, o->guides.n, layer), scale, &ss,
+                             grad));
         o->content_pending[k] += ss;
     }
     return NST_OK;
@@ -276,8 +377,10 @@ static nst_status gram_tile(nst_objective *o, nst_tile *t)
     nst_backend *be = o->net->be;
     nst_status s = NST_OK;
     be->ops->range_push(be, "Gram sums");
-    for (int k = 0; s == NST_OK && k < o->spec->nstyle; k++)
-        s = be->ops->gram_accumulate(be, &t->acts->out[o->spec->style[k]], t->own[o->spec->style[k]], o->G[k]);
+    for (int q = 0; s == NST_OK && q < o->ngram; q++) {
+        int l = o->spec->style[q % o->spec->nstyle];
+        s = be->ops->gram_accumulate(be, &t->acts->out[l], t->own[l], mask_of(o, t, q / o->spec->nstyle, l), o->G[q]);
+    }
     be->ops->range_pop(be);
     return s;
 }
@@ -307,7 +410,10 @@ static nst_status backward_tile(nst_objective *o, nst_tile *t, int grad)
 static nst_status zero_grams(nst_objective *o)
 {
     nst_backend *be = o->net->be;
-    for (int k = 0; k < o->spec->nstyle; k++) NST_TRY(be->ops->zero(be, o->G[k], (size_t)o->C[k] * o->C[k] * sizeof(double)));
+    for (int q = 0; q < o->ngram; q++) {
+        int c = o->C[q % o->spec->nstyle];
+        NST_TRY(be->ops->zero(be, o->G[q], (size_t)c * c * sizeof(double)));
+    }
     return NST_OK;
 }
 
@@ -324,20 +430,23 @@ static nst_status reduce_grams(nst_objective *o, nst_loss_terms *terms, int extr
     const nst_loss_spec *spec = o->spec;
     nst_backend *be = o->net->be;
     terms->style = 0;
-    for (int k = 0; k < spec->nstyle; k++) {
+    for (int q = 0; q < o->ngram; q++) {
+        int k = q % spec->nstyle;
         size_t cc = (size_t)o->C[k] * o->C[k];
         if (o->coll.sum_grams) {
             be->ops->range_push(be, "Gram allreduce");
-            nst_status r = o->coll.sum_grams(o->coll.ctx, o->G[k], cc);
+            nst_status r = o->coll.sum_grams(o->coll.ctx, o->G[q], cc);
             be->ops->range_pop(be);
             NST_TRY(r);
         }
+        if (!(o->M[q] > 0)) continue; /* a style whose mask has no weight at this layer: no term */
         double ss;
-        const double *prev = extrapolate && o->have_prev ? o->Gprev[k] : NULL;
-        NST_TRY(be->ops->gram_diff(be, o->G[k], prev, 1.0 / o->M[k], o->A[k], o->C[k], o->D[k], &ss));
-        if (extrapolate) NST_TRY(be->ops->copy(be, o->Gprev[k], o->G[k], cc * sizeof(double)));
-        terms->style_layer[k] = spec->style_weight * spec->style_layer_weight[k] * ss / fmax(o->normA[k], NORM_FLOOR);
-        terms->style += terms->style_layer[k];
+        const double *prev = extrapolate && o->have_prev ? o->Gprev[q] : NULL;
+        NST_TRY(be->ops->gram_diff(be, o->G[q], prev, 1.0 / o->M[q], o->A[q], o->C[k], o->D[q], &ss));
+        if (extrapolate) NST_TRY(be->ops->copy(be, o->Gprev[q], o->G[q], cc * sizeof(double)));
+        double term = style_weight(o, q) * ss / fmax(o->normA[q], NORM_FLOOR);
+        terms->style_layer[k] += term; /* by layer: the styles' terms added */
+        terms->style += term;
     }
     if (extrapolate) o->have_prev = 1;
     o->have_D = 1;
@@ -437,14 +546,14 @@ nst_status nst_objective_state(nst_objective *o, const nst_ckpt_io *io)
     char name[64];
     NST_TRY(nst_ckpt_io_host(io, "lagged", flags, sizeof flags));
     o->have_prev = flags[0], o->have_D = flags[1];
-    for (int k = 0; k < o->spec->nstyle; k++) {
-        size_t cc = (size_t)o->C[k] * o->C[k];
-        snprintf(name, sizeof name, "lagged.G/%d", k);
-        NST_TRY(nst_ckpt_io_buffer(io, name, o->G[k], cc * sizeof(double)));
-        snprintf(name, sizeof name, "lagged.Gprev/%d", k);
-        NST_TRY(nst_ckpt_io_buffer(io, name, o->Gprev[k], cc * sizeof(double)));
-        snprintf(name, sizeof name, "lagged.D/%d", k);
-        NST_TRY(nst_ckpt_io_buffer(io, name, o->D[k], cc * sizeof(float)));
+    for (int q = 0; q < o->ngram; q++) { /* slot q: without masks the style layer's index, as before masks */
+        size_t cc = (size_t)o->C[q % o->spec->nstyle] * o->C[q % o->spec->nstyle];
+        snprintf(name, sizeof name, "lagged.G/%d", q);
+        NST_TRY(nst_ckpt_io_buffer(io, name, o->G[q], cc * sizeof(double)));
+        snprintf(name, sizeof name, "lagged.Gprev/%d", q);
+        NST_TRY(nst_ckpt_io_buffer(io, name, o->Gprev[q], cc * sizeof(double)));
+        snprintf(name, sizeof name, "lagged.D/%d", q);
+        NST_TRY(nst_ckpt_io_buffer(io, name, o->D[q], cc * sizeof(float)));
     }
     return NST_OK;
 }

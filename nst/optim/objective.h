@@ -17,6 +17,15 @@
  * positions whose footprint reaches the tile's core (exact mode), or the whole window (when the
  * window is optimised, cheap mode). Loss values and Gram sums count owned positions only.
  *
+ * Masks (guided Gram, nst_guides): with one mask m^g per style image g, style g has its own
+ * statistic at each style layer, G_l^g = sum_p m_p^g f_p f_p^T / sum_p m_p^g, compared with its
+ * own target A_l^g; numerator and denominator are sums over owned positions, added over tiles and
+ * ranks like the plain Gram's (M_l^g = sum_p m_p^g). Its gradient is the plain one with M_l^g
+ * and weighted by m_p^g. A content mask weights the content term per position (the norm ||P_l||^2
+ * stays the unmasked one: the mask is a per-pixel multiplier of content.weight). The masks reach
+ * each layer by 2x2 averages, one per pooling (nst_tile_set_masks), values multiples of 2^-16
+ * at the pixels, so every average and every denominator is exact in any tiling.
+ *
  * The global Gram must be complete before any tile's backward; three strategies reconcile that
  * with memory (nst_gram_strategy). Resident and two-pass are exact; lagged runs one pass and
  * uses the Gram known so far for the backward: the last iteration's, linearly extrapolated one
@@ -43,6 +52,16 @@ typedef struct {
 
 typedef enum { NST_GRAM_RESIDENT, NST_GRAM_TWO_PASS, NST_GRAM_LAGGED } nst_gram_strategy;
 
+#define NST_MAX_STYLES 16
+#define NST_MAX_GRAMS (NST_MAX_STYLES * NST_VGG_NLAYERS)
+
+/* The masks of a render (see above). */
+typedef struct {
+    int n;                         /* style masks, one per style image (0: none, one blended target per layer) */
+    double weight[NST_MAX_STYLES]; /* each style's factor on style.weight (1 when the blend is even) */
+    int content;                   /* content.mask weights the content term */
+} nst_guides;
+
 const char *nst_gram_strategy_name(nst_gram_strategy s);
 
 /* A tile: its core (owned pixels) and window (core + halo), in image coordinates, with the
@@ -55,6 +74,7 @@ typedef struct {
     nst_tensor img;  /* the window's pixels (fp32, backend memory) */
     nst_tensor dimg; /* gradient of L over the window (valid on the seed region) */
     nst_tensor target[NST_VGG_NLAYERS]; /* content targets at content layers */
+    nst_tensor *mask; /* with masks: [g * NST_VGG_NLAYERS + l] style g's at style layer l; [n * NST_VGG_NLAYERS + l] the content's */
     nst_acts *acts;  /* its own (resident) or shared (two-pass, lagged) */
     nst_acts own_acts;
 } nst_tile;
@@ -71,15 +91,17 @@ typedef struct {
     nst_gram_strategy strategy;
     nst_acts *shared;                 /* the one set of activations of two-pass and lagged */
     int img_w, img_h;                 /* the whole image being optimised */
-    double M[NST_VGG_NLAYERS];        /* its position count at each style layer */
+    nst_guides guides;
+    int ngram;                        /* Gram statistics: slot q = g * nstyle + k for guide g (0 without masks), style layer k */
+    double M[NST_MAX_GRAMS];          /* the denominators: the whole image's position count, or sum of the mask */
     int C[NST_VGG_NLAYERS];           /* channels at each style layer */
-    float *A[NST_VGG_NLAYERS];        /* style targets (C x C, backend memory), by style index */
-    double *G[NST_VGG_NLAYERS];       /* Gram sums (upper triangle, double: see gram_accumulate) */
-    double *Gprev[NST_VGG_NLAYERS];   /* lagged: the previous iteration's sums, for the extrapolation */
+    float *A[NST_MAX_GRAMS];          /* style targets (C x C, backend memory), by slot */
+    double *G[NST_MAX_GRAMS];         /* Gram sums (upper triangle, double: see gram_accumulate) */
+    double *Gprev[NST_MAX_GRAMS];     /* lagged: the previous iteration's sums, for the extrapolation */
     int have_prev;
-    float *D[NST_VGG_NLAYERS];        /* G/M - A */
+    float *D[NST_MAX_GRAMS];          /* G/M - A */
     int have_D;                       /* lagged: D holds the previous iteration's G/M - A */
-    double normA[NST_VGG_NLAYERS];    /* ||A||^2 */
+    double normA[NST_MAX_GRAMS];      /* ||A||^2 */
     double normP[NST_VGG_NLAYERS];    /* ||P||^2 over the whole image, by content index */
     double content_pending[NST_VGG_NLAYERS], tv_pending;
 } nst_objective;
@@ -87,6 +109,9 @@ typedef struct {
 /* shared: the activations tiles share under two-pass and lagged (NULL for resident). */
 nst_status nst_objective_init(nst_objective *o, const nst_loss_spec *spec, nst_net *net, nst_collectives coll,
                               nst_gram_strategy strategy, nst_acts *shared, int img_w, int img_h);
+/* The same with masks (guides NULL: none). */
+nst_status nst_objective_init_guided(nst_objective *o, const nst_loss_spec *spec, nst_net *net, nst_collectives coll,
+                                     nst_gram_strategy strategy, nst_acts *shared, int img_w, int img_h, const nst_guides *guides);
 void nst_objective_free(nst_objective *o);
 
 /* Style targets from a whole style image (fp32 h x w x 3 in [0,1], host memory), on one process
@@ -96,7 +121,7 @@ nst_status nst_objective_set_style(nst_objective *o, const float *style, int w, 
  * C x C per style layer, nst_free them). */
 nst_status nst_objective_style_targets(const nst_loss_spec *spec, nst_backend *be, const nst_weights *w, const float *style, int sw, int sh,
                                        float **A, double *normA);
-/* Style targets given (host C x C per style layer, and their squared norms), e.g. from nst/optim/style.h. */
+/* Style targets given (host C x C per slot, and their squared norms), e.g. from nst/optim/style.h. */
 nst_status nst_objective_set_targets(nst_objective *o, float *const *A, const double *normA);
 /* Give every rank rank 0's style targets (after rank 0 alone called set_style). */
 nst_status nst_objective_share_style(nst_objective *o);
@@ -114,6 +139,12 @@ void nst_tile_free(nst_objective *o, nst_tile *t);
 /* Content targets of a tile from the content image's window pixels (host fp32), and their
  * contribution to ||P||^2 (added over tiles and ranks by nst_objective_finish_targets). */
 nst_status nst_tile_set_content(nst_objective *o, nst_tile *t, const float *window_px);
+/* A tile's masks from their window pixels (host, one value per pixel in [0,1]: px[g] style g's,
+ * px[guides.n] the content's), taken to each layer that uses them, and their owned sums added to
+ * the denominators (added over ranks by nst_objective_finish_targets). */
+nst_status nst_tile_set_masks(nst_objective *o, nst_tile *t, float *const *px);
+/* A mask value as the objective takes it: clamped to [0,1] (NaN: 0), rounded to a multiple of 2^-16. */
+float nst_mask_quantise(float v);
 nst_status nst_objective_finish_targets(nst_objective *o);
 
 /* Evaluate L at the tiles' current pixels; with grad, each tile's dimg holds dL/dx on its seed

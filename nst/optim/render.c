@@ -298,6 +298,7 @@ static nst_status tile_setup(const nst_render_ctx *ctx, nst_objective *obj, nst_
     nst_rect core = nst_grid_core(&L->grid, t), win = nst_grid_window(&L->grid, t);
     NST_TRY(nst_tile_init(obj, tile, t, core, win, L->cheap));
     NST_TRY(nst_tile_set_content(obj, tile, content));
+    if (ctx->masks) NST_TRY(nst_tile_set_masks(obj, tile, ctx->masks[li]));
     /* the optimised region: the core (exact) or the window (cheap, the tile's own img/dimg) */
     nst_rect opt = L->cheap ? win : core;
     size_t n = (size_t)nst_rect_area(opt) * 3;
@@ -614,8 +615,8 @@ static nst_status render_setup(render_run *r, float **content, float **init)
     r->have_net = s == NST_OK;
     int want_shared = L->gram != NST_GRAM_RESIDENT && L->nlocal > 0;
     if (s == NST_OK)
-        s = nst_objective_init(&r->obj, ctx->spec, &r->net, ctx->coll, L->gram, L->gram != NST_GRAM_RESIDENT ? &r->shared : NULL,
-                               ctx->img_w, ctx->img_h);
+        s = nst_objective_init_guided(&r->obj, ctx->spec, &r->net, ctx->coll, L->gram, L->gram != NST_GRAM_RESIDENT ? &r->shared : NULL,
+                                      ctx->img_w, ctx->img_h, ctx->guides);
     r->have_obj = s == NST_OK;
     /* the style targets, computed before the render (nst/optim/style.h) */
     if (s == NST_OK && ctx->targets) s = nst_objective_set_targets(&r->obj, ctx->targets, ctx->normA);
@@ -889,7 +890,7 @@ nst_status nst_render_image(const nst_config *cfg, const nst_loss_spec *spec, ns
             if (init) nst_image_extract(init, win, iw[i]);
         }
     }
-    nst_render_ctx ctx = {cfg, spec, be, w, &L, {0}, W, H, cfg->optim_iterations, style && spec->nstyle ? A : NULL, normA, NULL, NULL, NULL, 0, NULL, NULL, 0, 0};
+    nst_render_ctx ctx = {cfg, spec, be, w, &L, {0}, W, H, cfg->optim_iterations, style && spec->nstyle ? A : NULL, normA, NULL, NULL, NULL, 0, NULL, NULL, 0, 0, NULL, NULL};
     if (s == NST_OK) s = nst_render(&ctx, cw, init ? iw : NULL, res, stats);
     for (int k = 0; k < NST_VGG_NLAYERS; k++) nst_free(A[k]);
     if (s == NST_OK) s = nst_image_alloc(out, W, H);

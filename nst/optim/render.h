@@ -60,6 +60,8 @@ typedef struct {
     const char *preview_path;           /* output.save_every: the preview, replaced every save_every iterations */
     int preview_side;
     long long save_every;               /* 0: no previews while rendering */
+    const nst_guides *guides;           /* the masks in use (NULL: none); targets then hold one set per style image */
+    float ***masks;                     /* masks[i][j]: local tile i's window of mask j (nst/optim/masks.h), NULL without */
 } nst_render_ctx;
 
 /* With ctx->ckpt: at every iteration boundary a checkpoint is written when due, and a signal

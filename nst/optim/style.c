@@ -83,6 +83,7 @@ nst_status nst_styles_open(const nst_config *cfg, nst_styles *st)
             if (stat(st->path[k], &sb) == 0) size = (long long)sb.st_size, mtime = (long long)sb.st_mtime;
             len += (size_t)snprintf(st->key + len, len < sizeof st->key ? sizeof st->key - len : 0, "%s%s:%lld:%lld:%a", k ? ";" : "",
                                     st->path[k], size, mtime, st->blend[k]);
+            snprintf(st->key1[k], sizeof st->key1[k], "%s:%lld:%lld:%a", st->path[k], size, mtime, 1.0);
         }
     }
     s = nst_comm_agree(s);
@@ -289,7 +290,7 @@ static nst_status tile_grams(style_tiles *T, int t, int li, nst_acts *acts, int 
     if (s == NST_OK) s = nst_acts_reshape(T->net, acts, wr.h, wr.w);
     if (s == NST_OK) s = nst_net_forward(T->net, &img, acts);
     for (int k = 0; s == NST_OK && k < spec->nstyle; k++)
-        s = be->ops->gram_accumulate(be, &acts->out[spec->style[k]], own[spec->style[k]], T->G[k]);
+        s = be->ops->gram_accumulate(be, &acts->out[spec->style[k]], own[spec->style[k]], NULL, T->G[k]);
     nst_tensor_free(be, &img);
     nst_free(T->win[li]);
     T->win[li] = NULL;
@@ -491,5 +492,36 @@ nst_status nst_style_targets_compute(const nst_config *cfg, const nst_loss_spec 
     nst_net_destroy(&net);
     if (s != NST_OK) nst_style_targets_free(out);
     out->seconds = nst_now() - t0;
+    return s;
+}
+
+/* Image i of st as a set of one (its source borrowed). */
+static void single_view(const nst_styles *st, int i, nst_styles *one)
+{
+    memset(one, 0, sizeof *one);
+    one->n = 1;
+    snprintf(one->path[0], sizeof one->path[0], "%s", st->path[i]);
+    one->blend[0] = 1;
+    one->w0[0] = st->w0[i], one->h0[0] = st->h0[i], one->random[0] = st->random[i];
+    one->src[0] = st->src[i];
+    snprintf(one->key, sizeof one->key, "%s", st->key1[i]);
+    snprintf(one->key1[0], sizeof one->key1[0], "%s", st->key1[i]);
+}
+
+nst_status nst_style_targets_each(const nst_config *cfg, const nst_loss_spec *spec, const nst_weights *weights, nst_backend *be,
+                                  nst_collectives coll, nst_styles *st, int long_side, size_t budget, nst_color_mode mode,
+                                  const nst_color_stats *content, nst_style_cache *cache, nst_style_targets *out)
+{
+    for (int i = 0; i < st->n; i++) memset(&out[i], 0, sizeof out[i]);
+    nst_styles *one = nst_alloc(sizeof *one, "a style image's view");
+    nst_status s = nst_comm_agree(one ? NST_OK : NST_ENOMEM);
+    for (int i = 0; s == NST_OK && i < st->n; i++) {
+        single_view(st, i, one);
+        s = nst_style_targets_compute(cfg, spec, weights, be, coll, one, long_side, budget, mode, content, cache, &out[i]);
+        st->src[i] = one->src[0]; /* (opened there when read by region) */
+    }
+    nst_free(one);
+    if (s != NST_OK)
+        for (int i = 0; i < st->n; i++) nst_style_targets_free(&out[i]);
     return s;
 }

@@ -8,7 +8,8 @@
  * windows (by region from a TIFF), runs the forward, and sums f f^T over the positions it owns, in
  * double; the sums are added over ranks and divided by the whole image's position count. Small
  * style images come out as one tile. With several images, A_l = sum_k b_k A_l(k) with the blend
- * weights b normalised to sum 1 (style.blend_weights), and ||A_l||^2 of the blend.
+ * weights b normalised to sum 1 (style.blend_weights), and ||A_l||^2 of the blend; with
+ * style.masks each image keeps its own targets instead (nst_style_targets_each).
  *
  * The targets depend on the images, their sizes, the layers, the network and any colour
  * transform: that key names them in the cache (nst/optim/style_cache.h), so a batch computes each set
@@ -23,8 +24,6 @@
 #include "color.h"
 #include "objective.h"
 
-#define NST_MAX_STYLES 16
-
 /* The style images of a job (style.path, a list), opened once. */
 typedef struct {
     int n;
@@ -34,6 +33,7 @@ typedef struct {
     int random[NST_MAX_STYLES];          /* TIFF: every rank reads its own tiles */
     nst_source *src[NST_MAX_STYLES];     /* open where needed (rank 0, or every rank when random) */
     char key[1024];                      /* paths, sizes and modification times, blend weights */
+    char key1[NST_MAX_STYLES][1024];     /* the same of each image alone (blend 1): its own targets (style.masks) */
 } nst_styles;
 
 typedef struct {
@@ -66,6 +66,11 @@ nst_status nst_style_targets_compute(const nst_config *cfg, const nst_loss_spec 
                                      nst_collectives coll, nst_styles *st, int long_side, size_t budget, nst_color_mode mode,
                                      const nst_color_stats *content, struct nst_style_cache *cache, nst_style_targets *out);
 void nst_style_targets_free(nst_style_targets *t);
+/* With style.masks: each style image's own targets, out[i] for image i (as a job with that image
+ * alone computes and caches them). Collective. */
+nst_status nst_style_targets_each(const nst_config *cfg, const nst_loss_spec *spec, const nst_weights *weights, nst_backend *be,
+                                  nst_collectives coll, nst_styles *st, int long_side, size_t budget, nst_color_mode mode,
+                                  const nst_color_stats *content, struct nst_style_cache *cache, nst_style_targets *out);
 /* The style targets' work on the busiest rank at an output of long side `long_side` (the dry
  * run's estimate): its window pixels over all style images, and the largest window's activations. */
 nst_status nst_style_plan(const nst_config *cfg, const nst_loss_spec *spec, const nst_net *net, const nst_styles *st, int long_side,

@@ -408,6 +408,7 @@ typedef struct {
     nst_ckpt ck;
     nst_inputs in;
     nst_styles styles;
+    nst_masks masks;
     nst_level_plan plan;
     nst_net shapes; /* the network's shapes, for planning */
     int have_shapes;
@@ -456,6 +457,8 @@ static nst_status job_inputs(job_run *j)
     nst_status s = nst_inputs_open(cfg, &j->spec, &j->in);
     if (s == NST_OK) s = nst_comm_agree(nst_output_spec_check_size(cfg, &j->out, j->in.W, j->in.H));
     if (s == NST_OK && j->spec.nstyle > 0 && cfg->optim_iterations + (cfg->pyramid_iterations[0] ? 1 : 0) > 0) s = nst_styles_open(cfg, &j->styles);
+    if (s == NST_OK) /* (the content's file size: rank 0's, where the masks are checked) */
+        s = nst_masks_open(cfg, j->styles.n, j->in.content ? j->in.content->w : 0, j->in.content ? j->in.content->h : 0, &j->masks);
     j->res->width = j->in.W;
     j->res->height = j->in.H;
     return s;
@@ -521,6 +524,7 @@ static void job_close_inputs(job_run *j)
 {
     nst_inputs_close(&j->in);
     nst_styles_close(&j->styles);
+    nst_masks_close(&j->masks);
     if (j->have_shapes) nst_net_destroy(&j->shapes);
 }
 
@@ -528,7 +532,7 @@ static void job_close_inputs(job_run *j)
 static nst_status job_dry_run(job_run *j)
 {
     nst_levels_ctx lc = {j->cfg, &j->spec, j->be, j->weights, &j->shapes, j->coll, &j->in, j->spec.nstyle ? &j->styles : NULL, j->env->cache,
-                         (size_t)j->bmin, NULL, NULL, NULL, 0, 0};
+                         (size_t)j->bmin, NULL, NULL, NULL, 0, 0, &j->masks};
     nst_status s = nst_dry_run(&lc, &j->plan, &j->out, j->in.W, j->in.H);
     job_close_inputs(j);
     nst_ckpt_free(&j->ck);
@@ -543,7 +547,7 @@ static nst_status job_levels(job_run *j)
     nst_job_result *res = j->res;
     j->ck.done = 0;
     nst_levels_ctx lc = {j->cfg, &j->spec, j->be, j->weights, &j->shapes, j->coll, &j->in, j->spec.nstyle ? &j->styles : NULL, env->cache,
-                         (size_t)j->bmin, &j->ck, env->progress, j->out.preview_path, j->out.preview_side, j->out.save_every};
+                         (size_t)j->bmin, &j->ck, env->progress, j->out.preview_path, j->out.preview_side, j->out.save_every, &j->masks};
     nst_status s = nst_levels_run(&lc, &j->plan, &j->L, &j->cores, res->levels);
     res->nlevels = j->plan.n;
     if (s == NST_OK) {
