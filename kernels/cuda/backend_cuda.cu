@@ -232,13 +232,15 @@ static nst_status open_impl(nst_backend *be, cuda_impl *im, const nst_backend_op
     im->ws_limit = (size_t)1 << 30;
     /* The scratch the ops grow on first use (cuda_impl.h), at its largest: the cuDNN workspace
      * (ws_limit); the Gram ops and the rect transfers, which go in pieces of CUDA_CHUNK_ELEMS
-     * elements: a chunk in fp64 (s2), its fp32 product or transfer (s1), its packed copy (s0), 16
-     * bytes an element, and d in bf16 (gtmp, 1 MiB at c = 512); conv1_1's padded input or
-     * gradient (s0), 16 bytes a pixel of the largest window (3 channels padded to 8 x 2 bytes, or
-     * 4 x 4 in fp32), at most 1/24 of that window's activations, which the layout fits within the
-     * capacity: they hold conv1_1's 64 outputs and two gradient buffers as large, 3 x 64 x 2 bytes
-     * a pixel and more (nst_acts_bytes); and room for fragmentation. */
-    be->reserve = im->ws_limit + CUDA_CHUNK_ELEMS * 16 + ((size_t)1 << 20) + be->capacity / 24 + be->capacity / 32;
+     * elements: a chunk in fp64 (s2; the Gram sums take half a chunk and its mask-weighted copy),
+     * its fp32 product or transfer (s1), its packed copy (s0, and 256 bytes to place a weighted
+     * chunk at the in-place alignment), 16 bytes an element, and d in bf16 (gtmp, 1 MiB at
+     * c = 512); conv1_1's padded input or gradient (s0), 16 bytes a pixel of the largest window
+     * (3 channels padded to 8 x 2 bytes, or 4 x 4 in fp32), at most 1/24 of that window's
+     * activations, which the layout fits within the capacity: they hold conv1_1's 64 outputs and
+     * two gradient buffers as large, 3 x 64 x 2 bytes a pixel and more (nst_acts_bytes); and room
+     * for fragmentation. */
+    be->reserve = im->ws_limit + CUDA_CHUNK_ELEMS * 16 + 256 + ((size_t)1 << 20) + be->capacity / 24 + be->capacity / 32;
     NST_TRY(cu_alloc(be, sizeof(double) * (RED_BLOCKS + 1), (void **)&im->red));
     CUDA_TRY(cudaMallocHost((void **)&im->red_host, sizeof(double)));
 

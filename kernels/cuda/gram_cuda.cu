@@ -6,6 +6,13 @@
  * (OP_N, OP_N). Work goes in chunks of positions (row order, CUDA_CHUNK_ELEMS features at most),
  * so the scratch is bounded whatever the region.
  *
+ * Masks (kernels/backend.h): the guided sums (m F)^T F take the chunk twice, plain and weighted
+ * (m_p f_p, exact in double), in one GEMM of the two (its orientation is worked out at
+ * cuda_gram_accumulate); the sums' chunks hold half of CUDA_CHUNK_ELEMS, so both copies fit the
+ * same scratch. The products with f_p[j] are then not exact and each rounds once. The backward
+ * packs m_p f_p, rounded to the storage type, as F's rows. An all-ones mask gives the bits of
+ * none: the same values through GEMMs of the same shapes and pointer alignments.
+ *
  * The sums are fp64 end to end, as on the CPU (kernels/cpu/gram_sums_cpu.c): each chunk is
  * converted to double (exact from fp32, bf16 or fp16) and one FP64 GEMM adds its products (exact:
  * 24 + 24 significant bits fit in 53) into g with beta = 1, alpha = 1/fscale^2 (a power of two).
@@ -22,10 +29,25 @@
  * plus one memory-bound conversion pass. GPUs without FP64 tensor cores (sm_86, sm_89: FP64 at
  * 1/64 rate) pay several times the convs. A SYRK would halve the flops, but forms a C x C block
  * from P terms with little parallelism, where the GEMM heuristics split K. */
+#include <stdint.h>
+
 #include "cuda_impl.h"
 
 /* positions per chunk: CUDA_CHUNK_ELEMS features */
 static size_t chunk_px(int c) { return CUDA_CHUNK_ELEMS / (size_t)(c > 0 ? c : 1); }
+
+/* Positions per chunk of the Gram sums: half as many, masked or not, so a chunk in fp64 and its
+ * weighted copy both fit in s2 (CUDA_CHUNK_ELEMS doubles, the bound the reserve counts), and an
+ * all-ones mask sums in the same chunks as none: the same GEMMs, the same bits. */
+static size_t sums_chunk_px(int c)
+{
+    size_t p = chunk_px(c) / 2;
+    return p ? p : 1;
+}
+
+/* doubles from the start of s2 to the weighted chunk: a chunk, rounded up to 256 bytes, so both
+ * copies have the arena's alignment and the GEMM sees the same pointers' alignment either way */
+static size_t sums_span(size_t elems) { return (elems + 31) / 32 * 32; }
 
 /* the pixel index (y * W + x) of position p (row order) of the region (x0, y0, w wide) */
 __device__ __forceinline__ size_t region_px(int W, int x0, int y0, int w, size_t p)
@@ -33,10 +55,19 @@ __device__ __forceinline__ size_t region_px(int W, int x0, int y0, int w, size_t
     return (size_t)(y0 + (int)(p / (size_t)w)) * W + x0 + (int)(p % (size_t)w);
 }
 
-/* positions [p0, p0 + n / C) of region r of f, as n doubles (a dense chunk x C matrix) */
-template <typename T> __global__ void k_chunk_f64(const T *f, int W, int C, nst_rect r, size_t p0, double *out, size_t n)
+/* positions [p0, p0 + n / C) of region r of f, as n doubles (a dense chunk x C matrix), and with
+ * a mask m (one weight per pixel of f) as n doubles m_p f_p too (mout): exact, 24 + 24
+ * significant bits */
+template <typename T>
+__global__ void k_chunk_f64(const T *f, const float *m, int W, int C, nst_rect r, size_t p0, double *out, double *mout, size_t n)
 {
-    GRID_STRIDE(i, n) out[i] = (double)ld<T>(f, region_px(W, r.x, r.y, r.w, p0 + i / C) * C + i % C);
+    GRID_STRIDE(i, n)
+    {
+        size_t px = region_px(W, r.x, r.y, r.w, p0 + i / C);
+        double v = (double)ld<T>(f, px * C + i % C);
+        out[i] = v;
+        if (m) mout[i] = (double)m[px] * v;
+    }
 }
 
 /* the same positions in the storage type (packing for the backward) */
@@ -45,26 +76,50 @@ template <typename T> __global__ void k_pack(const T *f, int W, int C, nst_rect 
     GRID_STRIDE(i, n) out[i] = f[region_px(W, r.x, r.y, r.w, p0 + i / C) * C + i % C];
 }
 
+/* the same, each position weighted by its mask value: m_p f_p in fp32, rounded to the storage
+ * type (kernels/cpu/gram_cpu.c's gather_weighted) */
+template <typename T> __global__ void k_pack_weighted(const T *f, const float *m, int W, int C, nst_rect r, size_t p0, T *out, size_t n)
+{
+    GRID_STRIDE(i, n)
+    {
+        size_t px = region_px(W, r.x, r.y, r.w, p0 + i / C);
+        st<T>(out, i, m[px] * ld<T>(f, px * C + i % C));
+    }
+}
+
+/* The GEMM's orientation. cuBLAS computes G = alpha A B^T + beta G (OP_N, OP_T; m = n = C, k = np)
+ * on column-major matrices: A and B are C x np with leading dimension C, which is exactly a chunk
+ * of np positions x C channels stored row by row (NHWC), so A[r][p] = f_p[r], and G[r][s] =
+ * sum_p A[r][p] B[s][p] lands at g[r + s C]. The CPU (and kernels/backend.h) reads g row-major,
+ * entry (i, j) at g[i c + j], i.e. G[r = j][s = i] = sum_p A[j][p] B[i][p]: with B the weighted
+ * chunk m F and A the plain F that is sum_p (m_p f_p[i]) f_p[j], the CPU's row side weighted and
+ * column side plain. The other way round gives the same bits: m_p f_p[i] f_p[j] is one exact real
+ * whichever factor carries the weight (m_p f_p[i] and m_p f_p[j] are both exact in double), and
+ * each product rounds it once, so the masked sums stay symmetric. (A host model of this call
+ * against the CPU's definition agreed, and bit for bit with A and B swapped.) */
 nst_status cuda_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect own, const nst_tensor *m, double *g)
 {
-    if (m) return nst_fail(NST_ERUNTIME, "gram_accumulate: masks are not implemented on CUDA yet");
     NST_TRY(cuda_check(f, "gram_accumulate"));
     NST_TRY(cuda_check_region(f, own, "gram_accumulate"));
+    NST_TRY(nst_tensor_check_mask(f, m, "gram_accumulate"));
+    if (m) NST_TRY(cuda_check(m, "gram_accumulate"));
     if (nst_rect_empty(own)) return NST_OK;
     cuda_impl *im = cuda_of(be);
     const int C = f->c;
-    const size_t npx = (size_t)nst_rect_area(own), per = chunk_px(C);
-    NST_TRY(cuda_scratch(be, &im->s2, &im->s2_cap, (per < npx ? per : npx) * C * sizeof(double)));
-    double *X = (double *)im->s2;
+    const size_t npx = (size_t)nst_rect_area(own), per = sums_chunk_px(C), span = sums_span((per < npx ? per : npx) * C);
+    NST_TRY(cuda_scratch(be, &im->s2, &im->s2_cap, (m ? 2 : 1) * span * sizeof(double)));
+    double *X = (double *)im->s2, *MX = m ? X + span : X;
+    const float *w = m ? (const float *)m->data : NULL;
     const double fs = cuda_act_scale(im, f->dt), alpha = 1 / (fs * fs), beta = 1;
     for (size_t p0 = 0; p0 < npx; p0 += per) {
         const size_t np = npx - p0 < per ? npx - p0 : per, n = np * C;
-#define CHUNK(T) (k_chunk_f64<T><<<cuda_blocks(n, 256), 256, 0, im->stream>>>((const T *)f->data, f->w, C, own, p0, X, n), 0)
+#define CHUNK(T) (k_chunk_f64<T><<<cuda_blocks(n, 256), 256, 0, im->stream>>>((const T *)f->data, w, f->w, C, own, p0, X, MX, n), 0)
         CUDA_DISPATCH(f->dt, CHUNK);
 #undef CHUNK
         LAUNCH_TRY("gram_accumulate");
-        CUBLAS_TRY(im->cb->gemm_ex(im->blas, CUBLAS_OP_N, CUBLAS_OP_T, C, C, (int)np, &alpha, X, CUDA_R_64F, C, X, CUDA_R_64F, C, &beta, g,
-                                   CUDA_R_64F, C, CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT));
+        /* A = X (plain), B = MX (weighted): see above */
+        CUBLAS_TRY(im->cb->gemm_ex(im->blas, CUBLAS_OP_N, CUBLAS_OP_T, C, C, (int)np, &alpha, X, CUDA_R_64F, C, MX, CUDA_R_64F, C, &beta,
+                                   g, CUDA_R_64F, C, CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT));
     }
     return NST_OK;
 }
@@ -107,34 +162,51 @@ template <typename T> __global__ void k_add_region(T *df, int W, int C, nst_rect
 }
 
 /* Positions [p0, p0 + np) of region r of f as a dense np x C matrix: in place when r spans whole
- * rows, else packed into im->s0 (sized by the caller). */
-static nst_status chunk_features(nst_backend *be, const nst_tensor *f, nst_rect r, size_t p0, size_t np, const void **F)
+ * rows and there is no mask, else packed into im->s0 (sized by the caller: a chunk and 256 bytes),
+ * weighted by m where there is one. A weighted chunk of whole rows goes at the in-place pointer's
+ * offset modulo 256, so the GEMM sees the alignment it sees without a mask and takes the same
+ * algorithm: an all-ones mask gives the same bits. */
+static nst_status chunk_features(nst_backend *be, const nst_tensor *f, nst_rect r, const nst_tensor *m, size_t p0, size_t np,
+                                 const void **F)
 {
     cuda_impl *im = cuda_of(be);
-    if (r.x == 0 && r.w == f->w) {
-        *F = (const unsigned char *)f->data + ((size_t)r.y * f->w + p0) * f->c * nst_dtype_size(f->dt);
+    const unsigned char *in_place = (const unsigned char *)f->data + ((size_t)r.y * f->w + p0) * f->c * nst_dtype_size(f->dt);
+    const int whole = r.x == 0 && r.w == f->w;
+    if (whole && !m) {
+        *F = in_place;
         return NST_OK;
     }
+    void *out = (unsigned char *)im->s0 + (whole ? (uintptr_t)in_place % 256 : 0);
     const size_t n = np * f->c;
-#define PACK(T) (k_pack<T><<<cuda_blocks(n, 256), 256, 0, im->stream>>>((const T *)f->data, f->w, f->c, r, p0, (T *)im->s0, n), 0)
-    CUDA_DISPATCH(f->dt, PACK);
+    const float *w = m ? (const float *)m->data : NULL;
+#define PACK(T) (k_pack<T><<<cuda_blocks(n, 256), 256, 0, im->stream>>>((const T *)f->data, f->w, f->c, r, p0, (T *)out, n), 0)
+#define PACKW(T) \
+    (k_pack_weighted<T><<<cuda_blocks(n, 256), 256, 0, im->stream>>>((const T *)f->data, w, f->w, f->c, r, p0, (T *)out, n), 0)
+    if (m)
+        CUDA_DISPATCH(f->dt, PACKW);
+    else
+        CUDA_DISPATCH(f->dt, PACK);
 #undef PACK
+#undef PACKW
     LAUNCH_TRY("gram pack");
-    *F = im->s0;
+    *F = out;
     return NST_OK;
 }
 
 /* df += scale * F d over seed. bf16: d rounded to bf16 to meet F in one GEMM. fp16: F widened to
  * fp32 instead (d, a difference of Gram sums, can pass fp16's range). The product is fp32 and
  * added into df by a kernel (one rounding). The stored features carry fscale, and so does the
- * stored gradient: scale applies unchanged. */
+ * stored gradient: scale applies unchanged. With a mask F's rows are m_p f_p, packed in the
+ * storage type (a mask value of 1 leaves them as they are, so the same bits as without), and the
+ * same GEMM follows. */
 nst_status cuda_gram_backward(nst_backend *be, const nst_tensor *f, nst_rect seed, const nst_tensor *m, const float *d, float scale,
                               nst_tensor *df)
 {
-    if (m) return nst_fail(NST_ERUNTIME, "gram_backward: masks are not implemented on CUDA yet");
     NST_TRY(cuda_check(f, "gram_backward"));
     NST_TRY(cuda_check(df, "gram_backward"));
     NST_TRY(cuda_check_region(f, seed, "gram_backward"));
+    NST_TRY(nst_tensor_check_mask(f, m, "gram_backward"));
+    if (m) NST_TRY(cuda_check(m, "gram_backward"));
     if (df->h != f->h || df->w != f->w || df->c != f->c || df->dt != f->dt)
         return nst_fail(NST_ERUNTIME, "gram_backward: gradient shape differs from the features");
     if (nst_rect_empty(seed)) return NST_OK;
@@ -150,7 +222,7 @@ nst_status cuda_gram_backward(nst_backend *be, const nst_tensor *f, nst_rect see
         NST_TRY(cuda_convert_to(be, im->gtmp, NST_BF16, d, cc, 1.f));
         A = im->gtmp, ab = CUDA_R_16BF;
     }
-    if (!whole) NST_TRY(cuda_scratch(be, &im->s0, &im->s0_cap, chunk * es));
+    if (!whole || m) NST_TRY(cuda_scratch(be, &im->s0, &im->s0_cap, chunk * es + 256));
     if (f->dt == NST_F16) NST_TRY(cuda_scratch(be, &im->s2, &im->s2_cap, chunk * sizeof(float)));
     NST_TRY(cuda_scratch(be, &im->s1, &im->s1_cap, chunk * sizeof(float)));
     const float beta = 0.f;
@@ -158,7 +230,7 @@ nst_status cuda_gram_backward(nst_backend *be, const nst_tensor *f, nst_rect see
     for (size_t p0 = 0; p0 < npx; p0 += per) {
         const size_t np = npx - p0 < per ? npx - p0 : per, n = np * C;
         const void *F = NULL;
-        NST_TRY(chunk_features(be, f, seed, p0, np, &F));
+        NST_TRY(chunk_features(be, f, seed, m, p0, np, &F));
         if (f->dt == NST_F16) {
             NST_TRY(cuda_convert_from(be, (float *)im->s2, F, NST_F16, n, 1.f));
             F = im->s2;

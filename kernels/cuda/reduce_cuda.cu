@@ -1,8 +1,8 @@
-/* kernels/cuda/reduce_cuda.cu: the loss terms that reduce (content MSE, total variation, sums of
- * squares, dot products) and the optimiser's element ops (Adam, axpby). Reductions sum in
- * double: each thread over a grid stride, each block by a fixed tree, the blocks' partials by
- * one more block in index order; the launch shape depends on the element count only, so a
- * result repeats exactly from run to run. */
+/* kernels/cuda/reduce_cuda.cu: the loss terms that reduce (content MSE, masked or not, total
+ * variation, sums of squares, dot products) and the optimiser's element ops (Adam, axpby).
+ * Reductions sum in double: each thread over a grid stride, each block by a fixed tree, the
+ * blocks' partials by one more block in index order; the launch shape depends on the element
+ * count only, so a result repeats exactly from run to run. */
 #include <math.h>
 
 #include "cuda_impl.h"
@@ -84,42 +84,48 @@ nst_status cuda_sumsq(nst_backend *be, const nst_tensor *t, nst_rect own, double
     return NST_OK;
 }
 
-template <typename T> __global__ void k_mse(const T *f, const T *p, region g, size_t n, double *part)
+/* Content MSE. A mask m (NULL, or one weight per pixel: o / C of element o) weights each position
+ * as kernels/cpu/loss_cpu.c does, (m d) d in the sum and (scale m) d in the gradient: a weight of 1
+ * is exact in both, so an all-ones mask gives the bits of none. */
+template <typename T> __global__ void k_mse(const T *f, const T *p, const float *m, region g, size_t n, double *part)
 {
     double s = 0;
     GRID_STRIDE(i, n)
     {
         size_t o = g.at(i);
         double d = (double)ld<T>(f, o) - ld<T>(p, o);
-        s += d * d;
+        s += m ? ((double)m[o / g.C] * d) * d : d * d;
     }
     block_sum(s, part);
 }
 
-template <typename T> __global__ void k_mse_grad(const T *f, const T *p, region g, size_t n, float scale, T *df)
+template <typename T> __global__ void k_mse_grad(const T *f, const T *p, const float *m, region g, size_t n, float scale, T *df)
 {
     GRID_STRIDE(i, n)
     {
         size_t o = g.at(i);
-        st<T>(df, o, ld<T>(df, o) + scale * (ld<T>(f, o) - ld<T>(p, o)));
+        float sw = m ? scale * m[o / g.C] : scale;
+        st<T>(df, o, ld<T>(df, o) + sw * (ld<T>(f, o) - ld<T>(p, o)));
     }
 }
 
 nst_status cuda_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *p, nst_rect own, nst_rect seed, const nst_tensor *mask,
                     float scale, double *sumsq, nst_tensor *df)
 {
-    if (mask) return nst_fail(NST_ERUNTIME, "mse: masks are not implemented on CUDA yet");
     NST_TRY(cuda_check(f, "mse"));
     NST_TRY(cuda_check(p, "mse"));
     NST_TRY(cuda_check_region(f, own, "mse"));
+    NST_TRY(nst_tensor_check_mask(f, mask, "mse"));
+    if (mask) NST_TRY(cuda_check(mask, "mse"));
     if (p->h != f->h || p->w != f->w || p->c != f->c || p->dt != f->dt) return nst_fail(NST_ERUNTIME, "mse: target shape differs");
     cuda_impl *im = cuda_of(be);
+    const float *w = mask ? (const float *)mask->data : NULL;
     size_t n = (size_t)nst_rect_area(own) * f->c;
     *sumsq = 0;
     if (n) {
         unsigned b = red_blocks(n);
         region g = region_of(f, own);
-#define MSE(T) (k_mse<T><<<b, RED_THREADS, 0, im->stream>>>((const T *)f->data, (const T *)p->data, g, n, im->red), 0)
+#define MSE(T) (k_mse<T><<<b, RED_THREADS, 0, im->stream>>>((const T *)f->data, (const T *)p->data, w, g, n, im->red), 0)
         CUDA_DISPATCH(f->dt, MSE);
 #undef MSE
         NST_TRY(cuda_reduce_finish(be, b, sumsq));
@@ -133,7 +139,9 @@ nst_status cuda_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *p, n
     if (!m) return NST_OK;
     region g = region_of(f, seed);
     /* stored f - p carries the feature scale, as the stored gradient does: scale is unchanged */
-#define MG(T) (k_mse_grad<T><<<cuda_blocks(m, 256), 256, 0, im->stream>>>((const T *)f->data, (const T *)p->data, g, m, scale, (T *)df->data), 0)
+#define MG(T)                                                                                                                     \
+    (k_mse_grad<T><<<cuda_blocks(m, 256), 256, 0, im->stream>>>((const T *)f->data, (const T *)p->data, w, g, m, scale, (T *)df->data), \
+     0)
     CUDA_DISPATCH(f->dt, MG);
 #undef MG
     LAUNCH_TRY("mse");
