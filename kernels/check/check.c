@@ -66,6 +66,26 @@ int ck_pair_make_dt(nst_check *c, ck_pair *p, int h, int w, int ch, nst_dtype dt
     return 1;
 }
 
+int ck_mask_make(nst_check *c, ck_pair *p, int h, int w, int ones)
+{
+    memset(p, 0, sizeof *p);
+    size_t n = (size_t)h * w;
+    p->h = nst_alloc_array(n ? n : 1, sizeof(float), "check mask");
+    if (!p->h) return 0;
+    for (size_t k = 0; k < n; k++) /* a fixed pattern: 0 and 1 at every 7th pixel, else 16 random bits */
+        p->h[k] = ones || k % 7 == 1 ? 1.f : k % 7 == 0 ? 0.f : (float)(((unsigned)k * 2654435761u) >> 16) * 0x1p-16f;
+    nst_status s = nst_tensor_alloc(c->dev, h, w, 1, NST_F32, &p->d);
+    if (s == NST_OK) s = nst_tensor_alloc(c->ref, h, w, 1, NST_F32, &p->r);
+    if (s == NST_OK && n) s = c->dev->ops->upload(c->dev, p->d.data, p->h, n, NST_F32);
+    if (s == NST_OK && n) s = c->ref->ops->upload(c->ref, p->r.data, p->h, n, NST_F32);
+    if (s != NST_OK) {
+        fail_msg(c, "tensors", nst_fail_message());
+        ck_pair_free(c, p);
+        return 0;
+    }
+    return 1;
+}
+
 void ck_pair_free(nst_check *c, ck_pair *p)
 {
     nst_tensor_free(c->dev, &p->d);
@@ -84,6 +104,32 @@ double ck_rel_err(const float *ref, const float *got, size_t n)
         if (e > d) d = e;
     }
     return d / (m > 1e-30 ? m : 1e-30);
+}
+
+double ck_same_err(const double *a, const double *b, size_t n)
+{
+    double m = 0, e = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (fabs(a[i]) > m) m = fabs(a[i]);
+        if (a[i] != b[i]) {
+            double d = isfinite(a[i]) && isfinite(b[i]) ? fabs(a[i] - b[i]) : INFINITY;
+            if (!(d <= e)) e = d;
+        }
+    }
+    return m > 0 ? e / m : e;
+}
+
+double ck_same_err_f(const float *a, const float *b, size_t n)
+{
+    double m = 0, e = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (fabsf(a[i]) > m) m = fabsf(a[i]);
+        if (a[i] != b[i]) {
+            double d = isfinite(a[i]) && isfinite(b[i]) ? fabs((double)a[i] - b[i]) : INFINITY;
+            if (!(d <= e)) e = d;
+        }
+    }
+    return m > 0 ? e / m : e;
 }
 
 double ck_pair_err(nst_check *c, const ck_pair *p)

@@ -16,9 +16,16 @@ float ck_rand(nst_check *c, float lo, float hi);
 int ck_pair_make(nst_check *c, ck_pair *p, int h, int w, int ch, int act, float lo, float hi);
 /* the same in a given dtype on the device (e.g. its network input's) */
 int ck_pair_make_dt(nst_check *c, ck_pair *p, int h, int w, int ch, nst_dtype dt, float lo, float hi);
+/* A mask of h x w (fp32, one channel; kernels/backend.h) on both sides: all ones, or a fixed
+ * pattern of weights in [0, 1], multiples of 2^-16, with 0 and 1 among them */
+int ck_mask_make(nst_check *c, ck_pair *p, int h, int w, int ones);
 void ck_pair_free(nst_check *c, ck_pair *p);
 /* max |got - ref| / max |ref| (infinite on NaN or Inf in either) */
 double ck_rel_err(const float *ref, const float *got, size_t n);
+/* For the exact contracts: max |a - b| over the values that differ / max |a|: 0 when every value
+ * is the same (infinite where a differing value is NaN or Inf) */
+double ck_same_err(const double *a, const double *b, size_t n);
+double ck_same_err_f(const float *a, const float *b, size_t n);
 /* the error between a pair's two sides */
 double ck_pair_err(nst_check *c, const ck_pair *p);
 /* Record one comparison of op (class k, `terms` products per result) with its case description. */

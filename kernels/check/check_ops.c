@@ -1,6 +1,6 @@
 /* kernels/check/check_ops.c: the op groups of the harness (see check.h): convolutions; ReLU,
- * pooling and preprocessing; losses and rectangles; the optimiser's ops and repeatable
- * reductions. The Gram ops are in check_gram.c. */
+ * pooling and preprocessing; losses (the content loss with a mask too) and rectangles; the
+ * optimiser's ops and repeatable reductions. The Gram ops are in check_gram.c. */
 #include <math.h>
 #include <string.h>
 
@@ -245,6 +245,42 @@ static void losses_case(nst_check *c, int h, int w, nst_rect own, nst_rect seed)
     ck_pair_free(c, &act);
 }
 
+/* The content loss with a mask against the reference (its sum over own, its gradient over seed);
+ * and with a mask of ones against none on the backend under test: the same bits. */
+static void masked_mse_case(nst_check *c, int h, int w, nst_rect own, nst_rect seed)
+{
+    nst_backend *R = c->ref, *D = c->dev;
+    ck_pair f = {0}, p = {0}, df = {0}, m = {0}, ones = {0};
+    nst_tensor df1 = {0};
+    const char *op = "mse masked";
+    int ok = ck_pair_make(c, &f, h, w, 21, 1, -1, 1);
+    ok = ok && ck_pair_make(c, &p, h, w, 21, 1, -1, 1);
+    ok = ok && ck_pair_make(c, &df, h, w, 21, 1, -1, 1);
+    ok = ok && ck_mask_make(c, &m, h, w, 0) && ck_mask_make(c, &ones, h, w, 1);
+    const size_t n = (size_t)h * w * 21;
+    float *o[2] = {nst_alloc_array(n + 1, sizeof(float), "df"), nst_alloc_array(n + 1, sizeof(float), "df")};
+    double a = 0, b = 0;
+    if (ok && o[0] && o[1] && BOTH(c, R->ops->mse(R, &f.r, &p.r, own, seed, &m.r, 0.5f, &a, &df.r),
+                                   D->ops->mse(D, &f.d, &p.d, own, seed, &m.d, 0.5f, &b, &df.d))) {
+        ck_record(c, "mse masked sum", NST_TOL_SUM, 1, fabs(a - b) / (a > 0 ? a : 1), "%dx%d", h, w);
+        ck_record(c, "mse masked gradient", NST_TOL_ELEMENT, 1, ck_pair_err(c, &df), "%dx%d", h, w);
+        /* df (the device's, holding values) copied: none on one, the ones on the other */
+        op = "mask of ones = no mask";
+        nst_status s = nst_tensor_alloc(D, h, w, 21, df.d.dt, &df1);
+        if (s == NST_OK) s = D->ops->copy(D, df1.data, df.d.data, n * nst_dtype_size(df.d.dt));
+        if (s == NST_OK) s = D->ops->mse(D, &f.d, &p.d, own, seed, NULL, 0.5f, &a, &df.d);
+        if (s == NST_OK) s = D->ops->mse(D, &f.d, &p.d, own, seed, &ones.d, 0.5f, &b, &df1);
+        if (s == NST_OK && n) s = D->ops->download(D, o[0], df.d.data, n, df.d.dt);
+        if (s == NST_OK && n) s = D->ops->download(D, o[1], df1.data, n, df1.dt);
+        if (BOTH(c, NST_OK, s))
+            ck_record(c, op, NST_TOL_EXACT, 1, fmax(ck_same_err(&a, &b, 1), ck_same_err_f(o[0], o[1], n)),
+                      "mse %dx%d own %dx%d+%d+%d", h, w, own.w, own.h, own.x, own.y);
+    }
+    nst_tensor_free(D, &df1);
+    nst_free(o[0]), nst_free(o[1]);
+    ck_pair_free(c, &f), ck_pair_free(c, &p), ck_pair_free(c, &df), ck_pair_free(c, &m), ck_pair_free(c, &ones);
+}
+
 void ck_losses(nst_check *c)
 {
     for (int s = 0; s < NSHAPES(c); s++) {
@@ -252,6 +288,7 @@ void ck_losses(nst_check *c)
         nst_rect r[5];
         int nr = ck_regions(h, w, r);
         for (int k = 0; k < nr; k++) losses_case(c, h, w, r[k], r[(k + 1) % nr]);
+        for (int k = 0; k < nr; k++) masked_mse_case(c, h, w, r[k], r[(k + 1) % nr]);
     }
     if (!c->quick) large_rects(c);
 }

@@ -30,7 +30,10 @@ double nst_tolerance(nst_tol_class k, nst_precision p, double terms)
         return 2 * us + (2 * ui + 4 * eps) * rt;
     case NST_TOL_GRAM_BACKWARD:
         /* scale * D rounded to storage (each entry), the product summed over k = C channels,
-         * added to the gradient and rounded: about one storage rounding more than conv */
+         * added to the gradient and rounded: about one storage rounding more than conv. With a
+         * mask F's rows m_p f_p are rounded to storage too (the reference's are exact in fp32),
+         * a second input rounding as independent as D's: with the result's rounding the three
+         * fit the 3 u_s, as measured (bf16: the worst masked case at 0.36 of it, unmasked 0.33) */
         return 3 * us + (2 * ui + 4 * eps) * rt;
     case NST_TOL_GRAM_SUMS:
         /* the sums over k positions: every product exact in double and every sum in double, on
@@ -38,7 +41,10 @@ double nst_tolerance(nst_tol_class k, nst_precision p, double terms)
          * the fp64 additions in another order differ. The CPU's sequential sum of same-sign terms
          * (features after a ReLU) errs by about sqrt(k) / 3 roundings of 2^-53, twice that in
          * the upper half of a binade; the worst of 2080 entries of fp32 features took 2.8 sqrt(k)
-         * in a host model of both orders (k = 574464): 8 leaves a margin of about 3 */
+         * in a host model of both orders (k = 574464): 8 leaves a margin of about 3. With a mask
+         * the products (m_p f_p[i]) f_p[j] are no longer exact (up to 24 + 16 + 24 bits with the
+         * harness's masks, multiples of 2^-16): each rounds once, by 2^-53 of a term at most,
+         * which adds at most 2^-53 of the sum, nothing beside the order of the additions */
         return 8 * 0x1p-53 * rt;
     case NST_TOL_SUM:
         /* a double reduction of identical values in another order */

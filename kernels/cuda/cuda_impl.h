@@ -48,9 +48,9 @@ typedef struct cuda_impl {
     /* scratch from the arena, grown on first use (the first iteration), then reused; be->reserve
      * (backend_cuda.cu) counts what bounds each */
     void *ws;      size_t ws_cap, ws_limit; /* cuDNN workspace (ws_limit at most) */
-    void *s0;      size_t s0_cap;           /* a Gram backward chunk packed (or mask-weighted); conv1_1's padded input/gradient (a whole window) */
+    void *s0;      size_t s0_cap;           /* a Gram backward chunk packed or weighted; conv1_1's padded input/gradient (a whole window) */
     void *s1;      size_t s1_cap;           /* transfers through fp32, the Gram backward's product: a chunk */
-    void *s2;      size_t s2_cap;           /* a Gram chunk in fp64 (half a chunk and its mask-weighted copy); the Gram backward's fp16 chunk in fp32 */
+    void *s2;      size_t s2_cap;           /* the Gram sums' half chunk in fp64 and its weighted copy; the backward's fp16 chunk in fp32 */
     float *gtmp;   size_t gtmp_cap;         /* the Gram backward's d in bf16 (c^2) */
     double *red;                            /* reduction partials (RED_BLOCKS + 1) */
     double *red_host;                       /* pinned: the result read back */

@@ -78,7 +78,8 @@ template <typename T> __global__ void k_pack(const T *f, int W, int C, nst_rect 
 
 /* the same, each position weighted by its mask value: m_p f_p in fp32, rounded to the storage
  * type (kernels/cpu/gram_cpu.c's gather_weighted) */
-template <typename T> __global__ void k_pack_weighted(const T *f, const float *m, int W, int C, nst_rect r, size_t p0, T *out, size_t n)
+template <typename T>
+__global__ void k_pack_weighted(const T *f, const float *m, int W, int C, nst_rect r, size_t p0, T *out, size_t n)
 {
     GRID_STRIDE(i, n)
     {

@@ -139,8 +139,9 @@ nst_status cuda_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *p, n
     if (!m) return NST_OK;
     region g = region_of(f, seed);
     /* stored f - p carries the feature scale, as the stored gradient does: scale is unchanged */
-#define MG(T)                                                                                                                     \
-    (k_mse_grad<T><<<cuda_blocks(m, 256), 256, 0, im->stream>>>((const T *)f->data, (const T *)p->data, w, g, m, scale, (T *)df->data), \
+#define MG(T)                                                                                                             \
+    (k_mse_grad<T><<<cuda_blocks(m, 256), 256, 0, im->stream>>>((const T *)f->data, (const T *)p->data, w, g, m, scale, \
+                                                                (T *)df->data),                                      \
      0)
     CUDA_DISPATCH(f->dt, MG);
 #undef MG
