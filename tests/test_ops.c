@@ -7,6 +7,11 @@
  * and single coordinates. Inputs of max pooling are made well separated so a step never changes
  * the argmax.
  *
+ * The masked ops (kernels/backend.h) likewise, and more: the masked Gram sums equal the naive
+ * loop's bits on the portable path and 1e-12 of them with AVX-512 (see t_masked_gram_vs_naive); a
+ * mask of ones gives the bits of none in fp32 and bf16; a mask of the wrong shape or dtype is
+ * refused.
+ *
  *   build/tests/test_ops          (make test builds and runs it)
  */
 #include <omp.h>
@@ -345,6 +350,7 @@ typedef struct {
     const float *d; /* symmetric c x c */
     double *g;      /* Gram sums: upper triangle */
     int c;
+    const nst_tensor *m; /* a mask, or NULL */
 } gram_ctx;
 
 /* G[i][j] from the upper triangle the op fills */
@@ -356,7 +362,7 @@ static double gram_f(void *p, const float *x)
     gram_ctx *c = p;
     put(&c->tf, x);
     memset(c->g, 0, (size_t)c->c * c->c * sizeof(double));
-    be->ops->gram_accumulate(be, &c->tf, c->own, NULL, c->g);
+    be->ops->gram_accumulate(be, &c->tf, c->own, c->m, c->g);
     double s = 0;
     for (int i = 0; i < c->c; i++)
         for (int j = 0; j < c->c; j++) s += c->d[i * c->c + j] * gsym(c->g, c->c, i, j);
@@ -373,7 +379,7 @@ static void t_gram_regions_and_finite_differences(void)
     test_fill(f, n, 14, -1, 1);
     for (int i = 0; i < c; i++)
         for (int j = 0; j <= i; j++) d[i * c + j] = d[j * c + i] = (float)(0.1 * ((i * 7 + j * 3) % 11) - 0.5);
-    gram_ctx gc = {tens(h, w, c), regions[0], d, g, c};
+    gram_ctx gc = {tens(h, w, c), regions[0], d, g, c, NULL};
     nst_tensor tdf = tens(h, w, c);
     for (size_t k = 0; k < sizeof regions / sizeof *regions; k++) {
         nst_rect r = regions[k];
@@ -438,6 +444,7 @@ typedef struct {
     nst_tensor tf, tp;
     nst_rect own;
     int tv;
+    const nst_tensor *m; /* the content loss's mask, or NULL */
 } loss_ctx;
 
 static double loss_f(void *p, const float *x)
@@ -448,7 +455,7 @@ static double loss_f(void *p, const float *x)
     if (c->tv)
         be->ops->tv(be, &c->tf, c->own, c->own, 1.f, &s, NULL);
     else
-        be->ops->mse(be, &c->tf, &c->tp, c->own, c->own, NULL, 1.f, &s, NULL);
+        be->ops->mse(be, &c->tf, &c->tp, c->own, c->own, c->m, 1.f, &s, NULL);
     return s;
 }
 
@@ -461,7 +468,7 @@ static void t_mse_and_tv_finite_differences_and_regions(void)
     test_fill(p, n, 16, 0, 1);
     nst_rect whole = {0, 0, w, h};
     for (int tv = 0; tv < 2; tv++) {
-        loss_ctx lc = {tens(h, w, c), tens(h, w, c), whole, tv};
+        loss_ctx lc = {tens(h, w, c), tens(h, w, c), whole, tv, NULL};
         put(&lc.tp, p);
         nst_tensor tg = tens(h, w, c);
         double s = 0, naive = 0;
@@ -510,6 +517,233 @@ static void t_mse_and_tv_finite_differences_and_regions(void)
         nst_tensor_free(be, &lc.tf), nst_tensor_free(be, &lc.tp), nst_tensor_free(be, &tg), nst_tensor_free(be, &tg2);
     }
     nst_free(f), nst_free(p), nst_free(g), nst_free(g2);
+}
+
+/* ---- masks ------------------------------------------------------------------------------------- */
+
+/* A mask of n pixels: 0 and 1 at every 7th, else odd multiples of 2^-16 in (0, 1): 16 significant
+ * bits, so with fp32 features the products (m f_i) f_j are not exact in double. */
+static void mask_fill(float *m, size_t n, int ones)
+{
+    for (size_t k = 0; k < n; k++)
+        m[k] = ones || k % 7 == 1 ? 1.f : k % 7 == 0 ? 0.f : (float)((((unsigned)k * 2654435761u) >> 16) | 1u) * 0x1p-16f;
+}
+
+static nst_tensor mask_tensor(int h, int w, int ones)
+{
+    nst_tensor t = tens(h, w, 1);
+    float *m = buf((size_t)h * w);
+    mask_fill(m, (size_t)h * w, ones);
+    put(&t, m);
+    nst_free(m);
+    return t;
+}
+
+/* G[i][j] (j >= i) = sum over r in row order of (m_p f_p[i]) f_p[j], each product rounded, then
+ * added: the CPU's sum, entry by entry */
+static void masked_gram_naive(const float *f, const float *m, int w, int c, nst_rect r, double *g)
+{
+    memset(g, 0, (size_t)c * c * sizeof(double));
+    for (int y = r.y; y < r.y + r.h; y++)
+        for (int x = r.x; x < r.x + r.w; x++) {
+            const float *p = f + ((size_t)y * w + x) * c;
+            double mw = m[(size_t)y * w + x];
+            for (int i = 0; i < c; i++)
+                for (int j = i; j < c; j++) {
+                    volatile double prod = (mw * p[i]) * p[j]; /* rounded before the addition */
+                    g[(size_t)i * c + j] += prod;
+                }
+        }
+}
+
+/* The masked sums against the naive loop: the portable path (a multiply, then an add) gives its
+ * bits exactly; the AVX-512 path fuses each multiply into its add, whose one rounding differs
+ * from the product's when m f_i f_j is not exact in double: 1e-12 of the largest sum. */
+static void t_masked_gram_vs_naive(void)
+{
+    const int h = 23, w = 37, cs[] = {6, 64, 77};
+    for (int k = 0; k < 3; k++) {
+        int c = cs[k];
+        size_t n = (size_t)h * w * c, cc = (size_t)c * c;
+        float *v = buf(n), *mh = buf((size_t)h * w);
+        test_fill(v, n, 70 + k, 0, 3);
+        mask_fill(mh, (size_t)h * w, 0);
+        nst_tensor f = tens(h, w, c), m = mask_tensor(h, w, 0);
+        put(&f, v);
+        double *g = nst_calloc(cc * sizeof(double), "test"), *ref = nst_calloc(cc * sizeof(double), "test");
+        const nst_rect regions[] = {{0, 0, w, h}, {0, 4, w, 9}, {2, 1, w - 5, h - 3}};
+        for (int r = 0; r < 3; r++) {
+            masked_gram_naive(v, mh, w, c, regions[r], ref);
+            for (int portable = 0; portable < 2; portable++) {
+                if (portable) setenv("NSTBATCH_CPU_PORTABLE", "1", 1);
+                memset(g, 0, cc * sizeof(double));
+                CHECK(be->ops->gram_accumulate(be, &f, regions[r], &m, g) == NST_OK, "%s", nst_fail_message());
+                unsetenv("NSTBATCH_CPU_PORTABLE");
+                double worst = 0, big = 0;
+                int differ = 0;
+                for (int i = 0; i < c; i++)
+                    for (int j = i; j < c; j++) {
+                        worst = fmax(worst, fabs(g[i * c + j] - ref[i * c + j]));
+                        big = fmax(big, fabs(ref[i * c + j]));
+                        differ += g[i * c + j] != ref[i * c + j];
+                    }
+                if (portable)
+                    CHECK(differ == 0, "c %d region %d, portable: %d entries differ from the naive loop", c, r, differ);
+                else
+                    CHECK(worst <= 1e-12 * big, "c %d region %d: rel err %.3g", c, r, worst / big);
+            }
+        }
+        nst_tensor_free(be, &f), nst_tensor_free(be, &m);
+        nst_free(v), nst_free(mh), nst_free(g), nst_free(ref);
+    }
+}
+
+/* the masked backward against sum_k (m_p f_p[k] in fp32) (scale d[k][j]), and the masked Gram
+ * loss's finite differences: d/dF sum_ij D_ij G_ij = 2 (m F) D */
+static void t_masked_gram_backward_vs_naive_and_finite_differences(void)
+{
+    const int h = 9, w = 11, c = 6;
+    const nst_rect regions[] = {{0, 0, 11, 9}, {0, 3, 11, 4}, {2, 1, 5, 6}};
+    size_t n = (size_t)h * w * c;
+    float *f = buf(n), *d = buf((size_t)c * c), *df = buf(n), *mh = buf((size_t)h * w);
+    double *g = nst_alloc_array((size_t)c * c, sizeof(double), "test");
+    test_fill(f, n, 80, -1, 1);
+    mask_fill(mh, (size_t)h * w, 0);
+    for (int i = 0; i < c; i++)
+        for (int j = 0; j <= i; j++) d[i * c + j] = d[j * c + i] = (float)(0.1 * ((i * 5 + j * 3) % 11) - 0.5);
+    nst_tensor m = mask_tensor(h, w, 0), tdf = tens(h, w, c);
+    gram_ctx gc = {tens(h, w, c), regions[0], d, g, c, &m};
+    for (size_t k = 0; k < sizeof regions / sizeof *regions; k++) {
+        nst_rect r = gc.own = regions[k];
+        gram_f(&gc, f);
+        be->ops->zero(be, tdf.data, n * sizeof(float));
+        CHECK(be->ops->gram_backward(be, &gc.tf, r, &m, d, 2.f, &tdf) == NST_OK, "%s", nst_fail_message());
+        get(&tdf, df);
+        double worst = 0, big = 1e-6;
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < w; x++)
+                for (int j = 0; j < c; j++) {
+                    size_t o = ((size_t)y * w + x) * c;
+                    double want = 0;
+                    if (nst_rect_contains(r, nst_rect_make(x, y, 1, 1)))
+                        for (int i = 0; i < c; i++) want += (double)(mh[(size_t)y * w + x] * f[o + i]) * (2.f * d[i * c + j]);
+                    worst = fmax(worst, fabs(df[o + j] - want));
+                    big = fmax(big, fabs(want));
+                }
+        CHECK(worst <= 1e-6 * big, "masked gram backward region %d: rel err %.3g", (int)k, worst / big);
+        double e = fd_worst(&gc, gram_f, f, df, n, 1e-1f, 4, 16); /* quadratic */
+        CHECK(e <= 1e-3, "masked gram region %d finite differences: rel err %.3g", (int)k, e);
+    }
+    nst_tensor_free(be, &gc.tf), nst_tensor_free(be, &tdf), nst_tensor_free(be, &m);
+    nst_free(f), nst_free(d), nst_free(df), nst_free(mh), nst_free(g);
+}
+
+/* the masked content loss: sum over own of m_p (f - p)^2 and df += (scale m_p) (f - p) over seed,
+ * against double loops, and its finite differences */
+static void t_masked_mse_vs_naive_and_finite_differences(void)
+{
+    const int h = 8, w = 10, c = 3;
+    size_t n = (size_t)h * w * c;
+    float *f = buf(n), *p = buf(n), *g = buf(n), *mh = buf((size_t)h * w);
+    test_fill(f, n, 90, 0, 1);
+    test_fill(p, n, 91, 0, 1);
+    mask_fill(mh, (size_t)h * w, 0);
+    nst_tensor m = mask_tensor(h, w, 0), tg = tens(h, w, c);
+    const nst_rect regions[] = {{0, 0, w, h}, {1, 2, 6, 5}};
+    loss_ctx lc = {tens(h, w, c), tens(h, w, c), regions[0], 0, &m};
+    put(&lc.tf, f), put(&lc.tp, p);
+    for (int k = 0; k < 2; k++) {
+        nst_rect r = lc.own = regions[k];
+        double s = 0, naive = 0, worst = 0;
+        be->ops->zero(be, tg.data, n * sizeof(float));
+        CHECK(be->ops->mse(be, &lc.tf, &lc.tp, r, r, &m, 2.f, &s, &tg) == NST_OK, "%s", nst_fail_message());
+        get(&tg, g);
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < w; x++)
+                for (int i = 0; i < c; i++) {
+                    size_t o = ((size_t)y * w + x) * c + i;
+                    int in = nst_rect_contains(r, nst_rect_make(x, y, 1, 1));
+                    double dd = (double)f[o] - p[o], mw = mh[(size_t)y * w + x];
+                    naive += in ? mw * dd * dd : 0;
+                    worst = fmax(worst, fabs(g[o] - (in ? 2 * mw * dd : 0)));
+                }
+        CHECK_NEAR(s, naive, 1e-12 * fmax(1, naive), "masked mse value");
+        CHECK(worst <= 1e-6, "masked mse gradient: max |diff| %.3g", worst);
+        double e = fd_worst(&lc, loss_f, f, g, n, 1e-1f, 4, 16); /* quadratic */
+        CHECK(e <= 1e-3, "masked mse region %d finite differences: rel err %.3g", k, e);
+    }
+    nst_tensor_free(be, &lc.tf), nst_tensor_free(be, &lc.tp), nst_tensor_free(be, &tg), nst_tensor_free(be, &m);
+    nst_free(f), nst_free(p), nst_free(g), nst_free(mh);
+}
+
+/* the three masked ops of one dtype with a mask of ones and without, over region r: the same bits
+ * (the gradients start from the same nonzero values, so the addition takes part) */
+static void ones_vs_none(nst_dtype dt, int h, int w, int c, nst_rect r)
+{
+    size_t n = (size_t)h * w * c, cc = (size_t)c * c;
+    float *v = buf(n), *d = buf(cc), *o[2] = {buf(n), buf(n)};
+    double *g[2] = {nst_calloc(cc * sizeof(double), "test"), nst_calloc(cc * sizeof(double), "test")}, s[2];
+    test_fill(v, n, 95, -1, 2);
+    test_fill(d, cc, 96, -1, 1);
+    for (int i = 0; i < c; i++)
+        for (int j = 0; j < i; j++) d[i * c + j] = d[j * c + i];
+    nst_tensor f, p, df[2], ones = mask_tensor(h, w, 1);
+    CHECK(nst_tensor_alloc(be, h, w, c, dt, &f) == NST_OK && nst_tensor_alloc(be, h, w, c, dt, &p) == NST_OK, "tensors");
+    CHECK(nst_tensor_alloc(be, h, w, c, dt, &df[0]) == NST_OK && nst_tensor_alloc(be, h, w, c, dt, &df[1]) == NST_OK, "tensors");
+    be->ops->upload(be, f.data, v, n, dt);
+    test_fill(v, n, 97, -1, 2);
+    be->ops->upload(be, p.data, v, n, dt);
+    const char *dn = dt == NST_BF16 ? "bf16" : "fp32";
+    for (int op = 0; op < 3; op++) {
+        for (int k = 0; k < 2; k++) {
+            const nst_tensor *m = k ? &ones : NULL;
+            be->ops->upload(be, df[k].data, v, n, dt);
+            nst_status st = op == 0   ? be->ops->gram_accumulate(be, &f, r, m, g[k])
+                            : op == 1 ? be->ops->gram_backward(be, &f, r, m, d, 0.75f, &df[k])
+                                      : be->ops->mse(be, &f, &p, r, r, m, 0.75f, &s[k], &df[k]);
+            CHECK(st == NST_OK, "%s", nst_fail_message());
+            be->ops->download(be, o[k], df[k].data, n, dt);
+        }
+        int differ = 0;
+        for (size_t i = 0; i < n; i++) differ += memcmp(&o[0][i], &o[1][i], sizeof(float)) != 0;
+        if (op == 0) differ = memcmp(g[0], g[1], cc * sizeof(double)) != 0;
+        if (op == 2) differ += memcmp(&s[0], &s[1], sizeof(double)) != 0;
+        CHECK(differ == 0, "%s %s region %dx%d+%d+%d: a mask of ones differs from none (%d values)", dn,
+              op == 0 ? "gram_accumulate" : op == 1 ? "gram_backward" : "mse", r.w, r.h, r.x, r.y, differ);
+    }
+    nst_tensor_free(be, &f), nst_tensor_free(be, &p), nst_tensor_free(be, &df[0]), nst_tensor_free(be, &df[1]);
+    nst_tensor_free(be, &ones);
+    nst_free(v), nst_free(d), nst_free(o[0]), nst_free(o[1]), nst_free(g[0]), nst_free(g[1]);
+}
+
+static void t_mask_of_ones_is_no_mask(void)
+{
+    const int h = 13, w = 17, cs[] = {3, 64, 77};
+    const nst_rect regions[] = {{0, 0, w, h}, {0, 2, w, 7}, {3, 1, 9, 10}};
+    for (int bf = 0; bf < 2; bf++)
+        for (int k = 0; k < 3; k++)
+            for (int r = 0; r < 3; r++) ones_vs_none(bf ? NST_BF16 : NST_F32, h, w, cs[k], regions[r]);
+}
+
+/* a mask of another height or width, more than one channel, or not fp32: every op refuses it */
+static void t_bad_masks_are_refused(void)
+{
+    const int h = 4, w = 5, c = 3;
+    nst_tensor f = tens(h, w, c), p = tens(h, w, c), df = tens(h, w, c), bad[4];
+    bad[0] = tens(h, w + 1, 1), bad[1] = tens(h - 1, w, 1), bad[2] = tens(h, w, 2);
+    CHECK(nst_tensor_alloc(be, h, w, 1, NST_BF16, &bad[3]) == NST_OK, "tensor");
+    float d[9] = {0};
+    double g[9] = {0}, s = 0;
+    nst_rect all = nst_tensor_rect(&f);
+    const char *what[] = {"wider", "shorter", "2 channels", "bf16"};
+    for (int k = 0; k < 4; k++) {
+        CHECK(be->ops->gram_accumulate(be, &f, all, &bad[k], g) != NST_OK, "gram_accumulate takes a %s mask", what[k]);
+        CHECK(be->ops->gram_backward(be, &f, all, &bad[k], d, 1.f, &df) != NST_OK, "gram_backward takes a %s mask", what[k]);
+        CHECK(be->ops->mse(be, &f, &p, all, all, &bad[k], 1.f, &s, &df) != NST_OK, "mse takes a %s mask", what[k]);
+        CHECK(be->ops->mse(be, &f, &p, all, all, &bad[k], 1.f, &s, NULL) != NST_OK, "mse (no gradient) takes a %s mask", what[k]);
+        nst_tensor_free(be, &bad[k]);
+    }
+    nst_tensor_free(be, &f), nst_tensor_free(be, &p), nst_tensor_free(be, &df);
 }
 
 /* ---- Adam and reductions ----------------------------------------------------------------------- */
@@ -640,6 +874,11 @@ int main(void)
     RUN(t_reductions_are_exact_enough_and_thread_independent);
     RUN(t_axpby);
     RUN(t_gram_sums_same_bits_on_every_path);
+    RUN(t_masked_gram_vs_naive);
+    RUN(t_masked_gram_backward_vs_naive_and_finite_differences);
+    RUN(t_masked_mse_vs_naive_and_finite_differences);
+    RUN(t_mask_of_ones_is_no_mask);
+    RUN(t_bad_masks_are_refused);
     nst_backend_close(be);
     return test_report("test_ops");
 }
