@@ -15,8 +15,15 @@
  * 128 sums held in registers. The five style layers' sums at 512 x 384 took 137 ms per iteration
  * with OpenBLAS dsyrk on rows converted to double, and take about 56 ms this way (NSTBATCH_PROFILE).
  * With a mask, each position is also converted as m_p f_p (exact in double) and G[i][j] sums
- * (m_p f_p[i]) f_p[j]: the row side weighted, the column side not, each product rounded once.
+ * (m_p f_p[i]) f_p[j]: the row side weighted, the column side not, each product rounded once
+ * (by a multiply of its own on the AVX-512 path too, so both paths give the same bits).
  * NSTBATCH_CPU_PORTABLE=1 (a test hook) takes the portable path everywhere. */
+/* The masked sums' separate multiply and add must stay separate: no contraction into an FMA. */
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
 #include <immintrin.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +35,29 @@
 #define TJ 16
 #define BLOCK_DOUBLES 65536 /* 256 KiB of converted positions */
 
+/* The block's P positions into the tile's sums (a for the rows i, d for the columns j). fused: a
+ * fused multiply-add, which rounds as a multiply and an add do when the product is exact (f f:
+ * 48 bits); a masked product (m f) f is not, so it is rounded by its own multiply, as the
+ * portable path does. */
+__attribute__((target("avx512f,fma"), always_inline)) static inline void tile_sums(__m512d acc[TI][2], const double *a, const double *d,
+                                                                                   int P, int c, int i0, int j0, int fused)
+{
+    for (int p = 0; p < P; p++) {
+        const double *f = d + (size_t)p * c, *fa = a + (size_t)p * c;
+        __m512d x0 = _mm512_loadu_pd(f + j0), x1 = _mm512_loadu_pd(f + j0 + 8);
+        for (int r = 0; r < TI; r++) {
+            __m512d b = _mm512_set1_pd(fa[i0 + r]);
+            if (fused) {
+                acc[r][0] = _mm512_fmadd_pd(b, x0, acc[r][0]);
+                acc[r][1] = _mm512_fmadd_pd(b, x1, acc[r][1]);
+            } else {
+                acc[r][0] = _mm512_add_pd(_mm512_mul_pd(b, x0), acc[r][0]);
+                acc[r][1] = _mm512_add_pd(_mm512_mul_pd(b, x1), acc[r][1]);
+            }
+        }
+    }
+}
+
 /* One full tile: G[i0..i0+8)[j0..j0+16) over the block's P positions (rows of c doubles: a for
  * the rows i, d for the columns j; a = d without a mask), the 128 sums in sixteen AVX-512
  * registers. */
@@ -36,15 +66,10 @@ __attribute__((target("avx512f,fma"))) static void tile_avx512(const double *a, 
     __m512d acc[TI][2];
     for (int r = 0; r < TI; r++)
         for (int h = 0; h < 2; h++) acc[r][h] = _mm512_loadu_pd(g + (size_t)(i0 + r) * c + j0 + 8 * h);
-    for (int p = 0; p < P; p++) {
-        const double *f = d + (size_t)p * c, *fa = a + (size_t)p * c;
-        __m512d x0 = _mm512_loadu_pd(f + j0), x1 = _mm512_loadu_pd(f + j0 + 8);
-        for (int r = 0; r < TI; r++) {
-            __m512d b = _mm512_set1_pd(fa[i0 + r]);
-            acc[r][0] = _mm512_fmadd_pd(b, x0, acc[r][0]);
-            acc[r][1] = _mm512_fmadd_pd(b, x1, acc[r][1]);
-        }
-    }
+    if (a == d)
+        tile_sums(acc, a, d, P, c, i0, j0, 1);
+    else
+        tile_sums(acc, a, d, P, c, i0, j0, 0);
     /* store the upper triangle only: column j0 + k of row i0 + r where j0 + k >= i0 + r */
     for (int r = 0; r < TI; r++)
         for (int h = 0; h < 2; h++) {
