@@ -176,6 +176,24 @@ case_ "max megapixels" 2 "above input.max_megapixels = 0.001" -- "$NST" ok.ini -
 case_ "style scale too large" 2 "style.scale = 100 makes the style image" -- "$NST" ok.ini --set style.scale=100 --set input.max_megapixels=1
 case_ "output too small" 2 "needs at least 16x16" -- "$NST" ok.ini --set output.size=8
 
+# ---- masks ---------------------------------------------------------------------------------------------
+# (fixtures drawn with vips, a writer we did not write: gray, the content's 384x256 or another shape)
+vips black "$T/black.png" 384 256 && vips linear "$T/black.png" "$T/white.png" 1 255 --uchar && vips black "$T/wide.png" 400 100 &&
+  head -c 300 "$T/white.png" >"$T/trunc_mask.png" || echo "  (vips could not draw the mask fixtures)"
+base '[style]\nmasks = white.png, black.png\n' m1.ini
+case_ "style.masks: two masks for one style image" 2 "m1.ini:12: style.masks lists 2 masks for 1 style image (m1.ini:4): give one mask per style image, in style.path's order" -- "$NST" m1.ini
+base '[style]\nmasks = nope.png\n' m2.ini
+case_ "style.masks: a missing mask, its line" 2 "m2.ini:12: style.masks: nope.png: cannot open: No such file or directory" -- "$NST" m2.ini
+case_ "style.masks: a colour mask" 2 "the mask content.png is RGB, 8-bit PNG: a mask is a grayscale image" -- "$NST" ok.ini --set style.masks=content.png
+case_ "style.masks: another aspect than the content's" 2 "the mask wide.png is 400x100 and the content 384x256: a mask covers the content, so it needs the content's aspect (resize it to 400x267" -- "$NST" ok.ini --set style.masks=wide.png
+case_ "style.masks: a truncated mask" 2 "style.masks: trunc_mask.png: corrupt PNG" -- "$NST" ok.ini --set style.masks=trunc_mask.png
+case_ "style.masks: not an image" 2 "style.masks: text.png: not a PNG, JPEG or TIFF" -- "$NST" ok.ini --set style.masks=text.png
+case_ "content.mask: missing" 2 "content.mask: missing.png: cannot open" -- "$NST" ok.ini --set content.mask=missing.png
+case_ "content.mask: a colour mask" 2 "content.mask: the mask style.png is RGB" -- "$NST" ok.ini --set content.mask=style.png
+case_ "content.mask: a directory" 2 "not a regular file" -- "$NST" ok.ini --set content.mask=adir
+case_ "masks render" 0 "wrote out.png" -- "$NST" ok.ini --set style.masks=white.png --set content.mask=black.png --set output.size=64 --set output.overwrite=true
+rm -f "$T/out.png" "$T/out.preview.png"
+
 # ---- weights -------------------------------------------------------------------------------------------
 case_ "truncated weights" 2 "model.weights: trunc.h5" -- "$NST" ok.ini --set model.weights=trunc.h5
 case_ "weights not HDF5" 2 "not an HDF5 file" -- "$NST" ok.ini --set model.weights=text.png
@@ -184,6 +202,7 @@ case_ "weights missing" 2 "model.weights: missing.h5: cannot open" -- "$NST" ok.
 # ---- ranks ---------------------------------------------------------------------------------------------
 if command -v mpirun >/dev/null; then
   case_ "two ranks: a bad input stops both, one message" 2 "content.path: trunc.png: corrupt PNG" -- mpirun --oversubscribe -np 2 "$NST" ok.ini --set content.path=trunc.png
+  case_ "two ranks: a bad mask stops both, one message" 2 "style.masks: trunc_mask.png: corrupt PNG" -- mpirun --oversubscribe -np 2 "$NST" ok.ini --set style.masks=trunc_mask.png
   case_ "two ranks render" 0 "wrote out.png" -- mpirun --oversubscribe -np 2 "$NST" ok.ini --set optim.iterations=2 --set output.size=64 --set tiling.tile_size=32 --set output.overwrite=true
   rm -f "$T/out.png" "$T/out.preview.png"
   case_ "a tile size that mostly computes halos: a warning" 0 "tiling.tile_size = 16 makes the windows" -- "$NST" ok.ini --set tiling.tile_size=16 --set output.size=64 --set optim.iterations=1 --set output.overwrite=true

@@ -83,7 +83,9 @@ nst_status nst_styles_open(const nst_config *cfg, nst_styles *st)
             if (stat(st->path[k], &sb) == 0) size = (long long)sb.st_size, mtime = (long long)sb.st_mtime;
             len += (size_t)snprintf(st->key + len, len < sizeof st->key ? sizeof st->key - len : 0, "%s%s:%lld:%lld:%a", k ? ";" : "",
                                     st->path[k], size, mtime, st->blend[k]);
-            snprintf(st->key1[k], sizeof st->key1[k], "%s:%lld:%lld:%a", st->path[k], size, mtime, 1.0);
+            char one[sizeof st->key1[k]];
+            snprintf(one, sizeof one, "%s:%lld:%lld:%a", st->path[k], size, mtime, 1.0);
+            memcpy(st->key1[k], one, sizeof one);
         }
     }
     s = nst_comm_agree(s);
