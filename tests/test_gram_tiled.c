@@ -5,8 +5,11 @@
  * A 320x240 image, the random VGG-19 at width 1/8, tiles of 64 px spread over the ranks: every
  * rank sums the Gram matrices of its tiles over owned positions, the sums are added across ranks,
  * and the result is compared with the Gram of the whole image computed as one tile on rank 0.
- * Bound: relative error <= 1e-6 (measured: about 1e-14, the fp64 sums added in another order). Prints one line
- * "gram: ..." on rank 0; exits non-zero on every rank if the bound fails. */
+ * Bound: relative error <= 1e-6 (measured: about 1e-14, the fp64 sums added in another order).
+ * The same for the guided Gram of two masks (a soft ramp and its complement, nst/optim/objective.h):
+ * the sums within the same bound, the denominators (sums of the masks) exactly equal, and the two
+ * masks' denominators adding up to the position count. Prints one line "gram: ..." on rank 0;
+ * exits non-zero on every rank if a bound fails. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,14 +33,28 @@ static nst_status check(void *ctx, nst_status s)
     return nst_comm_check(s);
 }
 
-/* The style Gram sums of the given tiles (whole image if ntiles == 0: one tile). */
+/* The soft mask: a ramp across the image, 0 on the left fifth, 1 on the right fifth. */
+static float ramp(int x, int w) { return nst_mask_quantise((float)(((double)x / w - 0.2) / 0.6)); }
+
+/* The masks of a window: the ramp (masks[0]) and its complement (masks[1]), one value per pixel. */
+static void window_masks(nst_rect win, int W, float **masks)
+{
+    for (int y = 0; y < win.h; y++)
+        for (int x = 0; x < win.w; x++) {
+            float m = ramp(win.x + x, W);
+            masks[0][(size_t)y * win.w + x] = m, masks[1][(size_t)y * win.w + x] = 1 - m;
+        }
+}
+
+/* The style Gram sums of the given tiles (whole image if L is NULL: one tile); with guides, the
+ * two masks' sums (out[g * nstyle + k]) and their denominators (den). */
 static nst_status grams(nst_backend *be, const nst_weights *w, const nst_loss_spec *spec, const nst_image *img,
-                        const nst_layout *L, nst_collectives coll, double **out, int *cs)
+                        const nst_layout *L, nst_collectives coll, const nst_guides *guides, double **out, int *cs, double *den)
 {
     nst_net net;
     nst_objective obj;
     NST_TRY(nst_net_create(be, w, spec->deepest, spec->pool, &net));
-    NST_TRY(nst_objective_init(&obj, spec, &net, coll, NST_GRAM_RESIDENT, NULL, img->w, img->h));
+    NST_TRY(nst_objective_init_guided(&obj, spec, &net, coll, NST_GRAM_RESIDENT, NULL, img->w, img->h, guides));
     int n = L ? L->nlocal : 1;
     nst_tile *tiles = nst_calloc(sizeof(nst_tile) * (size_t)(n + 1), "tiles");
     for (int i = 0; i < n; i++) {
@@ -49,13 +66,23 @@ static nst_status grams(nst_backend *be, const nst_weights *w, const nst_loss_sp
         nst_image_extract(img, win, px);
         NST_TRY(be->ops->upload(be, tiles[i].img.data, px, (size_t)nst_rect_area(win) * 3, NST_F32));
         nst_free(px);
+        if (guides) {
+            float *masks[2] = {nst_alloc_array((size_t)nst_rect_area(win), sizeof(float), "mask"),
+                               nst_alloc_array((size_t)nst_rect_area(win), sizeof(float), "mask")};
+            window_masks(win, img->w, masks);
+            NST_TRY(nst_tile_set_masks(&obj, &tiles[i], masks));
+            nst_free(masks[0]), nst_free(masks[1]);
+        }
     }
+    NST_TRY(nst_objective_finish_targets(&obj));
     nst_loss_terms terms;
     NST_TRY(nst_objective_eval(&obj, tiles, n, 0, NULL, &terms));
-    for (int k = 0; k < spec->nstyle; k++) {
-        cs[k] = obj.C[k];
-        out[k] = nst_alloc_array((size_t)obj.C[k] * obj.C[k], sizeof(double), "grams");
-        memcpy(out[k], obj.G[k], sizeof(double) * (size_t)obj.C[k] * obj.C[k]);
+    for (int q = 0; q < obj.ngram; q++) {
+        int c = obj.C[q % spec->nstyle];
+        cs[q] = c;
+        out[q] = nst_alloc_array((size_t)c * c, sizeof(double), "grams");
+        memcpy(out[q], obj.G[q], sizeof(double) * (size_t)c * c);
+        den[q] = obj.M[q];
     }
     for (int i = 0; i < n; i++) nst_tile_free(&obj, &tiles[i]);
     nst_free(tiles);
@@ -88,27 +115,41 @@ int main(int argc, char **argv)
     if (nst_layout_plan(&cfg, &spec, &shapes, 320, 240, size, rank, (size_t)1 << 34, &L) != NST_OK)
         nst_comm_abort(1, nst_fail_message());
     nst_collectives coll = {NULL, sum_doubles, sum_doubles, check, NULL};
-    double *tiled[NST_VGG_NLAYERS] = {0}, *whole[NST_VGG_NLAYERS] = {0};
-    int cs[NST_VGG_NLAYERS];
-    if (grams(be, &w, &spec, &img, &L, coll, tiled, cs) != NST_OK) nst_comm_abort(1, nst_fail_message());
+    const nst_guides two = {2, {1, 1}, 0};
     int status = 0;
-    if (rank == 0) {
-        nst_collectives none = {0};
-        if (grams(be, &w, &spec, &img, NULL, none, whole, cs) != NST_OK) nst_comm_abort(1, nst_fail_message());
-        double worst = 0;
-        for (int k = 0; k < spec.nstyle; k++) {
-            double md = 0, mx = 1e-30;
-            for (int i = 0; i < cs[k]; i++)
-                for (int j = i; j < cs[k]; j++) {
-                    size_t q = (size_t)i * cs[k] + j;
-                    md = fmax(md, fabs(tiled[k][q] - whole[k][q]));
-                    mx = fmax(mx, fabs(whole[k][q]));
+    for (int guided = 0; guided < 2; guided++) {
+        const nst_guides *gd = guided ? &two : NULL;
+        double *tiled[NST_MAX_GRAMS] = {0}, *whole[NST_MAX_GRAMS] = {0}, dt[NST_MAX_GRAMS], dw[NST_MAX_GRAMS];
+        int cs[NST_MAX_GRAMS], ngram = spec.nstyle * (guided ? 2 : 1);
+        if (grams(be, &w, &spec, &img, &L, coll, gd, tiled, cs, dt) != NST_OK) nst_comm_abort(1, nst_fail_message());
+        if (rank == 0) {
+            nst_collectives none = {0};
+            if (grams(be, &w, &spec, &img, NULL, none, gd, whole, cs, dw) != NST_OK) nst_comm_abort(1, nst_fail_message());
+            double worst = 0;
+            int den_equal = 1, partition = 1;
+            for (int q = 0; q < ngram; q++) {
+                double md = 0, mx = 1e-30;
+                for (int i = 0; i < cs[q]; i++)
+                    for (int j = i; j < cs[q]; j++) {
+                        size_t u = (size_t)i * cs[q] + j;
+                        md = fmax(md, fabs(tiled[q][u] - whole[q][u]));
+                        mx = fmax(mx, fabs(whole[q][u]));
+                    }
+                worst = fmax(worst, md / mx);
+                den_equal &= dt[q] == dw[q];
+                if (guided && q < spec.nstyle) { /* the ramp and its complement cover each position once */
+                    int lh, lw, lc;
+                    nst_net_shape(&shapes, spec.style[q], 240, 320, &lh, &lw, &lc);
+                    partition &= dt[q] + dt[q + spec.nstyle] == (double)lh * lw;
                 }
-            worst = fmax(worst, md / mx);
+            }
+            printf("gram%s: %d tiles of %dx%d px on %d rank(s): the allreduced Gram differs from the whole image's by %.3g (relative, max over %d %s)%s\n",
+                   guided ? " (guided, 2 masks)" : "", L.grid.ntiles, L.grid.tile_w, L.grid.tile_h, size, worst, ngram,
+                   guided ? "masks x layers" : "layers", guided ? (den_equal ? "; denominators equal exactly" : "; DENOMINATORS DIFFER") : "");
+            if (guided && !partition) printf("gram (guided): the masks' denominators do not add up to the position counts\n");
+            if (!(worst <= 1e-6 && den_equal && partition)) status = 1;
         }
-        printf("gram: %d tiles of %dx%d px on %d rank(s): the allreduced Gram differs from the whole image's by %.3g (relative, max over %d layers)\n",
-               L.grid.ntiles, L.grid.tile_w, L.grid.tile_h, size, worst, spec.nstyle);
-        status = worst <= 1e-6 ? 0 : 1;
+        for (int q = 0; q < NST_MAX_GRAMS; q++) nst_free(tiled[q]), nst_free(whole[q]);
     }
     nst_comm_bcast(&status, sizeof status, 0);
     nst_comm_finalize();

@@ -10,6 +10,10 @@
  * 2. Against nstbatch's own fp32 forward: here rounding noise grows as 1/step and kink crossings
  *    as step^2; at the best step (1e-4) they agree to <= 2e-2. (That is the precision limit of
  *    finite differences through an fp32 ReLU network, and why check 1 exists.)
+ * 3. The masked loss (nst/optim/objective.h): two styles guided by a soft ramp and its complement
+ *    (the guided Gram sum m f f^T / sum m against each style's own target) and a soft content
+ *    mask, the masks taken to each layer by 2x2 averages, in the same double reference; the same
+ *    bounds as 1 and 2.
  */
 #include "../nst/optim/objective.h"
 #include "../nst/model/random_vgg.h"
@@ -25,7 +29,42 @@ typedef struct {
     const nst_loss_spec *spec;
     double *P[NST_VGG_NLAYERS], normP[NST_VGG_NLAYERS]; /* by content index */
     double *A[NST_VGG_NLAYERS], normA[NST_VGG_NLAYERS]; /* by style index */
+    int guided;                                         /* masks: two styles (A, A2) and a content mask */
+    double *A2[NST_VGG_NLAYERS], normA2[NST_VGG_NLAYERS];
+    double *mask[3][NST_VGG_NLAYERS];                   /* by layer: style masks 0 and 1, the content's */
 } dref;
+
+/* The masks at pixels (one value per pixel, multiples of 2^-16 as the objective takes them): a
+ * ramp across for style 0, its complement for style 1, a radial bump for the content. */
+static void pixel_masks(float *m0, float *m1, float *mc)
+{
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++) {
+            int i = y * W + x;
+            m0[i] = nst_mask_quantise((x - 4.0f) / (W - 8.0f));
+            m1[i] = 1 - m0[i];
+            mc[i] = nst_mask_quantise(1.2f - 0.004f * ((x - 14.0f) * (x - 14.0f) + (y - 10.0f) * (y - 10.0f)));
+        }
+}
+
+/* A pixel mask at every layer of the network, in double: a 2x2 average (floor) per pooling. */
+static void layer_masks(const float *px, double **out)
+{
+    int w = W, h = H, stride = 1;
+    double *m = malloc(sizeof(double) * W * H);
+    for (int i = 0; i < W * H; i++) m[i] = px[i];
+    for (int l = 0; l < NST_VGG_NLAYERS; l++) {
+        while (stride < nst_vgg_footprint(l).stride) {
+            for (int y = 0; y < h / 2; y++)
+                for (int x = 0; x < w / 2; x++)
+                    m[y * (w / 2) + x] = (m[2 * y * w + 2 * x] + m[2 * y * w + 2 * x + 1] + m[(2 * y + 1) * w + 2 * x] + m[(2 * y + 1) * w + 2 * x + 1]) / 4;
+            w /= 2, h /= 2, stride *= 2;
+        }
+        out[l] = malloc(sizeof(double) * (size_t)w * h);
+        memcpy(out[l], m, sizeof(double) * (size_t)w * h);
+    }
+    free(m);
+}
 
 /* Features of every layer up to the deepest in use, in double; outs[l] malloc'ed. */
 static void dforward(const dref *r, const double *img, double **outs, int *oh, int *ow, int *oc)
@@ -57,13 +96,35 @@ static void dforward(const dref *r, const double *img, double **outs, int *oh, i
     free(in);
 }
 
-static void dgram(const double *f, int m, int c, double *g)
+/* The Gram of m positions, or with a mask the guided Gram sum mask f f^T / sum mask. */
+static void dgram(const double *f, int m, int c, const double *mask, double *g)
 {
+    double den = 0;
     memset(g, 0, sizeof(double) * c * c);
-    for (int p = 0; p < m; p++)
+    for (int p = 0; p < m; p++) {
+        double wp = mask ? mask[p] : 1;
+        den += wp;
         for (int i = 0; i < c; i++)
-            for (int j = 0; j < c; j++) g[i * c + j] += f[(size_t)p * c + i] * f[(size_t)p * c + j];
-    for (int i = 0; i < c * c; i++) g[i] /= m;
+            for (int j = 0; j < c; j++) g[i * c + j] += wp * f[(size_t)p * c + i] * f[(size_t)p * c + j];
+    }
+    for (int i = 0; i < c * c; i++) g[i] /= den;
+}
+
+/* The style terms of one style (targets A, norms nA), guided by mask (by layer; NULL: none). */
+static double dstyle(const dref *r, double **outs, const int *oh, const int *ow, const int *oc, double *const *A, const double *nA,
+                     double *const *mask)
+{
+    const nst_loss_spec *s = r->spec;
+    double L = 0;
+    for (int k = 0; k < s->nstyle; k++) {
+        int l = s->style[k], c = oc[l];
+        double *g = malloc(sizeof(double) * c * c), ss = 0;
+        dgram(outs[l], oh[l] * ow[l], c, mask ? mask[l] : NULL, g);
+        for (int i = 0; i < c * c; i++) ss += pow(g[i] - A[k][i], 2);
+        L += s->style_weight * s->style_layer_weight[k] * ss / nA[k];
+        free(g);
+    }
+    return L;
 }
 
 static double dloss(const dref *r, const double *img)
@@ -76,17 +137,13 @@ static double dloss(const dref *r, const double *img)
     for (int k = 0; k < s->ncontent; k++) {
         int l = s->content[k];
         double ss = 0;
-        for (size_t i = 0; i < (size_t)oh[l] * ow[l] * oc[l]; i++) ss += pow(outs[l][i] - r->P[k][i], 2);
+        for (size_t i = 0; i < (size_t)oh[l] * ow[l] * oc[l]; i++) ss += (r->guided ? r->mask[2][l][i / oc[l]] : 1) * pow(outs[l][i] - r->P[k][i], 2);
         L += s->content_weight * ss / r->normP[k];
     }
-    for (int k = 0; k < s->nstyle; k++) {
-        int l = s->style[k], c = oc[l];
-        double *g = malloc(sizeof(double) * c * c), ss = 0;
-        dgram(outs[l], oh[l] * ow[l], c, g);
-        for (int i = 0; i < c * c; i++) ss += pow(g[i] - r->A[k][i], 2);
-        L += s->style_weight * s->style_layer_weight[k] * ss / r->normA[k];
-        free(g);
-    }
+    if (r->guided)
+        L += dstyle(r, outs, oh, ow, oc, r->A, r->normA, r->mask[0]) + dstyle(r, outs, oh, ow, oc, r->A2, r->normA2, r->mask[1]);
+    else
+        L += dstyle(r, outs, oh, ow, oc, r->A, r->normA, NULL);
     double tv = 0;
     for (int y = 0; y < H; y++)
         for (int x = 0; x < W; x++)
@@ -98,6 +155,23 @@ static double dloss(const dref *r, const double *img)
     L += s->tv_weight * tv / (3.0 * W * H);
     for (int l = 0; l < NST_VGG_NLAYERS; l++) free(outs[l]);
     return L;
+}
+
+/* A (and norms) of a style image of the content's size */
+static void dstyle_targets(dref *r, const double *style, double **A, double *nA)
+{
+    const nst_loss_spec *s = r->spec;
+    double *outs[NST_VGG_NLAYERS] = {0};
+    int oh[NST_VGG_NLAYERS], ow[NST_VGG_NLAYERS], oc[NST_VGG_NLAYERS];
+    dforward(r, style, outs, oh, ow, oc);
+    for (int k = 0; k < s->nstyle; k++) {
+        int l = s->style[k], c = oc[l];
+        A[k] = malloc(sizeof(double) * c * c);
+        dgram(outs[l], oh[l] * ow[l], c, NULL, A[k]);
+        nA[k] = 0;
+        for (int i = 0; i < c * c; i++) nA[k] += A[k][i] * A[k][i];
+    }
+    for (int l = 0; l < NST_VGG_NLAYERS; l++) free(outs[l]);
 }
 
 static void dtargets(dref *r, const double *content, const double *style)
@@ -114,16 +188,8 @@ static void dtargets(dref *r, const double *content, const double *style)
         r->normP[k] = 0;
         for (size_t i = 0; i < n; i++) r->normP[k] += r->P[k][i] * r->P[k][i];
     }
-    for (int l = 0; l < NST_VGG_NLAYERS; l++) free(outs[l]), outs[l] = NULL;
-    dforward(r, style, outs, oh, ow, oc); /* the style image has the same size here */
-    for (int k = 0; k < s->nstyle; k++) {
-        int l = s->style[k], c = oc[l];
-        r->A[k] = malloc(sizeof(double) * c * c);
-        dgram(outs[l], oh[l] * ow[l], c, r->A[k]);
-        r->normA[k] = 0;
-        for (int i = 0; i < c * c; i++) r->normA[k] += r->A[k][i] * r->A[k][i];
-    }
     for (int l = 0; l < NST_VGG_NLAYERS; l++) free(outs[l]);
+    dstyle_targets(r, style, r->A, r->normA); /* the style image has the same size here */
 }
 
 static double fp32_loss(nst_objective *o, nst_tile *t, const float *x)
@@ -133,7 +199,27 @@ static double fp32_loss(nst_objective *o, nst_tile *t, const float *x)
     return nst_objective_eval(o, t, 1, 0, NULL, &terms) == NST_OK ? terms.total : NAN;
 }
 
-static void check_terms(double cw, double sw, double tvw, nst_pool_kind pool, const char *what)
+/* The objective with masks: two styles' own targets (style, style2) guided by the ramp masks, and
+ * the content mask; r gets the same in double. */
+static void guided_setup(nst_objective *obj, nst_tile *tile, const nst_weights *w, const float *style, const float *style2, dref *r,
+                         const double *s2d)
+{
+    const nst_loss_spec *spec = r->spec;
+    float *A[NST_MAX_GRAMS] = {0}, *m[3];
+    double nA[NST_MAX_GRAMS];
+    CHECK(nst_objective_style_targets(spec, be, w, style, W, H, A, nA) == NST_OK, "%s", nst_fail_message());
+    CHECK(nst_objective_style_targets(spec, be, w, style2, W, H, A + spec->nstyle, nA + spec->nstyle) == NST_OK, "%s", nst_fail_message());
+    CHECK(nst_objective_set_targets(obj, A, nA) == NST_OK, "%s", nst_fail_message());
+    for (int i = 0; i < 3; i++) m[i] = nst_alloc_array((size_t)W * H, sizeof(float), "masks");
+    pixel_masks(m[0], m[1], m[2]);
+    CHECK(nst_tile_set_masks(obj, tile, m) == NST_OK, "%s", nst_fail_message());
+    r->guided = 1;
+    dstyle_targets(r, s2d, r->A2, r->normA2);
+    for (int i = 0; i < 3; i++) layer_masks(m[i], r->mask[i]), nst_free(m[i]);
+    for (int q = 0; q < NST_MAX_GRAMS; q++) nst_free(A[q]);
+}
+
+static void check_terms(double cw, double sw, double tvw, nst_pool_kind pool, int masked, const char *what)
 {
     const size_t n = (size_t)W * H * 3;
     nst_weights w;
@@ -151,25 +237,31 @@ static void check_terms(double cw, double sw, double tvw, nst_pool_kind pool, co
     spec.deepest = nst_vgg_find("relu5_1");
     spec.pool = pool;
     float *content = nst_alloc_array(n, 4, "t"), *style = nst_alloc_array(n, 4, "t"), *x = nst_alloc_array(n, 4, "t"),
-          *g = nst_alloc_array(n, 4, "t"), *xp = nst_alloc_array(n, 4, "t"), *v = nst_alloc_array(n, 4, "t");
-    double *xd = malloc(sizeof(double) * n), *cd = malloc(sizeof(double) * n), *sd = malloc(sizeof(double) * n);
+          *g = nst_alloc_array(n, 4, "t"), *xp = nst_alloc_array(n, 4, "t"), *v = nst_alloc_array(n, 4, "t"),
+          *style2 = nst_alloc_array(n, 4, "t");
+    double *xd = malloc(sizeof(double) * n), *cd = malloc(sizeof(double) * n), *sd = malloc(sizeof(double) * n),
+           *s2d = malloc(sizeof(double) * n);
     test_fill(content, n, 1, 0, 1);
     test_fill(style, n, 2, 0, 1);
+    test_fill(style2, n, 4, 0, 1);
     test_fill(x, n, 3, 0.1f, 0.9f);
     nst_weights_random(&w, 5, 16);
     nst_net_create(be, &w, spec.deepest, pool, &net);
-    nst_objective_init(&obj, &spec, &net, none, NST_GRAM_RESIDENT, NULL, W, H);
-    nst_objective_set_style(&obj, style, W, H);
+    const nst_guides guides = {2, {1, 1}, 1};
+    nst_objective_init_guided(&obj, &spec, &net, none, NST_GRAM_RESIDENT, NULL, W, H, masked ? &guides : NULL);
+    if (!masked) nst_objective_set_style(&obj, style, W, H);
     nst_rect whole = {0, 0, W, H};
     nst_tile_init(&obj, &tile, 0, whole, whole, 0);
     nst_tile_set_content(&obj, &tile, content);
+    dref r = {&w, &spec, {0}, {0}, {0}, {0}, 0, {0}, {0}, {{0}}};
+    to_double(style2, s2d, n);
+    if (masked) guided_setup(&obj, &tile, &w, style, style2, &r, s2d);
     nst_objective_finish_targets(&obj);
     be->ops->upload(be, tile.img.data, x, n, NST_F32);
     nst_loss_terms terms;
     CHECK(nst_objective_eval(&obj, &tile, 1, 1, NULL, &terms) == NST_OK, "%s", nst_fail_message());
     be->ops->download(be, g, tile.dimg.data, n, NST_F32);
 
-    dref r = {&w, &spec, {0}, {0}, {0}, {0}};
     to_double(content, cd, n);
     to_double(style, sd, n);
     dtargets(&r, cd, sd);
@@ -219,20 +311,25 @@ static void check_terms(double cw, double sw, double tvw, nst_pool_kind pool, co
     CHECK(worst32 <= 2e-2, "%s: directional rel err %.3g (fp32 FD)", what, worst32);
     printf("    %-28s loss %10.4g: double FD %.1e (directions) %.1e (pixels); fp32 FD %.1e\n", what, terms.total, worst_dir,
            worst_px, worst32);
-    for (int k = 0; k < NST_VGG_NLAYERS; k++) free(r.P[k]), free(r.A[k]);
+    for (int k = 0; k < NST_VGG_NLAYERS; k++) {
+        free(r.P[k]), free(r.A[k]), free(r.A2[k]);
+        for (int i = 0; i < 3; i++) free(r.mask[i][k]);
+    }
     nst_tile_free(&obj, &tile);
     nst_objective_free(&obj);
     nst_net_destroy(&net);
     nst_weights_free(&w);
-    nst_free(content), nst_free(style), nst_free(x), nst_free(g), nst_free(xp), nst_free(v);
-    free(xd), free(cd), free(sd);
+    nst_free(content), nst_free(style), nst_free(x), nst_free(g), nst_free(xp), nst_free(v), nst_free(style2);
+    free(xd), free(cd), free(sd), free(s2d);
 }
 
-static void t_content_only(void) { check_terms(1, 0, 0, NST_POOL_MAX, "content"); }
-static void t_style_only(void) { check_terms(0, 1000, 0, NST_POOL_MAX, "style"); }
-static void t_tv_only(void) { check_terms(0, 0, 10, NST_POOL_MAX, "tv"); }
-static void t_all_terms(void) { check_terms(1, 1000, 10, NST_POOL_MAX, "content+style+tv"); }
-static void t_all_terms_average_pooling(void) { check_terms(1, 1000, 10, NST_POOL_AVG, "content+style+tv, avg pool"); }
+static void t_content_only(void) { check_terms(1, 0, 0, NST_POOL_MAX, 0, "content"); }
+static void t_style_only(void) { check_terms(0, 1000, 0, NST_POOL_MAX, 0, "style"); }
+static void t_tv_only(void) { check_terms(0, 0, 10, NST_POOL_MAX, 0, "tv"); }
+static void t_all_terms(void) { check_terms(1, 1000, 10, NST_POOL_MAX, 0, "content+style+tv"); }
+static void t_all_terms_average_pooling(void) { check_terms(1, 1000, 10, NST_POOL_AVG, 0, "content+style+tv, avg pool"); }
+static void t_masked_style(void) { check_terms(0, 1000, 0, NST_POOL_MAX, 1, "masked: 2 guided styles"); }
+static void t_masked_all_terms(void) { check_terms(1, 1000, 10, NST_POOL_MAX, 1, "masked: all terms"); }
 
 int main(void)
 {
@@ -242,6 +339,8 @@ int main(void)
     RUN(t_tv_only);
     RUN(t_all_terms);
     RUN(t_all_terms_average_pooling);
+    RUN(t_masked_style);
+    RUN(t_masked_all_terms);
     nst_backend_close(be);
     return test_report("test_loss_grad");
 }
