@@ -3,6 +3,8 @@
 #   make            build ./nstbatch (announces every dependency it probes)
 #   make demo       install missing Debian packages, build, render configs/demo.ini
 #   make demo-figure  make demo, then docs/demo.jpg (content | style | result) from it
+#   make demo-masks  the same for configs/masks.ini: two styles split by a drawn mask
+#   make demo-masks-figure  make demo-masks, then docs/masks.jpg (content | mask | result)
 #   make test       install missing Debian packages, build, run the test suite
 #   make asan       build/asan/nstbatch with AddressSanitizer + UBSan
 #   make fuzz       the libFuzzer targets (clang)
@@ -84,10 +86,10 @@ LIB_SRC := $(sort $(wildcard util/*.c tiler/*.c io/*.c kernels/*.c kernels/cpu/*
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(patsubst %,$(BUILD)/obj/%.o,$(basename $(CUDA_OBJ)))
 LIB     := $(BUILD)/libnst.a
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))  # test_gram_tiled runs under mpirun
-TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/demo_figure $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run \
+TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/draw_mask $(BUILD)/tools/demo_figure $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run \
            $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 
-.PHONY: install all demo demo-figure test test-run asan fuzz bench bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-io bench-batch bench-ckpt weights deps test-deps check-deps clean demo-images
+.PHONY: install all demo demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-io bench-batch bench-ckpt weights deps test-deps check-deps clean demo-images
 all: check-deps nstbatch
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
@@ -192,20 +194,33 @@ test-run: all asan fuzz $(TESTS) $(TOOLS) demo-images $(BUILD)/bench/conv_layers
 	@tests/run.sh $(BUILD)
 
 # ---- the demo ---------------------------------------------------------------------------------
-DEMO_IMAGES := configs/demo/content.png configs/demo/style.png
-demo-images: $(DEMO_IMAGES)
+DEMO_IMAGES := configs/demo/content.png configs/demo/style.png configs/demo/style2.png
+DEMO_MASKS  := configs/demo/sky.png configs/demo/ground.png
+demo-images: $(DEMO_IMAGES) $(DEMO_MASKS)
 $(DEMO_IMAGES) &: $(BUILD)/tools/draw_demo_images
 	@mkdir -p configs/demo
 	$(Q)$(BUILD)/tools/draw_demo_images configs/demo
+# the masks demo's regions: the sky down to below the hills, and the rest (its complement)
+$(DEMO_MASKS) &: $(BUILD)/tools/draw_mask configs/demo/content.png
+	$(Q)$(BUILD)/tools/draw_mask configs/demo/sky.png --like configs/demo/content.png --split top:0.45 --feather 24 --complement configs/demo/ground.png
 
 demo: deps
 	@$(MAKE) --no-print-directory all demo-images
 	mpirun --allow-run-as-root --bind-to none -np 1 ./nstbatch configs/demo.ini
 
+# two styles split by a mask: the style image's swirls in the sky, style2's mosaic below
+demo-masks: deps
+	@$(MAKE) --no-print-directory all demo-images
+	mpirun --allow-run-as-root --bind-to none -np 1 ./nstbatch configs/masks.ini
+
 # the README's picture (docs/demo.jpg) from the demo as make demo renders it; test_demo checks
 # that it has not drifted from the render
 demo-figure: demo $(BUILD)/tools/demo_figure
 	$(BUILD)/tools/demo_figure configs/demo configs/demo/stylised.png docs/demo.jpg
+
+# the README's masks picture (docs/masks.jpg): content | sky mask | result of make demo-masks
+demo-masks-figure: demo-masks $(BUILD)/tools/demo_figure
+	$(BUILD)/tools/demo_figure --masks configs/demo configs/demo/masked.png docs/masks.jpg
 
 # ---- benchmark and weights --------------------------------------------------------------------
 bench: all $(BUILD)/bench/conv_layers

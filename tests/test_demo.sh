@@ -3,7 +3,8 @@
 # command runs it) must exit 0, write a PNG of the configured size (checked with libpng directly,
 # tests/png_probe), leave no temporary file, and lower the style loss by at least 50x; and the
 # README's picture of it (docs/demo.jpg) must show this render, not an older demo (the figure tool
-# beside the probe, BUILD/tools/demo_figure; make demo-figure remakes the picture).
+# beside the probe, BUILD/tools/demo_figure; make demo-figure remakes the picture). The same for the
+# masks demo (configs/masks.ini, docs/masks.jpg, make demo-masks-figure).
 #
 #   tests/test_demo.sh NSTBATCH PNG_PROBE
 set -u
@@ -30,5 +31,16 @@ check "it names the random network and how to get real weights" 'grep -q "make w
 fig=$("$FIGURE" --check "$ROOT/configs/demo" "$out_png" "$ROOT/docs/demo.jpg" 2>&1); fig_rc=$?
 echo "    | $fig"
 check "docs/demo.jpg shows this render (make demo-figure remakes it)" '[ $fig_rc -eq 0 ]'
+
+# the masks demo (configs/masks.ini, make demo-masks): it renders, and docs/masks.jpg shows it
+masked_png="$ROOT/configs/demo/masked.png"
+rm -f "$masked_png"
+log=$(cd "$ROOT" && mpirun --bind-to none -np 1 "$NST" configs/masks.ini --set run.device=cpu 2>&1); status=$?
+echo "$log" | grep -E '^(mask|wrote|style loss)' | sed 's/^/    | /'
+check "the masks demo exits 0 and writes its 384x256 output" '[ $status -eq 0 ] && [ "$("$PROBE" "$masked_png" 2>&1)" = "384x256 8" ]'
+check "it reads both masks" '[ "$(grep -c "^mask: .* for style.masks" <<<"$log")" = 2 ]'
+fig=$("$FIGURE" --masks --check "$ROOT/configs/demo" "$masked_png" "$ROOT/docs/masks.jpg" 2>&1); fig_rc=$?
+echo "    | $fig"
+check "docs/masks.jpg shows this render (make demo-masks-figure remakes it)" '[ $fig_rc -eq 0 ]'
 echo "test_demo: $pass passed, $fail failed, 0 skipped"
 [ "$fail" -eq 0 ]

@@ -8,6 +8,8 @@
  *                                               the same size, and a result panel as far from the
  *                                               content as the render is (within 25 %), with the
  *                                               same mean colour (within 8/255)
+ *   --masks (first, before either form)         the masks demo's figure (docs/masks.jpg): the
+ *                                               middle panel is DIR/sky.png, its mask
  *
  * Why statistics and not pixels: a render on another CPU (bf16 against fp32, other rounding) is a
  * different image of the same stylisation; what must not happen is a figure of another demo, such
@@ -25,10 +27,11 @@
 #define PANEL_H 256
 #define GAP 8
 
-/* The three panels side by side; *result_x, *result_w: the result panel's columns. */
-static nst_status compose(const char *dir, const char *result, nst_image *fig, int *result_x, int *result_w)
+/* The three panels side by side (content, middle, result); *result_x, *result_w: the result
+ * panel's columns. */
+static nst_status compose(const char *dir, const char *middle, const char *result, nst_image *fig, int *result_x, int *result_w)
 {
-    static const char *names[2] = {"content.png", "style.png"};
+    const char *names[2] = {"content.png", middle};
     nst_image in[3] = {{0}}, sc[3] = {{0}};
     nst_read_limits lim = nst_default_limits(100);
     nst_image_info info;
@@ -106,21 +109,25 @@ static int check(const nst_image *now, int rx, int rw, const char *fig_path)
 
 int main(int argc, char **argv)
 {
+    int masks = argc > 1 && strcmp(argv[1], "--masks") == 0; /* the masks demo: its sky mask in the middle */
+    argc -= masks, argv += masks;
     int checking = argc == 5 && strcmp(argv[1], "--check") == 0;
     if (argc != 4 && !checking) {
-        fprintf(stderr, "usage: demo_figure DIR RESULT.png OUT.jpg | demo_figure --check DIR RESULT.png FIG.jpg\n");
+        fprintf(stderr, "usage: demo_figure [--masks] DIR RESULT.png OUT.jpg | demo_figure [--masks] --check DIR RESULT.png FIG.jpg\n");
         return 2;
     }
     nst_image fig = {0};
     int rx = 0, rw = 0;
-    if (compose(argv[1 + checking], argv[2 + checking], &fig, &rx, &rw) != NST_OK) {
+    if (compose(argv[1 + checking], masks ? "sky.png" : "style.png", argv[2 + checking], &fig, &rx, &rw) != NST_OK) {
         fprintf(stderr, "demo_figure: %s\n", nst_fail_message());
         return 2;
     }
     int rc = 0;
     if (checking) {
         rc = check(&fig, rx, rw, argv[4]);
-    } else if (nst_jpeg_write(argv[3], &fig, 92, "nstbatch demo: content | style | result (tools/demo_figure.c)") != NST_OK) {
+    } else if (nst_jpeg_write(argv[3], &fig, 92,
+                              masks ? "nstbatch masks demo: content | sky mask | result (tools/demo_figure.c)"
+                                    : "nstbatch demo: content | style | result (tools/demo_figure.c)") != NST_OK) {
         fprintf(stderr, "demo_figure: %s\n", nst_fail_message());
         rc = 2;
     } else {

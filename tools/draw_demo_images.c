@@ -1,7 +1,8 @@
 /* tools/draw_demo_images.c: draws the demo's content and style images, so the demo needs no
  * downloaded or copied pictures.
  *
- *   draw_demo_images DIR     writes DIR/content.png (384x256) and DIR/style.png (320x320)
+ *   draw_demo_images DIR     writes DIR/content.png (384x256), DIR/style.png and DIR/style2.png
+ *                            (320x320 each)
  *
  * content: a lake landscape: sky gradient, sun, two ridges of hills, a house, trees, and their
  *          rippled reflection in the water.
@@ -192,6 +193,32 @@ static void draw_style(nst_image *im)
     }
 }
 
+/* style2: a mosaic: irregular tiles (the cells around 140 seeded points) in reds, greens and
+ * ochre, each tile a little mottled, set in dark grout where two cells meet. A second style for
+ * the masks demo, as unlike the first as a texture gets. */
+static const rgb tiles2[] = {{0.62f, 0.10f, 0.08f}, {0.80f, 0.36f, 0.18f}, {0.30f, 0.45f, 0.14f},
+                             {0.12f, 0.30f, 0.16f}, {0.86f, 0.68f, 0.26f}, {0.90f, 0.85f, 0.70f}};
+static void draw_style2(nst_image *im)
+{
+    enum { N = 140 };
+    float px[N], py[N];
+    for (int k = 0; k < N; k++) px[k] = im->w * nst_rng_uniform(53, 0, (uint64_t)k), py[k] = im->h * nst_rng_uniform(53, 1, (uint64_t)k);
+    for (int y = 0; y < im->h; y++)
+        for (int x = 0; x < im->w; x++) {
+            float d1 = 1e30f, d2 = 1e30f;
+            int near = 0;
+            for (int k = 0; k < N; k++) {
+                float d = (x - px[k]) * (x - px[k]) + (y - py[k]) * (y - py[k]);
+                if (d < d1) d2 = d1, d1 = d, near = k;
+                else if (d < d2) d2 = d;
+            }
+            rgb c = tiles2[nst_rng_bits(59, 0, (uint64_t)near) % (sizeof tiles2 / sizeof tiles2[0])];
+            c = mix(c, (rgb){1, 1, 1}, 0.18f * noise2(x * 0.15f, y * 0.15f, 61));
+            float edge = sqrtf(d2) - sqrtf(d1); /* twice the distance to the cells' border */
+            put(im, x, y, mix((rgb){0.08f, 0.07f, 0.06f}, c, smooth(2.0f, 3.5f, edge)));
+        }
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -199,23 +226,28 @@ int main(int argc, char **argv)
         return 2;
     }
     char path[4096];
-    nst_image content, style;
-    if (nst_image_alloc(&content, 384, 256) != NST_OK || nst_image_alloc(&style, 320, 320) != NST_OK) {
+    nst_image content, style, style2;
+    if (nst_image_alloc(&content, 384, 256) != NST_OK || nst_image_alloc(&style, 320, 320) != NST_OK ||
+        nst_image_alloc(&style2, 320, 320) != NST_OK) {
         fprintf(stderr, "draw_demo_images: %s\n", nst_fail_message());
         return 1;
     }
     draw_content(&content);
     draw_style(&style);
+    draw_style2(&style2);
     snprintf(path, sizeof path, "%s/content.png", argv[1]);
     nst_status s = nst_image_write(path, &content, 8, 1, NULL);
     snprintf(path, sizeof path, "%s/style.png", argv[1]);
     if (s == NST_OK) s = nst_image_write(path, &style, 8, 1, NULL);
+    snprintf(path, sizeof path, "%s/style2.png", argv[1]);
+    if (s == NST_OK) s = nst_image_write(path, &style2, 8, 1, NULL);
     if (s != NST_OK) {
         fprintf(stderr, "draw_demo_images: %s\n", nst_fail_message());
         return 1;
     }
-    printf("wrote %s/content.png (384x256) and %s/style.png (320x320)\n", argv[1], argv[1]);
+    printf("wrote %s/content.png (384x256), %s/style.png and %s/style2.png (320x320)\n", argv[1], argv[1], argv[1]);
     nst_image_free(&content);
     nst_image_free(&style);
+    nst_image_free(&style2);
     return 0;
 }
