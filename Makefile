@@ -14,6 +14,7 @@
 #   make bench-gpu  one GPU: convolutions per layer, the iteration against PyTorch, memory, largest tile
 #   make bench-scaling  strong and weak scaling over 1, 2 and 4 ranks
 #   make bench-cheap    the cheap tiling mode against the exact one
+#   make bench-masks    masked renders against the same styles blended
 #   make bench-io   gigapixel read/write throughput (BigTIFF, HDF5) on 1, 2, 4 ranks against vips tiffsave
 #   make bench-batch    one batch of small jobs (packed and not) against a loop of runs
 #   make bench-ckpt     checkpoint layout: per-rank files against one parallel HDF5 file
@@ -89,7 +90,7 @@ TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.
 TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/draw_mask $(BUILD)/tools/demo_figure $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run \
            $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 
-.PHONY: install all demo demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-io bench-batch bench-ckpt weights deps test-deps check-deps clean demo-images
+.PHONY: install all demo demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-masks bench-io bench-batch bench-ckpt weights deps test-deps check-deps clean demo-images
 all: check-deps nstbatch
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
@@ -241,6 +242,10 @@ bench-scaling: all demo-images
 # the cheap mode's cost and savings against exact (bench/results/cheap_mode.md)
 bench-cheap: all demo-images $(BUILD)/tests/image_diff
 	bench/cheap_mode.sh
+
+# masks against the same styles blended: s/iteration and memory (bench/results/masks.md)
+bench-masks: all demo-images
+	bench/masks.sh
 
 # gigapixel I/O: read and write throughput against libvips (bench/results/io_throughput.md)
 bench-io: all demo-images $(BUILD)/tools/make_test_tiff
