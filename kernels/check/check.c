@@ -46,17 +46,15 @@ int ck_pair_make(nst_check *c, ck_pair *p, int h, int w, int ch, int act, float 
     return ck_pair_make_dt(c, p, h, w, ch, act ? c->dev->act_dtype : NST_F32, lo, hi);
 }
 
-int ck_pair_make_dt(nst_check *c, ck_pair *p, int h, int w, int ch, nst_dtype dt, float lo, float hi)
+/* The pair's tensors for the host values p->h (h x w x ch): the device's in dt (and p->h then
+ * holds what the device stores, rounded), the reference's in fp32. */
+static int pair_tensors(nst_check *c, ck_pair *p, int h, int w, int ch, nst_dtype dt)
 {
-    memset(p, 0, sizeof *p);
     size_t n = (size_t)h * w * ch;
-    p->h = nst_alloc_array(n ? n : 1, sizeof(float), "check values");
-    if (!p->h) return 0;
-    for (size_t i = 0; i < n; i++) p->h[i] = ck_rand(c, lo, hi);
     nst_status s = nst_tensor_alloc(c->dev, h, w, ch, dt, &p->d);
     if (s == NST_OK) s = nst_tensor_alloc(c->ref, h, w, ch, NST_F32, &p->r);
     if (s == NST_OK && n) s = c->dev->ops->upload(c->dev, p->d.data, p->h, n, dt);
-    if (s == NST_OK && n) s = c->dev->ops->download(c->dev, p->h, p->d.data, n, dt);
+    if (s == NST_OK && n && dt != NST_F32) s = c->dev->ops->download(c->dev, p->h, p->d.data, n, dt);
     if (s == NST_OK && n) s = c->ref->ops->upload(c->ref, p->r.data, p->h, n, NST_F32);
     if (s != NST_OK) {
         fail_msg(c, "tensors", nst_fail_message());
@@ -64,6 +62,16 @@ int ck_pair_make_dt(nst_check *c, ck_pair *p, int h, int w, int ch, nst_dtype dt
         return 0;
     }
     return 1;
+}
+
+int ck_pair_make_dt(nst_check *c, ck_pair *p, int h, int w, int ch, nst_dtype dt, float lo, float hi)
+{
+    memset(p, 0, sizeof *p);
+    size_t n = (size_t)h * w * ch;
+    p->h = nst_alloc_array(n ? n : 1, sizeof(float), "check values");
+    if (!p->h) return 0;
+    for (size_t i = 0; i < n; i++) p->h[i] = ck_rand(c, lo, hi);
+    return pair_tensors(c, p, h, w, ch, dt);
 }
 
 int ck_mask_make(nst_check *c, ck_pair *p, int h, int w, int ones)
@@ -74,16 +82,7 @@ int ck_mask_make(nst_check *c, ck_pair *p, int h, int w, int ones)
     if (!p->h) return 0;
     for (size_t k = 0; k < n; k++) /* a fixed pattern: 0 and 1 at every 7th pixel, else 16 random bits */
         p->h[k] = ones || k % 7 == 1 ? 1.f : k % 7 == 0 ? 0.f : (float)(((unsigned)k * 2654435761u) >> 16) * 0x1p-16f;
-    nst_status s = nst_tensor_alloc(c->dev, h, w, 1, NST_F32, &p->d);
-    if (s == NST_OK) s = nst_tensor_alloc(c->ref, h, w, 1, NST_F32, &p->r);
-    if (s == NST_OK && n) s = c->dev->ops->upload(c->dev, p->d.data, p->h, n, NST_F32);
-    if (s == NST_OK && n) s = c->ref->ops->upload(c->ref, p->r.data, p->h, n, NST_F32);
-    if (s != NST_OK) {
-        fail_msg(c, "tensors", nst_fail_message());
-        ck_pair_free(c, p);
-        return 0;
-    }
-    return 1;
+    return pair_tensors(c, p, h, w, 1, NST_F32);
 }
 
 void ck_pair_free(nst_check *c, ck_pair *p)
