@@ -96,6 +96,20 @@ nst_status nst_inputs_open(const nst_config *cfg, const nst_loss_spec *spec, nst
     return s;
 }
 
+nst_status nst_bcast_keeping_sources(nst_status s, void *obj, size_t bytes, nst_source **src, int n)
+{
+    nst_source *mine[64];
+    if (n > 64) return nst_fail(NST_ERUNTIME, "broadcasting %d sources (at most 64)", n);
+    s = nst_comm_agree(s);
+    memcpy(mine, src, sizeof(nst_source *) * (size_t)n);
+    if (s == NST_OK) s = nst_comm_bcast(obj, bytes, 0);
+    if (nst_comm_rank() == 0)
+        memcpy(src, mine, sizeof(nst_source *) * (size_t)n);
+    else
+        memset(src, 0, sizeof(nst_source *) * (size_t)n);
+    return s;
+}
+
 /* One window, resampled from the source; a failure names the config key (the file names itself). */
 static nst_status window(nst_source *src, int W, int H, int key, nst_rect w, float *out)
 {

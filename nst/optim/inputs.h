@@ -48,6 +48,10 @@ nst_status nst_read_rects(const nst_config *cfg, int key, const char *path, nst_
 /* Open an input for the config key (limits from input.*); errors name the key. */
 nst_status nst_open_input(const nst_config *cfg, int key, const char *path, nst_source **src);
 
+/* Broadcast *obj (bytes) from rank 0 after agreeing on s; its n open sources src[] (inside obj)
+ * stay rank 0's, NULL on the others. Collective. */
+nst_status nst_bcast_keeping_sources(nst_status s, void *obj, size_t bytes, nst_source **src, int n);
+
 /* Output size from output.width/height/size and the content's aspect. */
 void nst_output_size(const nst_config *cfg, int cw, int ch, int *w, int *h);
 

@@ -63,14 +63,7 @@ nst_status nst_masks_open(const nst_config *cfg, int nstyle, int cw, int ch, nst
 {
     memset(mk, 0, sizeof *mk);
     nst_status s = nst_comm_rank() == 0 ? open_all(cfg, nstyle, cw, ch, mk) : NST_OK;
-    s = nst_comm_agree(s);
-    nst_source *mine[NST_MAX_MASKS];
-    memcpy(mine, mk->src, sizeof mine);
-    if (s == NST_OK) s = nst_comm_bcast(mk, sizeof *mk, 0);
-    if (nst_comm_rank() == 0)
-        memcpy(mk->src, mine, sizeof mine);
-    else
-        memset(mk->src, 0, sizeof mk->src);
+    s = nst_bcast_keeping_sources(s, mk, sizeof *mk, mk->src, NST_MAX_MASKS);
     if (s != NST_OK) nst_masks_close(mk);
     return s;
 }

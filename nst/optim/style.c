@@ -88,16 +88,8 @@ nst_status nst_styles_open(const nst_config *cfg, nst_styles *st)
             memcpy(st->key1[k], one, sizeof one);
         }
     }
-    s = nst_comm_agree(s);
     /* every rank: the list, the sizes, the blend (rank 0's open sources stay on rank 0) */
-    nst_source *mine[NST_MAX_STYLES];
-    memcpy(mine, st->src, sizeof mine);
-    if (s == NST_OK) s = nst_comm_bcast(st, sizeof *st, 0);
-    if (nst_comm_rank() == 0)
-        memcpy(st->src, mine, sizeof mine);
-    else
-        memset(st->src, 0, sizeof st->src);
-    return s;
+    return nst_bcast_keeping_sources(s, st, sizeof *st, st->src, NST_MAX_STYLES);
 }
 
 void nst_styles_close(nst_styles *st)
