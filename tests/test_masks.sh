@@ -21,24 +21,17 @@
 # - a batch with per-job masks gives each job's own render; the style cache keeps each style
 #   image's targets under the key a one-image job uses (a masked job fills it, an unmasked job with
 #   one of its styles loads from it).
-set -u
 NST=$(readlink -f "$1") B=$(readlink -f "$2")
 DIFF=$B/tests/image_diff DRAW=$B/tools/draw_mask
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-T=$(mktemp -d /tmp/nstbatch-masks.XXXXXX)
-trap 'pkill -KILL -f "$T/" 2>/dev/null; rm -rf "$T"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-pass=0 fail=0 skipped=0
-ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
-bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
-skip() { skipped=$((skipped + 1)); printf '  SKIP %s\n' "$1"; }
+. "$(dirname "$0")/lib.sh" test_masks
+trap 'pkill -KILL -f "$T/" 2>/dev/null; rm -rf "$T"' EXIT # (a stopped render's ranks too)
 
 # ---- fixtures: masks drawn by the project's tool -------------------------------------------------
 "$DRAW" "$T/left.png" --size 384x256 --split left:0.5 --feather 8 --complement "$T/right.png" &&
   "$DRAW" "$T/face.png" --size 384x256 --ellipse 0.5,0.55,0.22,0.3 --feather 6 &&
   "$DRAW" "$T/ones.png" --size 384x256 --rect 0,0,384,256 &&
   "$DRAW" "$T/big_left.png" --size 768x512 --split left:0.5 --feather 16 --complement "$T/big_right.png" ||
-  { echo "test_masks: 0 passed, 1 failed, 0 skipped (tools/draw_mask could not draw the fixtures)"; exit 1; }
+  { bad "fixtures" "tools/draw_mask could not draw them"; finish; exit 1; }
 for m in big_left big_right; do vips tiffsave "$T/$m.png" "$T/$m.tif" --tile --tile-width 64 --tile-height 64; done
 # the tool itself: --invert draws the complement, --like takes an image's size, bad uses say so
 "$DRAW" "$T/inverted.png" --size 384x256 --split left:0.5 --feather 8 --invert
@@ -206,5 +199,4 @@ run cached 1 --set style.path="$A" --set style.masks= --set content.mask= --set 
 grep -q 'style targets for 320x240: from the cache' "$T/cached.log" && ok "an unmasked one-style job loads that style's targets from the masked jobs' cache" ||
   bad "cache across masked and unmasked" "" "$(grep 'style targets' "$T/cached.log")"
 
-echo "test_masks: $pass passed, $fail failed, $skipped skipped"
-[ "$fail" -eq 0 ]
+finish
