@@ -315,12 +315,24 @@ nst_status nst_tile_set_masks(nst_objective *o, nst_tile *t, float *const *px)
     return NST_OK;
 }
 
-/* A tile's mask for style g (or the content, g = guides.n) at layer l; NULL without one. */
-static const nst_tensor *mask_of(const nst_objective *o, const nst_tile *t, int g, int l)
+/* A tile's mask `which` (style g < guides.n, or the content's at guides.n) at layer l; NULL without. */
+static const nst_tensor *mask_at(const nst_tile *t, int which, int l)
 {
-    if (!t->mask || (g < o->guides.n ? 0 : !o->guides.content)) return NULL;
-    const nst_tensor *m = &t->mask[g * NST_VGG_NLAYERS + l];
-    return m->data ? m : NULL;
+    const nst_tensor *m = t->mask ? &t->mask[which * NST_VGG_NLAYERS + l] : NULL;
+    return m && m->data ? m : NULL;
+}
+
+/* The mask of Gram slot q's style at layer l: none without style masks (a content mask at the
+ * same layer is the content term's, never the Gram's). */
+static const nst_tensor *style_mask(const nst_objective *o, const nst_tile *t, int q, int l)
+{
+    return o->guides.n ? mask_at(t, q / o->spec->nstyle, l) : NULL;
+}
+
+/* The content mask at layer l; NULL without one. */
+static const nst_tensor *content_mask(const nst_objective *o, const nst_tile *t, int l)
+{
+    return o->guides.content ? mask_at(t, o->guides.n, l) : NULL;
 }
 
 nst_status nst_objective_finish_targets(nst_objective *o)
@@ -354,18 +366,18 @@ static nst_status seed_layer(void *user, int layer, nst_tensor *grad)
     nst_backend *be = o->net->be;
     const nst_tensor *f = &t->acts->out[layer];
     for (int q = 0; q < o->ngram; q++) {
-        int k = q % spec->nstyle, g = q / spec->nstyle;
+        int k = q % spec->nstyle;
         if (spec->style[k] != layer) continue;
         double w = style_weight(o, q);
         if (w == 0 || !grad || !(o->M[q] > 0)) continue; /* a mask of no weight here: no term */
         float scale = (float)(4.0 * w / (fmax(o->normA[q], NORM_FLOOR) * o->M[q]));
-        NST_TRY(be->ops->gram_backward(be, f, t->seed[layer], mask_of(o, t, g, layer), o->D[q], scale, grad));
+        NST_TRY(be->ops->gram_backward(be, f, t->seed[layer], style_mask(o, t, q, layer), o->D[q], scale, grad));
     }
     for (int k = 0; k < spec->ncontent; k++) {
         if (spec->content[k] != layer) continue;
         double ss;
         float scale = (float)(2.0 * spec->content_weight / fmax(o->normP[k], NORM_FLOOR));
-        NST_TRY(be->ops->mse(be, f, &t->target[layer], t->own[layer], t->seed[layer], mask_of(o, t, o->guides.n, layer), scale, &ss,
+        NST_TRY(be->ops->mse(be, f, &t->target[layer], t->own[layer], t->seed[layer], content_mask(o, t, layer), scale, &ss,
                              grad));
         o->content_pending[k] += ss;
     }
@@ -379,7 +391,7 @@ static nst_status gram_tile(nst_objective *o, nst_tile *t)
     be->ops->range_push(be, "Gram sums");
     for (int q = 0; s == NST_OK && q < o->ngram; q++) {
         int l = o->spec->style[q % o->spec->nstyle];
-        s = be->ops->gram_accumulate(be, &t->acts->out[l], t->own[l], mask_of(o, t, q / o->spec->nstyle, l), o->G[q]);
+        s = be->ops->gram_accumulate(be, &t->acts->out[l], t->own[l], style_mask(o, t, q, l), o->G[q]);
     }
     be->ops->range_pop(be);
     return s;
