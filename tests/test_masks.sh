@@ -13,7 +13,8 @@
 #   and so does one whose masks are tiled TIFFs read by region (from masks twice the content's
 #   size, resampled) against the same masks as PNG; the cheap mode gives the same image on 1 and 2
 #   ranks (its contract: the same tiles, any ranks); the memory model bounds each rank's peak;
-# - a mask of ones (a style mask, a content mask) gives the unmasked render's bits;
+# - a mask of ones (a style mask, a content mask) gives the unmasked render's bits; a content mask
+#   at a layer that is also a style layer does not touch the style term;
 # - two regions: after 60 iterations each half's guided Gram statistics are closer to its own
 #   style's than to the other's, by the margin stated below (measured by renders of 0 steps that
 #   evaluate the loss of the result with one style and one half's mask; measured: 0.004 and 0.005);
@@ -135,6 +136,14 @@ run cheap_1rank 1 --set tiling.mode=cheap --set tiling.tile_size=96 &&
 nomask=(--set style.path="$ROOT/configs/demo/style.png" --set style.masks= --set content.mask= --set tiling.tile_size=96)
 run plain 2 "${nomask[@]}" && run ones 2 "${nomask[@]}" --set style.masks=ones.png --set content.mask=ones.png &&
   same "style and content masks of ones on 2 ranks give the unmasked render's bits" plain.tif ones.tif
+
+# a content mask at a layer that is also a style layer weights the content term only, never the Gram
+first_style() { sed -n 's/.*"first": {[^}]*"style": \([^,}]*\).*/\1/p' "$T/$1.json"; }
+cm=(--set style.path="$ROOT/configs/demo/style.png" --set style.masks= --set content.layers=relu4_1 --set optim.iterations=1)
+run cm_none 1 "${cm[@]}" --set content.mask= && run cm_face 1 "${cm[@]}" --set content.mask=face.png
+if [ -n "$(first_style cm_none)" ] && [ "$(first_style cm_none)" = "$(first_style cm_face)" ]; then
+  ok "a content mask on relu4_1, also a style layer, leaves the style term alone ($(first_style cm_face))"
+else bad "content mask on a style layer" "style term $(first_style cm_none) without, $(first_style cm_face) with the content mask"; fi
 
 # ---- two regions, two styles ---------------------------------------------------------------------
 # The result of 60 steps with style A (style.png) left and B (style2.png) right; then the style
