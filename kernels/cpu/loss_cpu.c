@@ -17,41 +17,27 @@ static double ordered_sum(const double *rows, int n)
 }
 
 /* One row of the loss terms (the dtype a literal: see pool_cpu.c): the sum of (f - p)^2 over n
- * elements from off, and df += scale (f - p) there. The masked rows weight each position's c
- * elements by its mask value w as (w d) d and (scale w) d: exact for w = 1, so an all-ones mask
- * gives the unmasked bits. */
-static inline __attribute__((always_inline)) double mse_row(const void *f, const void *p, size_t off, size_t n, int bf)
+ * elements from off, and df += scale (f - p) there. A mask m (NULL at the unmasked calls, which
+ * then inline without it) weights each position's c elements by its value w as (w d) d and
+ * (scale w) d: exact for w = 1, so an all-ones mask gives the unmasked bits. */
+static inline __attribute__((always_inline)) double mse_row(const void *f, const void *p, const float *m, size_t off, size_t n, int c,
+                                                            int bf)
 {
     double s = 0;
     for (size_t i = off; i < off + n; i++) {
         double d = (double)cpu_ld(f, i, bf) - cpu_ld(p, i, bf);
-        s += d * d;
+        s += m ? ((double)m[i / (size_t)c] * d) * d : d * d;
     }
     return s;
 }
 
-static inline __attribute__((always_inline)) void mse_grad_row(const void *f, const void *p, void *df, size_t off, size_t n, float scale,
-                                                               int bf)
+static inline __attribute__((always_inline)) void mse_grad_row(const void *f, const void *p, const float *m, void *df, size_t off,
+                                                               size_t n, int c, float scale, int bf)
 {
-    for (size_t i = off; i < off + n; i++) cpu_st(df, i, cpu_ld(df, i, bf) + scale * (cpu_ld(f, i, bf) - cpu_ld(p, i, bf)), bf);
-}
-
-static inline __attribute__((always_inline)) double mse_row_masked(const void *f, const void *p, const float *m, size_t off, size_t n,
-                                                                   int c, int bf)
-{
-    double s = 0;
     for (size_t i = off; i < off + n; i++) {
-        double d = (double)cpu_ld(f, i, bf) - cpu_ld(p, i, bf);
-        s += ((double)m[i / (size_t)c] * d) * d;
+        float sw = m ? scale * m[i / (size_t)c] : scale;
+        cpu_st(df, i, cpu_ld(df, i, bf) + sw * (cpu_ld(f, i, bf) - cpu_ld(p, i, bf)), bf);
     }
-    return s;
-}
-
-static inline __attribute__((always_inline)) void mse_grad_row_masked(const void *f, const void *p, const float *m, void *df, size_t off,
-                                                                      size_t n, int c, float scale, int bf)
-{
-    for (size_t i = off; i < off + n; i++)
-        cpu_st(df, i, cpu_ld(df, i, bf) + scale * m[i / (size_t)c] * (cpu_ld(f, i, bf) - cpu_ld(p, i, bf)), bf);
 }
 
 static inline __attribute__((always_inline)) double sumsq_row(const void *t, size_t off, size_t n, int bf)
@@ -84,9 +70,9 @@ nst_status cpu_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *p, ns
     for (int y = 0; y < own.h; y++) {
         size_t off = ROW_OFF(f, own, y);
         if (w)
-            rows[y] = bf ? mse_row_masked(f->data, p->data, w, off, n, c, 1) : mse_row_masked(f->data, p->data, w, off, n, c, 0);
+            rows[y] = bf ? mse_row(f->data, p->data, w, off, n, c, 1) : mse_row(f->data, p->data, w, off, n, c, 0);
         else
-            rows[y] = bf ? mse_row(f->data, p->data, off, n, 1) : mse_row(f->data, p->data, off, n, 0);
+            rows[y] = bf ? mse_row(f->data, p->data, NULL, off, n, c, 1) : mse_row(f->data, p->data, NULL, off, n, c, 0);
     }
     *sumsq = ordered_sum(rows, own.h);
     nst_free(rows);
@@ -99,13 +85,13 @@ nst_status cpu_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *p, ns
     for (int y = 0; y < seed.h; y++) {
         size_t off = ROW_OFF(f, seed, y);
         if (w && bf)
-            mse_grad_row_masked(f->data, p->data, w, df->data, off, k, c, scale, 1);
+            mse_grad_row(f->data, p->data, w, df->data, off, k, c, scale, 1);
         else if (w)
-            mse_grad_row_masked(f->data, p->data, w, df->data, off, k, c, scale, 0);
+            mse_grad_row(f->data, p->data, w, df->data, off, k, c, scale, 0);
         else if (bf)
-            mse_grad_row(f->data, p->data, df->data, off, k, scale, 1);
+            mse_grad_row(f->data, p->data, NULL, df->data, off, k, c, scale, 1);
         else
-            mse_grad_row(f->data, p->data, df->data, off, k, scale, 0);
+            mse_grad_row(f->data, p->data, NULL, df->data, off, k, c, scale, 0);
     }
     return NST_OK;
 }

@@ -45,13 +45,10 @@ static nst_status open_all(const nst_config *cfg, int nstyle, int cw, int ch, ns
         size_t n = strlen(tok);
         while (n && (tok[n - 1] == ' ' || tok[n - 1] == '\t')) tok[--n] = 0;
         if (!n) continue;
-        if (mk->n == nstyle) break; /* (nst_loss_spec_parse checked the count) */
+        if (mk->n == nstyle) break; /* nst_loss_spec_parse checked the count; no styles open (nstyle 0): no masks */
         NST_TRY(open_one(cfg, mk, mk->n, NST_K_style_masks, tok, cw, ch));
         mk->n++;
     }
-    if (mk->n && mk->n != nstyle)
-        return nst_fail(NST_EINPUT, "%s: style.masks lists %d masks for %d style images: give one per style image",
-                        nst_config_origin(cfg, NST_K_style_masks), mk->n, nstyle);
     if (cfg->content_mask[0]) {
         NST_TRY(open_one(cfg, mk, mk->n, NST_K_content_mask, cfg->content_mask, cw, ch));
         mk->content = 1;
@@ -94,7 +91,7 @@ static nst_status read_mask(const nst_config *cfg, nst_masks *mk, int j, const n
                            NULL);
     for (int i = 0; s == NST_OK && i < L->nlocal; i++) {
         size_t n = (size_t)nst_rect_area(rects[L->local[i]]);
-        for (size_t p = 0; p < n; p++) win[i][p] = nst_mask_quantise(win[i][3 * p]);
+        for (size_t p = 0; p < n; p++) win[i][p] = win[i][3 * p]; /* (nst_tile_set_masks quantises) */
         out[i][j] = win[i]; /* (its tail, two thirds, is unused: freed with it) */
         win[i] = NULL;
     }

@@ -4,9 +4,9 @@
  * A mask is a grayscale image over the content (any size with the content's aspect: it is
  * resampled to each level like the content), white where its style applies (or where the
  * content term holds). Every rank reads its tiles' windows: from a TIFF by region, from a PNG or
- * JPEG through rank 0 (nst_read_rects). The values become the objective's (nst_mask_quantise:
- * clamped to [0,1], multiples of 2^-16), so a window's values are those the whole mask resized
- * has there, in any tiling.
+ * JPEG through rank 0 (nst_read_rects), so a window's values are those the whole mask resized has
+ * there, in any tiling. The objective makes them its own (nst_tile_set_masks: clamped to [0,1],
+ * multiples of 2^-16).
  */
 #ifndef NST_MASKS_H
 #define NST_MASKS_H
