@@ -138,7 +138,11 @@ struct nst_backend {
     nst_dtype in_dtype;   /* the network input's storage (the preprocessed image and its gradient): fp32
                            * in the CPU's bf16, so the network sees small changes of the pixels */
     char name[16];        /* "cpu", "cuda" */
-    char description[160];  /* "CPU, fp32, oneDNN 2.6.3 (AVX-512), 2 threads" */
+    /* Whether an op over a window gives the bits the whole tensor's op gives there (the CPU: its
+     * kernels are chosen so that no result depends on the size of the call, kernels/cpu/). Where
+     * not (cuDNN and cuBLAS choose algorithms per shape), tiles agree within tolerances only. */
+    int tiles_exact;
+    char description[224];  /* "CPU, fp32, oneDNN 2.6.3 (AVX2: jit:avx2), 2 threads": the convolutions' implementations too */
     char choice[256];       /* why run.device = auto chose it ("" when named explicitly) */
     int threads;            /* CPU threads this process computes with */
     int cores_allowed;      /* cores in this process's affinity mask (mpirun may bind ranks) */

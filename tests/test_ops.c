@@ -17,6 +17,7 @@
 #include <omp.h>
 
 #include "../kernels/backend.h"
+#include "../kernels/cpu/cpu.h"
 #include "../util/mem.h"
 #include "naive.h"
 #include "test.h"
@@ -39,6 +40,16 @@ static void put(nst_tensor *t, const float *src) { be->ops->upload(be, t->data, 
 static void get(const nst_tensor *t, float *dst) { be->ops->download(be, dst, t->data, nst_tensor_elems(t), NST_F32); }
 
 static float *buf(size_t n) { return nst_alloc_array(n ? n : 1, sizeof(float), "test"); }
+
+/* The backend's own kernels' paths (kernels/cpu/isa_cpu.c): the best this CPU and
+ * ONEDNN_MAX_CPU_ISA allow, AVX2 (where allowed), portable; -1 restores the default. */
+#define NPATHS 3
+static const char *const path_names[NPATHS] = {"default", "avx2", "portable"};
+static void set_path(int path)
+{
+    if (path <= 0) unsetenv("NSTBATCH_CPU_KERNELS");
+    else setenv("NSTBATCH_CPU_KERNELS", path_names[path], 1);
+}
 
 static double dotd(const float *a, const float *b, size_t n)
 {
@@ -170,12 +181,16 @@ static void t_conv_backward_vs_naive_and_adjoint(void)
         conv_bwd_naive(dy, h, w, ci, wt, co, ref);
         double e = test_rel_err(dx, ref, nx, 1e-6);
         CHECK(e <= 1e-5, "conv backward %dx%d %d->%d: rel err %.3g", h, w, ci, co, e);
-        /* <conv(x), dy> == <x, conv^T(dy)> */
+        /* <conv(x), dy> == <x, conv^T(dy)>, to the rounding of y and dx (relative to the sums of
+         * |terms|: the two sides cancel, and a path without fused multiply-adds, SSE4.1's, rounds
+         * twice per product); a wrong adjoint errs by the order of those sums */
         put(&tx, x);
         be->ops->conv_forward(be, cv, &tx, &ty, 0);
         get(&ty, y);
-        double l = dotd(y, dy, ny), r = dotd(x, dx, nx);
-        CHECK(fabs(l - r) <= 1e-5 * fmax(1, fabs(l)), "adjoint %dx%d %d->%d: %.9g vs %.9g", h, w, ci, co, l, r);
+        double l = dotd(y, dy, ny), r = dotd(x, dx, nx), mag = 0;
+        for (size_t i = 0; i < ny; i++) mag += fabs((double)y[i] * dy[i]);
+        for (size_t i = 0; i < nx; i++) mag += fabs((double)x[i] * dx[i]);
+        CHECK(fabs(l - r) <= 0x1p-20 * mag, "adjoint %dx%d %d->%d: %.9g vs %.9g (sums of |terms| %.3g)", h, w, ci, co, l, r, mag);
         be->ops->conv_destroy(be, cv);
         nst_tensor_free(be, &tx), nst_tensor_free(be, &ty), nst_tensor_free(be, &tdy), nst_tensor_free(be, &tdx);
         nst_free(x), nst_free(wt), nst_free(zero), nst_free(dy), nst_free(dx), nst_free(ref), nst_free(y);
@@ -574,11 +589,11 @@ static void t_masked_gram_vs_naive(void)
         const nst_rect regions[] = {{0, 0, w, h}, {0, 4, w, 9}, {2, 1, w - 5, h - 3}};
         for (int r = 0; r < 3; r++) {
             masked_gram_naive(v, mh, w, c, regions[r], ref);
-            for (int portable = 0; portable < 2; portable++) {
-                if (portable) setenv("NSTBATCH_CPU_PORTABLE", "1", 1);
+            for (int path = 0; path < NPATHS; path++) {
+                set_path(path);
                 memset(g, 0, cc * sizeof(double));
                 CHECK(be->ops->gram_accumulate(be, &f, regions[r], &m, g) == NST_OK, "%s", nst_fail_message());
-                unsetenv("NSTBATCH_CPU_PORTABLE");
+                set_path(-1);
                 double worst = 0, big = 0;
                 int differ = 0;
                 for (int i = 0; i < c; i++)
@@ -587,8 +602,8 @@ static void t_masked_gram_vs_naive(void)
                         big = fmax(big, fabs(ref[i * c + j]));
                         differ += g[i * c + j] != ref[i * c + j];
                     }
-                CHECK(differ == 0, "c %d region %d, %s: %d entries differ from the naive loop (rel err %.3g)", c, r,
-                      portable ? "portable" : "default path", differ, big > 0 ? worst / big : worst);
+                CHECK(differ == 0, "c %d region %d, %s path: %d entries differ from the naive loop (rel err %.3g)", c, r,
+                      path_names[path], differ, big > 0 ? worst / big : worst);
             }
         }
         nst_tensor_free(be, &f), nst_tensor_free(be, &m);
@@ -634,6 +649,87 @@ static void t_masked_gram_backward_vs_naive_and_finite_differences(void)
     }
     nst_tensor_free(be, &gc.tf), nst_tensor_free(be, &tdf), nst_tensor_free(be, &m);
     nst_free(f), nst_free(d), nst_free(df), nst_free(mh), nst_free(g);
+}
+
+/* The Gram backward's contract (kernels/cpu/gram_backward_cpu.c): every output is one chain of
+ * fused multiply-adds over the channels in order from zero, added to dF once. So it equals that
+ * chain computed here with fmaf bit for bit, on every path, in fp32 and bf16, with and without a
+ * mask, for every row count of a region (1 to 100 rows of one column and of whole rows, which
+ * cross every block and micro-tile boundary) and channel counts that leave partial panels. */
+static float chain(const float *a, const float *s, int c, int j)
+{
+    float acc = 0.f;
+    for (int i = 0; i < c; i++) acc = fmaf(a[i], s[(size_t)i * c + j], acc);
+    return acc;
+}
+
+static void gram_backward_expect(const float *f, const float *m, const float *df0, int w, int c, nst_rect r, const float *d, float scale,
+                                 int bf, float *want)
+{
+    float *s = buf((size_t)c * c), *a = buf((size_t)c);
+    for (size_t k = 0; k < (size_t)c * c; k++) s[k] = bf ? nst_bf16_round((d[k] * scale)) : d[k] * scale;
+    for (int y = r.y; y < r.y + r.h; y++)
+        for (int x = r.x; x < r.x + r.w; x++) {
+            size_t at = (size_t)y * w + x, o = at * c;
+            for (int i = 0; i < c; i++) {
+                float v = m ? m[at] * f[o + i] : f[o + i];
+                a[i] = bf && m ? nst_bf16_round((v)) : v;
+            }
+            for (int j = 0; j < c; j++) {
+                float v = df0[o + j] + chain(a, s, c, j);
+                want[o + j] = bf ? nst_bf16_round((v)) : v;
+            }
+        }
+    nst_free(s), nst_free(a);
+}
+
+static void t_gram_backward_is_one_chain_on_every_path(void)
+{
+    const int w = 7, h = 100, cs[] = {5, 64, 77};
+    for (int k = 0; k < 3; k++)
+        for (int bf = 0; bf < 2; bf++)
+            for (int masked = 0; masked < 2; masked++) {
+                const int c = cs[k];
+                const nst_dtype dt = bf ? NST_BF16 : NST_F32;
+                size_t n = (size_t)h * w * c;
+                float *f = buf(n), *df0 = buf(n), *d = buf((size_t)c * c), *want = buf(n), *got = buf(n), *mh = buf((size_t)h * w);
+                test_fill(f, n, 90 + k, -1, 2);
+                test_fill(df0, n, 95 + k, -1, 1);
+                test_fill(d, (size_t)c * c, 97 + k, -1, 1);
+                mask_fill(mh, (size_t)h * w, 0);
+                if (bf) /* the values the tensors hold */
+                    for (size_t i = 0; i < n; i++)
+                        f[i] = nst_bf16_round((f[i])), df0[i] = nst_bf16_round((df0[i]));
+                nst_tensor tf, tdf, m = mask_tensor(h, w, 0);
+                CHECK(nst_tensor_alloc(be, h, w, c, dt, &tf) == NST_OK && nst_tensor_alloc(be, h, w, c, dt, &tdf) == NST_OK, "tensors");
+                be->ops->upload(be, tf.data, f, n, dt);
+                int bad = 0, cases = 0;
+                for (int rows = 1; rows <= h; rows += rows < 20 ? 1 : 7)
+                    for (int shape = 0; shape < 2; shape++) {
+                        /* one column (rows positions), or whole rows */
+                        nst_rect r = shape ? nst_rect_make(0, h - rows, w, rows) : nst_rect_make(3, 1, 1, rows < h ? rows : h - 1);
+                        memcpy(want, df0, n * sizeof(float));
+                        gram_backward_expect(f, masked ? mh : NULL, df0, w, c, r, d, 0.375f, bf, want);
+                        for (int path = 0; path < NPATHS; path++) {
+                            set_path(path);
+                            be->ops->upload(be, tdf.data, df0, n, dt);
+                            nst_status st = be->ops->gram_backward(be, &tf, r, masked ? &m : NULL, d, 0.375f, &tdf);
+                            set_path(-1);
+                            be->ops->download(be, got, tdf.data, n, dt);
+                            cases++;
+                            if (st != NST_OK || memcmp(got, want, n * sizeof(float)) != 0) {
+                                if (!bad)
+                                    printf("    c %d %s%s, region %dx%d+%d+%d, %s path: differs from the fma chain\n", c, bf ? "bf16" : "fp32",
+                                           masked ? " masked" : "", r.w, r.h, r.x, r.y, path_names[path]);
+                                bad++;
+                            }
+                        }
+                    }
+                CHECK(bad == 0, "c %d %s%s: %d of %d cases differ from one fma chain per output", c, bf ? "bf16" : "fp32",
+                      masked ? " masked" : "", bad, cases);
+                nst_tensor_free(be, &tf), nst_tensor_free(be, &tdf), nst_tensor_free(be, &m);
+                nst_free(f), nst_free(df0), nst_free(d), nst_free(want), nst_free(got), nst_free(mh);
+            }
 }
 
 /* the masked content loss: sum over own of m_p (f - p)^2 and df += (scale m_p) (f - p) over seed,
@@ -796,8 +892,9 @@ static void t_reductions_are_exact_enough_and_thread_independent(void)
     nst_free(a), nst_free(b);
 }
 
-/* The Gram sums: the AVX-512 kernel, the portable one (NSTBATCH_CPU_PORTABLE=1) and one thread all
- * give the same bits, in fp32 and bf16 (every entry is one sum in row order of exact products). */
+/* The Gram sums: the AVX-512 kernel, the AVX2 one, the portable one (NSTBATCH_CPU_KERNELS) and one
+ * thread all give the same bits, in fp32 and bf16 (every entry is one sum in row order of exact
+ * products). */
 static void t_gram_sums_same_bits_on_every_path(void)
 {
     const int h = 23, w = 37, cs[] = {3, 64, 77};
@@ -808,23 +905,27 @@ static void t_gram_sums_same_bits_on_every_path(void)
             float *v = buf(n);
             test_fill(v, n, 60 + k, 0, 3);
             nst_tensor f;
-            double *g[3];
+            double *g[NPATHS + 1];
             CHECK(nst_tensor_alloc(be, h, w, c, bf ? NST_BF16 : NST_F32, &f) == NST_OK, "tensor");
             be->ops->upload(be, f.data, v, n, f.dt);
             nst_rect r = nst_rect_make(2, 1, w - 5, h - 3);
             int saved = omp_get_max_threads();
-            for (int path = 0; path < 3; path++) {
+            for (int path = 0; path <= NPATHS; path++) { /* every path, then the default on one thread */
                 g[path] = calloc(cc, sizeof(double));
-                if (path == 1) setenv("NSTBATCH_CPU_PORTABLE", "1", 1);
-                if (path == 2) unsetenv("NSTBATCH_CPU_PORTABLE"), omp_set_num_threads(1);
+                set_path(path < NPATHS ? path : -1);
+                if (path == NPATHS) omp_set_num_threads(1);
                 be->ops->gram_accumulate(be, &f, r, NULL, g[path]);
             }
+            set_path(-1);
             omp_set_num_threads(saved);
-            int diff = 0;
-            for (int i = 0; i < c; i++)
-                for (int j = i; j < c; j++) diff += g[0][i * c + j] != g[1][i * c + j] || g[0][i * c + j] != g[2][i * c + j];
-            CHECK(diff == 0, "c %d %s: %d upper-triangle entries differ between the paths", c, bf ? "bf16" : "fp32", diff);
-            for (int p = 0; p < 3; p++) free(g[p]);
+            for (int p = 1; p <= NPATHS; p++) {
+                int diff = 0;
+                for (int i = 0; i < c; i++)
+                    for (int j = i; j < c; j++) diff += g[0][i * c + j] != g[p][i * c + j];
+                CHECK(diff == 0, "c %d %s: %d upper-triangle entries differ between the %s path and %s", c, bf ? "bf16" : "fp32", diff,
+                      path_names[0], p < NPATHS ? path_names[p] : "one thread");
+            }
+            for (int p = 0; p <= NPATHS; p++) free(g[p]);
             nst_tensor_free(be, &f);
             nst_free(v);
         }
@@ -859,7 +960,7 @@ int main(void)
         printf("cannot open the CPU backend: %s\n", nst_fail_message());
         return 1;
     }
-    printf("test_ops: %s\n", be->description);
+    printf("test_ops: %s; own kernels: %s\n", be->description, cpu_isa_level_name(cpu_kernels_isa()));
     RUN(t_conv_forward_vs_naive);
     RUN(t_conv_backward_vs_naive_and_adjoint);
     RUN(t_conv_relu_finite_differences);
@@ -874,6 +975,7 @@ int main(void)
     RUN(t_gram_sums_same_bits_on_every_path);
     RUN(t_masked_gram_vs_naive);
     RUN(t_masked_gram_backward_vs_naive_and_finite_differences);
+    RUN(t_gram_backward_is_one_chain_on_every_path);
     RUN(t_masked_mse_vs_naive_and_finite_differences);
     RUN(t_mask_of_ones_is_no_mask);
     RUN(t_bad_masks_are_refused);

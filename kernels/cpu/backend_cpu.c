@@ -207,7 +207,6 @@ static void cpu_destroy(nst_backend *be)
 {
     cpu_impl *impl = cpu_of(be);
     if (impl) {
-        cpu_matmul_cache_free(impl);
         nst_free(impl->scratch);
         nst_free(impl->dscratch);
         nst_free(impl->cscratch);
@@ -249,6 +248,7 @@ nst_status nst_cpu_backend_open(int threads, nst_precision precision, nst_backen
     be->precision = precision;
     be->destroy = cpu_destroy;
     snprintf(be->name, sizeof be->name, "cpu");
+    be->tiles_exact = 1;
     if (threads > 0) omp_set_num_threads(threads);
     impl->threads = omp_get_max_threads();
     dnnl_status_t st = dnnl_engine_create(&impl->eng, dnnl_cpu, 0);
@@ -273,14 +273,20 @@ nst_status nst_cpu_backend_open(int threads, nst_precision precision, nst_backen
                                         "auto, fp32", isa);
         }
     }
+    char convs[112];
+    nst_status cs = cpu_conv_survey(be, convs, sizeof convs);
+    if (cs != NST_OK) {
+        cpu_destroy(be);
+        return cs;
+    }
     const dnnl_version_t *v = dnnl_version();
     cpu_set_t mask;
     be->cores_online = (int)sysconf(_SC_NPROCESSORS_ONLN);
     be->cores_allowed = sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : be->cores_online;
     be->threads = impl->threads;
-    snprintf(be->description, sizeof be->description, "CPU, %s, oneDNN %d.%d.%d (%s), %d thread%s",
+    snprintf(be->description, sizeof be->description, "CPU, %s, oneDNN %d.%d.%d (%s: %s), %d thread%s",
              precision == NST_PREC_FP32 ? "fp32" : native ? "bf16 (fp32 accumulation)" : "bf16 (emulated: slower than fp32)",
-             v->major, v->minor, v->patch, isa, impl->threads, impl->threads == 1 ? "" : "s");
+             v->major, v->minor, v->patch, isa, convs, impl->threads, impl->threads == 1 ? "" : "s");
     *out = be;
     return NST_OK;
 }

@@ -9,6 +9,7 @@
  * its backward writes the fp32 input gradient directly (oneDNN's bf16 kernels can).
  *
  * Primitives are built per key (conv_prims_cpu.c). */
+#include <stdio.h>
 #include <string.h>
 
 #include "../../util/mem.h"
@@ -24,6 +25,15 @@ nst_status cpu_dnnl_fail(dnnl_status_t st, const char *call, const char *file, i
     return nst_fail(st == dnnl_out_of_memory ? NST_ENOMEM : NST_ERUNTIME, "oneDNN %s: %s (%s:%d)", call, n, file, line);
 }
 
+/* wt[i][o][kh][kw] = w[o][i][2-kh][2-kw]: the weights of the forward convolution that computes
+ * the backward-data (conv_prims_cpu.c) */
+static void transpose_flip(const float *w, int cin, int cout, float *wt)
+{
+    for (int o = 0; o < cout; o++)
+        for (int i = 0; i < cin; i++)
+            for (int k = 0; k < 9; k++) wt[((size_t)i * cout + o) * 9 + 8 - k] = w[((size_t)o * cin + i) * 9 + k];
+}
+
 nst_status cpu_conv_create(nst_backend *be, int cin, int cout, const float *w, const float *b, nst_conv **out)
 {
     cpu_impl *impl = cpu_of(be);
@@ -32,7 +42,7 @@ nst_status cpu_conv_create(nst_backend *be, int cin, int cout, const float *w, c
     c->cin = cin;
     c->cout = cout;
     c->dt = be->act_dtype == NST_BF16 ? dnnl_bf16 : dnnl_f32;
-    dnnl_dims_t wd = {cout, cin, 3, 3}, bd = {cout};
+    dnnl_dims_t wd = {cout, cin, 3, 3}, wtd = {cin, cout, 3, 3}, bd = {cout};
     nst_status s = NST_OK;
 #define TRY_(call)                                                                                \
     do {                                                                                          \
@@ -43,12 +53,16 @@ nst_status cpu_conv_create(nst_backend *be, int cin, int cout, const float *w, c
         }                                                                                         \
     } while (0)
     TRY_(dnnl_memory_desc_init_by_tag(&c->user_w_md, 4, wd, dnnl_f32, dnnl_oihw));
+    TRY_(dnnl_memory_desc_init_by_tag(&c->user_wt_md, 4, wtd, dnnl_f32, dnnl_oihw));
     TRY_(dnnl_memory_desc_init_by_tag(&c->b_md, 1, bd, dnnl_f32, dnnl_x));
     TRY_(dnnl_memory_create(&c->user_w, &c->user_w_md, impl->eng, DNNL_MEMORY_ALLOCATE));
+    TRY_(dnnl_memory_create(&c->user_wt, &c->user_wt_md, impl->eng, DNNL_MEMORY_ALLOCATE));
     TRY_(dnnl_memory_create(&c->b, &c->b_md, impl->eng, DNNL_MEMORY_ALLOCATE));
     void *p;
     TRY_(dnnl_memory_get_data_handle(c->user_w, &p));
     memcpy(p, w, (size_t)cout * cin * 9 * sizeof(float));
+    TRY_(dnnl_memory_get_data_handle(c->user_wt, &p));
+    transpose_flip(w, cin, cout, p);
     TRY_(dnnl_memory_get_data_handle(c->b, &p));
     memcpy(p, b, (size_t)cout * sizeof(float));
     *out = c;
@@ -66,6 +80,7 @@ void cpu_conv_destroy(nst_backend *be, nst_conv *c)
     for (int i = 0; i < CONV_SHAPES; i++) cpu_conv_shape_release(&c->shapes[i]);
     for (int i = 0; i < c->nlayouts; i++) dnnl_memory_destroy(c->layouts[i].mem);
     if (c->user_w) dnnl_memory_destroy(c->user_w);
+    if (c->user_wt) dnnl_memory_destroy(c->user_wt);
     if (c->b) dnnl_memory_destroy(c->b);
     nst_free(c);
 }
@@ -98,6 +113,49 @@ nst_status cpu_conv_probe(nst_backend *be)
     nst_tensor x = {4, 4, 8, be->act_dtype, NULL};
     nst_status st = cpu_conv_shape(cpu_of(be), c, key_of(&x, &x), &s);
     cpu_conv_destroy(be, c);
+    return st;
+}
+
+/* Add c's pinned implementations to the list in out ("name, name"), naming the reference's uses. */
+static void add_pins(const nst_conv *c, char *out, size_t cap)
+{
+    for (int d = 0; d < 2; d++)
+        for (int i = 0; i < 2; i++)
+            for (int f = 0; f < 2; f++) {
+                const char *n = c->pin[d][i][f];
+                char item[96];
+                if (strcmp(n, "ref:any") == 0)
+                    snprintf(item, sizeof item, "ref:any for %d->%d %s (exact, slow)", d ? c->cout : c->cin, d ? c->cin : c->cout,
+                             d ? "backward" : "forward");
+                else
+                    snprintf(item, sizeof item, "%s", n);
+                if (*n && !strstr(out, item)) {
+                    size_t len = strlen(out);
+                    snprintf(out + len, cap - len, "%s%s", len ? ", " : "", item);
+                }
+            }
+}
+
+/* Each conv op once on a 3->64 and a 64->64 layer of 16 x 16 positions, in the dtypes a render
+ * uses (the network's input in in_dtype), to name the implementations they are pinned to. */
+nst_status cpu_conv_survey(nst_backend *be, char *out, size_t cap)
+{
+    enum { H = 16 };
+    static const int ch[2][2] = {{3, 64}, {64, 64}};
+    float *w = nst_calloc((size_t)64 * 64 * 9 * sizeof(float), "the convolution survey"), b[64] = {0};
+    char *buf = nst_calloc((size_t)2 * H * H * 64 * sizeof(float), "the convolution survey");
+    nst_status st = w && buf ? NST_OK : NST_ENOMEM;
+    *out = 0;
+    for (int k = 0; k < 2 && st == NST_OK; k++) {
+        nst_conv *c = NULL;
+        st = cpu_conv_create(be, ch[k][0], ch[k][1], w, b, &c);
+        nst_tensor x = {H, H, ch[k][0], k ? be->act_dtype : be->in_dtype, buf}, y = {H, H, ch[k][1], be->act_dtype, buf + H * H * 64 * 4};
+        if (st == NST_OK) st = cpu_conv_forward(be, c, &x, &y, 1);
+        if (st == NST_OK) st = cpu_conv_backward_data(be, c, &y, &x);
+        if (st == NST_OK) add_pins(c, out, cap);
+        cpu_conv_destroy(be, c);
+    }
+    nst_free(w), nst_free(buf);
     return st;
 }
 
@@ -161,7 +219,7 @@ nst_status cpu_conv_backward_data(nst_backend *be, nst_conv *c, const nst_tensor
     NST_TRY(cpu_conv_shape(impl, c, key_of(dx, dy), &s));
     DNNL_TRY(dnnl_memory_set_data_handle(s->ddst, dy->data));
     DNNL_TRY(dnnl_memory_set_data_handle(s->dsrc, dx->data));
-    dnnl_exec_arg_t args[3] = {{DNNL_ARG_DIFF_DST, s->ddst}, {DNNL_ARG_WEIGHTS, s->wb}, {DNNL_ARG_DIFF_SRC, s->dsrc}};
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, s->ddst}, {DNNL_ARG_WEIGHTS, s->wb}, {DNNL_ARG_DST, s->dsrc}}; /* a forward of dy */
     DNNL_TRY(dnnl_primitive_execute(s->bwd, impl->stream, 3, args));
     DNNL_TRY(dnnl_stream_wait(impl->stream));
     return NST_OK;

@@ -1,10 +1,13 @@
 /* kernels/cpu/cpu.h: internals shared by the CPU backend's files. The CPU backend is the
- * reference every other backend is compared with: oneDNN for the convolutions and the Gram
- * backward (chosen by measurement over im2col + OpenBLAS, see bench/results/cpu_conv_choice.md),
- * its own AVX-512 kernel for the Gram sums in double, plain C with OpenMP for everything else.
+ * reference every other backend is compared with: oneDNN's direct convolutions for the
+ * convolutions, forward and backward-data (chosen by measurement over im2col + OpenBLAS, see
+ * bench/results/cpu_conv_choice.md; the implementation by name, conv_pick_cpu.c), its own kernels
+ * for the Gram sums in double and the Gram backward (AVX-512, AVX2 and portable paths with the
+ * same bits, isa_cpu.c), plain C with OpenMP for everything else. No result depends on the size of
+ * the call that computes it, so a window gives the whole image's bits (the tiling's exactness).
  *
  * Activations and their gradients are stored in fp32 (the reference) or bf16 (run.precision =
- * bf16: oneDNN's bf16 convolutions and matmuls, fp32 accumulation); every element op reads them
+ * bf16: oneDNN's bf16 convolutions, fp32 accumulation); every element op reads them
  * into fp32, computes in fp32 and rounds once when it stores. Images, Gram matrices, targets and
  * optimiser state are fp32 in both. Reductions are summed per row into doubles and the rows added
  * in order, so results do not depend on the thread count. */
@@ -16,15 +19,11 @@
 #include "../backend.h"
 #include "../bf16.h"
 
-typedef struct matmul_entry matmul_entry;
-
 typedef struct {
     dnnl_engine_t eng;
     dnnl_stream_t stream;
     int threads;
-    matmul_entry *mm;  /* cache of matmul primitives by shape */
-    int nmm, mm_next;
-    void *scratch;     /* region copies and partial results of the Gram backward */
+    float *scratch;    /* the Gram backward's packed D and rows */
     size_t scratch_cap;
     double *dscratch;  /* rows converted to double for the Gram sums */
     size_t dscratch_cap;
@@ -33,6 +32,13 @@ typedef struct {
 } cpu_impl;
 
 static inline cpu_impl *cpu_of(nst_backend *be) { return (cpu_impl *)be->impl; }
+
+/* The instruction set the backend's own kernels use (isa_cpu.c): at most what oneDNN may use
+ * (ONEDNN_MAX_CPU_ISA), lowered further by the test hook NSTBATCH_CPU_KERNELS. Every level gives
+ * the same bits. */
+typedef enum { CPU_ISA_PORTABLE, CPU_ISA_AVX2, CPU_ISA_AVX512 } cpu_isa_level;
+cpu_isa_level cpu_kernels_isa(void);
+const char *cpu_isa_level_name(cpu_isa_level l);
 
 /* oneDNN call check: records "oneDNN <call>: <status> (file:line)". */
 nst_status cpu_dnnl_fail(dnnl_status_t st, const char *call, const char *file, int line);
@@ -50,6 +56,9 @@ nst_status cpu_conv_create(nst_backend *, int cin, int cout, const float *w, con
 void cpu_conv_destroy(nst_backend *, nst_conv *);
 /* fails (with oneDNN's status) where this CPU has no convolution in the backend's dtype */
 nst_status cpu_conv_probe(nst_backend *);
+/* out: the oneDNN implementations the convolutions are pinned to (conv_pick_cpu.c), by a first
+ * layer's and a 64-channel layer's ops on a small image */
+nst_status cpu_conv_survey(nst_backend *, char *out, size_t cap);
 nst_status cpu_conv_forward(nst_backend *, nst_conv *, const nst_tensor *x, nst_tensor *y, int relu);
 nst_status cpu_conv_backward_data(nst_backend *, nst_conv *, const nst_tensor *dy, nst_tensor *dx);
 
@@ -58,7 +67,6 @@ nst_status cpu_gram_diff(nst_backend *, const double *g, const double *g_prev, d
                          float *d, double *sumsq);
 nst_status cpu_gram_backward(nst_backend *, const nst_tensor *f, nst_rect seed, const nst_tensor *m, const float *d, float scale,
                              nst_tensor *df);
-void cpu_matmul_cache_free(cpu_impl *);
 
 nst_status cpu_relu_backward(nst_backend *, const nst_tensor *y, nst_tensor *dy);
 nst_status cpu_preprocess(nst_backend *, const nst_preproc *, const nst_tensor *img, nst_tensor *x);

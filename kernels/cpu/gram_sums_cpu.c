@@ -17,7 +17,8 @@
  * With a mask, each position is also converted as m_p f_p (exact in double) and G[i][j] sums
  * (m_p f_p[i]) f_p[j]: the row side weighted, the column side not, each product rounded once
  * (by a multiply of its own on the AVX-512 path too, so both paths give the same bits).
- * NSTBATCH_CPU_PORTABLE=1 (a test hook) takes the portable path everywhere. */
+ * AVX2 machines take the same tiles as four sub-tiles of 4 x 8 sums (isa_cpu.c picks the path,
+ * ONEDNN_MAX_CPU_ISA lowers it). */
 /* The masked sums' separate multiply and add must stay separate: no contraction into an FMA. */
 #if defined(__clang__)
 #pragma clang fp contract(off)
@@ -25,7 +26,6 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 #include <immintrin.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "../../util/mem.h"
@@ -79,6 +79,51 @@ __attribute__((target("avx512f,fma"))) static void tile_avx512(const double *a, 
         }
 }
 
+/* The same tile with AVX2 (sixteen 256-bit registers): four sub-tiles of 4 x 8 sums, each held
+ * in eight registers over the block's positions. Every entry is still one sum in position order,
+ * with the fused or separate rounding of the AVX-512 path, so both give the same bits. */
+__attribute__((target("avx2,fma"), always_inline)) static inline void sub_sums(__m256d acc[4][2], const double *a, const double *d, int P,
+                                                                               int c, int i0, int j0, int fused)
+{
+    for (int p = 0; p < P; p++) {
+        const double *f = d + (size_t)p * c, *fa = a + (size_t)p * c;
+        __m256d x0 = _mm256_loadu_pd(f + j0), x1 = _mm256_loadu_pd(f + j0 + 4);
+        for (int r = 0; r < 4; r++) {
+            __m256d b = _mm256_broadcast_sd(fa + i0 + r);
+            if (fused) {
+                acc[r][0] = _mm256_fmadd_pd(b, x0, acc[r][0]);
+                acc[r][1] = _mm256_fmadd_pd(b, x1, acc[r][1]);
+            } else {
+                acc[r][0] = _mm256_add_pd(_mm256_mul_pd(b, x0), acc[r][0]);
+                acc[r][1] = _mm256_add_pd(_mm256_mul_pd(b, x1), acc[r][1]);
+            }
+        }
+    }
+}
+
+__attribute__((target("avx2,fma"))) static void tile_avx2(const double *a, const double *d, int P, int c, int i0, int j0, double *g)
+{
+    for (int si = i0; si < i0 + TI; si += 4)
+        for (int sj = j0; sj < j0 + TJ; sj += 8) {
+            if (sj + 8 <= si) continue; /* wholly below the diagonal */
+            __m256d acc[4][2];
+            for (int r = 0; r < 4; r++)
+                for (int h = 0; h < 2; h++) acc[r][h] = _mm256_loadu_pd(g + (size_t)(si + r) * c + sj + 4 * h);
+            if (a == d)
+                sub_sums(acc, a, d, P, c, si, sj, 1);
+            else
+                sub_sums(acc, a, d, P, c, si, sj, 0);
+            /* store the upper triangle only (lanes below it keep the values they were loaded with) */
+            for (int r = 0; r < 4; r++)
+                for (int h = 0; h < 2; h++) {
+                    double v[4];
+                    _mm256_storeu_pd(v, acc[r][h]);
+                    for (int k = 0; k < 4; k++)
+                        if (sj + 4 * h + k >= si + r) g[(size_t)(si + r) * c + sj + 4 * h + k] = v[k];
+                }
+        }
+}
+
 /* The same sums for any tile (and at the matrix's edge), one entry at a time: the portable path. */
 static void tile_scalar(const double *a, const double *d, int P, int c, int i0, int j0, double *g)
 {
@@ -127,8 +172,7 @@ nst_status cpu_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect ow
     for (int i0 = 0; i0 < c; i0 += TI)
         for (int j0 = i0 / TJ * TJ; j0 < c; j0 += TJ) tiles[2 * ntiles] = i0, tiles[2 * ntiles + 1] = j0, ntiles++;
     const size_t npos = (size_t)nst_rect_area(own);
-    const char *portable = getenv("NSTBATCH_CPU_PORTABLE");
-    const int avx512 = __builtin_cpu_supports("avx512f") && !(portable && *portable == '1');
+    const cpu_isa_level isa = cpu_kernels_isa();
 #pragma omp parallel
     for (size_t p0 = 0; p0 < npos; p0 += (size_t)P) {
         int n = npos - p0 < (size_t)P ? (int)(npos - p0) : P;
@@ -142,8 +186,10 @@ nst_status cpu_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect ow
 #pragma omp for schedule(static)
         for (int t = 0; t < ntiles; t++) {
             int i0 = tiles[2 * t], j0 = tiles[2 * t + 1];
-            if (avx512 && i0 + TI <= c && j0 + TJ <= c)
+            if (isa == CPU_ISA_AVX512 && i0 + TI <= c && j0 + TJ <= c)
                 tile_avx512(a, d, n, c, i0, j0, g);
+            else if (isa == CPU_ISA_AVX2 && i0 + TI <= c && j0 + TJ <= c)
+                tile_avx2(a, d, n, c, i0, j0, g);
             else
                 tile_scalar(a, d, n, c, i0, j0, g);
         }

@@ -270,6 +270,7 @@ extern "C" nst_status nst_cuda_backend_open(const nst_backend_options *o, nst_ba
     be->threads = 1;
     im->device = o->gpu;
     snprintf(be->name, sizeof be->name, "cuda");
+    be->tiles_exact = 0; /* cuDNN and cuBLAS pick algorithms per shape: tiles agree within tolerances (kernels/check/) */
     nst_status s = open_impl(be, im, o);
     if (s != NST_OK) {
         nst_fail_context(s, "rank's GPU %d", o->gpu);

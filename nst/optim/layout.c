@@ -122,11 +122,13 @@ static int candidates(int n, int align, int *out, int cap)
 /* What a rank holds in host memory besides the backend's buffers while a level renders (when the
  * backend's memory is host memory, the CPU's, it comes out of the same budget): the level's
  * content, initial and result windows (3 x 12 B per window pixel), the previous level's cores (at
- * most 12 B per core pixel), and the CPU backend's scratch for its largest window: the Gram
- * backward's region copies (at most 16 MiB), the first conv's fp32 band in bf16 (at most 8 MiB)
- * and the Gram sums' block (512 KiB). */
-size_t nst_layout_host_memory(const nst_grid *g, const int *owner, int r, nst_dtype act)
+ * most 12 B per core pixel), and the CPU backend's scratch: the Gram backward's packed D (at most
+ * 512 x 512 floats, 1 MiB) and a block of 48 rows of 512 floats per thread (96 KiB), the first
+ * conv's fp32 band in bf16 (at most 8 MiB for its largest window) and the Gram sums' block
+ * (512 KiB; kernels/cpu/). */
+size_t nst_layout_host_memory(const nst_grid *g, const int *owner, int r, const nst_backend *be)
 {
+    const nst_dtype act = be->act_dtype;
     size_t b = 0, wmax = 0;
     for (int t = 0; t < g->ntiles; t++) {
         if (owner[t] != r) continue;
@@ -135,15 +137,16 @@ size_t nst_layout_host_memory(const nst_grid *g, const int *owner, int r, nst_dt
         if ((size_t)w.w * w.h > wmax) wmax = (size_t)w.w * w.h;
     }
     if (!wmax) return b;
-    size_t gram = 2 * 64 * nst_dtype_size(act) * wmax, band = act == NST_BF16 ? 4 * 64 * wmax : 0;
-    return b + ((size_t)1 << 19) + (gram < ((size_t)16 << 20) ? gram : (size_t)16 << 20) + (band < ((size_t)8 << 20) ? band : (size_t)8 << 20);
+    size_t gram = ((size_t)1 << 20) + (size_t)(be->threads > 0 ? be->threads : 1) * 48 * 512 * sizeof(float);
+    size_t band = act == NST_BF16 ? 4 * 64 * wmax : 0;
+    return b + ((size_t)1 << 19) + gram + (band < ((size_t)8 << 20) ? band : (size_t)8 << 20);
 }
 
 size_t nst_layout_style_budget(const nst_layout *L, const nst_backend *be, size_t budget)
 {
     size_t held = 0;
     for (int r = 0; !be->capacity && r < L->nranks; r++) {
-        size_t h = nst_layout_host_memory(&L->grid, L->owner, r, be->act_dtype);
+        size_t h = nst_layout_host_memory(&L->grid, L->owner, r, be);
         held = h > held ? h : held;
     }
     return budget > held ? budget - held : 0;
@@ -186,7 +189,7 @@ static size_t worst_memory(const nst_grid *g, const int *owner, int nranks, int 
     const int host = !net->be->capacity;
     for (int r = 0; r < nranks; r++) {
         size_t b = nst_layout_memory(g, owner, r, cheap, opt_px_bytes, gram, spec, net);
-        size_t m = b + (host ? nst_layout_host_memory(g, owner, r, net->be->act_dtype) : 0);
+        size_t m = b + (host ? nst_layout_host_memory(g, owner, r, net->be) : 0);
         if (m > worst) worst = m;
         if (b > worst_be) worst_be = b;
     }

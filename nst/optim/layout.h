@@ -15,8 +15,8 @@
  *     style image with style.masks
  * with acts(h x w) = b * (3 hw + sum_l C_l h_l w_l + 2 max_l C_l h_l w_l), b the activation's bytes
  * (4 in fp32, 2 in bf16; nst/model/net.c), the shapes of nst_net_shape. The style targets are computed before the render, tiled within the same budget
- * (nst/optim/style.h). Host staging for the halo exchange and the CPU backend's scratch (at most 16 MiB
- * per Gram call) come on top.
+ * (nst/optim/style.h). Host staging for the halo exchange and the CPU backend's scratch (the Gram
+ * backward's 1 MiB and 96 KiB per thread, the Gram sums' 512 KiB) come on top.
  */
 #ifndef NST_LAYOUT_H
 #define NST_LAYOUT_H
@@ -74,9 +74,9 @@ size_t nst_layout_memory(const nst_grid *g, const int *owner, int r, int cheap, 
                          const nst_loss_spec *spec, const nst_net *net);
 /* Bytes rank r holds in host memory while a level renders, besides the backend's buffers: its
  * windows' content, initial and result pixels, the previous level's cores, the CPU scratch (for
- * activations of dtype act). The planner counts them against the budget when the backend's memory
- * is host memory. */
-size_t nst_layout_host_memory(const nst_grid *g, const int *owner, int r, nst_dtype act);
+ * be's activation dtype and threads). The planner counts them against the budget when the
+ * backend's memory is host memory. */
+size_t nst_layout_host_memory(const nst_grid *g, const int *owner, int r, const nst_backend *be);
 /* What is left of the budget for a level's style targets (computed while its windows are held):
  * the budget less the largest host memory over ranks where that shares the backend's memory (the
  * CPU), else the whole budget. The same on every rank. */

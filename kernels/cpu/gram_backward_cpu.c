@@ -1,0 +1,194 @@
+/* kernels/cpu/gram_backward_cpu.c: the Gram backward dF += (m F) S over a region, S = scale * D
+ * rounded to the dtype (D symmetric C x C), for fp32 or bf16 NHWC tensors: the backend's own
+ * kernel, exact by construction.
+ *
+ * Why our own. A GEMM library picks its blocking from the size of the call: oneDNN's sgemm, for
+ * one, sums a row in other groups when it is computed among fewer rows (below about 540 rows of
+ * 512 channels), so a window's rows would round differently from the whole image's. Here each
+ * output is one chain of fused multiply-adds in channel order from zero,
+ *     acc = fma(a_i, S[i][j], acc)  for i = 0 .. C-1,   then   dF[p][j] = round(dF[p][j] + acc),
+ * with a_i = f_p[i] (m_p f_p[i] rounded to the dtype with a mask): the same bits whatever the
+ * region, the position, the number of rows, the thread count or the instruction set (the portable
+ * path calls fmaf, which rounds as the vector fused multiply-adds do).
+ *
+ * How. S is packed once per call into panels of PW columns (zero-padded); the region's positions
+ * go in blocks of BLOCK rows, each converted (and weighted) into fp32 rows, and every panel runs
+ * over the block in micro-tiles of R rows x PW columns held in registers (AVX-512: 8 x 32, AVX2:
+ * 6 x 16). Threads take whole blocks. Scratch: the panels (at most C x C floats plus padding) and
+ * one block per thread. */
+#include <immintrin.h>
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+#include "../../util/mem.h"
+#include "cpu.h"
+
+#define BLOCK 48 /* positions per block: a multiple of both micro-tiles' rows */
+#define PW_MAX 32
+
+typedef struct {
+    int c, pw, npanels; /* channels, panel width, panels */
+    const float *s;     /* panels: npanels x c x pw */
+} panels;
+
+/* ---- micro-tiles: rows a (r x c, stride c) times one panel (c x pw) into out (r x pw) ---------- */
+
+__attribute__((target("avx512f"))) static void micro_avx512(const float *a, const float *s, int c, float *out)
+{
+    __m512 acc[8][2];
+    for (int r = 0; r < 8; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int i = 0; i < c; i++) {
+        __m512 s0 = _mm512_loadu_ps(s + (size_t)i * 32), s1 = _mm512_loadu_ps(s + (size_t)i * 32 + 16);
+        for (int r = 0; r < 8; r++) {
+            __m512 x = _mm512_set1_ps(a[(size_t)r * c + i]);
+            acc[r][0] = _mm512_fmadd_ps(x, s0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(x, s1, acc[r][1]);
+        }
+    }
+    for (int r = 0; r < 8; r++) _mm512_storeu_ps(out + r * 32, acc[r][0]), _mm512_storeu_ps(out + r * 32 + 16, acc[r][1]);
+}
+
+__attribute__((target("avx2,fma"))) static void micro_avx2(const float *a, const float *s, int c, float *out)
+{
+    __m256 acc[6][2];
+    for (int r = 0; r < 6; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int i = 0; i < c; i++) {
+        __m256 s0 = _mm256_loadu_ps(s + (size_t)i * 16), s1 = _mm256_loadu_ps(s + (size_t)i * 16 + 8);
+        for (int r = 0; r < 6; r++) {
+            __m256 x = _mm256_broadcast_ss(a + (size_t)r * c + i);
+            acc[r][0] = _mm256_fmadd_ps(x, s0, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(x, s1, acc[r][1]);
+        }
+    }
+    for (int r = 0; r < 6; r++) _mm256_storeu_ps(out + r * 16, acc[r][0]), _mm256_storeu_ps(out + r * 16 + 8, acc[r][1]);
+}
+
+/* one row at a time (any panel width): the portable path */
+static void micro_portable(const float *a, const float *s, int c, int pw, float *out)
+{
+    for (int j = 0; j < pw; j++) {
+        float acc = 0.f;
+        for (int i = 0; i < c; i++) acc = fmaf(a[i], s[(size_t)i * pw + j], acc);
+        out[j] = acc;
+    }
+}
+
+/* ---- packing --------------------------------------------------------------------------------- */
+
+/* S = scale * D rounded to the dtype, as panels of pw columns (zeros past column c) */
+static void pack_panels(const float *d, float scale, int c, int pw, int bf, float *s)
+{
+    const int np = (c + pw - 1) / pw;
+    for (int p = 0; p < np; p++)
+        for (int i = 0; i < c; i++)
+            for (int k = 0; k < pw; k++) {
+                int j = p * pw + k;
+                float v = j < c ? d[(size_t)i * c + j] * scale : 0.f;
+                s[((size_t)p * c + i) * pw + k] = bf ? nst_bf16_to_f32(nst_f32_to_bf16(v)) : v;
+            }
+}
+
+/* n positions of the region from index q0 (row order) as fp32 rows of c (m_p f_p rounded to the
+ * dtype with a mask), zero rows up to `rows` */
+static void pack_rows(const nst_tensor *f, nst_rect r, const nst_tensor *m, size_t q0, int n, int rows, int bf, float *a)
+{
+    const int c = f->c;
+    for (int k = 0; k < n; k++) {
+        size_t q = q0 + (size_t)k, at = (size_t)(r.y + (int)(q / (size_t)r.w)) * f->w + r.x + (int)(q % (size_t)r.w);
+        float *o = a + (size_t)k * c;
+        if (m) {
+            float w = ((const float *)m->data)[at];
+            for (int i = 0; i < c; i++) {
+                float v = w * cpu_ld(f->data, at * c + i, bf);
+                o[i] = bf ? nst_bf16_to_f32(nst_f32_to_bf16(v)) : v;
+            }
+        } else {
+            for (int i = 0; i < c; i++) o[i] = cpu_ld(f->data, at * c + i, bf);
+        }
+    }
+    memset(a + (size_t)n * c, 0, (size_t)(rows - n) * c * sizeof(float));
+}
+
+/* ---- one block ------------------------------------------------------------------------------- */
+
+/* dF at the block's n positions (from q0) += out's rows, columns of panel p, rounded once */
+static void add_tile(nst_tensor *df, nst_rect r, size_t q0, int n, int p, int pw, const float *out, int bf)
+{
+    const int c = df->c, j0 = p * pw, nj = c - j0 < pw ? c - j0 : pw;
+    for (int k = 0; k < n; k++) {
+        size_t q = q0 + (size_t)k, at = (size_t)(r.y + (int)(q / (size_t)r.w)) * df->w + r.x + (int)(q % (size_t)r.w);
+        size_t o = at * c + j0;
+        for (int j = 0; j < nj; j++) cpu_st(df->data, o + j, cpu_ld(df->data, o + j, bf) + out[k * pw + j], bf);
+    }
+}
+
+static void block(const panels *P, cpu_isa_level isa, const float *a, int n, nst_tensor *df, nst_rect r, size_t q0, int bf)
+{
+    const int R = isa == CPU_ISA_AVX512 ? 8 : isa == CPU_ISA_AVX2 ? 6 : 1, c = P->c, pw = P->pw;
+    float out[8 * PW_MAX];
+    for (int p = 0; p < P->npanels; p++) {
+        const float *s = P->s + (size_t)p * c * pw;
+        for (int k0 = 0; k0 < n; k0 += R) {
+            const float *rows = a + (size_t)k0 * c;
+            if (isa == CPU_ISA_AVX512)
+                micro_avx512(rows, s, c, out);
+            else if (isa == CPU_ISA_AVX2)
+                micro_avx2(rows, s, c, out);
+            else
+                micro_portable(rows, s, c, pw, out);
+            add_tile(df, r, q0 + (size_t)k0, n - k0 < R ? n - k0 : R, p, pw, out, bf);
+        }
+    }
+}
+
+static nst_status scratch(cpu_impl *impl, size_t bytes, float **out)
+{
+    if (bytes > impl->scratch_cap) {
+        nst_free(impl->scratch);
+        impl->scratch = nst_alloc(bytes, "Gram backward scratch");
+        impl->scratch_cap = impl->scratch ? bytes : 0;
+        if (!impl->scratch) return NST_ENOMEM;
+    }
+    *out = impl->scratch;
+    return NST_OK;
+}
+
+static nst_status backward(cpu_impl *impl, const nst_tensor *f, nst_rect seed, const nst_tensor *m, const float *d, float scale,
+                           nst_tensor *df)
+{
+    const cpu_isa_level isa = cpu_kernels_isa();
+    const int c = f->c, bf = f->dt == NST_BF16, pw = isa == CPU_ISA_AVX512 ? 32 : isa == CPU_ISA_AVX2 ? 16 : 8;
+    const int threads = omp_get_max_threads();
+    panels P = {c, pw, (c + pw - 1) / pw, NULL};
+    const size_t sfloats = (size_t)P.npanels * c * pw, afloats = (size_t)BLOCK * c;
+    float *buf;
+    NST_TRY(scratch(impl, (sfloats + afloats * (size_t)threads) * sizeof(float), &buf));
+    pack_panels(d, scale, c, pw, bf, buf);
+    P.s = buf;
+    const size_t npos = (size_t)nst_rect_area(seed), nblocks = (npos + BLOCK - 1) / BLOCK;
+#pragma omp parallel num_threads(threads)
+    {
+        float *a = buf + sfloats + afloats * (size_t)omp_get_thread_num();
+#pragma omp for schedule(static)
+        for (size_t b = 0; b < nblocks; b++) {
+            size_t q0 = b * BLOCK;
+            int n = npos - q0 < BLOCK ? (int)(npos - q0) : BLOCK;
+            pack_rows(f, seed, m, q0, n, BLOCK, bf, a);
+            block(&P, isa, a, n, df, seed, q0, bf);
+        }
+    }
+    return NST_OK;
+}
+
+nst_status cpu_gram_backward(nst_backend *be, const nst_tensor *f, nst_rect seed, const nst_tensor *m, const float *d, float scale,
+                             nst_tensor *df)
+{
+    NST_TRY(cpu_check_same_dt(f, df, "gram_backward"));
+    NST_TRY(cpu_check_region(f, seed, "gram_backward"));
+    NST_TRY(nst_tensor_check_mask(f, m, "gram_backward"));
+    if (df->h != f->h || df->w != f->w || df->c != f->c)
+        return nst_fail(NST_ERUNTIME, "gram_backward: gradient shape differs from the features");
+    if (nst_rect_empty(seed)) return NST_OK;
+    return backward(cpu_of(be), f, seed, m, d, scale, df);
+}
