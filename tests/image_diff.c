@@ -4,13 +4,17 @@
  * the chroma (YIQ I and Q) of each pixel instead: does a keep b's colours? With --ssim the mean
  * structural similarity of the two images' luminance (Wang et al. 2004: 11x11 Gaussian window,
  * sigma 1.5, K1 = 0.01, K2 = 0.03, data range 1, windows inside the image), printed "ssim S".
+ * With --tiled PRECISION the verdict on a tiled render b against the one-tile render a of a backend
+ * that is not tile-exact (kernels/check/check.h, nst_tiled_render_verdict), printed "share S over
+ * T (allowed A), max M: ok" (or FAIL).
  *
- *   image_diff [--chroma | --ssim] a.tif b.tif */
+ *   image_diff [--chroma | --ssim | --tiled fp32|tf32|bf16|fp16] a.tif b.tif */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../io/image.h"
+#include "../kernels/check/check.h"
 
 #include "../util/mem.h"
 
@@ -52,8 +56,12 @@ static const double IQ[2][3] = {{0.595716, -0.274453, -0.321263}, {0.211456, -0.
 int main(int argc, char **argv)
 {
     int chroma = argc == 4 && strcmp(argv[1], "--chroma") == 0, structural = argc == 4 && strcmp(argv[1], "--ssim") == 0;
+    int tiled = argc == 5 && strcmp(argv[1], "--tiled") == 0;
+    int prec = tiled ? nst_precision_parse(argv[2]) : NST_PREC_FP32;
+    if (prec <= NST_PREC_AUTO) return fprintf(stderr, "image_diff: --tiled %s: fp32, tf32, bf16 or fp16\n", argv[2]), 2;
+    if (tiled) argv += 2, argc -= 2;
     if (chroma || structural) argv++, argc--;
-    if (argc != 3) return fprintf(stderr, "usage: image_diff [--chroma | --ssim] A B\n"), 2;
+    if (argc != 3) return fprintf(stderr, "usage: image_diff [--chroma | --ssim | --tiled PRECISION] A B\n"), 2;
     nst_image a, b;
     nst_read_limits lim = nst_default_limits(1024);
     if (nst_image_read(argv[1], &lim, &a, NULL) != NST_OK || nst_image_read(argv[2], &lim, &b, NULL) != NST_OK)
@@ -68,6 +76,12 @@ int main(int argc, char **argv)
     }
     double mx = 0, sum = 0;
     size_t n = (size_t)a.w * a.h * 3;
+    if (tiled) {
+        nst_render_verdict v;
+        nst_tiled_render_verdict((nst_precision)prec, a.px, b.px, n, &v);
+        printf("share %.4g over %.3g (allowed %.3g), max %.3g: %s\n", v.fraction, v.threshold, v.max_fraction, v.max_diff, v.ok ? "ok" : "FAIL");
+        return 0;
+    }
     if (chroma) {
         for (size_t i = 0; i < n; i += 3)
             for (int q = 0; q < 2; q++) {

@@ -45,6 +45,20 @@ static void t_cpu_bf16_against_fp32(void)
     nst_backend_close(dev);
 }
 
+/* The CPU in fp32 is the reference, so its ops are compared with naive loops (test_ops.c); here
+ * its tiling contracts: windows of every width and height, and the Gram backward's rows. */
+static void t_cpu_fp32_contracts(void)
+{
+    nst_check c;
+    memset(&c, 0, sizeof c);
+    c.ref = cpu, c.dev = cpu, c.on_fail = on_fail;
+    printf("    cpu fp32: %s\n", cpu->description);
+    CHECK(nst_check_contracts(&c) == NST_OK, "the contracts ran: %s", nst_fail_message());
+    nst_check_print(&c, stdout, "    ");
+    CHECK(c.nrows >= 3, "windows forward and backward, and the Gram backward's rows (%d rows)", c.nrows);
+    CHECK(nst_check_failures(&c) == 0, "%d contracts broken", nst_check_failures(&c));
+}
+
 /* ---- the harness catches what it must ----------------------------------------------------- */
 
 static nst_backend_ops broken_ops;
@@ -170,6 +184,7 @@ int main(void)
         return 1;
     }
     RUN(t_tolerances_follow_the_precision);
+    RUN(t_cpu_fp32_contracts);
     RUN(t_cpu_bf16_against_fp32);
     RUN(t_harness_catches_errors);
     gpu_state = nst_cuda_probe_state(&ngpu, skip_why, sizeof skip_why);

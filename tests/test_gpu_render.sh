@@ -11,8 +11,9 @@
 # fused, tiles halved under an allocation limit (NSTBATCH_MEMORY_LIMIT_MB at 80 % of the unlimited
 # run's peak) against one tile, and compute-sanitizer memcheck clean on a
 # small render when compute-sanitizer exists. Without an NVIDIA device everything SKIPs with the
-# reason; with one that CUDA cannot use, the suite FAILs with the CUDA error. The tolerances are
-# first estimates: the GPU session that measures them tightens them.
+# reason; with one that CUDA cannot use, the suite FAILs with the CUDA error. Renders whose
+# arithmetic differs (GPU and CPU, tiles and one tile on the GPU) are judged by the share of samples
+# apart (image_diff --tiled, the self-test's verdict): first estimates that a GPU run measures.
 set -u
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,11 +29,11 @@ if [ "${gpus:-0}" -eq 0 ] || ! "$NST" --version | grep -q "CUDA backend"; then
   # not a reason to skip: only a machine without an NVIDIA device skips
   case "$why" in *"NVIDIA GPU present but unusable"*)
     echo "  FAIL every GPU render: $why"
-    echo "test_gpu_render: 0 passed, 1 failed, 8 skipped"
+    echo "test_gpu_render: 0 passed, 1 failed, 11 skipped"
     exit 1 ;;
   esac
   echo "    SKIP every GPU render: ${why:-this build has no CUDA backend}"
-  echo "test_gpu_render: 0 passed, 0 failed, 9 skipped"
+  echo "test_gpu_render: 0 passed, 0 failed, 12 skipped"
   exit 0
 fi
 T=$(mktemp -d /tmp/nstbatch-gpu.XXXXXX)
@@ -65,6 +66,12 @@ run() { # run NAME RANKS [--set ...]
   echo "$out" >"$T/$name.log"
   if [ $status -ne 0 ] || [ ! -f "$T/$name.tif" ]; then bad "$name renders" "exit status $status" "$out"; return 1; fi
 }
+# tiled NAME A B PRECISION: B, a render on tiles (or ranks), against A on one tile: convolutions may
+# take another algorithm for another window, so the share of samples apart (image_diff --tiled)
+tiled() {
+  local d; d=$("$DIFF" --tiled "$4" "$T/$2.tif" "$T/$3.tif") || { bad "$1" "image_diff failed"; return; }
+  case "$d" in *": ok") ok "$1 ($d)" ;; *) bad "$1" "$d" ;; esac
+}
 within() { # within NAME A B TOL
   local d; d=$("$DIFF" "$T/$2.tif" "$T/$3.tif") || { bad "$1" "image_diff failed"; return; }
   local m; m=$(awk '{print $2}' <<<"$d")
@@ -72,12 +79,15 @@ within() { # within NAME A B TOL
 }
 
 run cpu 1 --set run.device=cpu
-for p in fp32:0.002 tf32:0.02 bf16:0.05; do
+# against the CPU (other arithmetic: the pixels a sign change of a near-zero gradient moves aside,
+# the same verdict as tiles), and within a bound on every pixel that only a broken render passes
+for p in fp32:0.1 tf32:0.2 bf16:0.3; do
   prec=${p%%:*} tolv=${p#*:}
-  run "cuda_$prec" 1 --set run.device=cuda --set run.precision="$prec" && within "CUDA $prec against the CPU" cpu "cuda_$prec" "$tolv"
+  run "cuda_$prec" 1 --set run.device=cuda --set run.precision="$prec" && tiled "CUDA $prec against the CPU" cpu "cuda_$prec" "$prec" &&
+    within "CUDA $prec against the CPU, every pixel" cpu "cuda_$prec" "$tolv"
 done
 NSTBATCH_CUDA_FUSE=0 run cuda_bf16_unfused 1 --set run.device=cuda --set run.precision=bf16 &&
-  within "bias+ReLU as a separate kernel against fused into cuDNN's call (bf16)" cuda_bf16 cuda_bf16_unfused 0.05
+  tiled "bias+ReLU as a separate kernel against fused into cuDNN's call (bf16)" cuda_bf16 cuda_bf16_unfused bf16
 # an allocation over the limit halves the tiles: the limit at 80 % of an unlimited run's peak
 shallow=(--set run.device=cuda --set run.precision=fp32 --set content.layers=relu2_2 --set style.layers=relu1_1,relu2_1 --set style.scale=0.4)
 if run cuda_whole 1 "${shallow[@]}" --set run.record=whole.json; then
@@ -85,15 +95,15 @@ if run cuda_whole 1 "${shallow[@]}" --set run.record=whole.json; then
   lim=$(awk -v p="${peak:-0}" 'BEGIN { printf "%.3f", p * 0.8 / 1048576 }')
   if NSTBATCH_MEMORY_LIMIT_MB=$lim run cuda_halved 1 "${shallow[@]}" --set run.record=halved.json &&
      grep -q '"tile_halvings": [1-9]' "$T/halved.json" && grep -q 'did not fit' "$T/cuda_halved.log"; then
-    within "tiles halved under an allocation limit of $lim MiB (80 % of the peak), against one tile" cuda_whole cuda_halved 0.001
+    tiled "tiles halved under an allocation limit of $lim MiB (80 % of the peak), against one tile" cuda_whole cuda_halved fp32
   else
     bad "tiles halved on the GPU" "limit $lim MiB" "$(cat "$T/cuda_halved.log" 2>/dev/null)"
   fi
 fi
 run cuda_tiles 1 --set run.device=cuda --set run.precision=fp32 --set tiling.tile_size=96 &&
-  within "tile invariance on the GPU (96 px tiles against one tile, fp32)" cuda_fp32 cuda_tiles 0.001
+  tiled "tile invariance on the GPU (96 px tiles against one tile, fp32)" cuda_fp32 cuda_tiles fp32
 run cuda_shared 2 --set run.device=cuda --set run.precision=fp32 --set tiling.tile_size=96 --set gpu.share=true &&
-  grep -q "through host memory" "$T/cuda_shared.log" && within "2 ranks sharing the GPU (MPI Gram sums) against 1 rank" cuda_tiles cuda_shared 0.001
+  grep -q "through host memory" "$T/cuda_shared.log" && tiled "2 ranks sharing the GPU (MPI Gram sums) against 1 rank" cuda_tiles cuda_shared fp32
 out=$(cd "$T" && mpirun --oversubscribe -np 2 "$NST" g.ini --set run.device=cuda --set output.path=x.tif 2>&1); st=$?
 if [ $st -eq 2 ] && grep -q "gpu.share = false" <<<"$out"; then ok "gpu.share = false refuses 2 ranks on 1 GPU (exit 2)"; else bad "gpu.share = false" "exit $st" "$out"; fi
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)

@@ -220,6 +220,15 @@ nst_status nst_check_ops(nst_check *c)
     ck_gram(c);
     ck_losses(c);
     ck_optimiser(c);
+    ck_contracts(c);
+    return c->dev->ops->synchronize(c->dev);
+}
+
+nst_status nst_check_contracts(nst_check *c)
+{
+    if (!c->rng) c->rng = 12345;
+    c->nrows = 0;
+    ck_contracts(c);
     return c->dev->ops->synchronize(c->dev);
 }
 

@@ -21,12 +21,18 @@ typedef enum {
     NST_TOL_GRAM_SUMS,      /* the Gram sums */
     NST_TOL_SUM,            /* double reductions of identical values */
     NST_TOL_F32_MATH,       /* the optimisers' fp32 element arithmetic */
-    NST_TOL_EXACT,          /* contracts of the tiling: the same bits, or it fails */
-    NST_TOL_TILED_RENDER,   /* a GPU render on tiles against one tile: max |difference| of pixels in [0,1] */
+    NST_TOL_EXACT,          /* contracts of the tiling where the backend is tile-exact: the same bits, or it fails */
+    /* the same contracts on a backend that is not (backend.h: tiles_exact) */
+    NST_TOL_CONV_SHAPES,           /* a conv's output over a window against the whole tensor's there */
+    NST_TOL_GRAM_BACKWARD_SHAPES,  /* the Gram backward over a region against over the whole */
+    NST_TOL_GRAM_TILED,            /* the Gram sums of a region's parts against the region's, rounded to fp32 */
+    NST_TOL_TILED_RENDER,   /* a render on tiles against one tile: the pixels (see nst_tiled_render_verdict) */
 } nst_tol_class;
 
 /* The tolerance of class k under precision p, for a result summing `terms` products. */
 double nst_tolerance(nst_tol_class k, nst_precision p, double terms);
+/* The class of a tiling contract on backend be: NST_TOL_EXACT where it is tile-exact, else inexact. */
+nst_tol_class nst_contract_class(const nst_backend *be, nst_tol_class inexact);
 const char *nst_tol_class_name(nst_tol_class k);
 
 #define NST_CHECK_ROWS 40
@@ -56,6 +62,24 @@ typedef struct nst_check {
  * counts as a failed case with an infinite error. Returns NST_OK unless the harness itself could
  * not run (host memory). */
 nst_status nst_check_ops(nst_check *c);
+
+/* A render on tiles against one tile, on a backend that is not tile-exact. Its gradients differ
+ * from the one-tile render's at the rounding of the precision, which Adam turns into pixel
+ * differences far below `threshold`, except where a gradient so near zero changes sign (Adam's
+ * normalised step then moves the pixel the other way, by up to the learning rate): a small
+ * fraction of the samples. A broken tiling (a window that sees wrong neighbours) moves a large
+ * share of them. So the verdict: at most `max_fraction` of the n samples differ by more than the
+ * threshold, and none is NaN or Inf. */
+typedef struct {
+    double threshold, max_fraction; /* from the precision */
+    double fraction, max_diff;      /* measured */
+    int ok;
+} nst_render_verdict;
+void nst_tiled_render_verdict(nst_precision p, const float *one, const float *tiled, size_t n, nst_render_verdict *v);
+
+/* Only the tiling's contracts on c->dev (windows against the whole: check_contracts.c): for a
+ * backend that is its own reference (the CPU in fp32), whose other ops nothing can be compared with. */
+nst_status nst_check_contracts(nst_check *c);
 
 /* err / tol, as the report shows it: infinite for an error over a tolerance of 0 (an exact contract). */
 double nst_check_ratio(double err, double tol);

@@ -71,7 +71,7 @@ static void tiled_contract(nst_check *c, const ck_pair *f, const ck_pair *m, dou
                 if (!(d <= e)) e = d;
             }
         }
-    ck_record(c, op, NST_TOL_EXACT, 1, big > 0 ? e / big : e, "c %d %dx%d in 3 bands", ch, h, w);
+    ck_record(c, op, nst_contract_class(c->dev, NST_TOL_GRAM_TILED), (double)h * w, big > 0 ? e / big : e, "c %d %dx%d in 3 bands", ch, h, w);
 }
 
 static void diff_cases(nst_check *c, int ch, double *gr, double *gd, float *ar, float *ad, float *dr, float *dd)

@@ -51,5 +51,6 @@ void ck_eltwise(nst_check *c);
 void ck_gram(nst_check *c);
 void ck_losses(nst_check *c);
 void ck_optimiser(nst_check *c);
+void ck_contracts(nst_check *c);
 
 #endif

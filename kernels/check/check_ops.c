@@ -1,6 +1,7 @@
 /* kernels/check/check_ops.c: the op groups of the harness (see check.h): convolutions; ReLU,
  * pooling and preprocessing; losses (the content loss with a mask too) and rectangles; the
- * optimiser's ops and repeatable reductions. The Gram ops are in check_gram.c. */
+ * optimiser's ops and repeatable reductions. The Gram ops are in check_gram.c, the tiling's
+ * contracts (windows against the whole) in check_contracts.c. */
 #include <math.h>
 #include <string.h>
 
@@ -9,37 +10,6 @@
 
 static const int chans[][2] = {{3, 64}, {64, 64}, {24, 40}, {128, 96}};
 #define NCHANS(c) ((c)->quick ? 2 : (int)(sizeof chans / sizeof *chans))
-
-/* The tiling's contract for a conv: on a window of the input (a tile), the outputs away from the
- * window's edge are the same bits as the whole tensor's there, forward and backward-data. */
-static void window_case(nst_check *c, nst_conv *cd, const nst_tensor *in, const nst_tensor *out, int bwd)
-{
-    nst_backend *D = c->dev;
-    const char *op = bwd ? "conv_backward_data window" : "conv_forward window";
-    nst_rect r = nst_rect_make(1, 2, in->w - 3, in->h - 4); /* an interior window, not symmetric */
-    nst_tensor a = {0}, b = {0};
-    nst_status s = nst_tensor_alloc(D, r.h, r.w, in->c, in->dt, &a);
-    if (s == NST_OK) s = nst_tensor_alloc(D, r.h, r.w, out->c, out->dt, &b);
-    if (s == NST_OK) s = D->ops->copy_rect(D, in, r, &a, 0, 0);
-    if (s == NST_OK) s = bwd ? D->ops->conv_backward_data(D, cd, &a, &b) : D->ops->conv_forward(D, cd, &a, &b, 1);
-    nst_rect inner = nst_rect_make(1, 1, r.w - 2, r.h - 2); /* in the window's coordinates */
-    size_t n = (size_t)nst_rect_area(inner) * out->c;
-    float *hw = nst_alloc_array(n + 1, sizeof(float), "w"), *hv = nst_alloc_array(n + 1, sizeof(float), "w");
-    if (s == NST_OK && (!hw || !hv)) s = NST_ENOMEM;
-    if (s == NST_OK) s = D->ops->download_rect(D, &b, inner, hw);
-    if (s == NST_OK) s = D->ops->download_rect(D, out, nst_rect_translate(inner, r.x, r.y), hv);
-    if (BOTH(c, NST_OK, s)) {
-        double e = 0, m = 0;
-        for (size_t i = 0; i < n; i++) {
-            m = fmax(m, fabs(hv[i]));
-            if (hw[i] != hv[i]) e = fmax(e, isfinite(hw[i]) && isfinite(hv[i]) ? fabs(hw[i] - hv[i]) : INFINITY);
-        }
-        ck_record(c, op, NST_TOL_EXACT, 1, m > 0 ? e / m : e, "%d->%d %dx%d window %dx%d+%d+%d", bwd ? out->c : in->c, bwd ? in->c : out->c,
-                  in->h, in->w, r.w, r.h, r.x, r.y);
-    }
-    nst_free(hw), nst_free(hv);
-    nst_tensor_free(D, &a), nst_tensor_free(D, &b);
-}
 
 /* one conv layer on both backends, forward (with and without ReLU) and backward-data */
 static void conv_case(nst_check *c, int cin, int cout, int h, int w)
@@ -65,7 +35,6 @@ static void conv_case(nst_check *c, int cin, int cout, int h, int w)
             if (BOTH(c, R->ops->conv_forward(R, cr, &x.r, &y.r, relu), D->ops->conv_forward(D, cd, &x.d, &y.d, relu)))
                 ck_record(c, op, NST_TOL_CONV, 9.0 * cin, ck_pair_err(c, &y), "%d->%d %dx%d", cin, cout, h, w);
         }
-        if (h >= 8 && w >= 8) window_case(c, cd, &x.d, &y.d, 0); /* (y holds the ReLU output) */
         ck_pair_free(c, &y);
     }
     if (ck_pair_make(c, &dy, h, w, cout, 1, -1, 1)) {
@@ -73,7 +42,6 @@ static void conv_case(nst_check *c, int cin, int cout, int h, int w)
             op = "conv_backward_data";
             if (BOTH(c, R->ops->conv_backward_data(R, cr, &dy.r, &dx.r), D->ops->conv_backward_data(D, cd, &dy.d, &dx.d)))
                 ck_record(c, op, NST_TOL_CONV, 9.0 * cout, ck_pair_err(c, &dx), "%d->%d %dx%d", cin, cout, h, w);
-            if (h >= 8 && w >= 8) window_case(c, cd, &dy.d, &dx.d, 1);
             ck_pair_free(c, &dx);
         }
         ck_pair_free(c, &dy);
