@@ -141,6 +141,7 @@ static nst_status run_checks(const nst_config *cfg, const nst_selftest_opts *o, 
     NST_TRY(nst_device_open(cfg, o->threads, &d));
     snprintf(t->device, sizeof t->device, "%s: %s", nst_comm_host(), d.be->description);
     st_device sd = {d.be->gpu_stream ? d.gpu : -1, d.sharers};
+    st_gpu(t, d.be, cfg->run_device);
     nst_status s = nst_comm_agree(st_render(t, d.be, o->threads));
     nst_backend_set_fatal_handler(o->fault);
     if (s == NST_OK) s = nst_comm_agree(st_allreduce(t, &d));

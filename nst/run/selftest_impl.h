@@ -30,6 +30,9 @@ typedef struct {
     int sharers; /* ranks of this node on that GPU */
 } st_device;
 
+/* Whether the rank uses a GPU: ok naming it; a failed row where an NVIDIA GPU is present but CUDA
+ * cannot use it (run.device = auto would quietly render on the CPU); else a row that does not apply. */
+void st_gpu(st_table *t, const nst_backend *be, const char *run_device);
 /* The op harness on that device, in each precision it has. */
 nst_status st_harness(st_table *t, const st_device *d, const nst_config *cfg, int threads);
 /* A small render on one tile against several, on d's backend. */
