@@ -18,6 +18,7 @@
 #   make bench-io   gigapixel read/write throughput (BigTIFF, HDF5) on 1, 2, 4 ranks against vips tiffsave
 #   make bench-batch    one batch of small jobs (packed and not) against a loop of runs
 #   make bench-ckpt     checkpoint layout: per-rank files against one parallel HDF5 file
+#   make bench-dryrun   --dry-run's time estimate against the real render
 #   make weights    download the Keras VGG-19 weights into models/ (checks the MD5)
 #   make install PREFIX=DIR  nstbatch and its tools in DIR/bin, the manual page, the Slurm templates, the docs
 #   make clean
@@ -90,7 +91,7 @@ TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.
 TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/draw_mask $(BUILD)/tools/demo_figure $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run \
            $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 
-.PHONY: install all demo demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-masks bench-io bench-batch bench-ckpt weights deps test-deps check-deps clean demo-images
+.PHONY: install all demo demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-masks bench-io bench-batch bench-ckpt bench-dryrun weights deps test-deps check-deps clean demo-images
 all: check-deps nstbatch
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
@@ -250,6 +251,10 @@ bench-masks: all demo-images
 # gigapixel I/O: read and write throughput against libvips (bench/results/io_throughput.md)
 bench-io: all demo-images $(BUILD)/tools/make_test_tiff
 	bench/io_throughput.sh
+
+# --dry-run's estimate against the render it predicts (bench/results/dryrun.md)
+bench-dryrun: all demo-images
+	bench/dryrun_accuracy.sh
 
 # per-rank checkpoint files against one parallel HDF5 file (bench/results/checkpoint.md)
 bench-ckpt: $(BUILD)/bench/checkpoint_format

@@ -31,6 +31,7 @@ suites=(
   "test_demo|tests/test_demo.sh ./nstbatch $B/tests/png_probe"
   "test_install|tests/test_install.sh $B"
   "test_tiles|tests/test_tiles.sh ./nstbatch $B/tests/image_diff"
+  "test_isa|tests/test_isa.sh ./nstbatch $B"
   "test_masks|tests/test_masks.sh ./nstbatch $B"
   "test_memory|tests/test_memory.sh ./nstbatch $B/tests/image_diff"
   "test_dryrun|tests/test_dryrun.sh ./nstbatch"

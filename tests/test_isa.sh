@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# tests/test_isa.sh: the exactness suites at every instruction-set level below this machine's.
+#
+#   tests/test_isa.sh NSTBATCH BUILD_DIR
+#
+# oneDNN and nstbatch's own kernels take their paths from the CPU, capped by ONEDNN_MAX_CPU_ISA
+# (kernels/cpu/isa_cpu.c). The rest of the suite runs at the machine's own level; this runs the
+# checks that could break with another path at each lower level the CPU has (SSE41, AVX2,
+# AVX512_CORE; AVX512_CORE_BF16 where AMX is above it), so a machine with AVX-512 also guards the
+# AVX2 machines many clusters run, and an AVX2 machine guards SSE4.1:
+# - test_ops: the ops against naive loops, the own kernels' paths giving the same bits;
+# - test_backend_ops: the tiling's contracts (conv windows of every width and height, the Gram
+#   backward's rows) in fp32, and bf16 against fp32 where the level has bf16;
+# - a render on 2 ranks with 48 px tiles against one tile, bit for bit, in fp32 (and bf16 where
+#   the level has it), and one with masks.
+NST=$(readlink -f "$1") B=$(readlink -f "$2")
+. "$(dirname "$0")/lib.sh" test_isa
+
+flags=$(grep -m1 '^flags' /proc/cpuinfo)
+has() { for f in "$@"; do grep -qw "$f" <<<"$flags" || return 1; done; }
+levels=()
+has sse4_1 && levels+=(SSE41)
+has avx2 fma && levels+=(AVX2)
+has avx512f avx512bw avx512vl avx512dq && levels+=(AVX512_CORE)
+has avx512_bf16 && levels+=(AVX512_CORE_BF16)
+has amx_bf16 amx_tile && levels+=(AVX512_CORE_AMX)
+# every level below the machine's own (the rest of the suite runs that one)
+below=("${levels[@]:0:$((${#levels[@]} - 1))}")
+echo "  levels on this CPU: ${levels[*]}; checked here: ${below[*]:-none}"
+if [ ${#below[@]} -eq 0 ]; then
+  skip "no level below this CPU's own (${levels[*]:-none}): the rest of the suite covers it"
+  finish
+  exit
+fi
+
+cat >"$T/r.ini" <<EOF
+[content]
+path = $ROOT/configs/demo/content.png
+[style]
+path = $ROOT/configs/demo/style.png
+[output]
+width = 192
+height = 144
+bits = 16
+overwrite = true
+[model]
+random_width_divisor = 8
+[optim]
+iterations = 6
+[run]
+device = cpu
+threads = 1
+print_every = 0
+EOF
+MASKS=(--set style.path="$ROOT/configs/demo/style.png,$ROOT/configs/demo/style2.png"
+       --set style.masks="$ROOT/configs/demo/sky.png,$ROOT/configs/demo/ground.png")
+
+# suite NAME BINARY: a C suite at the level; its summary line
+suite() {
+  local out
+  out=$(ONEDNN_MAX_CPU_ISA=$isa timeout 900 "$2" 2>&1); local st=$?
+  local line
+  line=$(grep -E "^$1: [0-9]+ passed, 0 failed" <<<"$out")
+  if [ $st -eq 0 ] && [ -n "$line" ]; then ok "$isa: $line ($(grep -m1 -oE '(own kernels|cpu fp32): .*' <<<"$out" | cut -c1-90))"
+  else bad "$isa: $1" "exit $st" "$(grep -E 'FAIL|mismatch|passed' <<<"$out")"; fi
+}
+# render NAME RANKS ARGS...: T/NAME.tif at the level
+render() {
+  local name=$1 ranks=$2; shift 2
+  (cd "$T" && ONEDNN_MAX_CPU_ISA=$isa timeout 600 mpirun --oversubscribe --bind-to none -np "$ranks" "$NST" r.ini \
+     --set output.path="$name.tif" "$@") >"$T/$name.log" 2>&1
+}
+# same NAME A B: two renders' files hold the same image, bit for bit
+same() {
+  local d
+  d=$("$B/tests/image_diff" "$T/$2.tif" "$T/$3.tif" 2>&1)
+  if [ "$d" = "max 0 mean 0" ]; then ok "$isa: $1 equals the one-tile render bit for bit ($(sed -n 's/.*oneDNN [0-9.]* (\([^)]*\)).*/\1/p' "$T/$3.log" | head -n 1))"
+  else bad "$isa: $1" "differs from the one-tile render: $d" "$(tail -n 5 "$T/$3.log")"; fi
+}
+
+for isa in "${below[@]}"; do
+  suite test_ops "$B/tests/test_ops"
+  suite test_backend_ops "$B/tests/test_backend_ops"
+  precs=(fp32)
+  case $isa in AVX512_CORE*) precs+=(bf16) ;; esac
+  for p in "${precs[@]}"; do
+    if render "one_${isa}_$p" 1 --set tiling.tile_size=192 --set run.precision=$p &&
+       render "tiles_${isa}_$p" 2 --set tiling.tile_size=48 --set run.precision=$p; then
+      same "$p, 2 ranks, 48 px tiles" "one_${isa}_$p" "tiles_${isa}_$p"
+    else bad "$isa: $p renders" "exit status" "$(tail -n 5 "$T/one_${isa}_$p.log" "$T/tiles_${isa}_$p.log")"; fi
+  done
+  if render "mone_$isa" 1 --set tiling.tile_size=192 "${MASKS[@]}" && render "mtiles_$isa" 2 --set tiling.tile_size=48 "${MASKS[@]}"; then
+    same "fp32 with style masks, 2 ranks, 48 px tiles" "mone_$isa" "mtiles_$isa"
+  else bad "$isa: masked renders" "exit status" "$(tail -n 5 "$T/mone_$isa.log" "$T/mtiles_$isa.log")"; fi
+done
+finish
