@@ -33,118 +33,127 @@
 
 #define TI 8
 #define TJ 16
-#define BLOCK_DOUBLES 65536 /* 256 KiB of converted positions */
+#define BLOCK_DOUBLES 65536 /* 512 KiB of converted positions */
+/* A block's positions are rows of PS doubles: the c channels and a cache line more, so that rows
+ * 2 or 4 KiB apart (256 and 512 channels) do not all fall in one set of the L1 cache, which made
+ * the AVX2 tiles, reading each row four times, half as fast at 512 channels. */
+#define AT(x, p, i) (x)[(size_t)(p) * PS + (size_t)(i)]
 
-/* The block's P positions into the tile's sums (a for the rows i, d for the columns j). fused: a
- * fused multiply-add, which rounds as a multiply and an add do when the product is exact (f f:
- * 48 bits); a masked product (m f) f is not, so it is rounded by its own multiply, as the
- * portable path does. */
-__attribute__((target("avx512f,fma"), always_inline)) static inline void tile_sums(__m512d acc[TI][2], const double *a, const double *d,
-                                                                                   int P, int c, int i0, int j0, int fused)
-{
-    for (int p = 0; p < P; p++) {
-        const double *f = d + (size_t)p * c, *fa = a + (size_t)p * c;
-        __m512d x0 = _mm512_loadu_pd(f + j0), x1 = _mm512_loadu_pd(f + j0 + 8);
-        for (int r = 0; r < TI; r++) {
-            __m512d b = _mm512_set1_pd(fa[i0 + r]);
-            if (fused) {
-                acc[r][0] = _mm512_fmadd_pd(b, x0, acc[r][0]);
-                acc[r][1] = _mm512_fmadd_pd(b, x1, acc[r][1]);
-            } else {
-                acc[r][0] = _mm512_add_pd(_mm512_mul_pd(b, x0), acc[r][0]);
-                acc[r][1] = _mm512_add_pd(_mm512_mul_pd(b, x1), acc[r][1]);
-            }
-        }
+/* The multiply-add of a tile's sums. Fused where the product is exact (f f: 48 bits), which
+ * rounds as a multiply and an add do; a masked product (m f) f is not exact, so it is rounded by a
+ * multiply of its own, as the portable path does. */
+#define FMA512(b, x, acc) _mm512_fmadd_pd(b, x, acc)
+#define SEP512(b, x, acc) _mm512_add_pd(_mm512_mul_pd(b, x), acc)
+#define FMA256(b, x, acc) _mm256_fmadd_pd(b, x, acc)
+#define SEP256(b, x, acc) _mm256_add_pd(_mm256_mul_pd(b, x), acc)
+
+/* The block's P positions into the sums c<r><h> (rows i0 + r, columns j0 + 8h .. +8), a for the
+ * rows i and d for the columns j. The sums are named variables, not an array: GCC keeps an array
+ * of vectors in memory and stores every one at every step. */
+#define ROW512(OP, r)                                                                              \
+    do {                                                                                           \
+        const __m512d b = _mm512_set1_pd(fa[(r)]);                                                 \
+        c##r##0 = OP(b, x0, c##r##0);                                                              \
+        c##r##1 = OP(b, x1, c##r##1);                                                              \
+    } while (0)
+#define SUMS512(OP)                                                                                \
+    for (int p = 0; p < P; p++) {                                                                  \
+        const double *f = &AT(d, p, j0), *fa = &AT(a, p, i0);                                      \
+        const __m512d x0 = _mm512_loadu_pd(f), x1 = _mm512_loadu_pd(f + 8);                        \
+        ROW512(OP, 0); ROW512(OP, 1); ROW512(OP, 2); ROW512(OP, 3);                                \
+        ROW512(OP, 4); ROW512(OP, 5); ROW512(OP, 6); ROW512(OP, 7);                                \
     }
+#define LOAD512(r) __m512d c##r##0 = _mm512_loadu_pd(t + (r) * TJ), c##r##1 = _mm512_loadu_pd(t + (r) * TJ + 8)
+#define KEEP512(r) (_mm512_storeu_pd(t + (r) * TJ, c##r##0), _mm512_storeu_pd(t + (r) * TJ + 8, c##r##1))
+
+/* the tile's entries <-> t (TI x TJ): the upper triangle; t's other entries are not read back */
+static void tile_get(const double *g, int c, int i0, int j0, double *t)
+{
+    for (int r = 0; r < TI; r++) memcpy(t + r * TJ, g + (size_t)(i0 + r) * c + j0, TJ * sizeof(double));
+}
+static void tile_put(const double *t, int c, int i0, int j0, double *g)
+{
+    for (int r = 0; r < TI; r++)
+        for (int k = 0; k < TJ; k++)
+            if (j0 + k >= i0 + r) g[(size_t)(i0 + r) * c + j0 + k] = t[r * TJ + k];
 }
 
 /* One full tile: G[i0..i0+8)[j0..j0+16) over the block's P positions (rows of c doubles: a for
  * the rows i, d for the columns j; a = d without a mask), the 128 sums in sixteen AVX-512
  * registers. */
-__attribute__((target("avx512f,fma"))) static void tile_avx512(const double *a, const double *d, int P, int c, int i0, int j0, double *g)
+__attribute__((target("avx512f,fma"))) static void tile_avx512(const double *a, const double *d, int P, size_t PS, int c, int i0, int j0,
+                                                                double *g)
 {
-    __m512d acc[TI][2];
-    for (int r = 0; r < TI; r++)
-        for (int h = 0; h < 2; h++) acc[r][h] = _mm512_loadu_pd(g + (size_t)(i0 + r) * c + j0 + 8 * h);
-    if (a == d)
-        tile_sums(acc, a, d, P, c, i0, j0, 1);
-    else
-        tile_sums(acc, a, d, P, c, i0, j0, 0);
-    /* store the upper triangle only: column j0 + k of row i0 + r where j0 + k >= i0 + r */
-    for (int r = 0; r < TI; r++)
-        for (int h = 0; h < 2; h++) {
-            int first = i0 + r - (j0 + 8 * h); /* the first column (of these 8) on or above the diagonal */
-            __mmask8 m = first <= 0 ? 0xff : first >= 8 ? 0 : (__mmask8)(0xff << first);
-            _mm512_mask_storeu_pd(g + (size_t)(i0 + r) * c + j0 + 8 * h, m, acc[r][h]);
-        }
-}
-
-/* The same tile with AVX2 (sixteen 256-bit registers): four sub-tiles of 4 x 8 sums, each held
- * in eight registers over the block's positions. Every entry is still one sum in position order,
- * with the fused or separate rounding of the AVX-512 path, so both give the same bits. */
-__attribute__((target("avx2,fma"), always_inline)) static inline void sub_sums(__m256d acc[4][2], const double *a, const double *d, int P,
-                                                                               int c, int i0, int j0, int fused)
-{
-    for (int p = 0; p < P; p++) {
-        const double *f = d + (size_t)p * c, *fa = a + (size_t)p * c;
-        __m256d x0 = _mm256_loadu_pd(f + j0), x1 = _mm256_loadu_pd(f + j0 + 4);
-        for (int r = 0; r < 4; r++) {
-            __m256d b = _mm256_broadcast_sd(fa + i0 + r);
-            if (fused) {
-                acc[r][0] = _mm256_fmadd_pd(b, x0, acc[r][0]);
-                acc[r][1] = _mm256_fmadd_pd(b, x1, acc[r][1]);
-            } else {
-                acc[r][0] = _mm256_add_pd(_mm256_mul_pd(b, x0), acc[r][0]);
-                acc[r][1] = _mm256_add_pd(_mm256_mul_pd(b, x1), acc[r][1]);
-            }
-        }
+    double t[TI * TJ];
+    tile_get(g, c, i0, j0, t);
+    LOAD512(0); LOAD512(1); LOAD512(2); LOAD512(3); LOAD512(4); LOAD512(5); LOAD512(6); LOAD512(7);
+    if (a == d) {
+        SUMS512(FMA512)
+    } else {
+        SUMS512(SEP512)
     }
+    KEEP512(0), KEEP512(1), KEEP512(2), KEEP512(3), KEEP512(4), KEEP512(5), KEEP512(6), KEEP512(7);
+    tile_put(t, c, i0, j0, g);
 }
 
-__attribute__((target("avx2,fma"))) static void tile_avx2(const double *a, const double *d, int P, int c, int i0, int j0, double *g)
+/* The same tile with AVX2 (sixteen 256-bit registers): four sub-tiles of 4 x 8 sums, each held in
+ * eight registers over the block's positions (sub-tiles wholly below the diagonal skipped). Every
+ * entry is still one sum in position order, with the AVX-512 path's roundings: the same bits. */
+#define ROW256(OP, r)                                                                              \
+    do {                                                                                           \
+        const __m256d b = _mm256_broadcast_sd(fa + (r));                                           \
+        c##r##0 = OP(b, x0, c##r##0);                                                              \
+        c##r##1 = OP(b, x1, c##r##1);                                                              \
+    } while (0)
+#define SUMS256(OP)                                                                                \
+    for (int p = 0; p < P; p++) {                                                                  \
+        const double *f = &AT(d, p, sj), *fa = &AT(a, p, si);                                      \
+        const __m256d x0 = _mm256_loadu_pd(f), x1 = _mm256_loadu_pd(f + 4);                       \
+        ROW256(OP, 0); ROW256(OP, 1); ROW256(OP, 2); ROW256(OP, 3);                                \
+    }
+#define LOAD256(r) __m256d c##r##0 = _mm256_loadu_pd(u + (r) * TJ), c##r##1 = _mm256_loadu_pd(u + (r) * TJ + 4)
+#define KEEP256(r) (_mm256_storeu_pd(u + (r) * TJ, c##r##0), _mm256_storeu_pd(u + (r) * TJ + 4, c##r##1))
+
+__attribute__((target("avx2,fma"))) static void tile_avx2(const double *a, const double *d, int P, size_t PS, int c, int i0, int j0, double *g)
 {
+    double t[TI * TJ];
+    tile_get(g, c, i0, j0, t);
     for (int si = i0; si < i0 + TI; si += 4)
         for (int sj = j0; sj < j0 + TJ; sj += 8) {
             if (sj + 8 <= si) continue; /* wholly below the diagonal */
-            __m256d acc[4][2];
-            for (int r = 0; r < 4; r++)
-                for (int h = 0; h < 2; h++) acc[r][h] = _mm256_loadu_pd(g + (size_t)(si + r) * c + sj + 4 * h);
-            if (a == d)
-                sub_sums(acc, a, d, P, c, si, sj, 1);
-            else
-                sub_sums(acc, a, d, P, c, si, sj, 0);
-            /* store the upper triangle only (lanes below it keep the values they were loaded with) */
-            for (int r = 0; r < 4; r++)
-                for (int h = 0; h < 2; h++) {
-                    double v[4];
-                    _mm256_storeu_pd(v, acc[r][h]);
-                    for (int k = 0; k < 4; k++)
-                        if (sj + 4 * h + k >= si + r) g[(size_t)(si + r) * c + sj + 4 * h + k] = v[k];
-                }
+            double *u = t + (si - i0) * TJ + (sj - j0);
+            LOAD256(0); LOAD256(1); LOAD256(2); LOAD256(3);
+            if (a == d) {
+                SUMS256(FMA256)
+            } else {
+                SUMS256(SEP256)
+            }
+            KEEP256(0), KEEP256(1), KEEP256(2), KEEP256(3);
         }
+    tile_put(t, c, i0, j0, g);
 }
 
 /* The same sums for any tile (and at the matrix's edge), one entry at a time: the portable path. */
-static void tile_scalar(const double *a, const double *d, int P, int c, int i0, int j0, double *g)
+static void tile_scalar(const double *a, const double *d, int P, size_t PS, int c, int i0, int j0, double *g)
 {
     for (int i = i0; i < i0 + TI && i < c; i++)
         for (int j = j0 > i ? j0 : i; j < j0 + TJ && j < c; j++) {
             double s = g[(size_t)i * c + j];
-            for (int p = 0; p < P; p++) s += a[(size_t)p * c + i] * d[(size_t)p * c + j];
+            for (int p = 0; p < P; p++) s += AT(a, p, i) * AT(d, p, j);
             g[(size_t)i * c + j] = s;
         }
 }
 
-/* position p of the region (row order) as c doubles (the dtype a literal: see pool_cpu.c), and
- * with a mask as c doubles m_p f_p too (om) */
-static inline __attribute__((always_inline)) void convert(const nst_tensor *f, nst_rect own, const nst_tensor *m, size_t p, double *o,
-                                                          double *om, int bf)
+/* position q of the region (row order) as c doubles at index k of the block, d (the dtype a
+ * literal: see pool_cpu.c), and with a mask as c doubles m_p f_p too, in a */
+static inline __attribute__((always_inline)) void convert(const nst_tensor *f, nst_rect own, const nst_tensor *m, size_t q, int k,
+                                                          size_t PS, double *d, double *a, int bf)
 {
-    size_t at = (size_t)(own.y + (int)(p / (size_t)own.w)) * f->w + own.x + (int)(p % (size_t)own.w), src = at * f->c;
-    for (int i = 0; i < f->c; i++) o[i] = cpu_ld(f->data, src + i, bf);
+    size_t at = (size_t)(own.y + (int)(q / (size_t)own.w)) * f->w + own.x + (int)(q % (size_t)own.w), src = at * f->c;
+    for (int i = 0; i < f->c; i++) AT(d, k, i) = cpu_ld(f->data, src + i, bf);
     if (m) {
         double w = ((const float *)m->data)[at];
-        for (int i = 0; i < f->c; i++) om[i] = w * o[i];
+        for (int i = 0; i < f->c; i++) AT(a, k, i) = w * AT(d, k, i);
     }
 }
 
@@ -155,16 +164,16 @@ nst_status cpu_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect ow
     NST_TRY(cpu_check_region(f, own, "gram"));
     NST_TRY(nst_tensor_check_mask(f, m, "gram"));
     if (nst_rect_empty(own)) return NST_OK;
-    const int c = f->c, bf = f->dt == NST_BF16;
-    const int P = BLOCK_DOUBLES / c > 0 ? BLOCK_DOUBLES / c : 1;
-    const size_t need = (m ? 2 : 1) * (size_t)P * c; /* the positions, and their weighted copies */
+    const int c = f->c, bf = f->dt == NST_BF16, cpad = (c + 7) / 8 * 8 + 8;
+    const int P = BLOCK_DOUBLES / cpad > 0 ? BLOCK_DOUBLES / cpad : 1;
+    const size_t PS = (size_t)cpad, need = (m ? 2 : 1) * (size_t)P * cpad; /* the positions, and their weighted copies */
     if (need > impl->dscratch_cap) {
         nst_free(impl->dscratch);
         impl->dscratch = nst_alloc_array(need, sizeof(double), "Gram positions");
         impl->dscratch_cap = impl->dscratch ? need : 0;
         if (!impl->dscratch) return NST_ENOMEM;
     }
-    double *d = impl->dscratch, *a = m ? d + (size_t)P * c : d;
+    double *d = impl->dscratch, *a = m ? d + (size_t)P * cpad : d;
     /* the tiles touching the upper triangle, row blocks of TI by column blocks of TJ */
     int ntiles = 0, cap = ((c + TI - 1) / TI) * ((c + TJ - 1) / TJ);
     int *tiles = nst_alloc_array((size_t)cap, 2 * sizeof(int), "Gram tiles");
@@ -179,19 +188,19 @@ nst_status cpu_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect ow
 #pragma omp for schedule(static) /* (its barrier: every thread waits for the whole block) */
         for (int k = 0; k < n; k++) {
             if (bf)
-                convert(f, own, m, p0 + (size_t)k, d + (size_t)k * c, a + (size_t)k * c, 1);
+                convert(f, own, m, p0 + (size_t)k, k, PS, d, a, 1);
             else
-                convert(f, own, m, p0 + (size_t)k, d + (size_t)k * c, a + (size_t)k * c, 0);
+                convert(f, own, m, p0 + (size_t)k, k, PS, d, a, 0);
         }
 #pragma omp for schedule(static)
         for (int t = 0; t < ntiles; t++) {
             int i0 = tiles[2 * t], j0 = tiles[2 * t + 1];
             if (isa == CPU_ISA_AVX512 && i0 + TI <= c && j0 + TJ <= c)
-                tile_avx512(a, d, n, c, i0, j0, g);
+                tile_avx512(a, d, n, PS, c, i0, j0, g);
             else if (isa == CPU_ISA_AVX2 && i0 + TI <= c && j0 + TJ <= c)
-                tile_avx2(a, d, n, c, i0, j0, g);
+                tile_avx2(a, d, n, PS, c, i0, j0, g);
             else
-                tile_scalar(a, d, n, c, i0, j0, g);
+                tile_scalar(a, d, n, PS, c, i0, j0, g);
         }
     }
     nst_free(tiles);
