@@ -12,7 +12,7 @@
 # - test_backend_ops: the tiling's contracts (conv windows of every width and height, the Gram
 #   backward's rows) in fp32, and bf16 against fp32 where the level has bf16;
 # - a render on 2 ranks with 48 px tiles against one tile, bit for bit, in fp32 (and bf16 where
-#   the level has it), and one with masks.
+#   the level has it), and one with masks; one tile on 2 threads against 1 thread.
 NST=$(readlink -f "$1") B=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_isa
 
@@ -89,6 +89,9 @@ for isa in "${below[@]}"; do
       same "$p, 2 ranks, 48 px tiles" "one_${isa}_$p" "tiles_${isa}_$p"
     else bad "$isa: $p renders" "exit status" "$(tail -n 5 "$T/one_${isa}_$p.log" "$T/tiles_${isa}_$p.log")"; fi
   done
+  if render "threads_$isa" 1 --set tiling.tile_size=192 --set run.threads=2; then
+    same "fp32, one tile on 2 threads" "one_${isa}_fp32" "threads_$isa"
+  else bad "$isa: 2 threads" "exit status" "$(tail -n 5 "$T/threads_$isa.log")"; fi
   if render "mone_$isa" 1 --set tiling.tile_size=192 "${MASKS[@]}" && render "mtiles_$isa" 2 --set tiling.tile_size=48 "${MASKS[@]}"; then
     same "fp32 with style masks, 2 ranks, 48 px tiles" "mone_$isa" "mtiles_$isa"
   else bad "$isa: masked renders" "exit status" "$(tail -n 5 "$T/mone_$isa.log" "$T/mtiles_$isa.log")"; fi

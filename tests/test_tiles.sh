@@ -7,7 +7,8 @@
 # 16-bit TIFF output, one thread per rank so every run does the same arithmetic) as one tile on
 # one rank, many tiles on one rank (resident and two-pass Gram), and many tiles on 2 and 4 ranks
 # (mpirun --oversubscribe), in fp32 and in bf16 (SKIP where the CPU has no bf16): in exact mode
-# the outputs equal the one-tile render of their precision bit for bit. The cheap mode's
+# the outputs equal the one-tile render of their precision bit for bit, and so does one tile on 2
+# threads. The cheap mode's
 # deviation is measured and printed. Two runs on the same ranks give identical files. The run
 # record's memory model bounds the measured peak of every rank. A rank that fails stops every
 # rank within seconds with one message, and so does a device fault in an op between collectives
@@ -99,6 +100,13 @@ for prec in fp32 bf16; do
     fi
   done
 done
+
+# ---- threads: the convolutions split outputs, never a sum, over threads, and every own kernel and
+# reduction is thread-count independent: 2 threads give the 1-thread bits
+if run threads2 1 --set tiling.tile_size=320 --set run.threads=2; then
+  d=$("$DIFF" "$T/ref.tif" "$T/threads2.tif")
+  [ "$d" = "max 0 mean 0" ] && ok "one tile on 2 threads equals it on 1 thread bit for bit" || bad "2 threads against 1" "$d"
+fi
 
 # ---- reproducibility: the same rank count twice --------------------------------------------------
 # (the file embeds the resolved config, paths included: both runs use the same names)
