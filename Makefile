@@ -9,6 +9,7 @@
 #   make asan       build/asan/nstbatch with AddressSanitizer + UBSan
 #   make fuzz       the libFuzzer targets (clang)
 #   make bench      the CPU benchmark against PyTorch: fp32 and bf16 (needs scripts/install-deps.sh --dev)
+#   make bench-avx2 the same with both programs capped at AVX2 (ONEDNN_MAX_CPU_ISA and its peers)
 #   make bench-bf16 what bf16 changes in a render: losses and images against fp32, a 1000-iteration bf16 render
 #   make bench-conv the convolution measurement behind the oneDNN choice
 #   make bench-gpu  one GPU: convolutions per layer, the iteration against PyTorch, memory, largest tile
@@ -91,7 +92,7 @@ TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.
 TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/draw_mask $(BUILD)/tools/demo_figure $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run \
            $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 
-.PHONY: install all demo demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-masks bench-io bench-batch bench-ckpt bench-dryrun weights deps test-deps check-deps clean demo-images
+.PHONY: install all demo demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-avx2 bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-masks bench-io bench-batch bench-ckpt bench-dryrun weights deps test-deps check-deps clean demo-images
 all: check-deps nstbatch
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
@@ -227,6 +228,10 @@ demo-masks-figure: demo-masks $(BUILD)/tools/demo_figure
 # ---- benchmark and weights --------------------------------------------------------------------
 bench: all $(BUILD)/bench/conv_layers
 	bench/cpu_iteration.sh
+
+# the same, both programs limited to AVX2: what the many clusters without AVX-512 get (bench/results/cpu_iteration_avx2.md)
+bench-avx2: all $(BUILD)/bench/conv_layers
+	ISA=AVX2 bench/cpu_iteration.sh
 
 # bf16 against fp32: losses, SSIM with controls, a long bf16 render (bench/results/bf16_numerics.md)
 bench-bf16: all demo-images $(BUILD)/tests/image_diff
