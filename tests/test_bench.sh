@@ -35,7 +35,11 @@ if [ $status -eq 2 ] && grep -q '^usage: conv_layers' <<<"$out"; then ok "conv_l
 if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
   skipped "torch_gatys.py and gpu_iteration.sh" "no PyTorch in /usr/bin/python3 (scripts/install-deps.sh --dev installs it)"
 else
+  # PyTorch's bf16 convolutions are oneDNN's too: none where oneDNN has no bf16 (AVX2), as nstbatch says
+  nobf16=$(cd "$T" && "$NST" "$ROOT/configs/demo.ini" --set run.device=cpu --set run.precision=bf16 --set optim.iterations=0 \
+           --set output.path="$T/probe.png" 2>&1 | grep -m1 'run.precision = bf16 on this CPU')
   for flags in "" "--bf16 --channels-last"; do
+    if [ -n "$flags" ] && [ -n "$nobf16" ]; then skipped "torch_gatys.py --random $flags" "${nobf16#nstbatch: error: }"; continue; fi
     out=$(/usr/bin/python3 "$ROOT/bench/torch_gatys.py" --random --size 64x48 --iters 2 --threads 1 $flags 2>&1); status=$?
     med=$(sed -n 's/.*"s_per_iter_median": \([0-9.eE+-]*\).*/\1/p' <<<"$out")
     if [ $status -eq 0 ] && [ -n "$med" ] && awk -v m="$med" 'BEGIN { exit !(m > 0) }'; then
