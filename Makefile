@@ -108,7 +108,7 @@ check-deps:
 	@echo "  $(call ok,$(TIFF_VER)) libtiff     $(if $(TIFF_VER),$(TIFF_VER),not found: required)"
 	@echo "  $(call ok,$(PNG_VER)) libpng      $(if $(PNG_VER),$(PNG_VER),not found: required)"
 	@echo "  $(call ok,$(JPEG_VER)) libjpeg     $(if $(JPEG_VER),$(JPEG_VER) (libjpeg-turbo),not found: required)"
-	@echo "  $(call ok,$(DNNL_OK)) oneDNN      $(if $(DNNL_OK),$(DNNL_VER): CPU convolutions and GEMMs,not found: required (libdnnl-dev))"
+	@echo "  $(call ok,$(DNNL_OK)) oneDNN      $(if $(DNNL_OK),$(DNNL_VER): CPU convolutions,not found: required (libdnnl-dev))"
 	@echo "  $(call ok,$(NVCC)) nvcc        $(if $(NVCC),CUDA $(NVCC_VER) ($(NVCC)): CUDA side built,$(if $(NO_CUDA),disabled by NO_CUDA=1,not found): CPU-only build)"
 	@echo "  $(call ok,$(CUDNN_OK)) cuDNN       $(if $(CUDNN_OK),found (for the CUDA backend),not found (optional))"
 	@echo "  $(call ok,$(CUBLAS_OK)) cuBLAS      $(if $(CUBLAS_OK),found (for the CUDA backend),not found (optional))"

@@ -33,7 +33,7 @@ for c in "${cases[@]}"; do
     echo "$e $real" >>"$T/pairs"
     awk -v e="$e" -v r="$real" 'BEGIN { printf "%.3f\n", e / r }' >>"$T/ratios"
   done
-  rows+=("| $name | $ranks | $(tail -n "$reps" "$T/pairs" | awk '{ printf "%s%s / %.1f", NR > 1 ? ", " : "", $1, $2 }') | $(median <"$T/ratios") |")
+  rows+=("| $name | $ranks | $(tail -n "$reps" "$T/pairs" | awk '{ printf "%s%s / %.1f", (NR > 1 ? ", " : ""), $1, $2 }') | $(median <"$T/ratios") |")
 done
 {
   echo "# Dry run: the estimate against the render"

@@ -16,7 +16,7 @@ pkgs=(
   libhdf5-openmpi-dev hdf5-tools              # parallel HDF5; h5dump for the tests
   libtiff-dev libtiff-tools                   # TIFF; tiffinfo/tiffdump for the tests
   libpng-dev libjpeg62-turbo-dev              # PNG, JPEG
-  libdnnl-dev                                 # oneDNN: the CPU backend's convolutions and GEMMs
+  libdnnl-dev                                 # oneDNN: the CPU backend's convolutions
   clang libclang-rt-14-dev                    # libFuzzer targets, sanitizers
   libvips-tools python3-h5py python3-tifffile python3-numpy python3-pil
                                               # readers we did not write, for the output tests
