@@ -4,6 +4,7 @@
 #include "resample.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "../util/mem.h"
@@ -252,4 +253,30 @@ void nst_fit_long_side(int src_w, int src_h, int long_side, int *w, int *h)
     }
     if (*w < 1) *w = 1;
     if (*h < 1) *h = 1;
+}
+
+void nst_halve_rect(const void *src, nst_rect have, int W, int H, int sample_bytes, nst_rect r, unsigned char *dst, size_t stride)
+{
+    const unsigned char *s8 = src;
+    const uint16_t *s16 = src;
+    for (int y = 0; y < r.h; y++) {
+        int sy = 2 * (r.y + y), ny = sy + 1 < H ? 2 : 1;
+        for (int x = 0; x < r.w; x++) {
+            int sx = 2 * (r.x + x), nx = sx + 1 < W ? 2 : 1;
+            unsigned n = (unsigned)(nx * ny);
+            for (int ch = 0; ch < 3; ch++) {
+                unsigned sum = 0;
+                for (int dy = 0; dy < ny; dy++)
+                    for (int dx = 0; dx < nx; dx++) {
+                        size_t k = ((size_t)(sy + dy - have.y) * (size_t)have.w + (size_t)(sx + dx - have.x)) * 3 + (size_t)ch;
+                        sum += sample_bytes == 2 ? s16[k] : s8[k];
+                    }
+                unsigned v = (sum + n / 2) / n;
+                if (sample_bytes == 2)
+                    ((uint16_t *)(dst + (size_t)y * stride))[3 * x + ch] = (uint16_t)v;
+                else
+                    dst[(size_t)y * stride + 3 * (size_t)x + (size_t)ch] = (unsigned char)v;
+            }
+        }
+    }
 }

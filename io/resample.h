@@ -32,4 +32,11 @@ nst_status nst_image_resize(const nst_image *src, int w, int h, nst_image *dst);
 /* Output size for a long side of `long_side` pixels keeping src's aspect (at least 1x1). */
 void nst_fit_long_side(int src_w, int src_h, int long_side, int *w, int *h);
 
+/* The output pyramid's halving, in integer samples (8-bit, or native 16-bit with sample_bytes 2):
+ * rect r of level k + 1 into dst (rows `stride` bytes apart), each sample the rounded mean of its
+ * 2 x 2 level-k samples, fewer at an odd edge of the W x H level k. src holds level k's rect
+ * `have` (packed rows of have.w), which must cover r's footprint. The same arithmetic wherever it
+ * runs, so a tile halved by its owner equals the whole level halved. */
+void nst_halve_rect(const void *src, nst_rect have, int W, int H, int sample_bytes, nst_rect r, unsigned char *dst, size_t stride);
+
 #endif

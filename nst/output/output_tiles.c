@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../../io/image.h"
+#include "../../io/resample.h"
 #include "../../mpi/comm.h"
 #include "../../util/mem.h"
 #include "../optim/move.h"
@@ -145,29 +146,8 @@ static void produce_halved(void *c, int src, nst_rect r, unsigned char *dst, siz
 {
     halve_ctx *hc = c;
     const nst_tileset *a = hc->above;
-    int li = find(a->own, a->nown, src);
     nst_rect st = nst_pyramid_tile(hc->P, a->level, src); /* the source tile, in level-k coordinates */
-    const int W = a->lv.w, H = a->lv.h;
-    for (int y = 0; y < r.h; y++) {
-        int sy = 2 * (r.y + y), ny = sy + 1 < H ? 2 : 1;
-        for (int x = 0; x < r.w; x++) {
-            int sx = 2 * (r.x + x), nx = sx + 1 < W ? 2 : 1;
-            unsigned n = (unsigned)(nx * ny);
-            for (int ch = 0; ch < 3; ch++) {
-                unsigned sum = 0;
-                for (int dy = 0; dy < ny; dy++)
-                    for (int dx = 0; dx < nx; dx++) {
-                        size_t k = ((size_t)(sy + dy - st.y) * st.w + (size_t)(sx + dx - st.x)) * 3 + (size_t)ch;
-                        sum += a->sample_bytes == 2 ? ((const uint16_t *)a->px[li])[k] : a->px[li][k];
-                    }
-                unsigned v = (sum + n / 2) / n;
-                if (a->sample_bytes == 2)
-                    ((uint16_t *)(dst + (size_t)y * stride))[3 * x + ch] = (uint16_t)v;
-                else
-                    dst[(size_t)y * stride + 3 * (size_t)x + (size_t)ch] = (unsigned char)v;
-            }
-        }
-    }
+    nst_halve_rect(a->px[find(a->own, a->nown, src)], st, a->lv.w, a->lv.h, a->sample_bytes, r, dst, stride);
 }
 
 nst_status nst_tiles_reduce(const nst_pyramid *P, const nst_tileset *above, nst_tileset *out, size_t *peak)
