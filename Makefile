@@ -93,7 +93,7 @@ TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/draw_mask $(BUILD)/too
            $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 
 .PHONY: install all demo demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-avx2 bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-masks bench-io bench-batch bench-ckpt bench-dryrun weights deps test-deps check-deps clean demo-images
-all: check-deps nstbatch
+all: check-deps nstbatch nstbatch-dzi
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
 STAMP := $(BUILD)/flavour-$(FLAVOUR)-$(shell echo '$(CC) $(ALLCFLAGS) $(NVCC) $(NVCC_GENCODE)' | cksum | cut -d' ' -f1)
@@ -141,6 +141,10 @@ $(BUILD)/nstbatch: $(BUILD)/obj/main.o $(LIB)
 	$(Q)$(CC) $(CFLAGS) -fopenmp -o $@ $^ $(LDLIBS)
 
 nstbatch: $(BUILD)/nstbatch
+	$(Q)cp $< $@
+
+# a Deep Zoom pyramid from a finished TIFF (tools/nstbatch-dzi.c)
+nstbatch-dzi: $(BUILD)/tools/nstbatch-dzi
 	$(Q)cp $< $@
 
 -include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d
@@ -306,7 +310,7 @@ PREFIX ?= /usr/local
 INSTALL_DIR = $(DESTDIR)$(PREFIX)
 install: all
 	install -d $(INSTALL_DIR)/bin $(INSTALL_DIR)/share/man/man1 $(INSTALL_DIR)/share/nstbatch/slurm $(INSTALL_DIR)/share/doc/nstbatch/docs
-	install -m 755 $(BUILD)/nstbatch tools/nstbatch-plot tools/nstbatch-mpirun $(INSTALL_DIR)/bin/
+	install -m 755 $(BUILD)/nstbatch $(BUILD)/tools/nstbatch-dzi tools/nstbatch-plot tools/nstbatch-mpirun $(INSTALL_DIR)/bin/
 	tools/help2man.sh $(BUILD)/nstbatch > $(INSTALL_DIR)/share/man/man1/nstbatch.1
 	install -m 644 slurm/*.sbatch $(INSTALL_DIR)/share/nstbatch/slurm/
 	install -m 755 slurm/launch.sh $(INSTALL_DIR)/share/nstbatch/slurm/
@@ -316,4 +320,4 @@ install: all
 	@echo "installed in $(INSTALL_DIR): run $(PREFIX)/bin/nstbatch (add $(PREFIX)/bin to PATH); Slurm: NSTBATCH_HOME=$(PREFIX)/share/nstbatch"
 
 clean:
-	rm -rf $(BUILD) nstbatch configs/demo
+	rm -rf $(BUILD) nstbatch nstbatch-dzi configs/demo

@@ -30,8 +30,8 @@ NST_KEY(style, scale, FLOAT, "1", 0.01, 100, "", "style image long side, relativ
 NST_KEY(tv, weight, FLOAT, "10", 0, 1e12, "", "total-variation weight: mean squared difference of neighbouring pixels (image in [0,1])")
 
 /* [output] */
-NST_KEY(output, path, PATH, "", 0, 0, "", "output image; without output.format its extension picks the format (.tif/.tiff, .h5/.hdf5, .png, .jpg/.jpeg); with it, each format's extension replaces it")
-NST_KEY(output, format, LIST, "", 0, 0, "tiff|hdf5|png|jpeg", "output formats, comma-separated: tiff (tiled BigTIFF pyramid), hdf5 (parallel HDF5 image), png, jpeg (8-bit, at most 65535 px a side); empty: from output.path's extension")
+NST_KEY(output, path, PATH, "", 0, 0, "", "output image; without output.format its extension picks the format (.tif/.tiff, .h5/.hdf5, .png, .jpg/.jpeg, .dzi); with it, each format's extension replaces it")
+NST_KEY(output, format, LIST, "", 0, 0, "tiff|hdf5|png|jpeg|dzi", "output formats, comma-separated: tiff (tiled BigTIFF pyramid), hdf5 (parallel HDF5 image), png, jpeg (8-bit, at most 65535 px a side), dzi (Deep Zoom: NAME.dzi and NAME_files/, with a viewer page); empty: from output.path's extension")
 NST_KEY(output, size, INT, "0", 0, 1000000, "", "long side of the output in pixels; 0 keeps the content's size")
 NST_KEY(output, width, INT, "0", 0, 1000000, "", "output width in pixels (0: from height or size and the content's aspect)")
 NST_KEY(output, height, INT, "0", 0, 1000000, "", "output height in pixels (0: from width or size and the content's aspect)")
@@ -42,7 +42,8 @@ NST_KEY(output, level, INT, "0", 0, 22, "", "compression level: deflate 1-9 (TIF
 NST_KEY(output, quality, INT, "90", 1, 100, "", "JPEG quality: of the JPEG output, and of TIFF tiles with output.compression = jpeg (chroma halved below 90)")
 NST_KEY(output, dpi, FLOAT, "0", 0, 100000, "", "print resolution in pixels per inch, stored in TIFF (XResolution, YResolution; reduced levels in proportion) and PNG (pHYs) outputs; 0: none stored")
 NST_KEY(output, hdf5_compression, ENUM, "deflate", 0, 0, "deflate|none", "HDF5 chunk filters: deflate (with shuffle, at output.level) or none")
-NST_KEY(output, tile_size, INT, "512", 16, 8192, "", "output tile size in pixels, a multiple of 16: TIFF tiles, HDF5 chunks, the unit each rank compresses")
+NST_KEY(output, dzi_tiles, ENUM, "jpeg", 0, 0, "jpeg|png", "Deep Zoom tile format: jpeg (output.quality) or png (lossless); 8-bit either way")
+NST_KEY(output, tile_size, INT, "512", 16, 8192, "", "output tile size in pixels, a multiple of 16: TIFF tiles, HDF5 chunks, Deep Zoom tiles, the unit each rank compresses")
 NST_KEY(output, pyramid, BOOL, "true", 0, 0, "", "write reduced-resolution levels (halving down to one tile): TIFF SubIFDs, HDF5 /level1, /level2, ...")
 NST_KEY(output, bigtiff, ENUM, "auto", 0, 0, "auto|yes|no", "BigTIFF: auto when the uncompressed pyramid could pass 4 GiB")
 NST_KEY(output, preview, INT, "1024", 0, 65536, "", "long side of the preview written next to the outputs (NAME.preview.png; NAME.preview.jpg when the only output is a JPEG); 0: none")

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <setjmp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jpeglib.h> /* after stdio.h: it needs FILE and size_t */
@@ -54,7 +55,7 @@ static nst_status failed(nst_jpeg_stream *js, const char *what)
 }
 
 /* Everything before the first row: parameters, markers; longjmps on failure. */
-static void start(nst_jpeg_stream *js, int w, int h, int quality, int progressive, double dpi, const char *comment)
+static void start(nst_jpeg_stream *js, int w, int h, int quality, int progressive, double dpi, const char *comment, int icc_profile)
 {
     struct jpeg_compress_struct *ci = &js->ci;
     jpeg_create_compress(ci);
@@ -78,7 +79,7 @@ static void start(nst_jpeg_stream *js, int w, int h, int quality, int progressiv
     }
     jpeg_start_compress(ci, TRUE);
     unsigned char icc[NST_ICC_SRGB_MAX];
-    size_t n = nst_icc_srgb(icc, sizeof icc);
+    size_t n = icc_profile ? nst_icc_srgb(icc, sizeof icc) : 0;
     if (n) jpeg_write_icc_profile(ci, icc, (unsigned int)n);
     if (comment && *comment) { /* a COM marker holds at most 65533 bytes */
         size_t len = strlen(comment);
@@ -86,22 +87,18 @@ static void start(nst_jpeg_stream *js, int w, int h, int quality, int progressiv
     }
 }
 
-nst_status nst_jpeg_stream_open(const char *path, int w, int h, int quality, int progressive, double dpi, const char *comment,
-                                nst_jpeg_stream **out)
+/* A stream on an open FILE (taken: closed by nst_jpeg_stream_close); name for messages. */
+static nst_status stream_on(FILE *f, const char *name, int w, int h, int quality, int progressive, double dpi, const char *comment,
+                            int icc_profile, nst_jpeg_stream **out)
 {
-    *out = NULL;
-    if (w < 1 || h < 1 || w > NST_JPEG_MAX_SIDE || h > NST_JPEG_MAX_SIDE)
-        return nst_fail(NST_EINPUT, "%s: %dx%d: a JPEG side is at most %d px", path, w, h, NST_JPEG_MAX_SIDE);
     nst_jpeg_stream *js = nst_calloc(sizeof *js, "a JPEG writer");
-    if (!js) return NST_ENOMEM;
-    snprintf(js->path, sizeof js->path, "%s", path);
-    js->h = h;
-    js->f = fopen(path, "wb");
-    if (!js->f) {
-        nst_status s = nst_fail(NST_ERUNTIME, "%s: cannot open for writing: %s", path, strerror(errno));
-        nst_free(js);
-        return s;
+    if (!js) {
+        fclose(f);
+        return NST_ENOMEM;
     }
+    snprintf(js->path, sizeof js->path, "%s", name);
+    js->h = h;
+    js->f = f;
     js->ci.err = jpeg_std_error(&js->err.pub);
     js->err.pub.error_exit = on_error;
     js->err.pub.emit_message = on_message;
@@ -110,9 +107,20 @@ nst_status nst_jpeg_stream_open(const char *path, int w, int h, int quality, int
         nst_jpeg_stream_close(js);
         return s;
     }
-    start(js, w, h, quality, progressive, dpi, comment);
+    start(js, w, h, quality, progressive, dpi, comment, icc_profile);
     *out = js;
     return NST_OK;
+}
+
+nst_status nst_jpeg_stream_open(const char *path, int w, int h, int quality, int progressive, double dpi, const char *comment,
+                                nst_jpeg_stream **out)
+{
+    *out = NULL;
+    if (w < 1 || h < 1 || w > NST_JPEG_MAX_SIDE || h > NST_JPEG_MAX_SIDE)
+        return nst_fail(NST_EINPUT, "%s: %dx%d: a JPEG side is at most %d px", path, w, h, NST_JPEG_MAX_SIDE);
+    FILE *f = fopen(path, "wb");
+    if (!f) return nst_fail(NST_ERUNTIME, "%s: cannot open for writing: %s", path, strerror(errno));
+    return stream_on(f, path, w, h, quality, progressive, dpi, comment, 1, out);
 }
 
 /* The rows through libjpeg; longjmps to the caller's target on failure. The number taken. */
@@ -174,4 +182,23 @@ nst_status nst_jpeg_write(const char *path, const nst_image *img, int quality, c
     nst_free(row);
     nst_status c = nst_jpeg_stream_close(js);
     return s != NST_OK ? s : c;
+}
+
+nst_status nst_jpeg_encode_mem(const unsigned char *samples, int w, int h, int quality, unsigned char **buf, size_t *len)
+{
+    *buf = NULL, *len = 0;
+    FILE *f = open_memstream((char **)buf, len);
+    if (!f) return nst_fail(NST_ENOMEM, "cannot open a memory stream for a JPEG tile: %s", strerror(errno));
+    nst_jpeg_stream *js;
+    nst_status s = stream_on(f, "a JPEG tile", w, h, quality, 0, 0, NULL, 0, &js);
+    if (s == NST_OK) {
+        s = nst_jpeg_stream_rows(js, samples, h);
+        nst_status c = nst_jpeg_stream_close(js); /* fclose publishes *buf and *len */
+        if (s == NST_OK) s = c;
+    }
+    if (s != NST_OK) {
+        free(*buf);
+        *buf = NULL, *len = 0;
+    }
+    return s;
 }

@@ -27,4 +27,8 @@ nst_status nst_jpeg_stream_rows(nst_jpeg_stream *js, const unsigned char *sample
 /* Finish (every row must have been written), flush and close; frees js whatever happens. */
 nst_status nst_jpeg_stream_close(nst_jpeg_stream *js);
 
+/* A w x h image of packed 8-bit RGB as a baseline JPEG in memory (*buf: malloc'ed, free()), with
+ * no markers beyond JFIF: a Deep Zoom tile, which browsers show as sRGB. */
+nst_status nst_jpeg_encode_mem(const unsigned char *samples, int w, int h, int quality, unsigned char **buf, size_t *len);
+
 #endif

@@ -7,6 +7,7 @@
 #include <png.h>
 #include <setjmp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../util/mem.h"
@@ -35,22 +36,22 @@ static void on_warning(png_structp png, png_const_charp m)
     (void)m;
 }
 
-nst_status nst_png_stream_open(const char *path, int w, int h, int bits, int level, const char *description, double dpi,
-                               nst_png_stream **out)
+/* A stream on an open FILE (taken: closed by nst_png_stream_close); path names it in messages;
+ * metadata: the text chunks and pHYs (not for a Deep Zoom tile). */
+static nst_status stream_on(FILE *f, const char *path, int w, int h, int bits, int level, const char *description, double dpi,
+                            int metadata, nst_png_stream **out)
 {
     *out = NULL;
     nst_png_stream *ps = nst_calloc(sizeof *ps, "a PNG writer");
-    if (!ps) return NST_ENOMEM;
+    if (!ps) {
+        fclose(f);
+        return NST_ENOMEM;
+    }
     snprintf(ps->path, sizeof ps->path, "%s", path);
     ps->w = w;
     ps->h = h;
     ps->bits = bits;
-    ps->f = fopen(path, "wb");
-    if (!ps->f) {
-        nst_status s = nst_fail(NST_ERUNTIME, "%s: cannot open for writing: %s", path, strerror(errno));
-        nst_free(ps);
-        return s;
-    }
+    ps->f = f;
     ps->png = png_create_write_struct(PNG_LIBPNG_VER_STRING, ps, on_error, on_warning);
     ps->info = ps->png ? png_create_info_struct(ps->png) : NULL;
     if (!ps->info) {
@@ -71,7 +72,7 @@ nst_status nst_png_stream_open(const char *path, int w, int h, int bits, int lev
     png_set_IHDR(ps->png, ps->info, (png_uint_32)w, (png_uint_32)h, bits, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
                  PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_set_sRGB_gAMA_and_cHRM(ps->png, ps->info, PNG_sRGB_INTENT_PERCEPTUAL); /* the renderer's pixels are sRGB */
-    if (dpi > 0) {
+    if (metadata && dpi > 0) {
         png_uint_32 ppm = (png_uint_32)lround(dpi / 0.0254);
         png_set_pHYs(ps->png, ps->info, ppm, ppm, PNG_RESOLUTION_METER);
     }
@@ -89,11 +90,20 @@ nst_status nst_png_stream_open(const char *path, int w, int h, int bits, int lev
         text[1].text = (char *)description;
         ntext = 2;
     }
-    png_set_text(ps->png, ps->info, text, ntext);
+    if (metadata) png_set_text(ps->png, ps->info, text, ntext);
     png_write_info(ps->png, ps->info);
     if (bits == 16) png_set_swap(ps->png); /* our samples are native (little-endian) 16-bit */
     *out = ps;
     return NST_OK;
+}
+
+nst_status nst_png_stream_open(const char *path, int w, int h, int bits, int level, const char *description, double dpi,
+                               nst_png_stream **out)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "wb");
+    if (!f) return nst_fail(NST_ERUNTIME, "%s: cannot open for writing: %s", path, strerror(errno));
+    return stream_on(f, path, w, h, bits, level, description, dpi, 1, out);
 }
 
 nst_status nst_png_stream_rows(nst_png_stream *ps, const void *samples, int rows)
@@ -139,4 +149,23 @@ nst_status nst_png_write(const char *path, const nst_image *img, int bits, const
     nst_free(row);
     nst_status c = nst_png_stream_close(ps);
     return s != NST_OK ? s : c;
+}
+
+nst_status nst_png_encode_mem(const void *samples, int w, int h, int bits, int level, unsigned char **buf, size_t *len)
+{
+    *buf = NULL, *len = 0;
+    FILE *f = open_memstream((char **)buf, len);
+    if (!f) return nst_fail(NST_ENOMEM, "cannot open a memory stream for a PNG tile: %s", strerror(errno));
+    nst_png_stream *ps;
+    nst_status s = stream_on(f, "a PNG tile", w, h, bits, level, NULL, 0, 0, &ps);
+    if (s == NST_OK) {
+        s = nst_png_stream_rows(ps, samples, h);
+        nst_status c = nst_png_stream_close(ps); /* fclose publishes *buf and *len */
+        if (s == NST_OK) s = c;
+    }
+    if (s != NST_OK) {
+        free(*buf);
+        *buf = NULL, *len = 0;
+    }
+    return s;
 }

@@ -3,6 +3,8 @@
 #ifndef NST_PNG_WRITE_H
 #define NST_PNG_WRITE_H
 
+#include <stddef.h>
+
 #include "../util/status.h"
 
 typedef struct nst_png_stream nst_png_stream;
@@ -16,5 +18,9 @@ nst_status nst_png_stream_open(const char *path, int w, int h, int bits, int lev
 nst_status nst_png_stream_rows(nst_png_stream *ps, const void *samples, int rows);
 /* Finish (every row must have been written), flush and close; frees ps whatever happens. */
 nst_status nst_png_stream_close(nst_png_stream *ps);
+
+/* A w x h image of packed RGB samples (8 or native 16-bit) as a PNG in memory (*buf: malloc'ed,
+ * free()), marked sRGB, without text or pHYs: a Deep Zoom tile. */
+nst_status nst_png_encode_mem(const void *samples, int w, int h, int bits, int level, unsigned char **buf, size_t *len);
 
 #endif

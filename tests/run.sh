@@ -42,6 +42,7 @@ suites=(
   "test_prometheus|tests/test_prometheus.sh ./nstbatch $B/tests/fake-nvml"
   "test_slurm|tests/test_slurm.sh ./nstbatch $B/tests/image_diff"
   "test_outputs|tests/test_outputs.sh ./nstbatch $B/tools/make_test_tiff"
+  "test_dzi|tests/test_dzi.sh ./nstbatch ./nstbatch-dzi $B/tools/make_test_tiff"
   "test_bigio|tests/test_bigio.sh ./nstbatch $B/tools/make_test_tiff $B/tests/rss_run"
   "test_tiff_corpus|tests/test_tiff_corpus.sh $B/asan/nstbatch $B/fuzz/fuzz_tiff"
   "test_fuzz|tests/test_fuzz.sh $B"

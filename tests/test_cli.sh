@@ -129,12 +129,17 @@ base '[style]\nlayers = relu1_1,relu6_1\n' c10.ini; case_ "unknown layer" 2 "sty
 base '[style]\nlayer_weights = 1,2\n' c11.ini; case_ "layer weights count" 2 "2 values for 5 style layers" -- "$NST" c11.ini
 case_ "output format" 2 "valid extensions: .tif, .tiff, .h5, .hdf5, .png, .jpg, .jpeg" -- "$NST" ok.ini --set output.path=out.bmp
 case_ "output directory missing" 2 "output directory nowhere does not exist" -- "$NST" ok.ini --set output.path=nowhere/out.png
-case_ "unknown output format" 2 "output.format: unknown format 'gif'; valid: tiff, hdf5, png, jpeg" -- "$NST" ok.ini --set output.format=tiff,gif
-case_ "output without extension or format" 2 "unknown format; valid extensions: .tif, .tiff, .h5, .hdf5, .png, .jpg, .jpeg (or set output.format)" -- "$NST" ok.ini --set output.path=result
+case_ "unknown output format" 2 "output.format: unknown format 'gif'; valid: tiff, hdf5, png, jpeg, dzi" -- "$NST" ok.ini --set output.format=tiff,gif
+case_ "output without extension or format" 2 "unknown format; valid extensions: .tif, .tiff, .h5, .hdf5, .png, .jpg, .jpeg, .dzi (or set output.format)" -- "$NST" ok.ini --set output.path=result
 case_ "jpeg compression with only a PNG output" 2 "output.compression = jpeg applies to TIFF outputs only, and this run writes none (PNG): remove the key, or add tiff to output.format" -- "$NST" ok.ini --set output.compression=jpeg
 case_ "a 16-bit JPEG output" 2 "output.bits = 16, but a JPEG holds 8 bits per sample: set output.bits = 8" -- "$NST" ok.ini --set output.path=out.jpg --set output.bits=16
 case_ "a JPEG wider than JPEG allows" 2 "the output is 70000x64, but a JPEG side is at most 65535 px: write TIFF" -- "$NST" ok.ini --set output.path=out.jpg --set output.width=70000 --set output.height=64
 case_ "jpeg at 16 bits" 2 "output.bits: jpeg compression needs 8 bits per sample" -- "$NST" ok.ini --set output.format=tiff --set output.compression=jpeg --set output.bits=16
+mkdir -p "$T/dz" && touch "$T/dz/in_files"
+case_ "a file where the Deep Zoom tiles go" 2 "dz/in_files: a file is in the way of the tile folder: move it away" -- "$NST" ok.ini --set output.path=dz/in.dzi --set output.overwrite=true
+mkdir -p "$T/dz/old_files"
+case_ "an existing Deep Zoom tile folder" 2 "dz/old_files: output exists; set output.overwrite = true to replace it" -- "$NST" ok.ini --set output.path=dz/old.dzi --set output.overwrite=false
+case_ "PNG Deep Zoom tiles without a Deep Zoom output" 2 "output.dzi_tiles = png applies to a Deep Zoom output only, and this run writes none" -- "$NST" ok.ini --set output.dzi_tiles=png
 case_ "output tile off 16" 2 "output.tile_size = 100: must be a multiple of 16" -- "$NST" ok.ini --set output.format=tiff --set output.tile_size=100
 case_ "deflate level 15" 2 "output.level = 15: deflate levels are 1 to 9" -- "$NST" ok.ini --set output.level=15
 case_ "zstd level with a deflate PNG" 2 "is a zstd level, but the PNG output is deflate-compressed" -- "$NST" ok.ini --set output.format=tiff,png --set output.compression=zstd --set output.level=15

@@ -143,14 +143,25 @@ static void t_output_pyramid(void)
         for (size_t k = 0; k < sizeof out_tiles / sizeof *out_tiles; k++) {
             int W = sizes[s][0], H = sizes[s][1], T = out_tiles[k];
             nst_pyramid P;
-            CHECK(nst_pyramid_make(W, H, T, 1, &P) == 0, "pyramid %dx%d T %d", W, H, T);
+            CHECK(nst_pyramid_make(W, H, T, NST_PYRAMID_TO_TILE, &P) == 0, "pyramid %dx%d T %d", W, H, T);
             const nst_level *top = &P.lv[P.nlevels - 1];
             CHECK(top->w <= T && top->h <= T && top->ntiles == 1, "%dx%d T %d: the last level is %dx%d", W, H, T, top->w, top->h);
             for (int l = 1; l < P.nlevels; l++)
                 CHECK(P.lv[l].w == (P.lv[l - 1].w + 1) / 2 && P.lv[l].h == (P.lv[l - 1].h + 1) / 2, "level %d halves", l);
             if (P.nlevels > 1) CHECK(P.lv[P.nlevels - 2].w > T || P.lv[P.nlevels - 2].h > T, "one level too many");
-            nst_pyramid one;
-            CHECK(nst_pyramid_make(W, H, T, 0, &one) == 0 && one.nlevels == 1, "no reduced levels when not asked");
+            nst_pyramid one, dz;
+            CHECK(nst_pyramid_make(W, H, T, NST_PYRAMID_ONE_LEVEL, &one) == 0 && one.nlevels == 1, "no reduced levels when not asked");
+            /* Deep Zoom: on to 1 x 1, its largest level ceil(log2(max side)), the tiled levels a prefix */
+            CHECK(nst_pyramid_make(W, H, T, NST_PYRAMID_TO_PIXEL, &dz) == 0, "Deep Zoom pyramid %dx%d", W, H);
+            int longest = W > H ? W : H, maxlevel = 0;
+            while ((1 << maxlevel) < longest) maxlevel++;
+            CHECK(dz.nlevels == maxlevel + 1 && dz.lv[dz.nlevels - 1].w == 1 && dz.lv[dz.nlevels - 1].h == 1,
+                  "%dx%d: %d Deep Zoom levels, expected %d ending at 1x1", W, H, dz.nlevels, maxlevel + 1);
+            CHECK(nst_pyramid_tiled_levels(&dz) == P.nlevels && memcmp(dz.lv, P.lv, sizeof(nst_level) * (size_t)P.nlevels) == 0,
+                  "%dx%d T %d: the tiled levels are the Deep Zoom pyramid's first", W, H, T);
+            for (int l = 0; l < dz.nlevels; l++) /* OpenSeadragon's size of Deep Zoom level maxlevel - l */
+                CHECK(dz.lv[l].w == (int)(((long long)W + (1ll << l) - 1) >> l) && dz.lv[l].h == (int)(((long long)H + (1ll << l) - 1) >> l),
+                      "%dx%d level %d is ceil(size / 2^%d)", W, H, l, l);
             /* a render grid and owners (3 ranks) to cut level 0 from */
             nst_grid g;
             nst_grid_make(W, H, 48, 32, 16, 16, &g);
@@ -215,7 +226,8 @@ static void t_output_pyramid(void)
         }
     CHECK(checked > 50, "only %d levels checked", checked);
     nst_pyramid P;
-    CHECK(nst_pyramid_make(100, 100, 24, 1, &P) != 0 && nst_pyramid_make(0, 5, 16, 1, &P) != 0, "invalid pyramids refused");
+    CHECK(nst_pyramid_make(100, 100, 24, NST_PYRAMID_TO_TILE, &P) != 0 && nst_pyramid_make(0, 5, 16, NST_PYRAMID_TO_TILE, &P) != 0,
+          "invalid pyramids refused");
 }
 
 int main(void)

@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-int nst_pyramid_make(int W, int H, int tile, int reduced, nst_pyramid *p)
+int nst_pyramid_make(int W, int H, int tile, int reach, nst_pyramid *p)
 {
     if (W < 1 || H < 1 || tile < 16 || tile % 16) return -1;
     p->tile = tile;
@@ -17,11 +17,19 @@ int nst_pyramid_make(int W, int H, int tile, int reduced, nst_pyramid *p)
         l->ny = (h + tile - 1) / tile;
         if ((int64_t)l->nx * l->ny > (1 << 24)) return -1;
         l->ntiles = l->nx * l->ny;
-        if (!reduced || (w <= tile && h <= tile) || p->nlevels == NST_PYRAMID_MAX_LEVELS) break;
+        if (reach == NST_PYRAMID_ONE_LEVEL || p->nlevels == NST_PYRAMID_MAX_LEVELS) break;
+        if (reach == NST_PYRAMID_TO_TILE ? w <= tile && h <= tile : w == 1 && h == 1) break;
         w = (w + 1) / 2;
         h = (h + 1) / 2;
     }
     return 0;
+}
+
+int nst_pyramid_tiled_levels(const nst_pyramid *p)
+{
+    int k = 0;
+    while (k + 1 < p->nlevels && p->lv[k].ntiles > 1) k++;
+    return k + 1;
 }
 
 nst_rect nst_pyramid_tile(const nst_pyramid *p, int level, int t)

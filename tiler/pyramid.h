@@ -3,7 +3,8 @@
  *
  * Level 0 is the image, cut into T x T output tiles (T = output.tile_size, a multiple of 16)
  * independent of the render tiles. Level k + 1 halves level k (ceil), down to the first level
- * that fits in one tile. Because T is even and tiles start at multiples of T, each level-k tile
+ * that fits in one tile (TIFF, HDF5), or on to 1 x 1 (Deep Zoom, whose level n - 1 - k is this
+ * level k: both halve with the ceiling, so the sizes agree). Because T is even and tiles start at multiples of T, each level-k tile
  * halves into a piece lying inside exactly one level-(k+1) tile: a rank that owns level-k tiles
  * reduces them itself, and only the reduced pieces move.
  *
@@ -30,9 +31,14 @@ typedef struct {
     nst_level lv[NST_PYRAMID_MAX_LEVELS];
 } nst_pyramid;
 
-/* 0 and the pyramid of a W x H image in T x T tiles (with reduced levels when `reduced`), or -1
- * for invalid arguments (T not a positive multiple of 16, a size below 1, more than 2^24 tiles). */
-int nst_pyramid_make(int W, int H, int tile, int reduced, nst_pyramid *p);
+/* How far the halving goes. */
+enum { NST_PYRAMID_ONE_LEVEL, NST_PYRAMID_TO_TILE, NST_PYRAMID_TO_PIXEL };
+
+/* 0 and the pyramid of a W x H image in T x T tiles, halved as `reach` says, or -1 for invalid
+ * arguments (T not a positive multiple of 16, a size below 1, more than 2^24 tiles). */
+int nst_pyramid_make(int W, int H, int tile, int reach, nst_pyramid *p);
+/* The levels down to the first that fits in one tile (what NST_PYRAMID_TO_TILE makes). */
+int nst_pyramid_tiled_levels(const nst_pyramid *p);
 nst_rect nst_pyramid_tile(const nst_pyramid *p, int level, int t);
 /* Total pixels over all levels. */
 double nst_pyramid_pixels(const nst_pyramid *p);

@@ -80,6 +80,10 @@ static nst_status open_sinks(const nst_output_spec *o, const char *description, 
         s = nst_sink_jpeg(&f->sinks[f->nsinks], o, &f->P, description);
         if (s == NST_OK) f->nsinks++;
     }
+    if (s == NST_OK && o->want[NST_OUT_DZI]) {
+        s = nst_sink_dzi(&f->sinks[f->nsinks], o, &f->P);
+        if (s == NST_OK) f->nsinks++;
+    }
     f->preview_jpeg = nst_format_from_name(o->preview_path) == NST_FMT_JPEG; /* the spec named it */
     if (s == NST_OK && f->pv >= 0) {
         s = nst_sink_begin(&f->preview, f->preview_jpeg ? NST_OUT_JPEG : NST_OUT_PNG, o->preview_path, 1, 1);
@@ -101,9 +105,8 @@ static nst_status write_levels(const nst_output_spec *o, const nst_layout *L, fl
     nst_status s = nst_tiles_level0(&f->P, L, cores, o->bits, &cur, &st->peak_bytes);
     st->exchange_seconds += nst_now() - t0;
     for (int k = 0; s == NST_OK && k <= f->last; k++) {
-        if (k < f->nwrite)
-            for (int i = 0; s == NST_OK && i < f->nsinks; i++)
-                if (k < f->sinks[i].nlevels) s = f->sinks[i].level(&f->sinks[i], &f->P, &cur);
+        for (int i = 0; s == NST_OK && i < f->nsinks; i++)
+            if (k < f->sinks[i].nlevels) s = f->sinks[i].level(&f->sinks[i], &f->P, &cur);
         if (s == NST_OK && k == f->pv) s = nst_write_preview(&f->P, &cur, o->preview_side, f->preview_jpeg, f->preview.af.tmp);
         if (s == NST_OK && k == 0) s = nst_comm_agree(injected_fault());
         if (s == NST_OK && k < f->last) {
@@ -128,7 +131,9 @@ static nst_status close_files(out_files *f, nst_status s)
     }
     s = nst_comm_agree(s);
     if (nst_comm_rank() == 0) {
-        for (int i = 0; i < f->nsinks; i++) {
+        for (int i = 0; i < f->nsinks; i++) { /* a file's folder first: the file says it is complete */
+            if (s == NST_OK && f->sinks[i].has_dir) s = nst_atomic_dir_commit(&f->sinks[i].dir);
+            else if (f->sinks[i].has_dir) nst_atomic_dir_abort(&f->sinks[i].dir);
             if (s == NST_OK) s = nst_atomic_commit(&f->sinks[i].af);
             else nst_atomic_abort(&f->sinks[i].af);
         }
@@ -147,13 +152,15 @@ nst_status nst_output_write(const nst_output_spec *o, const nst_layout *L, float
     double t_start = nst_now();
     out_files f;
     memset(&f, 0, sizeof f);
-    /* every level is computed down to one tile (the preview needs a small one); the files take
-     * them all, or only level 0 without output.pyramid */
-    if (nst_pyramid_make(W, H, o->tiff.tile, 1, &f.P) != 0)
+    /* every level is computed down to one tile (the preview needs a small one), or to one pixel
+     * for Deep Zoom, which takes them all; the other files take the levels down to one tile, or
+     * only level 0 without output.pyramid */
+    if (nst_pyramid_make(W, H, o->tiff.tile, o->want[NST_OUT_DZI] ? NST_PYRAMID_TO_PIXEL : NST_PYRAMID_TO_TILE, &f.P) != 0)
         return nst_fail(NST_EINPUT, "output of %dx%d cannot be cut into %d px tiles", W, H, o->tiff.tile);
-    f.nwrite = o->pyramid ? f.P.nlevels : 1;
+    f.nwrite = o->pyramid ? nst_pyramid_tiled_levels(&f.P) : 1;
     f.pv = o->preview_path[0] ? preview_level(&f.P, o->preview_side) : -1;
     f.last = f.pv > f.nwrite - 1 ? f.pv : f.nwrite - 1;
+    if (o->want[NST_OUT_DZI]) f.last = f.P.nlevels - 1;
     nst_status s = open_sinks(o, description, &f);
     if (s == NST_OK) s = write_levels(o, L, cores, &f, st);
     for (int i = 0; i < L->nlocal; i++) nst_free(cores[i]); /* if level 0 was never built */

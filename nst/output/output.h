@@ -3,8 +3,9 @@
  * The render leaves each rank with the cores of its tiles (floats). They are quantised (8 or 16
  * bits) and moved to the owners of the output tiles (tiler/pyramid.h): every output tile is then
  * whole on one rank. Level by level: each format gets the level's tiles (TIFF: compressed in
- * parallel by their owners, written by rank 0 with raw tile writes; HDF5: collective writes of
- * whole chunks by their owners; PNG: rows streamed through rank 0, one row of tiles at a time),
+ * parallel by their owners, written by rank 0 with raw tile writes; Deep Zoom: the same, one file
+ * per tile; HDF5: collective writes of whole chunks by their owners; PNG: rows streamed through
+ * rank 0, one row of tiles at a time),
  * then every owner halves its tiles into the next level's pieces and those move to their owners.
  * The preview is the smallest level at least output.preview pixels long, gathered to rank 0 and
  * resized. Every file is written under a temporary name; all are renamed into place together once
@@ -22,7 +23,7 @@
 #include "../../io/tiff_write.h"
 #include "../optim/layout.h"
 
-enum { NST_OUT_TIFF, NST_OUT_HDF5, NST_OUT_PNG, NST_OUT_JPEG, NST_OUT_NFORMATS };
+enum { NST_OUT_TIFF, NST_OUT_HDF5, NST_OUT_PNG, NST_OUT_JPEG, NST_OUT_DZI, NST_OUT_NFORMATS };
 
 typedef struct {
     int want[NST_OUT_NFORMATS];           /* the formats asked for */
@@ -30,7 +31,9 @@ typedef struct {
     char preview_path[4096];              /* "" when output.preview = 0 */
     int bits, overwrite, pyramid, preview_side, png_level;
     double dpi; /* output.dpi: TIFF, PNG and JPEG resolution, 0 none */
-    int jpeg_quality;                     /* the JPEG output's output.quality */
+    int jpeg_quality;                     /* the JPEG output's output.quality (also Deep Zoom's JPEG tiles) */
+    char dzi_files[4096];                 /* the Deep Zoom output's tile folder (NAME_files) */
+    int dzi_png;                          /* output.dzi_tiles = png */
     long long save_every;                 /* output.save_every: the preview every N iterations while rendering (0: not) */
     const char *bigtiff;                  /* auto | yes | no */
     nst_tiff_params tiff;

@@ -13,6 +13,8 @@ struct nst_sink {
     int format;              /* NST_OUT_* */
     int nlevels;             /* levels it takes */
     nst_atomic_file af;      /* the temporary and final names (every rank knows them) */
+    nst_atomic_file dir;     /* a folder of the file's, with has_dir (Deep Zoom's tiles): renamed into place before af */
+    int has_dir;
     double seconds;          /* this rank's time in the sink */
     double io_seconds;       /* time in the file-writing calls alone (rank 0; HDF5: every rank) */
     unsigned long long bytes;
@@ -31,6 +33,8 @@ nst_status nst_sink_tiff(nst_sink *sk, const nst_output_spec *o, const nst_pyram
 nst_status nst_sink_hdf5(nst_sink *sk, const nst_output_spec *o, int nlevels, const char *description);
 nst_status nst_sink_png(nst_sink *sk, const nst_output_spec *o, const nst_pyramid *P, const char *description);
 nst_status nst_sink_jpeg(nst_sink *sk, const nst_output_spec *o, const nst_pyramid *P, const char *description);
+/* Deep Zoom: takes every level of P, which must reach 1 x 1 (NST_PYRAMID_TO_PIXEL). */
+nst_status nst_sink_dzi(nst_sink *sk, const nst_output_spec *o, const nst_pyramid *P);
 
 /* Rank 0 receives the level's whole tile row j, (rows of the level) x (its width) samples, into
  * band; the other ranks send their tiles of that row. Collective; tolerates band == NULL on

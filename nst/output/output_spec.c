@@ -11,8 +11,8 @@
 #include "../../io/jpeg_write.h"
 #include "../../util/text.h"
 
-static const char *const format_names[NST_OUT_NFORMATS] = {"tiff", "hdf5", "png", "jpeg"};
-static const char *const format_ext[NST_OUT_NFORMATS] = {".tif", ".h5", ".png", ".jpg"};
+static const char *const format_names[NST_OUT_NFORMATS] = {"tiff", "hdf5", "png", "jpeg", "dzi"};
+static const char *const format_ext[NST_OUT_NFORMATS] = {".tif", ".h5", ".png", ".jpg", ".dzi"};
 
 /* The format output.path's extension names, or -1. */
 static int format_of_extension(const char *ext)
@@ -22,6 +22,7 @@ static int format_of_extension(const char *ext)
     if (strcasecmp(ext, ".h5") == 0 || strcasecmp(ext, ".hdf5") == 0) return NST_OUT_HDF5;
     if (strcasecmp(ext, ".png") == 0) return NST_OUT_PNG;
     if (strcasecmp(ext, ".jpg") == 0 || strcasecmp(ext, ".jpeg") == 0) return NST_OUT_JPEG;
+    if (strcasecmp(ext, ".dzi") == 0) return NST_OUT_DZI;
     return -1;
 }
 
@@ -44,18 +45,21 @@ static nst_status parse_formats(const nst_config *cfg, nst_output_spec *o, int e
             if (strcasecmp(tok, "tif") == 0 || strcasecmp(tok, "bigtiff") == 0) f = NST_OUT_TIFF;
             if (strcasecmp(tok, "h5") == 0) f = NST_OUT_HDF5;
             if (strcasecmp(tok, "jpg") == 0) f = NST_OUT_JPEG;
+            if (strcasecmp(tok, "deepzoom") == 0) f = NST_OUT_DZI;
             if (f < 0)
-                return nst_fail(NST_EINPUT, "%s: output.format: unknown format '%s'; valid: tiff, hdf5, png, jpeg (comma-separated)",
+                return nst_fail(NST_EINPUT, "%s: output.format: unknown format '%s'; valid: tiff, hdf5, png, jpeg, dzi (comma-separated)",
                                 nst_config_origin(cfg, NST_K_output_format), tok);
             o->want[f] = 1;
         }
-        if (!o->want[0] && !o->want[1] && !o->want[2] && !o->want[3])
-            return nst_fail(NST_EINPUT, "%s: output.format is empty; valid: tiff, hdf5, png, jpeg (comma-separated)",
+        int any = 0;
+        for (int f = 0; f < NST_OUT_NFORMATS; f++) any |= o->want[f];
+        if (!any)
+            return nst_fail(NST_EINPUT, "%s: output.format is empty; valid: tiff, hdf5, png, jpeg, dzi (comma-separated)",
                             nst_config_origin(cfg, NST_K_output_format));
     } else if (ext_format >= 0) {
         o->want[ext_format] = 1;
     } else {
-        return nst_fail(NST_EINPUT, "%s: output.path = '%s': unknown format; valid extensions: .tif, .tiff, .h5, .hdf5, .png, .jpg, .jpeg (or set output.format)",
+        return nst_fail(NST_EINPUT, "%s: output.path = '%s': unknown format; valid extensions: .tif, .tiff, .h5, .hdf5, .png, .jpg, .jpeg, .dzi (or set output.format)",
                         where, cfg->output_path);
     }
 
@@ -80,8 +84,13 @@ static nst_status name_files(const nst_config *cfg, nst_output_spec *o, const ch
     o->preview_side = (int)cfg->output_preview;
     if (o->preview_side > 0) {
         if (stem + 13 >= sizeof o->preview_path) return nst_fail(NST_EINPUT, "%s: output.path is too long", where);
-        int jpeg_only = o->want[NST_OUT_JPEG] && !o->want[NST_OUT_TIFF] && !o->want[NST_OUT_HDF5] && !o->want[NST_OUT_PNG];
+        int jpeg_only = o->want[NST_OUT_JPEG] && !o->want[NST_OUT_TIFF] && !o->want[NST_OUT_HDF5] && !o->want[NST_OUT_PNG] && !o->want[NST_OUT_DZI];
         snprintf(o->preview_path, sizeof o->preview_path, "%.*s.preview.%s", (int)stem, cfg->output_path, jpeg_only ? "jpg" : "png");
+    }
+    if (o->want[NST_OUT_DZI]) { /* NAME.dzi's tiles: NAME_files */
+        size_t n = strlen(o->path[NST_OUT_DZI]) - 4;
+        if (n + 7 >= sizeof o->dzi_files) return nst_fail(NST_EINPUT, "%s: output.path is too long", where);
+        snprintf(o->dzi_files, sizeof o->dzi_files, "%.*s_files", (int)n, o->path[NST_OUT_DZI]);
     }
     o->save_every = cfg->output_save_every;
     if (o->save_every > 0 && !o->preview_path[0])
@@ -104,13 +113,17 @@ static nst_status codec_params(const nst_config *cfg, nst_output_spec *o)
                         nst_config_origin(cfg, NST_K_output_tile_size), tile);
     o->dpi = cfg->output_dpi;
     o->jpeg_quality = (int)cfg->output_quality;
+    o->dzi_png = strcmp(cfg->output_dzi_tiles, "png") == 0;
+    if (o->dzi_png && !o->want[NST_OUT_DZI])
+        return nst_fail(NST_EINPUT, "%s: output.dzi_tiles = png applies to a Deep Zoom output only, and this run writes none: remove the key, "
+                        "or add dzi to output.format", nst_config_origin(cfg, NST_K_output_dzi_tiles));
     if (o->want[NST_OUT_JPEG] && o->bits != 8)
         return nst_fail(NST_EINPUT, "%s: output.bits = %d, but a JPEG holds 8 bits per sample: set output.bits = 8, or write the JPEG "
                         "in a run of its own", nst_config_origin(cfg, NST_K_output_bits), o->bits);
     o->tiff = (nst_tiff_params){o->bits, (nst_tiff_codec)nst_tiff_codec_parse(cfg->output_compression), level,
                                 (int)cfg->output_quality, tile, o->dpi};
     if (strcmp(cfg->output_compression, "deflate") != 0 && !o->want[NST_OUT_TIFF]) { /* a key that would do nothing */
-        static const char *const shown[NST_OUT_NFORMATS] = {"TIFF", "HDF5", "PNG", "JPEG"};
+        static const char *const shown[NST_OUT_NFORMATS] = {"TIFF", "HDF5", "PNG", "JPEG", "Deep Zoom"};
         char files[NST_OUT_NFORMATS * 8] = "";
         for (int f = 0; f < NST_OUT_NFORMATS; f++)
             if (o->want[f]) snprintf(files + strlen(files), sizeof files - strlen(files), "%s%s", files[0] ? ", " : "", shown[f]);
@@ -127,7 +140,7 @@ static nst_status codec_params(const nst_config *cfg, nst_output_spec *o)
             return nst_fail_context(s, "%s: %s", nst_config_origin(cfg, key), nst_config_keys(NULL)[key].full);
         }
     }
-    int deflate_used = (o->want[NST_OUT_TIFF] && o->tiff.codec == NST_TC_DEFLATE) || o->want[NST_OUT_PNG] ||
+    int deflate_used = (o->want[NST_OUT_TIFF] && o->tiff.codec == NST_TC_DEFLATE) || o->want[NST_OUT_PNG] || (o->want[NST_OUT_DZI] && o->dzi_png) ||
                        (o->want[NST_OUT_HDF5] && strcmp(cfg->output_hdf5_compression, "deflate") == 0);
     int zstd_used = o->want[NST_OUT_TIFF] && o->tiff.codec == NST_TC_ZSTD;
     if (level > 9 && deflate_used && !zstd_used)
@@ -152,6 +165,10 @@ static nst_status check_targets(const nst_config *cfg, const nst_output_spec *o,
         if (!o->want[f]) continue;
         nst_status s = nst_atomic_check_target(o->path[f], o->overwrite);
         if (s != NST_OK) return nst_fail_context(s, "%s: output.path", where);
+    }
+    if (o->want[NST_OUT_DZI]) {
+        nst_status s = nst_atomic_dir_check_target(o->dzi_files, o->overwrite);
+        if (s != NST_OK) return nst_fail_context(s, "%s: output.path (the Deep Zoom tiles)", where);
     }
     if (o->preview_path[0]) { /* the preview belongs to the outputs of its name: replaced with them, never refused */
         nst_status s = nst_atomic_check_target(o->preview_path, 1);

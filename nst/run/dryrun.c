@@ -111,7 +111,7 @@ static double busiest_windows(const nst_layout *L)
 /* The output files and their sizes before compression (the reduced levels add a third). */
 static void describe_outputs(const nst_output_spec *out, int W, int H)
 {
-    static const char *names[NST_OUT_NFORMATS] = {"TIFF", "HDF5", "PNG", "JPEG"};
+    static const char *names[NST_OUT_NFORMATS] = {"TIFF", "HDF5", "PNG", "JPEG", "DZI"};
     double raw = (double)W * H * 3 * (out->bits / 8);
     for (int f = 0; f < NST_OUT_NFORMATS; f++) {
         if (!out->want[f]) continue;

@@ -91,7 +91,7 @@ static nst_status share_weights(const nst_config *cfg, nst_weights *w)
 
 /* ---- the report ---------------------------------------------------------------------------------- */
 
-static const char *const format_keys[NST_OUT_NFORMATS] = {"tiff", "hdf5", "png", "jpeg"};
+static const char *const format_keys[NST_OUT_NFORMATS] = {"tiff", "hdf5", "png", "jpeg", "dzi"};
 
 /* The output phase on the log: per file its size, rank 0's time in it and the rates. */
 static void describe_output(const nst_output_spec *o, const nst_output_stats *os, const double *total, const double *exch,
