@@ -16,7 +16,7 @@
 #   bench/results/ file that a bench/ script names);
 # - every nstbatch-* program run in code is one `make install` installs or one in tools/;
 # - every output.path extension in code is one io/config_keys.h lists for output.path;
-# - the README stays a front door: at most 260 lines.
+# - the README stays a front door: at most 260 lines, linking every file in docs/.
 #
 # Programs and formats that another branch is adding (PENDING_TOOLS, PENDING_EXTENSIONS) SKIP with
 # the reason while they are missing here, and are checked like the rest once they exist.
@@ -293,7 +293,15 @@ if not help_text:
 for what, where in sorted(pending_seen.items()):
     skip(f"{what} ({', '.join(sorted(where))}): not in this tree yet (another branch adds it); checked once it is")
 
-n = len(open("README.md").read().rstrip("\n").split("\n"))
+# the README is the way in: it links every document in docs/
+readme = open("README.md").read()
+unlinked = [d for d in sorted(glob.glob("docs/*.md")) if f"]({d})" not in readme and f"]({d}#" not in readme]
+if unlinked:
+    fail("README.md links every docs/ file", "not linked: " + " ".join(unlinked))
+else:
+    ok(f"README.md links every docs/ file ({len(glob.glob('docs/*.md'))})")
+
+n = len(readme.rstrip("\n").split("\n"))
 if n <= readme_max:
     ok(f"README.md is {n} lines (at most {readme_max}: the reference is in docs/)")
 else:
