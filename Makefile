@@ -305,7 +305,7 @@ models/$(KERAS_VGG19):
 
 # make install PREFIX=DIR (default /usr/local; DESTDIR for packagers): the programs in bin/, the
 # manual page made from --help, the Slurm templates with launch.sh in share/nstbatch/ (which is an
-# NSTBATCH_HOME: it holds a link to bin/nstbatch), and the README and docs/ in share/doc/nstbatch/.
+# NSTBATCH_HOME: it holds a link to bin/nstbatch), and the README, LICENSE and docs/ in share/doc/nstbatch/.
 PREFIX ?= /usr/local
 INSTALL_DIR = $(DESTDIR)$(PREFIX)
 install: all
@@ -315,7 +315,7 @@ install: all
 	install -m 644 slurm/*.sbatch $(INSTALL_DIR)/share/nstbatch/slurm/
 	install -m 755 slurm/launch.sh $(INSTALL_DIR)/share/nstbatch/slurm/
 	ln -sfn ../../bin/nstbatch $(INSTALL_DIR)/share/nstbatch/nstbatch
-	install -m 644 README.md $(INSTALL_DIR)/share/doc/nstbatch/
+	install -m 644 README.md LICENSE $(INSTALL_DIR)/share/doc/nstbatch/
 	install -m 644 docs/*.md docs/*.jpg $(INSTALL_DIR)/share/doc/nstbatch/docs/
 	@echo "installed in $(INSTALL_DIR): run $(PREFIX)/bin/nstbatch (add $(PREFIX)/bin to PATH); Slurm: NSTBATCH_HOME=$(PREFIX)/share/nstbatch"
 

@@ -136,7 +136,7 @@ nst_status nst_comm_nccl_sum_doubles(double *dev, size_t n, void *stream, double
     /* NCCL adds in its ring or tree order, which depends on the communicator: a batch group and the
      * world agree to fp64 rounding here, not bit for bit as on the MPI path (rank order). An
      * allgather added in rank order would restore it at R x 4.9 MB per iteration: not worth it
-     * across nodes; the README says so. */
+     * across nodes; docs/BATCHES.md says so. */
     ncclResult_t r = ncclAllReduce(dev, dev, n, ncclFloat64, ncclSum, comm, (cudaStream_t)stream);
     if (r != ncclSuccess && r != ncclInProgress) fatal(comm, "ncclAllReduce (Gram sums)", ncclGetErrorString(r));
     wait_for(comm, (cudaStream_t)stream, "ncclAllReduce (Gram sums)", timeout);

@@ -30,6 +30,7 @@ suites=(
   "test_cli_asan|tests/test_cli.sh $B/asan/nstbatch test_cli_asan"
   "test_demo|tests/test_demo.sh ./nstbatch $B/tests/png_probe"
   "test_install|tests/test_install.sh $B"
+  "test_docs|tests/test_docs.sh ./nstbatch"
   "test_tiles|tests/test_tiles.sh ./nstbatch $B/tests/image_diff"
   "test_isa|tests/test_isa.sh ./nstbatch $B"
   "test_masks|tests/test_masks.sh ./nstbatch $B"

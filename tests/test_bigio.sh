@@ -7,7 +7,7 @@
 # (no network: the output is the input) and both writers (BigTIFF-capable TIFF pyramid and
 # parallel HDF5, with the preview) on 2 and 4 ranks. Every rank's peak resident set is measured by
 # the kernel (tests/rss_run.c: wait4's ru_maxrss), not by nstbatch, and must stay below the
-# documented bound (README, "Gigapixel I/O"):
+# documented bound (docs/IO.md, "Memory per rank"):
 #
 #   base 64 MiB + the network's weights + 12 B x (window pixels of the rank's tiles) + 12 B x (the largest core)
 #        + 3 B x bits/8 x (one row of output tiles: tile_size x width) + 32 MiB (a band of source rows)
@@ -87,7 +87,7 @@ for n in 2 4; do
 done
 if [ -n "${peak[2]:-}" ] && [ -n "${peak[4]:-}" ]; then
   p2=$((peak[2] * 1024)) p4=$((peak[4] * 1024))
-  # (0.45x: 451 MiB on 4 ranks before the pyramid/batch work, about 500 MiB since; see the README)
+  # (0.45x: 451 MiB on 4 ranks before the pyramid/batch work, about 500 MiB since; see docs/IO.md)
   if [ $((p4 * 10)) -le $((p2 * 7)) ] && [ $((p4 * 20)) -le $((whole * 9)) ]; then
     ok "the peak falls with the ranks: $((p2 >> 20)) MiB on 2, $((p4 >> 20)) MiB on 4 (<= 0.7x; and <= 0.45x the image as floats)"
   else

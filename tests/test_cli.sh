@@ -93,16 +93,16 @@ case_ "a second identical run" 0 "wrote out.png" -- "$NST" ok.ini --set optim.it
 if cmp -s "$T/first.png" "$T/out.png"; then ok "two identical runs write identical files"; else bad "two identical runs write identical files" "outputs differ"; fi
 rm -f "$T/out.png" "$T/out.preview.png" "$T/first.png"
 
-# ---- the README documents every key -----------------------------------------------------------------
+# ---- docs/CONFIGURATION.md documents every key ---------------------------------------------------
 undocumented=""
 section=""
 while IFS= read -r line; do
   case "$line" in
     \[*\]) section=${line#[}; section=${section%]} ;;
-    *" = "*) key="$section.${line%% = *}"; grep -q -F "\`$key\`" "$ROOT/README.md" || grep -q -F "$key\`" "$ROOT/README.md" || undocumented="$undocumented $key" ;;
+    *" = "*) key="$section.${line%% = *}"; grep -q -F "\`$key\`" "$ROOT/docs/CONFIGURATION.md" || grep -q -F "$key\`" "$ROOT/docs/CONFIGURATION.md" || undocumented="$undocumented $key" ;;
   esac
 done < <("$NST" --print-config)
-if [ -z "$undocumented" ]; then ok "the README documents every config key"; else bad "the README documents every config key" "missing:$undocumented"; fi
+if [ -z "$undocumented" ]; then ok "docs/CONFIGURATION.md documents every config key"; else bad "docs/CONFIGURATION.md documents every config key" "missing:$undocumented"; fi
 
 # ---- configs -----------------------------------------------------------------------------------------
 printf '[optm]\n' >"$T/c1.ini"; case_ "unknown section" 2 "c1.ini:1: unknown section [optm] (did you mean [optim]?)" -- "$NST" c1.ini

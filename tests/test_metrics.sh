@@ -4,7 +4,7 @@
 #
 #   tests/test_metrics.sh NSTBATCH FAKE_NVML_DIR
 #
-# - every line of metrics.path parses as JSON with the fields the README lists; rows carry per-phase
+# - every line of metrics.path parses as JSON with the fields docs/MONITORING.md lists; rows carry per-phase
 #   min <= mean <= max over ranks; the run record parses and has the build, the config, the rank map;
 # - the Prometheus file has only HELP/TYPE comments and `name{labels} value` samples, and no
 #   temporary file is left beside it;

@@ -9,8 +9,9 @@ cat <<HEAD
 .SH NAME
 nstbatch \- tile-parallel Gatys neural style transfer for images of any size, over MPI ranks
 .SH DESCRIPTION
-The text below is \fBnstbatch \-\-help\fR. The manual (README.md) and the design notes (docs/) are
-installed under \fIshare/doc/nstbatch\fR; the Slurm templates under \fIshare/nstbatch/slurm\fR.
+The text below is \fBnstbatch \-\-help\fR. The manual (README.md, with the reference and the design
+notes in docs/) and the licence (LICENSE) are installed under \fIshare/doc/nstbatch\fR; the Slurm
+templates under \fIshare/nstbatch/slurm\fR.
 .PP
 .nf
 HEAD
