@@ -43,6 +43,7 @@ NST_KEY(output, quality, INT, "90", 1, 100, "", "JPEG quality: of the JPEG outpu
 NST_KEY(output, dpi, FLOAT, "0", 0, 100000, "", "print resolution in pixels per inch, stored in TIFF (XResolution, YResolution; reduced levels in proportion) and PNG (pHYs) outputs; 0: none stored")
 NST_KEY(output, hdf5_compression, ENUM, "deflate", 0, 0, "deflate|none", "HDF5 chunk filters: deflate (with shuffle, at output.level) or none")
 NST_KEY(output, dzi_tiles, ENUM, "jpeg", 0, 0, "jpeg|png", "Deep Zoom tile format: jpeg (output.quality) or png (lossless); 8-bit either way")
+NST_KEY(output, dzi_content, BOOL, "true", 0, 0, "", "with a Deep Zoom output, also write the content at the output size as NAME_content.dzi (and NAME_content_files/), which the viewer shows beside the result")
 NST_KEY(output, tile_size, INT, "512", 16, 8192, "", "output tile size in pixels, a multiple of 16: TIFF tiles, HDF5 chunks, Deep Zoom tiles, the unit each rank compresses")
 NST_KEY(output, pyramid, BOOL, "true", 0, 0, "", "write reduced-resolution levels (halving down to one tile): TIFF SubIFDs, HDF5 /level1, /level2, ...")
 NST_KEY(output, bigtiff, ENUM, "auto", 0, 0, "auto|yes|no", "BigTIFF: auto when the uncompressed pyramid could pass 4 GiB")

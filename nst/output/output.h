@@ -33,6 +33,8 @@ typedef struct {
     double dpi; /* output.dpi: TIFF, PNG and JPEG resolution, 0 none */
     int jpeg_quality;                     /* the JPEG output's output.quality (also Deep Zoom's JPEG tiles) */
     char dzi_files[4096];                 /* the Deep Zoom output's tile folder (NAME_files) */
+    char dzi_content[4096];               /* NAME_content.dzi with output.dzi_content, else "" */
+    char dzi_content_files[4096];
     int dzi_png;                          /* output.dzi_tiles = png */
     long long save_every;                 /* output.save_every: the preview every N iterations while rendering (0: not) */
     const char *bigtiff;                  /* auto | yes | no */
@@ -64,5 +66,10 @@ typedef struct {
  * Collective. */
 nst_status nst_output_write(const nst_output_spec *o, const nst_layout *L, float **cores, int W, int H,
                             const char *description, nst_output_stats *st);
+
+/* With output.dzi_content: the content at W x H over the layout's cores, as the Deep Zoom pyramid
+ * o->dzi_content (8-bit, no preview). After nst_output_write. Collective. */
+nst_status nst_output_content_dzi(const nst_config *cfg, const nst_output_spec *o, const nst_layout *L, int W, int H, int content_random,
+                                  nst_output_stats *st);
 
 #endif

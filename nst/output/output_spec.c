@@ -91,6 +91,11 @@ static nst_status name_files(const nst_config *cfg, nst_output_spec *o, const ch
         size_t n = strlen(o->path[NST_OUT_DZI]) - 4;
         if (n + 7 >= sizeof o->dzi_files) return nst_fail(NST_EINPUT, "%s: output.path is too long", where);
         snprintf(o->dzi_files, sizeof o->dzi_files, "%.*s_files", (int)n, o->path[NST_OUT_DZI]);
+        if (cfg->output_dzi_content) {
+            if (n + 20 >= sizeof o->dzi_content) return nst_fail(NST_EINPUT, "%s: output.path is too long", where);
+            snprintf(o->dzi_content, sizeof o->dzi_content, "%.*s_content.dzi", (int)n, o->path[NST_OUT_DZI]);
+            snprintf(o->dzi_content_files, sizeof o->dzi_content_files, "%.*s_content_files", (int)n, o->path[NST_OUT_DZI]);
+        }
     }
     o->save_every = cfg->output_save_every;
     if (o->save_every > 0 && !o->preview_path[0])
@@ -169,6 +174,11 @@ static nst_status check_targets(const nst_config *cfg, const nst_output_spec *o,
     if (o->want[NST_OUT_DZI]) {
         nst_status s = nst_atomic_dir_check_target(o->dzi_files, o->overwrite);
         if (s != NST_OK) return nst_fail_context(s, "%s: output.path (the Deep Zoom tiles)", where);
+    }
+    if (o->dzi_content[0]) {
+        nst_status s = nst_atomic_check_target(o->dzi_content, o->overwrite);
+        if (s == NST_OK) s = nst_atomic_dir_check_target(o->dzi_content_files, o->overwrite);
+        if (s != NST_OK) return nst_fail_context(s, "%s: output.dzi_content", nst_config_origin(cfg, NST_K_output_dzi_content));
     }
     if (o->preview_path[0]) { /* the preview belongs to the outputs of its name: replaced with them, never refused */
         nst_status s = nst_atomic_check_target(o->preview_path, 1);

@@ -582,6 +582,11 @@ static nst_status job_output(job_run *j, nst_status s)
     s = nst_comm_agree(s);
     if (s == NST_OK) s = nst_output_write(&j->out, &j->L, j->cores, j->in.W, j->in.H, desc, &j->res->output);
     free(desc);
+    if (s == NST_OK && j->out.dzi_content[0]) { /* the content beside a Deep Zoom output, for the viewer */
+        nst_output_stats cst;
+        s = nst_output_content_dzi(j->cfg, &j->out, &j->L, j->in.W, j->in.H, j->in.content_random, &cst);
+        if (s == NST_OK) nst_info("output:  %s (the content, for the viewer): %.1f MB, %.2f s\n", j->out.dzi_content, (double)cst.bytes[NST_OUT_DZI] / 1e6, cst.seconds);
+    }
     return s;
 }
 
