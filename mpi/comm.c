@@ -55,9 +55,21 @@ nst_status nst_comm_mpi_fail(int rc, const char *call)
 
 #define MPI_TRY NST_MPI_TRY
 
+/* Started without a launcher (no mpirun, srun or PMIx in the environment): a singleton. Open MPI
+ * 4 then forks its runtime daemon, about 3 s of waiting for nothing we use (spawn, connect);
+ * isolated, it starts in a tenth of that. A value the user set is kept. */
+static void singleton_isolated(void)
+{
+    static const char *const launched[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_STEP_ID"};
+    for (size_t i = 0; i < sizeof launched / sizeof *launched; i++)
+        if (getenv(launched[i])) return;
+    setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+}
+
 nst_status nst_comm_init(int *argc, char ***argv)
 {
     gethostname(host, sizeof host - 1);
+    singleton_isolated();
     int rc = MPI_Init(argc, argv);
     if (rc != MPI_SUCCESS) return nst_fail(NST_ERUNTIME, "MPI_Init failed on %s", host);
     initialised = 1;
