@@ -16,7 +16,7 @@ pass=0 fail=0
 check() { if eval "$2"; then pass=$((pass + 1)); echo "  ok   $1"; else fail=$((fail + 1)); echo "  FAIL $1 ($2)"; fi; }
 
 out_png="$ROOT/configs/demo/stylised.png"
-rm -f "$out_png"
+rm -rf "$out_png" "$ROOT"/configs/demo/stylised*.dzi "$ROOT"/configs/demo/stylised*_files
 # on the CPU (fp32 where the CPU has no bf16) on any host: docs/demo.jpg is the CPU's render, and a
 # GPU host would otherwise take the GPU in bf16 (test_gpu_render.sh covers the GPU)
 log=$(cd "$ROOT" && mpirun --bind-to none -np 1 "$NST" configs/demo.ini --set run.device=cpu 2>&1); status=$?
@@ -25,6 +25,10 @@ check "the demo exits 0" '[ $status -eq 0 ]'
 check "it writes its output" '[ -f "$out_png" ]'
 check "the output is 384x256, 8-bit (libpng)" '[ "$("$PROBE" "$out_png" 2>&1)" = "384x256 8" ]'
 check "no temporary file is left" '! ls -a "$ROOT/configs/demo" | grep -q "nstbatch-.*tmp"'
+dz="$ROOT/configs/demo/stylised"
+check "it writes the Deep Zoom pyramid and the content's (levels 0..9, the top one 384x256)" \
+  '[ -f "$dz.dzi" ] && [ -f "${dz}_content.dzi" ] && [ "$(ls "${dz}_files" | sort -n | tr "\n" " ")" = "0 1 2 3 4 5 6 7 8 9 " ] \
+   && /usr/bin/python3 -c "from PIL import Image; import sys; sys.exit(Image.open(\"${dz}_files/9/0_0.jpg\").size != (384, 256))" 2>/dev/null'
 factor=$(sed -n 's/^style loss: .*(\([0-9.]*\)x lower)$/\1/p' <<<"$log")
 check "the style loss falls by at least 50x (measured ${factor:-none}x)" 'awk -v f="${factor:-0}" "BEGIN { exit !(f >= 50) }"'
 check "it names the random network and how to get real weights" 'grep -q "make weights" <<<"$log"'
