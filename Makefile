@@ -22,6 +22,7 @@
 #   make bench-dryrun   --dry-run's time estimate against the real render
 #   make weights    download the Keras VGG-19 weights into models/ (checks the MD5)
 #   make install PREFIX=DIR  nstbatch and its tools in DIR/bin, the manual page, the Slurm templates, the docs
+#   make viewer     npm ci in viewer/: OpenSeadragon for the Deep Zoom viewer page (make all does it where npm is)
 #   make clean
 #
 # Knobs: NO_CUDA=1 (skip the CUDA side even where nvcc exists), CUDA_HOME, NVCC_GENCODE,
@@ -60,6 +61,7 @@ NVCC_VER  := $(if $(NVCC),$(shell $(NVCC) --version 2>/dev/null | sed -n 's/.*re
 CUDNN_OK  := $(shell test -f $(CUDA_HOME)/include/cudnn.h -o -f /usr/include/cudnn.h -o -f /usr/include/x86_64-linux-gnu/cudnn.h && echo yes)
 CUBLAS_OK := $(shell test -f $(CUDA_HOME)/include/cublas_v2.h && echo yes)
 NCCL_OK   := $(shell test -f $(CUDA_HOME)/include/nccl.h -o -f /usr/include/nccl.h && echo yes)
+NPM       := $(shell command -v npm 2>/dev/null)
 
 # ---- flags ------------------------------------------------------------------------------------
 CC      := $(if $(MPICC),$(MPICC),mpicc)
@@ -92,8 +94,8 @@ TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.
 TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/draw_mask $(BUILD)/tools/demo_figure $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run \
            $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 
-.PHONY: install all demo demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-avx2 bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-masks bench-io bench-batch bench-ckpt bench-dryrun weights deps test-deps check-deps clean demo-images
-all: check-deps nstbatch
+.PHONY: install viewer viewer-if-online all demo demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-avx2 bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-masks bench-io bench-batch bench-ckpt bench-dryrun weights deps test-deps check-deps clean demo-images
+all: check-deps nstbatch $(if $(NPM),viewer-if-online)
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
 STAMP := $(BUILD)/flavour-$(FLAVOUR)-$(shell echo '$(CC) $(ALLCFLAGS) $(NVCC) $(NVCC_GENCODE)' | cksum | cut -d' ' -f1)
@@ -113,6 +115,7 @@ check-deps:
 	@echo "  $(call ok,$(CUDNN_OK)) cuDNN       $(if $(CUDNN_OK),found (for the CUDA backend),not found (optional))"
 	@echo "  $(call ok,$(CUBLAS_OK)) cuBLAS      $(if $(CUBLAS_OK),found (for the CUDA backend),not found (optional))"
 	@echo "  $(call ok,$(NCCL_OK)) NCCL        $(if $(NCCL_OK),found (for the Gram allreduce on GPUs),not found (optional))"
+	@echo "  $(call ok,$(NPM)) npm         $(if $(NPM),found (make viewer: OpenSeadragon for the viewer page),not found (optional: the Deep Zoom viewer page needs it once, make viewer))"
 	@test -n "$(MPICC)" -a -n "$(HDF5_PAR)" -a -n "$(TIFF_VER)" -a -n "$(PNG_VER)" -a -n "$(JPEG_VER)" -a -n "$(DNNL_OK)" || \
 	  { echo "nstbatch: missing required dependencies: run scripts/install-deps.sh (or make deps)" >&2; exit 1; }
 
@@ -144,6 +147,19 @@ nstbatch: $(BUILD)/nstbatch
 	$(Q)cp $< $@
 
 -include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d
+
+# ---- the viewer page's assets (viewer/README.md) ------------------------------------------------
+# OpenSeadragon, pinned in viewer/package-lock.json, from the npm registry (again when the lock changes)
+VIEWER_OSD := viewer/node_modules/openseadragon/build/openseadragon/openseadragon.min.js
+viewer: $(VIEWER_OSD)
+$(VIEWER_OSD): viewer/package.json viewer/package-lock.json
+	@command -v npm >/dev/null || { echo "make viewer: npm not found: install Node.js and npm (scripts/install-deps.sh --test)" >&2; exit 1; }
+	cd viewer && npm ci --prefer-offline --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# make all runs make viewer where npm is, and goes on without it where the registry cannot be reached
+viewer-if-online:
+	@$(MAKE) -q --no-print-directory viewer 2>/dev/null || $(MAKE) --no-print-directory viewer || echo "nstbatch: note: the viewer page's assets (OpenSeadragon) are missing: run make viewer when the npm registry can be reached; nstbatch works without them, except for the viewer page" >&2
 
 # ---- sanitizer build (the bad-input table runs under it) ---------------------------------------
 ASAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
