@@ -22,6 +22,7 @@
 #   make bench-dryrun   --dry-run's time estimate against the real render
 #   make weights    download the Keras VGG-19 weights into models/ (checks the MD5)
 #   make install PREFIX=DIR  nstbatch and its tools in DIR/bin, the manual page, the Slurm templates, the docs
+#   make viewer     npm ci in viewer/: OpenSeadragon for the Deep Zoom viewer page (make all does it where npm is)
 #   make clean
 #
 # Knobs: NO_CUDA=1 (skip the CUDA side even where nvcc exists), CUDA_HOME, NVCC_GENCODE,
@@ -60,6 +61,7 @@ NVCC_VER  := $(if $(NVCC),$(shell $(NVCC) --version 2>/dev/null | sed -n 's/.*re
 CUDNN_OK  := $(shell test -f $(CUDA_HOME)/include/cudnn.h -o -f /usr/include/cudnn.h -o -f /usr/include/x86_64-linux-gnu/cudnn.h && echo yes)
 CUBLAS_OK := $(shell test -f $(CUDA_HOME)/include/cublas_v2.h && echo yes)
 NCCL_OK   := $(shell test -f $(CUDA_HOME)/include/nccl.h -o -f /usr/include/nccl.h && echo yes)
+NPM       := $(shell command -v npm 2>/dev/null)
 
 # ---- flags ------------------------------------------------------------------------------------
 CC      := $(if $(MPICC),$(MPICC),mpicc)
@@ -86,14 +88,15 @@ endif
 ALLCFLAGS += -DNST_BUILD_FLAGS='"$(FLAVOUR) build: $(CC) $(CFLAGS)"'
 
 LIB_SRC := $(sort $(wildcard util/*.c tiler/*.c io/*.c kernels/*.c kernels/cpu/*.c kernels/check/*.c nst/*/*.c mpi/*.c))
+LIB_SRC += $(sort $(filter-out viewer/view_main.c,$(wildcard viewer/*.c)))  # the viewer page; nstbatch-view's server
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(patsubst %,$(BUILD)/obj/%.o,$(basename $(CUDA_OBJ)))
 LIB     := $(BUILD)/libnst.a
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))  # test_gram_tiled runs under mpirun
 TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/draw_mask $(BUILD)/tools/demo_figure $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run \
            $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 
-.PHONY: install all demo demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-avx2 bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-masks bench-io bench-batch bench-ckpt bench-dryrun weights deps test-deps check-deps clean demo-images
-all: check-deps nstbatch nstbatch-dzi
+.PHONY: install install-viewer viewer viewer-if-online all demo demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-avx2 bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-masks bench-io bench-batch bench-ckpt bench-dryrun weights deps test-deps check-deps clean demo-images
+all: check-deps nstbatch nstbatch-dzi nstbatch-view $(if $(NPM),viewer-if-online)
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
 STAMP := $(BUILD)/flavour-$(FLAVOUR)-$(shell echo '$(CC) $(ALLCFLAGS) $(NVCC) $(NVCC_GENCODE)' | cksum | cut -d' ' -f1)
@@ -113,6 +116,7 @@ check-deps:
 	@echo "  $(call ok,$(CUDNN_OK)) cuDNN       $(if $(CUDNN_OK),found (for the CUDA backend),not found (optional))"
 	@echo "  $(call ok,$(CUBLAS_OK)) cuBLAS      $(if $(CUBLAS_OK),found (for the CUDA backend),not found (optional))"
 	@echo "  $(call ok,$(NCCL_OK)) NCCL        $(if $(NCCL_OK),found (for the Gram allreduce on GPUs),not found (optional))"
+	@echo "  $(call ok,$(NPM)) npm         $(if $(NPM),found (make viewer: OpenSeadragon for the viewer page),not found (optional: the Deep Zoom viewer page needs it once, make viewer))"
 	@test -n "$(MPICC)" -a -n "$(HDF5_PAR)" -a -n "$(TIFF_VER)" -a -n "$(PNG_VER)" -a -n "$(JPEG_VER)" -a -n "$(DNNL_OK)" || \
 	  { echo "nstbatch: missing required dependencies: run scripts/install-deps.sh (or make deps)" >&2; exit 1; }
 
@@ -147,7 +151,44 @@ nstbatch: $(BUILD)/nstbatch
 nstbatch-dzi: $(BUILD)/tools/nstbatch-dzi
 	$(Q)cp $< $@
 
--include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d
+-include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d $(BUILD)/obj/viewer/view_main.d
+
+# ---- the viewer: nstbatch-view, the page's assets (viewer/README.md) ----------------------------
+# The source tree's viewer/ is where an uninstalled nstbatch finds the page's assets; an installed
+# one looks in ../share/nstbatch/viewer beside its program first (viewer/assets.c).
+$(BUILD)/obj/viewer/assets.o: ALLCFLAGS += -DNST_VIEWER_DIR='"$(CURDIR)/viewer"'
+
+# linked with the plain C compiler: the server needs none of MPI, HDF5, oneDNN or CUDA
+$(BUILD)/nstbatch-view: $(BUILD)/obj/viewer/view_main.o $(LIB)
+	@$(if $(Q),echo "  LD    $@")
+	$(Q)cc $(CFLAGS) -o $@ $^ -lm
+
+nstbatch-view: $(BUILD)/nstbatch-view
+	$(Q)cp $< $@
+
+# OpenSeadragon, pinned in viewer/package-lock.json, from the npm registry (again when the lock changes)
+VIEWER_OSD := viewer/node_modules/openseadragon/build/openseadragon/openseadragon.min.js
+viewer: $(VIEWER_OSD)
+$(VIEWER_OSD): viewer/package.json viewer/package-lock.json
+	@command -v npm >/dev/null || { echo "make viewer: npm not found: install Node.js and npm (scripts/install-deps.sh --test)" >&2; exit 1; }
+	cd viewer && npm ci --prefer-offline --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# make all runs make viewer where npm is, and goes on without it where the registry cannot be reached
+viewer-if-online:
+	@$(MAKE) -q --no-print-directory viewer 2>/dev/null || $(MAKE) --no-print-directory viewer || echo "nstbatch: note: the viewer page's assets (OpenSeadragon) are missing: run make viewer when the npm registry can be reached; nstbatch works without them, except for the viewer page" >&2
+
+# the programs, and the page's assets in share/nstbatch/viewer/{web,openseadragon} (a note, not a
+# failure, where make viewer has not run)
+install-viewer: all
+	install -d $(INSTALL_DIR)/bin $(INSTALL_DIR)/share/nstbatch/viewer/web
+	install -m 755 $(BUILD)/nstbatch-view $(INSTALL_DIR)/bin/
+	install -m 644 viewer/web/viewer.html viewer/web/viewer.js viewer/web/viewer.css $(INSTALL_DIR)/share/nstbatch/viewer/web/
+	@if [ -f $(VIEWER_OSD) ]; then \
+	  osd=$$(dirname $(VIEWER_OSD)); d=$(INSTALL_DIR)/share/nstbatch/viewer/openseadragon; \
+	  install -d $$d/images && install -m 644 $$osd/openseadragon.min.js viewer/node_modules/openseadragon/LICENSE.txt $$d/ && \
+	  install -m 644 $$osd/images/*.png $$d/images/; \
+	else echo "nstbatch: note: OpenSeadragon is not installed (run make viewer, then make install again): the viewer page cannot be written" >&2; fi
 
 # ---- sanitizer build (the bad-input table runs under it) ---------------------------------------
 ASAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
@@ -308,7 +349,7 @@ models/$(KERAS_VGG19):
 # NSTBATCH_HOME: it holds a link to bin/nstbatch), and the README, LICENSE and docs/ in share/doc/nstbatch/.
 PREFIX ?= /usr/local
 INSTALL_DIR = $(DESTDIR)$(PREFIX)
-install: all
+install: all install-viewer
 	install -d $(INSTALL_DIR)/bin $(INSTALL_DIR)/share/man/man1 $(INSTALL_DIR)/share/nstbatch/slurm $(INSTALL_DIR)/share/doc/nstbatch/docs
 	install -m 755 $(BUILD)/nstbatch $(BUILD)/tools/nstbatch-dzi tools/nstbatch-plot tools/nstbatch-mpirun $(INSTALL_DIR)/bin/
 	tools/help2man.sh $(BUILD)/nstbatch > $(INSTALL_DIR)/share/man/man1/nstbatch.1
@@ -320,4 +361,4 @@ install: all
 	@echo "installed in $(INSTALL_DIR): run $(PREFIX)/bin/nstbatch (add $(PREFIX)/bin to PATH); Slurm: NSTBATCH_HOME=$(PREFIX)/share/nstbatch"
 
 clean:
-	rm -rf $(BUILD) nstbatch nstbatch-dzi configs/demo
+	rm -rf $(BUILD) nstbatch nstbatch-dzi nstbatch-view configs/demo

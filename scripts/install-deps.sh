@@ -6,7 +6,10 @@
 #   scripts/install-deps.sh          build and run
 #   scripts/install-deps.sh --test   also what only the tests use: a real Slurm (slurm-wlm, munge),
 #                                    gnuplot for the plot command, Prometheus and node_exporter
-#                                    (with promtool) and curl for the monitoring test (make test)
+#                                    (with promtool) and curl for the monitoring test, Chromium and
+#                                    Node.js with npm (then npm ci in tests/browser: playwright-core)
+#                                    for the viewer's browser test (make test); npm also lets make
+#                                    fetch OpenSeadragon for the viewer page (make viewer)
 #   scripts/install-deps.sh --dev    also PyTorch (test fixtures, the CPU benchmarks) and OpenBLAS (make bench-conv)
 set -euo pipefail
 
@@ -22,9 +25,26 @@ pkgs=(
                                               # readers we did not write, for the output tests
 )
 case "${1:-}" in
-  --test) pkgs+=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl) ;;
-  --dev) pkgs+=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl python3-torch libopenblas-dev) ;; # OpenBLAS: make bench-conv's comparison
+  --test) pkgs+=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl chromium) ;;
+  --dev) pkgs+=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl chromium python3-torch libopenblas-dev) ;; # OpenBLAS: make bench-conv's comparison
 esac
+# Node.js and npm for the viewer (make viewer, the browser test): Debian's, unless an npm is there
+# already (NodeSource's nodejs carries its own npm and conflicts with Debian's package)
+case "${1:-}" in
+  --test | --dev) command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm) ;;
+esac
+
+# the browser test's driver, playwright-core (pinned in tests/browser/package-lock.json; it drives
+# the system's Chromium and downloads no browser); again when the lock changes
+browser_test_deps() {
+  case "${1:-}" in --test | --dev) ;; *) return 0 ;; esac
+  local dir
+  dir="$(cd "$(dirname "$0")/.." && pwd)/tests/browser"
+  [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ] && return 0
+  echo "install-deps: npm ci in tests/browser (playwright-core)"
+  (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) ||
+    echo "install-deps: npm ci in tests/browser failed (is the npm registry reachable?): test_viewer skips its browser part" >&2
+}
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -32,6 +52,7 @@ for p in "${pkgs[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#pkgs[@]} packages present"
+  browser_test_deps "${1:-}"
   exit 0
 fi
 
@@ -47,4 +68,5 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+browser_test_deps "${1:-}"
 echo "install-deps: done"

@@ -29,6 +29,7 @@ suites=(
   "test_cli|tests/test_cli.sh ./nstbatch test_cli"
   "test_cli_asan|tests/test_cli.sh $B/asan/nstbatch test_cli_asan"
   "test_demo|tests/test_demo.sh ./nstbatch $B/tests/png_probe"
+  "test_viewer|tests/test_viewer.sh ./nstbatch $B"
   "test_install|tests/test_install.sh $B"
   "test_docs|tests/test_docs.sh ./nstbatch"
   "test_tiles|tests/test_tiles.sh ./nstbatch $B/tests/image_diff"
