@@ -147,8 +147,10 @@ $(BUILD)/nstbatch: $(BUILD)/obj/main.o $(LIB)
 nstbatch: $(BUILD)/nstbatch
 	$(Q)cp $< $@
 
-# a Deep Zoom pyramid from a finished TIFF (tools/nstbatch-dzi.c)
-nstbatch-dzi: $(BUILD)/tools/nstbatch-dzi
+# a Deep Zoom pyramid from a finished TIFF (tools/nstbatch-dzi.c); beside nstbatch-view, which runs it
+$(BUILD)/nstbatch-dzi: $(BUILD)/tools/nstbatch-dzi
+	$(Q)cp $< $@
+nstbatch-dzi: $(BUILD)/nstbatch-dzi
 	$(Q)cp $< $@
 
 -include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d $(BUILD)/obj/viewer/view_main.d
@@ -351,7 +353,7 @@ PREFIX ?= /usr/local
 INSTALL_DIR = $(DESTDIR)$(PREFIX)
 install: all install-viewer
 	install -d $(INSTALL_DIR)/bin $(INSTALL_DIR)/share/man/man1 $(INSTALL_DIR)/share/nstbatch/slurm $(INSTALL_DIR)/share/doc/nstbatch/docs
-	install -m 755 $(BUILD)/nstbatch $(BUILD)/tools/nstbatch-dzi tools/nstbatch-plot tools/nstbatch-mpirun $(INSTALL_DIR)/bin/
+	install -m 755 $(BUILD)/nstbatch $(BUILD)/nstbatch-dzi tools/nstbatch-plot tools/nstbatch-mpirun $(INSTALL_DIR)/bin/
 	tools/help2man.sh $(BUILD)/nstbatch > $(INSTALL_DIR)/share/man/man1/nstbatch.1
 	install -m 644 slurm/*.sbatch $(INSTALL_DIR)/share/nstbatch/slurm/
 	install -m 755 slurm/launch.sh $(INSTALL_DIR)/share/nstbatch/slurm/

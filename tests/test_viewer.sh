@@ -125,6 +125,7 @@ path = $ROOT/configs/demo/content.png
 path = $ROOT/configs/demo/style.png
 [output]
 path = $O/out.png
+format = png,dzi
 width = 700
 height = 500
 preview = 0
@@ -140,26 +141,17 @@ EOF
 t=$(date +%s.%N)
 run_nst view.ini render
 render_s=$(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-"$NST" "$T/view.ini" --print-config >"$T/config.ini" 2>/dev/null
+(cd "$T" && "$NST" view.ini --print-config >"$T/config.ini" 2>/dev/null)
 losses=$("$PY" -c 'import json, sys
 l = json.load(open(sys.argv[1]))["loss"]
 print(" ".join(",".join(repr(l[w][k]) for k in ("total", "content", "style", "tv")) for w in ("first", "last")))' "$T/run.json" 2>/dev/null)
 [ "$rc" -eq 0 ] && [ -f "$O/out.png" ] && [ -n "$losses" ] && ok "nstbatch renders the 700x500 image ($render_s s)" \
   || { bad "render" "exit $rc" "$(cat "$T/render.log")"; finish; exit; }
-vips thumbnail "$ROOT/configs/demo/content.png" "$T/content.png" 700 --height 500 --size force
-# >>> DZI OUTPUT (issue 25): when nstbatch writes Deep Zoom itself, render above with
-#     `format = png,dzi` in [output] (out.png beside out.dzi, out_files/, out_content.dzi from the
-#     content at the output's size, and the page written by nstbatch through nst_viewer_write with
-#     the run's configuration and losses), take $T/content.png from out_content.dzi's source or
-#     keep the vips thumbnail, and delete from here to the <<< line.
-for pair in "$O/out.png:$O/out" "$T/content.png:$O/out_content"; do
-  vips dzsave "${pair%%:*}" "${pair#*:}" --tile-size 512 --overlap 0 --suffix '.jpg[Q=90]' || bad "vips dzsave" "${pair%%:*}"
-done
-# shellcheck disable=SC2086
-out=$("$PAGE" write "$O/out.dzi" "$O/out_content.dzi" 700 500 "$T/config.ini" $losses 2>&1) \
-  && ok "the page written by nst_viewer_write: $(cd "$O" && ls -d out.html out.view.json out_viewer | tr '\n' ' ')" \
-  || bad "nst_viewer_write" "failed" "$out"
-# <<<
+# nstbatch wrote out.dzi, out_files/, out_content.dzi (the content at the output's size) and the
+# page with the run's configuration and losses (nst_viewer_write)
+[ -f "$O/out.dzi" ] && [ -f "$O/out_content.dzi" ] && [ -f "$O/out.html" ] && [ -f "$O/out.view.json" ] && [ -d "$O/out_viewer" ] \
+  && ok "nstbatch wrote the pyramids and the page: $(cd "$O" && ls -d out.dzi out_content.dzi out.html out.view.json out_viewer | tr '\n' ' ')" \
+  || bad "the page beside nstbatch's Deep Zoom output" "missing" "$(ls "$O"; grep -i 'viewer\|warning' "$T/render.log")"
 
 # ---- served, and shown in Chromium ----------------------------------------------------------------
 if serve main "$O/out.dzi"; then
@@ -187,7 +179,7 @@ browser_checks() {
   # the panel: the configuration as given, the losses from the run's record
   [ "$(r 'r.panel.config')" = "$(cat "$T/config.ini")" ] && [ "$(r 'r.panel.losses.length')" = 4 ] && r 'r.panel.losses[2]' | grep -q '^style ' \
     && ok "the panel: the configuration ($(wc -l <"$T/config.ini") lines) and 4 losses ($(r 'r.panel.losses[0]'))" \
-    || bad "the panel" "config or losses differ" "$(r r.panel)"
+    || bad "the panel" "config or losses differ" "$(diff <(r 'r.panel.config') "$T/config.ini"; r 'r.panel.losses')"
   # the wipe, dragged to x = 120: the content clipped there (the home view shows 700 px in 640)
   [ "$(r r.wipe.left)" = 120px ] && awk -v w="$(r r.wipe.clipWidth)" 'BEGIN { exit !(w > 128 && w < 134) }' \
     && ok "the wipe dragged to x = 120 clips the content at image x = $(r 'r.wipe.clipWidth.toFixed(1)')" || bad "the wipe" "$(r r.wipe)"
@@ -206,12 +198,12 @@ browser_checks() {
   check_pixels "1:1" "$T/zoom1.png" 146,60 338,76 354,370 1 "8 32" 10:1
   check_pixels "1:2" "$T/zoom2.png" 150,120 5,5 330,240 2 "8 32" 9:1 10:2
   # (d) left of the wipe, the content
-  content=$("$PY" "$PIXELS" "$T/zoom1.png" "$T/content.png" 8,60 200,76 92,370 1)
+  content=$("$PY" "$PIXELS" "$T/zoom1.png" "$O/out_content_files/10" 8,60 200,76 92,370 1)
   styled=$("$PY" "$PIXELS" "$T/zoom1.png" "$O/out.png" 8,60 200,76 92,370 1)
   # shellcheck disable=SC2086
   within "4 24" $content && ! within "8 32" $styled \
-    && ok "left of the wipe the content shows (against content.png: $content; against out.png: $styled)" \
-    || bad "the content side" "against content.png: $content; against out.png: $styled"
+    && ok "left of the wipe the content shows (against out_content.dzi's tiles: $content; against out.png: $styled)" \
+    || bad "the content side" "against out_content.dzi's tiles: $content; against out.png: $styled"
 }
 browser_s=-
 if [ -z "$browser_why" ]; then browser_checks; else skip "the browser test: $browser_why"; fi
@@ -254,9 +246,8 @@ else
   bad "the bare output" "nstbatch-view did not start" "$(cat "$T/bare.out" "$T/bare.log")"
 fi
 # a TIFF without its .dzi goes through the converter nstbatch-dzi, beside nstbatch-view or on PATH
-vips copy "$O/out.png" "$T/bare/big.tif"
+vips copy "$O/out.png" "$T/bare/big.tif[tile,tile-width=256,tile-height=256]"
 if [ -x "$B/nstbatch-dzi" ]; then
-  # TODO(issue 25): untested until nstbatch-dzi exists; check that it made big.dzi and the page
   if serve tiff "$T/bare/big.tif"; then
     [ -f "$T/bare/big.dzi" ] && [ -f "$T/bare/big.html" ] && ok "a TIFF: nstbatch-dzi makes big.dzi and the page, then it is served" || bad "the TIFF" "no big.dzi or page"
     stopped "$pid" TERM

@@ -15,6 +15,7 @@
 #include "../../util/timer.h"
 #include "../../util/text.h"
 #include "../../util/version.h"
+#include "../../viewer/page.h"
 #include "../../io/versions.h"
 #include <unistd.h>
 #include "../optim/checkpoint.h"
@@ -574,6 +575,21 @@ static nst_status job_render_figures(job_run *j, nst_status s)
     return s;
 }
 
+/* Rank 0, beside a Deep Zoom output: the viewer page (viewer/page.h) with the config and the
+ * losses. The pyramid is complete without it, so a page that cannot be written (no OpenSeadragon
+ * installed) is a warning, not a failed render. */
+static void job_viewer_page(const job_run *j, const char *desc)
+{
+    if (!j->out.want[NST_OUT_DZI] || nst_comm_rank() != 0) return;
+    const nst_loss_terms *a = &j->res->stats.first, *b = &j->res->stats.last;
+    nst_viewer_page pg = {j->out.path[NST_OUT_DZI], j->out.dzi_content[0] ? j->out.dzi_content : NULL, j->in.W, j->in.H, desc, NST_VERSION, 1,
+                          {a->total, a->content, a->style, a->tv}, {b->total, b->content, b->style, b->tv}};
+    if (nst_viewer_write(&pg) == NST_OK)
+        nst_info("output:  the viewer page beside %s: nstbatch-view %s serves it\n", j->out.path[NST_OUT_DZI], j->out.path[NST_OUT_DZI]);
+    else
+        nst_warn("%s: the viewer page was not written (the Deep Zoom pyramid is complete): %s\n", j->out.path[NST_OUT_DZI], nst_fail_message());
+}
+
 /* The output, written by the ranks that own it, with the config in every file. */
 static nst_status job_output(job_run *j, nst_status s)
 {
@@ -581,12 +597,13 @@ static nst_status job_output(job_run *j, nst_status s)
     if (s == NST_OK && !desc) s = nst_fail(NST_ENOMEM, "out of memory describing the config");
     s = nst_comm_agree(s);
     if (s == NST_OK) s = nst_output_write(&j->out, &j->L, j->cores, j->in.W, j->in.H, desc, &j->res->output);
-    free(desc);
     if (s == NST_OK && j->out.dzi_content[0]) { /* the content beside a Deep Zoom output, for the viewer */
         nst_output_stats cst;
         s = nst_output_content_dzi(j->cfg, &j->out, &j->L, j->in.W, j->in.H, j->in.content_random, &cst);
         if (s == NST_OK) nst_info("output:  %s (the content, for the viewer): %.1f MB, %.2f s\n", j->out.dzi_content, (double)cst.bytes[NST_OUT_DZI] / 1e6, cst.seconds);
     }
+    if (s == NST_OK) job_viewer_page(j, desc);
+    free(desc);
     return s;
 }
 
