@@ -155,7 +155,7 @@ nstbatch-dzi: $(BUILD)/nstbatch-dzi
 
 -include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d $(BUILD)/obj/viewer/view_main.d
 
-# ---- the viewer: nstbatch-view, the page's assets (viewer/README.md) ----------------------------
+# ---- the viewer: nstbatch-view, the page's assets (docs/VIEWER.md) ----------------------------
 # The source tree's viewer/ is where an uninstalled nstbatch finds the page's assets; an installed
 # one looks in ../share/nstbatch/viewer beside its program first (viewer/assets.c).
 $(BUILD)/obj/viewer/assets.o: ALLCFLAGS += -DNST_VIEWER_DIR='"$(CURDIR)/viewer"'

@@ -26,8 +26,8 @@ NST=${1:-./nstbatch}
 [ -e "$NST" ] && NST=$(readlink -f "$NST")
 . "$(dirname "$0")/lib.sh" test_docs
 
-PENDING_TOOLS="nstbatch-view"   # the Deep Zoom viewer
-PENDING_EXTENSIONS="dzi"        # the Deep Zoom output
+PENDING_TOOLS=""                # none now (nstbatch-view landed with the Deep Zoom output)
+PENDING_EXTENSIONS=""
 README_MAX_LINES=260
 
 help=""
@@ -67,12 +67,12 @@ for line in makefile.split("\n"):
     mt = re.match(r"^([A-Za-z0-9_][A-Za-z0-9_./$()%-]*(?:\s+[A-Za-z0-9_][A-Za-z0-9_./$()%-]*)*)\s*:(?!=)", line)
     if mt:
         targets.update(mt.group(1).split())
-# programs make install puts in bin/: the nstbatch* words of the install rule's lines that name bin/
-rule = re.search(r"^install:.*\n((?:\t.*\n)+)", makefile, re.M)
+# programs make install puts in bin/: the nstbatch* words of the install rules' lines that name bin/
 installed = {"nstbatch"}
-for line in (rule.group(1).split("\n") if rule else []):
-    if "/bin" in line:
-        installed.update(os.path.basename(w) for w in re.findall(r"[\w./$()-]*nstbatch[\w-]*", line))
+for rule in re.finditer(r"^install[\w-]*:.*\n((?:\t.*\n)+)", makefile, re.M):
+    for line in rule.group(1).split("\n"):
+        if "/bin" in line:
+            installed.update(os.path.basename(w) for w in re.findall(r"[\w./$()-]*nstbatch[\w-]*", line))
 
 flags = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*|-[a-zA-Z])(?![\w-])", help_text))
 

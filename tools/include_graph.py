@@ -3,7 +3,7 @@
 
 Prints for nst/: how many files it holds, its floors (the longest include chain between its
 files, circles counted as one step), its circles (strongly connected components of more than one
-file), and the arrows that run back up: a lower room (util, tiler, kernels, io, mpi) including
+file), and the arrows that run back up: a lower room (util, tiler, kernels, io, mpi, viewer) including
 nst/, or a room of nst/ including a room above it (model < optim < output, run; run may include
 output, output may not include run). Circles are reported twice: between headers (what the
 compiler sees) and between modules (x.c and x.h taken as one file, what a reader sees).
@@ -15,9 +15,9 @@ import os
 import re
 import sys
 
-SRC_DIRS = ["nst", "io", "kernels", "mpi", "tiler", "util"]
+SRC_DIRS = ["nst", "io", "kernels", "mpi", "tiler", "util", "viewer"]
 EXTS = (".c", ".h", ".cu", ".cuh")
-LOWER = {"util": 0, "tiler": 0, "kernels": 0, "io": 0, "mpi": 0}  # below every room of nst/
+LOWER = {"util": 0, "tiler": 0, "kernels": 0, "io": 0, "mpi": 0, "viewer": 0}  # below every room of nst/
 NST_RANK = {"model": 1, "optim": 2, "output": 3, "run": 3, "main": 4}
 # run may include output (a job writes its outputs); output may not include run
 ALLOWED_SAME_RANK = {("run", "output")}

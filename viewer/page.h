@@ -1,4 +1,4 @@
-/* viewer/page.h: the viewer page written beside a Deep Zoom output (docs: viewer/README.md).
+/* viewer/page.h: the viewer page written beside a Deep Zoom output (docs: docs/VIEWER.md).
  *
  * Beside OUT.dzi (and OUT_content.dzi when the content is shown for comparison) it writes
  * OUT.html (the page), OUT.view.json (what the page shows: the image names, size, the run's

@@ -1,4 +1,4 @@
-/* viewer/view_json.c: writes OUT.view.json (see view_json.h and viewer/README.md for the schema). */
+/* viewer/view_json.c: writes OUT.view.json (see view_json.h and docs/VIEWER.md for the schema). */
 #include "view_json.h"
 
 #include <math.h>

@@ -1,4 +1,4 @@
-/* viewer/view_json.h: OUT.view.json, the data the viewer page reads (schema in viewer/README.md). */
+/* viewer/view_json.h: OUT.view.json, the data the viewer page reads (schema in docs/VIEWER.md). */
 #ifndef NST_VIEWER_VIEW_JSON_H
 #define NST_VIEWER_VIEW_JSON_H
 

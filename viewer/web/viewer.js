@@ -1,5 +1,5 @@
 /* viewer/web/viewer.js: the viewer page's script (copied to OUT_viewer/viewer.js). It reads
- * OUT.view.json beside the page (viewer/README.md), shows the stylised image OUT.dzi full-window
+ * OUT.view.json beside the page (docs/VIEWER.md), shows the stylised image OUT.dzi full-window
  * in OpenSeadragon and, where the output has it, the content image OUT_content.dzi in the same
  * viewport left of a draggable wipe, and fills the panel with the run's configuration and losses.
  *
