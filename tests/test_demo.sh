@@ -29,6 +29,18 @@ dz="$ROOT/configs/demo/stylised"
 check "it writes the Deep Zoom pyramid and the content's (levels 0..9, the top one 384x256)" \
   '[ -f "$dz.dzi" ] && [ -f "${dz}_content.dzi" ] && [ "$(ls "${dz}_files" | sort -n | tr "\n" " ")" = "0 1 2 3 4 5 6 7 8 9 " ] \
    && /usr/bin/python3 -c "from PIL import Image; import sys; sys.exit(Image.open(\"${dz}_files/9/0_0.jpg\").size != (384, 256))" 2>/dev/null'
+# the README's recipe: nstbatch-view serves the demo's pyramid and its page (the browser: test_viewer)
+VIEW=$(dirname "$NST")/nstbatch-view
+if [ -x "$VIEW" ] && [ -f "$dz.dzi" ]; then
+  vout=$(mktemp); "$VIEW" "$dz.dzi" >"$vout" 2>&1 & vpid=$!
+  port=; for _ in $(seq 50); do port=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\)/stylised.html.*|\1|p' "$vout"); [ -n "$port" ] && break; sleep 0.1; done
+  page=$(curl -s "http://127.0.0.1:$port/stylised.html") tile=$(curl -s -o /dev/null -w '%{http_code} %{size_download}' "http://127.0.0.1:$port/stylised_files/9/0_0.jpg")
+  kill -INT $vpid; wait $vpid; vrc=$?; rm -f "$vout"
+  check "nstbatch-view stylised.dzi serves the page and the tiles (port ${port:-none}; tile: $tile), and stops on Ctrl-C" \
+    '[ -n "$port" ] && grep -q openseadragon <<<"$page" && [ "$tile" = "200 $(stat -c %s "${dz}_files/9/0_0.jpg")" ] && [ $vrc -eq 0 ]'
+else
+  check "nstbatch-view and the demo's page exist (make all builds nstbatch-view)" 'false'
+fi
 factor=$(sed -n 's/^style loss: .*(\([0-9.]*\)x lower)$/\1/p' <<<"$log")
 check "the style loss falls by at least 50x (measured ${factor:-none}x)" 'awk -v f="${factor:-0}" "BEGIN { exit !(f >= 50) }"'
 check "it names the random network and how to get real weights" 'grep -q "make weights" <<<"$log"'
