@@ -17,6 +17,7 @@
 #   make bench-cheap    the cheap tiling mode against the exact one
 #   make bench-masks    masked renders against the same styles blended
 #   make bench-io   gigapixel read/write throughput (BigTIFF, HDF5) on 1, 2, 4 ranks against vips tiffsave
+#   make bench-dzi  a Deep Zoom pyramid written by nstbatch and nstbatch-dzi against vips dzsave
 #   make bench-batch    one batch of small jobs (packed and not) against a loop of runs
 #   make bench-ckpt     checkpoint layout: per-rank files against one parallel HDF5 file
 #   make bench-dryrun   --dry-run's time estimate against the real render
@@ -95,7 +96,7 @@ TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.
 TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/draw_mask $(BUILD)/tools/demo_figure $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run \
            $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 
-.PHONY: install install-viewer viewer viewer-if-online all demo demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-avx2 bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-masks bench-io bench-batch bench-ckpt bench-dryrun weights deps test-deps check-deps clean demo-images
+.PHONY: install install-viewer viewer viewer-if-online all demo demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-avx2 bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-masks bench-io bench-dzi bench-batch bench-ckpt bench-dryrun weights deps test-deps check-deps clean demo-images
 all: check-deps nstbatch nstbatch-dzi nstbatch-view $(if $(NPM),viewer-if-online)
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
@@ -303,6 +304,10 @@ bench-masks: all demo-images
 # gigapixel I/O: read and write throughput against libvips (bench/results/io_throughput.md)
 bench-io: all demo-images $(BUILD)/tools/make_test_tiff
 	bench/io_throughput.sh
+
+# a Deep Zoom pyramid written by nstbatch (1 and 2 ranks) and nstbatch-dzi against vips dzsave (bench/results/dzi.md)
+bench-dzi: all demo-images $(BUILD)/tools/make_test_tiff
+	bench/dzi.sh
 
 # --dry-run's estimate against the render it predicts (bench/results/dryrun.md)
 bench-dryrun: all demo-images
