@@ -257,7 +257,8 @@ $(DEMO_MASKS) &: $(BUILD)/tools/draw_mask configs/demo/content.png
 
 demo: deps
 	@$(MAKE) --no-print-directory all demo-images
-	mpirun --allow-run-as-root --bind-to none -np 1 ./nstbatch configs/demo.ini
+	mpirun --allow-run-as-root --bind-to none -np 1 ./nstbatch configs/demo.ini --set output.format=png,dzi
+	@echo "look at it: ./nstbatch-view configs/demo/stylised.dzi (prints the address to open)"
 
 # two styles split by a mask: the style image's swirls in the sky, style2's mosaic below
 demo-masks: deps
