@@ -1,5 +1,5 @@
 /* io/atomic_file.c: write-to-temporary, sync, rename, sync directory (see atomic_file.h). */
-#define _GNU_SOURCE /* syncfs, nftw */
+#define _GNU_SOURCE /* syncfs, nftw, renameat2 */
 #include "atomic_file.h"
 
 #include <errno.h>
@@ -106,6 +106,15 @@ nst_status nst_atomic_write_text(const char *path, const char *text)
 
 /* ---- directories ----------------------------------------------------------------------------- */
 
+static void sync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd); /* durability of the renames; some file systems refuse fsync on directories */
+        close(fd);
+    }
+}
+
 nst_status nst_atomic_dir_check_target(const char *path, int overwrite)
 {
     char dir[4096];
@@ -115,7 +124,7 @@ nst_status nst_atomic_dir_check_target(const char *path, int overwrite)
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return nst_fail(NST_EINPUT, "%s: output directory %s does not exist", path, dir);
     if (access(dir, W_OK) != 0) return nst_fail(NST_EINPUT, "%s: output directory %s is not writable", path, dir);
     if (lstat(path, &st) == 0) {
-        if (!S_ISDIR(st.st_mode)) return nst_fail(NST_EINPUT, "%s: a file is in the way of the tile folder: move it away", path);
+        if (!S_ISDIR(st.st_mode)) return nst_fail(NST_EINPUT, "%s: a file is in the way of the folder: move it away", path);
         if (!overwrite) return nst_fail(NST_EINPUT, "%s: output exists; set output.overwrite = true to replace it", path);
     }
     return NST_OK;
@@ -151,6 +160,18 @@ nst_status nst_atomic_dir_commit(nst_atomic_file *af)
     close(fd);
     struct stat st;
     int had = lstat(af->final_path, &st) == 0;
+    if (had && renameat2(AT_FDCWD, af->tmp, AT_FDCWD, af->final_path, RENAME_EXCHANGE) == 0) {
+        sync_dir(dir); /* one step: a reader sees the old folder or the new one, never none */
+        if (nst_remove_tree(af->tmp) != 0) /* (now the old one) */
+            return nst_fail(NST_ERUNTIME, "%s: in place, but the old folder %s could not be removed: %s", af->final_path, af->tmp,
+                            strerror(errno));
+        return NST_OK;
+    }
+    if (had && errno != EINVAL && errno != ENOSYS) { /* (file systems without the exchange: aside, then in) */
+        int e = errno;
+        nst_atomic_dir_abort(af);
+        return nst_fail(NST_ERUNTIME, "%s: cannot replace it with %s: %s", af->final_path, af->tmp, strerror(e));
+    }
     snprintf(old, sizeof old, "%s/.%s.nstbatch-%ld.old", dir, base, (long)getpid());
     if (had && rename(af->final_path, old) != 0) {
         int e = errno;
@@ -163,11 +184,7 @@ nst_status nst_atomic_dir_commit(nst_atomic_file *af)
         nst_atomic_dir_abort(af);
         return nst_fail(NST_ERUNTIME, "%s: cannot rename %s into place: %s", af->final_path, af->tmp, strerror(e));
     }
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
+    sync_dir(dir);
     if (had && nst_remove_tree(old) != 0)
         return nst_fail(NST_ERUNTIME, "%s: in place, but the old folder %s could not be removed: %s", af->final_path, old, strerror(errno));
     return NST_OK;

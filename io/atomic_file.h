@@ -27,10 +27,11 @@ void nst_atomic_abort(nst_atomic_file *af);
 /* Write a whole text file that way (replacing an existing one). */
 nst_status nst_atomic_write_text(const char *path, const char *text);
 
-/* A directory the same way (a Deep Zoom tile folder): built under ".NAME.nstbatch-PID.tmp",
- * its files synced with the file system (syncfs) and renamed into place; an existing directory
- * of that name (only with overwrite) is first renamed aside, then removed. A file in the way is
- * refused. */
+/* A directory the same way (a Deep Zoom tile folder, the viewer's assets): built under
+ * ".NAME.nstbatch-PID.tmp", its files synced with the file system (syncfs) and renamed into
+ * place. An existing directory of that name (only with overwrite) is exchanged with it in one
+ * step where the file system can (renameat2 RENAME_EXCHANGE), else renamed aside first; then it
+ * is removed. A file in the way is refused. */
 nst_status nst_atomic_dir_check_target(const char *path, int overwrite);
 nst_status nst_atomic_dir_begin(nst_atomic_file *af, const char *path, int overwrite);
 nst_status nst_atomic_dir_commit(nst_atomic_file *af);

@@ -136,7 +136,7 @@ case_ "a 16-bit JPEG output" 2 "output.bits = 16, but a JPEG holds 8 bits per sa
 case_ "a JPEG wider than JPEG allows" 2 "the output is 70000x64, but a JPEG side is at most 65535 px: write TIFF" -- "$NST" ok.ini --set output.path=out.jpg --set output.width=70000 --set output.height=64
 case_ "jpeg at 16 bits" 2 "output.bits: jpeg compression needs 8 bits per sample" -- "$NST" ok.ini --set output.format=tiff --set output.compression=jpeg --set output.bits=16
 mkdir -p "$T/dz" && touch "$T/dz/in_files"
-case_ "a file where the Deep Zoom tiles go" 2 "dz/in_files: a file is in the way of the tile folder: move it away" -- "$NST" ok.ini --set output.path=dz/in.dzi --set output.overwrite=true
+case_ "a file where the Deep Zoom tiles go" 2 "dz/in_files: a file is in the way of the folder: move it away" -- "$NST" ok.ini --set output.path=dz/in.dzi --set output.overwrite=true
 mkdir -p "$T/dz/old_files"
 case_ "an existing Deep Zoom tile folder" 2 "dz/old_files: output exists; set output.overwrite = true to replace it" -- "$NST" ok.ini --set output.path=dz/old.dzi --set output.overwrite=false
 case_ "PNG Deep Zoom tiles without a Deep Zoom output" 2 "output.dzi_tiles = png applies to a Deep Zoom output only, and this run writes none" -- "$NST" ok.ini --set output.dzi_tiles=png

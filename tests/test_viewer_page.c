@@ -198,7 +198,7 @@ static void t_names_its_failures(void)
     if (f) fclose(f);
     snprintf(dzi, sizeof dzi, "%s/blocked.dzi", test_scratch(""));
     char assets[4096];
-    if (nst_viewer_assets(assets, sizeof assets) == NST_OK) expect_failure(&p, NST_ERUNTIME, "blocked_viewer: exists and is not a folder");
+    if (nst_viewer_assets(assets, sizeof assets) == NST_OK) expect_failure(&p, NST_EINPUT, "blocked_viewer: a file is in the way of the folder: move it away");
     nst_fail_clear();
 }
 

@@ -1,6 +1,6 @@
 /* viewer/asset_copy.c: OUT_viewer/, each output's own copy of the page's assets (see assets.h),
- * made in a temporary folder and swapped into place so that a browser never sees half of it. */
-#define _GNU_SOURCE /* renameat2, RENAME_EXCHANGE */
+ * made in a temporary folder and swapped into place (io/atomic_file.h) so that a browser never
+ * sees half of it. */
 #include "assets.h"
 
 #include <dirent.h>
@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "../io/atomic_file.h"
 
 static nst_status copy_file(const char *src, const char *dst)
 {
@@ -68,30 +70,6 @@ static nst_status copy_files(const char *src, const char *dst, const char *suffi
     return s;
 }
 
-/* Remove a folder this code made (two levels deep at most: OUT_viewer/openseadragon/images/),
- * never following a link. Best effort: used to clean up. */
-static void remove_tree(const char *path, int depth)
-{
-    struct stat st;
-    if (lstat(path, &st) != 0) return;
-    if (!S_ISDIR(st.st_mode) || depth > 3) {
-        unlink(path);
-        return;
-    }
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-            char child[4400];
-            snprintf(child, sizeof child, "%s/%s", path, e->d_name);
-            remove_tree(child, depth + 1);
-        }
-        closedir(d);
-    }
-    rmdir(path);
-}
-
 /* Fill `tmp` (a new empty folder) with the assets. */
 static nst_status fill(const char *assets, const char *tmp)
 {
@@ -116,65 +94,12 @@ static nst_status fill(const char *assets, const char *tmp)
     return copy_files(src, dst, ".png", NULL);
 }
 
-static void sync_dir_of(const char *path)
-{
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = '\0'; else snprintf(dir, sizeof dir, ".");
-    int fd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd); /* durability of the renames; some file systems refuse it on folders */
-        close(fd);
-    }
-}
-
-/* Put the filled tmp in dest's place. An older dest is exchanged with it in one step where the
- * file system can (the page keeps working throughout), else moved aside first. */
-static nst_status swap_in(const char *tmp, const char *dest)
-{
-    struct stat st;
-    if (lstat(dest, &st) != 0) {
-        if (rename(tmp, dest) != 0)
-            return nst_fail(NST_ERUNTIME, "%s: cannot rename %s into place: %s", dest, tmp, strerror(errno));
-        return NST_OK;
-    }
-    if (!S_ISDIR(st.st_mode))
-        return nst_fail(NST_ERUNTIME, "%s: exists and is not a folder: remove it to write the viewer page", dest);
-    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dest, RENAME_EXCHANGE) == 0) {
-        remove_tree(tmp, 0); /* now the older folder */
-        return NST_OK;
-    }
-    if (errno != EINVAL && errno != ENOSYS)
-        return nst_fail(NST_ERUNTIME, "%s: cannot replace it with %s: %s", dest, tmp, strerror(errno));
-    char old[4216];
-    snprintf(old, sizeof old, "%s.old", tmp);
-    if (rename(dest, old) != 0)
-        return nst_fail(NST_ERUNTIME, "%s: cannot move the older folder aside: %s", dest, strerror(errno));
-    if (rename(tmp, dest) != 0) {
-        int e = errno;
-        rename(old, dest); /* put the older one back */
-        return nst_fail(NST_ERUNTIME, "%s: cannot rename %s into place: %s", dest, tmp, strerror(e));
-    }
-    remove_tree(old, 0);
-    return NST_OK;
-}
-
 nst_status nst_viewer_copy_assets(const char *assets, const char *dest)
 {
-    char tmp[4200];
-    const char *slash = strrchr(dest, '/');
-    int dir_len = slash ? (int)(slash - dest + 1) : 0;
-    snprintf(tmp, sizeof tmp, "%.*s.%s.nstbatch-%ld.tmp", dir_len, dest, dest + dir_len, (long)getpid());
-    remove_tree(tmp, 0); /* left by a killed run with this pid */
-    if (mkdir(tmp, 0755) != 0)
-        return nst_fail(NST_ERUNTIME, "%s: cannot create the folder %s: %s", dest, tmp, strerror(errno));
-    nst_status s = fill(assets, tmp);
-    if (s == NST_OK) s = swap_in(tmp, dest);
-    if (s != NST_OK) {
-        remove_tree(tmp, 0);
-        return s;
-    }
-    sync_dir_of(dest);
-    return NST_OK;
+    nst_atomic_file af;
+    NST_TRY(nst_atomic_dir_begin(&af, dest, 1));
+    nst_status s = fill(assets, af.tmp);
+    if (s == NST_OK) return nst_atomic_dir_commit(&af); /* an older folder exchanged in one step */
+    nst_atomic_dir_abort(&af);
+    return s;
 }
