@@ -228,10 +228,13 @@ $(BUILD)/tests/%: tests/%.c tests/test.h tests/naive.h $(LIB)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -I. $(DEPCFLAGS)
 FUZZ_IO := util/status.c util/mem.c io/image.c io/png_read.c io/png_write.c io/jpeg_read.c io/jpeg_write.c io/tiff_read.c io/tiff_write.c io/icc.c \
            io/tiff_msg.c io/atomic_file.c io/source.c io/resample.c tiler/rect.c
-fuzz: $(BUILD)/fuzz/fuzz_config $(BUILD)/fuzz/fuzz_image $(BUILD)/fuzz/fuzz_tiff
+fuzz: $(BUILD)/fuzz/fuzz_config $(BUILD)/fuzz/fuzz_image $(BUILD)/fuzz/fuzz_tiff $(BUILD)/fuzz/fuzz_flo
 $(BUILD)/fuzz/fuzz_config: tests/fuzz/fuzz_config.c io/config.c io/jobs.c util/status.c util/text.c
 	@mkdir -p $(dir $@)
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $^
+$(BUILD)/fuzz/fuzz_flo: tests/fuzz/fuzz_flo.c io/flo.c io/atomic_file.c util/status.c util/mem.c
+	@mkdir -p $(dir $@)
+	$(Q)clang $(FUZZ_CFLAGS) -o $@ $^ -lm
 $(BUILD)/fuzz/fuzz_image $(BUILD)/fuzz/fuzz_tiff: $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_IO)
 	@mkdir -p $(dir $@)
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $^ $(shell pkg-config --libs libtiff-4 libpng libjpeg) -lm

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/test_fuzz.sh: run the libFuzzer targets (the config parser, the whole-image readers, the
-# TIFF region reader) for a short fixed time each (FUZZ_SECONDS, default 12) from the committed
+# TIFF region reader, the .flo reader) for a short fixed time each (FUZZ_SECONDS, default 12) from the committed
 # seed corpora. A crash, sanitizer report, leak or time-out fails
 # the test and leaves the crashing input under build/fuzz/artifacts/ (make it a regression seed).
 #
@@ -11,7 +11,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 secs=${FUZZ_SECONDS:-12}
 pass=0 fail=0
 mkdir -p "$B/fuzz/artifacts"
-for target in config image tiff; do
+for target in config image tiff flo; do
   bin="$B/fuzz/fuzz_$target"
   if [ ! -x "$bin" ]; then echo "  FAIL fuzz_$target: not built ($bin)"; fail=$((fail + 1)); continue; fi
   work=$(mktemp -d)   # new inputs go here; the committed seeds stay as they are
