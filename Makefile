@@ -88,12 +88,12 @@ endif
 
 ALLCFLAGS += -DNST_BUILD_FLAGS='"$(FLAVOUR) build: $(CC) $(CFLAGS)"'
 
-LIB_SRC := $(sort $(wildcard util/*.c tiler/*.c io/*.c kernels/*.c kernels/cpu/*.c kernels/check/*.c nst/*/*.c mpi/*.c))
+LIB_SRC := $(sort $(wildcard util/*.c tiler/*.c io/*.c flow/*.c kernels/*.c kernels/cpu/*.c kernels/check/*.c nst/*/*.c mpi/*.c))
 LIB_SRC += $(sort $(filter-out viewer/view_main.c,$(wildcard viewer/*.c)))  # the viewer page; nstbatch-view's server
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(patsubst %,$(BUILD)/obj/%.o,$(basename $(CUDA_OBJ)))
 LIB     := $(BUILD)/libnst.a
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))  # test_gram_tiled runs under mpirun
-TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/draw_mask $(BUILD)/tools/demo_figure $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run \
+TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/draw_mask $(BUILD)/tools/make_test_clip $(BUILD)/tools/nstbatch-flicker $(BUILD)/tools/demo_figure $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run \
            $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 
 .PHONY: install install-viewer viewer viewer-if-online all demo demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-avx2 bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-masks bench-io bench-dzi bench-batch bench-ckpt bench-dryrun weights deps test-deps check-deps clean demo-images

@@ -23,6 +23,7 @@ suites=(
   "test_loss_grad|$B/tests/test_loss_grad"
   "test_images|$B/tests/test_images"
   "test_flo|$B/tests/test_flo"
+  "test_flow|tests/test_flow.sh $B"
   "test_weights|$B/tests/test_weights"
   "test_reference|$B/tests/test_reference tests/fixtures"
   "test_tiler|$B/tests/test_tiler"

@@ -15,9 +15,9 @@ import os
 import re
 import sys
 
-SRC_DIRS = ["nst", "io", "kernels", "mpi", "tiler", "util", "viewer"]
+SRC_DIRS = ["nst", "io", "kernels", "mpi", "tiler", "util", "viewer", "flow"]
 EXTS = (".c", ".h", ".cu", ".cuh")
-LOWER = {"util": 0, "tiler": 0, "kernels": 0, "io": 0, "mpi": 0, "viewer": 0}  # below every room of nst/
+LOWER = {"util": 0, "tiler": 0, "kernels": 0, "io": 0, "mpi": 0, "viewer": 0, "flow": 0}  # below every room of nst/
 NST_RANK = {"model": 1, "optim": 2, "output": 3, "run": 3, "main": 4}
 # run may include output (a job writes its outputs); output may not include run
 ALLOWED_SAME_RANK = {("run", "output")}
