@@ -62,6 +62,8 @@ NVCC_VER  := $(if $(NVCC),$(shell $(NVCC) --version 2>/dev/null | sed -n 's/.*re
 CUDNN_OK  := $(shell test -f $(CUDA_HOME)/include/cudnn.h -o -f /usr/include/cudnn.h -o -f /usr/include/x86_64-linux-gnu/cudnn.h && echo yes)
 CUBLAS_OK := $(shell test -f $(CUDA_HOME)/include/cublas_v2.h && echo yes)
 NCCL_OK   := $(shell test -f $(CUDA_HOME)/include/nccl.h -o -f /usr/include/nccl.h && echo yes)
+# OpenCV's video module (DIS optical flow, flow/dis.cpp): optional, Debian's libopencv-video-dev
+OPENCV_OK := $(shell test -f /usr/include/opencv4/opencv2/video/tracking.hpp && echo yes)
 NPM       := $(shell command -v npm 2>/dev/null)
 
 # ---- flags ------------------------------------------------------------------------------------
@@ -86,11 +88,17 @@ CUDA_OBJ := kernels/cuda/cuda_none.c
 FLAVOUR  := cpu
 endif
 
+ifeq ($(OPENCV_OK),yes)
+ALLCFLAGS += -DNST_HAVE_OPENCV
+LDLIBS    += -lopencv_video -lopencv_imgproc -lopencv_core -lstdc++
+OPENCV_OBJ := flow/dis.cpp
+endif
+
 ALLCFLAGS += -DNST_BUILD_FLAGS='"$(FLAVOUR) build: $(CC) $(CFLAGS)"'
 
 LIB_SRC := $(sort $(wildcard util/*.c tiler/*.c io/*.c flow/*.c kernels/*.c kernels/cpu/*.c kernels/check/*.c nst/*/*.c mpi/*.c))
 LIB_SRC += $(sort $(filter-out viewer/view_main.c,$(wildcard viewer/*.c)))  # the viewer page; nstbatch-view's server
-LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(patsubst %,$(BUILD)/obj/%.o,$(basename $(CUDA_OBJ)))
+LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(patsubst %,$(BUILD)/obj/%.o,$(basename $(CUDA_OBJ) $(OPENCV_OBJ)))
 LIB     := $(BUILD)/libnst.a
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))  # test_gram_tiled runs under mpirun
 TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/draw_mask $(BUILD)/tools/make_test_clip $(BUILD)/tools/nstbatch-flicker $(BUILD)/tools/demo_figure $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run \
@@ -117,6 +125,7 @@ check-deps:
 	@echo "  $(call ok,$(CUDNN_OK)) cuDNN       $(if $(CUDNN_OK),found (for the CUDA backend),not found (optional))"
 	@echo "  $(call ok,$(CUBLAS_OK)) cuBLAS      $(if $(CUBLAS_OK),found (for the CUDA backend),not found (optional))"
 	@echo "  $(call ok,$(NCCL_OK)) NCCL        $(if $(NCCL_OK),found (for the Gram allreduce on GPUs),not found (optional))"
+	@echo "  $(call ok,$(OPENCV_OK)) OpenCV      $(if $(OPENCV_OK),video module found (DIS optical flow),not found (optional: libopencv-video-dev, for optical flow))"
 	@echo "  $(call ok,$(NPM)) npm         $(if $(NPM),found (make viewer: OpenSeadragon for the viewer page),not found (optional: the Deep Zoom viewer page needs it once, make viewer))"
 	@test -n "$(MPICC)" -a -n "$(HDF5_PAR)" -a -n "$(TIFF_VER)" -a -n "$(PNG_VER)" -a -n "$(JPEG_VER)" -a -n "$(DNNL_OK)" || \
 	  { echo "nstbatch: missing required dependencies: run scripts/install-deps.sh (or make deps)" >&2; exit 1; }
@@ -132,6 +141,11 @@ $(BUILD)/obj/%.o: %.c $(STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC    $<")
 	$(Q)$(CC) $(ALLCFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/%.o: %.cpp $(STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CXX   $<")
+	$(Q)$(CXX) -O2 -std=c++17 -I. -I/usr/include/opencv4 -Wall -Wextra -Wno-unused-parameter -fopenmp -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/%.o: %.cu $(STAMP)
 	@mkdir -p $(dir $@)

@@ -9,7 +9,8 @@
 #                                    (with promtool) and curl for the monitoring test, Chromium and
 #                                    Node.js with npm (then npm ci in tests/browser: playwright-core)
 #                                    for the viewer's browser test (make test); npm also lets make
-#                                    fetch OpenSeadragon for the viewer page (make viewer)
+#                                    fetch OpenSeadragon for the viewer page (make viewer); OpenCV's
+#                                    video module for the optical flow (DIS) the flow tests measure
 #   scripts/install-deps.sh --dev    also PyTorch (test fixtures, the CPU benchmarks) and OpenBLAS (make bench-conv)
 set -euo pipefail
 
@@ -25,8 +26,8 @@ pkgs=(
                                               # readers we did not write, for the output tests
 )
 case "${1:-}" in
-  --test) pkgs+=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl chromium) ;;
-  --dev) pkgs+=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl chromium python3-torch libopenblas-dev) ;; # OpenBLAS: make bench-conv's comparison
+  --test) pkgs+=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl chromium libopencv-video-dev) ;;
+  --dev) pkgs+=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl chromium libopencv-video-dev python3-torch libopenblas-dev) ;; # OpenBLAS: make bench-conv's comparison
 esac
 # Node.js and npm for the viewer (make viewer, the browser test): Debian's, unless an npm is there
 # already (NodeSource's nodejs carries its own npm and conflicts with Debian's package)

@@ -10,6 +10,7 @@
  * - a frame whose brightness jumps shows a warping error far above the clip's own floor.
  *
  *   test_flow CLIP_DIR      (without it: the synthetic cases only) */
+#include "../flow/dis.h"
 #include "../flow/warp.h"
 #include "../io/image.h"
 #include "test.h"
@@ -99,10 +100,56 @@ static void t_clip(void)
     nst_image_free(&f0), nst_image_free(&f1), nst_image_free(&dis), nst_flow_free(&fwd), nst_flow_free(&bwd);
 }
 
+/* OpenCV's DIS against the clip's exact flow: the mean endpoint error where frame 0's pixel stays
+ * visible, and the same far from the disc's rim (DIS smooths across motion boundaries). */
+static void t_dis(void)
+{
+    if (!clip_dir) SKIP("no clip given (tests/test_flow.sh makes them)");
+    if (!nst_dis_available()) SKIP("built without OpenCV (libopencv-video-dev)");
+    nst_image f0, f1, occ;
+    nst_flow exact, est;
+    char fp[1200];
+    snprintf(fp, sizeof fp, "%s/fwd_00000.flo", clip_dir);
+    if (!load("frame_00000.png", &f0) || !load("frame_00001.png", &f1) || !load("occ_00000.png", &occ) ||
+        nst_flo_read(fp, f0.w, f0.h, 0, &exact) != NST_OK) {
+        CHECK(0, "the clip in %s: %s", clip_dir, nst_fail_message());
+        return;
+    }
+    nst_dis *d;
+    CHECK(nst_dis_open("nonsense", &d) == NST_EINPUT && strstr(nst_fail_message(), "valid: ultrafast, fast, medium"), "a bad preset is refused");
+    nst_fail_clear();
+    if (nst_dis_open("medium", &d) != NST_OK || nst_dis_flow(d, f0.px, f1.px, f0.w, f0.h, &est) != NST_OK) {
+        CHECK(0, "DIS: %s", nst_fail_message());
+        return;
+    }
+    double epe = 0, n = 0, epe_in = 0, n_in = 0;
+    for (int y = 0; y < f0.h; y++)
+        for (int x = 0; x < f0.w; x++) {
+            size_t i = (size_t)y * f0.w + x;
+            if (occ.px[3 * i] > 0.5f) continue;
+            double e = hypot(est.uv[2 * i] - exact.uv[2 * i], est.uv[2 * i + 1] - exact.uv[2 * i + 1]);
+            epe += e, n++;
+            int inner = x > 16 && y > 16 && x < f0.w - 16 && y < f0.h - 16;
+            double ex = exact.uv[2 * i], ey = exact.uv[2 * i + 1];
+            /* away from the rim: the exact flow is the same 8 px around */
+            for (int dy = -8; inner && dy <= 8; dy += 8)
+                for (int dx = -8; inner && dx <= 8; dx += 8) {
+                    size_t j = (size_t)(y + dy) * f0.w + x + dx;
+                    inner = fabs(exact.uv[2 * j] - ex) < 0.5 && fabs(exact.uv[2 * j + 1] - ey) < 0.5;
+                }
+            if (inner) epe_in += e, n_in++;
+        }
+    printf("    DIS medium against the exact flow: mean endpoint error %.3f px where visible, %.3f px away from the rim\n", epe / n, epe_in / n_in);
+    CHECK(epe_in / n_in < 0.1 && epe / n < 0.3, "DIS's endpoint error: %.3f px away from the rim, %.3f px where visible", epe_in / n_in, epe / n);
+    nst_dis_close(d);
+    nst_flow_free(&est), nst_flow_free(&exact), nst_image_free(&f0), nst_image_free(&f1), nst_image_free(&occ);
+}
+
 int main(int argc, char **argv)
 {
     clip_dir = argc > 1 ? argv[1] : NULL;
     RUN(t_synthetic);
     RUN(t_clip);
+    RUN(t_dis);
     return test_report("test_flow");
 }
