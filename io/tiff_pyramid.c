@@ -78,6 +78,7 @@ static nst_status read_levels(nst_tiff_pyramid *p)
             in->nlevels = k + 1;
         }
         if (!TIFFSetDirectory(p->tif, 0)) return failed(p, "cannot return to the first image");
+        if (p->jpeg) TIFFSetField(p->tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB); /* (a setting of the directory read) */
     }
     p->cur = 0;
     return NST_OK;

@@ -179,6 +179,25 @@ if [ -f "$T/r3.tif" ]; then
   if run np 2 --set output.format=tiff,dzi --set output.pyramid=false && "$DZI" "$T/np.tif" "$T/conv/np.dzi" >/dev/null 2>&1 \
      && diff -r "$T/conv/np_files" "$T/np_files" >/dev/null; then ok "nstbatch-dzi on a TIFF without reduced levels (output.pyramid = false): the render's tiles"
   else bad "nstbatch-dzi without reduced levels" "different tiles" "$(ls "$T/conv")"; fi
+  # a JPEG-compressed TIFF (YCbCr tiles, decoded to RGB on every level): near the PNG, not its chroma planes
+  if run jt 2 --set output.format=tiff,png --set output.compression=jpeg && "$DZI" "$T/jt.tif" "$T/conv/jt.dzi" >/dev/null 2>&1; then
+    py "nstbatch-dzi on a JPEG-compressed TIFF: every tiled level near the PNG's" "$T/conv/jt" "$T/jt.png" <<'EOF'
+import sys, numpy as np
+from PIL import Image
+stem, png = sys.argv[1], sys.argv[2]
+a = np.asarray(Image.open(png).convert("RGB")).astype(float)
+worst = 0
+for level, f in ((9, 1), (8, 2)):  # the image, and the TIFF's first reduced level against the PNG's 2x2 means
+    ref = a if f == 1 else (a[:a.shape[0] // 2 * 2:2, :a.shape[1] // 2 * 2:2] + a[1::2, 1::2][:a.shape[0] // 2, :a.shape[1] // 2]
+                             + a[:a.shape[0] // 2 * 2:2, 1::2][:, :a.shape[1] // 2] + a[1::2, :a.shape[1] // 2 * 2:2][:a.shape[0] // 2]) / 4
+    t = np.asarray(Image.open(f"{stem}_files/{level}/1_1.jpg").convert("RGB")).astype(float)
+    r = ref[64:64 + t.shape[0], 64:64 + t.shape[1]]
+    worst = max(worst, abs(r - t[:r.shape[0], :r.shape[1]]).mean())
+assert worst < 12, f"mean abs error {worst:.1f} (YCbCr read as RGB gives about 43)"
+print(f"mean abs error at most {worst:.1f} / 255 (two JPEG generations at quality 90)")
+print("ok")
+EOF
+  else bad "nstbatch-dzi on a JPEG-compressed TIFF" "the render or the conversion failed" "$(ls "$T/conv")"; fi
   head -c 3000 "$T/r3.tif" >"$T/conv/cut.tif"
   for c in "missing|$T/conv/none.tif|none.tif: cannot open" "truncated|$T/conv/cut.tif|cut.tif: " "not a TIFF|$T/out.ini|out.ini: "; do
     IFS='|' read -r what file frag <<<"$c"
