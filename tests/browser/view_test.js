@@ -54,7 +54,7 @@ async function main() {
   const result = { errors: [], messages: [], browserNotes: 0 };
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: ['--no-sandbox'], // root in a container has no user namespaces for Chromium's sandbox
+    args: ['--no-sandbox', '--disable-dev-shm-usage'], // root in a container: no user namespaces for the sandbox, maybe a 64 MB /dev/shm
   });
   try {
     const page = await browser.newPage({ viewport: { width: WIDTH, height: HEIGHT }, deviceScaleFactor: 1 });
