@@ -25,6 +25,46 @@ static void split_dir(const char *path, char *dir, size_t cap, const char **base
     }
 }
 
+/* The directory path goes into exists and may be written. */
+static nst_status check_parent(const char *path)
+{
+    char dir[4096];
+    const char *base;
+    struct stat st;
+    split_dir(path, dir, sizeof dir, &base);
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return nst_fail(NST_EINPUT, "%s: output directory %s does not exist", path, dir);
+    if (access(dir, W_OK) != 0)
+        return nst_fail(NST_EINPUT, "%s: output directory %s is not writable", path, dir);
+    return NST_OK;
+}
+
+/* af's final name and its temporary ".NAME.nstbatch-PID.tmp" beside it. */
+static nst_status name_temporary(nst_atomic_file *af, const char *path)
+{
+    char dir[4096];
+    const char *base;
+    if (strlen(path) >= sizeof af->final_path) return nst_fail(NST_EINPUT, "%s: path too long", path);
+    strcpy(af->final_path, path);
+    split_dir(path, dir, sizeof dir, &base);
+    snprintf(af->tmp, sizeof af->tmp, "%s/.%s.nstbatch-%ld.tmp", dir, base, (long)getpid());
+    return NST_OK;
+}
+
+/* fsync the directory holding path: the durability of a rename into it (some file systems refuse
+ * fsync on directories; then the rename stands without it). */
+static void sync_parent(const char *path)
+{
+    char dir[4096];
+    const char *base;
+    split_dir(path, dir, sizeof dir, &base);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
 nst_status nst_atomic_check_target(const char *path, int overwrite)
 {
     char dir[4096];
@@ -33,10 +73,7 @@ nst_status nst_atomic_check_target(const char *path, int overwrite)
     if (!*path) return nst_fail(NST_EINPUT, "output path is empty");
     split_dir(path, dir, sizeof dir, &base);
     if (!*base) return nst_fail(NST_EINPUT, "%s: output path names a directory, not a file", path);
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return nst_fail(NST_EINPUT, "%s: output directory %s does not exist", path, dir);
-    if (access(dir, W_OK) != 0)
-        return nst_fail(NST_EINPUT, "%s: output directory %s is not writable", path, dir);
+    NST_TRY(check_parent(path));
     if (stat(path, &st) == 0) {
         if (S_ISDIR(st.st_mode)) return nst_fail(NST_EINPUT, "%s: output path is a directory", path);
         if (!overwrite)
@@ -47,13 +84,8 @@ nst_status nst_atomic_check_target(const char *path, int overwrite)
 
 nst_status nst_atomic_begin(nst_atomic_file *af, const char *path, int overwrite)
 {
-    char dir[4096];
-    const char *base;
     NST_TRY(nst_atomic_check_target(path, overwrite));
-    if (strlen(path) >= sizeof af->final_path) return nst_fail(NST_EINPUT, "%s: path too long", path);
-    strcpy(af->final_path, path);
-    split_dir(path, dir, sizeof dir, &base);
-    snprintf(af->tmp, sizeof af->tmp, "%s/.%s.nstbatch-%ld.tmp", dir, base, (long)getpid());
+    NST_TRY(name_temporary(af, path));
     int fd = open(af->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return nst_fail(NST_ERUNTIME, "%s: cannot create %s: %s", path, af->tmp, strerror(errno));
     close(fd);
@@ -62,8 +94,6 @@ nst_status nst_atomic_begin(nst_atomic_file *af, const char *path, int overwrite
 
 nst_status nst_atomic_commit(nst_atomic_file *af)
 {
-    char dir[4096];
-    const char *base;
     int fd = open(af->tmp, O_RDONLY | O_CLOEXEC);
     if (fd < 0 || fsync(fd) != 0) {
         int e = errno;
@@ -78,12 +108,7 @@ nst_status nst_atomic_commit(nst_atomic_file *af)
         return nst_fail(NST_ERUNTIME, "%s: cannot rename %s into place: %s", af->final_path, af->tmp,
                         strerror(e));
     }
-    split_dir(af->final_path, dir, sizeof dir, &base);
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd); /* durability of the rename; some file systems refuse fsync on directories */
-        close(dfd);
-    }
+    sync_parent(af->final_path);
     return NST_OK;
 }
 
@@ -106,23 +131,10 @@ nst_status nst_atomic_write_text(const char *path, const char *text)
 
 /* ---- directories ----------------------------------------------------------------------------- */
 
-static void sync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd); /* durability of the renames; some file systems refuse fsync on directories */
-        close(fd);
-    }
-}
-
 nst_status nst_atomic_dir_check_target(const char *path, int overwrite)
 {
-    char dir[4096];
-    const char *base;
     struct stat st;
-    split_dir(path, dir, sizeof dir, &base);
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return nst_fail(NST_EINPUT, "%s: output directory %s does not exist", path, dir);
-    if (access(dir, W_OK) != 0) return nst_fail(NST_EINPUT, "%s: output directory %s is not writable", path, dir);
+    NST_TRY(check_parent(path));
     if (lstat(path, &st) == 0) {
         if (!S_ISDIR(st.st_mode)) return nst_fail(NST_EINPUT, "%s: a file is in the way of the folder: move it away", path);
         if (!overwrite) return nst_fail(NST_EINPUT, "%s: output exists; set output.overwrite = true to replace it", path);
@@ -132,13 +144,8 @@ nst_status nst_atomic_dir_check_target(const char *path, int overwrite)
 
 nst_status nst_atomic_dir_begin(nst_atomic_file *af, const char *path, int overwrite)
 {
-    char dir[4096];
-    const char *base;
     NST_TRY(nst_atomic_dir_check_target(path, overwrite));
-    if (strlen(path) >= sizeof af->final_path) return nst_fail(NST_EINPUT, "%s: path too long", path);
-    strcpy(af->final_path, path);
-    split_dir(path, dir, sizeof dir, &base);
-    snprintf(af->tmp, sizeof af->tmp, "%s/.%s.nstbatch-%ld.tmp", dir, base, (long)getpid());
+    NST_TRY(name_temporary(af, path));
     if (nst_remove_tree(af->tmp) != 0 && errno != ENOENT) /* a stale one of a run that had this pid */
         return nst_fail(NST_ERUNTIME, "%s: cannot remove the stale %s: %s", path, af->tmp, strerror(errno));
     if (mkdir(af->tmp, 0755) != 0) return nst_fail(NST_ERUNTIME, "%s: cannot create %s: %s", path, af->tmp, strerror(errno));
@@ -161,7 +168,7 @@ nst_status nst_atomic_dir_commit(nst_atomic_file *af)
     struct stat st;
     int had = lstat(af->final_path, &st) == 0;
     if (had && renameat2(AT_FDCWD, af->tmp, AT_FDCWD, af->final_path, RENAME_EXCHANGE) == 0) {
-        sync_dir(dir); /* one step: a reader sees the old folder or the new one, never none */
+        sync_parent(af->final_path); /* one step: a reader sees the old folder or the new one, never none */
         if (nst_remove_tree(af->tmp) != 0) /* (now the old one) */
             return nst_fail(NST_ERUNTIME, "%s: in place, but the old folder %s could not be removed: %s", af->final_path, af->tmp,
                             strerror(errno));
@@ -184,7 +191,7 @@ nst_status nst_atomic_dir_commit(nst_atomic_file *af)
         nst_atomic_dir_abort(af);
         return nst_fail(NST_ERUNTIME, "%s: cannot rename %s into place: %s", af->final_path, af->tmp, strerror(e));
     }
-    sync_dir(dir);
+    sync_parent(af->final_path);
     if (had && nst_remove_tree(old) != 0)
         return nst_fail(NST_ERUNTIME, "%s: in place, but the old folder %s could not be removed: %s", af->final_path, old, strerror(errno));
     return NST_OK;

@@ -23,19 +23,22 @@ nst_status nst_output_content_dzi(const nst_config *cfg, const nst_output_spec *
         s = nst_read_rects(cfg, NST_K_content_path, cfg->content_path, &src, content_random, W, H, rects, L->owner, g->ntiles, content, NULL, NULL);
     }
     if (src) nst_source_close(src);
-    static nst_output_spec c; /* (large: 6 paths) */
+    nst_output_spec *c = s == NST_OK ? nst_alloc(sizeof *c, "the content's output spec") : NULL; /* (large: its paths) */
+    if (s == NST_OK && !c) s = NST_ENOMEM;
+    s = nst_comm_agree(s);
     if (s == NST_OK) {
-        c = *o;
-        memset(c.want, 0, sizeof c.want);
-        c.want[NST_OUT_DZI] = 1;
-        memcpy(c.path[NST_OUT_DZI], o->dzi_content, sizeof c.path[NST_OUT_DZI]);
-        memcpy(c.dzi_files, o->dzi_content_files, sizeof c.dzi_files);
-        c.preview_path[0] = 0;
-        c.bits = 8;
-        s = nst_output_write(&c, L, content, W, H, NULL, st); /* frees the cores */
+        *c = *o;
+        memset(c->want, 0, sizeof c->want);
+        c->want[NST_OUT_DZI] = 1;
+        memcpy(c->path[NST_OUT_DZI], o->dzi_content, sizeof c->path[NST_OUT_DZI]);
+        memcpy(c->dzi_files, o->dzi_content_files, sizeof c->dzi_files);
+        c->preview_path[0] = 0;
+        c->bits = 8;
+        s = nst_output_write(c, L, content, W, H, NULL, st); /* frees the cores */
     } else {
         for (int i = 0; content && i < L->nlocal; i++) nst_free(content[i]);
     }
+    nst_free(c);
     nst_free(content);
     nst_free(rects);
     return s;
