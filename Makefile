@@ -64,6 +64,10 @@ CUBLAS_OK := $(shell test -f $(CUDA_HOME)/include/cublas_v2.h && echo yes)
 NCCL_OK   := $(shell test -f $(CUDA_HOME)/include/nccl.h -o -f /usr/include/nccl.h && echo yes)
 # OpenCV's video module (DIS optical flow, flow/dis.cpp): optional, Debian's libopencv-video-dev
 OPENCV_OK := $(shell test -f /usr/include/opencv4/opencv2/video/tracking.hpp && echo yes)
+# FFmpeg's libraries (video files in and out, io/video_read.c, io/video_write.c): Debian's libav*-dev
+FFMPEG_PC  := libavformat libavcodec libswscale libavutil
+FFMPEG_OK  := $(shell pkg-config --exists $(FFMPEG_PC) 2>/dev/null && echo yes)
+FFMPEG_VER := $(if $(FFMPEG_OK),$(shell pkg-config --modversion $(FFMPEG_PC) | paste -sd/ -))
 NPM       := $(shell command -v npm 2>/dev/null)
 
 # ---- flags ------------------------------------------------------------------------------------
@@ -94,9 +98,20 @@ LDLIBS    += -lopencv_video -lopencv_imgproc -lopencv_core -lstdc++
 OPENCV_OBJ := flow/dis.cpp
 endif
 
+# without FFmpeg, io/video_none.c refuses video files (image sequences still work)
+ifeq ($(FFMPEG_OK),yes)
+FFMPEG_CFLAGS := $(shell pkg-config --cflags $(FFMPEG_PC))
+FFMPEG_LIBS   := $(shell pkg-config --libs $(FFMPEG_PC))
+ALLCFLAGS += -DNST_HAVE_FFMPEG $(FFMPEG_CFLAGS)
+LDLIBS    += $(FFMPEG_LIBS)
+VIDEO_SKIP := io/video_none.c
+else
+VIDEO_SKIP := io/video_read.c io/video_write.c
+endif
+
 ALLCFLAGS += -DNST_BUILD_FLAGS='"$(FLAVOUR) build: $(CC) $(CFLAGS)"'
 
-LIB_SRC := $(sort $(wildcard util/*.c tiler/*.c io/*.c flow/*.c kernels/*.c kernels/cpu/*.c kernels/check/*.c nst/*/*.c mpi/*.c))
+LIB_SRC := $(sort $(filter-out $(VIDEO_SKIP),$(wildcard util/*.c tiler/*.c io/*.c flow/*.c video/*.c kernels/*.c kernels/cpu/*.c kernels/check/*.c nst/*/*.c mpi/*.c)))
 LIB_SRC += $(sort $(filter-out viewer/view_main.c,$(wildcard viewer/*.c)))  # the viewer page; nstbatch-view's server
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(patsubst %,$(BUILD)/obj/%.o,$(basename $(CUDA_OBJ) $(OPENCV_OBJ)))
 LIB     := $(BUILD)/libnst.a
@@ -126,6 +141,7 @@ check-deps:
 	@echo "  $(call ok,$(CUBLAS_OK)) cuBLAS      $(if $(CUBLAS_OK),found (for the CUDA backend),not found (optional))"
 	@echo "  $(call ok,$(NCCL_OK)) NCCL        $(if $(NCCL_OK),found (for the Gram allreduce on GPUs),not found (optional))"
 	@echo "  $(call ok,$(OPENCV_OK)) OpenCV      $(if $(OPENCV_OK),video module found (DIS optical flow),not found (optional: libopencv-video-dev, for optical flow))"
+	@echo "  $(call ok,$(FFMPEG_OK)) FFmpeg      $(if $(FFMPEG_OK),libavformat/libavcodec/libswscale/libavutil $(FFMPEG_VER): video files,not found (optional: video files; libavformat-dev libavcodec-dev libswscale-dev libavutil-dev))"
 	@echo "  $(call ok,$(NPM)) npm         $(if $(NPM),found (make viewer: OpenSeadragon for the viewer page),not found (optional: the Deep Zoom viewer page needs it once, make viewer))"
 	@test -n "$(MPICC)" -a -n "$(HDF5_PAR)" -a -n "$(TIFF_VER)" -a -n "$(PNG_VER)" -a -n "$(JPEG_VER)" -a -n "$(DNNL_OK)" || \
 	  { echo "nstbatch: missing required dependencies: run scripts/install-deps.sh (or make deps)" >&2; exit 1; }
@@ -242,13 +258,17 @@ $(BUILD)/tests/%: tests/%.c tests/test.h tests/naive.h $(LIB)
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -I. $(DEPCFLAGS)
 FUZZ_IO := util/status.c util/mem.c io/image.c io/png_read.c io/png_write.c io/jpeg_read.c io/jpeg_write.c io/tiff_read.c io/tiff_write.c io/icc.c \
            io/tiff_msg.c io/atomic_file.c io/source.c io/resample.c tiler/rect.c
-fuzz: $(BUILD)/fuzz/fuzz_config $(BUILD)/fuzz/fuzz_image $(BUILD)/fuzz/fuzz_tiff $(BUILD)/fuzz/fuzz_flo
+fuzz: $(BUILD)/fuzz/fuzz_config $(BUILD)/fuzz/fuzz_image $(BUILD)/fuzz/fuzz_tiff $(BUILD)/fuzz/fuzz_flo $(if $(FFMPEG_OK),$(BUILD)/fuzz/fuzz_video)
 $(BUILD)/fuzz/fuzz_config: tests/fuzz/fuzz_config.c io/config.c io/jobs.c util/status.c util/text.c
 	@mkdir -p $(dir $@)
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $^
 $(BUILD)/fuzz/fuzz_flo: tests/fuzz/fuzz_flo.c io/flo.c io/atomic_file.c util/status.c util/mem.c
 	@mkdir -p $(dir $@)
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $^ -lm
+# the video reader (FFmpeg itself is not instrumented: what is fuzzed is nstbatch's handling of it)
+$(BUILD)/fuzz/fuzz_video: tests/fuzz/fuzz_video.c io/video.c io/video_seq.c io/video_read.c io/video_write.c $(FUZZ_IO)
+	@mkdir -p $(dir $@)
+	$(Q)clang $(FUZZ_CFLAGS) $(FFMPEG_CFLAGS) -o $@ $^ $(FFMPEG_LIBS) $(shell pkg-config --libs libtiff-4 libpng libjpeg) -lm
 $(BUILD)/fuzz/fuzz_image $(BUILD)/fuzz/fuzz_tiff: $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_IO)
 	@mkdir -p $(dir $@)
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $^ $(shell pkg-config --libs libtiff-4 libpng libjpeg) -lm

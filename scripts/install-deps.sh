@@ -10,7 +10,9 @@
 #                                    Node.js with npm (then npm ci in tests/browser: playwright-core)
 #                                    for the viewer's browser test (make test); npm also lets make
 #                                    fetch OpenSeadragon for the viewer page (make viewer); OpenCV's
-#                                    video module for the optical flow (DIS) the flow tests measure
+#                                    video module for the optical flow (DIS) the flow tests measure;
+#                                    the ffmpeg program, with which the video tests make clips with
+#                                    sound or a variable rate and check what was written
 #   scripts/install-deps.sh --dev    also PyTorch (test fixtures, the CPU benchmarks) and OpenBLAS (make bench-conv)
 set -euo pipefail
 
@@ -21,13 +23,15 @@ pkgs=(
   libtiff-dev libtiff-tools                   # TIFF; tiffinfo/tiffdump for the tests
   libpng-dev libjpeg62-turbo-dev              # PNG, JPEG
   libdnnl-dev                                 # oneDNN: the CPU backend's convolutions
+  libavformat-dev libavcodec-dev libswscale-dev libavutil-dev
+                                              # FFmpeg's libraries: video files in and out
   clang libclang-rt-14-dev                    # libFuzzer targets, sanitizers
   libvips-tools python3-h5py python3-tifffile python3-numpy python3-pil
                                               # readers we did not write, for the output tests
 )
 case "${1:-}" in
-  --test) pkgs+=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl chromium libopencv-video-dev) ;;
-  --dev) pkgs+=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl chromium libopencv-video-dev python3-torch libopenblas-dev) ;; # OpenBLAS: make bench-conv's comparison
+  --test) pkgs+=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl chromium libopencv-video-dev ffmpeg) ;;
+  --dev) pkgs+=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl chromium libopencv-video-dev ffmpeg python3-torch libopenblas-dev) ;; # OpenBLAS: make bench-conv's comparison
 esac
 # Node.js and npm for the viewer (make viewer, the browser test): Debian's, unless an npm is there
 # already (NodeSource's nodejs carries its own npm and conflicts with Debian's package)

@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # tests/test_fuzz.sh: run the libFuzzer targets (the config parser, the whole-image readers, the
-# TIFF region reader, the .flo reader) for a short fixed time each (FUZZ_SECONDS, default 12) from the committed
+# TIFF region reader, the .flo reader, the video reader) for a short fixed time each (FUZZ_SECONDS, default 12) from the committed
 # seed corpora. A crash, sanitizer report, leak or time-out fails
 # the test and leaves the crashing input under build/fuzz/artifacts/ (make it a regression seed).
+# The video reader's target is built only with FFmpeg's libraries; without them it SKIPs.
 #
 #   tests/test_fuzz.sh BUILD_DIR
 set -u
 B=$(readlink -f "${1:-build}")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 secs=${FUZZ_SECONDS:-12}
-pass=0 fail=0
+pass=0 fail=0 skip=0
 mkdir -p "$B/fuzz/artifacts"
-for target in config image tiff flo; do
+for target in config image tiff flo video; do
   bin="$B/fuzz/fuzz_$target"
+  if [ "$target" = video ] && [ ! -x "$bin" ] && ! pkg-config --exists libavformat libavcodec libswscale libavutil 2>/dev/null; then
+    echo "  SKIP fuzz_video: built without FFmpeg's libraries (scripts/install-deps.sh)"; skip=$((skip + 1)); continue
+  fi
   if [ ! -x "$bin" ]; then echo "  FAIL fuzz_$target: not built ($bin)"; fail=$((fail + 1)); continue; fi
   work=$(mktemp -d)   # new inputs go here; the committed seeds stay as they are
   seeds=("$ROOT/tests/fuzz/corpus_$target")
@@ -27,5 +31,5 @@ for target in config image tiff flo; do
     fail=$((fail + 1)); echo "  FAIL fuzz_$target (status $status)"; grep -E 'ERROR|SUMMARY|==[0-9]+==' <<<"$log" | head -n 20
   fi
 done
-echo "test_fuzz: $pass passed, $fail failed, 0 skipped"
+echo "test_fuzz: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
