@@ -16,6 +16,8 @@
 #include "mpi/comm.h"
 #include "nst/run/cli.h"
 #include "io/jobs.h"
+#include "video/clip.h"
+#include "video/setup.h"
 #include "nst/run/batch.h"
 #include "nst/optim/checkpoint.h"
 #include "nst/run/device.h"
@@ -233,7 +235,11 @@ static nst_status run_jobs(const nst_cli *cli, const nst_config *cfg, const nst_
     if (s == NST_OK) s = nst_comm_agree(nst_style_cache_open(cfg->batch_style_cache, &cache));
     if (s == NST_OK) {
         nst_job_env env = {&weights, cache, cfg->checkpoint_path, cli->restart, &progress, "", cli->dry_run};
-        if (jobs->njobs > 0) {
+        if (jobs->njobs == 0 && nst_clip_wanted(cfg)) {
+            nst_clip_env cenv = {&weights, cache, &progress, cli->restart};
+            s = cli->dry_run ? nst_fail(NST_EINPUT, "--dry-run plans still images; a clip (content.path %s) has no dry run", cfg->content_path)
+                             : nst_clip_run(cfg, be, coll, &cenv);
+        } else if (jobs->njobs > 0) {
             nst_batch batch = {cfg, jobs, (const char *const *)cli->sets, cli->nsets, cli->restart, cli->restart_jobs};
             s = nst_batch_run(&batch, be, coll, &env);
         } else {

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <strings.h>
 
 static nst_key_info keys[] = {
@@ -652,4 +653,16 @@ void nst_config_help(FILE *f)
         fprintf(f, "    %-22s %s; default: %s\n", k->full, valid, *k->def ? k->def : "(empty)");
         fprintf(f, "    %-22s %s\n", "", k->help);
     }
+}
+
+char *nst_config_text(const nst_config *c)
+{
+    char *desc = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&desc, &len);
+    if (!f) return NULL;
+    char cwd[4096];
+    nst_config_write(c, f, getcwd(cwd, sizeof cwd)); /* absolute paths: the file says what was read */
+    fclose(f);
+    return desc;
 }

@@ -93,6 +93,9 @@ void nst_config_write_key(FILE *f, int key, const char *lhs, const char *value, 
 /* The resolved configuration as an INI file that parses back to the same values; with cwd (the
  * directory relative paths are relative to), it reads back the same from any directory. */
 void nst_config_write(const nst_config *c, FILE *f, const char *cwd);
+/* nst_config_write into a string (malloc'ed; NULL when out of memory), with absolute paths: what
+ * an output file stores to say how it was made. */
+char *nst_config_text(const nst_config *c);
 /* Generated reference of every key: type, range or values, default, help. */
 void nst_config_help(FILE *f);
 

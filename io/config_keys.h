@@ -12,7 +12,7 @@
 #define NST_BIG 4611686018427387904.0 /* 2^62 */
 
 /* [content] */
-NST_KEY(content, path, PATH, "", 0, 0, "", "content image: PNG, JPEG or TIFF (8/16-bit; gray, RGB or RGBA)")
+NST_KEY(content, path, PATH, "", 0, 0, "", "content image: PNG, JPEG or TIFF (8/16-bit; gray, RGB or RGBA); or a clip, which renders a video (see [video]): a video file (.mp4, .mov, .mkv, ...) or an image sequence named by a printf pattern (frames/%05d.png)")
 NST_KEY(content, weight, FLOAT, "1", 0, 1e12, "", "content loss weight; the content loss is ||F-P||^2 / ||P||^2 summed over the content layers")
 NST_KEY(content, layers, LIST, "relu4_2", 0, 0, "", "content layers, comma-separated VGG-19 names relu1_1..relu5_4")
 NST_KEY(content, mask, PATH, "", 0, 0, "", "grayscale image over the content weighting the content loss per pixel (white: content.weight, black: none); empty: everywhere")
@@ -30,7 +30,7 @@ NST_KEY(style, scale, FLOAT, "1", 0.01, 100, "", "style image long side, relativ
 NST_KEY(tv, weight, FLOAT, "10", 0, 1e12, "", "total-variation weight: mean squared difference of neighbouring pixels (image in [0,1])")
 
 /* [output] */
-NST_KEY(output, path, PATH, "", 0, 0, "", "output image; without output.format its extension picks the format (.tif/.tiff, .h5/.hdf5, .png, .jpg/.jpeg, .dzi); with it, each format's extension replaces it")
+NST_KEY(output, path, PATH, "", 0, 0, "", "output image; without output.format its extension picks the format (.tif/.tiff, .h5/.hdf5, .png, .jpg/.jpeg, .dzi); with it, each format's extension replaces it; a clip (content.path a video or a pattern) renders to a video (.mp4, .mov, .mkv) or to frames named by a pattern (out/%05d.png)")
 NST_KEY(output, format, LIST, "", 0, 0, "tiff|hdf5|png|jpeg|dzi", "output formats, comma-separated: tiff (tiled BigTIFF pyramid), hdf5 (parallel HDF5 image), png, jpeg (8-bit, at most 65535 px a side), dzi (Deep Zoom: NAME.dzi and NAME_files/, with a viewer page); empty: from output.path's extension")
 NST_KEY(output, size, INT, "0", 0, 1000000, "", "long side of the output in pixels; 0 keeps the content's size")
 NST_KEY(output, width, INT, "0", 0, 1000000, "", "output width in pixels (0: from height or size and the content's aspect)")
@@ -49,6 +49,29 @@ NST_KEY(output, pyramid, BOOL, "true", 0, 0, "", "write reduced-resolution level
 NST_KEY(output, bigtiff, ENUM, "auto", 0, 0, "auto|yes|no", "BigTIFF: auto when the uncompressed pyramid could pass 4 GiB")
 NST_KEY(output, preview, INT, "1024", 0, 65536, "", "long side of the preview written next to the outputs (NAME.preview.png; NAME.preview.jpg when the only output is a JPEG); 0: none")
 NST_KEY(output, save_every, INT, "0", 0, NST_BIG, "", "while rendering, replace the preview (NAME.preview.png) with the image being rendered every N iterations; 0: the preview is written with the outputs only")
+
+/* [video] (content.path a clip: docs/VIDEO.md) */
+NST_KEY(video, first, INT, "0", 0, NST_BIG, "", "the first frame rendered, counted from 0 (a sequence's frames count from its lowest number)")
+NST_KEY(video, frames, INT, "0", 0, NST_BIG, "", "frames rendered from video.first; 0: to the end of the clip")
+NST_KEY(video, step, INT, "1", 1, 1000000, "", "render every N-th frame (the output's rate is the clip's divided by N)")
+NST_KEY(video, fps, STR, "25", 0, 0, "", "frame rate of an image-sequence input, as N or N/D (30000/1001); a video file's own exact rate is always kept")
+NST_KEY(video, temporal_weight, FLOAT, "10000", 0, 1e12, "", "weight of the temporal loss (Ruder et al.): each pixel held to the previous result warped along the optical flow, where the flow is consistent; 0: independent frames")
+NST_KEY(video, iterations, INTWORD, "auto", 0, 100000000, "auto", "iterations of each frame after a shot's first, which starts from the previous result warped; auto: half of optim.iterations")
+NST_KEY(video, long_term, LIST, "", 0, 0, "", "earlier frames also held by the temporal loss besides the previous one, as distances, comma-separated (2,4: frames i-2 and i-4; Ruder et al.'s long-term consistency); empty: the previous frame only")
+NST_KEY(video, flow, ENUM, "dis", 0, 0, "dis|files", "optical flow: estimated with OpenCV's DIS, or read from Middlebury .flo files (video.flow_forward, video.flow_backward)")
+NST_KEY(video, dis_preset, ENUM, "medium", 0, 0, "ultrafast|fast|medium", "DIS preset: speed against accuracy")
+NST_KEY(video, flow_forward, PATH, "", 0, 0, "", "with video.flow = files: a printf pattern of .flo files, the one numbered i holding the flow from frame i to frame i+1")
+NST_KEY(video, flow_backward, PATH, "", 0, 0, "", "with video.flow = files: a printf pattern of .flo files, the one numbered i holding the flow from frame i+1 back to frame i")
+NST_KEY(video, cuts, LIST, "", 0, 0, "", "frames where a new shot starts, comma-separated frame numbers (besides any detected); every shot starts cold")
+NST_KEY(video, detect_cuts, BOOL, "true", 0, 0, "", "detect scene cuts from the frames' colour histograms")
+NST_KEY(video, cut_threshold, FLOAT, "0.5", 0.01, 1, "", "a cut where consecutive frames' colour histograms differ by more than this (half the L1 distance: 0 same, 1 disjoint)")
+NST_KEY(video, chunk_frames, INT, "0", 0, NST_BIG, "", "split shots longer than this into chunks that start cold and render in parallel on rank groups (a seam in time at each); 0: never")
+NST_KEY(video, group_ranks, INTWORD, "auto", 1, 1000000, "auto", "ranks per group; groups render shots (and chunks) side by side, and a group's ranks split each frame into tiles; auto: one group per shot, as far as the ranks go")
+NST_KEY(video, codec, ENUM, "h264", 0, 0, "h264|h264-10|prores|ffv1", "video output codec: H.264 8-bit or 10-bit (.mp4, .mov, .mkv), ProRes 422 HQ (.mov, .mkv), FFV1 16-bit lossless (.mkv, .mov)")
+NST_KEY(video, crf, INT, "18", 0, 51, "", "H.264 quality: 0 lossless, 18 visually lossless, 23 FFmpeg's default")
+NST_KEY(video, audio, BOOL, "true", 0, 0, "", "copy the source's audio stream (the span of the frames rendered) into a video output")
+NST_KEY(video, encode_threads, INT, "0", 0, 256, "", "encoder threads; 0: FFmpeg's choice")
+NST_KEY(video, work, PATH, "", 0, 0, "", "directory of finished frames and the state a killed render resumes from; empty: OUTPUT.frames beside the output (removed when the output is complete)")
 
 /* [model] */
 NST_KEY(model, weights, PATH, "", 0, 0, "", "VGG-19 weights: the Keras file vgg19_weights_tf_dim_ordering_tf_kernels_notop.h5 or the nstbatch layout; empty: the built-in seeded random VGG-19")

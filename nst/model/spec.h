@@ -13,6 +13,7 @@ typedef struct {
     int nstyle, style[NST_VGG_NLAYERS];
     float style_layer_weight[NST_VGG_NLAYERS];
     double content_weight, style_weight, tv_weight;
+    double temporal_weight;                   /* the video mode's temporal term on pixels (0: none; set per frame, not parsed) */
     int deepest;                              /* deepest layer index in use, -1 if none */
     int nmask;                                /* style.masks: one per style image (0: none) */
     int content_mask;                         /* content.mask is set */

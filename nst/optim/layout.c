@@ -13,10 +13,11 @@
 
 static size_t acts_bytes(const nst_net *net, int h, int w) { return nst_acts_bytes(net, h, w); }
 
-/* A window's content features, and its masks at the layers that use them (fp32, one channel). */
+/* A window's content features, its masks at the layers that use them (fp32, one channel), and
+ * the temporal term's target and weights (fp32, 3 + 1 channels at the pixels). */
 static size_t targets_bytes(const nst_loss_spec *spec, const nst_net *net, int h, int w)
 {
-    size_t b = 0;
+    size_t b = spec->temporal_weight > 0 ? 16 * (size_t)h * w : 0;
     int used[NST_VGG_NLAYERS] = {0};
     for (int k = 0; k < spec->ncontent; k++) {
         int oh, ow, oc;

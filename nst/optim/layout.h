@@ -5,7 +5,8 @@
  * Memory model (bytes of backend buffers per rank; float32 activations):
  *   sum over the rank's tiles of   24 * window_px                (window pixels, their gradient)
  *                                + targets(window)               (content features; masks: 4 B per
- *                                                                 position at each layer using one)
+ *                                                                 position at each layer using one;
+ *                                                                 video's temporal term: 16 per pixel)
  *                                + acts(window)   if resident    (every layer's output, 2 gradients)
  *   + acts(largest window)        if two_pass or lagged
  *   + 48 * core_px  (exact mode: owned pixels, gradient, Adam m and v;

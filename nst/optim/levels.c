@@ -345,7 +345,42 @@ typedef struct {
     double normA[NST_MAX_GRAMS];
     nst_guides guides;
     float ***masks;                   /* per local tile, its windows of every mask (NULL: none) */
+    float **tt, **tc;                 /* per local tile, the temporal term's target and weights (NULL: none) */
 } level_attempt;
+
+/* The temporal term's windows: the target as read, the weights as one value per pixel. */
+static nst_status temporal_windows(level_attempt *a)
+{
+    const nst_layout *L = a->L;
+    const nst_grid *g = &L->grid;
+    nst_temporal_sources *ts = a->c->temporal;
+    nst_rect *rects = nst_alloc_array((size_t)g->ntiles + 1, sizeof(nst_rect), "window rectangles");
+    a->tt = nst_calloc(sizeof(float *) * ((size_t)L->nlocal + 1), "temporal windows");
+    a->tc = nst_calloc(sizeof(float *) * ((size_t)L->nlocal + 1), "temporal windows");
+    nst_status s = nst_comm_agree(rects && a->tt && a->tc ? NST_OK : NST_ENOMEM);
+    for (int t = 0; s == NST_OK && t < g->ntiles; t++) rects[t] = nst_grid_window(g, t);
+    const char *path = a->c->cfg->content_path;
+    if (s == NST_OK)
+        s = nst_read_rects(a->c->cfg, NST_K_content_path, path, &ts->target, 0, a->w, a->h, rects, L->owner, g->ntiles, a->tt, NULL, NULL);
+    if (s == NST_OK)
+        s = nst_read_rects(a->c->cfg, NST_K_content_path, path, &ts->c, 0, a->w, a->h, rects, L->owner, g->ntiles, a->tc, NULL, NULL);
+    for (int i = 0; s == NST_OK && i < L->nlocal; i++) {
+        size_t n = (size_t)nst_rect_area(rects[L->local[i]]);
+        for (size_t p = 0; p < n; p++) a->tc[i][p] = a->tc[i][3 * p];
+    }
+    nst_free(rects);
+    return s;
+}
+
+static void temporal_free(level_attempt *a)
+{
+    for (int i = 0; i < a->L->nlocal; i++) {
+        if (a->tt) nst_free(a->tt[i]);
+        if (a->tc) nst_free(a->tc[i]);
+    }
+    nst_free(a->tt), nst_free(a->tc);
+    a->tt = a->tc = NULL;
+}
 
 /* The content and initial windows (level 0: the init image; later levels: the previous level's
  * result upsampled, with Adam's moments when carried), the colour statistics. */
@@ -355,6 +390,7 @@ static nst_status try_inputs(level_attempt *a, const prev_level *pv)
     const int k = a->k;
     nst_status s = nst_inputs_windows(a->c->cfg, a->c->in, L, a->w, a->h, a->content, k == 0 && a->have_init ? a->init : NULL);
     if (s == NST_OK && a->c->masks) s = nst_masks_windows(a->c->cfg, a->c->masks, L, a->w, a->h, &a->masks);
+    if (s == NST_OK && a->c->temporal && a->c->spec->temporal_weight > 0 && k == a->p->n - 1) s = temporal_windows(a);
     if (s == NST_OK && pv) s = level_change(pv->L, pv->w, pv->h, pv->cores, pv->state, L, a->w, a->h, a->init, &a->state_in);
     /* colour: the content's statistics at this level; luminance-only inputs */
     if (s == NST_OK && a->mode != NST_COLOR_NONE) s = nst_comm_agree(content_stats(a->c, L, a->content, a->mode, &a->cs));
@@ -413,7 +449,7 @@ static nst_status try_render(level_attempt *a, int resuming, nst_adam_state *sta
     nst_ckpt *ck = c->ckpt;
     nst_render_ctx ctx = {c->cfg, spec, c->be, c->weights, a->L, c->coll, a->w, a->h, a->p->iterations[a->k], spec->nstyle ? a->A : NULL,
                           a->normA, a->state_in.m ? &a->state_in : NULL, state_out, ck, a->k, c->progress, c->preview_path, c->preview_side,
-                          c->save_every, NULL, a->masks};
+                          c->save_every, NULL, a->masks, a->tt, a->tc};
     if (c->masks && (c->masks->n || c->masks->content)) { /* the masks: each style's weight as its share of an even blend */
         a->guides.n = c->masks->n;
         a->guides.content = c->masks->content;
@@ -463,6 +499,7 @@ static nst_status level_try(const nst_levels_ctx *c, const nst_level_plan *p, in
     nst_style_targets_free(&a.T);
     for (int g = 0; g < NST_MAX_STYLES; g++) nst_style_targets_free(&a.each[g]);
     if (c->masks) nst_masks_free_windows(a.masks, L->nlocal, c->masks->n + c->masks->content);
+    temporal_free(&a);
     s = nst_comm_agree(s);
     if (s == NST_ENOMEM) { /* every rank's word: all rendered, none stepped, some allocation refused */
         double mine[3] = {rendered, r->stats.stepped, c->be->alloc_failures - failures0}, mn[3], mx[3], sum[3];

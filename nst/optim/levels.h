@@ -32,6 +32,13 @@
 
 #define NST_MAX_LEVELS 16
 
+/* The video mode's temporal term (video/): rank 0's images at the output size, in memory, read
+ * by window like the content: the warped earlier result, and its consistency weights (gray: the
+ * same value in R, G and B). Used when spec->temporal_weight > 0. */
+typedef struct {
+    nst_source *target, *c;
+} nst_temporal_sources;
+
 typedef struct {
     int n;
     int w[NST_MAX_LEVELS], h[NST_MAX_LEVELS];   /* coarse to fine; the last is the output */
@@ -70,6 +77,7 @@ typedef struct {
     int preview_side;
     long long save_every;
     nst_masks *masks;                /* style.masks and content.mask (NULL: none) */
+    nst_temporal_sources *temporal;  /* the video mode's temporal term, at the last level (NULL: none) */
 } nst_levels_ctx;
 
 /* Every level; with a checkpoint to resume, the levels before its level are skipped (their

@@ -212,6 +212,8 @@ void nst_tile_free(nst_objective *o, nst_tile *t)
     nst_tensor_free(be, &t->img);
     nst_tensor_free(be, &t->dimg);
     for (int i = 0; i < NST_VGG_NLAYERS; i++) nst_tensor_free(be, &t->target[i]);
+    nst_tensor_free(be, &t->temporal_target);
+    nst_tensor_free(be, &t->temporal_c);
     for (int i = 0; t->mask && i < (o->guides.n + 1) * NST_VGG_NLAYERS; i++) nst_tensor_free(be, &t->mask[i]);
     nst_free(t->mask);
     t->mask = NULL;
@@ -247,6 +249,18 @@ nst_status nst_tile_set_content(nst_objective *o, nst_tile *t, const float *wind
         o->normP[k] += ss;
     }
     return NST_OK;
+}
+
+nst_status nst_tile_set_temporal(nst_objective *o, nst_tile *t, const float *target_px, const float *c_px)
+{
+    nst_backend *be = o->net->be;
+    const int w = t->window.w, h = t->window.h;
+    if (!(o->spec->temporal_weight > 0)) return NST_OK;
+    NST_TRY(nst_tensor_alloc(be, h, w, 3, NST_F32, &t->temporal_target));
+    NST_TRY(be->ops->upload(be, t->temporal_target.data, target_px, (size_t)w * h * 3, NST_F32));
+    NST_TRY(nst_tensor_alloc(be, h, w, 1, NST_F32, &t->temporal_c));
+    NST_TRY(be->ops->upload(be, t->temporal_c.data, c_px, (size_t)w * h, NST_F32));
+    return nst_tensor_check_mask(&t->img, &t->temporal_c, "the temporal weights");
 }
 
 float nst_mask_quantise(float v)
@@ -416,6 +430,12 @@ static nst_status backward_tile(nst_objective *o, nst_tile *t, int grad)
         NST_TRY(be->ops->tv(be, &t->img, t->own_px, t->seed_px, (float)scale, &sum, grad ? &t->dimg : NULL));
         o->tv_pending += sum;
     }
+    if (t->temporal_target.data) { /* owned pixels' sum; the gradient over the optimised (seed) pixels */
+        double sum, scale = 2.0 * o->spec->temporal_weight / (3.0 * o->img_w * o->img_h);
+        NST_TRY(be->ops->mse(be, &t->img, &t->temporal_target, t->own_px, t->seed_px, &t->temporal_c, (float)scale, &sum,
+                             grad ? &t->dimg : NULL));
+        o->temporal_pending += sum;
+    }
     return NST_OK;
 }
 
@@ -484,6 +504,7 @@ nst_status nst_objective_eval(nst_objective *o, nst_tile *tiles, int ntiles, int
     memset(terms, 0, sizeof *terms);
     memset(o->content_pending, 0, sizeof o->content_pending);
     o->tv_pending = 0;
+    o->temporal_pending = 0;
 
     if (!grad || o->strategy != NST_GRAM_LAGGED || !o->have_D) {
         /* forward of every tile, Gram sums, then the global statistic */
@@ -535,16 +556,18 @@ nst_status nst_objective_eval(nst_objective *o, nst_tile *tiles, int ntiles, int
         }
     }
     /* the local sums, added over ranks */
-    double sums[NST_VGG_NLAYERS + 1];
+    double sums[NST_VGG_NLAYERS + 2];
     for (int k = 0; k < spec->ncontent; k++) sums[k] = o->content_pending[k];
     sums[spec->ncontent] = o->tv_pending;
-    if (o->coll.sum_doubles) NST_TRY(o->coll.sum_doubles(o->coll.ctx, sums, (size_t)spec->ncontent + 1));
+    sums[spec->ncontent + 1] = o->temporal_pending;
+    if (o->coll.sum_doubles) NST_TRY(o->coll.sum_doubles(o->coll.ctx, sums, (size_t)spec->ncontent + 2));
     for (int k = 0; k < spec->ncontent; k++) {
         terms->content_layer[k] = spec->content_weight * sums[k] / fmax(o->normP[k], NORM_FLOOR);
         terms->content += terms->content_layer[k];
     }
     terms->tv = spec->tv_weight / (3.0 * o->img_w * o->img_h) * sums[spec->ncontent];
-    terms->total = terms->content + terms->style + terms->tv;
+    terms->temporal = spec->temporal_weight / (3.0 * o->img_w * o->img_h) * sums[spec->ncontent + 1];
+    terms->total = terms->content + terms->style + terms->tv + terms->temporal;
     nst_timer_lap(tm, NST_T_REDUCE, &mark);
     return NST_OK;
 }

@@ -4,6 +4,7 @@
  *   L = content_weight * sum_l ||F_l - P_l||^2 / ||P_l||^2          (content layers l)
  *     + style_weight   * sum_l w_l ||G_l - A_l||_F^2 / ||A_l||_F^2   (style layers l)
  *     + tv_weight      * sum (x_q - x_p)^2 / (3 H W)                 (right and lower neighbours)
+ *     + temporal_weight * sum c_p (x_p - w_p)^2 / (3 H W)            (video: w the warped earlier result)
  *
  * G_l = (1/M_l) sum over ALL positions p of the image of f_p f_p^T, M_l the WHOLE image's position
  * count at layer l: each tile sums f_p f_p^T over the positions it owns, the sums are added over
@@ -25,6 +26,13 @@
  * stays the unmasked one: the mask is a per-pixel multiplier of content.weight). The masks reach
  * each layer by 2x2 averages, one per pooling (nst_tile_set_masks), values multiples of 2^-16
  * at the pixels, so every average and every denominator is exact in any tiling.
+ *
+ * The temporal term (Ruder et al., the video mode: video/) pulls each pixel towards the previous
+ * frame's result warped onto this frame, w, with Ruder's per-pixel consistency weight c in [0,1]
+ * (0 at disocclusions and motion boundaries). It is a sum over pixels with a pixel-local gradient
+ * 2 temporal_weight c_p (x_p - w_p) / (3 H W): a tile takes it over the pixels it owns, so it is
+ * exact in any tiling like the TV term. Several earlier frames (long-term terms) arrive already
+ * combined into one target and weight (video/temporal.h).
  *
  * The global Gram must be complete before any tile's backward; three strategies reconcile that
  * with memory (nst_gram_strategy). Resident and two-pass are exact; lagged runs one pass and
@@ -74,13 +82,14 @@ typedef struct {
     nst_tensor img;  /* the window's pixels (fp32, backend memory) */
     nst_tensor dimg; /* gradient of L over the window (valid on the seed region) */
     nst_tensor target[NST_VGG_NLAYERS]; /* content targets at content layers */
+    nst_tensor temporal_target, temporal_c; /* the temporal term's w (3 channels) and c (1), window-sized; empty without */
     nst_tensor *mask; /* with masks: [g * NST_VGG_NLAYERS + l] style g's at style layer l; [n * NST_VGG_NLAYERS + l] the content's */
     nst_acts *acts;  /* its own (resident) or shared (two-pass, lagged) */
     nst_acts own_acts;
 } nst_tile;
 
 typedef struct {
-    double content, style, tv, total;
+    double content, style, tv, temporal, total;
     double content_layer[NST_VGG_NLAYERS], style_layer[NST_VGG_NLAYERS]; /* weighted, in spec order */
 } nst_loss_terms;
 
@@ -103,7 +112,7 @@ typedef struct {
     int have_D;                       /* lagged: D holds the previous iteration's G/M - A */
     double normA[NST_MAX_GRAMS];      /* ||A||^2 */
     double normP[NST_VGG_NLAYERS];    /* ||P||^2 over the whole image, by content index */
-    double content_pending[NST_VGG_NLAYERS], tv_pending;
+    double content_pending[NST_VGG_NLAYERS], tv_pending, temporal_pending;
 } nst_objective;
 
 /* shared: the activations tiles share under two-pass and lagged (NULL for resident). */
@@ -143,6 +152,9 @@ nst_status nst_tile_set_content(nst_objective *o, nst_tile *t, const float *wind
  * px[guides.n] the content's), taken to each layer that uses them, and their owned sums added to
  * the denominators (added over ranks by nst_objective_finish_targets). */
 nst_status nst_tile_set_masks(nst_objective *o, nst_tile *t, float *const *px);
+/* The temporal term's target w (3 floats per pixel) and weight c (1 per pixel, in [0,1]) over the
+ * tile's window (host): uploaded when spec->temporal_weight > 0. */
+nst_status nst_tile_set_temporal(nst_objective *o, nst_tile *t, const float *target_px, const float *c_px);
 /* A mask value as the objective takes it: clamped to [0,1] (NaN: 0), rounded to a multiple of 2^-16. */
 float nst_mask_quantise(float v);
 nst_status nst_objective_finish_targets(nst_objective *o);

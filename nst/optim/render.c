@@ -299,6 +299,7 @@ static nst_status tile_setup(const nst_render_ctx *ctx, nst_objective *obj, nst_
     NST_TRY(nst_tile_init(obj, tile, t, core, win, L->cheap));
     NST_TRY(nst_tile_set_content(obj, tile, content));
     if (ctx->masks) NST_TRY(nst_tile_set_masks(obj, tile, ctx->masks[li]));
+    if (ctx->temporal_target) NST_TRY(nst_tile_set_temporal(obj, tile, ctx->temporal_target[li], ctx->temporal_c[li]));
     /* the optimised region: the core (exact) or the window (cheap, the tile's own img/dimg) */
     nst_rect opt = L->cheap ? win : core;
     size_t n = (size_t)nst_rect_area(opt) * 3;
@@ -890,7 +891,7 @@ nst_status nst_render_image(const nst_config *cfg, const nst_loss_spec *spec, ns
             if (init) nst_image_extract(init, win, iw[i]);
         }
     }
-    nst_render_ctx ctx = {cfg, spec, be, w, &L, {0}, W, H, cfg->optim_iterations, style && spec->nstyle ? A : NULL, normA, NULL, NULL, NULL, 0, NULL, NULL, 0, 0, NULL, NULL};
+    nst_render_ctx ctx = {cfg, spec, be, w, &L, {0}, W, H, cfg->optim_iterations, style && spec->nstyle ? A : NULL, normA, NULL, NULL, NULL, 0, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL};
     if (s == NST_OK) s = nst_render(&ctx, cw, init ? iw : NULL, res, stats);
     for (int k = 0; k < NST_VGG_NLAYERS; k++) nst_free(A[k]);
     if (s == NST_OK) s = nst_image_alloc(out, W, H);

@@ -62,6 +62,8 @@ typedef struct {
     long long save_every;               /* 0: no previews while rendering */
     const nst_guides *guides;           /* the masks in use (NULL: none); targets then hold one set per style image */
     float ***masks;                     /* masks[i][j]: local tile i's window of mask j (nst/optim/masks.h), NULL without */
+    float **temporal_target;            /* spec->temporal_weight > 0: local tile i's window of the warped earlier result (3 per pixel) */
+    float **temporal_c;                 /* and of its consistency weights (1 per pixel) */
 } nst_render_ctx;
 
 /* With ctx->ckpt: at every iteration boundary a checkpoint is written when due, and a signal

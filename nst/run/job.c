@@ -110,8 +110,6 @@ static void describe_output(const nst_output_spec *o, const nst_output_stats *os
 }
 
 /* Per-phase min/mean/max over ranks, per iteration; and the run record. */
-static char *config_text(const nst_config *cfg);
-
 /* One rank's line of the run record's map. */
 typedef struct {
     char host[64];
@@ -344,7 +342,7 @@ static nst_status record_write(const nst_config *cfg, const nst_layout *L, const
     }
     record_head(f, res, be, env, map, fg->n);
     nst_free(map);
-    char *conf = config_text(cfg);
+    char *conf = nst_config_text(cfg);
     fprintf(f, "  \"config\": ");
     nst_json_string(f, conf ? conf : "");
     free(conf);
@@ -380,17 +378,6 @@ static nst_status report(const nst_config *cfg, const nst_layout *L, const nst_o
 /* ---- the job ------------------------------------------------------------------------------------- */
 
 /* The resolved config as text: stored in every output file. */
-static char *config_text(const nst_config *cfg)
-{
-    char *desc = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&desc, &len);
-    if (!f) return NULL;
-    char cwd[4096];
-    nst_config_write(cfg, f, getcwd(cwd, sizeof cwd)); /* absolute paths: the file says what was read */
-    fclose(f);
-    return desc;
-}
 
 nst_status nst_job_weights(const nst_config *cfg, nst_weights *w) { return share_weights(cfg, w); }
 
@@ -533,7 +520,7 @@ static void job_close_inputs(job_run *j)
 static nst_status job_dry_run(job_run *j)
 {
     nst_levels_ctx lc = {j->cfg, &j->spec, j->be, j->weights, &j->shapes, j->coll, &j->in, j->spec.nstyle ? &j->styles : NULL, j->env->cache,
-                         (size_t)j->bmin, NULL, NULL, NULL, 0, 0, &j->masks};
+                         (size_t)j->bmin, NULL, NULL, NULL, 0, 0, &j->masks, NULL};
     nst_status s = nst_dry_run(&lc, &j->plan, &j->out, j->in.W, j->in.H);
     job_close_inputs(j);
     nst_ckpt_free(&j->ck);
@@ -548,7 +535,7 @@ static nst_status job_levels(job_run *j)
     nst_job_result *res = j->res;
     j->ck.done = 0;
     nst_levels_ctx lc = {j->cfg, &j->spec, j->be, j->weights, &j->shapes, j->coll, &j->in, j->spec.nstyle ? &j->styles : NULL, env->cache,
-                         (size_t)j->bmin, &j->ck, env->progress, j->out.preview_path, j->out.preview_side, j->out.save_every, &j->masks};
+                         (size_t)j->bmin, &j->ck, env->progress, j->out.preview_path, j->out.preview_side, j->out.save_every, &j->masks, NULL};
     nst_status s = nst_levels_run(&lc, &j->plan, &j->L, &j->cores, res->levels);
     res->nlevels = j->plan.n;
     if (s == NST_OK) {
@@ -593,7 +580,7 @@ static void job_viewer_page(const job_run *j, const char *desc)
 /* The output, written by the ranks that own it, with the config in every file. */
 static nst_status job_output(job_run *j, nst_status s)
 {
-    char *desc = s == NST_OK ? config_text(j->cfg) : NULL;
+    char *desc = s == NST_OK ? nst_config_text(j->cfg) : NULL;
     if (s == NST_OK && !desc) s = nst_fail(NST_ENOMEM, "out of memory describing the config");
     s = nst_comm_agree(s);
     if (s == NST_OK) s = nst_output_write(&j->out, &j->L, j->cores, j->in.W, j->in.H, desc, &j->res->output);

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# tests/test_video.sh: clip renders end to end on a generated clip with exact flow (tools/make_test_clip),
+# random VGG-19 at width 1/8, a few iterations:
+# - an image sequence to H.264 .mp4: the frame count and the rate kept (ffprobe where installed);
+# - the temporal term lowers the warping error against independent frames (video.temporal_weight = 0);
+# - tiles: 2 ranks with 48 px tiles give the same 16-bit frames as 1 rank, bit for bit;
+# - resume: a render stopped by SIGTERM after its second frame exits 75 and, run again, ends with
+#   the same frames as an uninterrupted render;
+# - shots: a cut (video.cuts) on 2 ranks gives 2 groups rendering the 2 shots at once, with the
+#   frames of a 1-rank render;
+# - bad input: a range outside the clip, a missing frame, FFV1 in .mp4, a missing .flo: one line, exit 2.
+#
+#   tests/test_video.sh NSTBATCH BUILD_DIR
+NST=$(readlink -f "$1") B=$(readlink -f "${2:-build}")
+. "$(dirname "$0")/lib.sh" test_video_clip
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+"$B/tools/make_test_clip" "$T/clip" --size 96x64 --frames 6 --motion all >/dev/null || { bad "make_test_clip" "failed"; finish; }
+cat >"$T/v.ini" <<INI
+[content]
+path = clip/frame_%05d.png
+[style]
+path = $ROOT/configs/demo/style.png
+[model]
+random_width_divisor = 8
+[optim]
+iterations = 30
+[run]
+print_every = 0
+threads = 1
+[video]
+flow = files
+flow_forward = clip/fwd_%05d.flo
+flow_backward = clip/bwd_%05d.flo
+iterations = 30
+detect_cuts = false
+INI
+run() { (cd "$T" && timeout 300 "$@") >"$T/last.log" 2>&1; }
+# same_frames A B: every frame of A has B's pixels (the files differ: each stores its own config)
+same_frames() { local a=$1 b=$2 n=0; for f in "$T/$a"/*.png; do [ "$("$B/tests/image_diff" "$f" "$T/$b/$(basename "$f")")" = "max 0 mean 0" ] || return 1; n=$((n + 1)); done; [ $n -eq 6 ]; }
+mean_err() { sed -n 's/^clip:    mean warping error \([0-9.e+-]*\) .*/\1/p' "$T/$1"; }
+
+# an image sequence to .mp4
+if run "$NST" v.ini --set output.path=out.mp4 && [ -s "$T/out.mp4" ] && [ ! -e "$T/out.mp4.frames" ]; then
+  cp "$T/last.log" "$T/temporal.log"
+  if command -v ffprobe >/dev/null; then
+    got=$(ffprobe -v error -count_frames -show_entries stream=nb_read_frames,r_frame_rate -of csv=p=0 "$T/out.mp4")
+    [ "$got" = "25/1,6" ] && ok "sequence to .mp4: 6 frames at 25/1 fps, the work directory removed" || bad "the .mp4" "ffprobe: $got"
+  else ok "sequence to .mp4 (ffprobe not installed: the count is not checked)"; fi
+else bad "a sequence to .mp4" "exit $?" "$(cat "$T/last.log")"; fi
+
+# temporal against independent frames
+if run "$NST" v.ini --set output.path=ind.mp4 --set video.temporal_weight=0; then
+  t=$(mean_err temporal.log) i=$(mean_err last.log)
+  awk -v t="$t" -v i="$i" 'BEGIN { exit !(t > 0 && i > 0 && t < 0.5 * i) }' && ok "warping error: temporal $t, independent $i" ||
+    bad "the temporal term" "warping error temporal ${t:-?}, independent ${i:-?}"
+else bad "independent frames" "exit $?" "$(cat "$T/last.log")"; fi
+
+# tiles: 2 ranks, 48 px tiles, against 1 rank
+mkdir -p "$T/one" "$T/two"
+run "$NST" v.ini --set output.path=one/%05d.png --set output.bits=16
+run mpirun --oversubscribe --bind-to none -np 2 "$NST" v.ini --set output.path=two/%05d.png --set output.bits=16 --set tiling.tile_size=48
+if grep -q 'tiles' "$T/last.log" && same_frames one two; then ok "2 ranks with 48 px tiles: the 1-rank frames, bit for bit"
+else bad "tiles" "frames differ or the render failed" "$(tail -n 5 "$T/last.log")"; fi
+
+# resume after SIGTERM
+mkdir -p "$T/res"
+(cd "$T" && exec "$NST" v.ini --set output.path=res/%05d.png --set output.bits=16 --set video.work=res.work) >"$T/res1.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do [ -e "$T/res.work/frame_00000001.png" ] && break; sleep 0.05; done
+kill -TERM $pid 2>/dev/null; wait $pid; rc=$?
+run "$NST" v.ini --set output.path=res/%05d.png --set output.bits=16 --set video.work=res.work
+if [ $rc -eq 75 ] && grep -q 'resuming at frame' "$T/last.log" && same_frames one res; then ok "SIGTERM after frame 2: exit 75; resumed, the frames of an uninterrupted render"
+else bad "resume" "exit $rc, then: $(grep -c resuming "$T/last.log") resume lines" "$(tail -n 4 "$T/res1.log"; tail -n 4 "$T/last.log")"; fi
+
+# two shots on two groups
+mkdir -p "$T/s1" "$T/s2"
+run "$NST" v.ini --set output.path=s1/%05d.png --set output.bits=16 --set video.cuts=3
+run mpirun --oversubscribe --bind-to none -np 2 "$NST" v.ini --set output.path=s2/%05d.png --set output.bits=16 --set video.cuts=3
+if grep -q '2 shots in 2 units, on 2 groups of 1 rank' "$T/last.log" && same_frames s1 s2; then ok "a cut on 2 ranks: 2 groups render the 2 shots, the 1-rank frames"
+else bad "shots on groups" "" "$(grep '^clip' "$T/last.log")"; fi
+
+# bad input: one line, exit 2
+one() { # one NAME FRAGMENT ARGS...
+  local name=$1 frag=$2; shift 2
+  run "$NST" v.ini "$@"; local rc=$?
+  if [ $rc -eq 2 ] && grep -q -- "$frag" "$T/last.log" && [ "$(grep -c 'error:' "$T/last.log")" -eq 1 ]; then ok "$name: exit 2, $(grep 'error:' "$T/last.log" | cut -c1-150)"
+  else bad "$name" "exit $rc, expected 2 and '$frag'" "$(cat "$T/last.log")"; fi
+}
+one "a range outside the clip" "video.first" --set output.path=bad1.mp4 --set video.first=9
+one "more frames than the clip has" "video.frames" --set output.path=bad2.mp4 --set video.frames=9
+one "FFV1 in .mp4" "video.codec" --set output.path=bad3.mp4 --set video.codec=ffv1
+rm "$T/clip/fwd_00002.flo"
+one "a missing .flo" "fwd_00002.flo" --set output.path=bad4.mp4
+mv "$T/clip/frame_00003.png" "$T/clip/gone.png"
+one "a missing frame" "missing" --set output.path=bad5.mp4
+[ ! -e "$T/bad4.mp4" ] && ok "nothing written under the output's name after a failure" || bad "a failed render" "left bad4.mp4"
+finish

@@ -1,0 +1,38 @@
+/* video/store.h: a clip render's work directory (video.work): the finished frames and the state a
+ * killed render resumes from.
+ *
+ *   clip.key            what render this is (the resolved config's hash, the range, the size): a
+ *                       directory of another render's frames is refused, never mixed in
+ *   frame_NNNNNNNN.png  frame NNNNNNNN of the range (0-based), 16-bit: the output is encoded from
+ *                       these once every frame is done
+ *   state_NNNNNNNN.f32  its result in float, as the next frames need it (the warped start and the
+ *                       temporal term); kept only while later frames of its unit may need it
+ *
+ * Every file is written under a temporary name and renamed (io/atomic_file.h); a frame's state is
+ * written before its image, so a frame whose image exists has its state too (until dropped). A
+ * frame is done when its image exists: a resumed render starts each unit at its first frame not
+ * done, from the states of the frames before it, and gives the same bits as a run never stopped.
+ */
+#ifndef NST_VIDEO_STORE_H
+#define NST_VIDEO_STORE_H
+
+#include "../io/image.h"
+
+typedef struct {
+    char dir[4096];
+} nst_clip_store;
+
+/* Open (create) dir for the render described by key (one line of text). A directory holding
+ * another key is refused (NST_EINPUT naming video.work); restart: it is emptied first. */
+nst_status nst_clip_store_open(nst_clip_store *s, const char *dir, const char *key, int restart);
+/* 1 when frame r's image is there. */
+int nst_clip_store_done(const nst_clip_store *s, long long r);
+nst_status nst_clip_store_put(const nst_clip_store *s, long long r, const nst_image *result);
+/* Frame r's image (the finished frame, 16-bit) or its state (the float result). */
+nst_status nst_clip_store_frame(const nst_clip_store *s, long long r, nst_image *out);
+nst_status nst_clip_store_state(const nst_clip_store *s, long long r, int w, int h, nst_image *out);
+void nst_clip_store_drop_state(const nst_clip_store *s, long long r);
+/* Remove the directory and everything in it (after the output is complete). */
+nst_status nst_clip_store_remove(const nst_clip_store *s);
+
+#endif

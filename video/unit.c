@@ -1,0 +1,194 @@
+/* video/unit.c: a unit's frames, one after another (see unit.h). Rank 0 of the group holds the
+ * frames, the flows and the earlier results; the other ranks take part in each frame's render. */
+#include "unit.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../flow/warp.h"
+#include "../mpi/comm.h"
+#include "../mpi/notice.h"
+#include "../util/log.h"
+#include "../util/mem.h"
+#include "../util/signals.h"
+#include "temporal.h"
+
+/* Rank 0's state across a unit's frames: the earlier results by r modulo the ring's size, and the
+ * previous content frame (for the input's flicker). */
+typedef struct {
+    int size;
+    nst_image result[NST_MAX_TEMPORAL + 1];
+    long long have[NST_MAX_TEMPORAL + 1]; /* the r each slot holds, -1: none */
+    nst_image prev_content;
+} ring;
+
+static nst_image *ring_at(ring *g, long long r) { return g->have[r % g->size] == r ? &g->result[r % g->size] : NULL; }
+
+static void ring_free(ring *g)
+{
+    for (int k = 0; k <= NST_MAX_TEMPORAL; k++) nst_image_free(&g->result[k]);
+    nst_image_free(&g->prev_content);
+}
+
+/* Resuming at frame `from`: the earlier results the temporal term needs, from their states. */
+static nst_status ring_load(const nst_unit_ctx *u, ring *g, const nst_clip_unit *unit, long long from)
+{
+    for (int k = 0; k < u->fs->nj; k++) {
+        long long r = from - u->fs->j[k];
+        if (r < unit->start) break;
+        nst_image *slot = &g->result[r % g->size];
+        NST_TRY(nst_clip_store_state(u->store, r, u->fe->W, u->fe->H, slot));
+        g->have[r % g->size] = r;
+    }
+    return NST_OK;
+}
+
+/* A warm frame's inputs: the temporal target and weights (c as gray RGB) and the initial image. */
+static nst_status warm_inputs(const nst_unit_ctx *u, ring *g, const nst_fed_frame *fr, nst_image *init, nst_image *target, nst_image *c,
+                              double *kept)
+{
+    const int W = u->fe->W, H = u->fe->H;
+    nst_temporal_prev prev[NST_MAX_TEMPORAL];
+    int n = 0;
+    for (int k = 0; k < fr->nflows; k++) {
+        const nst_image *res = ring_at(g, fr->r - u->fs->j[k]);
+        if (!res) return nst_fail(NST_ERUNTIME, "frame %lld: the result of frame %lld is not at hand", fr->r, fr->r - u->fs->j[k]);
+        prev[n++] = (nst_temporal_prev){u->fs->j[k], res->px, &fr->fwd[k], &fr->bwd[k]};
+    }
+    NST_TRY(nst_image_alloc(init, W, H));
+    NST_TRY(nst_image_alloc(target, W, H));
+    NST_TRY(nst_image_alloc(c, W, H));
+    float *c1 = c->px + (size_t)2 * W * H; /* the last third of c, spread to RGB in place below (front to back: every write lands at or before the value read) */
+    NST_TRY(nst_temporal_build(W, H, prev, n, fr->frame.px, target->px, c1, init->px, kept));
+    for (size_t p = 0; p < (size_t)W * H; p++) {
+        float v = c1[p];
+        c->px[3 * p] = c->px[3 * p + 1] = c->px[3 * p + 2] = v;
+    }
+    return NST_OK;
+}
+
+/* The warping error of frame r against frame r - 1 (both given), along the flow to the previous
+ * frame (fr's first), under its consistency weights. */
+static nst_status flicker(const nst_fed_frame *fr, const float *cur, const float *prev, int W, int H, nst_flicker *out)
+{
+    const size_t np = (size_t)W * H;
+    float *warped = nst_alloc_array(np * 3, sizeof(float), "a warped frame"), *c = nst_alloc_array(np, sizeof(float), "weights");
+    unsigned char *valid = nst_alloc_array(np, 1, "a warp's validity");
+    nst_status s = warped && c && valid ? NST_OK : NST_ENOMEM;
+    if (s == NST_OK) {
+        nst_warp_backward(prev, &fr->bwd[0], warped, valid);
+        nst_flow_consistency(&fr->fwd[0], &fr->bwd[0], c);
+        *out = nst_flicker_error(cur, warped, valid, c, W, H);
+    }
+    nst_free(warped), nst_free(c), nst_free(valid);
+    return s;
+}
+
+/* A finished frame on rank 0: into the store, its flicker measured, on the log, into the ring. */
+static nst_status finish_frame(const nst_unit_ctx *u, ring *g, const nst_clip_unit *unit, nst_fed_frame *fr, nst_image *res,
+                               const nst_frame_stats *st, double kept)
+{
+    const long long r = fr->r;
+    NST_TRY(nst_clip_store_put(u->store, r, res));
+    nst_clip_totals *t = u->tot;
+    t->frames++, t->render_seconds += st->seconds, t->flow_seconds += fr->flow_seconds, t->decode_seconds += fr->decode_seconds;
+    char fl[200] = "";
+    const nst_image *prev = ring_at(g, r - 1);
+    if (fr->nflows > 0 && prev && g->prev_content.px) {
+        nst_flicker out, in;
+        NST_TRY(flicker(fr, res->px, prev->px, u->fe->W, u->fe->H, &out));
+        NST_TRY(flicker(fr, fr->frame.px, g->prev_content.px, u->fe->W, u->fe->H, &in));
+        t->flicker_ruder += out.ruder, t->flicker_lai += out.lai, t->floor_ruder += in.ruder, t->floor_lai += in.lai, t->measured++;
+        snprintf(fl, sizeof fl, "; warping error %.3e (input %.3e), Lai %.3e (input %.3e)", out.ruder, in.ruder, out.lai, in.lai);
+        char ev[400];
+        snprintf(ev, sizeof ev, "\"frame\": %lld, \"shot\": %d, \"warping_error\": %.6e, \"warping_error_lai\": %.6e, \"input_warping_error\": %.6e, "
+                 "\"input_warping_error_lai\": %.6e, \"loss\": %.6e, \"seconds\": %.3f, \"flow_seconds\": %.3f",
+                 r, unit->shot, out.ruder, out.lai, in.ruder, in.lai, st->last.total, st->seconds, fr->flow_seconds);
+        nst_progress_event(u->fe->progress, "frame", ev);
+    }
+    nst_info("frame %lld/%lld (shot %d%s): %lld its, loss %.4e -> %.4e (temporal %.3e, %.0f%% held), %.2f s, flow %.2f s%s\n", r + 1,
+             u->total_frames, unit->shot + 1, r == unit->start ? ", cold" : "", st->iterations, st->first.total, st->last.total,
+             st->last.temporal, 100 * kept, st->seconds, fr->flow_seconds, fl);
+    const long long old = r - g->size + 1; /* no later frame of the unit holds to it */
+    if (old >= unit->start) nst_clip_store_drop_state(u->store, old);
+    nst_image *slot = &g->result[r % g->size];
+    nst_image_free(slot);
+    *slot = *res, g->have[r % g->size] = r;
+    memset(res, 0, sizeof *res);
+    nst_image_free(&g->prev_content);
+    g->prev_content = fr->frame;
+    memset(&fr->frame, 0, sizeof fr->frame);
+    return NST_OK;
+}
+
+/* A signal here or another group's notice: every rank of the group learns it. */
+static nst_status stop_asked(void)
+{
+    int st = nst_comm_rank() == 0 ? nst_signal_pending() : 0;
+    if (nst_comm_rank() == 0 && !st && nst_notice_received()) st = -1;
+    NST_TRY(nst_comm_bcast(&st, sizeof st, 0));
+    if (!st) return NST_OK;
+    return nst_fail(NST_EINTERRUPTED, "stopped by %s at a frame boundary: the finished frames are kept in video.work; run the same command "
+                    "again to resume", st > 0 ? nst_signal_name(st) : "another group");
+}
+
+/* Frame fr (rank 0's; NULL elsewhere) rendered and finished. */
+static nst_status one_frame(const nst_unit_ctx *u, ring *g, const nst_clip_unit *unit, nst_fed_frame *fr)
+{
+    nst_image init = {0}, target = {0}, c = {0}, res = {0};
+    nst_frame_inputs fi = {0};
+    double kept = 0;
+    nst_status s = NST_OK;
+    if (fr) {
+        int warm = u->temporal && fr->r > unit->start;
+        if (warm) s = warm_inputs(u, g, fr, &init, &target, &c, &kept);
+        fi = (nst_frame_inputs){&fr->frame, warm ? &init : NULL, warm ? &target : NULL, warm ? &c : NULL, u->warm_iterations};
+    }
+    s = nst_comm_agree(s);
+    nst_frame_stats st;
+    if (s == NST_OK) s = nst_frame_render(u->fe, fr ? &fi : NULL, &res, &st);
+    nst_image_free(&init), nst_image_free(&target), nst_image_free(&c);
+    if (s == NST_OK && fr) s = finish_frame(u, g, unit, fr, &res, &st, kept);
+    nst_image_free(&res);
+    return nst_comm_agree(s);
+}
+
+/* Rank 0: the unit's first frame not done. */
+static long long first_undone(const nst_unit_ctx *u, const nst_clip_unit *unit)
+{
+    long long r = unit->start;
+    while (r < unit->start + unit->count && nst_clip_store_done(u->store, r)) r++;
+    return r;
+}
+
+nst_status nst_unit_render(const nst_unit_ctx *u, const nst_clip_unit *unit)
+{
+    const int root = nst_comm_rank() == 0;
+    const long long end = unit->start + unit->count;
+    long long from = root ? first_undone(u, unit) : 0;
+    NST_TRY(nst_comm_bcast(&from, sizeof from, 0));
+    if (from == end) return NST_OK;
+    if (from > unit->start) nst_info("shot %d: resuming at frame %lld (frames %lld-%lld are done)\n", unit->shot + 1, from + 1, unit->start + 1, from);
+    ring g;
+    memset(&g, 0, sizeof g);
+    g.size = (u->fs->nj ? u->fs->j[u->fs->nj - 1] : 0) + 1;
+    for (int k = 0; k <= NST_MAX_TEMPORAL; k++) g.have[k] = -1;
+    nst_feeder *fd = NULL;
+    nst_status s = root && u->temporal ? ring_load(u, &g, unit, from) : NST_OK;
+    if (s == NST_OK && root) s = nst_feeder_start(u->fs, unit->start, from, end, &fd);
+    s = nst_comm_agree(s);
+    for (long long r = from; s == NST_OK && r < end; r++) {
+        s = stop_asked();
+        nst_fed_frame *fr = NULL;
+        if (s == NST_OK && root) s = nst_feeder_next(fd, &fr);
+        s = nst_comm_agree(s);
+        if (s == NST_OK) s = one_frame(u, &g, unit, fr);
+        nst_fed_frame_free(fr);
+    }
+    nst_feeder_stop(fd);
+    if (s == NST_OK && root) /* the unit is done: no frame needs its states any more */
+        for (long long r = end - g.size; r < end; r++)
+            if (r >= unit->start) nst_clip_store_drop_state(u->store, r);
+    ring_free(&g);
+    return s;
+}
