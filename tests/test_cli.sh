@@ -117,7 +117,7 @@ printf '[optim]\nlr = 0.1\nlr = 0.2\n' >"$T/c8.ini"; case_ "duplicate key" 2 "se
 printf 'content.path = content.png\n' >"$T/c12.ini"
 case_ "--set's form in a file" 2 "c12.ini:1: 'content.path' is the form of --set and of job sections; in a config file write 'path = ...' on a line under [content]" -- "$NST" c12.ini
 printf '[output]\niterations = 5\n' >"$T/c13.ini"
-case_ "a key of other sections" 2 "c13.ini:2: unknown key 'iterations' in [output] (did you mean 'iterations' under [optim], or 'iterations' under [pyramid]?)" -- "$NST" c13.ini
+case_ "a key of other sections" 2 "c13.ini:2: unknown key 'iterations' in [output] (did you mean 'iterations' under [video], or 'iterations' under [optim], or 'iterations' under [pyramid]?)" -- "$NST" c13.ini
 base '[run]\nprint_every = 1\n[output]\noverwrite = True\n' c14.ini
 case_ "booleans in any case (True, NO)" 0 "pyramid = false" -- "$NST" c14.ini --print-config --set output.pyramid=NO
 base '[model]\n' c15.ini; sed -i 's/^weights = w.h5$/weights = models\/vgg19.h5/' "$T/c15.ini"
