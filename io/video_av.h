@@ -11,7 +11,8 @@
 /* FFmpeg's own logging off: a damaged file must give nstbatch's one line, not FFmpeg's many. */
 void nst_av_quiet(void);
 
-/* Record "NAME: WHAT (CALL: FFmpeg's text for err)" as kind (NST_ENOMEM for AVERROR(ENOMEM)). */
+/* Record "NAME: WHAT (CALL: FFmpeg's text for err)" as kind; AVERROR(ENOMEM) is NST_ENOMEM, except
+ * for input (NST_EINPUT), where the reader's cap on FFmpeg's allocations refuses a lying size. */
 nst_status nst_av_fail(nst_status kind, const char *name, const char *what, const char *call, int err);
 
 /* Open url (a path, or "" where the caller put a custom AVIOContext in *fmt) and find its streams.

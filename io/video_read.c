@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <libavcodec/avcodec.h>
+#include <libavutil/mem.h>
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
 
@@ -58,7 +59,10 @@ nst_status nst_av_fail(nst_status kind, const char *name, const char *what, cons
 {
     char text[AV_ERROR_MAX_STRING_SIZE] = "";
     if (av_strerror(err, text, sizeof text) < 0) snprintf(text, sizeof text, "error %d", err);
-    return nst_fail(err == AVERROR(ENOMEM) ? NST_ENOMEM : kind, "%s: %s (%s: %s)", name, what, call, text);
+    /* reading, an allocation refused is most often a size in the file beyond the cap (cap_allocations) */
+    int nomem = err == AVERROR(ENOMEM);
+    return nst_fail(nomem && kind != NST_EINPUT ? NST_ENOMEM : kind, "%s: %s (%s: %s%s)", name, what, call, text,
+                    nomem && kind == NST_EINPUT ? ": a size in it beyond what FFmpeg may allocate at once, or memory ran out" : "");
 }
 
 nst_status nst_av_open(AVFormatContext **fmt, const char *url, const char *name)
@@ -413,10 +417,20 @@ static void describe(const nst_vfile_reader *r, nst_clip_info *info)
     info->bits = d ? d->comp[0].depth : 8;
 }
 
+/* FFmpeg's largest single allocation (a process-wide setting of libavutil): a few kilobytes of
+ * Matroska can ask for a gigabyte before anything is checked (found by fuzz_video). 16 bytes a
+ * pixel of the largest frame allowed holds any frame buffer, 256 MiB at least. */
+static void cap_allocations(const nst_clip_limits *lim)
+{
+    double cap = 16 * lim->max_pixels;
+    av_max_alloc(cap < 256.0 * (1 << 20) ? (size_t)256 << 20 : cap > INT_MAX ? (size_t)INT_MAX : (size_t)cap);
+}
+
 nst_status nst_vfile_open(const char *path, const unsigned char *buf, size_t len, const nst_clip_limits *lim, nst_vfile_reader **out,
                           nst_clip_info *info)
 {
     *out = NULL;
+    cap_allocations(lim);
     nst_vfile_reader *r = nst_calloc(sizeof *r, "a video reader");
     if (!r) return NST_ENOMEM;
     snprintf(r->path, sizeof r->path, "%s", path);

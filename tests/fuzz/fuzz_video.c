@@ -3,7 +3,9 @@
  * down (1 megapixel, 64 frames) so that each input stays fast. FFmpeg itself is not instrumented;
  * what is fuzzed is nstbatch's side: the counting pass, the rate check, the limits, the
  * conversion and every error path's cleanup (leaks included). Seeds: tests/fuzz/corpus_video
- * (tiny clips in MP4, MOV, Matroska, AVI, MPEG-TS and Y4M made by the ffmpeg program).
+ * (tiny clips in MP4, MOV, Matroska, AVI, MPEG-TS and Y4M made by the ffmpeg program, and
+ * oom_matroska_size.mkv, a find: 3.7 kB that asked FFmpeg for 1.3 GB before the reader capped
+ * FFmpeg's allocations).
  *
  *   make fuzz && build/fuzz/fuzz_video tests/fuzz/corpus_video -max_total_time=60 -rss_limit_mb=2048 */
 #include "../../io/video.h"
