@@ -2,13 +2,16 @@
 # tests/test_video.sh: clip renders end to end on a generated clip with exact flow (tools/make_test_clip),
 # random VGG-19 at width 1/8, a few iterations:
 # - an image sequence to H.264 .mp4: the frame count and the rate kept (ffprobe where installed);
+# - a frame event per frame in metrics.path (its warping error) and the frame series in metrics.prometheus;
 # - the temporal term lowers the warping error against independent frames (video.temporal_weight = 0);
 # - tiles: 2 ranks with 48 px tiles give the same 16-bit frames as 1 rank, bit for bit;
 # - resume: a render stopped by SIGTERM after its second frame exits 75 and, run again, ends with
 #   the same frames as an uninterrupted render;
 # - shots: a cut (video.cuts) on 2 ranks gives 2 groups rendering the 2 shots at once, with the
 #   frames of a 1-rank render;
-# - bad input: a range outside the clip, a missing frame, FFV1 in .mp4, a missing .flo: one line, exit 2.
+# - a video with sound (made by the ffmpeg program) to .mp4 with DIS flow: the count, the rate and the audio kept;
+# - bad input: a range outside the clip, more frames than it has, FFV1 in .mp4, a truncated video, a
+#   mask of another aspect, a missing .flo, a missing frame: one line, exit 2, nothing written.
 #
 #   tests/test_video.sh NSTBATCH BUILD_DIR
 NST=$(readlink -f "$1") B=$(readlink -f "${2:-build}")
@@ -47,6 +50,27 @@ if run "$NST" v.ini --set output.path=out.mp4 && [ -s "$T/out.mp4" ] && [ ! -e "
     [ "$got" = "25/1,6" ] && ok "sequence to .mp4: 6 frames at 25/1 fps, the work directory removed" || bad "the .mp4" "ffprobe: $got"
   else ok "sequence to .mp4 (ffprobe not installed: the count is not checked)"; fi
 else bad "a sequence to .mp4" "exit $?" "$(cat "$T/last.log")"; fi
+
+# a video with sound to .mp4, the flow estimated (DIS): the count, the exact rate and the audio kept
+if command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null; then
+  ffmpeg -v error -y -framerate 30000/1001 -i "$T/clip/frame_%05d.png" -f lavfi -i sine=frequency=440:duration=1 \
+    -c:v libx264 -pix_fmt yuv420p -c:a aac -shortest "$T/src.mp4"
+  if run "$NST" v.ini --set content.path=src.mp4 --set video.flow=dis --set output.path=fromvideo.mp4; then
+    v=$(ffprobe -v error -count_frames -select_streams v -show_entries stream=nb_read_frames,r_frame_rate -of csv=p=0 "$T/fromvideo.mp4")
+    a=$(ffprobe -v error -select_streams a -show_entries stream=codec_name -of csv=p=0 "$T/fromvideo.mp4")
+    [ "$v" = "30000/1001,6" ] && [ "$a" = "aac" ] && ok ".mp4 with sound to .mp4 (DIS flow): 6 frames at 30000/1001 fps, the aac audio copied" ||
+      bad "a video to .mp4" "video '$v', audio '$a'"
+  else bad "a video to .mp4" "exit $?" "$(cat "$T/last.log")"; fi
+  head -c 3000 "$T/src.mp4" >"$T/cut.mp4"
+else skip "video files in: the ffmpeg program is not installed (scripts/install-deps.sh --test)"; fi
+
+# the metrics: a frame event per frame in metrics.path, the frame series in metrics.prometheus
+if run "$NST" v.ini --set output.path=met.mp4 --set metrics.path=met.jsonl --set metrics.prometheus=met.prom --set run.print_every=5; then
+  n=$(grep -c '"event": "frame"' "$T/met.jsonl") w=$(grep -c '"warping_error": ' "$T/met.jsonl")
+  p=$(grep -c '^nstbatch_video_warping_error{job="met",clip="result",normalisation="ruder"} [0-9]' "$T/met.prom")
+  { [ "$n" = 6 ] && [ "$w" = 5 ] && [ "$p" = 1 ] && { ! command -v promtool >/dev/null || promtool check metrics <"$T/met.prom" >/dev/null 2>&1; }; } &&
+    ok "metrics: 6 frame events (5 with their warping error), the Prometheus frame series" || bad "metrics" "$n frame events, $w measured, $p series" "$(cat "$T/met.prom")"
+else bad "metrics" "exit $?" "$(cat "$T/last.log")"; fi
 
 # temporal against independent frames
 if run "$NST" v.ini --set output.path=ind.mp4 --set video.temporal_weight=0; then
@@ -89,6 +113,9 @@ one() { # one NAME FRAGMENT ARGS...
 one "a range outside the clip" "video.first" --set output.path=bad1.mp4 --set video.first=9
 one "more frames than the clip has" "video.frames" --set output.path=bad2.mp4 --set video.frames=9
 one "FFV1 in .mp4" "video.codec" --set output.path=bad3.mp4 --set video.codec=ffv1
+[ -e "$T/cut.mp4" ] && one "a truncated video" "cut.mp4" --set content.path=cut.mp4 --set output.path=bad6.mp4
+/usr/bin/python3 -c 'from PIL import Image; Image.new("L", (64, 64), 255).save("'"$T"'/square.png")' 2>/dev/null &&
+  one "a mask that does not fit the clip" "content.mask" --set content.mask=square.png --set output.path=bad7.mp4
 rm "$T/clip/fwd_00002.flo"
 one "a missing .flo" "fwd_00002.flo" --set output.path=bad4.mp4
 mv "$T/clip/frame_00003.png" "$T/clip/gone.png"

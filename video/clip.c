@@ -134,14 +134,16 @@ static nst_status setup_all(const nst_config *cfg, nst_clip_setup *su)
 static void describe(const nst_config *cfg, const nst_clip_setup *su, const nst_clip_plan *plan, int ngroups, int per)
 {
     nst_info("clip:    %s: %s\n", cfg->content_path, su->clip.detail);
-    nst_info("clip:    frames %lld-%lld%s%lld, %lld frames at %dx%d, %d shot%s in %d unit%s, on %d group%s of %d rank%s\n", su->first,
-             su->first + (su->n - 1) * su->step, su->step > 1 ? " every " : ": ", su->step > 1 ? su->step : su->n, su->n, su->W, su->H,
-             plan->nshots, plan->nshots == 1 ? "" : "s", plan->nunits, plan->nunits == 1 ? "" : "s", ngroups, ngroups == 1 ? "" : "s", per,
-             per == 1 ? "" : "s");
+    char every[48] = "", held[160];
+    if (su->step > 1) snprintf(every, sizeof every, " every %lld", su->step);
+    nst_info("clip:    frames %lld-%lld%s: %lld at %dx%d, %d shot%s in %d unit%s, on %d group%s of %d rank%s\n", su->first,
+             su->first + (su->n - 1) * su->step, every, su->n, su->W, su->H, plan->nshots, plan->nshots == 1 ? "" : "s", plan->nunits,
+             plan->nunits == 1 ? "" : "s", ngroups, ngroups == 1 ? "" : "s", per, per == 1 ? "" : "s");
+    snprintf(held, sizeof held, "frame i-1");
+    for (int k = 1; k < su->nj; k++) snprintf(held + strlen(held), sizeof held - strlen(held), ", i-%d", su->j[k]);
     if (su->temporal)
-        nst_info("clip:    temporal weight %g over frame%s %s%s; warm frames %lld iterations; flow %s\n", cfg->video_temporal_weight,
-                 su->nj > 1 ? "s i-1 and" : " i-1", su->nj > 1 ? "the long-term ones " : "", cfg->video_long_term, su->warm_iterations,
-                 strcmp(cfg->video_flow, "files") == 0 ? "from .flo files" : cfg->video_dis_preset);
+        nst_info("clip:    temporal weight %g, held to %s; warm frames %lld iterations; flow %s\n", cfg->video_temporal_weight, held,
+                 su->warm_iterations, strcmp(cfg->video_flow, "files") == 0 ? "from .flo files" : cfg->video_dis_preset);
     else
         nst_info("clip:    independent frames (video.temporal_weight = 0)\n");
     nst_info("clip:    output %s at %d/%d fps; work directory %s\n", cfg->output_path, su->out_fps_num, su->out_fps_den, su->work);

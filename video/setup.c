@@ -106,7 +106,9 @@ static nst_status check_output(const nst_config *cfg, nst_clip_setup *su)
         return nst_fail(NST_EINPUT, "%s = '%s': a clip renders to a video file (.mp4, .mov, .mkv) or to frames named by a printf pattern "
                         "(out/%%05d.png or .tif): set output.path to one", where(cfg, NST_K_output_path, w, sizeof w), out);
     su->codec = nst_vcodec_parse(cfg->video_codec);
-    su->out_fps_num = su->clip.fps_num, su->out_fps_den = (int)(su->clip.fps_den * su->step);
+    long long num = su->clip.fps_num, den = su->clip.fps_den * su->step, a = num, b = den;
+    while (b) { long long t = a % b; a = b, b = t; } /* 30000/2002 is 15000/1001 */
+    su->out_fps_num = (int)(num / a), su->out_fps_den = (int)(den / a);
     nst_clip_out_spec os = {out, su->W, su->H, su->out_fps_num, su->out_fps_den, (nst_vcodec)su->codec, (int)cfg->video_crf,
                             atoi(cfg->output_bits), su->first, NULL, 0, 0, (int)cfg->video_encode_threads, cfg->output_overwrite, NULL};
     return nst_clip_check_target(&os);

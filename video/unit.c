@@ -92,23 +92,27 @@ static nst_status finish_frame(const nst_unit_ctx *u, ring *g, const nst_clip_un
     NST_TRY(nst_clip_store_put(u->store, r, res));
     nst_clip_totals *t = u->tot;
     t->frames++, t->render_seconds += st->seconds, t->flow_seconds += fr->flow_seconds, t->decode_seconds += fr->decode_seconds;
-    char fl[200] = "";
+    char fl[200] = "", ev[800], evf[300] = "";
     const nst_image *prev = ring_at(g, r - 1);
+    nst_flicker out = {0, 0, 0}, in = {0, 0, 0};
     if (fr->nflows > 0 && prev && g->prev_content.px) {
-        nst_flicker out, in;
         NST_TRY(flicker(fr, res->px, prev->px, u->fe->W, u->fe->H, &out));
         NST_TRY(flicker(fr, fr->frame.px, g->prev_content.px, u->fe->W, u->fe->H, &in));
         t->flicker_ruder += out.ruder, t->flicker_lai += out.lai, t->floor_ruder += in.ruder, t->floor_lai += in.lai, t->measured++;
         snprintf(fl, sizeof fl, "; warping error %.3e (input %.3e), Lai %.3e (input %.3e)", out.ruder, in.ruder, out.lai, in.lai);
-        char ev[400];
-        snprintf(ev, sizeof ev, "\"frame\": %lld, \"shot\": %d, \"warping_error\": %.6e, \"warping_error_lai\": %.6e, \"input_warping_error\": %.6e, "
-                 "\"input_warping_error_lai\": %.6e, \"loss\": %.6e, \"seconds\": %.3f, \"flow_seconds\": %.3f",
-                 r, unit->shot, out.ruder, out.lai, in.ruder, in.lai, st->last.total, st->seconds, fr->flow_seconds);
-        nst_progress_event(u->fe->progress, "frame", ev);
+        snprintf(evf, sizeof evf, ", \"warping_error\": %.6e, \"warping_error_lai\": %.6e, \"input_warping_error\": %.6e, "
+                 "\"input_warping_error_lai\": %.6e", out.ruder, out.lai, in.ruder, in.lai);
     }
-    nst_info("frame %lld/%lld (shot %d%s): %lld its, loss %.4e -> %.4e (temporal %.3e, %.0f%% held), %.2f s, flow %.2f s%s\n", r + 1,
-             u->total_frames, unit->shot + 1, r == unit->start ? ", cold" : "", st->iterations, st->first.total, st->last.total,
-             st->last.temporal, 100 * kept, st->seconds, fr->flow_seconds, fl);
+    snprintf(ev, sizeof ev, "\"frame\": %lld, \"shot\": %d, \"cold\": %s, \"iterations\": %lld, \"loss\": %.6e, \"content\": %.6e, "
+             "\"style\": %.6e, \"tv\": %.6e, \"temporal\": %.6e, \"seconds\": %.3f, \"flow_seconds\": %.3f%s", r, unit->shot,
+             r == unit->start ? "true" : "false", st->iterations, st->last.total, st->last.content, st->last.style, st->last.tv,
+             st->last.temporal, st->seconds, fr->flow_seconds, evf);
+    nst_progress_event(u->fe->progress, "frame", ev);
+    double fk[4] = {out.ruder, out.lai, in.ruder, in.lai};
+    nst_progress_frame(u->fe->progress, t->frames, u->total_frames, evf[0] ? fk : NULL);
+    nst_info("frame %lld/%lld (shot %d%s): %lld its, loss %.4e -> %.4e (style %.3e, content %.3e, temporal %.3e, %.0f%% held), %.2f s, "
+             "flow %.2f s%s\n", r + 1, u->total_frames, unit->shot + 1, r == unit->start ? ", cold" : "", st->iterations, st->first.total,
+             st->last.total, st->last.style, st->last.content, st->last.temporal, 100 * kept, st->seconds, fr->flow_seconds, fl);
     const long long old = r - g->size + 1; /* no later frame of the unit holds to it */
     if (old >= unit->start) nst_clip_store_drop_state(u->store, old);
     nst_image *slot = &g->result[r % g->size];

@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,6 +262,18 @@ static void write_prometheus(nst_progress *p, long long it, const nst_loss_terms
     GAUGE("loss", "Loss terms at the last row.");
     fprintf(f, "nstbatch_loss{job=\"%s\",term=\"total\"} %.9g\nnstbatch_loss{job=\"%s\",term=\"content\"} %.9g\n", job, t->total, job, t->content);
     fprintf(f, "nstbatch_loss{job=\"%s\",term=\"style\"} %.9g\nnstbatch_loss{job=\"%s\",term=\"tv\"} %.9g\n", job, t->style, job, t->tv);
+    if (p->video) {
+        fprintf(f, "nstbatch_loss{job=\"%s\",term=\"temporal\"} %.9g\n", job, t->temporal);
+        GAUGE("video_frames_done", "Frames of the clip finished by this run (rank 0's group).");
+        fprintf(f, "nstbatch_video_frames_done{job=\"%s\"} %lld\n", job, p->frames_done);
+        GAUGE("video_frames", "Frames of the clip to render.");
+        fprintf(f, "nstbatch_video_frames{job=\"%s\"} %lld\n", job, p->frames_total);
+        GAUGE("video_warping_error", "Temporal warping error of the last frame finished against the previous one (NaN: not measured).");
+        static const char *const what[4][2] = {{"result", "ruder"}, {"result", "lai"}, {"input", "ruder"}, {"input", "lai"}};
+        for (int k = 0; k < 4; k++)
+            fprintf(f, "nstbatch_video_warping_error{job=\"%s\",clip=\"%s\",normalisation=\"%s\"} %.9g\n", job, what[k][0], what[k][1],
+                    p->flicker[k]);
+    }
     GAUGE("megapixel_iterations_per_second", "Throughput over the last interval.");
     fprintf(f, "nstbatch_megapixel_iterations_per_second{job=\"%s\"} %.6g\n", job, rate);
     GAUGE("eta_seconds", "Estimated seconds left in the job (NaN before anything was measured).");
@@ -310,7 +323,9 @@ static void write_row_json(nst_progress *p, long long it, int final, const nst_l
     const int k = p->level;
     fprintf(f, ", \"level\": %d, \"levels\": %d, \"width\": %d, \"height\": %d, \"iteration\": %lld, \"iterations\": %lld", k + 1, p->nlevels,
             p->w[k], p->h[k], it, p->iters[k]);
-    fprintf(f, ", \"loss\": {\"total\": %.9g, \"content\": %.9g, \"style\": %.9g, \"tv\": %.9g}", t->total, t->content, t->style, t->tv);
+    fprintf(f, ", \"loss\": {\"total\": %.9g, \"content\": %.9g, \"style\": %.9g, \"tv\": %.9g", t->total, t->content, t->style, t->tv);
+    if (p->video) fprintf(f, ", \"temporal\": %.9g", t->temporal);
+    fputc('}', f);
     fprintf(f, ", \"megapixel_iterations_per_second\": %.6g, \"eta_s\": ", rate);
     if (eta >= 0)
         fprintf(f, "%.3f", eta);
@@ -401,4 +416,12 @@ nst_status nst_progress_iter(nst_progress *p, long long it, const nst_loss_terms
     p->mark_it = it;
     if (tm) p->mark_tm = *tm;
     return NST_OK;
+}
+
+void nst_progress_frame(nst_progress *p, long long done, long long total, const double *flicker)
+{
+    if (!p) return;
+    p->video = 1;
+    p->frames_done = done, p->frames_total = total;
+    for (int k = 0; k < 4; k++) p->flicker[k] = flicker ? flicker[k] : NAN;
 }

@@ -43,6 +43,10 @@ typedef struct nst_progress {
     long long level_it0, mark_it;
     nst_timers mark_tm;
     int live_shown;
+    /* a clip render (video/): the last frame finished and its flicker */
+    int video;
+    long long frames_done, frames_total;
+    double flicker[4];            /* warping error of the result and of the input, Ruder's and Lai's normalisation; NaN: not measured */
 } nst_progress;
 
 /* Collective on the world (after the backend is open): the metrics files (world rank 0 truncates
@@ -63,6 +67,10 @@ void nst_progress_level(nst_progress *p, int k, long long it0);
  * reductions and the metrics. final: the result's terms after the last step. Collective at rows
  * when metrics are on. */
 nst_status nst_progress_iter(nst_progress *p, long long it, const nst_loss_terms *t, const nst_timers *tm, size_t bytes_in_use, int final);
+/* A clip render's frame finished on this group's rank 0: the frame series of the next Prometheus
+ * rewrite (frames done, the frame's warping errors: result Ruder, result Lai, input Ruder, input
+ * Lai; NULL when not measured). */
+void nst_progress_frame(nst_progress *p, long long done, long long total, const double *flicker);
 /* One JSON-lines event from this group's rank 0: fields is a JSON object's inside ("" for none). */
 void nst_progress_event(nst_progress *p, const char *event, const char *fields);
 
