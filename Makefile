@@ -3,6 +3,8 @@
 #   make            build ./nstbatch (announces every dependency it probes)
 #   make demo       install missing Debian packages, build, render configs/demo.ini
 #   make demo-figure  make demo, then docs/demo.jpg (content | style | result) from it
+#   make demo-video  a generated clip to configs/clip/stylised.mp4: the temporal loss, and independent frames beside it
+#   make demo-video-figure  make demo-video, then docs/video.jpg (frames and their warping error, temporal against independent)
 #   make demo-masks  the same for configs/masks.ini: two styles split by a drawn mask
 #   make demo-masks-figure  make demo-masks, then docs/masks.jpg (content | mask | result)
 #   make test       install missing Debian packages, build, run the test suite
@@ -18,6 +20,7 @@
 #   make bench-masks    masked renders against the same styles blended
 #   make bench-io   gigapixel read/write throughput (BigTIFF, HDF5) on 1, 2, 4 ranks against vips tiffsave
 #   make bench-dzi  a Deep Zoom pyramid written by nstbatch and nstbatch-dzi against vips dzsave
+#   make bench-video  the video mode: flicker against independent frames, convergence, seconds per Full HD frame
 #   make bench-batch    one batch of small jobs (packed and not) against a loop of runs
 #   make bench-ckpt     checkpoint layout: per-rank files against one parallel HDF5 file
 #   make bench-dryrun   --dry-run's time estimate against the real render
@@ -119,7 +122,7 @@ TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.
 TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/draw_mask $(BUILD)/tools/make_test_clip $(BUILD)/tools/nstbatch-flicker $(BUILD)/tools/demo_figure $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run \
            $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 
-.PHONY: install install-viewer viewer viewer-if-online all demo demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-avx2 bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-masks bench-io bench-dzi bench-batch bench-ckpt bench-dryrun weights deps test-deps check-deps clean demo-images
+.PHONY: install install-viewer viewer viewer-if-online all demo demo-video demo-video-figure demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-avx2 bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-masks bench-io bench-dzi bench-video bench-batch bench-ckpt bench-dryrun weights deps test-deps check-deps clean demo-images
 all: check-deps nstbatch nstbatch-dzi nstbatch-view $(if $(NPM),viewer-if-online)
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
@@ -297,6 +300,18 @@ demo: deps
 	mpirun --allow-run-as-root --bind-to none -np 1 ./nstbatch configs/demo.ini --set output.format=png,dzi
 	@echo "look at it: ./nstbatch-view configs/demo/stylised.dzi (prints the address to open)"
 
+# a short generated clip to .mp4 with the temporal loss, and as independent frames for comparison
+demo-video: deps
+	@$(MAKE) --no-print-directory all demo-images $(BUILD)/tools/make_test_clip
+	$(BUILD)/tools/make_test_clip configs/clip --size 256x192 --frames 24 --motion all >/dev/null
+	mpirun --allow-run-as-root --bind-to none -np 1 ./nstbatch configs/clip.ini --restart
+	mpirun --allow-run-as-root --bind-to none -np 1 ./nstbatch configs/clip.ini --restart --set output.path=configs/clip/independent.mp4 --set video.temporal_weight=0
+	@echo "compare them: configs/clip/stylised.mp4 (temporal) and configs/clip/independent.mp4 (frames on their own)"
+
+# the README's video figure (docs/video.jpg): frames of both renders and their warping error
+demo-video-figure: demo-video $(BUILD)/tools/nstbatch-flicker
+	scripts/video-figure.sh
+
 # two styles split by a mask: the style image's swirls in the sky, style2's mosaic below
 demo-masks: deps
 	@$(MAKE) --no-print-directory all demo-images
@@ -346,6 +361,10 @@ bench-io: all demo-images $(BUILD)/tools/make_test_tiff
 # a Deep Zoom pyramid written by nstbatch (1 and 2 ranks) and nstbatch-dzi against vips dzsave (bench/results/dzi.md)
 bench-dzi: all demo-images $(BUILD)/tools/make_test_tiff
 	bench/dzi.sh
+
+# the video mode's goals: flicker against independent frames, convergence, Full HD speed (bench/results/video.md)
+bench-video: all demo-images $(BUILD)/tools/make_test_clip
+	bench/video.sh
 
 # --dry-run's estimate against the render it predicts (bench/results/dryrun.md)
 bench-dryrun: all demo-images

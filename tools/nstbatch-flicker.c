@@ -3,6 +3,9 @@
  *
  *   nstbatch-flicker FRAMES FWD BWD [--first N] [--count K]
  *   nstbatch-flicker FRAMES --dis ultrafast|fast|medium [--first N] [--count K]
+ *   ... --maps MAPS    also a picture of each pair's error: MAPS (a pattern, .png) numbered i gets
+ *                      |x - w(x')| averaged over the channels, x4, white where large, and dark blue
+ *                      where the consistency weights leave the pixel out
  *
  * FRAMES, FWD and BWD are printf patterns (frame_%05d.png, fwd_%05d.flo, bwd_%05d.flo, as
  * tools/make_test_clip writes them): FWD of i is the flow from frame i to i + 1, BWD of i the flow
@@ -11,6 +14,7 @@
  * al.'s mean over 3 x H x W under the consistency weights, and Lai et al.'s mean over the kept
  * pixels; then their means over the pairs. With --dis the flows are estimated both ways by OpenCV's
  * DIS (flow/dis.h) instead of read. Frames are read as [0, 1] RGB. Exit 2 for bad input. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +26,7 @@
 
 static int usage(const char *why)
 {
-    fprintf(stderr, "nstbatch-flicker: error: %s (usage: nstbatch-flicker FRAMES (FWD BWD | --dis PRESET) [--first N] [--count K])\n", why);
+    fprintf(stderr, "nstbatch-flicker: error: %s (usage: nstbatch-flicker FRAMES (FWD BWD | --dis PRESET) [--first N] [--count K] [--maps MAPS])\n", why);
     return 2;
 }
 
@@ -36,7 +40,27 @@ static int exists(const char *pattern, int i)
 }
 
 /* Pair (i - 1, i): its errors into *r; the flows read, or estimated by dis when it is given. */
-static nst_status pair(char **pat, nst_dis *dis, int i, const nst_image *prev, const nst_image *cur, nst_flicker *r)
+/* The error picture of a pair (see the top): 4 |x - w| averaged over the channels, where kept. */
+static nst_status write_map(const char *pattern, int i, const nst_image *cur, const float *warped, const unsigned char *valid, const float *c)
+{
+    char path[4200];
+    snprintf(path, sizeof path, pattern, i);
+    nst_image m;
+    NST_TRY(nst_image_alloc(&m, cur->w, cur->h));
+    for (size_t p = 0; p < (size_t)cur->w * cur->h; p++) {
+        float e = 0;
+        for (int k = 0; k < 3; k++) e += fabsf(cur->px[3 * p + k] - warped[3 * p + k]);
+        e = 4 * e / 3;
+        int kept = valid[p] && c[p] > 0;
+        m.px[3 * p] = m.px[3 * p + 1] = kept ? e : 0;
+        m.px[3 * p + 2] = kept ? e : 0.35f;
+    }
+    nst_status s = nst_image_write(path, &m, 8, 1, NULL);
+    nst_image_free(&m);
+    return s;
+}
+
+static nst_status pair(char **pat, nst_dis *dis, int i, const nst_image *prev, const nst_image *cur, nst_flicker *r, const char *maps)
 {
     char fp[4200], bp[4200];
     nst_flow fwd = {0}, bwd = {0};
@@ -59,6 +83,7 @@ static nst_status pair(char **pat, nst_dis *dis, int i, const nst_image *prev, c
         nst_warp_backward(prev->px, &bwd, warped, valid);
         nst_flow_consistency(&fwd, &bwd, c);
         *r = nst_flicker_error(cur->px, warped, valid, c, cur->w, cur->h);
+        if (maps) s = write_map(maps, i, cur, warped, valid, c);
     }
     nst_free(warped), nst_free(c), nst_free(valid);
     nst_flow_free(&fwd), nst_flow_free(&bwd);
@@ -76,11 +101,12 @@ static nst_status read_frame(const char *pattern, int i, nst_image *img)
 int main(int argc, char **argv)
 {
     char *pat[3] = {0};
-    const char *preset = NULL;
+    const char *preset = NULL, *maps = NULL;
     int first = 0, count = -1, np = 0;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--dis") && a + 1 < argc) preset = argv[++a];
         else if (!strcmp(argv[a], "--first") && a + 1 < argc) first = atoi(argv[++a]);
+        else if (!strcmp(argv[a], "--maps") && a + 1 < argc) maps = argv[++a];
         else if (!strcmp(argv[a], "--count") && a + 1 < argc) count = atoi(argv[++a]);
         else if (argv[a][0] == '-') return usage("unknown option, or an option without its value");
         else if (np < 3) pat[np++] = argv[a];
@@ -102,7 +128,7 @@ int main(int argc, char **argv)
         if (s == NST_OK && (cur.w != prev.w || cur.h != prev.h))
             s = nst_fail(NST_EINPUT, "frame %d is %dx%d, frame %d %dx%d: the frames of a clip have one size", i, cur.w, cur.h, i - 1, prev.w, prev.h);
         nst_flicker r;
-        if (s == NST_OK) s = pair(pat, dis, i, &prev, &cur, &r);
+        if (s == NST_OK) s = pair(pat, dis, i, &prev, &cur, &r, maps);
         if (s == NST_OK) {
             printf("frame %5d: ruder %.6g  lai %.6g  kept %.1f %%\n", i, r.ruder, r.lai, 100 * r.kept);
             sr += r.ruder, sl += r.lai, pairs++;
