@@ -102,10 +102,10 @@ fs = sum(e["flow_seconds"] for e in warm); rs = sum(e["seconds"] for e in warm)
 rates = [r["megapixel_iterations_per_second"] for e, rows in H if not e["cold"] for r in rows[1:] if r.get("megapixel_iterations_per_second")]
 spi = 1920 * 1080 / 1e6 / statistics.median(rates) if rates else float("nan")
 setup = rs / len(warm) - hdn * spi
-print(f"\nWarm frames: {spi:.2f} s an iteration (median over the rows), so {setup:.1f} s of each frame is its setup (network, tiles, "
-      f"targets). Derived, not measured: at {n} iterations a warm frame would take about {setup + n * spi:.0f} s, and the flow below would "
-      f"be {100 * (fs / len(warm)) / (setup + n * spi):.2f} % of it.")
-print(f"\nWarm frames: {rs / len(warm):.1f} s a frame at {hdn} iterations; flow {fs / len(warm):.2f} s a frame, "
-      f"**{100 * fs / rs:.1f} %** of the render time at {hdn} iterations (computed on a thread while the frame renders); goal < 10 %.")
+print(f"\nWarm frames: {rs / len(warm):.1f} s a frame at {hdn} iterations, {spi:.2f} s an iteration (median over the progress rows), so "
+      f"{setup:.1f} s of each frame is its setup (network, tiles, targets). The flow (DIS both ways, on a thread while the frame "
+      f"renders): {fs / len(warm):.2f} s a frame, **{100 * fs / rs:.1f} %** of the render time at {hdn} iterations; goal < 10 %. "
+      f"Derived, not measured: at {n} iterations a warm frame would take about {setup + n * spi:.0f} s and the flow "
+      f"{100 * (fs / len(warm)) / (setup + n * spi):.2f} % of it.")
 PY
 cat "$OUT"

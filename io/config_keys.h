@@ -55,7 +55,7 @@ NST_KEY(video, first, INT, "0", 0, NST_BIG, "", "the first frame rendered, count
 NST_KEY(video, frames, INT, "0", 0, NST_BIG, "", "frames rendered from video.first; 0: to the end of the clip")
 NST_KEY(video, step, INT, "1", 1, 1000000, "", "render every N-th frame (the output's rate is the clip's divided by N)")
 NST_KEY(video, fps, STR, "25", 0, 0, "", "frame rate of an image-sequence input, as N or N/D (30000/1001); a video file's own exact rate is always kept")
-NST_KEY(video, temporal_weight, FLOAT, "10000", 0, 1e12, "", "weight of the temporal loss (Ruder et al.): each pixel held to the previous result warped along the optical flow, where the flow is consistent; 0: independent frames")
+NST_KEY(video, temporal_weight, FLOAT, "3000", 0, 1e12, "", "weight of the temporal loss (Ruder et al.): each pixel held to the previous result warped along the optical flow, where the flow is consistent; 0: independent frames")
 NST_KEY(video, iterations, INTWORD, "auto", 0, 100000000, "auto", "iterations of each frame after a shot's first, which starts from the previous result warped; auto: half of optim.iterations")
 NST_KEY(video, long_term, LIST, "", 0, 0, "", "earlier frames also held by the temporal loss besides the previous one, as distances, comma-separated (2,4: frames i-2 and i-4; Ruder et al.'s long-term consistency); empty: the previous frame only")
 NST_KEY(video, flow, ENUM, "dis", 0, 0, "dis|files", "optical flow: estimated with OpenCV's DIS, or read from Middlebury .flo files (video.flow_forward, video.flow_backward)")

@@ -23,5 +23,5 @@ for r in stylised independent; do
 done
 ffmpeg -v error -y "${in[@]}" -filter_complex \
   "[0][1][2]hstack=3[r0];[3][4][5]hstack=3[r1];[6][7][8]hstack=3[r2];[9][10][11]hstack=3[r3];[r0][r1][r2][r3]vstack=4" \
-  -q:v 3 "$ROOT/docs/video.jpg"
+  -q:v 6 "$ROOT/docs/video.jpg"
 echo "wrote docs/video.jpg: rows: temporal frames, their warping error, independent frames, theirs (frames $((FIRST + 2))-$((FIRST + 4)))"
