@@ -7,11 +7,14 @@
 # - tiles: 2 ranks with 48 px tiles give the same 16-bit frames as 1 rank, bit for bit;
 # - resume: a render stopped by SIGTERM after its second frame exits 75 and, run again, ends with
 #   the same frames as an uninterrupted render;
+# - the multi-pass mode (video.passes = 3): 2 ranks with tiles equal 1 rank, and stopped in its second
+#   pass it resumes to the same frames;
 # - shots: a cut (video.cuts) on 2 ranks gives 2 groups rendering the 2 shots at once, with the
 #   frames of a 1-rank render;
 # - a video with sound (made by the ffmpeg program) to .mp4 with DIS flow: the count, the rate and the audio kept;
 # - bad input: a range outside the clip, more frames than it has, FFV1 in .mp4, a truncated video, a
-#   mask of another aspect, a missing .flo, a missing frame: one line, exit 2, nothing written.
+#   mask of another aspect, a missing .flo, a missing frame: one line, exit 2, nothing written; a clip
+#   as a job of a batch: the job fails naming its line.
 #
 #   tests/test_video.sh NSTBATCH BUILD_DIR
 NST=$(readlink -f "$1") B=$(readlink -f "${2:-build}")
@@ -96,6 +99,22 @@ run "$NST" v.ini --set output.path=res/%05d.png --set output.bits=16 --set video
 if [ $rc -eq 75 ] && grep -q 'resuming at frame' "$T/last.log" && same_frames one res; then ok "SIGTERM after frame 2: exit 75; resumed, the frames of an uninterrupted render"
 else bad "resume" "exit $rc, then: $(grep -c resuming "$T/last.log") resume lines" "$(tail -n 4 "$T/res1.log"; tail -n 4 "$T/last.log")"; fi
 
+# the multi-pass mode: 3 passes on 1 rank and on 2 with tiles, and stopped in its second pass
+mkdir -p "$T/mp1" "$T/mp2" "$T/mp3"
+MP=(--set output.bits=16 --set video.passes=3)
+run "$NST" v.ini "${MP[@]}" --set output.path=mp1/%05d.png; rc1=$?
+grep -q '^pass 3 (forward) frame 6/6' "$T/last.log" && grep -q '^shot 1 after 3 passes: mean warping error' "$T/last.log" && cp "$T/last.log" "$T/mp.log"
+run mpirun --oversubscribe --bind-to none -np 2 "$NST" v.ini "${MP[@]}" --set output.path=mp2/%05d.png --set tiling.tile_size=48
+if [ $rc1 -eq 0 ] && [ -e "$T/mp.log" ] && same_frames mp1 mp2; then ok "3 passes (forward, backward, forward): 2 ranks with 48 px tiles give the 1-rank frames, bit for bit"
+else bad "multi-pass" "exit $rc1" "$(grep -E '^(pass|shot|clip)' "$T/last.log" | tail -n 6)"; fi
+(cd "$T" && exec "$NST" v.ini "${MP[@]}" --set output.path=mp3/%05d.png --set video.work=mp3.work) >"$T/mp3a.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do [ -e "$T/mp3.work/state_p2_00000003.f32" ] && break; sleep 0.05; done
+kill -TERM $pid 2>/dev/null; wait $pid; rc=$?
+run "$NST" v.ini "${MP[@]}" --set output.path=mp3/%05d.png --set video.work=mp3.work
+if [ $rc -eq 75 ] && same_frames mp1 mp3; then ok "3 passes stopped by SIGTERM in the second: exit 75; resumed, the uninterrupted frames"
+else bad "multi-pass resume" "exit $rc" "$(tail -n 3 "$T/mp3a.log"; tail -n 3 "$T/last.log")"; fi
+
 # two shots on two groups
 mkdir -p "$T/s1" "$T/s2"
 run "$NST" v.ini --set output.path=s1/%05d.png --set output.bits=16 --set video.cuts=3
@@ -112,6 +131,7 @@ one() { # one NAME FRAGMENT ARGS...
 }
 one "a range outside the clip" "video.first" --set output.path=bad1.mp4 --set video.first=9
 one "more frames than the clip has" "video.frames" --set output.path=bad2.mp4 --set video.frames=9
+one "passes without the temporal term" "video.passes" --set output.path=bad8.mp4 --set video.passes=2 --set video.temporal_weight=0
 one "FFV1 in .mp4" "video.codec" --set output.path=bad3.mp4 --set video.codec=ffv1
 [ -e "$T/cut.mp4" ] && one "a truncated video" "cut.mp4" --set content.path=cut.mp4 --set output.path=bad6.mp4
 /usr/bin/python3 -c 'from PIL import Image; Image.new("L", (64, 64), 255).save("'"$T"'/square.png")' 2>/dev/null &&
@@ -120,5 +140,9 @@ rm "$T/clip/fwd_00002.flo"
 one "a missing .flo" "fwd_00002.flo" --set output.path=bad4.mp4
 mv "$T/clip/frame_00003.png" "$T/clip/gone.png"
 one "a missing frame" "missing" --set output.path=bad5.mp4
+printf '[job.a]\ncontent.path = clip/frame_%%05d.png\noutput.path = batch.mp4\n' >"$T/batch.ini"
+run "$NST" --set style.path="$ROOT/configs/demo/style.png" --set model.random_width_divisor=8 batch.ini; rc=$?
+[ $rc -eq 2 ] && grep -q 'is a clip: a clip renders on its own' "$T/last.log" && ok "a clip as a batch job: the job fails naming the line, exit 2" ||
+  bad "a clip in a batch" "exit $rc" "$(cat "$T/last.log")"
 [ ! -e "$T/bad4.mp4" ] && ok "nothing written under the output's name after a failure" || bad "a failed render" "left bad4.mp4"
 finish

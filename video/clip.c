@@ -114,7 +114,7 @@ static nst_status render_group(const nst_config *cfg, const nst_loss_spec *spec,
                         g.masks.n || g.masks.content ? &g.masks : NULL, env->cache, (size_t)g.budget, env->progress, su->W, su->H};
     nst_feeder_spec fs;
     nst_clip_feeder_spec(cfg, su, &fs);
-    nst_unit_ctx u = {&fe, &fs, store, su->temporal, su->warm_iterations, su->n, tot};
+    nst_unit_ctx u = {&fe, &fs, store, su->temporal, su->warm_iterations, su->n, su->passes, su->pass_iterations, cfg->video_pass_blend, tot};
     for (int k = 0; s == NST_OK && k < plan->nunits; k++)
         if (group[k] == mine) s = nst_unit_render(&u, &plan->unit[k]);
     group_close(&g);
@@ -134,7 +134,9 @@ static nst_status setup_all(const nst_config *cfg, nst_clip_setup *su)
 static void describe(const nst_config *cfg, const nst_clip_setup *su, const nst_clip_plan *plan, int ngroups, int per)
 {
     nst_info("clip:    %s: %s\n", cfg->content_path, su->clip.detail);
-    char every[48] = "", held[160];
+    char every[48] = "", held[160], passes[96] = "";
+    if (su->passes > 1)
+        snprintf(passes, sizeof passes, "; %d passes, the later ones %lld iterations a frame", su->passes, su->pass_iterations);
     if (su->step > 1) snprintf(every, sizeof every, " every %lld", su->step);
     nst_info("clip:    frames %lld-%lld%s: %lld at %dx%d, %d shot%s in %d unit%s, on %d group%s of %d rank%s\n", su->first,
              su->first + (su->n - 1) * su->step, every, su->n, su->W, su->H, plan->nshots, plan->nshots == 1 ? "" : "s", plan->nunits,
@@ -142,8 +144,8 @@ static void describe(const nst_config *cfg, const nst_clip_setup *su, const nst_
     snprintf(held, sizeof held, "frame i-1");
     for (int k = 1; k < su->nj; k++) snprintf(held + strlen(held), sizeof held - strlen(held), ", i-%d", su->j[k]);
     if (su->temporal)
-        nst_info("clip:    temporal weight %g, held to %s; warm frames %lld iterations; flow %s\n", cfg->video_temporal_weight, held,
-                 su->warm_iterations, strcmp(cfg->video_flow, "files") == 0 ? "from .flo files" : cfg->video_dis_preset);
+        nst_info("clip:    temporal weight %g, held to %s; warm frames %lld iterations; flow %s%s\n", cfg->video_temporal_weight, held,
+                 su->warm_iterations, strcmp(cfg->video_flow, "files") == 0 ? "from .flo files" : cfg->video_dis_preset, passes);
     else
         nst_info("clip:    independent frames (video.temporal_weight = 0)\n");
     nst_info("clip:    output %s at %d/%d fps; work directory %s\n", cfg->output_path, su->out_fps_num, su->out_fps_den, su->work);

@@ -154,6 +154,11 @@ nst_status nst_clip_setup_make(const nst_config *cfg, nst_clip_setup *su)
     su->temporal = cfg->video_temporal_weight > 0;
     su->warm_iterations = cfg->video_iterations >= 0 ? cfg->video_iterations : (cfg->optim_iterations + 1) / 2;
     NST_TRY(check_flow(cfg, su));
+    su->passes = (int)cfg->video_passes;
+    su->pass_iterations = cfg->video_pass_iterations >= 0 ? cfg->video_pass_iterations : (su->warm_iterations + 1) / 2;
+    if (su->passes > 1 && (!su->temporal || !su->flows))
+        return nst_fail(NST_EINPUT, "%s = %d: the passes after the first hold frames to their neighbours along the flow: they need "
+                        "video.temporal_weight > 0 and a flow (DIS or .flo files)", where(cfg, NST_K_video_passes, w, sizeof w), su->passes);
     NST_TRY(check_output(cfg, su));
     long long cuts[256];
     int nc;

@@ -19,6 +19,8 @@ typedef struct {
     int codec;                     /* nst_vcodec */
     int temporal;                  /* video.temporal_weight > 0 */
     long long warm_iterations;
+    int passes;                    /* video.passes */
+    long long pass_iterations;
     int nj, j[NST_MAX_TEMPORAL];   /* the distances the flows are computed for (the metric's 1 even without the term) */
     int flows;                     /* flows are computed (DIS available, or files) */
     int ncuts;

@@ -64,11 +64,19 @@ int nst_clip_store_done(const nst_clip_store *s, long long r)
     return access(p, F_OK) == 0;
 }
 
+/* A pass's state file: pass 1's is the plain state_NNNNNNNN.f32. */
+static void state_path(const nst_clip_store *s, int pass, long long r, char *out, size_t cap)
+{
+    char kind[32];
+    snprintf(kind, sizeof kind, pass > 1 ? "state_p%d" : "state", pass);
+    path_of(s, kind, r, "f32", out, cap);
+}
+
 /* The float result with a header: magic, width, height, frame, and a checksum of the pixels. */
-static nst_status put_state(const nst_clip_store *s, long long r, const nst_image *img)
+static nst_status put_state(const nst_clip_store *s, int pass, long long r, const nst_image *img)
 {
     char p[4200];
-    path_of(s, "state", r, "f32", p, sizeof p);
+    state_path(s, pass, r, p, sizeof p);
     nst_atomic_file af;
     NST_TRY(nst_atomic_begin(&af, p, 1));
     const size_t n = (size_t)img->w * img->h * 3;
@@ -87,9 +95,67 @@ static nst_status put_state(const nst_clip_store *s, long long r, const nst_imag
 nst_status nst_clip_store_put(const nst_clip_store *s, long long r, const nst_image *result)
 {
     char p[4200];
-    NST_TRY(put_state(s, r, result));
+    NST_TRY(put_state(s, 1, r, result));
     path_of(s, "frame", r, "png", p, sizeof p);
     return nst_image_write(p, result, 16, 1, NULL);
+}
+
+nst_status nst_clip_store_put_frame(const nst_clip_store *s, long long r, const nst_image *result)
+{
+    char p[4200];
+    path_of(s, "frame", r, "png", p, sizeof p);
+    return nst_image_write(p, result, 16, 1, NULL);
+}
+
+nst_status nst_clip_store_put_pass(const nst_clip_store *s, int pass, long long r, const nst_image *result)
+{
+    return put_state(s, pass, r, result);
+}
+
+int nst_clip_store_has_pass(const nst_clip_store *s, int pass, long long r)
+{
+    char p[4200];
+    state_path(s, pass, r, p, sizeof p);
+    return access(p, F_OK) == 0;
+}
+
+nst_status nst_clip_store_put_inputs(const nst_clip_store *s, long long r, const nst_image *content, const nst_flow *fwd, const nst_flow *bwd)
+{
+    char p[4200];
+    path_of(s, "content", r, "png", p, sizeof p);
+    NST_TRY(nst_image_write(p, content, 16, 1, NULL));
+    if (!fwd) return NST_OK; /* a unit's first frame has no earlier frame */
+    path_of(s, "fwd", r, "flo", p, sizeof p);
+    NST_TRY(nst_flo_write(p, fwd));
+    path_of(s, "bwd", r, "flo", p, sizeof p);
+    return nst_flo_write(p, bwd);
+}
+
+nst_status nst_clip_store_inputs(const nst_clip_store *s, long long r, int w, int h, nst_image *content, nst_flow *fwd, nst_flow *bwd)
+{
+    char p[4200];
+    nst_read_limits lim = nst_default_limits(1e6);
+    path_of(s, "content", r, "png", p, sizeof p);
+    NST_TRY(nst_image_read(p, &lim, content, NULL));
+    if (!fwd) return NST_OK;
+    path_of(s, "fwd", r, "flo", p, sizeof p);
+    NST_TRY(nst_flo_read(p, w, h, 0, fwd));
+    path_of(s, "bwd", r, "flo", p, sizeof p);
+    return nst_flo_read(p, w, h, 0, bwd);
+}
+
+void nst_clip_store_drop_pass(const nst_clip_store *s, int passes, long long r)
+{
+    char p[4200];
+    for (int k = 1; k <= passes; k++) {
+        state_path(s, k, r, p, sizeof p);
+        unlink(p);
+    }
+    static const char *const kinds[3][2] = {{"content", "png"}, {"fwd", "flo"}, {"bwd", "flo"}};
+    for (int k = 0; k < 3; k++) {
+        path_of(s, kinds[k][0], r, kinds[k][1], p, sizeof p);
+        unlink(p);
+    }
 }
 
 nst_status nst_clip_store_frame(const nst_clip_store *s, long long r, nst_image *out)
@@ -102,9 +168,14 @@ nst_status nst_clip_store_frame(const nst_clip_store *s, long long r, nst_image 
 
 nst_status nst_clip_store_state(const nst_clip_store *s, long long r, int w, int h, nst_image *out)
 {
+    return nst_clip_store_pass(s, 1, r, w, h, out);
+}
+
+nst_status nst_clip_store_pass(const nst_clip_store *s, int pass, long long r, int w, int h, nst_image *out)
+{
     char p[4200], magic[8];
     int64_t head[4];
-    path_of(s, "state", r, "f32", p, sizeof p);
+    state_path(s, pass, r, p, sizeof p);
     FILE *f = fopen(p, "rb");
     if (!f)
         return nst_fail(NST_EINPUT, "%s: the state of a finished frame is missing (%s): remove video.work's directory or run with --restart",
@@ -127,7 +198,7 @@ nst_status nst_clip_store_state(const nst_clip_store *s, long long r, int w, int
 void nst_clip_store_drop_state(const nst_clip_store *s, long long r)
 {
     char p[4200];
-    path_of(s, "state", r, "f32", p, sizeof p);
+    state_path(s, 1, r, p, sizeof p);
     unlink(p);
 }
 

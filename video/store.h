@@ -7,6 +7,10 @@
  *                       these once every frame is done
  *   state_NNNNNNNN.f32  its result in float, as the next frames need it (the warped start and the
  *                       temporal term); kept only while later frames of its unit may need it
+ * and with video.passes > 1, until the unit's last pass is done:
+ *   state_pP_NNNNNNNN.f32  its result after pass P (P >= 2; pass 1's is state_NNNNNNNN.f32)
+ *   content_NNNNNNNN.png   the frame as rendered (16-bit), for the later passes' content term
+ *   fwd_NNNNNNNN.flo, bwd_NNNNNNNN.flo  the flow from frame NNNNNNNN - 1 to it and back
  *
  * Every file is written under a temporary name and renamed (io/atomic_file.h); a frame's state is
  * written before its image, so a frame whose image exists has its state too (until dropped). A
@@ -16,6 +20,7 @@
 #ifndef NST_VIDEO_STORE_H
 #define NST_VIDEO_STORE_H
 
+#include "../io/flo.h"
 #include "../io/image.h"
 
 typedef struct {
@@ -32,6 +37,17 @@ nst_status nst_clip_store_put(const nst_clip_store *s, long long r, const nst_im
 nst_status nst_clip_store_frame(const nst_clip_store *s, long long r, nst_image *out);
 nst_status nst_clip_store_state(const nst_clip_store *s, long long r, int w, int h, nst_image *out);
 void nst_clip_store_drop_state(const nst_clip_store *s, long long r);
+/* With video.passes > 1: a result of pass `pass` (1: the plain state) in float, the content frame
+ * and the flows between frame r - 1 and r, written and read back (nst_clip_store_drop_pass removes
+ * frame r's files of the passes once the unit is done). */
+nst_status nst_clip_store_put_pass(const nst_clip_store *s, int pass, long long r, const nst_image *result);
+nst_status nst_clip_store_pass(const nst_clip_store *s, int pass, long long r, int w, int h, nst_image *out);
+int nst_clip_store_has_pass(const nst_clip_store *s, int pass, long long r);
+nst_status nst_clip_store_put_inputs(const nst_clip_store *s, long long r, const nst_image *content, const nst_flow *fwd, const nst_flow *bwd);
+nst_status nst_clip_store_inputs(const nst_clip_store *s, long long r, int w, int h, nst_image *content, nst_flow *fwd, nst_flow *bwd);
+/* The finished frame's image (16-bit) alone, its state kept as it is. */
+nst_status nst_clip_store_put_frame(const nst_clip_store *s, long long r, const nst_image *result);
+void nst_clip_store_drop_pass(const nst_clip_store *s, int passes, long long r);
 /* Remove the directory and everything in it (after the output is complete). */
 nst_status nst_clip_store_remove(const nst_clip_store *s);
 

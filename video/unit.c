@@ -11,6 +11,7 @@
 #include "../util/log.h"
 #include "../util/mem.h"
 #include "../util/signals.h"
+#include "passes.h"
 #include "temporal.h"
 
 /* Rank 0's state across a unit's frames: the earlier results by r modulo the ring's size, and the
@@ -89,7 +90,12 @@ static nst_status finish_frame(const nst_unit_ctx *u, ring *g, const nst_clip_un
                                const nst_frame_stats *st, double kept)
 {
     const long long r = fr->r;
-    NST_TRY(nst_clip_store_put(u->store, r, res));
+    if (u->passes > 1) { /* the later passes read them back; the frame's image comes after the last */
+        NST_TRY(nst_clip_store_put_inputs(u->store, r, &fr->frame, fr->nflows ? &fr->fwd[0] : NULL, fr->nflows ? &fr->bwd[0] : NULL));
+        NST_TRY(nst_clip_store_put_pass(u->store, 1, r, res));
+    } else {
+        NST_TRY(nst_clip_store_put(u->store, r, res));
+    }
     nst_clip_totals *t = u->tot;
     t->frames++, t->render_seconds += st->seconds, t->flow_seconds += fr->flow_seconds, t->decode_seconds += fr->decode_seconds;
     char fl[200] = "", ev[800], evf[300] = "";
@@ -114,7 +120,7 @@ static nst_status finish_frame(const nst_unit_ctx *u, ring *g, const nst_clip_un
              "flow %.2f s%s\n", r + 1, u->total_frames, unit->shot + 1, r == unit->start ? ", cold" : "", st->iterations, st->first.total,
              st->last.total, st->last.style, st->last.content, st->last.temporal, 100 * kept, st->seconds, fr->flow_seconds, fl);
     const long long old = r - g->size + 1; /* no later frame of the unit holds to it */
-    if (old >= unit->start) nst_clip_store_drop_state(u->store, old);
+    if (old >= unit->start && u->passes == 1) nst_clip_store_drop_state(u->store, old);
     nst_image *slot = &g->result[r % g->size];
     nst_image_free(slot);
     *slot = *res, g->have[r % g->size] = r;
@@ -157,11 +163,15 @@ static nst_status one_frame(const nst_unit_ctx *u, ring *g, const nst_clip_unit 
     return nst_comm_agree(s);
 }
 
-/* Rank 0: the unit's first frame not done. */
+/* Rank 0: the unit's first frame not done in the first pass (with several passes: whose first
+ * pass's result is not kept), or the unit's end when every frame's image is there. */
 static long long first_undone(const nst_unit_ctx *u, const nst_clip_unit *unit)
 {
+    const long long end = unit->start + unit->count;
     long long r = unit->start;
-    while (r < unit->start + unit->count && nst_clip_store_done(u->store, r)) r++;
+    while (r < end && nst_clip_store_done(u->store, r)) r++;
+    if (r == end || u->passes == 1) return r;
+    for (r = unit->start; r < end && nst_clip_store_has_pass(u->store, 1, r);) r++;
     return r;
 }
 
@@ -170,8 +180,10 @@ nst_status nst_unit_render(const nst_unit_ctx *u, const nst_clip_unit *unit)
     const int root = nst_comm_rank() == 0;
     const long long end = unit->start + unit->count;
     long long from = root ? first_undone(u, unit) : 0;
+    int images = root && u->passes > 1 && from == end && nst_clip_store_done(u->store, end - 1); /* all there: the unit is done */
     NST_TRY(nst_comm_bcast(&from, sizeof from, 0));
-    if (from == end) return NST_OK;
+    NST_TRY(nst_comm_bcast(&images, sizeof images, 0));
+    if (from == end) return u->passes > 1 && !images ? nst_passes_run(u, unit) : NST_OK;
     if (from > unit->start) nst_info("shot %d: resuming at frame %lld (frames %lld-%lld are done)\n", unit->shot + 1, from + 1, unit->start + 1, from);
     ring g;
     memset(&g, 0, sizeof g);
@@ -190,9 +202,10 @@ nst_status nst_unit_render(const nst_unit_ctx *u, const nst_clip_unit *unit)
         nst_fed_frame_free(fr);
     }
     nst_feeder_stop(fd);
-    if (s == NST_OK && root) /* the unit is done: no frame needs its states any more */
+    if (s == NST_OK && root && u->passes == 1) /* the unit is done: no frame needs its states any more */
         for (long long r = end - g.size; r < end; r++)
             if (r >= unit->start) nst_clip_store_drop_state(u->store, r);
     ring_free(&g);
+    if (s == NST_OK && u->passes > 1) s = nst_passes_run(u, unit);
     return s;
 }

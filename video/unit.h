@@ -26,6 +26,9 @@ typedef struct {
     int temporal;                  /* frames after a unit's first start warm and hold to the earlier results */
     long long warm_iterations;
     long long total_frames;        /* the range's, for the log */
+    int passes;                    /* video.passes: more than 1 keeps every frame's inputs and results for video/passes.h */
+    long long pass_iterations;
+    double pass_blend;
     nst_clip_totals *tot;          /* rank 0's */
 } nst_unit_ctx;
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../../io/atomic_file.h"
+#include "../../io/video.h"
 #include "../../mpi/comm.h"
 #include "../../util/log.h"
 #include "../../util/mem.h"
@@ -39,6 +40,9 @@ nst_status nst_job_check(const nst_config *cfg, nst_loss_spec *spec, nst_output_
 {
     NST_TRY(nst_loss_spec_parse(cfg, spec));
     NST_TRY(require_path(cfg, NST_K_content_path, cfg->content_path));
+    if (nst_clip_is_video_name(cfg->content_path) || nst_clip_is_pattern(cfg->content_path)) /* main renders a lone clip itself */
+        return nst_fail(NST_EINPUT, "%s: content.path = %s is a clip: a clip renders on its own (nstbatch CLIP.ini; docs/VIDEO.md), "
+                        "not as a job of a batch", nst_config_origin(cfg, NST_K_content_path), cfg->content_path);
     if (spec->nstyle > 0) NST_TRY(require_path(cfg, NST_K_style_path, cfg->style_path));
     NST_TRY(require_path(cfg, NST_K_output_path, cfg->output_path));
     if (strcmp(cfg->optim_init, "image") == 0) {
