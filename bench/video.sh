@@ -11,7 +11,10 @@
 # 2. Convergence: in the temporal render, the first iteration at which each frame after the first
 #    reaches the first frame's final loss (content + style + tv, the temporal term left out), as a
 #    share of N (goal <= 1/4).
-# 3. Full HD: a 1920x1080 clip of F frames with OpenCV's DIS flow (medium): seconds per frame and per
+# 3. Multi-pass: the same clip with video.passes = 3 (forward, backward, forward; N/2 iterations a
+#    frame in the later passes): the warping error after the last pass and the last pass's style
+#    losses, against the one-pass render.
+# 4. Full HD: a 1920x1080 clip of F frames with OpenCV's DIS flow (medium): seconds per frame and per
 #    iteration, and the flow's share of the time (goal < 10 %).
 #
 #   bench/video.sh [SIZE FRAMES ITERATIONS HD_FRAMES HD_ITERATIONS]   (default 256x192 8 100 3 10)
@@ -42,6 +45,10 @@ INI
 (cd "$B" && "$NST" v.ini --set output.path=temporal.mkv --set video.codec=ffv1 --set metrics.path=temporal.jsonl) >"$B/temporal.log" 2>&1
 (cd "$B" && "$NST" v.ini --set output.path=independent.mkv --set video.codec=ffv1 --set metrics.path=independent.jsonl \
   --set video.temporal_weight=0) >"$B/independent.log" 2>&1
+
+# the multi-pass mode: 3 passes (forward, backward, forward), the later ones at half the iterations
+(cd "$B" && "$NST" v.ini --set output.path=passes.mkv --set video.codec=ffv1 --set metrics.path=passes.jsonl --set video.passes=3 \
+  --set run.print_every=0) >"$B/passes.log" 2>&1
 
 # Full HD, DIS flow
 "$CLIP" "$B/hd" --size 1920x1080 --frames "$HDF" --motion all >/dev/null
@@ -93,6 +100,22 @@ for e, rows in T[1:]:
     if s is not None: shares.append(s)
     print(f"| {e['frame'] + 1} | {hit if hit is not None else 'not reached'} | {f'{s:.2f}' if s is not None else '-'} |")
 print(f"\nMedian share: {statistics.median(shares):.2f} ({len(shares)} of {len(T) - 1} frames reached it); goal <= 0.25.\n" if shares else "\nNo frame reached it.\n")
+print("## Multi-pass\n")
+import re
+plog = open(f"{b}/passes.log").read()
+after = re.search(r"after (\d+) passes: mean warping error ([0-9.e+-]+)", plog)
+last = {int(m.group(1)) - 1: float(m.group(2)) for m in re.finditer(r"^pass 3 \(forward\) frame (\d+)/\d+: .*\(style ([0-9.e+-]+),", plog, re.M)}
+if after:
+    print(f"video.passes = 3 (forward, backward, forward; {n // 2} iterations a frame after the first pass): warping error "
+          f"**{float(after.group(2)):.3e}** after the last pass, against {mean(tw):.3e} for one pass and {mean(iw):.3e} for independent frames "
+          f"({float(after.group(2)) / mean(iw):.3f}x).\n")
+    if last:
+        print("| frame | style, 3 passes | style, one pass | style, independent |\n|---|---|---|---|")
+        for (te, _), (ie, _) in zip(T, I):
+            if te["frame"] in last: print(f"| {te['frame'] + 1} | {last[te['frame']]:.4e} | {te['style']:.4e} | {ie['style']:.4e} |")
+        print()
+else:
+    print("The multi-pass render failed: see its log.\n")
 print("## Full HD\n")
 warm = [e for e, _ in H if not e["cold"]]
 print(f"1920x1080 clip of {len(H)} frames (same generator), DIS medium flow, {hdn} iterations a frame.\n")

@@ -6,7 +6,7 @@
 # - the temporal term lowers the warping error against independent frames (video.temporal_weight = 0);
 # - tiles: 2 ranks with 48 px tiles give the same 16-bit frames as 1 rank, bit for bit;
 # - resume: a render stopped by SIGTERM after its second frame exits 75 and, run again, ends with
-#   the same frames as an uninterrupted render;
+#   the same frames as an uninterrupted render; so does one killed by SIGKILL after its third;
 # - the multi-pass mode (video.passes = 3): 2 ranks with tiles equal 1 rank, and stopped in its second
 #   pass it resumes to the same frames;
 # - shots: a cut (video.cuts) on 2 ranks gives 2 groups rendering the 2 shots at once, with the
@@ -98,6 +98,17 @@ kill -TERM $pid 2>/dev/null; wait $pid; rc=$?
 run "$NST" v.ini --set output.path=res/%05d.png --set output.bits=16 --set video.work=res.work
 if [ $rc -eq 75 ] && grep -q 'resuming at frame' "$T/last.log" && same_frames one res; then ok "SIGTERM after frame 2: exit 75; resumed, the frames of an uninterrupted render"
 else bad "resume" "exit $rc, then: $(grep -c resuming "$T/last.log") resume lines" "$(tail -n 4 "$T/res1.log"; tail -n 4 "$T/last.log")"; fi
+
+# killed outright (SIGKILL, no chance to stop cleanly) after its third frame: the next run resumes
+# from the work directory, with the same frames
+mkdir -p "$T/kil"
+(cd "$T" && exec "$NST" v.ini --set output.path=kil/%05d.png --set output.bits=16 --set video.work=kil.work) >"$T/kil1.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do [ -e "$T/kil.work/frame_00000002.png" ] && break; sleep 0.05; done
+kill -KILL $pid 2>/dev/null; wait $pid 2>/dev/null
+run "$NST" v.ini --set output.path=kil/%05d.png --set output.bits=16 --set video.work=kil.work
+if grep -q 'resuming at frame' "$T/last.log" && same_frames one kil; then ok "SIGKILL after frame 3: resumed from the work directory, the frames of an uninterrupted render"
+else bad "resume after SIGKILL" "" "$(tail -n 4 "$T/last.log")"; fi
 
 # the multi-pass mode: 3 passes on 1 rank and on 2 with tiles, and stopped in its second pass
 mkdir -p "$T/mp1" "$T/mp2" "$T/mp3"
