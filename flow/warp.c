@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "../util/mem.h"
+
 /* Bilinear sample of n interleaved channels of a w x h field at (x, y), which must lie in
  * [0, w - 1] x [0, h - 1]. */
 static void bilinear(const float *f, int w, int h, int n, double x, double y, float *out)
@@ -86,4 +88,21 @@ nst_flicker nst_flicker_error(const float *x, const float *warped, const unsigne
     }
     nst_flicker r = {sum / (3.0 * w * h), m > 0 ? sum / m : 0, m / ((double)w * h)};
     return r;
+}
+
+nst_status nst_flicker_along(const nst_flow *fwd, const nst_flow *bwd, int n, const float *const *cur, const float *const *prev,
+                             nst_flicker *out)
+{
+    const int w = bwd->w, h = bwd->h;
+    const size_t np = (size_t)w * h;
+    float *warped = nst_alloc_array(np * 3, sizeof(float), "a warped frame"), *c = nst_alloc_array(np, sizeof(float), "consistency weights");
+    unsigned char *valid = nst_alloc_array(np, 1, "a warp's validity");
+    nst_status s = warped && c && valid ? NST_OK : NST_ENOMEM;
+    if (s == NST_OK) nst_flow_consistency(fwd, bwd, c);
+    for (int k = 0; s == NST_OK && k < n; k++) {
+        nst_warp_backward(prev[k], bwd, warped, valid);
+        out[k] = nst_flicker_error(cur[k], warped, valid, c, w, h);
+    }
+    nst_free(warped), nst_free(c), nst_free(valid);
+    return s;
 }

@@ -31,4 +31,10 @@ typedef struct {
  * with valid from nst_warp_backward) under weights c: M = c where valid, else 0. */
 nst_flicker nst_flicker_error(const float *x, const float *warped, const unsigned char *valid, const float *c, int w, int h);
 
+/* The same from the flows: out[k] is the error of frame cur[k] against prev[k] warped along bwd,
+ * under the consistency weights of (fwd, bwd), computed once for the n pairs (a clip's result and
+ * its input share one motion). */
+nst_status nst_flicker_along(const nst_flow *fwd, const nst_flow *bwd, int n, const float *const *cur, const float *const *prev,
+                             nst_flicker *out);
+
 #endif

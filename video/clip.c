@@ -24,7 +24,7 @@
 static nst_status detect_cuts(const nst_config *cfg, nst_clip_setup *su)
 {
     double t0 = nst_now();
-    nst_clip_limits lim = {cfg->input_max_whole_megapixels * 1e6, 65536, 100000000, "content.path"};
+    nst_clip_limits lim = nst_clip_input_limits(cfg);
     nst_clip_reader *rd = NULL;
     nst_clip_info info;
     NST_TRY(nst_clip_open(cfg->content_path, su->fps_num, su->fps_den, &lim, &rd, &info));

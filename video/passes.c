@@ -6,8 +6,6 @@
 #include "../flow/warp.h"
 #include "../mpi/comm.h"
 #include "../util/log.h"
-#include "../util/mem.h"
-#include "../util/signals.h"
 #include "temporal.h"
 
 /* Rank 0: frame r's inputs in pass `pass` going `dir` (-1: backward) from neighbour nb: the
@@ -18,26 +16,26 @@ static nst_status inputs(const nst_unit_ctx *u, int pass, int dir, long long r, 
 {
     const int W = u->fe->W, H = u->fe->H;
     nst_flow f = {0}, b = {0}; /* stored with frame k: k - 1 -> k (f) and back (b) */
-    nst_image last = {0}, tmp = {0};
+    nst_image last = {0};
     long long k = dir < 0 ? r + 1 : r;
     nst_status s = nst_clip_store_inputs(u->store, r, W, H, content, NULL, NULL);
-    if (s == NST_OK) s = nst_clip_store_inputs(u->store, k, W, H, &tmp, &f, &b);
+    if (s == NST_OK) s = nst_clip_store_inputs(u->store, k, W, H, NULL, &f, &b);
     if (s == NST_OK) s = nst_clip_store_pass(u->store, pass - 1, r, W, H, &last);
     if (s == NST_OK) s = nst_image_alloc(init, W, H);
     if (s == NST_OK) s = nst_image_alloc(target, W, H);
     if (s == NST_OK) s = nst_image_alloc(c, W, H);
     if (s == NST_OK) { /* the neighbour is the earlier frame: fwd from it to r, bwd from r to it */
         nst_temporal_prev p = {1, nb->px, dir < 0 ? &b : &f, dir < 0 ? &f : &b};
-        float *c1 = c->px + (size_t)2 * W * H; /* as in unit.c: spread to RGB in place, front to back */
-        s = nst_temporal_build(W, H, &p, 1, content->px, target->px, c1, init->px, NULL);
+        const float *c1 = c->px + (size_t)2 * W * H; /* the weights, one per pixel, until spread to RGB */
+        s = nst_temporal_build(W, H, &p, 1, content->px, target->px, c->px + (size_t)2 * W * H, init->px, NULL);
         for (size_t q = 0; s == NST_OK && q < (size_t)W * H; q++) {
-            float w = c1[q], a = (float)u->pass_blend * w;
+            float a = (float)u->pass_blend * c1[q];
             for (int ch = 0; ch < 3; ch++) init->px[3 * q + ch] = last.px[3 * q + ch] + a * (target->px[3 * q + ch] - last.px[3 * q + ch]);
-            c->px[3 * q] = c->px[3 * q + 1] = c->px[3 * q + 2] = w;
         }
+        if (s == NST_OK) nst_temporal_weights_rgb(c->px, (size_t)W * H);
     }
     nst_flow_free(&f), nst_flow_free(&b);
-    nst_image_free(&last), nst_image_free(&tmp);
+    nst_image_free(&last);
     return s;
 }
 
@@ -80,20 +78,10 @@ static nst_status one(const nst_unit_ctx *u, int pass, int dir, long long r, int
  * stored with frame r. */
 static nst_status pair_error(const nst_unit_ctx *u, long long r, const nst_image *x, const nst_image *px, nst_flicker *e)
 {
-    const int W = u->fe->W, H = u->fe->H;
-    nst_image content = {0};
     nst_flow f = {0}, b = {0};
-    const size_t np = (size_t)W * H;
-    float *warped = nst_alloc_array(np * 3, sizeof(float), "a warped frame"), *c = nst_alloc_array(np, sizeof(float), "weights");
-    unsigned char *valid = nst_alloc_array(np, 1, "a warp's validity");
-    nst_status s = warped && c && valid ? nst_clip_store_inputs(u->store, r, W, H, &content, &f, &b) : NST_ENOMEM;
-    if (s == NST_OK) {
-        nst_warp_backward(px->px, &b, warped, valid);
-        nst_flow_consistency(&f, &b, c);
-        *e = nst_flicker_error(x->px, warped, valid, c, W, H);
-    }
-    nst_free(warped), nst_free(c), nst_free(valid);
-    nst_image_free(&content), nst_flow_free(&f), nst_flow_free(&b);
+    nst_status s = nst_clip_store_inputs(u->store, r, u->fe->W, u->fe->H, NULL, &f, &b);
+    if (s == NST_OK) s = nst_flicker_along(&f, &b, 1, (const float *const[]){x->px}, (const float *const[]){px->px}, e);
+    nst_flow_free(&f), nst_flow_free(&b);
     return s;
 }
 
@@ -134,9 +122,7 @@ nst_status nst_passes_run(const nst_unit_ctx *u, const nst_clip_unit *unit)
         nst_image nb = {0};
         for (long long k = 0; s == NST_OK && k < n; k++) {
             long long r = dir < 0 ? unit->start + n - 1 - k : unit->start + k;
-            s = nst_comm_agree(nst_signal_pending() ? nst_fail(NST_EINTERRUPTED, "stopped by %s at a frame boundary of pass %d: run the same "
-                                                               "command again to resume", nst_signal_name(nst_signal_pending()), pass)
-                                                    : NST_OK);
+            s = nst_unit_stop_asked();
             if (s == NST_OK) s = one(u, pass, dir, r, k == 0, &nb);
         }
         nst_image_free(&nb);

@@ -135,6 +135,11 @@ static nst_status make_key(const nst_config *cfg, nst_clip_setup *su)
     return NST_OK;
 }
 
+nst_clip_limits nst_clip_input_limits(const nst_config *cfg)
+{
+    return (nst_clip_limits){cfg->input_max_whole_megapixels * 1e6, 65536, 100000000, "content.path"};
+}
+
 int nst_clip_wanted(const nst_config *cfg)
 {
     return nst_clip_is_video_name(cfg->content_path) || nst_clip_is_pattern(cfg->content_path);
@@ -145,7 +150,7 @@ nst_status nst_clip_setup_make(const nst_config *cfg, nst_clip_setup *su)
     char w[400];
     memset(su, 0, sizeof *su);
     NST_TRY(parse_fps(cfg, &su->fps_num, &su->fps_den));
-    nst_clip_limits lim = {cfg->input_max_whole_megapixels * 1e6, 65536, 100000000, "content.path"};
+    nst_clip_limits lim = nst_clip_input_limits(cfg);
     nst_clip_reader *r = NULL;
     NST_TRY(nst_clip_open(cfg->content_path, su->fps_num, su->fps_den, &lim, &r, &su->clip));
     nst_clip_close(r);
@@ -174,7 +179,7 @@ void nst_clip_feeder_spec(const nst_config *cfg, const nst_clip_setup *su, nst_f
     memset(fs, 0, sizeof *fs);
     fs->path = cfg->content_path;
     fs->fps_num = su->fps_num, fs->fps_den = su->fps_den;
-    fs->lim = (nst_clip_limits){cfg->input_max_whole_megapixels * 1e6, 65536, 100000000, "content.path"};
+    fs->lim = nst_clip_input_limits(cfg);
     fs->first = su->first, fs->step = su->step;
     fs->W = su->W, fs->H = su->H;
     fs->nj = su->nj;

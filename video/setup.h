@@ -33,6 +33,8 @@ typedef struct {
 int nst_clip_wanted(const nst_config *cfg);
 /* World rank 0 only: check the config and open the clip's header. */
 nst_status nst_clip_setup_make(const nst_config *cfg, nst_clip_setup *su);
+/* The limits every reader of content.path opens it with (input.max_whole_megapixels a frame). */
+nst_clip_limits nst_clip_input_limits(const nst_config *cfg);
 /* The feeder's spec from a setup (pointers into cfg). */
 void nst_clip_feeder_spec(const nst_config *cfg, const nst_clip_setup *su, nst_feeder_spec *fs);
 

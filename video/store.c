@@ -94,10 +94,8 @@ static nst_status put_state(const nst_clip_store *s, int pass, long long r, cons
 
 nst_status nst_clip_store_put(const nst_clip_store *s, long long r, const nst_image *result)
 {
-    char p[4200];
     NST_TRY(put_state(s, 1, r, result));
-    path_of(s, "frame", r, "png", p, sizeof p);
-    return nst_image_write(p, result, 16, 1, NULL);
+    return nst_clip_store_put_frame(s, r, result);
 }
 
 nst_status nst_clip_store_put_frame(const nst_clip_store *s, long long r, const nst_image *result)
@@ -136,7 +134,7 @@ nst_status nst_clip_store_inputs(const nst_clip_store *s, long long r, int w, in
     char p[4200];
     nst_read_limits lim = nst_default_limits(1e6);
     path_of(s, "content", r, "png", p, sizeof p);
-    NST_TRY(nst_image_read(p, &lim, content, NULL));
+    if (content) NST_TRY(nst_image_read(p, &lim, content, NULL));
     if (!fwd) return NST_OK;
     path_of(s, "fwd", r, "flo", p, sizeof p);
     NST_TRY(nst_flo_read(p, w, h, 0, fwd));

@@ -38,7 +38,8 @@ nst_status nst_clip_store_frame(const nst_clip_store *s, long long r, nst_image 
 nst_status nst_clip_store_state(const nst_clip_store *s, long long r, int w, int h, nst_image *out);
 void nst_clip_store_drop_state(const nst_clip_store *s, long long r);
 /* With video.passes > 1: a result of pass `pass` (1: the plain state) in float, the content frame
- * and the flows between frame r - 1 and r, written and read back (nst_clip_store_drop_pass removes
+ * and the flows between frame r - 1 and r, written and read back (either of content and the
+ * flows may be NULL: not read) (nst_clip_store_drop_pass removes
  * frame r's files of the passes once the unit is done). */
 nst_status nst_clip_store_put_pass(const nst_clip_store *s, int pass, long long r, const nst_image *result);
 nst_status nst_clip_store_pass(const nst_clip_store *s, int pass, long long r, int w, int h, nst_image *out);

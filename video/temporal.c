@@ -55,3 +55,12 @@ nst_status nst_temporal_build(int w, int h, const nst_temporal_prev *prev, int n
     nst_free(warped), nst_free(cj), nst_free(cover), nst_free(valid);
     return NST_OK;
 }
+
+void nst_temporal_weights_rgb(float *rgb, size_t np)
+{
+    const float *c = rgb + 2 * np;
+    for (size_t p = 0; p < np; p++) {
+        float v = c[p];
+        rgb[3 * p] = rgb[3 * p + 1] = rgb[3 * p + 2] = v;
+    }
+}

@@ -31,5 +31,9 @@ typedef struct {
  * with C > 0 (may be NULL). */
 nst_status nst_temporal_build(int w, int h, const nst_temporal_prev *prev, int n, const float *content, float *target, float *c,
                               float *init, double *kept);
+/* The weights as the frame's sources take them, gray RGB: rgb holds np pixels, the weights (one
+ * per pixel) in its last third (as nst_temporal_build wrote them there); spread in place, front to
+ * back, every write landing at or before the value it reads. */
+void nst_temporal_weights_rgb(float *rgb, size_t np);
 
 #endif

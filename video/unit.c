@@ -59,30 +59,9 @@ static nst_status warm_inputs(const nst_unit_ctx *u, ring *g, const nst_fed_fram
     NST_TRY(nst_image_alloc(init, W, H));
     NST_TRY(nst_image_alloc(target, W, H));
     NST_TRY(nst_image_alloc(c, W, H));
-    float *c1 = c->px + (size_t)2 * W * H; /* the last third of c, spread to RGB in place below (front to back: every write lands at or before the value read) */
-    NST_TRY(nst_temporal_build(W, H, prev, n, fr->frame.px, target->px, c1, init->px, kept));
-    for (size_t p = 0; p < (size_t)W * H; p++) {
-        float v = c1[p];
-        c->px[3 * p] = c->px[3 * p + 1] = c->px[3 * p + 2] = v;
-    }
+    NST_TRY(nst_temporal_build(W, H, prev, n, fr->frame.px, target->px, c->px + (size_t)2 * W * H, init->px, kept));
+    nst_temporal_weights_rgb(c->px, (size_t)W * H);
     return NST_OK;
-}
-
-/* The warping error of frame r against frame r - 1 (both given), along the flow to the previous
- * frame (fr's first), under its consistency weights. */
-static nst_status flicker(const nst_fed_frame *fr, const float *cur, const float *prev, int W, int H, nst_flicker *out)
-{
-    const size_t np = (size_t)W * H;
-    float *warped = nst_alloc_array(np * 3, sizeof(float), "a warped frame"), *c = nst_alloc_array(np, sizeof(float), "weights");
-    unsigned char *valid = nst_alloc_array(np, 1, "a warp's validity");
-    nst_status s = warped && c && valid ? NST_OK : NST_ENOMEM;
-    if (s == NST_OK) {
-        nst_warp_backward(prev, &fr->bwd[0], warped, valid);
-        nst_flow_consistency(&fr->fwd[0], &fr->bwd[0], c);
-        *out = nst_flicker_error(cur, warped, valid, c, W, H);
-    }
-    nst_free(warped), nst_free(c), nst_free(valid);
-    return s;
 }
 
 /* A finished frame on rank 0: into the store, its flicker measured, on the log, into the ring. */
@@ -100,10 +79,14 @@ static nst_status finish_frame(const nst_unit_ctx *u, ring *g, const nst_clip_un
     t->frames++, t->render_seconds += st->seconds, t->flow_seconds += fr->flow_seconds, t->decode_seconds += fr->decode_seconds;
     char fl[200] = "", ev[800], evf[300] = "";
     const nst_image *prev = ring_at(g, r - 1);
-    nst_flicker out = {0, 0, 0}, in = {0, 0, 0};
-    if (fr->nflows > 0 && prev && g->prev_content.px) {
-        NST_TRY(flicker(fr, res->px, prev->px, u->fe->W, u->fe->H, &out));
-        NST_TRY(flicker(fr, fr->frame.px, g->prev_content.px, u->fe->W, u->fe->H, &in));
+    const int measured = fr->nflows > 0 && prev && g->prev_content.px;
+    double errs[4] = {0, 0, 0, 0}; /* the result's and the input's, Ruder's and Lai's */
+    if (measured) { /* along the flow to the previous frame */
+        const float *cur[2] = {res->px, fr->frame.px}, *before[2] = {prev->px, g->prev_content.px};
+        nst_flicker fk[2];
+        NST_TRY(nst_flicker_along(&fr->fwd[0], &fr->bwd[0], 2, cur, before, fk));
+        const nst_flicker out = fk[0], in = fk[1];
+        errs[0] = out.ruder, errs[1] = out.lai, errs[2] = in.ruder, errs[3] = in.lai;
         t->flicker_ruder += out.ruder, t->flicker_lai += out.lai, t->floor_ruder += in.ruder, t->floor_lai += in.lai, t->measured++;
         snprintf(fl, sizeof fl, "; warping error %.3e (input %.3e), Lai %.3e (input %.3e)", out.ruder, in.ruder, out.lai, in.lai);
         snprintf(evf, sizeof evf, ", \"warping_error\": %.6e, \"warping_error_lai\": %.6e, \"input_warping_error\": %.6e, "
@@ -114,8 +97,7 @@ static nst_status finish_frame(const nst_unit_ctx *u, ring *g, const nst_clip_un
              r == unit->start ? "true" : "false", st->iterations, st->last.total, st->last.content, st->last.style, st->last.tv,
              st->last.temporal, st->seconds, fr->flow_seconds, evf);
     nst_progress_event(u->fe->progress, "frame", ev);
-    double fk[4] = {out.ruder, out.lai, in.ruder, in.lai};
-    nst_progress_frame(u->fe->progress, t->frames, u->total_frames, evf[0] ? fk : NULL);
+    nst_progress_frame(u->fe->progress, t->frames, u->total_frames, measured ? errs : NULL);
     nst_info("frame %lld/%lld (shot %d%s): %lld its, loss %.4e -> %.4e (style %.3e, content %.3e, temporal %.3e, %.0f%% held), %.2f s, "
              "flow %.2f s%s\n", r + 1, u->total_frames, unit->shot + 1, r == unit->start ? ", cold" : "", st->iterations, st->first.total,
              st->last.total, st->last.style, st->last.content, st->last.temporal, 100 * kept, st->seconds, fr->flow_seconds, fl);
@@ -132,7 +114,7 @@ static nst_status finish_frame(const nst_unit_ctx *u, ring *g, const nst_clip_un
 }
 
 /* A signal here or another group's notice: every rank of the group learns it. */
-static nst_status stop_asked(void)
+nst_status nst_unit_stop_asked(void)
 {
     int st = nst_comm_rank() == 0 ? nst_signal_pending() : 0;
     if (nst_comm_rank() == 0 && !st && nst_notice_received()) st = -1;
@@ -194,7 +176,7 @@ nst_status nst_unit_render(const nst_unit_ctx *u, const nst_clip_unit *unit)
     if (s == NST_OK && root) s = nst_feeder_start(u->fs, unit->start, from, end, &fd);
     s = nst_comm_agree(s);
     for (long long r = from; s == NST_OK && r < end; r++) {
-        s = stop_asked();
+        s = nst_unit_stop_asked();
         nst_fed_frame *fr = NULL;
         if (s == NST_OK && root) s = nst_feeder_next(fd, &fr);
         s = nst_comm_agree(s);

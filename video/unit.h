@@ -32,6 +32,9 @@ typedef struct {
     nst_clip_totals *tot;          /* rank 0's */
 } nst_unit_ctx;
 
+/* NST_EINTERRUPTED (with its one line) when this group is to stop at a frame boundary: a signal on
+ * its rank 0 or another group's notice. Collective on the current group. */
+nst_status nst_unit_stop_asked(void);
 /* Render the unit's frames not yet done. Stops with NST_EINTERRUPTED at a frame boundary after a
  * signal or another group's notice. Collective on the current group. */
 nst_status nst_unit_render(const nst_unit_ctx *u, const nst_clip_unit *unit);
