@@ -253,6 +253,11 @@ $(BUILD)/tests/image_diff: tests/image_diff.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLCFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
+# the CUDA side of a build without CUDA, whatever this build has: from cuda_none.c itself
+$(BUILD)/tests/test_cuda_none: tests/test_cuda_none.c tests/test.h kernels/cuda/cuda_none.c util/nvidia.c util/status.c
+	@mkdir -p $(dir $@)
+	$(Q)cc -std=gnu11 -O2 -Wall -Wextra -I. -o $@ tests/test_cuda_none.c kernels/cuda/cuda_none.c util/nvidia.c util/status.c
+
 $(BUILD)/tests/%: tests/%.c tests/test.h tests/naive.h $(LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC    $<")

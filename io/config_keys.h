@@ -131,6 +131,7 @@ NST_KEY(run, print_every, INT, "50", 0, 100000000, "", "print the loss terms eve
 NST_KEY(run, memory_gb, FLOAT, "0", 0, 1000000, "", "memory budget per rank for tiles, activations and optimiser state, in GiB; 0: 80% of the memory available, shared by the ranks of a node")
 NST_KEY(run, record, PATH, "", 0, 0, "", "write a JSON record of the run here: build, config, rank/host/GPU map, tiling, Gram strategy, per-phase times (min, max, mean over ranks)")
 NST_KEY(run, progress, ENUM, "auto", 0, 0, "auto|live|lines", "progress on rank 0: a live status line redrawn in place besides the rows (live), the rows only (lines), or live when run directly on a terminal and lines under mpirun/srun, which cannot tell (auto); --quiet silences both")
+NST_KEY(run, first_gradient, PATH, "", 0, 0, "", "diagnostic: write the first iteration's loss terms and image gradient (before any optimiser step; every rank's owned pixels, gathered on rank 0) to this file, to compare devices or tilings where the comparison is stable (docs/GPUS.md); the last level's and frame's is kept")
 
 /* [checkpoint] */
 NST_KEY(checkpoint, path, PATH, "", 0, 0, "", "directory for checkpoints (one file per rank and a manifest; a matching one is resumed at start); empty: none, and SIGUSR1/SIGTERM stop the run without saving")

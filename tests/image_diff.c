@@ -4,15 +4,18 @@
  * the chroma (YIQ I and Q) of each pixel instead: does a keep b's colours? With --ssim the mean
  * structural similarity of the two images' luminance (Wang et al. 2004: 11x11 Gaussian window,
  * sigma 1.5, K1 = 0.01, K2 = 0.03, data range 1, windows inside the image), printed "ssim S".
- * With --tiled PRECISION the verdict on a tiled render b against the one-tile render a of a backend
- * that is not tile-exact (kernels/check/check.h, nst_tiled_render_verdict), printed "share S over
- * T (allowed A), max M: ok" (or FAIL).
+ * With --gradient, a and b are first-gradient files (run.first_gradient, io/gradient_file.h), a the
+ * reference: the verdict of kernels/check/check.h's nst_first_verdict_judge in the less precise of
+ * their two precisions, printed "share S over T rms (allowed A), loss within E (tolerance L, TERM),
+ * l2 D, max M: ok" (or FAIL); with --exact every sample must be equal (a tile-exact backend).
  *
- *   image_diff [--chroma | --ssim | --tiled fp32|tf32|bf16|fp16] a.tif b.tif */
+ *   image_diff [--chroma | --ssim] a.tif b.tif
+ *   image_diff --gradient [--exact] a.grad b.grad */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "../io/gradient_file.h"
 #include "../io/image.h"
 #include "../kernels/check/check.h"
 
@@ -53,15 +56,40 @@ static double *luminance(const nst_image *im)
 
 static const double IQ[2][3] = {{0.595716, -0.274453, -0.321263}, {0.211456, -0.522591, 0.311135}};
 
+/* A precision's storage and input roundings: the less precise of two files sets the bounds. */
+static double roundoff(nst_precision p) { return nst_dtype_unit_roundoff(nst_precision_dtype(p)) + nst_precision_input_roundoff(p); }
+
+/* --gradient [--exact] A B: the first-objective verdict (see the file comment). */
+static int gradients(int exact, const char *pa, const char *pb)
+{
+    nst_gradient_file a, b;
+    if (nst_gradient_file_read(pa, &a) != NST_OK || nst_gradient_file_read(pb, &b) != NST_OK)
+        return fprintf(stderr, "image_diff: %s\n", nst_fail_message()), 2;
+    if (a.w != b.w || a.h != b.h || a.depth != b.depth)
+        return fprintf(stderr, "image_diff: %dx%d depth %d vs %dx%d depth %d\n", a.w, a.h, a.depth, b.w, b.h, b.depth), 2;
+    int p = nst_precision_parse(a.precision), q = nst_precision_parse(b.precision);
+    if (p <= NST_PREC_AUTO || q <= NST_PREC_AUTO) return fprintf(stderr, "image_diff: precision %s or %s unknown\n", a.precision, b.precision), 2;
+    nst_precision worse = roundoff((nst_precision)p) >= roundoff((nst_precision)q) ? (nst_precision)p : (nst_precision)q;
+    const double la[] = {a.total, a.content, a.style, a.tv, a.temporal}, lb[] = {b.total, b.content, b.style, b.tv, b.temporal};
+    nst_first_verdict v;
+    nst_first_verdict_judge(worse, a.depth, exact, la, lb, a.g, b.g, (size_t)a.w * a.h * 3, &v);
+    char what[200];
+    nst_first_verdict_describe(&v, what, sizeof what);
+    printf("%s, l2 %.3g, max %.3g: %s\n", what, v.l2, v.max_err, v.ok ? "ok" : "FAIL");
+    nst_gradient_file_free(&a), nst_gradient_file_free(&b);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "--gradient") == 0) {
+        int exact = argc == 5 && strcmp(argv[2], "--exact") == 0;
+        if (argc != 4 + exact) return fprintf(stderr, "usage: image_diff --gradient [--exact] A.grad B.grad\n"), 2;
+        return gradients(exact, argv[argc - 2], argv[argc - 1]);
+    }
     int chroma = argc == 4 && strcmp(argv[1], "--chroma") == 0, structural = argc == 4 && strcmp(argv[1], "--ssim") == 0;
-    int tiled = argc == 5 && strcmp(argv[1], "--tiled") == 0;
-    int prec = tiled ? nst_precision_parse(argv[2]) : NST_PREC_FP32;
-    if (prec <= NST_PREC_AUTO) return fprintf(stderr, "image_diff: --tiled %s: fp32, tf32, bf16 or fp16\n", argv[2]), 2;
-    if (tiled) argv += 2, argc -= 2;
     if (chroma || structural) argv++, argc--;
-    if (argc != 3) return fprintf(stderr, "usage: image_diff [--chroma | --ssim | --tiled PRECISION] A B\n"), 2;
+    if (argc != 3) return fprintf(stderr, "usage: image_diff [--chroma | --ssim] A B | --gradient [--exact] A.grad B.grad\n"), 2;
     nst_image a, b;
     nst_read_limits lim = nst_default_limits(1024);
     if (nst_image_read(argv[1], &lim, &a, NULL) != NST_OK || nst_image_read(argv[2], &lim, &b, NULL) != NST_OK)
@@ -76,12 +104,6 @@ int main(int argc, char **argv)
     }
     double mx = 0, sum = 0;
     size_t n = (size_t)a.w * a.h * 3;
-    if (tiled) {
-        nst_render_verdict v;
-        nst_tiled_render_verdict((nst_precision)prec, a.px, b.px, n, &v);
-        printf("share %.4g over %.3g (allowed %.3g), max %.3g: %s\n", v.fraction, v.threshold, v.max_fraction, v.max_diff, v.ok ? "ok" : "FAIL");
-        return 0;
-    }
     if (chroma) {
         for (size_t i = 0; i < n; i += 3)
             for (int q = 0; q < 2; q++) {

@@ -200,7 +200,7 @@ static void t_torch_loss_features_gradient(void)
     nst_image out;
     nst_render_stats st;
     nst_log_set_quiet(1);
-    CHECK(nst_render_image(&cfg, &spec, be, &w, &content, &style, &x0, &out, &st) == NST_OK, "%s", nst_fail_message());
+    CHECK(nst_render_image(&cfg, &spec, be, &w, &content, &style, &x0, &out, &st, NULL) == NST_OK, "%s", nst_fail_message());
     nst_log_set_quiet(0);
     float *adam = rd("/torch/adam", &n);
     double worst = 0;

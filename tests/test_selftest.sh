@@ -3,8 +3,14 @@
 #
 #   tests/test_selftest.sh NSTBATCH ASAN_NSTBATCH
 #
-# - One rank: the table (the op harness in each precision the device has, the render on 6 tiles
-#   against one tile) and "self-test passed", exit 0; on a GPU host this is the GPU's own check.
+# - One rank: the table (the op harness in each precision the device has, the first objective on
+#   tiles against one tile and against the CPU in fp32) and "self-test passed", exit 0; on a GPU
+#   host this is the GPU's own check. A halo planted one pixel short (NSTBATCH_PLANT=halo) fails
+#   the tiles' row.
+# - A GPU this build cannot use (the stand-in NVML of tests/fake_nvml.c counts one): the GPU row
+#   fails and so does the self-test, unless run.device = cpu says the CPU is meant.
+# - A time budget too small for the op harness: its passes are left out, named "late", and the
+#   closing line says so.
 # - Two ranks: the Gram allreduce against the exact sum, every rank's device listed, and the
 #   --report file (versions, command, devices, table, "failing rows: none").
 # - A rank that fails (rank 1 given a 2 MiB allocation limit): exit 1, "self-test FAILED", and
@@ -26,7 +32,7 @@ row() { grep -E "^  $2 " "$T/$1.log"; } # row LOG OP: the table's row for OP
 
 st one "$NST" --self-test
 rows=$(grep -cE '  (ok|FAIL|n/a) ' "$T/one.log")
-if [ $rc -eq 0 ] && grep -q '^self-test passed: ' "$T/one.log" && row one "render on 6 tiles" | grep -q ' ok ' &&
+if [ $rc -eq 0 ] && grep -q '^self-test passed: ' "$T/one.log" && row one "first objective on tiles" | grep -q ' ok ' &&
    row one "gram allreduce" | grep -q 'n/a.*mpirun'; then
   ok "one rank: exit 0, $rows rows, $(grep '^self-test' "$T/one.log")"
   sed 's/^/    | /' "$T/one.log" # the table, in the test log (and CI's)
@@ -61,9 +67,31 @@ else bad "a failing rank" "exit $rc" "$(cat "$T/failing.log" "$T/failing.txt" 2>
 
 printf '[run]\nprecision = fp32\nthreads = 1\n' >"$T/fp32.ini"
 st fp32 "$NST" --self-test fp32.ini
-if [ $rc -eq 0 ] && row fp32 "render on 6 tiles" | grep -q ' fp32 .* ok ' && grep -q '^  rank 0 on .*fp32.*1 thread' "$T/fp32.log"; then
+if [ $rc -eq 0 ] && row fp32 "first objective on tiles" | grep -q ' fp32 .* ok ' && grep -q '^  rank 0 on .*fp32.*1 thread' "$T/fp32.log"; then
   ok "CONFIG chooses the device: run.precision = fp32 renders in fp32 on 1 thread"
 else bad "CONFIG for the self-test" "exit $rc" "$(cat "$T/fp32.log")"; fi
+
+# a planted defect: the halo one pixel short of the exact one (util/plant.h)
+NSTBATCH_PLANT=halo st halo "$NST" --self-test --set run.threads=1
+if [ $rc -eq 1 ] && row halo "first objective on tiles" | grep -q ' FAIL ' && grep -q '^self-test FAILED' "$T/halo.log"; then
+  ok "a halo one pixel short fails the tiles' row: exit 1, $(row halo 'first objective on tiles' | grep -o 'max [^ ]* rms apart')"
+else bad "a planted halo defect" "exit $rc" "$(cat "$T/halo.log")"; fi
+
+# a GPU that this build cannot use (a stand-in NVML counts one): a failure, unless the CPU is chosen
+FAKE=$(dirname "$(dirname "$ASAN")")/tests/fake-nvml # BUILD/asan/nstbatch -> BUILD/tests/fake-nvml
+LD_LIBRARY_PATH=$FAKE st unusable "$NST" --self-test --set run.threads=1
+if [ $rc -eq 1 ] && row unusable GPU | grep -q 'FAIL.*present but unusable'; then ok "an unusable GPU fails the GPU row: exit 1"
+else bad "an unusable GPU" "exit $rc" "$(cat "$T/unusable.log")"; fi
+LD_LIBRARY_PATH=$FAKE st chosen "$NST" --self-test --set run.threads=1 --set run.device=cpu
+if [ $rc -eq 0 ] && row chosen GPU | grep -q 'n/a *run.device = cpu'; then ok "run.device = cpu on a node with an unusable GPU passes"
+else bad "run.device = cpu beside an unusable GPU" "exit $rc" "$(cat "$T/chosen.log")"; fi
+
+# the time budget: the harness's passes left out and named, the closing line says so
+NSTBATCH_SELFTEST_SECONDS=0.001 st late "$NST" --self-test --set run.threads=1
+if [ $rc -eq 0 ] && [ "$(grep -c ' late .*budget was spent' "$T/late.log")" -ge 1 ] && grep -q '^self-test passed: .*left out by the time budget' "$T/late.log" &&
+   row late "first objective on tiles" | grep -q ' ok '; then
+  ok "a spent time budget: $(grep -c ' late ' "$T/late.log") harness passes left out, named in the table and the closing line"
+else bad "the time budget" "exit $rc" "$(cat "$T/late.log")"; fi
 
 # bad input: exit 2, one error, no table
 bad_input() { # NAME FRAGMENT ARGS...

@@ -26,7 +26,11 @@ typedef enum {
     NST_TOL_CONV_SHAPES,           /* a conv's output over a window against the whole tensor's there */
     NST_TOL_GRAM_BACKWARD_SHAPES,  /* the Gram backward over a region against over the whole */
     NST_TOL_GRAM_TILED,            /* the Gram sums of a region's parts against the region's, rounded to fp32 */
-    NST_TOL_TILED_RENDER,   /* a render on tiles against one tile: the pixels (see nst_tiled_render_verdict) */
+    /* a render's first objective on a device against the CPU in fp32, or on tiles against one tile
+     * (nst_first_verdict): `terms` is the depth, the convolutions to the deepest loss layer */
+    NST_TOL_FIRST_LOSS,           /* each loss term, relative */
+    NST_TOL_FIRST_GRADIENT,       /* each image-gradient sample, relative to the reference gradient's rms */
+    NST_TOL_FIRST_GRADIENT_SHARE, /* the share of samples allowed past NST_TOL_FIRST_GRADIENT */
 } nst_tol_class;
 
 /* The tolerance of class k under precision p, for a result summing `terms` products. */
@@ -50,6 +54,8 @@ typedef struct nst_check {
     nst_backend *ref;   /* the CPU backend in fp32 */
     nst_backend *dev;   /* the backend under test */
     int quick;          /* a smaller table of shapes (the self-test's time budget) */
+    double deadline;    /* nst_now() after which no further op group starts (0: none) */
+    char skipped[96];   /* the op groups the deadline left out, comma-separated ("" when none) */
     /* called for every failed comparison (may be NULL) */
     void (*on_fail)(void *user, const nst_check_row *row, const char *what, double err, double tol);
     void *user;
@@ -58,24 +64,34 @@ typedef struct nst_check {
     unsigned rng;
 } nst_check;
 
-/* Run every op group. Failed comparisons are counted in the rows; an op that returns an error
- * counts as a failed case with an infinite error. Returns NST_OK unless the harness itself could
- * not run (host memory). */
+/* Run every op group (conv, eltwise, gram, losses, optimiser, contracts), each only while
+ * c->deadline has not passed. Failed comparisons are counted in the rows; an op that returns an
+ * error counts as a failed case with an infinite error. Returns NST_OK unless the harness itself
+ * could not run (host memory). */
 nst_status nst_check_ops(nst_check *c);
 
-/* A render on tiles against one tile, on a backend that is not tile-exact. Its gradients differ
- * from the one-tile render's at the rounding of the precision, which Adam turns into pixel
- * differences far below `threshold`, except where a gradient so near zero changes sign (Adam's
- * normalised step then moves the pixel the other way, by up to the learning rate): a small
- * fraction of the samples. A broken tiling (a window that sees wrong neighbours) moves a large
- * share of them. So the verdict: at most `max_fraction` of the n samples differ by more than the
- * threshold, and none is NaN or Inf. */
+/* A render's first objective (the loss terms and the image gradient before any optimiser step,
+ * run.first_gradient) against a reference's: the comparison that stays stable on a device whose
+ * arithmetic differs (pixels after Adam steps do not: its first steps follow the gradient's sign,
+ * so rounding differences grow). Loss terms: continuous in the rounding, each within
+ * NST_TOL_FIRST_LOSS. Gradient: piecewise constant in the network's gates (ReLU, max-pool's
+ * winner), so a gate within rounding of its threshold moves a patch of samples by O(1): at most
+ * NST_TOL_FIRST_GRADIENT_SHARE of the samples may be more than NST_TOL_FIRST_GRADIENT x the
+ * reference's rms apart. `exact` (a tile-exact backend against itself): every sample equal, each
+ * loss term within NST_TOL_SUM (sums of doubles in another order). NaN or Inf always fails. */
+enum { NST_LOSS_TOTAL, NST_LOSS_CONTENT, NST_LOSS_STYLE, NST_LOSS_TV, NST_LOSS_TEMPORAL, NST_LOSS_NTERMS };
 typedef struct {
-    double threshold, max_fraction; /* from the precision */
-    double fraction, max_diff;      /* measured */
+    double threshold, max_share, loss_tol; /* from the precision and depth */
+    double share, max_err, l2;             /* measured: the share over, the largest |g-r| / rms(r), ||g-r|| / ||r|| */
+    double loss_err;                       /* the worst term's relative error */
+    int loss_worst;                        /* its NST_LOSS_ index */
     int ok;
-} nst_render_verdict;
-void nst_tiled_render_verdict(nst_precision p, const float *one, const float *tiled, size_t n, nst_render_verdict *v);
+} nst_first_verdict;
+void nst_first_verdict_judge(nst_precision p, int depth, int exact, const double *ref_loss, const double *got_loss, const float *ref,
+                             const float *got, size_t n, nst_first_verdict *v);
+/* "0.0012 of samples over 8.5e-06 rms (max 0.05), loss 1.2e-07 (max 1.7e-06, style)" */
+void nst_first_verdict_describe(const nst_first_verdict *v, char *out, size_t cap);
+const char *nst_loss_term_name(int k);
 
 /* Only the tiling's contracts on c->dev (windows against the whole: check_contracts.c): for a
  * backend that is its own reference (the CPU in fp32), whose other ops nothing can be compared with. */

@@ -1,13 +1,22 @@
-/* kernels/cuda/cuda_none.c: the CUDA side of a build without nvcc (see cuda.h). A GPU on the
- * machine does not matter here: this build cannot use one, by choice (NO_CUDA=1) or for want of nvcc. */
+/* kernels/cuda/cuda_none.c: the CUDA side of a build without nvcc (see cuda.h). This build cannot
+ * use a GPU, by choice (NO_CUDA=1) or for want of nvcc; on a machine that has one, that is the
+ * "present but unusable" case, so the self-test and the GPU tests fail instead of passing on the
+ * CPU as if no GPU were there. */
 #include <stdio.h>
 #include <string.h>
 
+#include "../../util/nvidia.h"
 #include "cuda.h"
 
 nst_cuda_state nst_cuda_probe_state(int *ngpu, char *why, size_t cap)
 {
+    char how[64];
     *ngpu = 0;
+    if (nst_nvidia_present(how, sizeof how)) {
+        snprintf(why, cap, "NVIDIA GPU present but unusable (%s): this nstbatch was built without CUDA; rebuild where nvcc, cuDNN and "
+                 "cuBLAS are (make says what it found), or set run.device = cpu", how);
+        return NST_CUDA_UNUSABLE;
+    }
     snprintf(why, cap, "built without CUDA (nvcc was not found at build time)");
     return NST_CUDA_NO_DEVICE;
 }

@@ -10,13 +10,10 @@
 #include <unistd.h>
 
 #include "cuda.h"
-
-/* An NVIDIA device on this machine, whatever CUDA makes of it: its device nodes, or a loaded driver. */
-static int nvidia_present(void)
-{
-    return access("/dev/nvidiactl", F_OK) == 0 || access("/dev/nvidia0", F_OK) == 0 ||
-           access("/proc/driver/nvidia/version", F_OK) == 0;
+extern "C" {
+#include "../../util/nvidia.h"
 }
+
 
 extern "C" nst_cuda_state nst_cuda_probe_state(int *ngpu, char *why, size_t cap)
 {
@@ -29,7 +26,8 @@ extern "C" nst_cuda_state nst_cuda_probe_state(int *ngpu, char *why, size_t cap)
         return NST_CUDA_USABLE;
     }
     cudaGetLastError(); /* clear the error so later calls start clean */
-    if (!nvidia_present()) {
+    char how[64];
+    if (!nst_nvidia_present(how, sizeof how)) {
         snprintf(why, cap, "no GPU (no NVIDIA driver loaded)"); /* nor device nodes */
         return NST_CUDA_NO_DEVICE;
     }
@@ -37,7 +35,7 @@ extern "C" nst_cuda_state nst_cuda_probe_state(int *ngpu, char *why, size_t cap)
      * driver"): an error to report, not an absence. The GPU tests fail on it; the shell suites
      * find it by "NVIDIA GPU present but unusable" in nstbatch --version. */
     const char *vis = getenv("CUDA_VISIBLE_DEVICES");
-    snprintf(why, cap, "NVIDIA GPU present but unusable: cudaGetDeviceCount: %s%s%.40s%s",
+    snprintf(why, cap, "NVIDIA GPU present but unusable (%s): cudaGetDeviceCount: %s%s%.40s%s", how,
              e == cudaSuccess ? "0 devices" : cudaGetErrorString(e), vis ? " (CUDA_VISIBLE_DEVICES=" : "", vis ? vis : "",
              vis ? ")" : "");
     return NST_CUDA_UNUSABLE;

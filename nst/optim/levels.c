@@ -449,7 +449,7 @@ static nst_status try_render(level_attempt *a, int resuming, nst_adam_state *sta
     nst_ckpt *ck = c->ckpt;
     nst_render_ctx ctx = {c->cfg, spec, c->be, c->weights, a->L, c->coll, a->w, a->h, a->p->iterations[a->k], spec->nstyle ? a->A : NULL,
                           a->normA, a->state_in.m ? &a->state_in : NULL, state_out, ck, a->k, c->progress, c->preview_path, c->preview_side,
-                          c->save_every, NULL, a->masks, a->tt, a->tc};
+                          c->save_every, NULL, a->masks, a->tt, a->tc, NULL};
     if (c->masks && (c->masks->n || c->masks->content)) { /* the masks: each style's weight as its share of an even blend */
         a->guides.n = c->masks->n;
         a->guides.content = c->masks->content;

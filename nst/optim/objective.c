@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../../util/mem.h"
+#include "../../util/plant.h"
 
 /* Relative-error normalisers: a target of (near) zero norm would divide by zero; it then counts
  * as an absolute error instead. */
@@ -465,7 +466,7 @@ static nst_status reduce_grams(nst_objective *o, nst_loss_terms *terms, int extr
     for (int q = 0; q < o->ngram; q++) {
         int k = q % spec->nstyle;
         size_t cc = (size_t)o->C[k] * o->C[k];
-        if (o->coll.sum_grams) {
+        if (o->coll.sum_grams && !nst_planted("allreduce")) { /* planted: the tests must catch a missing sum */
             be->ops->range_push(be, "Gram allreduce");
             nst_status r = o->coll.sum_grams(o->coll.ctx, o->G[q], cc);
             be->ops->range_pop(be);

@@ -9,9 +9,11 @@
 #include "../../mpi/comm.h"
 #include "../../util/log.h"
 #include "../../util/mem.h"
+#include "../../util/plant.h"
 #include "../../util/rng.h"
 #include "../../util/signals.h"
 #include "checkpoint.h"
+#include "first_gradient.h"
 #include "lbfgs.h"
 #include "progress.h"
 #include "snapshot.h"
@@ -343,10 +345,34 @@ static void tile_teardown(const nst_render_ctx *ctx, nst_objective *obj, nst_til
     if (tile->img.data) nst_tile_free(obj, tile);
 }
 
+/* NSTBATCH_PLANT=halo (util/plant.h): every window pixel at the exact halo's distance from the
+ * core or beyond zeroed, as a halo one pixel short of what the deepest layer needs (not of its
+ * stride-aligned size: the pixels past the need do not matter) would leave it, for the tests
+ * that must catch it. */
+static nst_status plant_short_halo(const nst_render_ctx *ctx, nst_tile *tiles)
+{
+    const int need = nst_vgg_gradient_halo(ctx->spec->deepest);
+    nst_status s = NST_OK;
+    for (int i = 0; s == NST_OK && i < ctx->layout->nlocal; i++) {
+        nst_rect w = tiles[i].window, c = nst_rect_translate(tiles[i].core, -w.x, -w.y);
+        float *zero = nst_calloc((size_t)w.w * w.h * 3 * sizeof(float), "a planted defect");
+        if (!zero) return NST_ENOMEM;
+        const int l = c.x - need + 1, r = c.x + c.w - 1 + need, t = c.y - need + 1, b = c.y + c.h - 1 + need;
+        const nst_rect side[4] = {{0, 0, l, w.h}, {r, 0, w.w - r, w.h}, {0, 0, w.w, t}, {0, b, w.w, w.h - b}};
+        for (int k = 0; s == NST_OK && k < 4; k++)
+            if (side[k].w > 0 && side[k].h > 0) s = ctx->be->ops->upload_rect(ctx->be, zero, &tiles[i].img, side[k]);
+        nst_free(zero);
+    }
+    return s;
+}
+
 /* Make the windows current: exact mode refills them from the cores; cheap mode blends them. */
 static nst_status refresh(const nst_render_ctx *ctx, nst_tile *tiles, tile_state *st, exchange *ex)
 {
-    return ctx->layout->cheap ? blend_run(ctx, tiles, st, ex) : exchange_run(ctx, tiles, st, ex);
+    if (ctx->layout->cheap) return blend_run(ctx, tiles, st, ex);
+    nst_status s = exchange_run(ctx, tiles, st, ex);
+    if (s == NST_OK && nst_planted("halo")) s = plant_short_halo(ctx, tiles);
+    return s;
 }
 
 /* The test hook NSTBATCH_FAULT=RANK:ITERATION: that rank fails at that iteration's step, as a rank
@@ -740,11 +766,39 @@ static nst_status iter_boundary(render_run *r, long long it)
     return s;
 }
 
+/* The first objective's image gradient over each local tile's owned pixels, before any step: to
+ * the caller (ctx->first_grad) and to run.first_gradient's file (nst/optim/first_gradient.h). */
+static nst_status keep_first_gradient(render_run *r, const nst_loss_terms *terms)
+{
+    const nst_render_ctx *ctx = r->ctx;
+    const nst_layout *L = ctx->layout;
+    const char *path = ctx->cfg->run_first_gradient;
+    if (!path[0] && !ctx->first_grad) return NST_OK;
+    float **g = ctx->first_grad ? ctx->first_grad : nst_calloc(sizeof(float *) * ((size_t)L->nlocal + 1), "first gradients");
+    nst_status s = g ? NST_OK : NST_ENOMEM;
+    for (int i = 0; s == NST_OK && i < L->nlocal; i++) {
+        g[i] = nst_alloc_array((size_t)nst_rect_area(r->tiles[i].core) * 3, sizeof(float), "a tile's first gradient");
+        s = g[i] ? ctx->be->ops->download_rect(ctx->be, &r->tiles[i].dimg, r->tiles[i].own_px, g[i]) : NST_ENOMEM;
+    }
+    s = agree(ctx, s);
+    if (s == NST_OK && path[0]) {
+        nst_gradient_file h;
+        nst_first_gradient_header(&h, ctx->img_w, ctx->img_h, ctx->spec, ctx->be, terms);
+        s = nst_first_gradient_write(path, L, g, &h);
+    }
+    if (!ctx->first_grad) {
+        for (int i = 0; g && i < L->nlocal; i++) nst_free(g[i]);
+        nst_free(g);
+    }
+    return s;
+}
+
 /* One iteration: exchange, objective, report, step, boundary; each runs only if the last went well. */
 static nst_status render_iteration(render_run *r, long long it)
 {
     nst_loss_terms terms;
     nst_status s = iter_objective(r, iter_exchange(r, it), &terms);
+    if (s == NST_OK && it == 0) s = keep_first_gradient(r, &terms);
     if (s == NST_OK) s = iter_report(r, it, &terms);
     if (s == NST_OK) s = iter_step(r, it);
     if (s == NST_OK) s = iter_boundary(r, it);
@@ -857,12 +911,13 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
 
 nst_status nst_render_image(const nst_config *cfg, const nst_loss_spec *spec, nst_backend *be, const nst_weights *w,
                             const nst_image *content, const nst_image *style, const nst_image *init, nst_image *out,
-                            nst_render_stats *stats)
+                            nst_render_stats *stats, nst_image *first_grad)
 {
     nst_net probe;
     nst_layout L;
     int W = content->w, H = content->h;
     memset(out, 0, sizeof *out);
+    if (first_grad) memset(first_grad, 0, sizeof *first_grad);
     NST_TRY(nst_net_shapes(be, w, spec->deepest, spec->pool, &probe));
     nst_status s = nst_layout_plan(cfg, spec, &probe, W, H, 1, 0, nst_memory_budget(be, cfg->run_memory_gb, 1), &L);
     nst_net_destroy(&probe);
@@ -875,12 +930,12 @@ nst_status nst_render_image(const nst_config *cfg, const nst_loss_spec *spec, ns
         nst_layout_free(&L);
         return s;
     }
-    float **bufs = nst_calloc(sizeof(float *) * 3 * (size_t)(L.nlocal + 1), "tile windows");
+    float **bufs = nst_calloc(sizeof(float *) * 4 * (size_t)(L.nlocal + 1), "tile windows");
     if (!bufs) {
         nst_layout_free(&L);
         return NST_ENOMEM;
     }
-    float **cw = bufs, **iw = bufs + L.nlocal + 1, **res = bufs + 2 * (L.nlocal + 1);
+    float **cw = bufs, **iw = bufs + L.nlocal + 1, **res = bufs + 2 * (L.nlocal + 1), **g0 = bufs + 3 * (L.nlocal + 1);
     for (int i = 0; s == NST_OK && i < L.nlocal; i++) {
         nst_rect win = nst_grid_window(&L.grid, L.local[i]);
         cw[i] = nst_alloc_array((size_t)nst_rect_area(win) * 3, sizeof(float), "a content window");
@@ -891,14 +946,20 @@ nst_status nst_render_image(const nst_config *cfg, const nst_loss_spec *spec, ns
             if (init) nst_image_extract(init, win, iw[i]);
         }
     }
-    nst_render_ctx ctx = {cfg, spec, be, w, &L, {0}, W, H, cfg->optim_iterations, style && spec->nstyle ? A : NULL, normA, NULL, NULL, NULL, 0, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL};
+    nst_render_ctx ctx = {cfg, spec, be, w, &L, {0}, W, H, cfg->optim_iterations, style && spec->nstyle ? A : NULL, normA, NULL, NULL, NULL, 0, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, first_grad ? g0 : NULL};
     if (s == NST_OK) s = nst_render(&ctx, cw, init ? iw : NULL, res, stats);
     for (int k = 0; k < NST_VGG_NLAYERS; k++) nst_free(A[k]);
     if (s == NST_OK) s = nst_image_alloc(out, W, H);
     for (int i = 0; s == NST_OK && i < L.nlocal; i++) nst_image_place(out, nst_grid_core(&L.grid, L.local[i]), res[i]);
-    for (int i = 0; i < 3 * (L.nlocal + 1); i++) nst_free(bufs[i]);
+    if (s == NST_OK && first_grad && cfg->optim_iterations > 0) s = nst_image_alloc(first_grad, W, H);
+    for (int i = 0; s == NST_OK && first_grad && cfg->optim_iterations > 0 && i < L.nlocal; i++)
+        nst_image_place(first_grad, nst_grid_core(&L.grid, L.local[i]), g0[i]);
+    for (int i = 0; i < 4 * (L.nlocal + 1); i++) nst_free(bufs[i]);
     nst_free(bufs);
     nst_layout_free(&L);
-    if (s != NST_OK) nst_image_free(out);
+    if (s != NST_OK) {
+        nst_image_free(out);
+        if (first_grad) nst_image_free(first_grad);
+    }
     return s;
 }

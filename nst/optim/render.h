@@ -64,6 +64,7 @@ typedef struct {
     float ***masks;                     /* masks[i][j]: local tile i's window of mask j (nst/optim/masks.h), NULL without */
     float **temporal_target;            /* spec->temporal_weight > 0: local tile i's window of the warped earlier result (3 per pixel) */
     float **temporal_c;                 /* and of its consistency weights (1 per pixel) */
+    float **first_grad;                 /* NULL, or filled: local tile i's owned image gradient at the first objective (nst_free each) */
 } nst_render_ctx;
 
 /* With ctx->ckpt: at every iteration boundary a checkpoint is written when due, and a signal
@@ -80,10 +81,12 @@ typedef struct {
 nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, float **out, nst_render_stats *stats);
 
 /* One process, whole images: plans the layout for one rank, cuts the windows, renders, and
- * assembles out (allocated here). style may be NULL without style layers; init may be NULL. */
+ * assembles out (allocated here). style may be NULL without style layers; init may be NULL;
+ * first_grad, when not NULL, receives the first objective's image gradient (W x H x 3, allocated
+ * here; the loss terms are stats->first). */
 nst_status nst_render_image(const nst_config *cfg, const nst_loss_spec *spec, nst_backend *be, const nst_weights *w,
                             const nst_image *content, const nst_image *style, const nst_image *init, nst_image *out,
-                            nst_render_stats *stats);
+                            nst_render_stats *stats, nst_image *first_grad);
 
 /* Copy rectangle r of a whole image to packed pixels, and back. */
 void nst_image_extract(const nst_image *img, nst_rect r, float *out);

@@ -9,6 +9,7 @@
 typedef struct {
     char op[48], prec[24], worst[120];
     int cases, failed, rank;
+    int late;        /* not run: the time budget was spent (st_add_late) */
     double err, tol; /* of the worst case (largest err / tol) */
 } st_row;
 
@@ -17,11 +18,16 @@ typedef struct {
 typedef struct {
     int n;
     char device[256]; /* "host: backend description" */
+    double start, deadline; /* nst_now(): the self-test's start, and past which no optional check starts */
     st_row row[ST_MAX_ROWS];
 } st_table;
 
 /* One comparison (cases = 0: a check that could not apply here, with the reason in `worst`). */
 void st_add(st_table *t, const char *op, const char *prec, int cases, int failed, double err, double tol, const char *worst);
+/* A check left out because the time budget was spent (what: which parts). */
+void st_add_late(st_table *t, const char *op, const char *prec, const char *what);
+/* 1 once the budget is spent. */
+int st_late(const st_table *t);
 
 /* The device a rank's render used, kept for the harness, which opens its own backends on it
  * once the render's has closed (each takes run.memory_gb of the GPU). */

@@ -1,0 +1,54 @@
+/* tests/test_cuda_none.c: the CUDA side of a build without CUDA (kernels/cuda/cuda_none.c) on a
+ * machine that has an NVIDIA GPU: the probe must say "present but unusable" (so the self-test and
+ * the GPU tests fail instead of passing on the CPU), except where CUDA_VISIBLE_DEVICES withholds
+ * the GPUs on purpose. Built from cuda_none.c itself (the suite's own nstbatch has CUDA wherever
+ * nvcc is), and run with the stand-in NVML of tests/fake_nvml.c on LD_LIBRARY_PATH, which counts
+ * one GPU (tests/run.sh); without it the machine's own answer is checked against its device nodes. */
+#include <string.h>
+
+#include "../kernels/cuda/cuda.h"
+#include "../util/nvidia.h"
+#include "../util/status.h"
+#include "test.h"
+
+static void t_gpu_present(void)
+{
+    char how[64], why[300];
+    if (!nst_nvidia_present(how, sizeof how)) SKIP("no NVIDIA GPU and no stand-in NVML on LD_LIBRARY_PATH");
+    int n = -1;
+    nst_cuda_state st = nst_cuda_probe_state(&n, why, sizeof why);
+    CHECK(st == NST_CUDA_UNUSABLE && n == 0, "state %d, %d GPUs: %s", st, n, why);
+    CHECK(strstr(why, "present but unusable") && strstr(why, "built without CUDA") && strstr(why, "run.device = cpu"), "why: %s", why);
+    CHECK(nst_cuda_probe(why, sizeof why) == 0, "usable GPUs counted");
+}
+
+static void t_withheld(void)
+{
+    static const char *const v[] = {"", "-1"};
+    char why[300];
+    for (int i = 0; i < 2; i++) {
+        setenv("CUDA_VISIBLE_DEVICES", v[i], 1);
+        int n = -1;
+        nst_cuda_state st = nst_cuda_probe_state(&n, why, sizeof why);
+        CHECK(st == NST_CUDA_NO_DEVICE && n == 0, "CUDA_VISIBLE_DEVICES='%s': state %d: %s", v[i], st, why);
+    }
+    unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
+static void t_no_backend(void)
+{
+    nst_backend_options o;
+    memset(&o, 0, sizeof o);
+    nst_backend *be = (nst_backend *)1;
+    CHECK(nst_cuda_backend_open(&o, &be) == NST_EINPUT && be == NULL, "run.device = cuda opened");
+    CHECK(strstr(nst_fail_message(), "built without CUDA") != NULL, "message: %s", nst_fail_message());
+    CHECK(!nst_cuda_has_ops(), "ops claimed");
+}
+
+int main(void)
+{
+    RUN(t_gpu_present);
+    RUN(t_withheld);
+    RUN(t_no_backend);
+    return test_report("test_cuda_none");
+}

@@ -1,0 +1,67 @@
+/* util/nvidia.c: an NVIDIA GPU on this machine (see nvidia.h). */
+#include "nvidia.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* NVML's device count, or -1 where the library or its driver is missing. */
+static int nvml_count(void)
+{
+    void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return -1;
+    int (*init)(void) = (int (*)(void))dlsym(lib, "nvmlInit_v2");
+    int (*count)(unsigned *) = (int (*)(unsigned *))dlsym(lib, "nvmlDeviceGetCount_v2");
+    int (*shutdown)(void) = (int (*)(void))dlsym(lib, "nvmlShutdown");
+    unsigned n = 0;
+    int ok = init && count && shutdown && init() == 0; /* NVML_SUCCESS */
+    if (ok) {
+        ok = count(&n) == 0;
+        shutdown();
+    }
+    dlclose(lib);
+    return ok ? (int)n : -1;
+}
+
+int nst_nvidia_present(char *how, size_t cap)
+{
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    if (cap) how[0] = 0;
+    if (vis && (!*vis || strcmp(vis, "-1") == 0)) return 0;
+    static const char *const nodes[] = {"/dev/nvidiactl", "/dev/nvidia0", "/proc/driver/nvidia/version"};
+    for (size_t i = 0; i < sizeof nodes / sizeof *nodes; i++)
+        if (access(nodes[i], F_OK) == 0) {
+            snprintf(how, cap, "%s", nodes[i]);
+            return 1;
+        }
+    int n = nvml_count();
+    if (n > 0) snprintf(how, cap, "NVML counts %d GPU%s", n, n == 1 ? "" : "s");
+    return n > 0;
+}
+
+void nst_nvidia_driver_version(char *out, size_t cap)
+{
+    snprintf(out, cap, "unknown");
+    char line[256];
+    FILE *f = fopen("/proc/driver/nvidia/version", "r"); /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  ..." */
+    if (f) {
+        const char *k = fgets(line, sizeof line, f) ? strstr(line, "Kernel Module") : NULL;
+        char v[64];
+        if (k && sscanf(k, "Kernel Module %63s", v) == 1) snprintf(out, cap, "%s", v);
+        fclose(f);
+        if (k) return;
+    }
+    void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return;
+    int (*init)(void) = (int (*)(void))dlsym(lib, "nvmlInit_v2");
+    int (*ver)(char *, unsigned) = (int (*)(char *, unsigned))dlsym(lib, "nvmlSystemGetDriverVersion");
+    int (*shutdown)(void) = (int (*)(void))dlsym(lib, "nvmlShutdown");
+    if (init && ver && shutdown && init() == 0) {
+        char v[80];
+        if (ver(v, sizeof v) == 0) snprintf(out, cap, "%s", v);
+        shutdown();
+    }
+    dlclose(lib);
+}

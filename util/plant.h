@@ -1,0 +1,15 @@
+/* util/plant.h: defects planted on purpose, so that the tests can prove a check fails when what
+ * it guards is broken (a check that cannot fail proves nothing). NSTBATCH_PLANT is a comma-
+ * separated list of:
+ *   halo       after each halo exchange, every window pixel as far from the core as the deepest
+ *              layer's exact halo, or farther, is zeroed: a halo one pixel short of that need
+ *   allreduce  the Gram sums are not added over the ranks: each rank sees only its own tiles
+ * Used by tests/test_gpu_render.sh (PLANT=...) and tests/test_selftest.sh. Never set otherwise; a
+ * process with one warns once. */
+#ifndef NST_PLANT_H
+#define NST_PLANT_H
+
+/* 1 when `name` is planted in this process. */
+int nst_planted(const char *name);
+
+#endif
