@@ -12,6 +12,7 @@
 #include "cpu/backend_cpu.h"
 #include "profile.h"
 #include "cuda/cuda.h"
+#include "../util/mem.h"
 
 int nst_default_threads(int ranks_on_node)
 {
@@ -122,6 +123,46 @@ void nst_backend_close(nst_backend *be)
 }
 
 static nst_backend_fatal_fn fatal_handler;
+
+void nst_backend_mark(nst_backend *be, const char *phase)
+{
+    if (be->nmarks == NST_MAX_MARKS) { /* the latest are kept: the first contact's last phases tell most */
+        memmove(be->marks, be->marks + 1, sizeof be->marks - sizeof *be->marks);
+        be->nmarks--;
+    }
+    nst_memory_mark *m = &be->marks[be->nmarks++];
+    memset(m, 0, sizeof *m);
+    snprintf(m->phase, sizeof m->phase, "%s", phase);
+    size_t total = 0;
+    if (be->device_free && be->device_free(be, &m->device_free, &total) != 0) m->device_free = 0;
+    m->in_use = be->bytes_in_use, m->peak = be->bytes_peak;
+}
+
+void nst_backend_diagnostics(const nst_backend *be, char *out, size_t cap, const char *indent)
+{
+    size_t len = 0;
+    if (cap) out[0] = 0;
+    const double mib = 1 << 20;
+    for (int i = 0; i < be->nmarks && len < cap; i++) {
+        const nst_memory_mark *m = &be->marks[i];
+        char dev[48] = "";
+        if (be->device_free) snprintf(dev, sizeof dev, "device free %.0f MiB, ", (double)m->device_free / mib);
+        len += (size_t)snprintf(out + len, cap - len, "%smemory after %s: %sbackend buffers %.1f MiB (peak %.1f MiB)\n", indent, m->phase, dev,
+                                (double)m->in_use / mib, (double)m->peak / mib);
+    }
+    if (be->report && len < cap) {
+        char *text = nst_alloc_array(cap, 1, "the device report");
+        if (!text) return;
+        be->report((nst_backend *)be, text, cap); /* reads the backend's state only */
+        for (const char *p = text; *p && len < cap;) { /* each line indented */
+            const char *nl = strchr(p, '\n');
+            int n = nl ? (int)(nl - p) : (int)strlen(p);
+            len += (size_t)snprintf(out + len, cap - len, "%s%.*s\n", indent, n, p);
+            p += n + (nl != NULL);
+        }
+        nst_free(text);
+    }
+}
 
 void nst_backend_set_fatal_handler(nst_backend_fatal_fn fn) { fatal_handler = fn; }
 

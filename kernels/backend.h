@@ -131,6 +131,14 @@ typedef struct {
     void (*range_pop)(nst_backend *);
 } nst_backend_ops;
 
+/* The memory at a phase boundary (nst_backend_mark): the device's free memory (GPU backends;
+ * 0 on the CPU) and the backend's own buffers. */
+#define NST_MAX_MARKS 16
+typedef struct {
+    char phase[32];
+    size_t device_free, in_use, peak;
+} nst_memory_mark;
+
 struct nst_backend {
     const nst_backend_ops *ops;
     void *impl;
@@ -159,6 +167,13 @@ struct nst_backend {
     char gpu_bus_id[32];
     void *gpu_stream;
     struct nst_profile *profile; /* NSTBATCH_PROFILE=1: per-op timers (kernels/profile.h) */
+    /* Diagnostics for a first contact with a device (GPU backends; NULL on the CPU): the libraries
+     * as loaded and the algorithms chosen per layer shape, as lines of text; the device's free
+     * memory now (0, or -1). */
+    void (*report)(nst_backend *, char *out, size_t cap);
+    int (*device_free)(nst_backend *, size_t *free_b, size_t *total_b);
+    nst_memory_mark marks[NST_MAX_MARKS]; /* nst_backend_mark's */
+    int nmarks;
     void (*destroy)(nst_backend *);
 };
 
@@ -198,6 +213,12 @@ void nst_backend_close(nst_backend *be);
 typedef void (*nst_backend_fatal_fn)(const char *msg);
 void nst_backend_set_fatal_handler(nst_backend_fatal_fn fn);
 nst_status nst_backend_fault(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Note the memory after `phase` ("opened", "style targets", "level 1 rendered", ...): the last
+ * NST_MAX_MARKS are kept; the run's record and the self-test's report print them. */
+void nst_backend_mark(nst_backend *be, const char *phase);
+/* The marks and be->report's lines as text, each line prefixed by indent. */
+void nst_backend_diagnostics(const nst_backend *be, char *out, size_t cap, const char *indent);
 
 /* The backends' allocators call this first: NST_ENOMEM (counted in be->alloc_failures) when bytes
  * more would pass be->limit (the NSTBATCH_MEMORY_LIMIT_MB test hook). */

@@ -144,6 +144,7 @@ static void cuda_destroy(nst_backend *be)
         if (im->dnn) cudnnDestroy(im->dnn);
         if (im->stream) cudaStreamDestroy(im->stream);
         nst_arena_destroy(&im->arena);
+        nst_free(im->notes);
         nst_free(im);
     }
     nst_free(be);
@@ -271,6 +272,7 @@ extern "C" nst_status nst_cuda_backend_open(const nst_backend_options *o, nst_ba
     im->device = o->gpu;
     snprintf(be->name, sizeof be->name, "cuda");
     be->tiles_exact = 0; /* cuDNN and cuBLAS pick algorithms per shape: tiles agree within tolerances (kernels/check/) */
+    cuda_report_install(be);
     nst_status s = open_impl(be, im, o);
     if (s != NST_OK) {
         nst_fail_context(s, "rank's GPU %d", o->gpu);

@@ -117,6 +117,37 @@ nst_status cuda_conv_create(nst_backend *be, int cin, int cout, const float *w, 
     return NST_OK;
 }
 
+static const char *math_name(cudnnMathType_t m)
+{
+    return m == CUDNN_FMA_MATH ? "FMA" : m == CUDNN_TENSOR_OP_MATH ? "tensor-op" : m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ? "tensor-op+conversion"
+                                                                                                                            : "default";
+}
+static const char *fwd_name(int a)
+{
+    static const char *const n[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+    return a >= 0 && a < 8 ? n[a] : "?";
+}
+static const char *bwd_name(int a)
+{
+    static const char *const n[] = {"ALGO_0", "ALGO_1", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+    return a >= 0 && a < 6 ? n[a] : "?";
+}
+
+/* FFT and Winograd algorithms transform the inputs and round the transforms, an error the
+ * tolerance table (kernels/check/tolerance.c) does not bound: every output there is a sum of
+ * exact products of the stored inputs and weights, accumulated in fp32. So direct and GEMM-based
+ * algorithms only. */
+static int transforms(cudnnConvolutionFwdAlgo_t a)
+{
+    return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING || a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD ||
+           a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+static int transforms(cudnnConvolutionBwdDataAlgo_t a)
+{
+    return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+           a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+}
+
 /* Whether an algorithm cuDNN proposes may be used: it ran its checks, is deterministic, and does not
  * convert fp32 data to fp16 where the precision did not ask for it. */
 static int usable(cudnnStatus_t status, cudnnDeterminism_t det, cudnnMathType_t math, cudnnMathType_t allowed)
@@ -131,7 +162,7 @@ static int usable(cudnnStatus_t status, cudnnDeterminism_t det, cudnnMathType_t 
 template <typename Perf, typename Ws> static int first_fit(cuda_impl *im, nst_conv *cv, const Perf *perf, int got, Ws ws, size_t *bytes)
 {
     for (int i = 0; i < got; i++) {
-        if (!usable(perf[i].status, perf[i].determinism, perf[i].mathType, im->math)) continue;
+        if (!usable(perf[i].status, perf[i].determinism, perf[i].mathType, im->math) || transforms(perf[i].algo)) continue;
         if (cudnnSetConvolutionMathType(cv->cd, perf[i].mathType) != CUDNN_STATUS_SUCCESS) continue;
         if (ws(perf[i].algo, bytes) == CUDNN_STATUS_SUCCESS && *bytes <= im->ws_limit) return i;
     }
@@ -153,6 +184,8 @@ static nst_status pick_fwd(cuda_impl *im, nst_conv *cv, conv_shape *t)
         return nst_fail(NST_ERUNTIME, "cuDNN: no deterministic forward algorithm for the %dx%dx%d -> %d conv within a %.0f MiB workspace", t->h,
                         t->w, cv->cin, cv->cout, (double)im->ws_limit / (1 << 20));
     t->fwd = perf[i].algo, t->fwd_math = perf[i].mathType, t->fwd_ws = bytes;
+    cuda_note(im, "  %d->%d at %dx%d: forward %s (%s, %.1f MiB)", cv->cin, cv->cout, t->h, t->w, fwd_name(t->fwd), math_name(t->fwd_math),
+              (double)bytes / (1 << 20));
     return NST_OK;
 }
 
@@ -171,6 +204,8 @@ static nst_status pick_bwd(cuda_impl *im, nst_conv *cv, conv_shape *s)
         return nst_fail(NST_ERUNTIME, "cuDNN: no deterministic backward-data algorithm for the %dx%dx%d -> %d conv within a %.0f MiB workspace",
                         s->h, s->w, cv->cin, cv->cout, (double)im->ws_limit / (1 << 20));
     s->bwd = perf[i].algo, s->bwd_math = perf[i].mathType, s->bwd_ws = bytes;
+    cuda_note(im, "  %d->%d at %dx%d: backward-data %s (%s, %.1f MiB)", cv->cin, cv->cout, s->h, s->w, bwd_name(s->bwd), math_name(s->bwd_math),
+              (double)bytes / (1 << 20));
     return NST_OK;
 }
 
@@ -284,6 +319,7 @@ nst_status cuda_conv_forward(nst_backend *be, nst_conv *cv, const nst_tensor *x,
         cudnnStatus_t st = cudnnConvolutionBiasActivationForward(im->dnn, &one, s->x, xin, cv->wd, cv->w, cv->cd, s->fwd, im->ws, s->fwd_ws,
                                                                  &zero, s->y, y->data, cv->bd, cv->bias, cv->relu, s->y, y->data);
         if (st == CUDNN_STATUS_SUCCESS) {
+            if (s->fused < 0) cuda_note(im, "  %d->%d at %dx%d: bias+ReLU fused into cuDNN's call", cv->cin, cv->cout, s->h, s->w);
             s->fused = 1;
             return NST_OK;
         }
@@ -292,6 +328,7 @@ nst_status cuda_conv_forward(nst_backend *be, nst_conv *cv, const nst_tensor *x,
         if (s->fused == 1 || (cat != CUDNN_STATUS_NOT_SUPPORTED && cat != CUDNN_STATUS_BAD_PARAM))
             return cuda_fail("cuDNN", "cudnnConvolutionBiasActivationForward", cudnnGetErrorString(st), __FILE__, __LINE__);
         s->fused = 0; /* not for this layer and shape: the separate kernel from now on */
+        cuda_note(im, "  %d->%d at %dx%d: bias+ReLU as a separate kernel (fused call: %s)", cv->cin, cv->cout, s->h, s->w, cudnnGetErrorString(st));
     }
     CUDNN_TRY(cudnnConvolutionForward(im->dnn, &one, s->x, xin, cv->wd, cv->w, cv->cd, s->fwd, im->ws, s->fwd_ws, &zero, s->y, y->data));
     size_t n = npx * cv->cout;

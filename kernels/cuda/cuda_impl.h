@@ -54,6 +54,7 @@ typedef struct cuda_impl {
     float *gtmp;   size_t gtmp_cap;         /* the Gram backward's d in bf16 (c^2) */
     double *red;                            /* reduction partials (RED_BLOCKS + 1) */
     double *red_host;                       /* pinned: the result read back */
+    char *notes; size_t notes_len, notes_cap; /* the algorithms chosen, one line each (report_cuda.cu) */
 } cuda_impl;
 
 #define RED_THREADS 256
@@ -141,6 +142,11 @@ nst_status cuda_reduce_finish(nst_backend *be, unsigned blocks, double *out);
 /* checks of the interface's contracts */
 #define cuda_check nst_tensor_check
 #define cuda_check_region nst_tensor_check_region
+
+/* Diagnostics (report_cuda.cu): a line of the choices made (cuDNN's algorithms per shape), and
+ * be->report / be->device_free installed. */
+void cuda_note(cuda_impl *im, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cuda_report_install(nst_backend *be);
 
 /* the op entry points (one file each concern) */
 nst_status cuda_copy_rect(nst_backend *, const nst_tensor *src, nst_rect r, nst_tensor *dst, int dx, int dy);

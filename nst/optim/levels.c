@@ -435,6 +435,11 @@ static nst_status try_targets(level_attempt *a, nst_level_report *r)
                                                            a->mode, &a->cs, c->cache, &a->T);
     if (s == NST_OK && !spec->nmask) memcpy(a->A, a->T.A, sizeof a->T.A), memcpy(a->normA, a->T.normA, sizeof a->T.normA);
     r->style_seconds = a->T.seconds, r->style_tiles = a->T.tiles, r->style_cached = a->T.from_cache;
+    if (s == NST_OK) {
+        char phase[32];
+        snprintf(phase, sizeof phase, "level %d style targets", a->k % 1000 + 1);
+        nst_backend_mark(c->be, phase);
+    }
     if (s == NST_OK)
         nst_info("         style targets for %dx%d: %s (%.2f s)\n", w, h,
                  a->T.from_cache ? "from the cache" : a->T.tiles > 1 ? "computed over tiles" : "computed", a->T.seconds);
@@ -457,6 +462,9 @@ static nst_status try_render(level_attempt *a, int resuming, nst_adam_state *sta
         ctx.guides = &a->guides;
     }
     nst_status s = render_level(&ctx, a->content, a->have_init ? a->init : NULL, a->cores, &r->stats, &r->ranks);
+    char phase[32];
+    snprintf(phase, sizeof phase, "level %d rendered", a->k % 1000 + 1);
+    nst_backend_mark(c->be, phase);
     if (ck && s == NST_OK) s = nst_comm_agree(nst_ckpt_sync(ck)); /* a generation written on a subgroup, to the ranks that waited */
     if (resuming && s == NST_OK) ck->resume = 0; /* (a try that failed is followed by one that resumes too) */
     return s;

@@ -137,6 +137,7 @@ nst_status nst_device_open(const nst_config *cfg, int threads, nst_device *d)
                              .gpu_free_bytes = free_b};
     s = nst_comm_agree(nst_backend_open_with(&o, &d->be));
     if (s != NST_OK) return s;
+    nst_backend_mark(d->be, "the backend opened");
     NST_TRY(agree_arithmetic(cfg, d->be));
     return choose_gram_path(d);
 }

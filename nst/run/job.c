@@ -28,6 +28,9 @@
 #include "../output/output.h"
 #include "../model/random_vgg.h"
 
+/* room for rank 0's device diagnostics in the run record (a GPU's per-shape algorithms run to a few KiB) */
+#define DIAG_BYTES 65536
+
 static nst_status require_path(const nst_config *cfg, int key, const char *value)
 {
     if (*value) return NST_OK;
@@ -350,6 +353,12 @@ static nst_status record_write(const nst_config *cfg, const nst_layout *L, const
     fprintf(f, "  \"config\": ");
     nst_json_string(f, conf ? conf : "");
     free(conf);
+    /* rank 0's device: memory at each phase, and on a GPU the libraries loaded and the algorithms chosen */
+    char *diag = nst_alloc_array(DIAG_BYTES, 1, "the device diagnostics");
+    if (diag) nst_backend_diagnostics(be, diag, DIAG_BYTES, "");
+    fprintf(f, ",\n  \"device_diagnostics\": ");
+    nst_json_string(f, diag ? diag : "");
+    nst_free(diag);
     fprintf(f, ",\n");
     record_render(f, L, res, fg);
     record_tail(f, o, res, fg);
@@ -588,6 +597,7 @@ static nst_status job_output(job_run *j, nst_status s)
     if (s == NST_OK && !desc) s = nst_fail(NST_ENOMEM, "out of memory describing the config");
     s = nst_comm_agree(s);
     if (s == NST_OK) s = nst_output_write(&j->out, &j->L, j->cores, j->in.W, j->in.H, desc, &j->res->output);
+    if (s == NST_OK) nst_backend_mark(j->be, "the output written");
     if (s == NST_OK && j->out.dzi_content[0]) { /* the content beside a Deep Zoom output, for the viewer */
         nst_output_stats cst;
         s = nst_output_content_dzi(j->cfg, &j->out, &j->L, j->in.W, j->in.H, j->in.content_random, &cst);

@@ -51,7 +51,7 @@ static void merge_row(st_table *m, const st_row *r)
 }
 
 /* Rank 0 receives every rank's table into devices[] (one line each) and the merged table. */
-static nst_status gather(const st_table *mine, st_table *merged, char (*devices)[256])
+static nst_status gather(const st_table *mine, st_table *merged, char (*devices)[256], char **diags)
 {
     const int R = nst_comm_size();
     if (nst_comm_rank() != 0) return nst_comm_send(mine, sizeof *mine, 0);
@@ -64,6 +64,8 @@ static nst_status gather(const st_table *mine, st_table *merged, char (*devices)
         else s = nst_comm_recv(t, sizeof *t, r);
         if (s != NST_OK) break;
         snprintf(devices[r], 256, "%s", t->device);
+        diags[r] = nst_alloc_array(sizeof t->diag, 1, "a rank's diagnostics");
+        if (diags[r]) memcpy(diags[r], t->diag, sizeof t->diag);
         for (int i = 0; i < t->n; i++) merge_row(merged, &t->row[i]);
     }
     nst_free(t);
@@ -115,7 +117,7 @@ static void print_devices(FILE *f, char (*devices)[256], int ranks, int all)
 }
 
 /* The report: when and how it ran, the versions, every rank's device, the table, the failing rows. */
-static nst_status write_report(const nst_selftest_opts *o, const st_table *m, char (*devices)[256], int ranks, const char *close)
+static nst_status write_report(const nst_selftest_opts *o, const st_table *m, char (*devices)[256], char **diags, int ranks, const char *close)
 {
     char *text = NULL;
     size_t len = 0;
@@ -139,6 +141,8 @@ static nst_status write_report(const nst_selftest_opts *o, const st_table *m, ch
             any = 1;
         }
     if (!any) fprintf(f, "  none\n");
+    fprintf(f, "\ndevice diagnostics (memory after each phase; on a GPU the libraries as loaded and the algorithms chosen):\n");
+    for (int r = 0; r < ranks; r++) fprintf(f, "  rank %d:\n%s", r, diags[r] ? diags[r] : "    (not received)\n");
     fprintf(f, "\n%s\n", close);
     fclose(f);
     nst_status s = nst_atomic_write_text(o->report, text);
@@ -159,6 +163,8 @@ static nst_status run_checks(const nst_config *cfg, const nst_selftest_opts *o, 
     nst_backend_set_fatal_handler(o->fault);
     if (s == NST_OK) s = nst_comm_agree(st_allreduce(t, &d));
     nst_backend_set_fatal_handler(NULL);
+    nst_backend_mark(d.be, "the render and allreduce checks");
+    nst_backend_diagnostics(d.be, t->diag, sizeof t->diag, "    ");
     nst_device_close(&d);
     if (s == NST_OK) s = nst_comm_agree(st_harness(t, &sd, cfg, o->threads));
     return s;
@@ -176,9 +182,10 @@ nst_status nst_selftest_run(const nst_config *cfg_in, const nst_selftest_opts *o
         t->deadline = t->start + (env && atof(env) > 0 ? atof(env) : SELFTEST_BUDGET_S);
     }
     char(*devices)[256] = root ? nst_alloc_array((size_t)R, 256, "the ranks' devices") : NULL;
-    nst_status s = nst_comm_agree(t && (!root || (m && devices)) ? NST_OK : NST_ENOMEM);
+    char **diags = root ? nst_calloc(sizeof(char *) * (size_t)R, "the ranks' diagnostics") : NULL;
+    nst_status s = nst_comm_agree(t && (!root || (m && devices && diags)) ? NST_OK : NST_ENOMEM);
     if (s == NST_OK) s = run_checks(&cfg, o, t);
-    if (s == NST_OK) s = nst_comm_agree(gather(t, m, devices));
+    if (s == NST_OK) s = nst_comm_agree(gather(t, m, devices, diags));
     *failed = 0;
     if (s == NST_OK && root) {
         char close[256];
@@ -189,12 +196,13 @@ nst_status nst_selftest_run(const nst_config *cfg_in, const nst_selftest_opts *o
         printf("%s\n", close);
         for (int i = 0; i < m->n; i++) *failed += m->row[i].failed;
         if (o->report) {
-            s = write_report(o, m, devices, R, close);
+            s = write_report(o, m, devices, diags, R, close);
             if (s == NST_OK) printf("report written to %s\n", o->report);
         }
     }
     s = nst_comm_agree(s);
     if (s == NST_OK) s = nst_comm_bcast(failed, sizeof *failed, 0);
-    nst_free(t), nst_free(m), nst_free(devices);
+    for (int r = 0; diags && r < R; r++) nst_free(diags[r]);
+    nst_free(t), nst_free(m), nst_free(devices), nst_free(diags);
     return s;
 }

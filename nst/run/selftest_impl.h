@@ -19,6 +19,7 @@ typedef struct {
     int n;
     char device[256]; /* "host: backend description" */
     double start, deadline; /* nst_now(): the self-test's start, and past which no optional check starts */
+    char diag[8192];        /* the device's diagnostics (kernels/backend.h: nst_backend_diagnostics) for the report */
     st_row row[ST_MAX_ROWS];
 } st_table;
 
