@@ -8,10 +8,12 @@
 #   1. per-layer convolution forward (bias + ReLU) and backward-data TFLOP/s on the VGG-19 shapes of
 #      a 1024 px tile, bf16 (bias+ReLU fused into cuDNN's call, and not) and fp32
 #      (build/bench/conv_layers: nstbatch's own cuDNN calls);
-#   2. the whole Gatys iteration, one tile of S x S for S in $SIZES (default 1024 2048 4096): s/iter
+#   2. the whole Gatys iteration, one tile of S x S for S in $SIZES (default 1024 2048 4096; an entry
+#      WxH, e.g. 1024x768, is a W x H image): s/iter
 #      (median after two warm-ups, from the progress rows at run.print_every = 1), megapixel-
 #      iterations/s, MFU (1.514 MFLOP per pixel per iteration over $PEAK_TFLOPS, default the bf16
-#      dense peak of an H100/H200: 989.4), the backend's peak bytes per megapixel (run record);
+#      dense peak of an H100/H200: 989.4), the backend's peak bytes per megapixel against the
+#      layout's memory model for the same tile (run record: peak_bytes_max, model_peak_bytes_max);
 #   3. the same iteration in PyTorch (bench/torch_gatys.py: bf16 autocast, channels_last,
 #      cudnn.benchmark, same network shapes, same losses), as a ratio;
 #   4. the largest single tile nstbatch renders (doubling from 4096, then bisection to 256 px; a
@@ -19,13 +21,16 @@
 # Both sides use the full-width VGG-19 with seeded random weights (the FLOPs of the real one).
 # Knobs: SIZES, ITERS (10), PRECISION (bf16; fp32 on the CPU), DEVICE (cuda; cpu runs the script's plumbing on a
 # machine without a GPU, as tests/test_bench.sh does), FIND_MAX (1), CONV_TILE (1024),
-# NST (./nstbatch), CONV (build/bench/conv_layers), PY (python3 with torch), LAUNCH ("").
+# NST (./nstbatch), CONV (build/bench/conv_layers), PY (python3 with torch), LAUNCH (""), PY_ENV (a command
+# put before PY, e.g. "env -u LD_LIBRARY_PATH": PyTorch with its own libraries, not a bundle's),
+# KEEP_RECORD (a path: the last size's run record, with the device diagnostics, is copied there).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=$(mkdir -p "${1:-$ROOT/bench/results}" && cd "${1:-$ROOT/bench/results}" && pwd)
 NST=$(readlink -f "${NST:-$ROOT/nstbatch}")
 CONV=$(readlink -f "${CONV:-$ROOT/build/bench/conv_layers}")
 PY=${PY:-python3}
+PY_ENV=${PY_ENV:-}
 LAUNCH=${LAUNCH:-} # e.g. "mpirun -np 1" where a singleton MPI start is not possible
 SIZES=${SIZES:-1024 2048 4096}
 ITERS=${ITERS:-10}
@@ -51,7 +56,8 @@ fi
 versions=$("$NST" --version 2>&1)
 log "### nstbatch --version"$'\n'"$versions"
 log "### GPU: $gpu, driver $driver; peak for MFU: $PEAK_TFLOPS TFLOP/s"
-torch_ver=$("$PY" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())' 2>&1)
+torch_ver=$($PY_ENV "$PY" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())' 2>&1) ||
+  torch_ver="not available in $PY: the PyTorch columns stay empty"
 log "### PyTorch $torch_ver"
 
 # ---- 1. per-layer convolutions ----------------------------------------------------------------
@@ -85,32 +91,35 @@ print_every = 1
 EOF
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR) print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 json_num() { sed -n "s/.*\"$1\": \([0-9.eE+-]*\).*/\1/p" "$2" | head -n 1; }
-# nst_run S ITERATIONS: one S x S tile; log in T/run.log, record in T/rec.json; exit status returned
+# nst_run S ITERATIONS: one tile of S (WxH, or S x S); log in T/run.log, record in T/rec.json; exit status returned
 nst_run() {
+  local w=${1%x*} h=${1#*x}
   rm -f "$T/rec.json"
-  $LAUNCH "$NST" "$T/bench.ini" --set output.width="$1" --set output.height="$1" --set tiling.tile_size="$1" \
+  $LAUNCH "$NST" "$T/bench.ini" --set output.width="$w" --set output.height="$h" --set tiling.tile_size="$((w > h ? w : h))" \
     --set optim.iterations="$2" --set run.record="$T/rec.json" >"$T/run.log" 2>&1
 }
 rows=()
 for S in $SIZES; do
-  mp=$(awk -v s="$S" 'BEGIN { printf "%.4f", s * s / 1e6 }')
+  W=${S%x*} H=${S#*x}
+  mp=$(awk -v w="$W" -v h="$H" 'BEGIN { printf "%.4f", w * h / 1e6 }')
   if nst_run "$S" $((ITERS + 2)); then
     log "### nstbatch $S"$'\n'"$(cat "$T/run.log")"
     # progress rows: iteration loss content style tv s/iter MPit/s ETA; rows 3.. follow the warm-ups
     nst=$(awk '$1 ~ /^[0-9]+$/ && NF >= 6 && $1 >= 3 && $6 ~ /^[0-9.]+$/ { print $6 }' "$T/run.log" | median)
-    peak=$(json_num peak_bytes_max "$T/rec.json")
-    gbmp=$(awk -v b="$peak" -v m="$mp" 'BEGIN { printf "%.3f", b / 1e9 / m }')
+    peak=$(json_num peak_bytes_max "$T/rec.json") model=$(json_num model_peak_bytes_max "$T/rec.json")
+    gbmp=$(awk -v b="$peak" -v m="$mp" -v x="$model" 'BEGIN { printf "%.3f (model %.3f)", b / 1e9 / m, x / 1e9 / m }')
+    [ -n "${KEEP_RECORD:-}" ] && cp "$T/rec.json" "$KEEP_RECORD" # the last size's record: its device diagnostics
   else
     log "### nstbatch $S FAILED"$'\n'"$(cat "$T/run.log")"
     nst="" gbmp="-"
   fi
-  tj=$("$PY" "$ROOT/bench/torch_gatys.py" --random --device "$DEVICE" $([ "$PRECISION" = bf16 ] && echo --bf16) --channels-last \
-       --cudnn-benchmark --size "${S}x${S}" --style-size "${S}x${S}" --iters "$ITERS" 2>&1) || true
+  tj=$($PY_ENV "$PY" "$ROOT/bench/torch_gatys.py" --random --device "$DEVICE" $([ "$PRECISION" = bf16 ] && echo --bf16) --channels-last \
+       --cudnn-benchmark --size "${W}x${H}" --style-size "${W}x${H}" --iters "$ITERS" 2>&1) || true
   log "### pytorch $S"$'\n'"$tj"
   pt=$(sed -n 's/.*"s_per_iter_median": \([0-9.eE+-]*\).*/\1/p' <<<"$tj")
   ptpeak=$(sed -n 's/.*"peak_bytes": \([0-9]*\).*/\1/p' <<<"$tj")
   f() { [ -n "$1" ] && awk "BEGIN { printf \"$2\", ($3) }" || echo "-"; }
-  rows+=("| $S x $S | $(f "$nst" %.4f "$nst") | $(f "$nst" %.1f "$mp / ${nst:-1}") | $(f "$nst" %.1f%% "$PEAK_TFLOPS > 0 ? 100 * $mp * 1.514 / ${nst:-1} / $PEAK_TFLOPS : 0") | $gbmp | $(f "$pt" %.4f "$pt") | $(f "$pt" %.1f "$mp / ${pt:-1}") | $(f "$ptpeak" %.3f "${ptpeak:-0} / 1e9 / $mp") | $(f "$nst$pt" **%.2fx** "${pt:-0} / ${nst:-1}") |")
+  rows+=("| $W x $H | $(f "$nst" %.4f "$nst") | $(f "$nst" %.1f "$mp / ${nst:-1}") | $(f "$nst" %.1f%% "$PEAK_TFLOPS > 0 ? 100 * $mp * 1.514 / ${nst:-1} / $PEAK_TFLOPS : 0") | $gbmp | $(f "$pt" %.4f "$pt") | $(f "$pt" %.1f "$mp / ${pt:-1}") | $(f "$ptpeak" %.3f "${ptpeak:-0} / 1e9 / $mp") | $([ -n "$nst" ] && [ -n "$pt" ] && f 1 **%.2fx** "$pt / $nst" || echo "-") |")
 done
 
 # ---- 4. the largest tile --------------------------------------------------------------------------
@@ -123,7 +132,7 @@ if [ "$FIND_MAX" = 1 ] && [ "$DEVICE" = cuda ]; then
     mid=$(( (lo + hi) / 2 / 256 * 256 ))
     if fits $mid; then lo=$mid; log "### nstbatch fits $mid"; else hi=$mid; log "### nstbatch does not fit $mid: $(grep -m1 'error\|warning' "$T/run.log")"; fi
   done
-  tj=$("$PY" "$ROOT/bench/torch_gatys.py" --random --device cuda $([ "$PRECISION" = bf16 ] && echo --bf16) --channels-last --cudnn-benchmark --find-max 2>&1) || true
+  tj=$($PY_ENV "$PY" "$ROOT/bench/torch_gatys.py" --random --device cuda $([ "$PRECISION" = bf16 ] && echo --bf16) --channels-last --cudnn-benchmark --find-max 2>&1) || true
   log "### pytorch find-max"$'\n'"$tj"
   ptmax=$(sed -n 's/.*"max_square": \([0-9]*\).*/\1/p' <<<"$tj")
   maxrow="nstbatch $lo x $lo px ($(awk -v s=$lo 'BEGIN { printf "%.1f", s * s / 1e6 }') MP) in one tile; PyTorch ${ptmax:-?} x ${ptmax:-?} px ($(awk -v s=${ptmax:-0} 'BEGIN { printf "%.1f", s * s / 1e6 }') MP)"
@@ -143,8 +152,8 @@ fi
   echo
   echo "Network: full-width VGG-19 to relu5_1, seeded random weights, on both sides; content relu4_2, style relu1_1..relu5_1, TV, Adam."
   echo "nstbatch: one tile of S x S (no halo), run.precision = $PRECISION. PyTorch: $([ "$PRECISION" = bf16 ] && echo "bf16 autocast" || echo fp32), channels_last, cudnn.benchmark."
-  echo "s/iter: median of $ITERS iterations after 2 warm-ups. MFU: 1.514 MFLOP/px/iteration (shared/PERFORMANCE.md) x MP-it/s over the peak."
-  echo "GB/MP: peak device bytes (nstbatch: its arena's peak use, run record; PyTorch: max_memory_allocated) over the tile's megapixels."
+  echo "s/iter: median of $ITERS iterations after 2 warm-ups. MFU: 1.514 MFLOP/px/iteration (docs/PERFORMANCE.md) x MP-it/s over the peak."
+  echo "GB/MP: peak device bytes (nstbatch: its arena's peak use, run record, and in brackets the layout's memory model for the tile, docs/PERFORMANCE.md; PyTorch: max_memory_allocated) over the tile's megapixels."
   echo
   echo "| tile | nstbatch s/iter | MP-it/s | MFU | GB/MP | PyTorch s/iter | MP-it/s | GB/MP | PyTorch / nstbatch |"
   echo "|---|---|---|---|---|---|---|---|---|"

@@ -21,6 +21,7 @@ suites=(
   "test_bf16_cli|tests/test_bf16.sh ./nstbatch $B/tests/image_diff"
   "test_gpu_render|tests/test_gpu_render.sh ./nstbatch $B/tests/image_diff"
   "test_gpu_standin|tests/test_gpu_standin.sh ./nstbatch $B/tests/image_diff"
+  "test_first_contact|tests/test_first_contact.sh"
   "test_bench|tests/test_bench.sh ./nstbatch $B/bench/conv_layers"
   "test_loss_grad|$B/tests/test_loss_grad"
   "test_images|$B/tests/test_images"

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# scripts/gpu-first-contact.sh: nstbatch's first contact with a GPU node, as one bounded command
+# that builds nothing and leaves behind what a one-shot fix needs (docs/GPUS.md).
+#
+#   OUT=DIR scripts/gpu-first-contact.sh          on a GPU node, from the unpacked `make gpu-bundle`
+#                                                 (or a checkout built there)
+#   OUT=DIR scripts/gpu-first-contact.sh --cpu    every step on the CPU at small sizes (its plumbing,
+#                                                 in make test: tests/test_first_contact.sh)
+#
+# Steps, in order, each under its own time cap and skipped when too little of the whole budget
+# (FIRST_CONTACT_SECONDS, 450 s) is left:
+#   env      the driver, the GPU, the libraries nstbatch and PyTorch load     -> env.txt
+#   selftest nstbatch --self-test on 1 rank, with --report                     -> selftest.txt
+#   renders  tests/test_gpu_render.sh: the first objective in fp32, tf32, bf16, fp16, unfused, on
+#            tiles, on 2 ranks sharing the GPU, tiles halved, 20 Adam steps     -> renders.txt
+#            (--cpu: with the CPU capped one instruction-set level down as the "GPU")
+#   ops      build/tests/test_backend_ops: every op against the CPU in fp32     -> ops.txt
+#   bench    bench/gpu_iteration.sh at 512x384 and 1024x768 against PyTorch on the same GPU
+#            (bf16 autocast, channels_last, cudnn.benchmark): s/iter, MFU, GB per MP against the
+#            model; its raw log, the table, the last run's record (with the device diagnostics)
+#                                                                               -> bench.txt, bench.md,
+#                                                                                  record.json
+# and OUT/summary.txt: one line a step (name, status, seconds, what), then the verdict. At most 8
+# files in OUT. Exit status 1 when a step failed or timed out, else 0 (skips are named, not failed).
+# Knobs: STEPS (a subset, e.g. "renders bench", for a second try), FIRST_CONTACT_SECONDS, PY (the
+# python3 that has PyTorch; --cpu: /usr/bin/python3).
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+MODE=gpu
+case "${1:-}" in --cpu) MODE=cpu ;; "") ;; *) echo "usage: OUT=DIR $0 [--cpu]" >&2; exit 2 ;; esac
+[ -n "${OUT:-}" ] || { echo "gpu-first-contact: set OUT to the folder for the results (OUT=DIR $0)" >&2; exit 2; }
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || { echo "gpu-first-contact: cannot make OUT=$OUT" >&2; exit 2; }
+BUDGET=${FIRST_CONTACT_SECONDS:-450}
+STEPS=${STEPS:-env selftest renders ops bench}
+START=$(date +%s.%N)
+cd "$ROOT" || exit 2
+# the bundle's environment: its Open MPI, its libraries, the node's CUDA libraries found
+ORIG_LD=${LD_LIBRARY_PATH:-}
+[ -f "$ROOT/env.sh" ] && . "$ROOT/env.sh" >"$OUT/.env-search.txt" 2>&1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent-}
+NST=$ROOT/nstbatch
+LEVEL=
+if [ "$MODE" = cpu ]; then
+  PY=${PY:-/usr/bin/python3}
+  if grep -qw avx512f /proc/cpuinfo; then LEVEL=AVX2; else LEVEL=SSE41; fi
+else
+  PY=${PY:-python3}
+fi
+failed=0
+printf '%-9s %-7s %8s  %s\n' step status seconds what >"$OUT/summary.txt"
+
+elapsed() { awk -v s="$START" -v n="$(date +%s.%N)" 'BEGIN { printf "%.0f", n - s }'; }
+# step NAME CAP MIN WHAT COMMAND...: COMMAND's output to OUT/NAME.txt under min(CAP, what is left)
+# seconds; skipped when fewer than MIN seconds are left or NAME is not in STEPS
+step() {
+  local name=$1 cap=$2 min=$3 what=$4; shift 4
+  local left=$((BUDGET - $(elapsed))) t0 st status
+  case " $STEPS " in *" $name "*) ;; *) printf '%-9s %-7s %8s  %s\n' "$name" SKIP 0 "not in STEPS" >>"$OUT/summary.txt"; return ;; esac
+  if [ "$left" -lt "$min" ]; then
+    printf '%-9s %-7s %8s  %s\n' "$name" SKIP 0 "too little time left (${left} s of ${BUDGET} s; needs ${min} s)" >>"$OUT/summary.txt"
+    return
+  fi
+  [ "$cap" -gt "$left" ] && cap=$left
+  t0=$(date +%s.%N)
+  timeout --kill-after=10 "$cap" bash -c '"$@"' step "$@" >"$OUT/$name.txt" 2>&1 # (the steps are exported functions)
+  st=$?
+  case $st in 0) status=ok ;; 124|137) status=TIMEOUT; failed=1; what="$what: stopped at its ${cap} s cap" ;; *) status=FAIL; failed=1; what="$what: exit $st" ;; esac
+  printf '%-9s %-7s %8.0f  %s\n' "$name" "$status" "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')" "$what" >>"$OUT/summary.txt"
+}
+
+env_step() {
+  echo "### date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), mode $MODE, host $(hostname), $(nproc) cores"
+  echo "### CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
+  echo "### kernel: $(uname -r)"
+  if [ "$MODE" = gpu ]; then
+    echo "### nvidia-smi"; nvidia-smi || echo "(nvidia-smi failed: $?)"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.max.sm,power.limit --format=csv || true
+  fi
+  echo "### nstbatch --version"; "$NST" --version
+  echo "### the bundle's search for the CUDA libraries (env.sh)"; cat "$OUT/.env-search.txt" 2>/dev/null || echo "(no env.sh: a checkout)"
+  echo "### libraries nstbatch resolves"; ldd "$NST" | grep -E 'cud|nccl|mpi|dnnl|hdf5|tiff|stdc|gomp|not found' || true
+  echo "### PyTorch ($PY)"
+  env LD_LIBRARY_PATH="$ORIG_LD" "$PY" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version(), "GPU", torch.cuda.is_available() and torch.cuda.get_device_name(0))' 2>&1 ||
+    echo "(no PyTorch in $PY)"
+  echo "### mpirun"; mpirun --version 2>&1 | head -n 1
+  [ "$MODE" = cpu ] || "$NST" --version | grep -q 'GPUs visible now: [1-9]' # the step fails where no GPU is usable
+}
+
+selftest_step() {
+  local dev=(); [ "$MODE" = cpu ] && dev=(--set run.device=cpu)
+  "$NST" --self-test "${dev[@]}" --report "$OUT/.selftest-report.txt"
+  local st=$?
+  echo; echo "### the report"; cat "$OUT/.selftest-report.txt" 2>/dev/null
+  return $st
+}
+
+renders_step() {
+  if [ "$MODE" = cpu ]; then STAND_IN=$LEVEL tests/test_gpu_render.sh "$NST" build/tests/image_diff
+  else tests/test_gpu_render.sh "$NST" build/tests/image_diff; fi
+}
+
+bench_step() {
+  local sizes="512x384 1024x768" iters=10 dev=cuda conv=1024
+  [ "$MODE" = cpu ] && sizes="96x64 128x96" iters=3 dev=cpu conv=64
+  SIZES=$sizes ITERS=$iters DEVICE=$dev FIND_MAX=0 CONV_TILE=$conv PY=$PY PY_ENV="env LD_LIBRARY_PATH=$ORIG_LD" \
+    KEEP_RECORD="$OUT/record.json" bench/gpu_iteration.sh "$OUT/.bench" || return
+  mv "$OUT/.bench/gpu_iteration.md" "$OUT/bench.md" # (its raw log is this step's output, bench.txt)
+}
+
+export -f env_step selftest_step renders_step bench_step
+export MODE NST OUT PY LEVEL ORIG_LD ROOT
+step env 60 10 "driver, GPU, libraries, PyTorch" env_step
+step selftest 150 30 "nstbatch --self-test on 1 rank" selftest_step
+step renders 200 60 "tests/test_gpu_render.sh$([ "$MODE" = cpu ] && echo " (STAND_IN=$LEVEL)")" renders_step
+step ops 150 30 "build/tests/test_backend_ops" build/tests/test_backend_ops
+step bench 240 60 "bench/gpu_iteration.sh against PyTorch" bench_step
+
+rm -rf "$OUT/.bench" "$OUT/.env-search.txt" "$OUT/.selftest-report.txt"
+{
+  echo
+  for f in selftest renders ops; do
+    [ -f "$OUT/$f.txt" ] && grep -E '^(self-test (passed|FAILED)|test_[a-z_]+: [0-9]+ passed)' "$OUT/$f.txt" | tail -n 1 | sed "s/^/$f: /"
+  done
+  [ -f "$OUT/bench.md" ] && grep -E '^\| [0-9]+ x [0-9]+ \|' "$OUT/bench.md" | sed 's/^/bench: /'
+  echo "total $(elapsed) s of a ${BUDGET} s budget, $MODE mode; $([ $failed = 0 ] && echo "no step failed" || echo "a step FAILED: send every file of $OUT")"
+} >>"$OUT/summary.txt"
+cat "$OUT/summary.txt"
+exit $failed
