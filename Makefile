@@ -12,6 +12,7 @@
 #   make fuzz       the libFuzzer targets (clang)
 #   make bench      the CPU benchmark against PyTorch: fp32 and bf16 (needs scripts/install-deps.sh --dev)
 #   make bench-avx2 the same with both programs capped at AVX2 (ONEDNN_MAX_CPU_ISA and its peers)
+#   make bench-auto run.precision = auto against fp32 and bf16 on this CPU (bench/results/auto_precision.md)
 #   make bench-bf16 what bf16 changes in a render: losses and images against fp32, a 1000-iteration bf16 render
 #   make bench-conv the convolution measurement behind the oneDNN choice
 #   make bench-gpu  one GPU: convolutions per layer, the iteration against PyTorch, memory, largest tile
@@ -122,7 +123,7 @@ TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.
 TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/draw_mask $(BUILD)/tools/make_test_clip $(BUILD)/tools/nstbatch-flicker $(BUILD)/tools/demo_figure $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run \
            $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 
-.PHONY: install install-viewer viewer viewer-if-online all demo demo-video demo-video-figure demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-avx2 bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-masks bench-io bench-dzi bench-video bench-batch bench-ckpt bench-dryrun weights deps test-deps check-deps clean demo-images
+.PHONY: install install-viewer viewer viewer-if-online all demo demo-video demo-video-figure demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-avx2 bench-auto bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-masks bench-io bench-dzi bench-video bench-batch bench-ckpt bench-dryrun weights deps test-deps check-deps clean demo-images
 all: check-deps nstbatch nstbatch-dzi nstbatch-view $(if $(NPM),viewer-if-online)
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
@@ -384,6 +385,10 @@ $(BUILD)/bench/checkpoint_format: bench/checkpoint_format.c $(LIB)
 
 # one GPU: per-layer convolutions, the whole iteration at tiles 1024..4096 against PyTorch, memory
 # per megapixel, the largest tile (bench/results/gpu_iteration.md; needs a GPU and PyTorch)
+# run.precision = auto against fp32 and bf16 on this CPU: a row per size in bench/results/auto_precision.md
+bench-auto: all demo-images
+	bench/auto_precision.sh
+
 bench-gpu: all demo-images $(BUILD)/bench/conv_layers
 	bench/gpu_iteration.sh
 $(BUILD)/bench/conv_layers: bench/conv_layers.c $(LIB)

@@ -125,7 +125,7 @@ NST_KEY(batch, summary, PATH, "", 0, 0, "", "write the batch's summary (every jo
 /* [run] */
 NST_KEY(run, seed, INT, "0", 0, NST_BIG, "", "seed of the noise initialisation")
 NST_KEY(run, device, ENUM, "auto", 0, 0, "auto|cpu|cuda", "compute backend: auto uses CUDA where a GPU is present and the CPU otherwise")
-NST_KEY(run, precision, ENUM, "auto", 0, 0, "auto|fp32|tf32|bf16|fp16", "activation storage and convolution math, fp32 accumulation throughout: bf16 (GPU and CPU) or fp16 (GPU) storage, fp32 storage with tf32 tensor-core math (GPU), or fp32; auto: bf16 on a GPU and on a CPU with native bf16 dot products (AVX512_BF16, AMX), fp32 on other CPUs; the first line of a run says which and why")
+NST_KEY(run, precision, ENUM, "auto", 0, 0, "auto|fp32|tf32|bf16|fp16", "activation storage and convolution math, fp32 accumulation throughout: bf16 (GPU and CPU) or fp16 (GPU) storage, fp32 storage with tf32 tensor-core math (GPU), or fp32; auto: bf16 on a GPU, and on a CPU where bf16 is the faster (AMX; AVX512_BF16 on AMD cores), fp32 on other CPUs; the first line of a run says which and why")
 NST_KEY(run, threads, INT, "0", 0, 4096, "", "CPU threads per rank; 0: this rank's share of the node's cores (at most the cores it is bound to)")
 NST_KEY(run, print_every, INT, "50", 0, 100000000, "", "print the loss terms every N iterations (0: first and last only)")
 NST_KEY(run, memory_gb, FLOAT, "0", 0, 1000000, "", "memory budget per rank for tiles, activations and optimiser state, in GiB; 0: 80% of the memory available, shared by the ranks of a node")

@@ -85,12 +85,10 @@ static nst_status open_device(const nst_backend_options *o, nst_backend **out)
     return NST_OK;
 }
 
-/* run.precision on the CPU: fp32 or bf16; auto takes bf16 where oneDNN has native bf16 dot
- * products (AVX512_BF16, AMX) and says why in choice. fp16 and tf32 are GPU precisions. */
+/* run.precision on the CPU: fp32 or bf16; auto by nst_cpu_auto_precision's rule, saying why in
+ * choice. fp16 and tf32 are GPU precisions. */
 static nst_status cpu_precision(nst_precision asked, nst_precision *out, char *choice, size_t n)
 {
-    char isa[32];
-    int native = nst_cpu_bf16_native(isa, sizeof isa);
     choice[0] = 0;
     if (asked == NST_PREC_FP16 || asked == NST_PREC_TF32)
         return nst_fail(NST_EINPUT, "run.precision = %s: a GPU precision, but this rank computes on the CPU; valid on the CPU: auto, "
@@ -100,11 +98,9 @@ static nst_status cpu_precision(nst_precision asked, nst_precision *out, char *c
         *out = asked;
         return NST_OK;
     }
-    *out = native ? NST_PREC_BF16 : NST_PREC_FP32;
-    if (native)
-        snprintf(choice, n, "precision auto: bf16, the CPU has native bf16 dot products (%s)", isa);
-    else
-        snprintf(choice, n, "precision auto: fp32, the CPU has no native bf16 dot products (%s)", isa);
+    nst_cpu_level lv;
+    nst_cpu_level_get(&lv);
+    *out = nst_cpu_auto_precision(&lv, choice, n);
     return NST_OK;
 }
 

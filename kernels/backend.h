@@ -152,6 +152,10 @@ struct nst_backend {
     int tiles_exact;
     char description[224];  /* "CPU, fp32, oneDNN 2.6.3 (AVX2: jit:avx2), 2 threads": the convolutions' implementations too */
     char choice[256];       /* why run.device = auto chose it ("" when named explicitly) */
+    /* What the bits of a result depend on besides the data and the precision, where tiles are
+     * exact (the CPU: its level, the convolutions' implementations, its own kernels' path): ranks
+     * that differ here would not give the one-tile render's bits. "" on a GPU. */
+    char arith[160];        /* "jit:avx512_core, jit:avx512_core_amx_bf16; own kernels AVX-512" */
     int threads;            /* CPU threads this process computes with */
     int cores_allowed;      /* cores in this process's affinity mask (mpirun may bind ranks) */
     int cores_online;

@@ -9,6 +9,7 @@
  * The loss itself agrees to about 1e-4.
  * SKIPs where the CPU has no bf16. */
 #include "../io/image.h"
+#include "../kernels/cpu/backend_cpu.h"
 #include "../nst/optim/objective.h"
 #include "../nst/model/random_vgg.h"
 #include "../util/mem.h"
@@ -130,8 +131,32 @@ static float *load(const char *path, int *w, int *h)
     return im.px;
 }
 
+/* run.precision = auto's rule on every kind of CPU, whatever this one is: bf16 on AMX and on an
+ * AMD core's AVX512_BF16, fp32 on an Intel core's AVX512_BF16 without AMX and below it */
+static void t_auto_rule(void)
+{
+    static const struct {
+        nst_cpu_level l;
+        nst_precision want;
+        const char *why;
+    } c[] = {
+        {{"AVX512_CORE_AMX", 1, 1, 0}, NST_PREC_BF16, "run on AMX"},
+        {{"AVX512_CORE_BF16", 1, 0, 1}, NST_PREC_BF16, "AMD core"},
+        {{"AVX512_CORE_BF16", 1, 0, 0}, NST_PREC_FP32, "without AMX are slower"},
+        {{"AVX512_CORE", 0, 0, 1}, NST_PREC_FP32, "no native bf16"},
+        {{"AVX2", 0, 0, 0}, NST_PREC_FP32, "no native bf16"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        char why[200];
+        nst_precision p = nst_cpu_auto_precision(&c[i].l, why, sizeof why);
+        CHECK(p == c[i].want && strstr(why, c[i].why) && strstr(why, c[i].l.name), "%s (amx %d, amd %d): %s, \"%s\"", c[i].l.name, c[i].l.amx,
+              c[i].l.amd, nst_precision_name(p), why);
+    }
+}
+
 int main(void)
 {
+    RUN(t_auto_rule);
     content = load("configs/demo/content.png", &W, &H);
     style = load("configs/demo/style.png", &SW, &SH);
     if (!content || !style) return printf("the demo's pictures are missing: make demo-images\n"), 1;

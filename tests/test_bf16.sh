@@ -39,17 +39,19 @@ nst() { run_nst b.ini "$@"; }
 
 # ---- the choice and the errors ---------------------------------------------------------------
 nst auto --set optim.iterations=0 --set output.path=auto.tif
-native=0
-if grep -q 'precision auto: bf16, the CPU has native bf16 dot products' "$T/auto.log"; then
-  native=1; ok "auto: bf16, and the first line says why ($(grep -o 'native bf16 dot products ([A-Z0-9_]*)' "$T/auto.log"))"
-elif grep -q 'precision auto: fp32, the CPU has no native bf16' "$T/auto.log"; then
-  ok "auto: fp32 on this CPU, and the first line says why"
-else bad "auto" "no reason given" "$(head -n 3 "$T/auto.log")"; fi
-# the level oneDNN reports under a cap is the lower of the cap and this CPU's own: the message names it
+# the rule (kernels/cpu/backend_cpu.c, nst_cpu_auto_precision): bf16 on AMX and on AMD cores with
+# AVX512_BF16, fp32 on other cores (AMX granted by Linux is assumed where the CPU lists it)
 flags=$(grep -m1 '^flags' /proc/cpuinfo)
 cpu_has() { for f in "$@"; do grep -qw "$f" <<<"$flags" || return 1; done; }
-if cpu_has avx512f avx512bw avx512vl avx512dq; then under512="AVX-512 without BF16"; elif cpu_has avx2; then under512=AVX2; else under512=pre-AVX2; fi
-if cpu_has avx2; then under2=AVX2; else under2=pre-AVX2; fi
+native=0 want="precision auto: fp32, the CPU has no native bf16 dot products"
+if cpu_has amx_bf16 amx_tile; then native=1 want="precision auto: bf16, the convolutions run on AMX"
+elif cpu_has avx512_bf16 && grep -qm1 'AuthenticAMD' /proc/cpuinfo; then native=1 want="precision auto: bf16, this AMD core's bf16 dot products run at twice its fp32 rate"
+elif cpu_has avx512_bf16; then want="precision auto: fp32, this core's bf16 dot products without AMX are slower than its fp32"; fi
+if grep -q "$want" "$T/auto.log"; then ok "auto: ${want#precision auto: }, as the first line says"
+else bad "auto" "expected '$want'" "$(head -n 3 "$T/auto.log")"; fi
+# the level oneDNN reports under a cap is the lower of the cap and this CPU's own: the message names it
+if cpu_has avx512f avx512bw avx512vl avx512dq; then under512=AVX512_CORE; elif cpu_has avx2; then under512=AVX2; else under512=SSE41; fi
+if cpu_has avx2; then under2=AVX2; else under2=SSE41; fi
 ONEDNN_MAX_CPU_ISA=AVX512_CORE nst hidden --set optim.iterations=0 --set output.path=hidden.tif
 grep -q "backend: CPU, fp32.*precision auto: fp32, the CPU has no native bf16 dot products ($under512)" "$T/hidden.log" &&
   ok "auto: fp32 where oneDNN may not use bf16 dot products (ONEDNN_MAX_CPU_ISA=AVX512_CORE)" || bad "auto without bf16" "" "$(head -n 2 "$T/hidden.log")"
@@ -63,14 +65,24 @@ one_error avx2 2 "run.precision = bf16 on this CPU ($under2): oneDNN has no bf16
   ok "run.precision = bf16 without a bf16 convolution ($under2): exit 2, one line" || bad "bf16 on AVX2" "exit $rc" "$(cat "$T/avx2.log")"
 
 # ---- ranks that would compute differently ----------------------------------------------------
-if [ $native -eq 1 ]; then
+# auto resolving differently (bf16 here, fp32 under the cap), or, where auto is fp32 on both, the
+# same precision at two levels: either way one line, exit 2, nothing written
+if cpu_has avx2 && cpu_has avx512f; then
   out=$(cd "$T" && timeout 120 mpirun --oversubscribe -np 1 "$NST" b.ini --set output.path=mixed.tif : \
         -np 1 env ONEDNN_MAX_CPU_ISA=AVX2 "$NST" b.ini --set output.path=mixed.tif 2>&1); rc=$?
+  if [ $native -eq 1 ]; then why='the ranks resolved run.precision = auto differently (fp32 on some, bf16 on others: their CPUs differ)'
+  else why="the ranks' CPUs compute at different instruction-set levels.*rank 1 on .*, AVX2 (jit:avx2; own kernels AVX2).*set ONEDNN_MAX_CPU_ISA"; fi
+  if [ $rc -eq 2 ] && [ "$(grep -c '^nstbatch: error:' <<<"$out")" -eq 1 ] && [ ! -e "$T/mixed.tif" ] && grep -q "$why" <<<"$out"; then
+    ok "two ranks at two levels ($([ $native -eq 1 ] && echo "auto: bf16 and fp32" || echo "fp32 on AVX-512 and AVX2")): exit 2, one line, no output"
+  else bad "mixed levels" "exit $rc" "$out"; fi
+  # one precision pinned: the levels still differ, and the line names each rank's node and level
+  out=$(cd "$T" && timeout 120 mpirun --oversubscribe -np 1 "$NST" b.ini --set output.path=mixed.tif --set run.precision=fp32 : \
+        -np 1 env ONEDNN_MAX_CPU_ISA=AVX2 "$NST" b.ini --set output.path=mixed.tif --set run.precision=fp32 2>&1); rc=$?
   if [ $rc -eq 2 ] && [ "$(grep -c '^nstbatch: error:' <<<"$out")" -eq 1 ] && [ ! -e "$T/mixed.tif" ] &&
-     grep -q 'the ranks resolved run.precision = auto differently (fp32 on some, bf16 on others: their CPUs differ)' <<<"$out"; then
-    ok "two ranks resolving auto to bf16 and fp32: exit 2, one line, no output"
-  else bad "mixed precisions" "exit $rc" "$out"; fi
-else skip "mixed precisions: this CPU has no bf16 to mix"; fi
+     grep -q "at different instruction-set levels.*rank 0 on $(hostname).*rank 1 on $(hostname), AVX2" <<<"$out"; then
+    ok "fp32 on two levels: exit 2, one line naming the nodes and levels"
+  else bad "fp32 on two levels" "exit $rc" "$out"; fi
+else skip "mixed levels: this CPU has no AVX-512 level above AVX2 to mix"; fi
 
 # ---- numerics ------------------------------------------------------------------------------------
 if [ $native -eq 0 ]; then

@@ -6,8 +6,9 @@
 # oneDNN and nstbatch's own kernels take their paths from the CPU, capped by ONEDNN_MAX_CPU_ISA
 # (kernels/cpu/isa_cpu.c). The rest of the suite runs at the machine's own level; this runs the
 # checks that could break with another path at each lower level the CPU has (SSE41, AVX2,
-# AVX512_CORE; AVX512_CORE_BF16 where AMX is above it), so a machine with AVX-512 also guards the
-# AVX2 machines many clusters run, and an AVX2 machine guards SSE4.1:
+# AVX512_CORE; AVX512_CORE_BF16 where AMX is above it: bf16 on AVX512_BF16's convolutions instead
+# of AMX's), so a machine with AVX-512 also guards the AVX2 machines many clusters run, an AVX2
+# machine guards SSE4.1, and an AMX machine its own level in the rest of the suite:
 # - test_ops: the ops against naive loops, the own kernels' paths giving the same bits;
 # - test_backend_ops: the tiling's contracts (conv windows of every width and height, the Gram
 #   backward's rows) in fp32, and bf16 against fp32 where the level has bf16;
@@ -89,10 +90,12 @@ for isa in "${below[@]}"; do
       same "$p, 2 ranks, 48 px tiles" "one_${isa}_$p" "tiles_${isa}_$p"
     else bad "$isa: $p renders" "exit status" "$(tail -n 5 "$T/one_${isa}_$p.log" "$T/tiles_${isa}_$p.log")"; fi
   done
-  if render "threads_$isa" 1 --set tiling.tile_size=192 --set run.threads=2; then
+  # fp32 pinned where fp32 is compared: auto is bf16 at some levels (AVX512_CORE_BF16 on AMD, AMX)
+  if render "threads_$isa" 1 --set tiling.tile_size=192 --set run.threads=2 --set run.precision=fp32; then
     same "fp32, one tile on 2 threads" "one_${isa}_fp32" "threads_$isa"
   else bad "$isa: 2 threads" "exit status" "$(tail -n 5 "$T/threads_$isa.log")"; fi
-  if render "mone_$isa" 1 --set tiling.tile_size=192 "${MASKS[@]}" && render "mtiles_$isa" 2 --set tiling.tile_size=48 "${MASKS[@]}"; then
+  if render "mone_$isa" 1 --set tiling.tile_size=192 --set run.precision=fp32 "${MASKS[@]}" &&
+     render "mtiles_$isa" 2 --set tiling.tile_size=48 --set run.precision=fp32 "${MASKS[@]}"; then
     same "fp32 with style masks, 2 ranks, 48 px tiles" "mone_$isa" "mtiles_$isa"
   else bad "$isa: masked renders" "exit status" "$(tail -n 5 "$T/mone_$isa.log" "$T/mtiles_$isa.log")"; fi
 done

@@ -217,16 +217,45 @@ static void cpu_destroy(nst_backend *be)
     nst_free(be);
 }
 
-int nst_cpu_bf16_native(char *isa, size_t n)
+void nst_cpu_level_get(nst_cpu_level *l)
 {
-    dnnl_cpu_isa_t i = dnnl_get_effective_cpu_isa();
-    const char *name = (i & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx ? "AMX"
-                       : (i & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16 ? "AVX512_BF16"
-                       : (i & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core ? "AVX-512 without BF16"
-                       : (i & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2 ? "AVX2"
-                       : "pre-AVX2";
-    if (isa) snprintf(isa, n, "%s", name);
-    return (i & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+    const dnnl_cpu_isa_t i = dnnl_get_effective_cpu_isa();
+#define HAS(x) ((i & (x)) == (x))
+    snprintf(l->name, sizeof l->name, "%s",
+             HAS(dnnl_cpu_isa_avx512_core_amx)    ? "AVX512_CORE_AMX"
+             : HAS(dnnl_cpu_isa_avx512_core_bf16) ? "AVX512_CORE_BF16"
+             : HAS(dnnl_cpu_isa_avx512_core_vnni) ? "AVX512_CORE_VNNI"
+             : HAS(dnnl_cpu_isa_avx512_core)      ? "AVX512_CORE"
+             : HAS(dnnl_cpu_isa_avx2)             ? "AVX2"
+             : HAS(dnnl_cpu_isa_avx)              ? "AVX"
+                                                  : "SSE41");
+    l->bf16_native = HAS(dnnl_cpu_isa_avx512_core_bf16);
+    l->amx = HAS(dnnl_cpu_isa_avx512_core_amx);
+#undef HAS
+    l->amd = __builtin_cpu_is("amd");
+}
+
+nst_precision nst_cpu_auto_precision(const nst_cpu_level *l, char *why, size_t cap)
+{
+    /* bf16 where its convolutions are the faster ones (bench/results/auto_precision.md): on AMX
+     * (oneDNN's direct AMX convolution: about 6x its AVX512_BF16 one); on AMD cores with
+     * AVX512_BF16 (Zen 4, Zen 5), whose VDPBF16PS issues at the rate of their fp32 FMAs with two
+     * products each (measured 2.0x fp32). Not on Intel cores with AVX512_BF16 but no AMX tiles
+     * (Cooper Lake; Sapphire and Emerald Rapids where Linux withholds AMX), whose VDPBF16PS goes
+     * to one port where fp32 FMAs take two (measured 0.60x fp32 on Emerald Rapids). */
+    if (l->amx) {
+        snprintf(why, cap, "precision auto: bf16, the convolutions run on AMX (%s)", l->name);
+        return NST_PREC_BF16;
+    }
+    if (l->bf16_native && l->amd) {
+        snprintf(why, cap, "precision auto: bf16, this AMD core's bf16 dot products run at twice its fp32 rate (%s)", l->name);
+        return NST_PREC_BF16;
+    }
+    if (l->bf16_native)
+        snprintf(why, cap, "precision auto: fp32, this core's bf16 dot products without AMX are slower than its fp32 (%s)", l->name);
+    else
+        snprintf(why, cap, "precision auto: fp32, the CPU has no native bf16 dot products (%s)", l->name);
+    return NST_PREC_FP32;
 }
 
 nst_status nst_cpu_backend_open(int threads, nst_precision precision, nst_backend **out)
@@ -257,8 +286,8 @@ nst_status nst_cpu_backend_open(int threads, nst_precision precision, nst_backen
         cpu_destroy(be);
         return cpu_dnnl_fail(st, "dnnl_engine_create", __FILE__, __LINE__);
     }
-    char isa[32];
-    int native = nst_cpu_bf16_native(isa, sizeof isa);
+    nst_cpu_level lv;
+    nst_cpu_level_get(&lv);
     /* the CPU ops apply no feature scale: the shared policy (kernels/precision.h) must give 1 */
     if (nst_feature_scale(be->act_dtype) != 1.f) {
         cpu_destroy(be);
@@ -270,7 +299,7 @@ nst_status nst_cpu_backend_open(int threads, nst_precision precision, nst_backen
             cpu_destroy(be);
             nst_fail_clear(); /* oneDNN's "unimplemented", replaced by what the user can do */
             return nst_fail(NST_EINPUT, "run.precision = bf16 on this CPU (%s): oneDNN has no bf16 convolution for it; valid here: "
-                                        "auto, fp32", isa);
+                                        "auto, fp32", lv.name);
         }
     }
     char convs[112];
@@ -285,8 +314,10 @@ nst_status nst_cpu_backend_open(int threads, nst_precision precision, nst_backen
     be->cores_allowed = sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : be->cores_online;
     be->threads = impl->threads;
     snprintf(be->description, sizeof be->description, "CPU, %s, oneDNN %d.%d.%d (%s: %s), %d thread%s",
-             precision == NST_PREC_FP32 ? "fp32" : native ? "bf16 (fp32 accumulation)" : "bf16 (emulated: slower than fp32)",
-             v->major, v->minor, v->patch, isa, convs, impl->threads, impl->threads == 1 ? "" : "s");
+             precision == NST_PREC_FP32 ? "fp32" : lv.bf16_native ? "bf16 (fp32 accumulation)" : "bf16 (emulated: slower than fp32)",
+             v->major, v->minor, v->patch, lv.name, convs, impl->threads, impl->threads == 1 ? "" : "s");
+    /* what a result's bits depend on besides the data and the precision: ranks must agree on it */
+    snprintf(be->arith, sizeof be->arith, "%.110s; own kernels %s", convs, cpu_isa_level_name(cpu_kernels_isa()));
     *out = be;
     return NST_OK;
 }

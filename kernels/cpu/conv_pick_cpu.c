@@ -24,10 +24,18 @@
  * bf16 (the reading, with oneDNN's sources, is in docs/DESIGN.md). Not listed: brgconv, oneDNN's
  * first choice on AVX-512, which sizes its blocks of input channels and kernel rows by a cost model
  * of the output's width and height and sums each block from zero before adding it (windows of
- * its 512 -> 512 layer differ from the whole: the harness's sweep, check_contracts.c); x64:gemm:jit, whose GEMM picks
- * its kernels and splits the sum by the number of positions; Winograd; AMX (not verified). */
+ * its 512 -> 512 layer differ from the whole: the harness's sweep, check_contracts.c), on AMX too;
+ * x64:gemm:jit, whose GEMM picks its kernels and splits the sum by the number of positions; Winograd.
+ * jit:avx512_core_amx_bf16 (oneDNN 2.6's direct AMX convolution, jit_avx512_core_amx_conv_kernel.cpp)
+ * sums each output in one chain of TDPBF16PS from zero: blocks of 32 input channels in ascending
+ * order (nb_ic_blocking = 1: never split across calls), within each the kernel rows then columns;
+ * for few input channels (conv1_1's 3 padded) the "reduced lowering" folds (kernel column,
+ * channel) into one reduction of the same fixed order. Both choices (is_relo, kw_per_tile) are
+ * made from the channel counts and the kernel size alone, the input is copied into a zero-padded
+ * buffer (the image's padding adds zeros), and the width and height only block the outputs. */
 static const char *const ALLOWED[] = {
     "jit:avx512_core",           /* fp32, AVX-512 */
+    "jit:avx512_core_amx_bf16",  /* bf16, AMX tiles (granted by Linux: arch_prctl) */
     "jit_bf16:avx512_core_bf16", /* bf16, native AVX512_BF16 */
     "jit_bf16:avx512_core",      /* bf16, emulated on AVX-512 without BF16 */
     "jit:avx2",                  /* fp32, AVX2 */

@@ -1,9 +1,11 @@
 /* nst/run/device.c: binding, backend and Gram-sum path of a rank (see device.h). */
 #include "device.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "../../kernels/cpu/backend_cpu.h"
 #include "../../kernels/cuda/cuda.h"
 #include "../../mpi/comm.h"
 #include "../../util/mem.h"
@@ -11,11 +13,61 @@
 /* Every rank must compute with the same backend kind and precision: one Gram sum of mixed
  * precisions would be neither, and tiles would not match. run.device = auto or run.precision =
  * auto can resolve differently on different nodes (a GPU missing, a CPU without bf16). */
+/* FNV-1a of a string, exact in a double (32 bits) */
+static double text_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return (double)h;
+}
+
+#define ARITH_CHARS 200
+
+/* Ranks whose CPU arithmetic differs (another instruction-set level, another convolution
+ * implementation: AMX on some nodes, AVX512_BF16 on others) would not give the one-tile render's
+ * bits: one line naming each kind of node and its ranks, on every rank's word. */
+static nst_status agree_level(const nst_backend *be)
+{
+    const int R = nst_comm_size(), me = nst_comm_rank();
+    double mine = text_hash(be->arith), lo, hi, sum;
+    NST_TRY(nst_comm_agree(nst_comm_stats(&mine, &lo, &hi, &sum, 1)));
+    if (lo == hi) return NST_OK;
+    char *all = nst_calloc((size_t)R * ARITH_CHARS, "the ranks' arithmetic");
+    nst_status s = nst_comm_agree(all ? NST_OK : NST_ENOMEM);
+    if (s == NST_OK) {
+        nst_cpu_level lv;
+        nst_cpu_level_get(&lv);
+        snprintf(all + (size_t)me * ARITH_CHARS, ARITH_CHARS, "%.40s, %s (%.120s)", nst_comm_host(), lv.name, be->arith);
+        s = nst_comm_agree(nst_comm_merge_bytes(all, (size_t)R * ARITH_CHARS));
+    }
+    if (s == NST_OK && me == 0) {
+        char msg[1024] = "";
+        size_t len = 0;
+        for (int r = 0; r < R && len < sizeof msg; r++) { /* each kind once, with its first and last rank */
+            const char *k = all + (size_t)r * ARITH_CHARS;
+            int first = 1, last = r;
+            for (int q = 0; q < r && first; q++) first = strcmp(all + (size_t)q * ARITH_CHARS, k) != 0;
+            if (!first) continue;
+            for (int q = r + 1; q < R; q++)
+                if (strcmp(all + (size_t)q * ARITH_CHARS, k) == 0) last = q;
+            char who[32];
+            if (last > r) snprintf(who, sizeof who, "ranks %d-%d", r, last);
+            else snprintf(who, sizeof who, "rank %d", r);
+            len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%s on %s", len ? "; " : "", who, k);
+        }
+        nst_fail(NST_EINPUT, "the ranks' CPUs compute at different instruction-set levels, so tiles would not give the one-tile render's "
+                             "bits: %s; set ONEDNN_MAX_CPU_ISA to the lowest of these levels for every rank, or run on one kind of node",
+                 msg);
+    }
+    nst_free(all);
+    return nst_comm_agree(s == NST_OK ? (me == 0 ? NST_EINPUT : NST_OK) : s);
+}
+
 static nst_status agree_arithmetic(const nst_config *cfg, const nst_backend *be)
 {
     double mine[2] = {be->gpu_stream ? 1 : 0, (double)be->precision}, lo[2], hi[2], sum[2];
     NST_TRY(nst_comm_agree(nst_comm_stats(mine, lo, hi, sum, 2)));
-    if (lo[0] == hi[0] && lo[1] == hi[1]) return NST_OK;
+    if (lo[0] == hi[0] && lo[1] == hi[1]) return be->gpu_stream ? NST_OK : agree_level(be);
     if (nst_comm_rank() == 0) {
         if (lo[0] != hi[0])
             nst_fail(NST_EINPUT, "some ranks have a GPU and some do not (run.device = %s resolves per node): set run.device = cpu, or "
