@@ -29,8 +29,9 @@
 #   make viewer     npm ci in viewer/: OpenSeadragon for the Deep Zoom viewer page (make all does it where npm is)
 #   make clean
 #
-# Knobs: NO_CUDA=1 (skip the CUDA side even where nvcc exists), CUDA_HOME, NVCC_GENCODE,
-# BUILD=build, V=1 (show commands), CFLAGS_EXTRA.
+# Knobs: NO_CUDA=1 (skip the CUDA side even where nvcc exists), NO_FFMPEG=1, NO_OPENCV=1 (build as if
+# FFmpeg's or OpenCV's libraries were absent), CUDA_HOME, NVCC_GENCODE, BUILD=build, V=1 (show
+# commands), CFLAGS_EXTRA.
 
 BUILD       ?= build
 CUDA_HOME   ?= /usr/local/cuda
@@ -66,10 +67,10 @@ CUDNN_OK  := $(shell test -f $(CUDA_HOME)/include/cudnn.h -o -f /usr/include/cud
 CUBLAS_OK := $(shell test -f $(CUDA_HOME)/include/cublas_v2.h && echo yes)
 NCCL_OK   := $(shell test -f $(CUDA_HOME)/include/nccl.h -o -f /usr/include/nccl.h && echo yes)
 # OpenCV's video module (DIS optical flow, flow/dis.cpp): optional, Debian's libopencv-video-dev
-OPENCV_OK := $(shell test -f /usr/include/opencv4/opencv2/video/tracking.hpp && echo yes)
+OPENCV_OK := $(if $(NO_OPENCV),,$(shell test -f /usr/include/opencv4/opencv2/video/tracking.hpp && echo yes))
 # FFmpeg's libraries (video files in and out, io/video_read.c, io/video_write.c): Debian's libav*-dev
 FFMPEG_PC  := libavformat libavcodec libswscale libavutil
-FFMPEG_OK  := $(shell pkg-config --exists $(FFMPEG_PC) 2>/dev/null && echo yes)
+FFMPEG_OK  := $(if $(NO_FFMPEG),,$(shell pkg-config --exists $(FFMPEG_PC) 2>/dev/null && echo yes))
 FFMPEG_VER := $(if $(FFMPEG_OK),$(shell pkg-config --modversion $(FFMPEG_PC) | paste -sd/ -))
 NPM       := $(shell command -v npm 2>/dev/null)
 
@@ -102,6 +103,7 @@ OPENCV_OBJ := flow/dis.cpp
 endif
 
 # without FFmpeg, io/video_none.c refuses video files (image sequences still work)
+VIDEO_FFMPEG := io/video_read.c io/video_write.c
 ifeq ($(FFMPEG_OK),yes)
 FFMPEG_CFLAGS := $(shell pkg-config --cflags $(FFMPEG_PC))
 FFMPEG_LIBS   := $(shell pkg-config --libs $(FFMPEG_PC))
@@ -109,13 +111,16 @@ ALLCFLAGS += -DNST_HAVE_FFMPEG $(FFMPEG_CFLAGS)
 LDLIBS    += $(FFMPEG_LIBS)
 VIDEO_SKIP := io/video_none.c
 else
-VIDEO_SKIP := io/video_read.c io/video_write.c
+VIDEO_SKIP := $(VIDEO_FFMPEG)
 endif
 
-ALLCFLAGS += -DNST_BUILD_FLAGS='"$(FLAVOUR) build: $(CC) $(CFLAGS)"'
+BUILD_FLAGS_DEF := -DNST_BUILD_FLAGS='"$(FLAVOUR) build: $(CC) $(CFLAGS)"'
+ALLCFLAGS += $(BUILD_FLAGS_DEF)
 
-LIB_SRC := $(sort $(filter-out $(VIDEO_SKIP),$(wildcard util/*.c tiler/*.c io/*.c flow/*.c video/*.c kernels/*.c kernels/cpu/*.c kernels/check/*.c nst/*/*.c mpi/*.c)))
-LIB_SRC += $(sort $(filter-out viewer/view_main.c,$(wildcard viewer/*.c)))  # the viewer page; nstbatch-view's server
+# lib_src(SKIP): the library's C sources, less SKIP; the viewer page and nstbatch-view's server among them
+lib_src = $(sort $(filter-out $(1),$(wildcard util/*.c tiler/*.c io/*.c flow/*.c video/*.c kernels/*.c kernels/cpu/*.c kernels/check/*.c nst/*/*.c mpi/*.c))) \
+          $(sort $(filter-out viewer/view_main.c,$(wildcard viewer/*.c)))
+LIB_SRC := $(call lib_src,$(VIDEO_SKIP))
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(patsubst %,$(BUILD)/obj/%.o,$(basename $(CUDA_OBJ) $(OPENCV_OBJ)))
 LIB     := $(BUILD)/libnst.a
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))  # test_gram_tiled runs under mpirun
@@ -143,8 +148,8 @@ check-deps:
 	@echo "  $(call ok,$(CUDNN_OK)) cuDNN       $(if $(CUDNN_OK),found (for the CUDA backend),not found (optional))"
 	@echo "  $(call ok,$(CUBLAS_OK)) cuBLAS      $(if $(CUBLAS_OK),found (for the CUDA backend),not found (optional))"
 	@echo "  $(call ok,$(NCCL_OK)) NCCL        $(if $(NCCL_OK),found (for the Gram allreduce on GPUs),not found (optional))"
-	@echo "  $(call ok,$(OPENCV_OK)) OpenCV      $(if $(OPENCV_OK),video module found (DIS optical flow),not found (optional: libopencv-video-dev, for optical flow))"
-	@echo "  $(call ok,$(FFMPEG_OK)) FFmpeg      $(if $(FFMPEG_OK),libavformat/libavcodec/libswscale/libavutil $(FFMPEG_VER): video files,not found (optional: video files; libavformat-dev libavcodec-dev libswscale-dev libavutil-dev))"
+	@echo "  $(call ok,$(OPENCV_OK)) OpenCV      $(if $(OPENCV_OK),video module found (DIS optical flow),$(if $(NO_OPENCV),disabled by NO_OPENCV=1,not found) (optional: libopencv-video-dev, for optical flow))"
+	@echo "  $(call ok,$(FFMPEG_OK)) FFmpeg      $(if $(FFMPEG_OK),libavformat/libavcodec/libswscale/libavutil $(FFMPEG_VER): video files,$(if $(NO_FFMPEG),disabled by NO_FFMPEG=1,not found) (optional: video files; libavformat-dev libavcodec-dev libswscale-dev libavutil-dev))"
 	@echo "  $(call ok,$(NPM)) npm         $(if $(NPM),found (make viewer: OpenSeadragon for the viewer page),not found (optional: the Deep Zoom viewer page needs it once, make viewer))"
 	@test -n "$(MPICC)" -a -n "$(HDF5_PAR)" -a -n "$(TIFF_VER)" -a -n "$(PNG_VER)" -a -n "$(JPEG_VER)" -a -n "$(DNNL_OK)" || \
 	  { echo "nstbatch: missing required dependencies: run scripts/install-deps.sh (or make deps)" >&2; exit 1; }
