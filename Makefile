@@ -291,7 +291,7 @@ $(BUILD)/fuzz/fuzz_image $(BUILD)/fuzz/fuzz_tiff: $(BUILD)/fuzz/%: tests/fuzz/%.
 test: test-deps
 	@$(MAKE) --no-print-directory -j$$(nproc) test-run
 
-test-run: all asan fuzz $(TESTS) $(TOOLS) demo-images $(BUILD)/bench/conv_layers
+test-run: all asan fuzz $(TESTS) $(TOOLS) demo-images $(BUILD)/bench/conv_layers gpu-bundle
 	@tests/run.sh $(BUILD)
 
 # ---- the GPU bundle (docs/GPUS.md, "The bundle") ---------------------------------------------

@@ -19,6 +19,7 @@ suites=(
   "test_selftest|tests/test_selftest.sh ./nstbatch $B/asan/nstbatch"
   "test_bf16_cli|tests/test_bf16.sh ./nstbatch $B/tests/image_diff"
   "test_gpu_render|tests/test_gpu_render.sh ./nstbatch $B/tests/image_diff"
+  "test_gpu_bundle|tests/test_gpu_bundle.sh $B/gpu-bundle"
   "test_bench|tests/test_bench.sh ./nstbatch $B/bench/conv_layers"
   "test_loss_grad|$B/tests/test_loss_grad"
   "test_images|$B/tests/test_images"
