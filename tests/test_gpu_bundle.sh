@@ -3,10 +3,10 @@
 # size; unpacked into an empty folder and set up by env.sh in a clean environment, every library of
 # every bundled program and plugin resolved inside the bundle, to glibc or to the CUDA folders
 # env.sh found; nothing of glibc, the driver or CUDA inside; 2 ranks of a CPU render through the
-# bundled mpirun (and one without mpirun) with the system's Open MPI, PMIx, hwloc, HDF5, oneDNN,
-# libtiff and every other library the bundle carries hidden (a mount namespace, where unshare -m
-# works) and ssh too; ompi_info relocated into the bundle; env.sh on a fake PyTorch venv layout,
-# and a missing library reported in one line.
+# bundled mpirun, to PNG and to parallel HDF5, and one rank without mpirun, with the system's Open
+# MPI, PMIx, hwloc, HDF5, oneDNN, libtiff, every other library the bundle carries and ssh hidden (a
+# mount namespace, where unshare -m works); ompi_info relocated into the bundle; env.sh on a fake
+# PyTorch venv layout, and a missing library reported in one line.
 #
 #   tests/test_gpu_bundle.sh BUNDLE      (the .tar.gz, or the folder holding exactly one)
 . "$(dirname "$0")/lib.sh" test_gpu_bundle
@@ -109,6 +109,7 @@ else bad "nothing of glibc, the driver or CUDA inside" "found" "$inside"; fi
 RENDER='--set run.device=cpu --set output.width=96 --set output.height=64 --set optim.iterations=2 --set model.random_width_divisor=8'
 RUNS="$BOOT"' cd "$U";
   mpirun --oversubscribe -np 2 ./nstbatch configs/demo.ini '"$RENDER"' --set tiling.tile_size=48 --set output.path="$U/../r2.png" >"$U/../r2.log" 2>&1 || echo "mpirun: $?" >>"$U/../r2.log";
+  mpirun --oversubscribe -np 2 ./nstbatch configs/demo.ini '"$RENDER"' --set tiling.tile_size=48 --set output.path="$U/../r2.h5" >"$U/../h5.log" 2>&1 || echo "mpirun: $?" >>"$U/../h5.log";
   ./nstbatch configs/demo.ini '"$RENDER"' --set output.path="$U/../r1.png" >"$U/../r1.log" 2>&1 || echo "singleton: $?" >>"$U/../r1.log";
   ompi_info --parsable --path all >"$U/../oi.log" 2>&1; ompi_info >>"$U/../oi.log" 2>&1 || true'
 # hide.sh EMPTY BUNDLE CMD...: bind-mounts empty folders and files over the system's Open MPI and
@@ -148,11 +149,18 @@ else
   skip "hiding the system's Open MPI, HDF5, oneDNN, libtiff: unshare -m does not work here (${err##*: })"
   in_bundle bash -c "$RUNS" >"$T/hide.log" 2>&1
 fi
-png_ok() { [ -s "$1" ] && [ "$(head -c 8 "$1" | od -An -c | tr -d ' ')" = '211PNG\r\n032\n' ]; }
+# magic FILE SIGNATURE: FILE starts with SIGNATURE (its first 8 bytes as od -c writes them)
+magic() { [ -s "$1" ] && [ "$(head -c 8 "$1" | od -An -c | tr -d ' ')" = "$2" ]; }
+png_ok() { magic "$1" '211PNG\r\n032\n'; }
 if png_ok "$T/u/r2.png" && grep -q '2 ranks' "$T/u/r2.log" && grep -q 'wrote .*r2.png (96x64' "$T/u/r2.log"; then
   ok "the bundled mpirun ran 2 ranks of a CPU render on 48 px tiles, wrote the 96x64 PNG ($where)"
 else
   bad "2 ranks through the bundled mpirun" "no output ($where)" "$(cat "$T/u/r2.log" "$T/hide.log" 2>/dev/null)"
+fi
+if magic "$T/u/r2.h5" '211HDF\r\n032\n' && grep -q 'wrote .*r2.h5 (96x64' "$T/u/h5.log"; then
+  ok "the same 2 ranks wrote a parallel HDF5 output (MPI-IO through the bundled plugins)"
+else
+  bad "2 ranks writing HDF5 through the bundle" "no output" "$(cat "$T/u/h5.log" 2>/dev/null)"
 fi
 if png_ok "$T/u/r1.png" && grep -q 'wrote .*r1.png (96x64' "$T/u/r1.log"; then
   ok "a render without mpirun (MPI singleton) wrote its PNG ($where)"

@@ -60,7 +60,8 @@ _nst_openmpi() {
          PMIX_PKGLIBDIR="$_nst_p/lib/pmix" PMIX_DATAROOTDIR="$_nst_p/share" PMIX_DATADIR="$_nst_p/share" \
          PMIX_PKGDATADIR="$_nst_p/share/pmix" PMIX_SYSCONFDIR="$_nst_p/etc"
   export PMIX_MCA_mca_base_component_path="$_nst_p/lib/pmix"
-  # no ssh on the node (one node: mpirun starts the ranks itself); root allowed; no CMA/XPMEM
+  # no ssh on the node: with an empty agent Open MPI takes its one-node launcher (plm isolated);
+  # root allowed; no CMA/XPMEM between ranks (often refused in containers)
   export OMPI_MCA_plm_rsh_agent= OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
          OMPI_MCA_btl_vader_single_copy_mechanism=none
   # the bundled hwloc loads no plugins of the node's hwloc (the folder is empty)
