@@ -6,7 +6,8 @@
 # bundled mpirun, to PNG and to parallel HDF5, and one rank without mpirun, with the system's Open
 # MPI, PMIx, hwloc, HDF5, oneDNN, libtiff, every other library the bundle carries and ssh hidden (a
 # mount namespace, where unshare -m works); ompi_info relocated into the bundle; env.sh on a fake
-# PyTorch venv layout, and a missing library reported in one line.
+# PyTorch venv layout (through NSTBATCH_CUDA_SEARCH, and by its own search with the CUDA folders
+# hidden), and a missing library reported in one line.
 #
 #   tests/test_gpu_bundle.sh BUNDLE      (the .tar.gz, or the folder holding exactly one)
 . "$(dirname "$0")/lib.sh" test_gpu_bundle
@@ -134,7 +135,9 @@ for n in $(ls "$U/runtime/lib") 'libmpi*.so*' 'libopen-pal*.so*' 'libopen-rte*.s
 done
 exec "$@"
 EOF
+unshare_ok=""
 if err=$(unshare -m true 2>&1); then
+  unshare_ok=yes
   where="the system's Open MPI, PMIx, hwloc, HDF5, oneDNN, libtiff and every library the bundle carries hidden, and ssh"
   unshare -m bash "$T/hide.sh" "$T/empty" "$U" env -i PATH=/usr/bin:/bin HOME="$HOME" U="$U" bash -c "$RUNS" >"$T/hide.log" 2>&1
   hidden=$(grep -c '^hidden' "$T/hide.log")
@@ -212,6 +215,32 @@ if [ -n "$left_out" ] && [ "$(grep -c "MISSING" <<<"$(grep "^env.sh: $left_out: 
   ok "a missing library: one line ($(grep "^env.sh: $left_out: " <<<"$fake" | cut -c1-90)...), NSTBATCH_BUNDLE_MISSING=$left_out, the shell goes on"
 else
   bad "a missing library reported" "${left_out:-no library to leave out}" "$fake"
+fi
+# the same without NSTBATCH_CUDA_SEARCH, as on a node: the CUDA folders hidden, the venv in /opt
+# (a tmpfs there), linked to this machine's libraries through a folder the hiding leaves visible
+if [ -n "$unshare_ok" ] && [ ${#placed[@]} -gt 0 ]; then
+  cat >"$T/node.sh" <<'EOF'
+set -eu
+E=$1; shift
+mkdir -p "$E/real" "$E/d"
+mount --bind "$(readlink -f "$REAL")" "$E/real"
+for d in /usr/local/cuda /usr/local/cuda-*; do r=$(readlink -f "$d") && [ -d "$r" ] && mount --bind "$E/d" "$r"; done
+mount -t tmpfs tmpfs /opt
+for p in $PLACED; do mkdir -p "/opt/${p#*:}" && ln -s "$E/real/${p%%:*}" "/opt/${p#*:}/${p%%:*}"; done
+exec "$@"
+EOF
+  real=$(sed -n "s|^env.sh: ${placed[0]%%:*}: \(/.*\)|\1|p" <<<"$envlog")
+  node=$(REAL=$real PLACED="${placed[*]//$T\/node\/opt\//}" unshare -m bash "$T/node.sh" "$T/nodeempty" env -i PATH=/usr/bin:/bin HOME="$HOME" U="$U" \
+         bash -c "$BOOT"' cat "$U/../env.log"; echo "MISSING=$NSTBATCH_BUNDLE_MISSING"' 2>&1)
+  node_bad=""
+  for p in "${placed[@]}"; do d=${p#*:}; grep -qxF "env.sh: ${p%%:*}: ${d#"$T/node"}" <<<"$node" || node_bad="$node_bad ${p%%:*}"; done
+  if [ -z "$node_bad" ] && grep -qxF "MISSING=$left_out" <<<"$node"; then
+    ok "env.sh's own search, no CUDA folder and PyTorch's venv in /opt (mount namespace): ${#placed[@]} found in the wheels, $left_out missing"
+  else
+    bad "env.sh's own search on a node's layout" "not found where placed:${node_bad:- (none)}" "$node"
+  fi
+else
+  skip "env.sh's own search on a node's layout: needs unshare -m"
 fi
 py=$(in_bundle LD_LIBRARY_PATH=/before bash -c "$BOOT"' runtime/host-python3 -c "import os; print(os.environ.get(\"LD_LIBRARY_PATH\"))"' 2>&1)
 if [ "$py" = /before ]; then ok "runtime/host-python3 runs python3 with the library path from before env.sh"

@@ -103,6 +103,7 @@ _nst_find_cuda() {
   for _nst_round in 1 2; do
     [ -n "$(_nst_missing "$_nst_want" "$_nst_found")" ] || break
     for _nst_r in $(_nst_cuda_roots $_nst_round); do
+      case "$_nst_roots " in *" $_nst_r "*) continue ;; esac
       _nst_roots="$_nst_roots $_nst_r"
       _nst_search "$_nst_r"
     done
