@@ -28,10 +28,13 @@
 #   make weights    download the Keras VGG-19 weights into models/ (checks the MD5)
 #   make install PREFIX=DIR  nstbatch and its tools in DIR/bin, the manual page, the Slurm templates, the docs
 #   make viewer     npm ci in viewer/: OpenSeadragon for the Deep Zoom viewer page (make all does it where npm is)
+#   make gpu-bundle  build/gpu-bundle/nstbatch-gpu-VERSION.tar.gz: nstbatch, its GPU tests and benchmark with
+#                   their libraries and Open MPI, for a GPU node without them (docs/GPUS.md); prints its path last
 #   make clean
 #
-# Knobs: NO_CUDA=1 (skip the CUDA side even where nvcc exists), CUDA_HOME, NVCC_GENCODE,
-# BUILD=build, V=1 (show commands), CFLAGS_EXTRA.
+# Knobs: NO_CUDA=1 (skip the CUDA side even where nvcc exists), NO_FFMPEG=1, NO_OPENCV=1 (build as if
+# FFmpeg's or OpenCV's libraries were absent), CUDA_HOME, NVCC_GENCODE, BUILD=build, V=1 (show
+# commands), CFLAGS_EXTRA.
 
 BUILD       ?= build
 CUDA_HOME   ?= /usr/local/cuda
@@ -67,10 +70,10 @@ CUDNN_OK  := $(shell test -f $(CUDA_HOME)/include/cudnn.h -o -f /usr/include/cud
 CUBLAS_OK := $(shell test -f $(CUDA_HOME)/include/cublas_v2.h && echo yes)
 NCCL_OK   := $(shell test -f $(CUDA_HOME)/include/nccl.h -o -f /usr/include/nccl.h && echo yes)
 # OpenCV's video module (DIS optical flow, flow/dis.cpp): optional, Debian's libopencv-video-dev
-OPENCV_OK := $(shell test -f /usr/include/opencv4/opencv2/video/tracking.hpp && echo yes)
+OPENCV_OK := $(if $(NO_OPENCV),,$(shell test -f /usr/include/opencv4/opencv2/video/tracking.hpp && echo yes))
 # FFmpeg's libraries (video files in and out, io/video_read.c, io/video_write.c): Debian's libav*-dev
 FFMPEG_PC  := libavformat libavcodec libswscale libavutil
-FFMPEG_OK  := $(shell pkg-config --exists $(FFMPEG_PC) 2>/dev/null && echo yes)
+FFMPEG_OK  := $(if $(NO_FFMPEG),,$(shell pkg-config --exists $(FFMPEG_PC) 2>/dev/null && echo yes))
 FFMPEG_VER := $(if $(FFMPEG_OK),$(shell pkg-config --modversion $(FFMPEG_PC) | paste -sd/ -))
 NPM       := $(shell command -v npm 2>/dev/null)
 
@@ -95,6 +98,9 @@ else
 CUDA_OBJ := kernels/cuda/cuda_none.c
 FLAVOUR  := cpu
 endif
+# the flags and libraries without FFmpeg's and OpenCV's (the gpu-bundle's lean programs)
+CORE_CFLAGS := $(ALLCFLAGS)
+CORE_LDLIBS := $(LDLIBS)
 
 ifeq ($(OPENCV_OK),yes)
 ALLCFLAGS += -DNST_HAVE_OPENCV
@@ -103,6 +109,7 @@ OPENCV_OBJ := flow/dis.cpp
 endif
 
 # without FFmpeg, io/video_none.c refuses video files (image sequences still work)
+VIDEO_FFMPEG := io/video_read.c io/video_write.c
 ifeq ($(FFMPEG_OK),yes)
 FFMPEG_CFLAGS := $(shell pkg-config --cflags $(FFMPEG_PC))
 FFMPEG_LIBS   := $(shell pkg-config --libs $(FFMPEG_PC))
@@ -110,20 +117,23 @@ ALLCFLAGS += -DNST_HAVE_FFMPEG $(FFMPEG_CFLAGS)
 LDLIBS    += $(FFMPEG_LIBS)
 VIDEO_SKIP := io/video_none.c
 else
-VIDEO_SKIP := io/video_read.c io/video_write.c
+VIDEO_SKIP := $(VIDEO_FFMPEG)
 endif
 
-ALLCFLAGS += -DNST_BUILD_FLAGS='"$(FLAVOUR) build: $(CC) $(CFLAGS)"'
+BUILD_FLAGS_DEF := -DNST_BUILD_FLAGS='"$(FLAVOUR) build: $(CC) $(CFLAGS)"'
+ALLCFLAGS += $(BUILD_FLAGS_DEF)
 
-LIB_SRC := $(sort $(filter-out $(VIDEO_SKIP),$(wildcard util/*.c tiler/*.c io/*.c flow/*.c video/*.c kernels/*.c kernels/cpu/*.c kernels/check/*.c nst/*/*.c mpi/*.c)))
-LIB_SRC += $(sort $(filter-out viewer/view_main.c,$(wildcard viewer/*.c)))  # the viewer page; nstbatch-view's server
+# lib_src(SKIP): the library's C sources, less SKIP; the viewer page and nstbatch-view's server among them
+lib_src = $(sort $(filter-out $(1),$(wildcard util/*.c tiler/*.c io/*.c flow/*.c video/*.c kernels/*.c kernels/cpu/*.c kernels/check/*.c nst/*/*.c mpi/*.c))) \
+          $(sort $(filter-out viewer/view_main.c,$(wildcard viewer/*.c)))
+LIB_SRC := $(call lib_src,$(VIDEO_SKIP))
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(patsubst %,$(BUILD)/obj/%.o,$(basename $(CUDA_OBJ) $(OPENCV_OBJ)))
 LIB     := $(BUILD)/libnst.a
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))  # test_gram_tiled runs under mpirun
 TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/draw_mask $(BUILD)/tools/make_test_clip $(BUILD)/tools/nstbatch-flicker $(BUILD)/tools/demo_figure $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run \
            $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 
-.PHONY: install install-viewer viewer viewer-if-online all demo demo-video demo-video-figure demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-avx2 bench-auto bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-masks bench-io bench-dzi bench-video bench-batch bench-ckpt bench-dryrun weights deps test-deps check-deps clean demo-images
+.PHONY: install install-viewer viewer viewer-if-online all demo demo-video demo-video-figure demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-avx2 bench-auto bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-masks bench-io bench-dzi bench-video bench-batch bench-ckpt bench-dryrun weights deps test-deps check-deps clean demo-images gpu-bundle gpu-bundle-lean
 all: check-deps nstbatch nstbatch-dzi nstbatch-view $(if $(NPM),viewer-if-online)
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
@@ -144,8 +154,8 @@ check-deps:
 	@echo "  $(call ok,$(CUDNN_OK)) cuDNN       $(if $(CUDNN_OK),found (for the CUDA backend),not found (optional))"
 	@echo "  $(call ok,$(CUBLAS_OK)) cuBLAS      $(if $(CUBLAS_OK),found (for the CUDA backend),not found (optional))"
 	@echo "  $(call ok,$(NCCL_OK)) NCCL        $(if $(NCCL_OK),found (for the Gram allreduce on GPUs),not found (optional))"
-	@echo "  $(call ok,$(OPENCV_OK)) OpenCV      $(if $(OPENCV_OK),video module found (DIS optical flow),not found (optional: libopencv-video-dev, for optical flow))"
-	@echo "  $(call ok,$(FFMPEG_OK)) FFmpeg      $(if $(FFMPEG_OK),libavformat/libavcodec/libswscale/libavutil $(FFMPEG_VER): video files,not found (optional: video files; libavformat-dev libavcodec-dev libswscale-dev libavutil-dev))"
+	@echo "  $(call ok,$(OPENCV_OK)) OpenCV      $(if $(OPENCV_OK),video module found (DIS optical flow),$(if $(NO_OPENCV),disabled by NO_OPENCV=1,not found) (optional: libopencv-video-dev, for optical flow))"
+	@echo "  $(call ok,$(FFMPEG_OK)) FFmpeg      $(if $(FFMPEG_OK),libavformat/libavcodec/libswscale/libavutil $(FFMPEG_VER): video files,$(if $(NO_FFMPEG),disabled by NO_FFMPEG=1,not found) (optional: video files; libavformat-dev libavcodec-dev libswscale-dev libavutil-dev))"
 	@echo "  $(call ok,$(NPM)) npm         $(if $(NPM),found (make viewer: OpenSeadragon for the viewer page),not found (optional: the Deep Zoom viewer page needs it once, make viewer))"
 	@test -n "$(MPICC)" -a -n "$(HDF5_PAR)" -a -n "$(TIFF_VER)" -a -n "$(PNG_VER)" -a -n "$(JPEG_VER)" -a -n "$(DNNL_OK)" || \
 	  { echo "nstbatch: missing required dependencies: run scripts/install-deps.sh (or make deps)" >&2; exit 1; }
@@ -287,8 +297,82 @@ $(BUILD)/fuzz/fuzz_image $(BUILD)/fuzz/fuzz_tiff: $(BUILD)/fuzz/%: tests/fuzz/%.
 test: test-deps
 	@$(MAKE) --no-print-directory -j$$(nproc) test-run
 
-test-run: all asan fuzz $(TESTS) $(TOOLS) demo-images $(BUILD)/bench/conv_layers
+test-run: all asan fuzz $(TESTS) $(TOOLS) demo-images $(BUILD)/bench/conv_layers gpu-bundle
 	@tests/run.sh $(BUILD)
+
+# ---- the GPU bundle (docs/GPUS.md, "The bundle") ---------------------------------------------
+# nstbatch, test_backend_ops, image_diff and conv_layers as NO_FFMPEG=1 NO_OPENCV=1 would build them
+# (the GPU nodes have neither library), linked from this build's objects: only the sources those
+# switches change are compiled again, into build/gpu-bundle/obj. Which ones is derived in a second
+# make (gpu-bundle-lean), once this build's objects and .d files exist: the C sources the switches
+# add (io/video_none.c), those with a preprocessor line naming NST_HAVE_FFMPEG or NST_HAVE_OPENCV or
+# including FFmpeg's or OpenCV's headers (flow/dis_none.c), and those whose .d lists a project header
+# that does (none today). .cu and .cpp objects never see the switches' -D flags (their rules do not
+# pass ALLCFLAGS); the FFmpeg and OpenCV sources themselves are left out. Then
+# scripts/make-gpu-bundle.sh gathers the programs, their libraries and Open MPI into the tarball,
+# again when one of its inputs in the checkout changes (after a system upgrade: rm the tarball).
+BUNDLE_DIR := $(BUILD)/gpu-bundle
+BUNDLE_TAR := $(BUNDLE_DIR)/nstbatch-gpu-$(VERSION).tar.gz
+gpu-bundle: check-deps $(LIB) $(BUILD)/obj/main.o demo-images
+	@$(MAKE) --no-print-directory gpu-bundle-lean
+
+ifneq ($(filter gpu-bundle-lean,$(MAKECMDGOALS)),)
+comma := ,
+KNOB_RE    := ^[[:space:]]*\#([[:space:]]*include[[:space:]]*[<"](libav|libsw|libpostproc|opencv)|.*NST_HAVE_(FFMPEG|OPENCV))
+KNOB_FILES := $(shell grep -lE '$(KNOB_RE)' $(wildcard *.c */*.[ch] */*/*.[ch] */*.cpp */*/*.cu))
+KNOB_H     := $(notdir $(filter %.h,$(KNOB_FILES)))
+MAIN_SRC   := $(LIB_SRC) $(CUDA_OBJ) $(OPENCV_OBJ) main.c
+LEAN_SRC   := $(call lib_src,$(VIDEO_FFMPEG)) $(CUDA_OBJ) main.c
+# the .d files of this build's objects that list a knob header (matched by file name: at worst
+# one compile too many)
+LEAN_VIA_H := $(if $(KNOB_H),$(shell grep -lF $(addprefix -e ,$(KNOB_H)) /dev/null \
+                $(patsubst %,$(BUILD)/obj/%.d,$(basename $(filter $(MAIN_SRC),$(LEAN_SRC))))))
+LEAN_OWN   := $(sort $(filter-out $(MAIN_SRC),$(LEAN_SRC)) $(filter $(KNOB_FILES),$(LEAN_SRC)) \
+                $(foreach f,$(LEAN_SRC),$(if $(filter $(BUILD)/obj/$(basename $(f)).d,$(LEAN_VIA_H)),$(f))))
+$(if $(filter-out %.c,$(LEAN_OWN)),$(error gpu-bundle: $(filter-out %.c,$(LEAN_OWN)) would need compiling without FFmpeg/OpenCV: add a rule for it))
+lean_obj    = $(if $(filter $(1),$(LEAN_OWN)),$(BUNDLE_DIR)/obj/$(basename $(1)).o,$(BUILD)/obj/$(basename $(1)).o)
+LEAN_OBJ   := $(foreach f,$(filter-out main.c,$(LEAN_SRC)),$(call lean_obj,$(f)))
+LEAN_MAIN  := $(call lean_obj,main.c)
+LEAN_CFLAGS := $(CORE_CFLAGS) $(BUILD_FLAGS_DEF)
+# no run path: the bundle's env.sh finds the CUDA libraries, wherever the node has them
+LEAN_LDLIBS := $(filter-out -Wl$(comma)-rpath$(comma)%,$(CORE_LDLIBS))
+LEAN_STAMP := $(BUNDLE_DIR)/flavour-$(shell echo '$(CC) $(LEAN_CFLAGS)' | cksum | cut -d' ' -f1)
+LEAN_PROGS := $(addprefix $(BUNDLE_DIR)/bin/,nstbatch test_backend_ops image_diff conv_layers)
+BUNDLE_IN  := $(wildcard scripts/*.sh scripts/gpu-bundle/* configs/demo/*.png) tests/test_gpu_render.sh tests/lib.sh \
+              bench/gpu_iteration.sh bench/torch_gatys.py configs/demo.ini
+-include $(patsubst %.c,$(BUNDLE_DIR)/obj/%.d,$(LEAN_OWN))
+
+$(LEAN_STAMP):
+	@mkdir -p $(BUNDLE_DIR) && rm -f $(BUNDLE_DIR)/flavour-* && touch $@
+
+$(BUNDLE_DIR)/obj/%.o: %.c $(LEAN_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC    $< (gpu-bundle: no FFmpeg, no OpenCV)")
+	$(Q)$(CC) $(LEAN_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUNDLE_DIR)/libnst.a: $(LEAN_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUNDLE_DIR)/bin/nstbatch: $(LEAN_MAIN) $(BUNDLE_DIR)/libnst.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD    $@")
+	$(Q)$(CC) $(CFLAGS) -fopenmp -o $@ $^ $(LEAN_LDLIBS)
+
+$(BUNDLE_DIR)/bin/test_backend_ops: tests/test_backend_ops.c tests/test.h tests/naive.h $(BUNDLE_DIR)/libnst.a
+$(BUNDLE_DIR)/bin/image_diff: tests/image_diff.c $(BUNDLE_DIR)/libnst.a
+$(BUNDLE_DIR)/bin/conv_layers: bench/conv_layers.c $(BUNDLE_DIR)/libnst.a
+$(filter-out %/nstbatch,$(LEAN_PROGS)):
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD    $@")
+	$(Q)$(CC) $(LEAN_CFLAGS) -o $@ $(firstword $(filter %.c,$^)) $(BUNDLE_DIR)/libnst.a $(LEAN_LDLIBS)
+
+$(BUNDLE_TAR): $(LEAN_PROGS) $(BUNDLE_IN)
+	@echo "gpu-bundle: compiled again without FFmpeg and OpenCV: $(LEAN_OWN); the rest from $(BUILD)/obj"
+	$(Q)scripts/make-gpu-bundle.sh $(BUNDLE_DIR) $(VERSION)
+
+gpu-bundle-lean: $(BUNDLE_TAR)
+	@echo "$(BUNDLE_TAR)"
+endif
 
 # ---- the demo ---------------------------------------------------------------------------------
 DEMO_IMAGES := configs/demo/content.png configs/demo/style.png configs/demo/style2.png

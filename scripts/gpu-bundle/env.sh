@@ -1,0 +1,158 @@
+# env.sh: the environment of an unpacked nstbatch GPU bundle (@VERSION@). Source it from bash or sh
+# (not run it):
+#
+#   . ./env.sh           (from the bundle's folder; bash may source it from anywhere)
+#
+# It puts the bundle's Open MPI and nstbatch first on PATH, its libraries first on LD_LIBRARY_PATH,
+# relocates Open MPI and PMIx to the bundle (OPAL_* and PMIX_* variables), and finds this machine's
+# CUDA libraries (the names in runtime/cuda-libs.txt), wherever they are: CUDA_HOME, /usr/local/cuda*,
+# the system's library folders, the site-packages of python3 and of /opt/*/.venv and
+# /usr/local/lib/python3* (PyTorch's nvidia-* wheels), then /opt, searched to a depth of 12 and for at
+# most NSTBATCH_CUDA_FIND_SECONDS (20) a folder. NSTBATCH_CUDA_SEARCH="DIR ..." replaces those
+# places. One line per library says where it was found or that it is MISSING;
+# NSTBATCH_BUNDLE_MISSING holds the missing names (empty when all were found). Sourcing never exits
+# the calling shell, with or without set -e. Sourcing it again starts from the saved originals.
+#
+# Python and PyTorch must not run with this LD_LIBRARY_PATH (the bundle's libstdc++, zlib, ... come
+# first): runtime/host-python3 runs python3 with the original one (NSTBATCH_ORIG_LD_LIBRARY_PATH), e.g.
+# PY=$NSTBATCH_BUNDLE/runtime/host-python3 bench/gpu_iteration.sh, or: env -u LD_LIBRARY_PATH python3 ...
+
+# the bundle's folder: this file's (bash), else the current folder
+if [ -n "${BASH_SOURCE:-}" ]; then
+  NSTBATCH_BUNDLE=$(cd "$(dirname "${BASH_SOURCE}")" && pwd)
+else
+  NSTBATCH_BUNDLE=$(pwd)
+fi
+
+_nst_env_main() {
+  _nst_b=$NSTBATCH_BUNDLE
+  if [ ! -f "$_nst_b/runtime/cuda-libs.txt" ]; then
+    echo "env.sh: $_nst_b is not an unpacked nstbatch bundle (no runtime/cuda-libs.txt): cd into the bundle's folder and source ./env.sh again" >&2
+    unset NSTBATCH_BUNDLE
+    return 1
+  fi
+  # the originals, once: sourcing again starts from them
+  [ -n "${NSTBATCH_ORIG_PATH+set}" ] || NSTBATCH_ORIG_PATH=${PATH:-/usr/bin:/bin}
+  [ -n "${NSTBATCH_ORIG_LD_LIBRARY_PATH+set}" ] || NSTBATCH_ORIG_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
+  export NSTBATCH_BUNDLE NSTBATCH_ORIG_PATH NSTBATCH_ORIG_LD_LIBRARY_PATH
+  _nst_openmpi "$_nst_b/runtime"
+  _nst_find_cuda "$_nst_b/runtime/cuda-libs.txt"
+  PATH=$_nst_b/runtime/openmpi/bin:$_nst_b:$NSTBATCH_ORIG_PATH
+  LD_LIBRARY_PATH=$_nst_b/runtime/lib${NSTBATCH_CUDA_DIRS:+:$NSTBATCH_CUDA_DIRS}${NSTBATCH_ORIG_LD_LIBRARY_PATH:+:$NSTBATCH_ORIG_LD_LIBRARY_PATH}
+  export PATH LD_LIBRARY_PATH
+  if [ -n "$NSTBATCH_BUNDLE_MISSING" ]; then
+    echo "env.sh: MISSING $NSTBATCH_BUNDLE_MISSING: nstbatch and its tests need them (the lines above say where to look)"
+  else
+    echo "env.sh: nstbatch bundle @VERSION@ ready in $_nst_b (python3 for PyTorch: runtime/host-python3)"
+  fi
+}
+
+# Open MPI 4.1 and PMIx 4 relocated into the bundle: their install-directory variables, read by
+# their "env" installdirs components, override the paths compiled into them
+_nst_openmpi() {
+  _nst_o=$1/openmpi
+  export OPAL_PREFIX="$_nst_o" OPAL_EXEC_PREFIX="$_nst_o" OPAL_BINDIR="$_nst_o/bin" OPAL_LIBEXECDIR="$_nst_o/bin" \
+         OPAL_LIBDIR="$1/lib" OPAL_PKGLIBDIR="$_nst_o/lib/openmpi" OPAL_DATAROOTDIR="$_nst_o/share" \
+         OPAL_DATADIR="$_nst_o/share" OPAL_PKGDATADIR="$_nst_o/share/openmpi" OPAL_SYSCONFDIR="$_nst_o/etc"
+  export OMPI_MCA_mca_base_component_path="$_nst_o/lib/openmpi"
+  _nst_p=$1/pmix
+  export PMIX_PREFIX="$_nst_p" PMIX_EXEC_PREFIX="$_nst_p" PMIX_BINDIR="$_nst_p/bin" PMIX_LIBDIR="$1/lib" \
+         PMIX_PKGLIBDIR="$_nst_p/lib/pmix" PMIX_DATAROOTDIR="$_nst_p/share" PMIX_DATADIR="$_nst_p/share" \
+         PMIX_PKGDATADIR="$_nst_p/share/pmix" PMIX_SYSCONFDIR="$_nst_p/etc"
+  export PMIX_MCA_mca_base_component_path="$_nst_p/lib/pmix"
+  # no ssh on the node: with an empty agent Open MPI takes its one-node launcher (plm isolated);
+  # root allowed; no CMA/XPMEM between ranks (often refused in containers)
+  export OMPI_MCA_plm_rsh_agent= OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+         OMPI_MCA_btl_vader_single_copy_mechanism=none
+  # the bundled hwloc loads no plugins of the node's hwloc (the folder is empty)
+  export HWLOC_PLUGINS_PATH="$1/hwloc"
+}
+
+# the places to search, in order, in two rounds (the second, which asks python3, only when the
+# first leaves something missing); NSTBATCH_CUDA_SEARCH replaces both
+_nst_cuda_roots() {
+  if [ -n "${NSTBATCH_CUDA_SEARCH:-}" ]; then
+    [ "$1" = 1 ] && echo "$NSTBATCH_CUDA_SEARCH"
+    return 0
+  fi
+  if [ "$1" = 1 ]; then
+    [ -n "${CUDA_HOME:-}" ] && echo "$CUDA_HOME/lib64 $CUDA_HOME/lib $CUDA_HOME/targets"
+    for _nst_d in /usr/local/cuda /usr/local/cuda-*; do [ -d "$_nst_d" ] && echo "$_nst_d/lib64 $_nst_d/targets"; done
+    echo /usr/lib/x86_64-linux-gnu /usr/lib64
+    return 0
+  fi
+  # python3's site-packages (PyTorch's nvidia-* wheels), asked without this bundle's libraries
+  if command -v python3 >/dev/null 2>&1; then
+    env LD_LIBRARY_PATH="$NSTBATCH_ORIG_LD_LIBRARY_PATH" $_nst_to python3 -c \
+      'import site; print(" ".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null || true
+  fi
+  for _nst_d in /opt/*/.venv/lib/python3*/site-packages /opt/*/lib/python3*/site-packages /usr/local/lib/python3*/dist-packages \
+                /usr/local/lib/python3*/site-packages /usr/lib/python3/dist-packages; do
+    [ -d "$_nst_d" ] && echo "$_nst_d"
+  done
+  echo /opt
+}
+
+# _nst_find_cuda LIST: each name of LIST found once; NSTBATCH_CUDA_DIRS, NSTBATCH_BUNDLE_MISSING
+_nst_find_cuda() {
+  _nst_to=""
+  command -v timeout >/dev/null 2>&1 && _nst_to="timeout ${NSTBATCH_CUDA_FIND_SECONDS:-20}"
+  _nst_want=$(grep -v '^#' "$1" | tr '\n' ' ')
+  _nst_found=""   # lines "NAME DIR"
+  _nst_roots=""
+  for _nst_round in 1 2; do
+    [ -n "$(_nst_missing "$_nst_want" "$_nst_found")" ] || break
+    for _nst_r in $(_nst_cuda_roots $_nst_round); do
+      case "$_nst_roots " in *" $_nst_r "*) continue ;; esac
+      _nst_roots="$_nst_roots $_nst_r"
+      _nst_search "$_nst_r"
+    done
+  done
+  NSTBATCH_CUDA_DIRS="" NSTBATCH_BUNDLE_MISSING=""
+  for _nst_n in $_nst_want; do
+    _nst_dir=$(printf '%s' "$_nst_found" | awk -v n="$_nst_n" '$1 == n { print $2; exit }')
+    if [ -n "$_nst_dir" ]; then
+      echo "env.sh: $_nst_n: $_nst_dir"
+      case ":$NSTBATCH_CUDA_DIRS:" in *":$_nst_dir:"*) ;; *) NSTBATCH_CUDA_DIRS=$NSTBATCH_CUDA_DIRS${NSTBATCH_CUDA_DIRS:+:}$_nst_dir ;; esac
+    else
+      echo "env.sh: $_nst_n: MISSING (not under$_nst_roots): install it (CUDA 13's package, or PyTorch's nvidia-* wheels) or set NSTBATCH_CUDA_SEARCH=\"DIR ...\" to where it is, then source env.sh again"
+      NSTBATCH_BUNDLE_MISSING=$NSTBATCH_BUNDLE_MISSING${NSTBATCH_BUNDLE_MISSING:+ }$_nst_n
+    fi
+  done
+  export NSTBATCH_CUDA_DIRS NSTBATCH_BUNDLE_MISSING
+}
+
+# _nst_search ROOT: the names still missing, looked for under ROOT (one find, bounded in depth and
+# time; the link-time stubs are never the library; ROOT itself may be a link) into _nst_found
+_nst_search() {
+  [ -d "$1" ] || return 0
+  _nst_left=$(_nst_missing "$_nst_want" "$_nst_found")
+  [ -n "$_nst_left" ] || return 0
+  _nst_expr=""
+  for _nst_n in $_nst_left; do _nst_expr="$_nst_expr${_nst_expr:+ -o }-name $_nst_n"; done
+  _nst_hits=$( { $_nst_to find -H "$1" -maxdepth 12 -path '*/stubs' -prune -o \( $_nst_expr \) -print 2>/dev/null || \
+                 [ $? -ne 124 ] || echo TIMEOUT; } | sort)
+  for _nst_h in $_nst_hits; do
+    if [ "$_nst_h" = TIMEOUT ]; then
+      echo "env.sh: note: the search of $1 stopped after ${NSTBATCH_CUDA_FIND_SECONDS:-20} s (NSTBATCH_CUDA_FIND_SECONDS)"
+      continue
+    fi
+    _nst_n=${_nst_h##*/}
+    case " $(_nst_missing "$_nst_want" "$_nst_found") " in *" $_nst_n "*)
+      _nst_found="$_nst_found$_nst_n ${_nst_h%/*}
+" ;; esac
+  done
+}
+
+# _nst_missing WANT FOUND: the names of WANT that FOUND's lines do not have yet
+_nst_missing() {
+  for _nst_m in $1; do
+    case "
+$2" in *"
+$_nst_m "*) ;; *) printf '%s ' "$_nst_m" ;; esac
+  done
+}
+
+_nst_env_main || true
+unset -f _nst_env_main _nst_openmpi _nst_cuda_roots _nst_find_cuda _nst_search _nst_missing
+unset _nst_b _nst_o _nst_p _nst_d _nst_want _nst_roots _nst_to _nst_found _nst_round _nst_r _nst_left _nst_expr _nst_n _nst_hits _nst_h _nst_dir _nst_m

@@ -1,0 +1,248 @@
+#!/usr/bin/env bash
+# tests/test_gpu_bundle.sh: the GPU bundle (make gpu-bundle) used as a GPU node would use it: its
+# size; unpacked into an empty folder and set up by env.sh in a clean environment, every library of
+# every bundled program and plugin resolved inside the bundle, to glibc or to the CUDA folders
+# env.sh found; nothing of glibc, the driver or CUDA inside; 2 ranks of a CPU render through the
+# bundled mpirun, to PNG and to parallel HDF5, and one rank without mpirun, with the system's Open
+# MPI, PMIx, hwloc, HDF5, oneDNN, libtiff, every other library the bundle carries and ssh hidden (a
+# mount namespace, where unshare -m works); ompi_info relocated into the bundle; env.sh on a fake
+# PyTorch venv layout (through NSTBATCH_CUDA_SEARCH, and by its own search with the CUDA folders
+# hidden), and a missing library reported in one line.
+#
+#   tests/test_gpu_bundle.sh BUNDLE      (the .tar.gz, or the folder holding exactly one)
+. "$(dirname "$0")/lib.sh" test_gpu_bundle
+LIMIT=$((48 * 1048576))
+arg=${1:-}
+if [ -d "$arg" ]; then
+  mapfile -t tars < <(ls "$arg"/nstbatch-gpu-*.tar.* 2>/dev/null)
+  [ ${#tars[@]} -eq 1 ] || { bad "the bundle" "${#tars[@]} nstbatch-gpu-*.tar.* in $arg, expected one: run make gpu-bundle"; finish; exit 1; }
+  arg=${tars[0]}
+fi
+[ -f "$arg" ] || { echo "usage: tests/test_gpu_bundle.sh BUNDLE.tar.gz|DIR (make gpu-bundle makes it)" >&2; bad "the bundle" "no file $arg"; finish; exit 1; }
+TAR=$(readlink -f "$arg")
+
+# ---- the tarball ----------------------------------------------------------------------------
+size=$(stat -c %s "$TAR")
+mib=$(awk -v s="$size" 'BEGIN { printf "%.1f", s / 1048576 }')
+if [ "$size" -le $LIMIT ]; then ok "the tarball is $mib MiB ($size bytes; limit 48 MiB)"; else bad "the tarball's size" "$mib MiB, over 48 MiB"; fi
+tops=$(tar -tzf "$TAR" | cut -d/ -f1 | sort -u)
+pytops=$(python3 -c 'import sys, tarfile; print("\n".join(sorted({m.name.split("/")[0] for m in tarfile.open(sys.argv[1])})))' "$TAR" 2>&1)
+if [ "$(wc -l <<<"$tops")" -eq 1 ] && [[ $tops == nstbatch-gpu-* ]] && [ "$pytops" = "$tops" ]; then
+  ok "one top folder, $tops (tar and python3's tarfile agree)"
+else
+  bad "one top folder" "tar: $(echo $tops), python3: $(echo $pytops)"
+fi
+mkdir "$T/u" && tar -xzf "$TAR" -C "$T/u"
+U=$T/u/$(head -n 1 <<<"$tops")
+
+# in_bundle SCRIPT: SCRIPT in the unpacked bundle, in a clean environment after . ./env.sh, under
+# set -euo pipefail (env.sh must not end the caller); extra variables before it with env
+in_bundle() { env -i PATH=/usr/bin:/bin HOME="$HOME" U="$U" "$@"; }
+BOOT='set -euo pipefail; cd "$U"; . ./env.sh >"$U/../env.log" 2>&1;'
+
+# ---- env.sh here: the CUDA libraries -------------------------------------------------------
+out=$(in_bundle bash -c "$BOOT"' echo "DIRS=$NSTBATCH_CUDA_DIRS"; echo "MISSING=$NSTBATCH_BUNDLE_MISSING"; echo "LD=$LD_LIBRARY_PATH"; echo survived' 2>&1)
+envlog=$(cat "$T/u/env.log" 2>/dev/null)
+CUDA_DIRS=$(sed -n 's/^DIRS=//p' <<<"$out")
+mapfile -t want < <(grep -v '^#' "$U/runtime/cuda-libs.txt")
+# the bundled programs' DT_NEEDED that the bundle does not carry and glibc does not give
+libc_names() { dpkg-query -L libc6 2>/dev/null | grep -E '/lib[^/]*\.so[.0-9]*$|/ld-linux' | sed 's|.*/||' | sort -u; }
+GLIBC_NAMES=$(libc_names)
+[ -n "$GLIBC_NAMES" ] || GLIBC_NAMES=$(printf '%s\n' libc.so.6 libm.so.6 libmvec.so.1 libpthread.so.0 libdl.so.2 librt.so.1 libresolv.so.2 libutil.so.1 ld-linux-x86-64.so.2)
+uncovered=""
+for b in "$U/nstbatch" "$U"/build/tests/* "$U"/build/bench/*; do
+  for n in $(readelf -d "$b" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+    [ -e "$U/runtime/lib/$n" ] || grep -qxF "$n" <<<"$GLIBC_NAMES" || printf '%s\n' "${want[@]}" | grep -qxF "$n" || uncovered="$uncovered $n"
+  done
+done
+uncovered=$(echo $uncovered | tr ' ' '\n' | sort -u | paste -sd' ' -)
+if [ -z "$uncovered" ]; then ok "runtime/cuda-libs.txt names every library the programs need that the bundle does not carry (${want[*]:-none})"
+else bad "runtime/cuda-libs.txt" "not listed: $uncovered"; fi
+notfound=""
+for n in "${want[@]}"; do
+  d=$(sed -n "s|^env.sh: $n: \(/.*\)|\1|p" <<<"$envlog")
+  [ -n "$d" ] && [ -e "$d/$n" ] || notfound="$notfound $n"
+done
+if grep -q '^survived$' <<<"$out" && grep -q '^MISSING=$' <<<"$out" && [ -z "$notfound" ]; then
+  ok "env.sh (clean environment, set -euo pipefail) found ${#want[@]} CUDA libraries in ${CUDA_DIRS:-no folder}, one line each"
+else
+  bad "env.sh finds the CUDA libraries" "not found:${notfound:- (none)}" "$envlog"$'\n'"$out"
+fi
+
+# ---- every library of every bundled ELF resolves inside the bundle, to glibc or to CUDA ------
+(cd "$U" && find . -type f -exec sh -c 'for f; do [ "$(head -c 4 "$f" | od -An -c | tr -d " ")" = 177ELF ] && echo "$f"; done' _ {} +) >"$T/u/elves"
+in_bundle bash -c "$BOOT"' while read -r f; do ldd "$f" 2>&1 | sed "s|^|$f |"; done <"$U/../elves"' >"$T/ldd.log" 2>&1
+glibc_real=$(dpkg-query -L libc6 2>/dev/null | grep -E '\.so' | xargs -r readlink -f | sort -u)
+offenders=$(while read -r f name arrow path _; do
+  [ "$arrow" = "=>" ] || continue
+  case $path in
+    "$U"/*) continue ;;
+    not) echo "$f: $name not found"; continue ;;
+  esac
+  real=$(readlink -f "$path")
+  if [ -n "$glibc_real" ]; then grep -qxF "$real" <<<"$glibc_real" && continue
+  else grep -qxF "$name" <<<"$GLIBC_NAMES" && continue; fi
+  case ":$CUDA_DIRS:" in *":${path%/*}:"*) continue ;; esac
+  echo "$f: $name => $path"
+done <"$T/ldd.log")
+n_elves=$(wc -l <"$T/u/elves")
+if [ "$n_elves" -gt 0 ] && [ -z "$offenders" ] && ! grep -q 'not a dynamic executable' "$T/ldd.log"; then
+  ok "ldd of all $n_elves programs, libraries and plugins: every library in the bundle, glibc or env.sh's CUDA folders"
+else
+  bad "ldd of the bundle's $n_elves ELF files" "libraries from elsewhere or not found" "$offenders"
+fi
+
+# ---- nothing of glibc, the NVIDIA driver or CUDA inside --------------------------------------
+cuda_names=$(ls /usr/local/cuda*/lib64/ /usr/local/cuda*/targets/*/lib/ 2>/dev/null | grep -E '^lib.*\.so' | sort -u)
+inside=$(cd "$U" && find . -type f | while read -r f; do
+  n=${f##*/}
+  so=$(readelf -d "$f" 2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+  for x in "$n" $so; do
+    case $x in libcuda.so*|libnvidia-*) echo "$f (the driver's)"; continue ;; esac
+    grep -qxF "$x" <<<"$GLIBC_NAMES" && echo "$f (glibc's $x)"
+    grep -qxF "$x" <<<"$cuda_names" && echo "$f (CUDA's $x)"
+  done
+done | sort -u)
+if [ -z "$inside" ]; then ok "no file of glibc, the driver or CUDA inside ($(find "$U" -type f | wc -l) files, $(ls "$U/runtime/lib" | wc -l) libraries)"
+else bad "nothing of glibc, the driver or CUDA inside" "found" "$inside"; fi
+
+# ---- renders through the bundle, with the system's copies hidden ------------------------------
+RENDER='--set run.device=cpu --set output.width=96 --set output.height=64 --set optim.iterations=2 --set model.random_width_divisor=8'
+RUNS="$BOOT"' cd "$U";
+  mpirun --oversubscribe -np 2 ./nstbatch configs/demo.ini '"$RENDER"' --set tiling.tile_size=48 --set output.path="$U/../r2.png" >"$U/../r2.log" 2>&1 || echo "mpirun: $?" >>"$U/../r2.log";
+  mpirun --oversubscribe -np 2 ./nstbatch configs/demo.ini '"$RENDER"' --set tiling.tile_size=48 --set output.path="$U/../r2.h5" >"$U/../h5.log" 2>&1 || echo "mpirun: $?" >>"$U/../h5.log";
+  ./nstbatch configs/demo.ini '"$RENDER"' --set output.path="$U/../r1.png" >"$U/../r1.log" 2>&1 || echo "singleton: $?" >>"$U/../r1.log";
+  ompi_info --parsable --path all >"$U/../oi.log" 2>&1; ompi_info >>"$U/../oi.log" 2>&1 || true'
+# hide.sh EMPTY BUNDLE CMD...: bind-mounts empty folders and files over the system's Open MPI and
+# PMIx (folders, programs), ssh and rsh, the libraries of Open MPI, PMIx, hwloc, libevent, oneDNN,
+# HDF5 and libtiff, and every other system copy of a library the bundle carries, then runs CMD
+cat >"$T/hide.sh" <<'EOF'
+set -eu
+E=$1; U=$2; shift 2
+mkdir -p "$E/d" && : >"$E/f"
+for d in /usr/lib/x86_64-linux-gnu/openmpi /usr/lib/x86_64-linux-gnu/pmix2 /usr/lib/x86_64-linux-gnu/hwloc /usr/share/openmpi /etc/openmpi; do
+  [ -d "$d" ] && mount --bind "$E/d" "$d" && echo "hidden $d"
+done
+for f in /usr/bin/orterun /usr/bin/orted /usr/bin/ompi_info /usr/bin/ssh /usr/bin/rsh; do
+  f=$(readlink -f "$f" || true); [ -f "$f" ] && mount --bind "$E/f" "$f" && echo "hidden $f"
+done
+for n in $(ls "$U/runtime/lib") 'libmpi*.so*' 'libopen-pal*.so*' 'libopen-rte*.so*' 'libmca_common*.so*' 'libpmix*.so*' \
+         'libhwloc*.so*' 'libevent*.so*' 'libdnnl*.so*' 'libhdf5*.so*' 'libtiff*.so*'; do
+  for f in /lib/x86_64-linux-gnu/$n /usr/lib/x86_64-linux-gnu/$n /usr/lib64/$n; do
+    f=$(readlink -f "$f" || true)
+    [ -f "$f" ] && [ -s "$f" ] && mount --bind "$E/f" "$f" && echo "hidden $f"
+  done
+done
+exec "$@"
+EOF
+unshare_ok=""
+if err=$(unshare -m true 2>&1); then
+  unshare_ok=yes
+  where="the system's Open MPI, PMIx, hwloc, HDF5, oneDNN, libtiff and every library the bundle carries hidden, and ssh"
+  unshare -m bash "$T/hide.sh" "$T/empty" "$U" env -i PATH=/usr/bin:/bin HOME="$HOME" U="$U" bash -c "$RUNS" >"$T/hide.log" 2>&1
+  hidden=$(grep -c '^hidden' "$T/hide.log")
+  if [ "$hidden" -ge 10 ] && grep -q 'libdnnl' "$T/hide.log" && grep -q 'libhdf5' "$T/hide.log" && grep -q 'libtiff' "$T/hide.log" &&
+     grep -q 'openmpi$' "$T/hide.log" && grep -q 'libmpi' "$T/hide.log"; then
+    ok "in a mount namespace: $hidden system folders and files hidden (Open MPI, PMIx, HDF5, oneDNN, libtiff among them)"
+  else
+    bad "hiding the system's copies" "$hidden hidden" "$(cat "$T/hide.log")"
+  fi
+else
+  where="the system's copies visible"
+  skip "hiding the system's Open MPI, HDF5, oneDNN, libtiff: unshare -m does not work here (${err##*: })"
+  in_bundle bash -c "$RUNS" >"$T/hide.log" 2>&1
+fi
+# magic FILE SIGNATURE: FILE starts with SIGNATURE (its first 8 bytes as od -c writes them)
+magic() { [ -s "$1" ] && [ "$(head -c 8 "$1" | od -An -c | tr -d ' ')" = "$2" ]; }
+png_ok() { magic "$1" '211PNG\r\n032\n'; }
+if png_ok "$T/u/r2.png" && grep -q '2 ranks' "$T/u/r2.log" && grep -q 'wrote .*r2.png (96x64' "$T/u/r2.log"; then
+  ok "the bundled mpirun ran 2 ranks of a CPU render on 48 px tiles, wrote the 96x64 PNG ($where)"
+else
+  bad "2 ranks through the bundled mpirun" "no output ($where)" "$(cat "$T/u/r2.log" "$T/hide.log" 2>/dev/null)"
+fi
+if magic "$T/u/r2.h5" '211HDF\r\n032\n' && grep -q 'wrote .*r2.h5 (96x64' "$T/u/h5.log"; then
+  ok "the same 2 ranks wrote a parallel HDF5 output (MPI-IO through the bundled plugins)"
+else
+  bad "2 ranks writing HDF5 through the bundle" "no output" "$(cat "$T/u/h5.log" 2>/dev/null)"
+fi
+if png_ok "$T/u/r1.png" && grep -q 'wrote .*r1.png (96x64' "$T/u/r1.log"; then
+  ok "a render without mpirun (MPI singleton) wrote its PNG ($where)"
+else
+  bad "a render without mpirun" "no output" "$(cat "$T/u/r1.log" 2>/dev/null)"
+fi
+oi_bad=""
+for k in pkglibdir pkgdatadir sysconfdir bindir; do grep -q "^path:$k:$U/runtime/openmpi/" "$T/u/oi.log" || oi_bad="$oi_bad $k"; done
+for c in "btl: self" "btl: vader" "btl: tcp" "pml: ob1" "pmix: ext3x" "plm: isolated" "io: ompio"; do grep -q "MCA $c " "$T/u/oi.log" || oi_bad="$oi_bad '$c'"; done
+if [ -z "$oi_bad" ]; then ok "the bundled ompi_info: its install folders in the bundle, btl self/vader/tcp, pml ob1, pmix ext3x, plm isolated, io ompio found"
+else bad "Open MPI relocated into the bundle" "wrong or missing:$oi_bad" "$(cat "$T/u/oi.log" 2>/dev/null)"; fi
+
+# ---- env.sh on a node's layout: a PyTorch venv's nvidia-* wheels --------------------------------
+# links to this machine's libraries where a CUDA 13 PyTorch keeps them, one library left out (NCCL's
+# wheel, or the last name), a link-time stub of cuDNN that sorts first and must not be taken; the
+# real CUDA folders out of the search
+V=$T/node/opt/torch/.venv/lib/python3.12/site-packages/nvidia
+mkdir -p "$V/cudnn/lib" "$V/nccl/lib" "$V/cu13/lib/stubs" "$T/node/usr/local/cuda-13.0/lib64"
+left_out=$(printf '%s\n' "${want[@]}" | grep -m1 '^libnccl' || printf '%s\n' "${want[@]}" | tail -n 1)
+placed=()
+for n in "${want[@]}"; do
+  [ "$n" = "$left_out" ] && continue
+  real=$(sed -n "s|^env.sh: $n: \(/.*\)|\1|p" <<<"$envlog")/$n
+  case $n in libcudnn*) d=$V/cudnn/lib ;; libnccl*) d=$V/nccl/lib ;; *) d=$V/cu13/lib ;; esac
+  ln -s "$real" "$d/$n" && placed+=("$n:$d")
+done
+: >"$V/cu13/lib/stubs/libcudnn.so.9"
+# ldd for the programs' own libraries; dlopen (as the CUDA backend opens cuBLAS) for every placed
+# one: the dynamic loader names the file it initialises, link path and all
+fake=$(in_bundle NSTBATCH_CUDA_SEARCH="$T/node/usr/local/cuda-13.0/lib64 $T/node/opt" LOAD="${placed[*]%%:*}" bash -c "$BOOT"' cat "$U/../env.log";
+  echo "MISSING=$NSTBATCH_BUNDLE_MISSING"; echo "LD=$LD_LIBRARY_PATH"; ldd ./nstbatch
+  LD_DEBUG=libs python3 -c "import ctypes, os; [ctypes.CDLL(n) for n in os.environ[\"LOAD\"].split()]" 2>&1 | grep "calling init:" || true
+  echo survived' 2>&1)
+fake_bad=""
+for p in "${placed[@]}"; do grep -qxF "env.sh: ${p%%:*}: ${p#*:}" <<<"$fake" || fake_bad="$fake_bad ${p%%:*}"; done
+grep -q '/stubs' <<<"$fake" && fake_bad="$fake_bad (a stub taken)"
+for p in "${placed[@]}"; do
+  n=${p%%:*}
+  grep -q "^[[:space:]]*$n => ${p#*:}/$n " <<<"$fake" || ! grep -q "^[[:space:]]*$n => " <<<"$fake" || fake_bad="$fake_bad (ldd: $n not from the venv)"
+  grep -q "calling init: ${p#*:}/$n\$" <<<"$fake" || fake_bad="$fake_bad (dlopen: $n not from the venv)"
+done
+if [ ${#placed[@]} -gt 0 ] && [ -z "$fake_bad" ] && grep -q '^survived$' <<<"$fake"; then
+  ok "env.sh on a PyTorch venv's layout (NSTBATCH_CUDA_SEARCH): ${#placed[@]} libraries found in their wheels, not the stub; ldd and dlopen take them from there"
+else
+  bad "env.sh on a PyTorch venv's layout" "wrong:${fake_bad:- nothing placed}" "$fake"
+fi
+if [ -n "$left_out" ] && [ "$(grep -c "MISSING" <<<"$(grep "^env.sh: $left_out: " <<<"$fake")")" -eq 1 ] &&
+   grep -qxF "MISSING=$left_out" <<<"$fake" && grep -q '^survived$' <<<"$fake"; then
+  ok "a missing library: one line ($(grep "^env.sh: $left_out: " <<<"$fake" | cut -c1-90)...), NSTBATCH_BUNDLE_MISSING=$left_out, the shell goes on"
+else
+  bad "a missing library reported" "${left_out:-no library to leave out}" "$fake"
+fi
+# the same without NSTBATCH_CUDA_SEARCH, as on a node: the CUDA folders hidden, the venv in /opt
+# (a tmpfs there), linked to this machine's libraries through a folder the hiding leaves visible
+if [ -n "$unshare_ok" ] && [ ${#placed[@]} -gt 0 ]; then
+  cat >"$T/node.sh" <<'EOF'
+set -eu
+E=$1; shift
+mkdir -p "$E/real" "$E/d"
+mount --bind "$(readlink -f "$REAL")" "$E/real"
+for d in /usr/local/cuda /usr/local/cuda-*; do r=$(readlink -f "$d") && [ -d "$r" ] && mount --bind "$E/d" "$r"; done
+mount -t tmpfs tmpfs /opt
+for p in $PLACED; do mkdir -p "/opt/${p#*:}" && ln -s "$E/real/${p%%:*}" "/opt/${p#*:}/${p%%:*}"; done
+exec "$@"
+EOF
+  real=$(sed -n "s|^env.sh: ${placed[0]%%:*}: \(/.*\)|\1|p" <<<"$envlog")
+  node=$(REAL=$real PLACED="${placed[*]//$T\/node\/opt\//}" unshare -m bash "$T/node.sh" "$T/nodeempty" env -i PATH=/usr/bin:/bin HOME="$HOME" U="$U" \
+         bash -c "$BOOT"' cat "$U/../env.log"; echo "MISSING=$NSTBATCH_BUNDLE_MISSING"' 2>&1)
+  node_bad=""
+  for p in "${placed[@]}"; do d=${p#*:}; grep -qxF "env.sh: ${p%%:*}: ${d#"$T/node"}" <<<"$node" || node_bad="$node_bad ${p%%:*}"; done
+  if [ -z "$node_bad" ] && grep -qxF "MISSING=$left_out" <<<"$node"; then
+    ok "env.sh's own search, no CUDA folder and PyTorch's venv in /opt (mount namespace): ${#placed[@]} found in the wheels, $left_out missing"
+  else
+    bad "env.sh's own search on a node's layout" "not found where placed:${node_bad:- (none)}" "$node"
+  fi
+else
+  skip "env.sh's own search on a node's layout: needs unshare -m"
+fi
+py=$(in_bundle LD_LIBRARY_PATH=/before bash -c "$BOOT"' runtime/host-python3 -c "import os; print(os.environ.get(\"LD_LIBRARY_PATH\"))"' 2>&1)
+if [ "$py" = /before ]; then ok "runtime/host-python3 runs python3 with the library path from before env.sh"
+else bad "runtime/host-python3" "LD_LIBRARY_PATH: $py"; fi
+finish
