@@ -245,4 +245,13 @@ fi
 py=$(in_bundle LD_LIBRARY_PATH=/before bash -c "$BOOT"' runtime/host-python3 -c "import os; print(os.environ.get(\"LD_LIBRARY_PATH\"))"' 2>&1)
 if [ "$py" = /before ]; then ok "runtime/host-python3 runs python3 with the library path from before env.sh"
 else bad "runtime/host-python3" "LD_LIBRARY_PATH: $py"; fi
+
+# the first contact as a GPU node runs it, from the unpacked bundle in a clean environment (its
+# CPU mode, first steps: the script finds env.sh and the bundled programs; tests/test_first_contact.sh
+# covers the steps themselves)
+fc=$(cd "$U" && env -i PATH=/usr/bin:/bin HOME="$HOME" OUT="$T/fc" STEPS="env selftest" scripts/gpu-first-contact.sh --cpu 2>&1); st=$?
+if [ $st -eq 0 ] && grep -qE '^selftest +ok' "$T/fc/summary.txt" && grep -q "runtime/lib" "$T/fc/env.txt" &&
+   grep -q '^env.sh: libcudart.so.13: ' "$T/fc/env.txt"; then
+  ok "scripts/gpu-first-contact.sh from the unpacked bundle (--cpu, env and selftest): env.sh sourced, the bundle's libraries resolved"
+else bad "the first contact from the bundle" "exit $st" "$fc"; fi
 finish

@@ -25,13 +25,14 @@
 # pass (tests/test_gpu_standin.sh). bf16 runs at the machine's own level where LEVEL has none; tf32,
 # fp16, the unfused kernel, gpu.share and compute-sanitizer are the GPU's own and SKIP.
 # PLANT=halo|allreduce plants that defect (util/plant.h) in the GPU side's renders: the checks that
-# guard it must then FAIL. GPU_RENDER_KEEP=DIR keeps the logs and the gradient files there.
+# guard it must then FAIL. ONLY=tiling runs the tiling checks alone (the planted-defect runs need
+# no more). GPU_RENDER_KEEP=DIR keeps the logs and the gradient files there.
 #
 # Without an NVIDIA device (and without STAND_IN) everything SKIPs with the reason; with one that
 # this build cannot use, the suite FAILs with why.
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_gpu_render
-STAND_IN=${STAND_IN:-} PLANT=${PLANT:-}
+STAND_IN=${STAND_IN:-} PLANT=${PLANT:-} ONLY=${ONLY:-}
 CHECKS=13
 
 if [ -z "$STAND_IN" ]; then
@@ -108,19 +109,21 @@ judge() {
   case "$v" in *": ok") ok "$what: $v" ;; *) bad "$what" "$v" ;; esac
 }
 
-ref ref_deep "${DEEP[@]}" || true
+[ "$ONLY" = tiling ] || ref ref_deep "${DEEP[@]}" || true
 ref ref_shallow "${SHALLOW[@]}" || true
 SCALED=("${SHALLOW[@]}" --set style.scale=0.4) # a smaller style image: the render, not the style, needs the most memory
 ref ref_scaled "${SCALED[@]}" || true
-[ -f "$T/ref_deep.grad" ] && [ -f "$T/ref_shallow.grad" ] && [ -f "$T/ref_scaled.grad" ] || { bad "the CPU reference" "exit $rc" "$(cat "$T"/ref_*.log)"; finish; exit 1; }
+{ [ "$ONLY" = tiling ] || [ -f "$T/ref_deep.grad" ]; } && [ -f "$T/ref_shallow.grad" ] && [ -f "$T/ref_scaled.grad" ] || { bad "the CPU reference" "exit $rc" "$(cat "$T"/ref_*.log)"; finish; exit 1; }
 
 # the precisions, the whole network on one tile
-for p in fp32 tf32 bf16 fp16; do
+[ "$ONLY" = tiling ] || for p in fp32 tf32 bf16 fp16; do
   dev "deep_$p" 1 "$p" --set tiling.tile_size=256; judge "$p, to relu5_1, one tile, against the CPU in fp32" ref_deep "deep_$p"
 done
-if [ -n "$STAND_IN" ]; then rc=77; echo "bias+ReLU fusion is cuDNN's" >"$T/unfused.skip"
-else NSTBATCH_CUDA_FUSE=0 dev unfused 1 bf16 --set tiling.tile_size=256; fi
-judge "bf16 with bias+ReLU as a separate kernel, against the CPU in fp32" ref_deep unfused
+if [ "$ONLY" != tiling ]; then
+  if [ -n "$STAND_IN" ]; then rc=77; echo "bias+ReLU fusion is cuDNN's" >"$T/unfused.skip"
+  else NSTBATCH_CUDA_FUSE=0 dev unfused 1 bf16 --set tiling.tile_size=256; fi
+  judge "bf16 with bias+ReLU as a separate kernel, against the CPU in fp32" ref_deep unfused
+fi
 
 # the tiling, at depth 5 in fp32
 dev one 1 fp32 "${SHALLOW[@]}" --set tiling.tile_size=256; judge "fp32, to relu3_1, one tile, against the CPU" ref_shallow one
@@ -143,6 +146,7 @@ else
   judge "tiles halved under an allocation limit of $lim MiB, against the CPU's one tile" ref_scaled halved
 fi
 
+[ "$ONLY" = tiling ] && { finish; exit; }
 # refusing two ranks on one GPU without gpu.share
 if [ -n "$STAND_IN" ]; then skip "gpu.share = false refusing 2 ranks on 1 GPU: a GPU's"
 else
