@@ -50,7 +50,7 @@ else
   done
   out=$(DEVICE=cpu SIZES=64 ITERS=2 FIND_MAX=0 CONV_TILE=32 PY=/usr/bin/python3 NST="$NST" CONV="$CONV" \
         timeout 600 "$ROOT/bench/gpu_iteration.sh" "$T/results" 2>"$T/stderr"); status=$?
-  row=$(grep -E '^\| 64 x 64 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+% \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| \*\*[0-9.]+x\*\* \|$' "$T/results/gpu_iteration.md" 2>/dev/null)
+  row=$(grep -E '^\| 64 x 64 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+% \| [0-9.]+ \(model [0-9.]+\) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| \*\*[0-9.]+x\*\* \|$' "$T/results/gpu_iteration.md" 2>/dev/null)
   if [ $status -eq 0 ] && [ -n "$row" ] && grep -q '^| \*\*all 13\*\*' "$T/results/gpu_iteration.md" && [ -s "$T/results/gpu_iteration.log" ]; then
     ok "gpu_iteration.sh (DEVICE=cpu, 64 px): $row"
   else
