@@ -9,7 +9,7 @@
  * The loss itself agrees to about 1e-4.
  * SKIPs where the CPU has no bf16. */
 #include "../io/image.h"
-#include "../nst/optim/objective.h"
+#include "../nst/optimise/objective.h"
 #include "../nst/model/random_vgg.h"
 #include "../util/mem.h"
 #include "test.h"

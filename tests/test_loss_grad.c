@@ -10,12 +10,12 @@
  * 2. Against nstbatch's own fp32 forward: here rounding noise grows as 1/step and kink crossings
  *    as step^2; at the best step (1e-4) they agree to <= 2e-2. (That is the precision limit of
  *    finite differences through an fp32 ReLU network, and why check 1 exists.)
- * 3. The masked loss (nst/optim/objective.h): two styles guided by a soft ramp and its complement
+ * 3. The masked loss (nst/optimise/objective.h): two styles guided by a soft ramp and its complement
  *    (the guided Gram sum m f f^T / sum m against each style's own target) and a soft content
  *    mask, the masks taken to each layer by 2x2 averages, in the same double reference; the same
  *    bounds as 1 and 2.
  */
-#include "../nst/optim/objective.h"
+#include "../nst/optimise/objective.h"
 #include "../nst/model/random_vgg.h"
 #include "../util/mem.h"
 #include "naive.h"

@@ -17,9 +17,9 @@
 
 #include "../io/config.h"
 #include "../io/weights.h"
-#include "../nst/optim/objective.h"
+#include "../nst/optimise/objective.h"
 #include "../nst/model/random_vgg.h"
-#include "../nst/optim/render.h"
+#include "../nst/render/render.h"
 #include "../util/log.h"
 #include "../util/mem.h"
 #include "test.h"

@@ -18,7 +18,7 @@
 #include "../io/config.h"
 #include "../io/weights.h"
 #include "../kernels/backend.h"
-#include "../nst/optim/objective.h"
+#include "../nst/optimise/objective.h"
 
 struct nst_progress;
 struct nst_style_cache;

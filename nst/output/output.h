@@ -21,7 +21,7 @@
 #include "../../io/config.h"
 #include "../../io/h5_image.h"
 #include "../../io/tiff_write.h"
-#include "../optim/layout.h"
+#include "../plan/layout.h"
 
 enum { NST_OUT_TIFF, NST_OUT_HDF5, NST_OUT_PNG, NST_OUT_JPEG, NST_OUT_DZI, NST_OUT_NFORMATS };
 

@@ -10,7 +10,7 @@
  *    and every group renders its jobs side by side with the others. A job rendered by a group of
  *    R ranks is bit-identical to the same job run alone on R ranks.
  * 4. The network is loaded once (main); style targets are computed once per (styles, size,
- *    colour transform) and kept in the shared cache (nst/optim/style_cache.h).
+ *    colour transform) and kept in the shared cache (nst/inputs/style_cache.h).
  * 5. A failed job is reported and the others go on (batch.on_error = continue); with stop, no
  *    job starts after a failure is known (other groups learn of it by a notice, mpi/notice.h).
  * 6. The summary table (every job: status, ranks, size, time, loss, output or message) is printed

@@ -9,7 +9,7 @@
 
 #include "../../io/config.h"
 #include "../../kernels/backend.h"
-#include "../optim/objective.h"
+#include "../optimise/objective.h"
 
 typedef struct {
     nst_backend *be;

@@ -12,7 +12,7 @@
 #include "../../util/timer.h"
 #include "../../mpi/comm.h"
 #include "../model/random_vgg.h"
-#include "../optim/render.h"
+#include "../render/render.h"
 #include "selftest_impl.h"
 #include "../model/spec.h"
 #include "../../kernels/cuda/cuda.h"
