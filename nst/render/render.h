@@ -8,6 +8,11 @@
  * optimises its whole window with the lagged Gram; every tiling.exchange_every iterations, and at
  * the end, the pixels where windows overlap are blended with feathered weights, every tile
  * computing the same blend.
+ *
+ * The files: render.c (the loop, phase by phase), tiles.c (the local tiles: targets, initial
+ * pixels, the optimiser's step), exchange.c (the halo exchange and the blend), boundary.c
+ * (checkpoints, signals and previews between iterations), render_image.c (whole images on one
+ * process); render_parts.h is what they share.
  */
 #ifndef NST_RENDER_H
 #define NST_RENDER_H
