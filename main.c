@@ -9,13 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "io/config.h"
+#include "io/config/config.h"
 #include "io/versions.h"
 #include "kernels/backend.h"
 #include "kernels/cuda/cuda.h"
 #include "mpi/comm.h"
 #include "nst/run/cli.h"
-#include "io/jobs.h"
+#include "io/config/jobs.h"
 #include "video/clip.h"
 #include "video/setup.h"
 #include "nst/run/batch.h"

@@ -15,8 +15,8 @@
  */
 #include <hdf5.h>
 
-#include "../io/config.h"
-#include "../io/weights.h"
+#include "../io/config/config.h"
+#include "../io/weights/weights.h"
 #include "../nst/optimise/objective.h"
 #include "../nst/model/random_vgg.h"
 #include "../nst/render/render.h"

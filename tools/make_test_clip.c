@@ -24,8 +24,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../io/flo.h"
-#include "../io/image.h"
+#include "../io/video/flo.h"
+#include "../io/image/image.h"
 #include "../util/mem.h"
 
 typedef struct {

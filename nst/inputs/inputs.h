@@ -4,7 +4,7 @@
  * Rank 0 opens the content first (its header gives the output size). Once a layout is known,
  * every rank needs the windows of its tiles, at that level's size: from a TIFF, each rank opens
  * the file itself (once, kept for every level) and resamples each window from the source pixels
- * under it (io/resample.h: streaming, by region); from a PNG or JPEG (decoded whole, once, by rank
+ * under it (io/image/resample.h: streaming, by region); from a PNG or JPEG (decoded whole, once, by rank
  * 0) rank 0 resamples every window and sends it to its owner. Either way a window's pixels are the
  * same as the whole image resized would have there. The style images go the same way
  * (nst_read_rects) for their tiles.
@@ -12,9 +12,9 @@
 #ifndef NST_INPUTS_H
 #define NST_INPUTS_H
 
-#include "../../io/config.h"
-#include "../../io/image.h"
-#include "../../io/source.h"
+#include "../../io/config/config.h"
+#include "../../io/image/image.h"
+#include "../../io/image/source.h"
 #include "../plan/layout.h"
 #include "../model/spec.h"
 

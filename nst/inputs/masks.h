@@ -11,8 +11,8 @@
 #ifndef NST_MASKS_H
 #define NST_MASKS_H
 
-#include "../../io/config.h"
-#include "../../io/source.h"
+#include "../../io/config/config.h"
+#include "../../io/image/source.h"
 #include "inputs.h"
 #include "../plan/layout.h"
 

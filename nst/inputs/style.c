@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../../io/resample.h"
+#include "../../io/image/resample.h"
 #include "../../mpi/comm.h"
 #include "../../tiler/grid.h"
 #include "../../util/log.h"

@@ -18,9 +18,9 @@
 #ifndef NST_STYLE_H
 #define NST_STYLE_H
 
-#include "../../io/config.h"
-#include "../../io/source.h"
-#include "../../io/weights.h"
+#include "../../io/config/config.h"
+#include "../../io/image/source.h"
+#include "../../io/weights/weights.h"
 #include "color.h"
 #include "../optimise/objective.h"
 

@@ -43,7 +43,7 @@
 #ifndef NST_OBJECTIVE_H
 #define NST_OBJECTIVE_H
 
-#include "../../io/weights.h"
+#include "../../io/weights/weights.h"
 #include "../../tiler/rect.h"
 #include "../model/net.h"
 #include "../model/spec.h"

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../io/image.h"
-#include "../../io/resample.h"
+#include "../../io/image/image.h"
+#include "../../io/image/resample.h"
 #include "../../mpi/comm.h"
 #include "../../util/mem.h"
 #include "../plan/move.h"

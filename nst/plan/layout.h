@@ -22,7 +22,7 @@
 #ifndef NST_LAYOUT_H
 #define NST_LAYOUT_H
 
-#include "../../io/config.h"
+#include "../../io/config/config.h"
 #include "../../tiler/grid.h"
 #include "../model/net.h"
 #include "../optimise/objective.h"

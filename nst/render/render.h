@@ -17,9 +17,9 @@
 #ifndef NST_RENDER_H
 #define NST_RENDER_H
 
-#include "../../io/config.h"
-#include "../../io/image.h"
-#include "../../io/weights.h"
+#include "../../io/config/config.h"
+#include "../../io/image/image.h"
+#include "../../io/weights/weights.h"
 #include "../plan/layout.h"
 #include "../optimise/objective.h"
 #include "../optimise/timers.h"

@@ -14,7 +14,7 @@
 #ifndef NST_PROGRESS_H
 #define NST_PROGRESS_H
 
-#include "../../io/config.h"
+#include "../../io/config/config.h"
 #include "../../util/gpu_monitor.h"
 #include "../optimise/objective.h"
 #include "../optimise/timers.h"

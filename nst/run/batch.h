@@ -1,4 +1,4 @@
-/* nst/run/batch.h: many jobs in one run (io/jobs.h: [job.NAME] sections and batch.manifest).
+/* nst/run/batch.h: many jobs in one run (io/config/jobs.h: [job.NAME] sections and batch.manifest).
  *
  * 1. Probe (world rank 0): each job's config (base, then the job's overrides, then --set) is
  *    checked and its content's header read for the output size; a job with bad input is marked
@@ -24,7 +24,7 @@
 #ifndef NST_BATCH_H
 #define NST_BATCH_H
 
-#include "../../io/jobs.h"
+#include "../../io/config/jobs.h"
 #include "job.h"
 
 typedef struct {

@@ -7,7 +7,7 @@
 #ifndef NST_DEVICE_H
 #define NST_DEVICE_H
 
-#include "../../io/config.h"
+#include "../../io/config/config.h"
 #include "../../kernels/backend.h"
 #include "../optimise/objective.h"
 

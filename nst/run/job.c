@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "../../io/atomic_file.h"
-#include "../../io/video.h"
+#include "../../io/video/video.h"
 #include "../../mpi/comm.h"
 #include "../../util/log.h"
 #include "../../util/mem.h"

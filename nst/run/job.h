@@ -9,7 +9,7 @@
 #ifndef NST_JOB_H
 #define NST_JOB_H
 
-#include "../../io/config.h"
+#include "../../io/config/config.h"
 #include "../../kernels/backend.h"
 #include "../output/output.h"
 #include "../render/levels.h"

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../io/image.h"
+#include "../../io/image/image.h"
 #include "../../util/log.h"
 #include "../../util/mem.h"
 #include "../../util/timer.h"

@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #include "../../io/ckpt_file.h"
-#include "../../io/config.h"
+#include "../../io/config/config.h"
 #include "../../kernels/backend.h"
 
 #define NST_CKPT_MAX_LEVELS 16

@@ -8,8 +8,8 @@
 
 #include <string.h>
 
-#include "../../io/image.h"
-#include "../../io/resample.h"
+#include "../../io/image/image.h"
+#include "../../io/image/resample.h"
 #include "../../mpi/comm.h"
 #include "../../util/log.h"
 #include "../../util/mem.h"
