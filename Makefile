@@ -264,9 +264,9 @@ $(BUILD)/tests/%: tests/%.c tests/test.h tests/naive.h $(LIB)
 	$(Q)$(CC) $(ALLCFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -I. $(DEPCFLAGS)
-FUZZ_IO := util/status.c util/mem.c io/image/image.c io/image/png_read.c io/image/png_write.c io/image/jpeg_read.c \
-           io/image/jpeg_write.c io/image/tiff_read.c io/image/tiff_write.c io/image/icc.c io/image/tiff_msg.c \
-           io/atomic_file.c io/image/source.c io/image/resample.c tiler/rect.c
+FUZZ_IO := util/status.c util/mem.c io/image/pixels.c io/image/image.c io/image/png_read.c io/image/png_write.c \
+           io/image/jpeg_read.c io/image/jpeg_write.c io/image/tiff_read.c io/image/tiff_write.c io/image/icc.c \
+           io/image/tiff_msg.c io/atomic_file.c io/image/source.c io/image/resample.c tiler/rect.c
 fuzz: $(BUILD)/fuzz/fuzz_config $(BUILD)/fuzz/fuzz_image $(BUILD)/fuzz/fuzz_tiff $(BUILD)/fuzz/fuzz_flo $(if $(FFMPEG_OK),$(BUILD)/fuzz/fuzz_video)
 $(BUILD)/fuzz/fuzz_config: tests/fuzz/fuzz_config.c io/config/config.c io/config/jobs.c util/status.c util/text.c
 	@mkdir -p $(dir $@)
@@ -275,7 +275,7 @@ $(BUILD)/fuzz/fuzz_flo: tests/fuzz/fuzz_flo.c io/video/flo.c io/atomic_file.c ut
 	@mkdir -p $(dir $@)
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $^ -lm
 # the video reader (FFmpeg itself is not instrumented: what is fuzzed is nstbatch's handling of it)
-$(BUILD)/fuzz/fuzz_video: tests/fuzz/fuzz_video.c io/video/video.c io/video/video_seq.c io/video/video_read.c io/video/video_write.c $(FUZZ_IO)
+$(BUILD)/fuzz/fuzz_video: tests/fuzz/fuzz_video.c io/video/clip.c io/video/video.c io/video/video_seq.c io/video/video_read.c io/video/video_write.c $(FUZZ_IO)
 	@mkdir -p $(dir $@)
 	$(Q)clang $(FUZZ_CFLAGS) $(FFMPEG_CFLAGS) -o $@ $^ $(FFMPEG_LIBS) $(shell pkg-config --libs libtiff-4 libpng libjpeg) -lm
 $(BUILD)/fuzz/fuzz_image $(BUILD)/fuzz/fuzz_tiff: $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_IO)

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "../io/image/image.h"
+#include "../io/image/jpeg_write.h"
 #include "../io/image/resample.h"
 #include "../util/mem.h"
 #include "../util/status.h"

@@ -26,6 +26,7 @@
 
 #include "../io/video/flo.h"
 #include "../io/image/image.h"
+#include "../io/image/png_write.h"
 #include "../util/mem.h"
 
 typedef struct {

@@ -9,7 +9,7 @@
 #include "config.h"
 
 #include "../../util/text.h"
-#include "jobs.h"
+#include "job_lines.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* io/config/config.h: the resolved configuration (INI file, then --set overrides, over the defaults).
  *
- * The struct's fields are generated from io/config/config_keys.h: key "optim.iterations" is the field
+ * The struct's fields are generated from config_keys.h: key "optim.iterations" is the field
  * cfg->optim_iterations. The struct holds no pointers, so it can be broadcast as bytes.
  * Every field remembers where its value came from ("file.ini:12", "--set", "default") so that a
  * later semantic check can name the line.
@@ -66,7 +66,7 @@ int nst_config_find(const char *section, const char *name);
 void nst_config_defaults(nst_config *c);
 struct nst_jobset;
 /* Read an INI file (at most NST_CFG_FILE_MAX bytes) into c; its [job.NAME] sections go to jobs
- * (io/config/jobs.h; NULL: refused). */
+ * (jobs.h, through job_lines.h; NULL: refused). */
 nst_status nst_config_load_file(nst_config *c, struct nst_jobset *jobs, const char *path);
 /* The directory part of path ("" for none, "/" at the root): what relative paths in it resolve against. */
 void nst_config_dir_of(const char *path, char *dir, size_t cap);

@@ -1,5 +1,5 @@
-/* io/config/config_keys.h: THE schema. Every configuration key is declared here once, and this one list
- * generates the config struct fields, the validation, --help and --print-config.
+/* io/config/config_keys.h: THE schema. Every configuration key is declared here once, and this
+ * one list generates the config struct fields, the validation, --help and --print-config.
  *
  *   NST_KEY(section, name, TYPE, "default", lo, hi, "allowed", "help")
  *

@@ -1,5 +1,5 @@
-/* io/config/jobs.h: the jobs of a batch, as written: [job.NAME] sections of the config file and the lines
- * of a manifest file (batch.manifest).
+/* io/config/jobs.h: the jobs of a batch, as written: [job.NAME] sections of the config file and
+ * the lines of a manifest file (batch.manifest).
  *
  * A job is a list of overrides, `section.key = value`, applied over the base config (the file's
  * other sections) and under the command line's --set. Every override is checked against the key
@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "job_lines.h"
 
 #define NST_JOB_NAME_MAX 64
 
@@ -47,11 +48,8 @@ void nst_jobset_free(nst_jobset *js);
 const char *nst_job_name(const nst_jobset *js, int j);
 const char *nst_job_where(const nst_jobset *js, int j);
 
-/* A new job `name` (letters, digits, '_', '-', '.'; unique), declared at `where`. */
-nst_status nst_jobset_begin(nst_jobset *js, const char *name, const char *where);
-/* One override "section.key" = value for the job begun last; relative paths resolve against dir.
- * Keys the batch shares (model.*, batch.*, run.device, run.threads) are refused. */
-nst_status nst_jobset_add(nst_jobset *js, const char *full_key, const char *value, const char *where, const char *dir);
+/* nst_jobset_begin and nst_jobset_add, which the parser calls for a [job.NAME] section, are
+ * declared in job_lines.h. */
 /* The jobs of a manifest file; `origin` names the config line that named it. */
 nst_status nst_jobset_read_manifest(nst_jobset *js, const char *path, const char *origin);
 

@@ -11,7 +11,7 @@
 #include <jpeglib.h> /* after stdio.h: it needs FILE and size_t */
 
 #include "../../util/mem.h"
-#include "image.h"
+#include "jpeg_read.h"
 
 typedef struct {
     struct jpeg_error_mgr pub;

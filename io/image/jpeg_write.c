@@ -17,7 +17,6 @@
 
 #include "../../util/mem.h"
 #include "icc.h"
-#include "image.h"
 
 typedef struct {
     struct jpeg_error_mgr pub;

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "../../util/status.h"
+#include "pixels.h"
 
 /* JPEG's largest side (its header stores 16-bit sizes). */
 #define NST_JPEG_MAX_SIDE 65535
@@ -30,5 +30,8 @@ nst_status nst_jpeg_stream_close(nst_jpeg_stream *js);
 /* A w x h image of packed 8-bit RGB as a baseline JPEG in memory (*buf: malloc'ed, free()), with
  * no markers beyond JFIF: a Deep Zoom tile, which browsers show as sRGB. */
 nst_status nst_jpeg_encode_mem(const unsigned char *samples, int w, int h, int quality, unsigned char **buf, size_t *len);
+
+/* A whole image as an 8-bit progressive JPEG at quality 1..100. */
+nst_status nst_jpeg_write(const char *path, const nst_image *img, int quality, const char *description);
 
 #endif

@@ -10,7 +10,7 @@
 
 #include "../../util/checked.h"
 #include "../../util/mem.h"
-#include "image.h"
+#include "png_read.h"
 
 typedef struct {
     const unsigned char *buf;

@@ -12,7 +12,6 @@
 
 #include "../../util/mem.h"
 #include "../../util/version.h"
-#include "image.h"
 
 struct nst_png_stream {
     png_structp png;

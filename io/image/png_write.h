@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "../../util/status.h"
+#include "pixels.h"
 
 typedef struct nst_png_stream nst_png_stream;
 
@@ -22,5 +22,8 @@ nst_status nst_png_stream_close(nst_png_stream *ps);
 /* A w x h image of packed RGB samples (8 or native 16-bit) as a PNG in memory (*buf: malloc'ed,
  * free()), marked sRGB, without text or pHYs: a Deep Zoom tile. */
 nst_status nst_png_encode_mem(const void *samples, int w, int h, int bits, int level, unsigned char **buf, size_t *len);
+
+/* A whole image as PNG, 8 or 16 bits per sample; description (may be NULL) in an iTXt chunk. */
+nst_status nst_png_write(const char *path, const nst_image *img, int bits, const char *description);
 
 #endif

@@ -5,9 +5,9 @@
  * are clamped to [0,1] (Lanczos rings slightly at hard edges). An axis whose size does not
  * change is copied exactly.
  *
- * Any rectangle of the resized image is computed from a source (io/image/source.h) without reading
- * more of it than the filter's footprint under that rectangle, streaming: source rows are read
- * in bands, filtered horizontally into a ring of rows and filtered vertically as soon as an
+ * Any rectangle of the resized image is computed from a source (source.h) without reading more
+ * of it than the filter's footprint under that rectangle, streaming: source rows are read in
+ * bands, filtered horizontally into a ring of rows and filtered vertically as soon as an
  * output row has all its taps, so memory is a few bands of the rectangle's width whatever the
  * scale. Every output pixel is the same arithmetic in the same order whichever rectangle it is
  * computed in: tiles of a resized image equal the whole resized image, bit for bit.

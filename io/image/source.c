@@ -1,4 +1,5 @@
-/* io/image/source.c: opening images as region sources; sources over images in memory (see source.h). */
+/* io/image/source.c: opening images as region sources, by their first bytes (the formats in
+ * png_read.h, jpeg_read.h, tiff_read.h); sources over images in memory (see source.h). */
 #include "source.h"
 
 #include <errno.h>
@@ -10,6 +11,9 @@
 
 #include "../../util/mem.h"
 #include "../../util/timer.h"
+#include "jpeg_read.h"
+#include "png_read.h"
+#include "tiff_read.h"
 
 nst_source_limits nst_source_default_limits(double max_megapixels, double max_whole_megapixels)
 {

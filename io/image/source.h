@@ -11,23 +11,7 @@
 #ifndef NST_SOURCE_H
 #define NST_SOURCE_H
 
-#include "../../tiler/rect.h"
-#include "image.h"
-
-typedef struct nst_source nst_source;
-
-struct nst_source {
-    char name[4096];     /* for messages: the path */
-    int w, h;
-    int band;            /* rows that decode together (a tile row, a strip): reads aligned to it decode nothing twice */
-    int random_access;   /* 1: regions are decoded from the file on demand; 0: the image is in memory */
-    nst_image_info info; /* what the file holds */
-    double read_seconds; /* time spent in nst_source_read (decoding), for the throughput report */
-    unsigned long long read_pixels;
-    nst_status (*read)(nst_source *s, nst_rect r, float *out);
-    void (*close)(nst_source *s);
-    void *impl;
-};
+#include "source_type.h"
 
 /* Limits for opening: TIFF (by region) up to max_pixels, PNG and JPEG (decoded whole) up to
  * max_whole_pixels; no side above max_side. */
@@ -54,12 +38,7 @@ nst_status nst_source_wrap_region(const nst_image *region, nst_rect have, int w,
 nst_status nst_source_read(nst_source *s, nst_rect r, float *out);
 void nst_source_close(nst_source *s);
 
-/* ---- for the format modules -------------------------------------------------------------------- */
-
-/* A source that owns img (moved in: img is emptied). */
+/* A source that owns img (moved in: img is emptied): how the formats decoded whole are served. */
 nst_status nst_source_own(nst_image *img, const char *name, const nst_image_info *info, nst_source **out);
-/* TIFF from memory (buf != NULL) or an open descriptor (fd >= 0, buf == NULL; closed by the source). */
-nst_status nst_tiff_source_open(const char *name, const unsigned char *buf, size_t len, int fd,
-                                const nst_read_limits *lim, nst_source **out);
 
 #endif

@@ -1,6 +1,6 @@
-/* io/image/tiff_pyramid.h: a tiled TIFF read tile by tile, level by level: the full-resolution image and
- * its reduced levels (SubIFDs, as nstbatch writes them). nstbatch-dzi reads a finished output
- * through it without ever decoding a whole level. */
+/* io/image/tiff_pyramid.h: a tiled TIFF read tile by tile, level by level: the full-resolution
+ * image and its reduced levels (SubIFDs, as nstbatch writes them). nstbatch-dzi reads a finished
+ * output through it without ever decoding a whole level. */
 #ifndef NST_TIFF_PYRAMID_H
 #define NST_TIFF_PYRAMID_H
 

@@ -1,4 +1,4 @@
-/* io/image/tiff_read.c: TIFF region source (libtiff) for untrusted files (see source.h).
+/* io/image/tiff_read.c: TIFF region source (libtiff) for untrusted files (see tiff_read.h).
  *
  * Accepts 8/16-bit unsigned samples; gray (min-is-black or min-is-white), gray+alpha, RGB, RGBA,
  * 8-bit palette, and JPEG-compressed YCbCr (decoded to RGB by libtiff); strips or tiles; chunky
@@ -18,7 +18,7 @@
 #include "../../util/checked.h"
 #include "../../util/mem.h"
 #include "../../util/threads.h"
-#include "source.h"
+#include "tiff_read.h"
 #include "tiff_msg.h"
 
 #define TIFF_MAX_ALLOC ((tmsize_t)256 << 20)

@@ -18,7 +18,6 @@
 #include "../../util/mem.h"
 #include "../../util/version.h"
 #include "icc.h"
-#include "image.h"
 #include "tiff_msg.h"
 
 static const char *const codec_names[] = {"deflate", "lzw", "jpeg", "zstd", "none"};

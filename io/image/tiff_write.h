@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "../../util/status.h"
+#include "pixels.h"
 
 typedef enum { NST_TC_DEFLATE, NST_TC_LZW, NST_TC_JPEG, NST_TC_ZSTD, NST_TC_NONE } nst_tiff_codec;
 
@@ -61,5 +61,8 @@ nst_status nst_tiff_writer_end_level(nst_tiff_writer *tw);
 nst_status nst_tiff_writer_close(nst_tiff_writer *tw);
 /* Bytes written so far. */
 unsigned long long nst_tiff_writer_bytes(const nst_tiff_writer *tw);
+
+/* A whole image as a TIFF, 8 or 16 bits per sample; description (may be NULL) as its ImageDescription. */
+nst_status nst_tiff_write(const char *path, const nst_image *img, int bits, const char *description);
 
 #endif

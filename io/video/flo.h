@@ -1,5 +1,5 @@
-/* io/video/flo.h: optical flow fields in the Middlebury .flo format, the format of user-supplied flow and
- * of ground-truth flow for the video mode (its flicker metric and its test clips).
+/* io/video/flo.h: optical flow fields in the Middlebury .flo format, the format of user-supplied
+ * flow and of ground-truth flow for the video mode (its flicker metric and its test clips).
  *
  * A .flo file: the 4 bytes "PIEH" (the float 202021.25, little-endian), the width and height as
  * little-endian int32, then width x height pairs (u, v) of little-endian float32, row by row: the

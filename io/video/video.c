@@ -1,11 +1,9 @@
-/* io/video/video.c: the clip interface (see video.h): names, codecs, and the dispatch between image
- * sequences (io/video/video_seq.c) and video files (io/video/video_read.c, io/video/video_write.c or, without
- * FFmpeg, io/video/video_none.c). */
+/* io/video/video.c: the clip interface (see video.h): the dispatch between image sequences
+ * (video_seq.c) and video files (video_read.c and video_write.c or, without FFmpeg,
+ * video_none.c). Names and codecs are in clip.c. */
 #include "video.h"
 
-#include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include "../../util/mem.h"
 #include "video_parts.h"
@@ -19,56 +17,6 @@ struct nst_clip_writer {
     nst_seq_writer *seq;
     nst_vfile_writer *vid;
 };
-
-static const char *const video_ext[] = {".mp4", ".mov", ".mkv", ".avi", ".webm", ".m4v", ".mpg", ".mpeg", ".ts", ".mxf", ".y4m"};
-static const char *const codec_names[] = {"h264", "h264-10", "prores", "ffv1"};
-
-int nst_clip_is_video_name(const char *path)
-{
-    const char *dot = strrchr(path, '.');
-    if (!dot || strchr(dot, '/')) return 0;
-    for (size_t i = 0; i < sizeof video_ext / sizeof *video_ext; i++)
-        if (!strcasecmp(dot, video_ext[i])) return 1;
-    return 0;
-}
-
-int nst_vcodec_parse(const char *name)
-{
-    for (int i = 0; i < (int)(sizeof codec_names / sizeof *codec_names); i++)
-        if (!strcmp(name, codec_names[i])) return i;
-    return -1;
-}
-
-const char *nst_vcodec_name(nst_vcodec c)
-{
-    return (unsigned)c < sizeof codec_names / sizeof *codec_names ? codec_names[c] : "unknown";
-}
-
-void nst_clip_display_name(char *buf, size_t cap, const char *path, const char *key)
-{
-    if (key && *key) snprintf(buf, cap, "%s (%s)", path, key);
-    else snprintf(buf, cap, "%s", path);
-}
-
-nst_status nst_ll_append(nst_ll_list *l, long long x, const char *what)
-{
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 256;
-        long long *v = nst_alloc_array(cap, sizeof *v, what);
-        if (!v) return NST_ENOMEM;
-        if (l->n) memcpy(v, l->v, l->n * sizeof *v);
-        nst_free(l->v);
-        l->v = v, l->cap = cap;
-    }
-    l->v[l->n++] = x;
-    return NST_OK;
-}
-
-int nst_ll_cmp(const void *a, const void *b)
-{
-    long long x = *(const long long *)a, y = *(const long long *)b;
-    return (x > y) - (x < y);
-}
 
 /* ---- reading ----------------------------------------------------------------------------------- */
 

@@ -18,33 +18,9 @@
 #ifndef NST_VIDEO_H
 #define NST_VIDEO_H
 
-#include "../image/image.h"
-
-typedef struct {
-    int w, h;
-    int fps_num, fps_den;  /* the exact frame rate (a sequence: the rate it was opened with) */
-    long long frames;      /* the frame count, exact (counted, not estimated from a duration) */
-    int has_audio;         /* a video file with an audio stream (copied to a video output) */
-    int bits;              /* bits per sample of the source (8, 10, 12, 16) */
-    int is_video;          /* 1: a video file; 0: an image sequence */
-    char detail[192];      /* for messages and the run record: "H.264 (High), yuv420p, 1920x1080, 30000/1001 fps, 300 frames, aac audio" */
-} nst_clip_info;
-
-typedef struct {
-    double max_pixels;     /* per frame */
-    int max_side;
-    long long max_frames;
-    const char *key;       /* the config key the clip came from, for messages (content.path) */
-} nst_clip_limits;
+#include "clip.h"
 
 typedef struct nst_clip_reader nst_clip_reader;
-
-/* 1 where path is a printf pattern with one integer conversion (%d, %05d, ...). */
-int nst_clip_is_pattern(const char *path);
-/* 1 where path names a video file by its extension (.mp4 .mov .mkv .avi .webm .m4v .mpg .mpeg .ts .mxf .y4m). */
-int nst_clip_is_video_name(const char *path);
-/* 1 where nstbatch was built with FFmpeg's libraries. */
-int nst_video_available(void);
 
 /* Open a video file or an image sequence. fps_num/fps_den: a sequence's rate (ignored for files).
  * Errors name the file (and lim->key) and say what to do. */
@@ -57,28 +33,6 @@ nst_status nst_clip_open_memory(const char *name, const unsigned char *buf, size
  * call to the next (a video decodes forward; a skipped frame is decoded and dropped). */
 nst_status nst_clip_read(nst_clip_reader *r, long long index, nst_image *out);
 void nst_clip_close(nst_clip_reader *r);
-
-typedef enum { NST_VCODEC_H264, NST_VCODEC_H264_10, NST_VCODEC_PRORES, NST_VCODEC_FFV1 } nst_vcodec;
-
-/* "h264", "h264-10", "prores", "ffv1" (the video.codec values); -1 when unknown. */
-int nst_vcodec_parse(const char *name);
-const char *nst_vcodec_name(nst_vcodec c);
-
-typedef struct {
-    const char *path;        /* .mp4 .mov .mkv: a video; a pattern: frames */
-    int w, h;
-    int fps_num, fps_den;
-    nst_vcodec codec;        /* video only */
-    int crf;                 /* H.264's quality, 0..51 (lower is better; 0 lossless) */
-    int bits;                /* a sequence's 8 or 16 */
-    long long first;         /* a sequence's number of the first frame written */
-    const char *audio_from;  /* the clip whose audio is copied ("" or NULL: none) */
-    double audio_start;      /* the span of it, in seconds from the start of its video */
-    double audio_seconds;
-    int threads;             /* the encoder's threads (0: FFmpeg's choice) */
-    int overwrite;
-    const char *comment;     /* stored in the file's metadata (the resolved config); may be NULL */
-} nst_clip_out_spec;
 
 typedef struct nst_clip_writer nst_clip_writer;
 

@@ -1,5 +1,5 @@
-/* io/video/video_av.h: what the FFmpeg reader (io/video/video_read.c, which defines these) and writer
- * (io/video/video_write.c) share: FFmpeg kept quiet, its errors as one line, and video files opened
+/* io/video/video_av.h: what the FFmpeg reader (video_read.c, which defines these) and writer
+ * (video_write.c) share: FFmpeg kept quiet, its errors as one line, and video files opened
  * the one guarded way. Only in builds with FFmpeg. */
 #ifndef NST_VIDEO_AV_H
 #define NST_VIDEO_AV_H

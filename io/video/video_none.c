@@ -1,6 +1,6 @@
-/* io/video/video_none.c: video files in a build without FFmpeg's libraries (the Makefile compiles this
- * instead of io/video/video_read.c and io/video/video_write.c): every video file is refused with a message
- * saying how to get them. Image sequences (io/video/video_seq.c) work without FFmpeg. */
+/* io/video/video_none.c: video files in a build without FFmpeg's libraries (the Makefile compiles
+ * this instead of video_read.c and video_write.c): every video file is refused with a message
+ * saying how to get them. Image sequences (video_seq.c) work without FFmpeg. */
 #include "video_parts.h"
 
 int nst_video_available(void) { return 0; }

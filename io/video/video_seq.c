@@ -32,39 +32,6 @@ struct nst_seq_writer {
     char *comment;
 };
 
-/* ---- the pattern ------------------------------------------------------------------------------- */
-
-/* Length of the conversion at p (just after its '%') when it is an integer one (%d, %05d, %-3i,
- * %.4u: flags, width, precision, no length modifier), else 0. */
-static size_t int_conversion(const char *p)
-{
-    size_t k = strspn(p, "-+ 0");
-    k += strspn(p + k, "0123456789");
-    if (p[k] == '.') k += 1 + strspn(p + k + 1, "0123456789");
-    return p[k] == 'd' || p[k] == 'i' || p[k] == 'u' ? k + 1 : 0;
-}
-
-/* Offset of the one integer conversion's '%' in path, or -1 when there is not exactly one or
- * any other '%' than "%%". */
-static long conversion_at(const char *path)
-{
-    long at = -1;
-    for (const char *p = path; *p; p++) {
-        if (*p != '%') continue;
-        if (p[1] == '%') {
-            p++;
-            continue;
-        }
-        size_t n = int_conversion(p + 1);
-        if (!n || at >= 0) return -1;
-        at = p - path;
-        p += n;
-    }
-    return at;
-}
-
-int nst_clip_is_pattern(const char *path) { return path && conversion_at(path) >= 0; }
-
 /* The name of frame number n (validated patterns only: one integer conversion). */
 static int frame_path(char *buf, size_t cap, const char *pattern, long long n)
 {
@@ -96,9 +63,9 @@ static nst_status list_numbers(const char *name, const char *pattern, long long 
     const char *base = slash ? slash + 1 : pattern;
     if (slash) snprintf(dir, sizeof dir, "%.*s", slash == pattern ? 1 : (int)(slash - pattern), pattern);
     else snprintf(dir, sizeof dir, ".");
-    long at = conversion_at(base);
+    long at = nst_clip_pattern_at(base);
     if (at < 0) return nst_fail(NST_EINPUT, "%s: the frame number must be in the file name, not in a folder's", name);
-    size_t prefix = (size_t)at, suffix = strlen(base) - at - 1 - int_conversion(base + at + 1);
+    size_t prefix = (size_t)at, suffix = strlen(base) - at - 1 - nst_clip_int_conversion(base + at + 1);
     DIR *d = opendir(dir);
     if (!d) return nst_fail(NST_EINPUT, "%s: cannot list the folder %s: %s", name, dir, strerror(errno));
     nst_status s = NST_OK;
@@ -133,8 +100,8 @@ static nst_status find_run(const char *name, const char *pattern, const nst_ll_l
     while (j < ns->n && ns->v[j] == ns->v[i] + (long long)(j - i)) j++;
     /* the missing number as the pattern prints it (00012 for %05d) */
     char conv[64], missing[64];
-    long at = conversion_at(pattern);
-    snprintf(conv, sizeof conv, "%.*s", (int)(1 + int_conversion(pattern + at + 1)), pattern + at);
+    long at = nst_clip_pattern_at(pattern);
+    snprintf(conv, sizeof conv, "%.*s", (int)(1 + nst_clip_int_conversion(pattern + at + 1)), pattern + at);
     frame_path(missing, sizeof missing, conv, *start + *count);
     return nst_fail(NST_EINPUT, "%s: frame %s is missing (frames %lld-%lld and %lld-%lld%s exist): a clip's frames are consecutive", name,
                     missing, *start, *start + *count - 1, ns->v[i], ns->v[j - 1], j < ns->n ? ", and more after another gap," : "");

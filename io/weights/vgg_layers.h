@@ -5,8 +5,8 @@
  * followed by ReLU (stored fused: the output of layer "conv3_1" is relu3_1); every pool is 2x2,
  * stride 2 (floor).
  *
- * It lives in io/ because the weight files (io/weights/weights.h) are named and checked by it, and io/
- * may not include nst/; the geometry derived from it (footprints, halos) is the network's and
+ * It lives in io/ because the weight files (weights.h) are named and checked by it, and io/ may
+ * not include nst/; the geometry derived from it (footprints, halos) is the network's and
  * stays in nst/model/vgg.h.
  */
 #ifndef NST_VGG_LAYERS_H
