@@ -202,10 +202,102 @@ static int parse_bool(const char *v, int *out)
 
 /* ---- setting one key --------------------------------------------------------------------- */
 
+/* An INT key's value, or an INTWORD key's: one of its words, or an integer in [lo, hi]. */
+static nst_status set_int(const nst_key_info *k, char *field, const char *value, const char *where, const char *valid)
+{
+    char vb[96];
+    if (k->type == NST_CT_INTWORD) {
+        int word = enum_index(k->allowed, value);
+        if (word >= 0) {
+            *(long long *)field = NST_WORD(word);
+            return NST_OK;
+        }
+    }
+    char *end;
+    errno = 0;
+    long long v = strtoll(value, &end, 10);
+    if (!*value || *end || errno == ERANGE || (double)v < k->lo || (double)v > k->hi)
+        return nst_fail(NST_EINPUT, "%s: %s = '%s': expected %s", where, k->full, shown(value, vb, sizeof vb), valid);
+    *(long long *)field = v;
+    return NST_OK;
+}
+
+/* A FLOAT, BOOL or ENUM key's value. */
+static nst_status set_scalar(const nst_key_info *k, char *field, const char *value, const char *where, const char *valid)
+{
+    char vb[96];
+    if (k->type == NST_CT_FLOAT) {
+        char *end;
+        errno = 0;
+        double v = strtod(value, &end);
+        if (!*value || *end || isspace((unsigned char)*value) || !isfinite(v) || v < k->lo || v > k->hi)
+            return nst_fail(NST_EINPUT, "%s: %s = '%s': expected %s", where, k->full,
+                            shown(value, vb, sizeof vb), valid);
+        *(double *)field = v;
+    } else if (k->type == NST_CT_BOOL) {
+        int v;
+        if (!parse_bool(value, &v))
+            return nst_fail(NST_EINPUT, "%s: %s = '%s': expected %s", where, k->full,
+                            shown(value, vb, sizeof vb), valid);
+        *(int *)field = v;
+    } else {
+        if (!enum_has(k->allowed, value) || strlen(value) >= k->size)
+            return nst_fail(NST_EINPUT, "%s: %s = '%s': expected %s", where, k->full,
+                            shown(value, vb, sizeof vb), valid);
+        strcpy(field, value);
+    }
+    return NST_OK;
+}
+
+/* A PATHLIST key's value: each item resolved like a PATH; items joined with ", ". */
+static nst_status set_pathlist(const nst_key_info *k, char *field, const char *value, const char *where, const char *base_dir)
+{
+    char joined[NST_CFG_STR_MAX], item[NST_CFG_STR_MAX];
+    size_t n = 0;
+    joined[0] = 0;
+    for (const char *p = value; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        while (len && (*p == ' ' || *p == '\t')) p++, len--;
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
+        if (len >= sizeof item) return nst_fail(NST_EINPUT, "%s: %s: path longer than %zu bytes", where, k->full, sizeof item - 1);
+        memcpy(item, p, len);
+        item[len] = 0;
+        if (len) {
+            int w = item[0] != '/' && base_dir && *base_dir
+                        ? snprintf(joined + n, sizeof joined - n, "%s%s/%s", n ? ", " : "", base_dir, item)
+                        : snprintf(joined + n, sizeof joined - n, "%s%s", n ? ", " : "", item);
+            if (w < 0 || (size_t)w >= sizeof joined - n || n + (size_t)w >= k->size)
+                return nst_fail(NST_EINPUT, "%s: %s: value longer than %zu bytes", where, k->full, k->size - 1);
+            n += (size_t)w;
+        }
+        if (!comma) break;
+        p = comma + 1;
+    }
+    strcpy(field, joined);
+    return NST_OK;
+}
+
+/* A PATH key's value (relative to base_dir unless absolute), or any other key's as text. */
+static nst_status set_text(const nst_key_info *k, char *field, const char *value, const char *where, const char *base_dir)
+{
+    if (k->type == NST_CT_PATH && *value && value[0] != '/' && base_dir && *base_dir) {
+        int n = snprintf(field, k->size, "%s/%s", base_dir, value);
+        if (n < 0 || (size_t)n >= k->size)
+            return nst_fail(NST_EINPUT, "%s: %s: path longer than %zu bytes", where, k->full,
+                            k->size - 1);
+        return NST_OK;
+    }
+    if (strlen(value) >= k->size)
+        return nst_fail(NST_EINPUT, "%s: %s: value longer than %zu bytes", where, k->full, k->size - 1);
+    strcpy(field, value);
+    return NST_OK;
+}
+
 nst_status nst_config_set_key(nst_config *c, const char *section, const char *name, const char *value,
                               const char *where, const char *base_dir)
 {
-    char vb[96], valid[256], sugg[160];
+    char valid[256], sugg[160];
     int id = nst_config_find(section, name);
     if (id < 0) {
         if (!section_known(section)) {
@@ -223,94 +315,13 @@ nst_status nst_config_set_key(nst_config *c, const char *section, const char *na
             return nst_fail(NST_EINPUT, "%s: %s: value contains a control character", where, k->full);
 
     switch (k->type) {
-    case NST_CT_INT: {
-        char *end;
-        errno = 0;
-        long long v = strtoll(value, &end, 10);
-        if (!*value || *end || errno == ERANGE || (double)v < k->lo || (double)v > k->hi)
-            return nst_fail(NST_EINPUT, "%s: %s = '%s': expected %s", where, k->full,
-                            shown(value, vb, sizeof vb), valid);
-        *(long long *)field = v;
-        break;
-    }
-    case NST_CT_INTWORD: {
-        int word = enum_index(k->allowed, value);
-        if (word >= 0) {
-            *(long long *)field = NST_WORD(word);
-            break;
-        }
-        char *end;
-        errno = 0;
-        long long v = strtoll(value, &end, 10);
-        if (!*value || *end || errno == ERANGE || (double)v < k->lo || (double)v > k->hi)
-            return nst_fail(NST_EINPUT, "%s: %s = '%s': expected %s", where, k->full, shown(value, vb, sizeof vb), valid);
-        *(long long *)field = v;
-        break;
-    }
-    case NST_CT_FLOAT: {
-        char *end;
-        errno = 0;
-        double v = strtod(value, &end);
-        if (!*value || *end || isspace((unsigned char)*value) || !isfinite(v) || v < k->lo || v > k->hi)
-            return nst_fail(NST_EINPUT, "%s: %s = '%s': expected %s", where, k->full,
-                            shown(value, vb, sizeof vb), valid);
-        *(double *)field = v;
-        break;
-    }
-    case NST_CT_BOOL: {
-        int v;
-        if (!parse_bool(value, &v))
-            return nst_fail(NST_EINPUT, "%s: %s = '%s': expected %s", where, k->full,
-                            shown(value, vb, sizeof vb), valid);
-        *(int *)field = v;
-        break;
-    }
-    case NST_CT_ENUM:
-        if (!enum_has(k->allowed, value) || strlen(value) >= k->size)
-            return nst_fail(NST_EINPUT, "%s: %s = '%s': expected %s", where, k->full,
-                            shown(value, vb, sizeof vb), valid);
-        strcpy(field, value);
-        break;
-    case NST_CT_PATHLIST: { /* each item resolved like a PATH; items joined with ", " */
-        char joined[NST_CFG_STR_MAX], item[NST_CFG_STR_MAX];
-        size_t n = 0;
-        joined[0] = 0;
-        for (const char *p = value; *p;) {
-            const char *comma = strchr(p, ',');
-            size_t len = comma ? (size_t)(comma - p) : strlen(p);
-            while (len && (*p == ' ' || *p == '\t')) p++, len--;
-            while (len && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
-            if (len >= sizeof item) return nst_fail(NST_EINPUT, "%s: %s: path longer than %zu bytes", where, k->full, sizeof item - 1);
-            memcpy(item, p, len);
-            item[len] = 0;
-            if (len) {
-                int w = item[0] != '/' && base_dir && *base_dir
-                            ? snprintf(joined + n, sizeof joined - n, "%s%s/%s", n ? ", " : "", base_dir, item)
-                            : snprintf(joined + n, sizeof joined - n, "%s%s", n ? ", " : "", item);
-                if (w < 0 || (size_t)w >= sizeof joined - n || n + (size_t)w >= k->size)
-                    return nst_fail(NST_EINPUT, "%s: %s: value longer than %zu bytes", where, k->full, k->size - 1);
-                n += (size_t)w;
-            }
-            if (!comma) break;
-            p = comma + 1;
-        }
-        strcpy(field, joined);
-        break;
-    }
-    case NST_CT_PATH:
-        if (*value && value[0] != '/' && base_dir && *base_dir) {
-            int n = snprintf(field, k->size, "%s/%s", base_dir, value);
-            if (n < 0 || (size_t)n >= k->size)
-                return nst_fail(NST_EINPUT, "%s: %s: path longer than %zu bytes", where, k->full,
-                                k->size - 1);
-            break;
-        }
-        /* fall through */
-    default:
-        if (strlen(value) >= k->size)
-            return nst_fail(NST_EINPUT, "%s: %s: value longer than %zu bytes", where, k->full, k->size - 1);
-        strcpy(field, value);
-        break;
+    case NST_CT_INT:
+    case NST_CT_INTWORD: NST_TRY(set_int(k, field, value, where, valid)); break;
+    case NST_CT_FLOAT:
+    case NST_CT_BOOL:
+    case NST_CT_ENUM: NST_TRY(set_scalar(k, field, value, where, valid)); break;
+    case NST_CT_PATHLIST: NST_TRY(set_pathlist(k, field, value, where, base_dir)); break;
+    default: NST_TRY(set_text(k, field, value, where, base_dir)); break;
     }
     snprintf(c->origin[id], NST_CFG_ORIGIN_MAX, "%s", where);
     return NST_OK;
@@ -383,11 +394,91 @@ static char *unquote(char *val, const char **why)
     return trim(val);
 }
 
+/* The parser between lines. */
+typedef struct {
+    nst_config *c;
+    struct nst_jobset *jobs;
+    const char *base_dir;
+    char section[64];
+    int in_job;                  /* inside a [job.NAME] section: its lines go to `jobs` */
+    int first_line[NST_NKEYS];   /* where each key was set, to refuse a second time */
+} ini_parse;
+
+/* A "[section]" line (s trimmed, starting with '['). */
+static nst_status section_line(ini_parse *ps, char *s, const char *where)
+{
+    char *close = strchr(s, ']');
+    if (!close)
+        return nst_fail(NST_EINPUT, "%s: malformed section header: missing ']'", where);
+    char *rest = trim(close + 1);
+    if (*rest && *rest != '#' && *rest != ';')
+        return nst_fail(NST_EINPUT, "%s: malformed section header: text after ']'", where);
+    *close = 0;
+    char *sec = trim(s + 1);
+    ps->in_job = 0;
+    if (strncmp(sec, "job.", 4) == 0) {
+        if (!ps->jobs) return nst_fail(NST_EINPUT, "%s: [%s]: job sections belong in the config file", where, sec);
+        NST_TRY(nst_jobset_begin(ps->jobs, sec + 4, where));
+        ps->in_job = 1;
+        snprintf(ps->section, sizeof ps->section, "%s", "job");
+        return NST_OK;
+    }
+    if (!valid_name(sec, 1) || strlen(sec) >= sizeof ps->section)
+        return nst_fail(NST_EINPUT,
+                        "%s: malformed section name '[%s]': use lower-case letters, digits and '_'",
+                        where, sec);
+    if (!section_known(sec)) {
+        char sugg[512];
+        suggest_section(sec, sugg, sizeof sugg);
+        return nst_fail(NST_EINPUT, "%s: unknown section [%s]%s", where, sec, sugg);
+    }
+    strcpy(ps->section, sec);
+    return NST_OK;
+}
+
+/* A "key = value" line (s trimmed), line number lineno: set in the config, or kept for a job. */
+static nst_status key_line(ini_parse *ps, char *s, const char *where, int lineno)
+{
+    char *eq = strchr(s, '=');
+    if (!eq)
+        return nst_fail(NST_EINPUT,
+                        "%s: malformed line: expected 'key = value', '[section]' or a comment", where);
+    *eq = 0;
+    char *key = trim(s);
+    char *val = eq + 1;
+    while (*val == ' ' || *val == '\t') val++;
+    const char *why = "";
+    if (ps->in_job) { /* section.key = value, checked now against the keys, applied per job */
+        char *v = unquote(val, &why);
+        if (!v) return nst_fail(NST_EINPUT, "%s: %s: %s", where, key, why);
+        return nst_jobset_add(ps->jobs, key, v, where, ps->base_dir);
+    }
+    if (!valid_name(key, 0) && valid_name(key, 1) && strchr(key, '.')) /* --set's form, used in a file */
+        return nst_fail(NST_EINPUT,
+                        "%s: '%.60s' is the form of --set and of job sections; in a config file write "
+                        "'%s = ...' on a line under [%.*s]",
+                        where, key, strrchr(key, '.') + 1, (int)(strrchr(key, '.') - key), key);
+    if (!valid_name(key, 0))
+        return nst_fail(NST_EINPUT,
+                        "%s: malformed key '%.60s': use lower-case letters, digits and '_'", where, key);
+    if (!ps->section[0])
+        return nst_fail(NST_EINPUT, "%s: key '%s' before any [section]", where, key);
+
+    val = unquote(val, &why);
+    if (!val) return nst_fail(NST_EINPUT, "%s: %s.%s: %s", where, ps->section, key, why);
+
+    int id = nst_config_find(ps->section, key);
+    if (id >= 0 && ps->first_line[id])
+        return nst_fail(NST_EINPUT, "%s: %s set twice (first at line %d)", where, keys[id].full,
+                        ps->first_line[id]);
+    NST_TRY(nst_config_set_key(ps->c, ps->section, key, val, where, ps->base_dir));
+    ps->first_line[id] = lineno;
+    return NST_OK;
+}
+
 nst_status nst_config_parse(nst_config *c, struct nst_jobset *jobs, const char *name, const char *base_dir, const char *text, size_t len)
 {
-    int first_line[NST_NKEYS] = {0};
-    char section[64] = "";
-    int in_job = 0; /* inside a [job.NAME] section: its lines go to `jobs` */
+    ini_parse ps = {c, jobs, base_dir, "", 0, {0}};
     char line[NST_CFG_STR_MAX + 1];
     char where[NST_CFG_ORIGIN_MAX];
     size_t pos = 0, n;
@@ -403,72 +494,7 @@ nst_status nst_config_parse(nst_config *c, struct nst_jobset *jobs, const char *
         line[n] = 0;
         char *s = trim(line);
         if (!*s || *s == '#' || *s == ';') continue;
-
-        if (*s == '[') {
-            char *close = strchr(s, ']');
-            if (!close)
-                return nst_fail(NST_EINPUT, "%s: malformed section header: missing ']'", where);
-            char *rest = trim(close + 1);
-            if (*rest && *rest != '#' && *rest != ';')
-                return nst_fail(NST_EINPUT, "%s: malformed section header: text after ']'", where);
-            *close = 0;
-            char *sec = trim(s + 1);
-            in_job = 0;
-            if (strncmp(sec, "job.", 4) == 0) {
-                if (!jobs) return nst_fail(NST_EINPUT, "%s: [%s]: job sections belong in the config file", where, sec);
-                NST_TRY(nst_jobset_begin(jobs, sec + 4, where));
-                in_job = 1;
-                snprintf(section, sizeof section, "%s", "job");
-                continue;
-            }
-            if (!valid_name(sec, 1) || strlen(sec) >= sizeof section)
-                return nst_fail(NST_EINPUT,
-                                "%s: malformed section name '[%s]': use lower-case letters, digits and '_'",
-                                where, sec);
-            if (!section_known(sec)) {
-                char sugg[512];
-                suggest_section(sec, sugg, sizeof sugg);
-                return nst_fail(NST_EINPUT, "%s: unknown section [%s]%s", where, sec, sugg);
-            }
-            strcpy(section, sec);
-            continue;
-        }
-
-        char *eq = strchr(s, '=');
-        if (!eq)
-            return nst_fail(NST_EINPUT,
-                            "%s: malformed line: expected 'key = value', '[section]' or a comment", where);
-        *eq = 0;
-        char *key = trim(s);
-        char *val = eq + 1;
-        while (*val == ' ' || *val == '\t') val++;
-        const char *why = "";
-        if (in_job) { /* section.key = value, checked now against the keys, applied per job */
-            char *v = unquote(val, &why);
-            if (!v) return nst_fail(NST_EINPUT, "%s: %s: %s", where, key, why);
-            NST_TRY(nst_jobset_add(jobs, key, v, where, base_dir));
-            continue;
-        }
-        if (!valid_name(key, 0) && valid_name(key, 1) && strchr(key, '.')) /* --set's form, used in a file */
-            return nst_fail(NST_EINPUT,
-                            "%s: '%.60s' is the form of --set and of job sections; in a config file write "
-                            "'%s = ...' on a line under [%.*s]",
-                            where, key, strrchr(key, '.') + 1, (int)(strrchr(key, '.') - key), key);
-        if (!valid_name(key, 0))
-            return nst_fail(NST_EINPUT,
-                            "%s: malformed key '%.60s': use lower-case letters, digits and '_'", where, key);
-        if (!section[0])
-            return nst_fail(NST_EINPUT, "%s: key '%s' before any [section]", where, key);
-
-        val = unquote(val, &why);
-        if (!val) return nst_fail(NST_EINPUT, "%s: %s.%s: %s", where, section, key, why);
-
-        int id = nst_config_find(section, key);
-        if (id >= 0 && first_line[id])
-            return nst_fail(NST_EINPUT, "%s: %s set twice (first at line %d)", where, keys[id].full,
-                            first_line[id]);
-        NST_TRY(nst_config_set_key(c, section, key, val, where, base_dir));
-        first_line[id] = lineno;
+        NST_TRY(*s == '[' ? section_line(&ps, s, where) : key_line(&ps, s, where, lineno));
     }
     return NST_OK;
 }

@@ -131,18 +131,40 @@ nst_rect nst_resample_footprint(int sw, int sh, int W, int H, nst_rect r)
     return nst_rect_make(x0, y0, x1 - x0, y1 - y0);
 }
 
-static nst_status resample(nst_source *src, int W, int H, nst_rect r, float *out, int clamp)
-{
-    if (W < 1 || H < 1 || r.x < 0 || r.y < 0 || r.w < 1 || r.h < 1 || r.x + r.w > W || r.y + r.h > H)
-        return nst_fail(NST_ERUNTIME, "%s: cannot resample region %dx%d+%d+%d of a %dx%d image", src->name, r.w, r.h, r.x, r.y, W, H);
-    const int sw = src->w, sh = src->h;
-    if (W == sw && H == sh) return nst_source_read(src, r, out);
+/* One rectangle's resampling: the taps of its columns and rows, the source extent under it, the
+ * chunk of source rows read at a time, and the ring of rows filtered horizontally. */
+typedef struct {
+    nst_source *src;
+    nst_rect r;
+    taps *tx, *ty;
+    float *px, *py;   /* the taps' weights */
+    int sx0, scols;   /* the source columns under the rectangle */
+    int sy0, sy1;     /* and its rows */
+    int band, chunk_rows, cap;
+    float *ring, *chunk;
+} resampling;
 
-    taps *tx = NULL, *ty = NULL;
-    float *px = NULL, *py = NULL, *ring = NULL, *chunk = NULL;
-    nst_status s = axis_taps(sw, W, r.x, r.w, &tx, &px);
-    if (s == NST_OK) s = axis_taps(sh, H, r.y, r.h, &ty, &py);
-    if (s != NST_OK) goto out;
+static void resampling_free(resampling *z)
+{
+    nst_free(z->tx);
+    nst_free(z->px);
+    nst_free(z->ty);
+    nst_free(z->py);
+    nst_free(z->ring);
+    nst_free(z->chunk);
+}
+
+/* The taps, the source extent, the chunk size and the buffers of resampling r of a W x H
+ * resizing of src. */
+static nst_status resampling_plan(resampling *z, nst_source *src, int W, int H, nst_rect r)
+{
+    const int sw = src->w, sh = src->h;
+    z->src = src;
+    z->r = r;
+    nst_status s = axis_taps(sw, W, r.x, r.w, &z->tx, &z->px);
+    if (s == NST_OK) s = axis_taps(sh, H, r.y, r.h, &z->ty, &z->py);
+    if (s != NST_OK) return s;
+    const taps *tx = z->tx, *ty = z->ty;
 
     /* the source columns and rows under the rectangle */
     int sx0 = tx[0].first, sx1 = tx[0].first + tx[0].count, max_ty = 0;
@@ -163,69 +185,102 @@ static nst_status resample(nst_source *src, int W, int H, nst_rect r, float *out
     if (chunk_rows < 1) chunk_rows = 1;
     if (chunk_rows > sy1 - sy0 + band) chunk_rows = sy1 - sy0 + band;
     const int cap = max_ty + chunk_rows; /* ring rows: an output row's taps plus one chunk */
-    ring = nst_alloc_array((size_t)cap * r.w, 3 * sizeof(float), "the resampling ring");
-    chunk = nst_alloc_array((size_t)chunk_rows, row_bytes, "a band of source rows");
-    if (!ring || !chunk) {
-        s = NST_ENOMEM;
-        goto out;
-    }
+    z->sx0 = sx0, z->scols = scols, z->sy0 = sy0, z->sy1 = sy1;
+    z->band = band, z->chunk_rows = chunk_rows, z->cap = cap;
+    z->ring = nst_alloc_array((size_t)cap * r.w, 3 * sizeof(float), "the resampling ring");
+    z->chunk = nst_alloc_array((size_t)chunk_rows, row_bytes, "a band of source rows");
+    return z->ring && z->chunk ? NST_OK : NST_ENOMEM;
+}
 
-    int filled = sy0;                  /* source rows [sy0, filled) have been read and filtered */
-    int next = band > 1 ? sy0 / band * band : sy0; /* the next chunk starts here (band-aligned) */
-    for (int oy = 0; s == NST_OK && oy < r.h;) {
-        /* read and horizontally filter chunks until output row oy has all its source rows */
-        while (s == NST_OK && filled < ty[oy].first + ty[oy].count) {
-            int c0 = next, c1 = next + chunk_rows < sh ? next + chunk_rows : sh;
-            if (c1 > sy1) c1 = sy1;
-            s = nst_source_read(src, nst_rect_make(sx0, c0, scols, c1 - c0), chunk);
-            if (s != NST_OK) break;
+/* Source rows [from, c1) of the chunk read from row c0, filtered horizontally into the ring. */
+static void filter_rows(const resampling *z, int c0, int from, int c1)
+{
+    const taps *tx = z->tx;
+    const nst_rect r = z->r;
+    const int sx0 = z->sx0, scols = z->scols, cap = z->cap;
+    const float *chunk = z->chunk;
+    float *ring = z->ring;
 #pragma omp parallel for schedule(static)
-            for (int y = c0 > filled ? c0 : filled; y < c1; y++) {
-                const float *in = chunk + (size_t)(y - c0) * scols * 3;
-                float *o = ring + (size_t)(y % cap) * r.w * 3;
-                for (int x = 0; x < r.w; x++) {
-                    const float *p = in + (size_t)(tx[x].first - sx0) * 3;
-                    float cr = 0, cg = 0, cb = 0;
-                    for (int k = 0; k < tx[x].count; k++) {
-                        float c = tx[x].w[k];
-                        cr += c * p[3 * k];
-                        cg += c * p[3 * k + 1];
-                        cb += c * p[3 * k + 2];
-                    }
-                    o[3 * x] = cr;
-                    o[3 * x + 1] = cg;
-                    o[3 * x + 2] = cb;
-                }
+    for (int y = from; y < c1; y++) {
+        const float *in = chunk + (size_t)(y - c0) * scols * 3;
+        float *o = ring + (size_t)(y % cap) * r.w * 3;
+        for (int x = 0; x < r.w; x++) {
+            const float *p = in + (size_t)(tx[x].first - sx0) * 3;
+            float cr = 0, cg = 0, cb = 0;
+            for (int k = 0; k < tx[x].count; k++) {
+                float c = tx[x].w[k];
+                cr += c * p[3 * k];
+                cg += c * p[3 * k + 1];
+                cb += c * p[3 * k + 2];
             }
-            filled = c1;
-            next = c1;
+            o[3 * x] = cr;
+            o[3 * x + 1] = cg;
+            o[3 * x + 2] = cb;
         }
+    }
+}
+
+/* Output rows [oy, oy1), whose taps are all in the ring, filtered vertically into out. */
+static void filter_columns(const resampling *z, float *out, int oy, int oy1, int clamp)
+{
+    const taps *ty = z->ty;
+    const nst_rect r = z->r;
+    const int cap = z->cap;
+    const float *ring = z->ring;
+#pragma omp parallel for schedule(static)
+    for (int y = oy; y < oy1; y++) {
+        float *o = out + (size_t)y * r.w * 3;
+        const size_t n = (size_t)r.w * 3;
+        for (size_t i = 0; i < n; i++) o[i] = 0;
+        for (int k = 0; k < ty[y].count; k++) {
+            const float *in = ring + (size_t)((ty[y].first + k) % cap) * n;
+            float c = ty[y].w[k];
+            for (size_t i = 0; i < n; i++) o[i] += c * in[i];
+        }
+        if (clamp)
+            for (size_t i = 0; i < n; i++) o[i] = o[i] < 0.f ? 0.f : (o[i] > 1.f ? 1.f : o[i]);
+    }
+}
+
+/* Read and filter horizontally the chunks from *next on until the source rows below `need` are
+ * in the ring (*filled: the rows read so far). */
+static nst_status fill_rows(resampling *z, int need, int *filled, int *next)
+{
+    const int sh = z->src->h;
+    nst_status s = NST_OK;
+    while (s == NST_OK && *filled < need) {
+        int c0 = *next, c1 = *next + z->chunk_rows < sh ? *next + z->chunk_rows : sh;
+        if (c1 > z->sy1) c1 = z->sy1;
+        s = nst_source_read(z->src, nst_rect_make(z->sx0, c0, z->scols, c1 - c0), z->chunk);
+        if (s != NST_OK) break;
+        filter_rows(z, c0, c0 > *filled ? c0 : *filled, c1);
+        *filled = c1;
+        *next = c1;
+    }
+    return s;
+}
+
+static nst_status resample(nst_source *src, int W, int H, nst_rect r, float *out, int clamp)
+{
+    if (W < 1 || H < 1 || r.x < 0 || r.y < 0 || r.w < 1 || r.h < 1 || r.x + r.w > W || r.y + r.h > H)
+        return nst_fail(NST_ERUNTIME, "%s: cannot resample region %dx%d+%d+%d of a %dx%d image", src->name, r.w, r.h, r.x, r.y, W, H);
+    if (W == src->w && H == src->h) return nst_source_read(src, r, out);
+    resampling z;
+    memset(&z, 0, sizeof z);
+    nst_status s = resampling_plan(&z, src, W, H, r);
+    int filled = z.sy0;                                      /* source rows [sy0, filled) have been read and filtered */
+    int next = z.band > 1 ? z.sy0 / z.band * z.band : z.sy0; /* the next chunk starts here (band-aligned) */
+    for (int oy = 0; s == NST_OK && oy < r.h;) {
+        /* read and filter chunks until output row oy has all its source rows */
+        s = fill_rows(&z, z.ty[oy].first + z.ty[oy].count, &filled, &next);
         if (s != NST_OK) break;
         /* every output row whose taps are in the ring now, filtered vertically */
         int oy1 = oy;
-        while (oy1 < r.h && ty[oy1].first + ty[oy1].count <= filled) oy1++;
-#pragma omp parallel for schedule(static)
-        for (int y = oy; y < oy1; y++) {
-            float *o = out + (size_t)y * r.w * 3;
-            const size_t n = (size_t)r.w * 3;
-            for (size_t i = 0; i < n; i++) o[i] = 0;
-            for (int k = 0; k < ty[y].count; k++) {
-                const float *in = ring + (size_t)((ty[y].first + k) % cap) * n;
-                float c = ty[y].w[k];
-                for (size_t i = 0; i < n; i++) o[i] += c * in[i];
-            }
-            if (clamp)
-                for (size_t i = 0; i < n; i++) o[i] = o[i] < 0.f ? 0.f : (o[i] > 1.f ? 1.f : o[i]);
-        }
+        while (oy1 < r.h && z.ty[oy1].first + z.ty[oy1].count <= filled) oy1++;
+        filter_columns(&z, out, oy, oy1, clamp);
         oy = oy1;
     }
-out:
-    nst_free(tx);
-    nst_free(px);
-    nst_free(ty);
-    nst_free(py);
-    nst_free(ring);
-    nst_free(chunk);
+    resampling_free(&z);
     return s;
 }
 

@@ -152,10 +152,12 @@ static nst_status lib_error(const tiff_reader *r, const char *what)
                     r->src->msg);
 }
 
-static nst_status validate(tiff_reader *r, const nst_read_limits *lim, nst_image_info *info)
+/* The image's size and its samples' layout (8 or 16-bit unsigned, 1 to 4 per pixel, chunky or
+ * planar); the photometric interpretation and compression for what follows. */
+static nst_status validate_samples(tiff_reader *r, const nst_read_limits *lim, uint16_t *photometric, uint16_t *compression)
 {
     TIFF *tif = r->tif;
-    uint16_t photometric = 0, sformat = SAMPLEFORMAT_UINT, compression = COMPRESSION_NONE;
+    uint16_t sformat = SAMPLEFORMAT_UINT;
     if (!TIFFGetField(tif, TIFFTAG_IMAGEWIDTH, &r->w) || !TIFFGetField(tif, TIFFTAG_IMAGELENGTH, &r->h))
         return nst_fail(NST_EINPUT, "%s: TIFF without image width or length", r->name);
     NST_TRY(nst_image_check_dims(r->name, r->w, r->h, lim));
@@ -163,9 +165,9 @@ static nst_status validate(tiff_reader *r, const nst_read_limits *lim, nst_image
     TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &r->bps);
     TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &sformat);
     TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &r->planar);
-    TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
-    if (!TIFFGetField(tif, TIFFTAG_PHOTOMETRIC, &photometric))
-        photometric = r->spp >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK;
+    TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, compression);
+    if (!TIFFGetField(tif, TIFFTAG_PHOTOMETRIC, photometric))
+        *photometric = r->spp >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK;
     if (r->bps != 8 && r->bps != 16)
         return nst_fail(NST_EINPUT, "%s: TIFF with %u bits per sample; supported: 8 or 16", r->name, r->bps);
     if (sformat != SAMPLEFORMAT_UINT)
@@ -175,7 +177,14 @@ static nst_status validate(tiff_reader *r, const nst_read_limits *lim, nst_image
         return nst_fail(NST_EINPUT, "%s: TIFF with %u samples per pixel; supported: 1 to 4", r->name, r->spp);
     if (r->planar != PLANARCONFIG_CONTIG && r->planar != PLANARCONFIG_SEPARATE)
         return nst_fail(NST_EINPUT, "%s: TIFF with invalid PlanarConfiguration %u", r->name, r->planar);
+    return NST_OK;
+}
 
+/* How the samples become RGB (r->kind): gray, inverted gray, RGB, palette, or JPEG's YCbCr
+ * decoded to RGB by libtiff. */
+static nst_status validate_colour(tiff_reader *r, uint16_t photometric, uint16_t compression)
+{
+    TIFF *tif = r->tif;
     switch (photometric) {
     case PHOTOMETRIC_MINISBLACK:
     case PHOTOMETRIC_MINISWHITE:
@@ -203,7 +212,14 @@ static nst_status validate(tiff_reader *r, const nst_read_limits *lim, nst_image
         return nst_fail(NST_EINPUT, "%s: TIFF photometric interpretation %u is not supported (gray, RGB, palette, JPEG YCbCr)",
                         r->name, photometric);
     }
+    return NST_OK;
+}
 
+/* The tiles or strips: their sizes within the allocation cap, and every one's offset and byte
+ * count inside the file, so that a lying header is refused before anything is decoded. */
+static nst_status validate_striles(tiff_reader *r)
+{
+    TIFF *tif = r->tif;
     r->tiled = TIFFIsTiled(tif);
     uint64_t striles = r->tiled ? TIFFNumberOfTiles(tif) : TIFFNumberOfStrips(tif);
     if (r->tiled) {
@@ -222,7 +238,6 @@ static nst_status validate(tiff_reader *r, const nst_read_limits *lim, nst_image
         if (sl == 0 || sl > (uint64_t)TIFF_MAX_ALLOC) return lib_error(r, "invalid scanline size");
     }
     if (striles == 0) return lib_error(r, "no strips or tiles");
-    /* Offsets and byte counts must lie inside the file: a lying header is refused before decoding. */
     for (uint64_t i = 0; i < striles; i++) {
         int err = 0;
         uint64_t off = TIFFGetStrileOffsetWithErr(tif, (uint32_t)i, &err);
@@ -237,13 +252,22 @@ static nst_status validate(tiff_reader *r, const nst_read_limits *lim, nst_image
                             r->name, r->tiled ? "tile" : "strip", (unsigned long long)i, (unsigned long long)off,
                             (unsigned long long)cnt, (unsigned long long)r->src->size);
     }
+    return NST_OK;
+}
+
+static nst_status validate(tiff_reader *r, const nst_read_limits *lim, nst_image_info *info)
+{
+    uint16_t photometric = 0, compression = COMPRESSION_NONE;
+    NST_TRY(validate_samples(r, lim, &photometric, &compression));
+    NST_TRY(validate_colour(r, photometric, compression));
+    NST_TRY(validate_striles(r));
     info->format = NST_FMT_TIFF;
     info->bits = r->bps;
     info->channels = r->spp;
     snprintf(info->detail, sizeof info->detail, "%s, %u-bit, %s%s %sTIFF",
              r->kind == PH_PALETTE ? "palette" : r->spp >= 3 ? (r->spp == 4 ? "RGBA" : "RGB") : (r->spp == 2 ? "gray+alpha" : "gray"),
              r->bps, r->tiled ? "tiled" : "striped", r->planar == PLANARCONFIG_SEPARATE ? ", planar" : "",
-             TIFFIsBigEndian(tif) ? "big-endian " : "");
+             TIFFIsBigEndian(r->tif) ? "big-endian " : "");
     return NST_OK;
 }
 
