@@ -1,4 +1,5 @@
-/* nst/inputs/inputs.c: inputs at a working resolution, by region where the format allows (see inputs.h). */
+/* nst/inputs/inputs.c: inputs at a working resolution, by region where the format allows (see
+ * inputs.h). */
 #include "inputs.h"
 
 #include <math.h>

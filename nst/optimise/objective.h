@@ -1,5 +1,5 @@
-/* nst/optimise/objective.h: the Gatys objective over a whole image, evaluated tile by tile with ONE global
- * style statistic.
+/* nst/optimise/objective.h: the Gatys objective over a whole image, evaluated tile by tile with
+ * ONE global style statistic.
  *
  *   L = content_weight * sum_l ||F_l - P_l||^2 / ||P_l||^2          (content layers l)
  *     + style_weight   * sum_l w_l ||G_l - A_l||_F^2 / ||A_l||_F^2   (style layers l)

@@ -1,5 +1,6 @@
-/* nst/state/snapshot.h: output.save_every: the image being rendered, written as the preview PNG while the
- * render runs, so that a long print can be looked at (and a stopped one keeps its last look).
+/* nst/state/snapshot.h: output.save_every: the image being rendered, written as the preview PNG
+ * while the render runs, so that a long print can be looked at (and a stopped one keeps its last
+ * look).
  *
  * Every rank reduces its local cores to the preview's grid (a box filter: each preview pixel is
  * the mean of the image pixels that fall in it, whatever the tiling), sends the blocks its cores
