@@ -71,7 +71,7 @@ CUBLAS_OK := $(shell test -f $(CUDA_HOME)/include/cublas_v2.h && echo yes)
 NCCL_OK   := $(shell test -f $(CUDA_HOME)/include/nccl.h -o -f /usr/include/nccl.h && echo yes)
 # OpenCV's video module (DIS optical flow, flow/dis.cpp): optional, Debian's libopencv-video-dev
 OPENCV_OK := $(if $(NO_OPENCV),,$(shell test -f /usr/include/opencv4/opencv2/video/tracking.hpp && echo yes))
-# FFmpeg's libraries (video files in and out, io/video_read.c, io/video_write.c): Debian's libav*-dev
+# FFmpeg's libraries (video files in and out, io/video/video_read.c, io/video/video_write.c): Debian's libav*-dev
 FFMPEG_PC  := libavformat libavcodec libswscale libavutil
 FFMPEG_OK  := $(if $(NO_FFMPEG),,$(shell pkg-config --exists $(FFMPEG_PC) 2>/dev/null && echo yes))
 FFMPEG_VER := $(if $(FFMPEG_OK),$(shell pkg-config --modversion $(FFMPEG_PC) | paste -sd/ -))
@@ -108,14 +108,14 @@ LDLIBS    += -lopencv_video -lopencv_imgproc -lopencv_core -lstdc++
 OPENCV_OBJ := flow/dis.cpp
 endif
 
-# without FFmpeg, io/video_none.c refuses video files (image sequences still work)
-VIDEO_FFMPEG := io/video_read.c io/video_write.c
+# without FFmpeg, io/video/video_none.c refuses video files (image sequences still work)
+VIDEO_FFMPEG := io/video/video_read.c io/video/video_write.c
 ifeq ($(FFMPEG_OK),yes)
 FFMPEG_CFLAGS := $(shell pkg-config --cflags $(FFMPEG_PC))
 FFMPEG_LIBS   := $(shell pkg-config --libs $(FFMPEG_PC))
 ALLCFLAGS += -DNST_HAVE_FFMPEG $(FFMPEG_CFLAGS)
 LDLIBS    += $(FFMPEG_LIBS)
-VIDEO_SKIP := io/video_none.c
+VIDEO_SKIP := io/video/video_none.c
 else
 VIDEO_SKIP := $(VIDEO_FFMPEG)
 endif
@@ -124,7 +124,7 @@ BUILD_FLAGS_DEF := -DNST_BUILD_FLAGS='"$(FLAVOUR) build: $(CC) $(CFLAGS)"'
 ALLCFLAGS += $(BUILD_FLAGS_DEF)
 
 # lib_src(SKIP): the library's C sources, less SKIP; the viewer page and nstbatch-view's server among them
-lib_src = $(sort $(filter-out $(1),$(wildcard util/*.c tiler/*.c io/*.c flow/*.c video/*.c kernels/*.c kernels/cpu/*.c kernels/check/*.c nst/*/*.c mpi/*.c))) \
+lib_src = $(sort $(filter-out $(1),$(wildcard util/*.c tiler/*.c io/*.c io/*/*.c flow/*.c video/*.c kernels/*.c kernels/cpu/*.c kernels/check/*.c nst/*/*.c mpi/*.c))) \
           $(sort $(filter-out viewer/view_main.c,$(wildcard viewer/*.c)))
 LIB_SRC := $(call lib_src,$(VIDEO_SKIP))
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(patsubst %,$(BUILD)/obj/%.o,$(basename $(CUDA_OBJ) $(OPENCV_OBJ)))
@@ -275,17 +275,18 @@ $(BUILD)/tests/%: tests/%.c tests/test.h tests/naive.h $(LIB)
 	$(Q)$(CC) $(ALLCFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -I. $(DEPCFLAGS)
-FUZZ_IO := util/status.c util/mem.c io/image.c io/png_read.c io/png_write.c io/jpeg_read.c io/jpeg_write.c io/tiff_read.c io/tiff_write.c io/icc.c \
-           io/tiff_msg.c io/atomic_file.c io/source.c io/resample.c tiler/rect.c
+FUZZ_IO := util/status.c util/mem.c io/image/pixels.c io/image/image.c io/image/png_read.c io/image/png_write.c \
+           io/image/jpeg_read.c io/image/jpeg_write.c io/image/tiff_read.c io/image/tiff_write.c io/image/icc.c \
+           io/image/tiff_msg.c io/atomic_file.c io/image/source.c io/image/resample.c tiler/rect.c
 fuzz: $(BUILD)/fuzz/fuzz_config $(BUILD)/fuzz/fuzz_image $(BUILD)/fuzz/fuzz_tiff $(BUILD)/fuzz/fuzz_flo $(if $(FFMPEG_OK),$(BUILD)/fuzz/fuzz_video)
-$(BUILD)/fuzz/fuzz_config: tests/fuzz/fuzz_config.c io/config.c io/jobs.c util/status.c util/text.c
+$(BUILD)/fuzz/fuzz_config: tests/fuzz/fuzz_config.c io/config/config.c io/config/jobs.c util/status.c util/text.c
 	@mkdir -p $(dir $@)
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $^
-$(BUILD)/fuzz/fuzz_flo: tests/fuzz/fuzz_flo.c io/flo.c io/atomic_file.c util/status.c util/mem.c
+$(BUILD)/fuzz/fuzz_flo: tests/fuzz/fuzz_flo.c io/video/flo.c io/atomic_file.c util/status.c util/mem.c
 	@mkdir -p $(dir $@)
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $^ -lm
 # the video reader (FFmpeg itself is not instrumented: what is fuzzed is nstbatch's handling of it)
-$(BUILD)/fuzz/fuzz_video: tests/fuzz/fuzz_video.c io/video.c io/video_seq.c io/video_read.c io/video_write.c $(FUZZ_IO)
+$(BUILD)/fuzz/fuzz_video: tests/fuzz/fuzz_video.c io/video/clip.c io/video/video.c io/video/video_seq.c io/video/video_read.c io/video/video_write.c $(FUZZ_IO)
 	@mkdir -p $(dir $@)
 	$(Q)clang $(FUZZ_CFLAGS) $(FFMPEG_CFLAGS) -o $@ $^ $(FFMPEG_LIBS) $(shell pkg-config --libs libtiff-4 libpng libjpeg) -lm
 $(BUILD)/fuzz/fuzz_image $(BUILD)/fuzz/fuzz_tiff: $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_IO)
@@ -305,7 +306,7 @@ test-run: all asan fuzz $(TESTS) $(TOOLS) demo-images $(BUILD)/bench/conv_layers
 # (the GPU nodes have neither library), linked from this build's objects: only the sources those
 # switches change are compiled again, into build/gpu-bundle/obj. Which ones is derived in a second
 # make (gpu-bundle-lean), once this build's objects and .d files exist: the C sources the switches
-# add (io/video_none.c), those with a preprocessor line naming NST_HAVE_FFMPEG or NST_HAVE_OPENCV or
+# add (io/video/video_none.c), those with a preprocessor line naming NST_HAVE_FFMPEG or NST_HAVE_OPENCV or
 # including FFmpeg's or OpenCV's headers (flow/dis_none.c), and those whose .d lists a project header
 # that does (none today). .cu and .cpp objects never see the switches' -D flags (their rules do not
 # pass ALLCFLAGS); the FFmpeg and OpenCV sources themselves are left out. Then

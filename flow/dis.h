@@ -5,7 +5,7 @@
 #ifndef NST_FLOW_DIS_H
 #define NST_FLOW_DIS_H
 
-#include "../io/flo.h"
+#include "../io/video/flo.h"
 
 typedef struct nst_dis nst_dis;
 

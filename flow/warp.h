@@ -2,11 +2,11 @@
  * temporal warping error that measures flicker: the CPU truth of the video mode's flow
  * arithmetic (Ruder, Dosovitskiy and Brox, "Artistic style transfer for videos", GCPR 2016; Lai et
  * al., "Learning blind video temporal consistency", ECCV 2018). Images are packed float RGB in
- * [0, 1]; flows are io/flo.h's (pixels, x right, y down; NaN unknown). */
+ * [0, 1]; flows are io/video/flo.h's (pixels, x right, y down; NaN unknown). */
 #ifndef NST_FLOW_WARP_H
 #define NST_FLOW_WARP_H
 
-#include "../io/flo.h"
+#include "../io/video/flo.h"
 
 /* Backward warp: out(p) = img(p + f(p)), bilinear, for a w x h img and flow. valid(p) = 0 (and
  * out(p) = 0) where f(p) is unknown or p + f(p) leaves the image [0, w - 1] x [0, h - 1]. To move

@@ -1,4 +1,4 @@
-/* mpi/h5_mpio.h: parallel HDF5's view of the process group. The HDF5 writer (io/h5_image.c)
+/* mpi/h5_mpio.h: parallel HDF5's view of the process group. The HDF5 writer (io/image/h5_image.c)
  * opens files over MPI-IO through these, so that it never names an MPI communicator itself. */
 #ifndef NST_H5_MPIO_H
 #define NST_H5_MPIO_H

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "../io/gradient_file.h"
-#include "../io/image.h"
+#include "../io/image/image.h"
 #include "../kernels/check/check.h"
 
 #include "../util/mem.h"

@@ -41,6 +41,7 @@ suites=(
   "test_viewer|tests/test_viewer.sh ./nstbatch $B"
   "test_install|tests/test_install.sh $B"
   "test_docs|tests/test_docs.sh ./nstbatch"
+  "test_layout|tests/test_layout.sh"
   "test_tiles|tests/test_tiles.sh ./nstbatch $B/tests/image_diff"
   "test_isa|tests/test_isa.sh ./nstbatch $B"
   "test_masks|tests/test_masks.sh ./nstbatch $B"

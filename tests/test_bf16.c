@@ -8,9 +8,9 @@
  * differ in fp32 often round to one bf16 value, and the tie sends the gradient to another pixel.
  * The loss itself agrees to about 1e-4.
  * SKIPs where the CPU has no bf16. */
-#include "../io/image.h"
+#include "../io/image/image.h"
 #include "../kernels/cpu/backend_cpu.h"
-#include "../nst/optim/objective.h"
+#include "../nst/optimise/objective.h"
 #include "../nst/model/random_vgg.h"
 #include "../util/mem.h"
 #include "test.h"

@@ -1,10 +1,10 @@
-/* tests/test_color.c: colour control (nst/optim/color.h) against its definitions.
+/* tests/test_color.c: colour control (nst/inputs/color.h) against its definitions.
  * - statistics are sums: over parts they add up to the whole's (what makes them tiling-invariant);
  * - histogram matching moves the style's mean and covariance to the content's (bound 1e-5);
  * - the luminance transform gives the style's Y the content's mean and standard deviation;
  * - keep_chroma: the result keeps the content's chroma (YIQ I and Q) and its own luminance Y
  *   wherever no channel clamps (bound 1e-6). */
-#include "../nst/optim/color.h"
+#include "../nst/inputs/color.h"
 #include "test.h"
 
 static const double YIQ[3][3] = {{0.299, 0.587, 0.114}, {0.595716, -0.274453, -0.321263}, {0.211456, -0.522591, 0.311135}};

@@ -3,7 +3,7 @@
  * key, and what is valid. */
 #include <stdio.h>
 
-#include "../io/config.h"
+#include "../io/config/config.h"
 #include "../nst/run/cli.h"
 #include "../nst/run/job.h"
 #include "test.h"

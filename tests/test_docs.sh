@@ -10,12 +10,12 @@
 # - every --flag given to nstbatch in code, and every flag in the options table, is one that
 #   `nstbatch --help` lists (SKIP without a built nstbatch);
 # - every section.key in code, and every key of an ```ini block ([section] key = value, or
-#   section.key = value in a [job.NAME] section), is declared in io/config_keys.h;
+#   section.key = value in a [job.NAME] section), is declared in io/config/config_keys.h;
 # - every path in code under the repository's folders (tools/, scripts/, bench/, tests/, slurm/,
 #   configs/, ...) exists, or is a file the build or a benchmark writes (ignored by git, or a
 #   bench/results/ file that a bench/ script names);
 # - every nstbatch-* program run in code is one `make install` installs or one in tools/;
-# - every output.path extension in code is one io/config_keys.h lists for output.path;
+# - every output.path extension in code is one io/config/config_keys.h lists for output.path;
 # - the README stays a front door: at most 260 lines, linking every file in docs/.
 #
 # Programs and formats that another branch is adding (PENDING_TOOLS, PENDING_EXTENSIONS) SKIP with
@@ -52,7 +52,7 @@ def skip(what): out.append(f"skip\t{what}")
 files = ["README.md"] + sorted(glob.glob("docs/*.md"))
 
 # ---- the tree's facts -------------------------------------------------------------------------------
-keys_h = open("io/config_keys.h").read()
+keys_h = open("io/config/config_keys.h").read()
 keys = set(f"{s}.{k}" for s, k in re.findall(r"^NST_KEY\((\w+),\s*(\w+),", keys_h, re.M))
 sections = sorted({k.split(".")[0] for k in keys})
 m = re.search(r'^NST_KEY\(output,\s*path,.*"([^"]*)"\)\s*$', keys_h, re.M)
@@ -214,7 +214,7 @@ for f in files:
                 continue  # a file name (style.png), not a key
             nkeys += 1
             if key not in keys:
-                problems.append(f"{f}:{n}: {key}: not a key of io/config_keys.h")
+                problems.append(f"{f}:{n}: {key}: not a key of io/config/config_keys.h")
         # output.path = NAME.EXT
         for me in re.finditer(r"output\.path\s*=\s*\S*\.([A-Za-z0-9]+)\b", t):
             ext = me.group(1).lower()
@@ -223,7 +223,7 @@ for f in files:
             if ext in pending_ext:
                 pending_seen.setdefault(f"the .{ext} output", set()).add(f)
             else:
-                problems.append(f"{f}:{n}: output.path .{ext}: not a format io/config_keys.h lists for output.path")
+                problems.append(f"{f}:{n}: output.path .{ext}: not a format io/config/config_keys.h lists for output.path")
         # paths
         for mp in re.finditer(r"(?<![\w./$-])((?:%s)/[\w./*?-]*)" % PATH_PREFIXES, t):
             if t[mp.end():mp.end() + 1] in ("<", "{", "$"):
@@ -265,7 +265,7 @@ for f in files:
             if mh:
                 section = mh.group(1)
                 if section not in sections and not section.startswith("job."):
-                    problems.append(f"{f}:{n}: [{section}]: not a section of io/config_keys.h")
+                    problems.append(f"{f}:{n}: [{section}]: not a section of io/config/config_keys.h")
                 continue
             mkv = re.match(r"^([\w.]+)\s*=\s*(.*)$", s)
             if not mkv or section is None:
@@ -274,14 +274,14 @@ for f in files:
             key = mkv.group(1) if section.startswith("job.") else f"{section}.{mkv.group(1)}"
             nkeys += 1
             if key not in keys:
-                problems.append(f"{f}:{n}: {key} (ini block): not a key of io/config_keys.h")
+                problems.append(f"{f}:{n}: {key} (ini block): not a key of io/config/config_keys.h")
             if key == "output.path":
                 ext = os.path.splitext(mkv.group(2))[1].lstrip(".").lower()
                 if ext and ext not in output_ext:
                     if ext in pending_ext:
                         pending_seen.setdefault(f"the .{ext} output", set()).add(f)
                     else:
-                        problems.append(f"{f}:{n}: output.path .{ext}: not a format io/config_keys.h lists")
+                        problems.append(f"{f}:{n}: output.path .{ext}: not a format io/config/config_keys.h lists")
     for p in problems:
         fail(p.split(": ")[0], p.split(": ", 1)[1])
     if not problems:

@@ -1,10 +1,10 @@
-/* tests/test_flo.c: the Middlebury .flo reader and writer (io/flo.h): a round trip bit for bit,
+/* tests/test_flo.c: the Middlebury .flo reader and writer (io/video/flo.h): a round trip bit for bit,
  * unknown flow as NaN, the bytes of a file written by hand (the format's definition, not our
  * writer), and every refusal with one line naming the file: a wrong tag, a corrupt or lying size,
  * truncation, trailing bytes, a size other than the frames', a size over the limit. */
 #include <stdint.h>
 
-#include "../io/flo.h"
+#include "../io/video/flo.h"
 #include "test.h"
 
 /* A .flo of w x h made byte by byte: tag, sizes, then u = x + y / 8, v = -y (little-endian). */

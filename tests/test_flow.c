@@ -12,7 +12,7 @@
  *   test_flow CLIP_DIR      (without it: the synthetic cases only) */
 #include "../flow/dis.h"
 #include "../flow/warp.h"
-#include "../io/image.h"
+#include "../io/image/image.h"
 #include "test.h"
 
 static void t_synthetic(void)

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../nst/optim/layout.h"
-#include "../nst/optim/objective.h"
+#include "../nst/plan/layout.h"
+#include "../nst/optimise/objective.h"
 #include "../nst/model/random_vgg.h"
 #include "../nst/model/vgg.h"
 #include "../tiler/rect.h"

@@ -6,7 +6,7 @@
  * rank sums the Gram matrices of its tiles over owned positions, the sums are added across ranks,
  * and the result is compared with the Gram of the whole image computed as one tile on rank 0.
  * Bound: relative error <= 1e-6 (measured: about 1e-14, the fp64 sums added in another order).
- * The same for the guided Gram of two masks (a soft ramp and its complement, nst/optim/objective.h):
+ * The same for the guided Gram of two masks (a soft ramp and its complement, nst/optimise/objective.h):
  * the sums within the same bound, the denominators (sums of the masks) exactly equal, and the two
  * masks' denominators adding up to the position count. Prints one line "gram: ..." on rank 0;
  * exits non-zero on every rank if a bound fails. */
@@ -15,9 +15,9 @@
 #include <stdlib.h>
 
 #include "../mpi/comm.h"
-#include "../nst/optim/layout.h"
+#include "../nst/plan/layout.h"
 #include "../nst/model/random_vgg.h"
-#include "../nst/optim/render.h"
+#include "../nst/render/render.h"
 #include "../util/mem.h"
 #include "test.h"
 

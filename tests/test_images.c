@@ -12,9 +12,9 @@
 
 #include <jpeglib.h> /* after stdio.h */
 
-#include "../io/image.h"
-#include "../io/resample.h"
-#include "../io/source.h"
+#include "../io/image/image.h"
+#include "../io/image/resample.h"
+#include "../io/image/source.h"
 #include "../util/mem.h"
 #include "test.h"
 

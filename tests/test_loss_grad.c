@@ -10,12 +10,12 @@
  * 2. Against nstbatch's own fp32 forward: here rounding noise grows as 1/step and kink crossings
  *    as step^2; at the best step (1e-4) they agree to <= 2e-2. (That is the precision limit of
  *    finite differences through an fp32 ReLU network, and why check 1 exists.)
- * 3. The masked loss (nst/optim/objective.h): two styles guided by a soft ramp and its complement
+ * 3. The masked loss (nst/optimise/objective.h): two styles guided by a soft ramp and its complement
  *    (the guided Gram sum m f f^T / sum m against each style's own target) and a soft content
  *    mask, the masks taken to each layer by 2x2 averages, in the same double reference; the same
  *    bounds as 1 and 2.
  */
-#include "../nst/optim/objective.h"
+#include "../nst/optimise/objective.h"
 #include "../nst/model/random_vgg.h"
 #include "../util/mem.h"
 #include "naive.h"
@@ -219,14 +219,10 @@ static void guided_setup(nst_objective *obj, nst_tile *tile, const nst_weights *
     for (int q = 0; q < NST_MAX_GRAMS; q++) nst_free(A[q]);
 }
 
-static void check_terms(double cw, double sw, double tvw, nst_pool_kind pool, int masked, const char *what)
+/* The loss of the terms tests: relu4_2's content, the five relu*_1 style layers weighted 1, 1.5,
+ * ..., 3, and the given weights and pooling. */
+static nst_loss_spec terms_spec(double cw, double sw, double tvw, nst_pool_kind pool)
 {
-    const size_t n = (size_t)W * H * 3;
-    nst_weights w;
-    nst_net net;
-    nst_objective obj;
-    nst_tile tile;
-    nst_collectives none = {0};
     nst_loss_spec spec = {0};
     spec.ncontent = 1;
     spec.content[0] = nst_vgg_find("relu4_2");
@@ -236,6 +232,49 @@ static void check_terms(double cw, double sw, double tvw, nst_pool_kind pool, in
     spec.content_weight = cw, spec.style_weight = sw, spec.tv_weight = tvw;
     spec.deepest = nst_vgg_find("relu5_1");
     spec.pool = pool;
+    return spec;
+}
+
+/* Along direction v: the analytic derivative g . v, returned, and the double-precision central
+ * difference of the reference loss at xd with step 1e-6, in *fd. */
+static double double_fd(dref *r, const double *xd, const float *g, const float *v, size_t n, double *fd)
+{
+    const double e = 1e-6;
+    double *xs = malloc(sizeof(double) * n), an = 0;
+    for (size_t i = 0; i < n; i++) xs[i] = xd[i] + e * v[i], an += (double)g[i] * v[i];
+    double fp = dloss(r, xs);
+    for (size_t i = 0; i < n; i++) xs[i] = xd[i] - e * v[i];
+    *fd = (fp - dloss(r, xs)) / (2 * e);
+    free(xs);
+    return an;
+}
+
+/* Along direction v: the relative error of the analytic derivative against the fp32 central
+ * difference through nstbatch's forward, step 1e-4 (xp: scratch pixels). */
+static double fp32_fd(nst_objective *obj, nst_tile *tile, const float *x, const float *g, const float *v, float *xp, size_t n)
+{
+    const float e32 = 1e-4f;
+    double a32 = 0;
+    for (size_t i = 0; i < n; i++) xp[i] = x[i] + e32 * v[i];
+    double f1 = fp32_loss(obj, tile, xp);
+    for (size_t i = 0; i < n; i++) a32 += (double)g[i] * xp[i];
+    for (size_t i = 0; i < n; i++) xp[i] = x[i] - e32 * v[i];
+    double f2 = fp32_loss(obj, tile, xp);
+    for (size_t i = 0; i < n; i++) a32 -= (double)g[i] * xp[i];
+    a32 /= 2.0 * e32;
+    double fd32 = (f1 - f2) / (2.0 * e32);
+    return fabs(fd32 - a32) / fmax(fabs(fd32), fabs(a32));
+}
+
+static void check_terms(double cw, double sw, double tvw, nst_pool_kind pool, int masked, const char *what)
+{
+    const size_t n = (size_t)W * H * 3;
+    nst_weights w;
+    nst_net net;
+    nst_objective obj;
+    nst_tile tile;
+    nst_collectives none = {0};
+    nst_loss_spec spec = terms_spec(cw, sw, tvw, pool);
     float *content = nst_alloc_array(n, 4, "t"), *style = nst_alloc_array(n, 4, "t"), *x = nst_alloc_array(n, 4, "t"),
           *g = nst_alloc_array(n, 4, "t"), *xp = nst_alloc_array(n, 4, "t"), *v = nst_alloc_array(n, 4, "t"),
           *style2 = nst_alloc_array(n, 4, "t");
@@ -279,32 +318,12 @@ static void check_terms(double cw, double sw, double tvw, nst_pool_kind pool, in
             memset(v, 0, n * sizeof(float));
             v[(size_t)(d - 4) * 1237 % n] = 1;
         }
-        /* 1. double precision, step 1e-6 */
-        const double e = 1e-6;
-        double *xs = malloc(sizeof(double) * n), an = 0;
-        for (size_t i = 0; i < n; i++) xs[i] = xd[i] + e * v[i], an += (double)g[i] * v[i];
-        double fp = dloss(&r, xs);
-        for (size_t i = 0; i < n; i++) xs[i] = xd[i] - e * v[i];
-        double fd = (fp - dloss(&r, xs)) / (2 * e);
-        free(xs);
+        double fd, an = double_fd(&r, xd, g, v, n, &fd);
         if (d < 4)
             worst_dir = fmax(worst_dir, fabs(fd - an) / fmax(fabs(fd), fabs(an)));
         else
             worst_px = fmax(worst_px, fabs(fd - an) / gmax);
-        /* 2. fp32 through nstbatch's forward, step 1e-4 (random directions) */
-        if (d < 4) {
-            const float e32 = 1e-4f;
-            double a32 = 0;
-            for (size_t i = 0; i < n; i++) xp[i] = x[i] + e32 * v[i];
-            double f1 = fp32_loss(&obj, &tile, xp);
-            for (size_t i = 0; i < n; i++) a32 += (double)g[i] * xp[i];
-            for (size_t i = 0; i < n; i++) xp[i] = x[i] - e32 * v[i];
-            double f2 = fp32_loss(&obj, &tile, xp);
-            for (size_t i = 0; i < n; i++) a32 -= (double)g[i] * xp[i];
-            a32 /= 2.0 * e32;
-            double fd32 = (f1 - f2) / (2.0 * e32);
-            worst32 = fmax(worst32, fabs(fd32 - a32) / fmax(fabs(fd32), fabs(a32)));
-        }
+        if (d < 4) worst32 = fmax(worst32, fp32_fd(&obj, &tile, x, g, v, xp, n));
     }
     CHECK(worst_dir <= 1e-5, "%s: directional rel err %.3g (double FD)", what, worst_dir);
     CHECK(worst_px <= 1e-5, "%s: per-pixel err %.3g of max |grad| (double FD)", what, worst_px);

@@ -15,11 +15,11 @@
  */
 #include <hdf5.h>
 
-#include "../io/config.h"
-#include "../io/weights.h"
-#include "../nst/optim/objective.h"
+#include "../io/config/config.h"
+#include "../io/weights/weights.h"
+#include "../nst/optimise/objective.h"
 #include "../nst/model/random_vgg.h"
-#include "../nst/optim/render.h"
+#include "../nst/render/render.h"
 #include "../util/log.h"
 #include "../util/mem.h"
 #include "test.h"
@@ -106,6 +106,84 @@ static void fixture_config(nst_config *cfg)
     cfg->tv_weight = attr_d("/torch", "tv_weight");
 }
 
+/* The style layers of the fixture's evaluation: features, Gram statistics, targets and losses
+ * against PyTorch's; the worst relative errors seen so far in worst_feat and worst_gram. */
+static void check_style_layers(const nst_loss_spec *spec, const nst_objective *obj, const nst_tile *tile, const nst_loss_terms *t,
+                               double *worst_feat, double *worst_gram)
+{
+    char path[128];
+    size_t n;
+    for (int k = 0; k < spec->nstyle; k++) {
+        const char *l = nst_vgg_layer_at(spec->style[k])->relu;
+        snprintf(path, sizeof path, "/torch/features/%s", l);
+        float *f = rd(path, &n);
+        double e = rel_err_t(&tile->acts->out[spec->style[k]], f, n);
+        *worst_feat = fmax(*worst_feat, e);
+        CHECK(e <= 1e-5, "features %s: rel err %.3g", l, e);
+        nst_free(f);
+        /* G = sums / M, and the style target */
+        float *g = rd((snprintf(path, sizeof path, "/torch/gram/%s", l), path), &n);
+        float *mine = nst_alloc_array(n, sizeof(float), "t");
+        int c = obj->C[k]; /* G holds the upper triangle */
+        for (size_t i = 0; i < n; i++) {
+            size_t r = i / (size_t)c, q = i % (size_t)c;
+            mine[i] = (float)(obj->G[k][r <= q ? r * c + q : q * c + r] / obj->M[k]);
+        }
+        double eg = test_rel_err(mine, g, n, 1e-12);
+        *worst_gram = fmax(*worst_gram, eg);
+        CHECK(eg <= 1e-5, "gram %s: rel err %.3g", l, eg);
+        float *a = rd((snprintf(path, sizeof path, "/torch/target/%s", l), path), &n);
+        double ea = test_rel_err(obj->A[k], a, n, 1e-12);
+        CHECK(ea <= 1e-5, "style target %s: rel err %.3g", l, ea);
+        snprintf(path, sizeof path, "loss_style_%s", l);
+        double want = attr_d("/torch", path);
+        CHECK(fabs(t->style_layer[k] - want) <= 1e-5 * fabs(want), "%s: %.9g vs %.9g", path, t->style_layer[k], want);
+        nst_free(g), nst_free(mine), nst_free(a);
+    }
+}
+
+/* The content layers' features and losses against PyTorch's. */
+static void check_content_layers(const nst_loss_spec *spec, const nst_tile *tile, const nst_loss_terms *t, double *worst_feat)
+{
+    char path[128];
+    size_t n;
+    for (int k = 0; k < spec->ncontent; k++) {
+        const char *l = nst_vgg_layer_at(spec->content[k])->relu;
+        float *f = rd((snprintf(path, sizeof path, "/torch/features/%s", l), path), &n);
+        double e = rel_err_t(&tile->acts->out[spec->content[k]], f, n);
+        *worst_feat = fmax(*worst_feat, e);
+        CHECK(e <= 1e-5, "features %s: rel err %.3g", l, e);
+        nst_free(f);
+        snprintf(path, sizeof path, "loss_content_%s", l);
+        double want = attr_d("/torch", path);
+        CHECK(fabs(t->content_layer[k] - want) <= 1e-5 * fabs(want), "%s: %.9g vs %.9g", path, t->content_layer[k], want);
+    }
+}
+
+/* 10 Adam steps through the renderer's loop, against PyTorch's image after them. */
+static void check_adam_steps(nst_config *cfg, const nst_loss_spec *spec, const nst_weights *w, const nst_image *content,
+                             const nst_image *style, const nst_image *x0)
+{
+    size_t n;
+    cfg->optim_iterations = (long long)attr_d("/torch", "adam_steps");
+    cfg->optim_lr = attr_d("/torch", "adam_lr");
+    cfg->optim_eps = attr_d("/torch", "adam_eps");
+    cfg->run_print_every = 0;
+    snprintf(cfg->optim_init, sizeof cfg->optim_init, "image");
+    nst_image out;
+    nst_render_stats st;
+    nst_log_set_quiet(1);
+    CHECK(nst_render_image(cfg, spec, be, w, content, style, x0, &out, &st, NULL) == NST_OK, "%s", nst_fail_message());
+    nst_log_set_quiet(0);
+    float *adam = rd("/torch/adam", &n);
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(out.px[i] - adam[i]));
+    CHECK(worst <= 1e-4, "image after %lld Adam steps: max |diff| %.3g", cfg->optim_iterations, worst);
+    printf("    measured: after %lld Adam steps max |diff| %.2g\n", cfg->optim_iterations, worst);
+    nst_free(adam);
+    nst_image_free(&out);
+}
+
 static void t_torch_loss_features_gradient(void)
 {
     char want_hash[32], got_hash[32];
@@ -137,47 +215,10 @@ static void t_torch_loss_features_gradient(void)
     nst_loss_terms t;
     CHECK(nst_objective_eval(&obj, &tile, 1, 1, NULL, &t) == NST_OK, "%s", nst_fail_message());
 
-    char path[128];
     size_t n;
     double worst_feat = 0, worst_gram = 0;
-    for (int k = 0; k < spec.nstyle; k++) {
-        const char *l = nst_vgg_layer_at(spec.style[k])->relu;
-        snprintf(path, sizeof path, "/torch/features/%s", l);
-        float *f = rd(path, &n);
-        double e = rel_err_t(&tile.acts->out[spec.style[k]], f, n);
-        worst_feat = fmax(worst_feat, e);
-        CHECK(e <= 1e-5, "features %s: rel err %.3g", l, e);
-        nst_free(f);
-        /* G = sums / M, and the style target */
-        float *g = rd((snprintf(path, sizeof path, "/torch/gram/%s", l), path), &n);
-        float *mine = nst_alloc_array(n, sizeof(float), "t");
-        int c = obj.C[k]; /* G holds the upper triangle */
-        for (size_t i = 0; i < n; i++) {
-            size_t r = i / (size_t)c, q = i % (size_t)c;
-            mine[i] = (float)(obj.G[k][r <= q ? r * c + q : q * c + r] / obj.M[k]);
-        }
-        double eg = test_rel_err(mine, g, n, 1e-12);
-        worst_gram = fmax(worst_gram, eg);
-        CHECK(eg <= 1e-5, "gram %s: rel err %.3g", l, eg);
-        float *a = rd((snprintf(path, sizeof path, "/torch/target/%s", l), path), &n);
-        double ea = test_rel_err(obj.A[k], a, n, 1e-12);
-        CHECK(ea <= 1e-5, "style target %s: rel err %.3g", l, ea);
-        snprintf(path, sizeof path, "loss_style_%s", l);
-        double want = attr_d("/torch", path);
-        CHECK(fabs(t.style_layer[k] - want) <= 1e-5 * fabs(want), "%s: %.9g vs %.9g", path, t.style_layer[k], want);
-        nst_free(g), nst_free(mine), nst_free(a);
-    }
-    for (int k = 0; k < spec.ncontent; k++) {
-        const char *l = nst_vgg_layer_at(spec.content[k])->relu;
-        float *f = rd((snprintf(path, sizeof path, "/torch/features/%s", l), path), &n);
-        double e = rel_err_t(&tile.acts->out[spec.content[k]], f, n);
-        worst_feat = fmax(worst_feat, e);
-        CHECK(e <= 1e-5, "features %s: rel err %.3g", l, e);
-        nst_free(f);
-        snprintf(path, sizeof path, "loss_content_%s", l);
-        double want = attr_d("/torch", path);
-        CHECK(fabs(t.content_layer[k] - want) <= 1e-5 * fabs(want), "%s: %.9g vs %.9g", path, t.content_layer[k], want);
-    }
+    check_style_layers(&spec, &obj, &tile, &t, &worst_feat, &worst_gram);
+    check_content_layers(&spec, &tile, &t, &worst_feat);
     double tv = attr_d("/torch", "loss_tv"), total = attr_d("/torch", "loss_total");
     CHECK(fabs(t.tv - tv) <= 1e-5 * tv, "tv: %.9g vs %.9g", t.tv, tv);
     CHECK(fabs(t.total - total) <= 1e-5 * total, "total: %.9g vs %.9g", t.total, total);
@@ -191,24 +232,7 @@ static void t_torch_loss_features_gradient(void)
     nst_objective_free(&obj);
     nst_net_destroy(&net);
 
-    /* 10 Adam steps through the renderer's loop */
-    cfg.optim_iterations = (long long)attr_d("/torch", "adam_steps");
-    cfg.optim_lr = attr_d("/torch", "adam_lr");
-    cfg.optim_eps = attr_d("/torch", "adam_eps");
-    cfg.run_print_every = 0;
-    snprintf(cfg.optim_init, sizeof cfg.optim_init, "image");
-    nst_image out;
-    nst_render_stats st;
-    nst_log_set_quiet(1);
-    CHECK(nst_render_image(&cfg, &spec, be, &w, &content, &style, &x0, &out, &st, NULL) == NST_OK, "%s", nst_fail_message());
-    nst_log_set_quiet(0);
-    float *adam = rd("/torch/adam", &n);
-    double worst = 0;
-    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(out.px[i] - adam[i]));
-    CHECK(worst <= 1e-4, "image after %lld Adam steps: max |diff| %.3g", cfg.optim_iterations, worst);
-    printf("    measured: after %lld Adam steps max |diff| %.2g\n", cfg.optim_iterations, worst);
-    nst_free(adam);
-    nst_image_free(&out);
+    check_adam_steps(&cfg, &spec, &w, &content, &style, &x0);
     nst_image_free(&content), nst_image_free(&style), nst_image_free(&x0);
     nst_weights_free(&w);
 }

@@ -132,9 +132,76 @@ static void t_blend_weights(void)
     CHECK(nst_blend_weight(&g, 0, 0, 0, g.halo, 1) == 1, "image border");
 }
 
-/* The output pyramid: levels halve (ceil) down to the first that fits one tile; tiles partition
- * every level; the piece plans cover every pixel exactly once, from pieces owned by the given
- * ranks; halved tiles land in exactly one tile of the next level; owners follow the render. */
+/* The shapes of a W x H pyramid of T-pixel tiles: levels halve (ceil) down to the first that
+ * fits one tile; one level when no reduced ones are asked for; Deep Zoom's go on to 1 x 1, with
+ * the tiled levels its first. P: the tiled pyramid. */
+static void check_pyramid_shapes(int W, int H, int T, nst_pyramid *P)
+{
+    CHECK(nst_pyramid_make(W, H, T, NST_PYRAMID_TO_TILE, P) == 0, "pyramid %dx%d T %d", W, H, T);
+    const nst_level *top = &P->lv[P->nlevels - 1];
+    CHECK(top->w <= T && top->h <= T && top->ntiles == 1, "%dx%d T %d: the last level is %dx%d", W, H, T, top->w, top->h);
+    for (int l = 1; l < P->nlevels; l++)
+        CHECK(P->lv[l].w == (P->lv[l - 1].w + 1) / 2 && P->lv[l].h == (P->lv[l - 1].h + 1) / 2, "level %d halves", l);
+    if (P->nlevels > 1) CHECK(P->lv[P->nlevels - 2].w > T || P->lv[P->nlevels - 2].h > T, "one level too many");
+    nst_pyramid one, dz;
+    CHECK(nst_pyramid_make(W, H, T, NST_PYRAMID_ONE_LEVEL, &one) == 0 && one.nlevels == 1, "no reduced levels when not asked");
+    /* Deep Zoom: on to 1 x 1, its largest level ceil(log2(max side)), the tiled levels a prefix */
+    CHECK(nst_pyramid_make(W, H, T, NST_PYRAMID_TO_PIXEL, &dz) == 0, "Deep Zoom pyramid %dx%d", W, H);
+    int longest = W > H ? W : H, maxlevel = 0;
+    while ((1 << maxlevel) < longest) maxlevel++;
+    CHECK(dz.nlevels == maxlevel + 1 && dz.lv[dz.nlevels - 1].w == 1 && dz.lv[dz.nlevels - 1].h == 1,
+          "%dx%d: %d Deep Zoom levels, expected %d ending at 1x1", W, H, dz.nlevels, maxlevel + 1);
+    CHECK(nst_pyramid_tiled_levels(&dz) == P->nlevels && memcmp(dz.lv, P->lv, sizeof(nst_level) * (size_t)P->nlevels) == 0,
+          "%dx%d T %d: the tiled levels are the Deep Zoom pyramid's first", W, H, T);
+    for (int l = 0; l < dz.nlevels; l++) /* OpenSeadragon's size of Deep Zoom level maxlevel - l */
+        CHECK(dz.lv[l].w == (int)(((long long)W + (1ll << l) - 1) >> l) && dz.lv[l].h == (int)(((long long)H + (1ll << l) - 1) >> l),
+              "%dx%d level %d is ceil(size / 2^%d)", W, H, l, l);
+}
+
+/* Level l's plan from its pieces (the render grid's cores at level 0, the halved tiles of level
+ * l - 1 above): ordered by piece, each cut inside its tile and its piece, every pixel covered
+ * once, and a halved tile landing whole in one tile. */
+static void check_level_plan(const nst_pyramid *P, const nst_grid *g, int l, int W, int H, int T)
+{
+    const nst_level *lv = &P->lv[l];
+    nst_rect *pieces;
+    int npieces, ntr = 0;
+    if (l == 0) {
+        npieces = g->ntiles;
+        pieces = malloc(sizeof(nst_rect) * (size_t)npieces);
+        for (int t = 0; t < npieces; t++) pieces[t] = nst_grid_core(g, t);
+    } else {
+        npieces = P->lv[l - 1].ntiles;
+        pieces = malloc(sizeof(nst_rect) * (size_t)npieces);
+        for (int t = 0; t < npieces; t++) pieces[t] = nst_pyramid_halve(nst_pyramid_tile(P, l - 1, t));
+    }
+    nst_transfer *tr = nst_plan_pieces_to_tiles(P, l, pieces, npieces, &ntr);
+    unsigned char *cover = calloc((size_t)lv->w * lv->h, 1);
+    int order_ok = 1, inside = 1, per_piece_ok = 1;
+    int *cuts = calloc((size_t)npieces, sizeof(int));
+    for (int i = 0; i < ntr; i++) {
+        nst_rect r = tr[i].rect;
+        if (i && tr[i].src < tr[i - 1].src) order_ok = 0;
+        if (!nst_rect_contains(nst_pyramid_tile(P, l, tr[i].dst), r) || !nst_rect_contains(pieces[tr[i].src], r)) inside = 0;
+        cuts[tr[i].src]++;
+        for (int y = r.y; y < r.y + r.h; y++)
+            for (int x = r.x; x < r.x + r.w; x++) cover[(size_t)y * lv->w + x]++;
+    }
+    for (int t = 0; l > 0 && t < npieces; t++) per_piece_ok &= cuts[t] == 1; /* a halved tile lands in one tile */
+    int once = 1;
+    for (size_t i = 0; i < (size_t)lv->w * lv->h; i++) once &= cover[i] == 1;
+    CHECK(tr && order_ok && inside && once && per_piece_ok,
+          "%dx%d T %d level %d: plan ordered %d, inside %d, covers once %d, halved pieces whole %d", W, H, T, l, order_ok, inside,
+          once, per_piece_ok);
+    free(cuts);
+    free(cover);
+    free(tr);
+    free(pieces);
+}
+
+/* The output pyramid: its shapes (above); the piece plans cover every pixel exactly once, from
+ * pieces owned by the given ranks; owners follow the render at level 0 and a tile's top-left
+ * child above. */
 static void t_output_pyramid(void)
 {
     const int out_tiles[] = {16, 64, 512};
@@ -143,25 +210,7 @@ static void t_output_pyramid(void)
         for (size_t k = 0; k < sizeof out_tiles / sizeof *out_tiles; k++) {
             int W = sizes[s][0], H = sizes[s][1], T = out_tiles[k];
             nst_pyramid P;
-            CHECK(nst_pyramid_make(W, H, T, NST_PYRAMID_TO_TILE, &P) == 0, "pyramid %dx%d T %d", W, H, T);
-            const nst_level *top = &P.lv[P.nlevels - 1];
-            CHECK(top->w <= T && top->h <= T && top->ntiles == 1, "%dx%d T %d: the last level is %dx%d", W, H, T, top->w, top->h);
-            for (int l = 1; l < P.nlevels; l++)
-                CHECK(P.lv[l].w == (P.lv[l - 1].w + 1) / 2 && P.lv[l].h == (P.lv[l - 1].h + 1) / 2, "level %d halves", l);
-            if (P.nlevels > 1) CHECK(P.lv[P.nlevels - 2].w > T || P.lv[P.nlevels - 2].h > T, "one level too many");
-            nst_pyramid one, dz;
-            CHECK(nst_pyramid_make(W, H, T, NST_PYRAMID_ONE_LEVEL, &one) == 0 && one.nlevels == 1, "no reduced levels when not asked");
-            /* Deep Zoom: on to 1 x 1, its largest level ceil(log2(max side)), the tiled levels a prefix */
-            CHECK(nst_pyramid_make(W, H, T, NST_PYRAMID_TO_PIXEL, &dz) == 0, "Deep Zoom pyramid %dx%d", W, H);
-            int longest = W > H ? W : H, maxlevel = 0;
-            while ((1 << maxlevel) < longest) maxlevel++;
-            CHECK(dz.nlevels == maxlevel + 1 && dz.lv[dz.nlevels - 1].w == 1 && dz.lv[dz.nlevels - 1].h == 1,
-                  "%dx%d: %d Deep Zoom levels, expected %d ending at 1x1", W, H, dz.nlevels, maxlevel + 1);
-            CHECK(nst_pyramid_tiled_levels(&dz) == P.nlevels && memcmp(dz.lv, P.lv, sizeof(nst_level) * (size_t)P.nlevels) == 0,
-                  "%dx%d T %d: the tiled levels are the Deep Zoom pyramid's first", W, H, T);
-            for (int l = 0; l < dz.nlevels; l++) /* OpenSeadragon's size of Deep Zoom level maxlevel - l */
-                CHECK(dz.lv[l].w == (int)(((long long)W + (1ll << l) - 1) >> l) && dz.lv[l].h == (int)(((long long)H + (1ll << l) - 1) >> l),
-                      "%dx%d level %d is ceil(size / 2^%d)", W, H, l, l);
+            check_pyramid_shapes(W, H, T, &P);
             /* a render grid and owners (3 ranks) to cut level 0 from */
             nst_grid g;
             nst_grid_make(W, H, 48, 32, 16, 16, &g);
@@ -176,35 +225,7 @@ static void t_output_pyramid(void)
             }
             for (int l = 0; l < P.nlevels; l++) {
                 const nst_level *lv = &P.lv[l];
-                nst_rect *pieces;
-                int npieces, ntr = 0;
-                if (l == 0) {
-                    npieces = g.ntiles;
-                    pieces = malloc(sizeof(nst_rect) * (size_t)npieces);
-                    for (int t = 0; t < npieces; t++) pieces[t] = nst_grid_core(&g, t);
-                } else {
-                    npieces = P.lv[l - 1].ntiles;
-                    pieces = malloc(sizeof(nst_rect) * (size_t)npieces);
-                    for (int t = 0; t < npieces; t++) pieces[t] = nst_pyramid_halve(nst_pyramid_tile(&P, l - 1, t));
-                }
-                nst_transfer *tr = nst_plan_pieces_to_tiles(&P, l, pieces, npieces, &ntr);
-                unsigned char *cover = calloc((size_t)lv->w * lv->h, 1);
-                int order_ok = 1, inside = 1, per_piece_ok = 1;
-                int *cuts = calloc((size_t)npieces, sizeof(int));
-                for (int i = 0; i < ntr; i++) {
-                    nst_rect r = tr[i].rect;
-                    if (i && tr[i].src < tr[i - 1].src) order_ok = 0;
-                    if (!nst_rect_contains(nst_pyramid_tile(&P, l, tr[i].dst), r) || !nst_rect_contains(pieces[tr[i].src], r)) inside = 0;
-                    cuts[tr[i].src]++;
-                    for (int y = r.y; y < r.y + r.h; y++)
-                        for (int x = r.x; x < r.x + r.w; x++) cover[(size_t)y * lv->w + x]++;
-                }
-                for (int t = 0; l > 0 && t < npieces; t++) per_piece_ok &= cuts[t] == 1; /* a halved tile lands in one tile */
-                int once = 1;
-                for (size_t i = 0; i < (size_t)lv->w * lv->h; i++) once &= cover[i] == 1;
-                CHECK(tr && order_ok && inside && once && per_piece_ok,
-                      "%dx%d T %d level %d: plan ordered %d, inside %d, covers once %d, halved pieces whole %d", W, H, T, l, order_ok, inside,
-                      once, per_piece_ok);
+                check_level_plan(&P, &g, l, W, H, T);
                 if (l > 0) {
                     int *o2 = malloc(sizeof(int) * (size_t)lv->ntiles);
                     nst_pyramid_owners_reduced(&P, l, owner, o2);
@@ -215,10 +236,6 @@ static void t_output_pyramid(void)
                     free(owner);
                     owner = o2;
                 }
-                free(cuts);
-                free(cover);
-                free(tr);
-                free(pieces);
                 checked++;
             }
             free(owner);

@@ -2,7 +2,7 @@
  * groups (video/plan.h), scene-cut signatures (video/cuts.h), and the temporal term's inputs
  * (video/temporal.h) on flows known exactly: a translation gives its warp, weight 1 where the
  * motion is followed and 0 where it leaves the frame; the long-term rule gives each pixel to its
- * nearest consistent frame; and the objective's temporal term (nst/optim/objective.h) has the
+ * nearest consistent frame; and the objective's temporal term (nst/optimise/objective.h) has the
  * gradient 2 lambda c (x - w) / (3 H W) and the same value over tiles as whole. */
 #include "../video/cuts.h"
 #include "../video/plan.h"

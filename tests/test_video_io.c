@@ -1,4 +1,4 @@
-/* tests/test_video_io.c: the clip reader and writer (io/video.h). Video files: a synthetic clip
+/* tests/test_video_io.c: the clip reader and writer (io/video/video.h). Video files: a synthetic clip
  * written with each codec and container and read back (exact frame count and rational rate, the
  * error each codec may make: FFV1 exact at 16 bits), the same frames giving the same bytes, the
  * colour matrix and range both ways against BT.601/BT.709's equations (files made by hand and by
@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "../io/video.h"
+#include "../io/video/video.h"
 #include "test.h"
 
 #define W 64
@@ -33,7 +33,7 @@ static void synth(nst_image *img, int w, int h, int t)
         }
 }
 
-/* img as the writers store it at 16 bits (io/image.h's rounding), read back */
+/* img as the writers store it at 16 bits (io/image/image.h's rounding), read back */
 static void quantise16(nst_image *img)
 {
     uint16_t row[3 * W];

@@ -7,7 +7,7 @@
 #include <hdf5.h>
 #include <unistd.h>
 
-#include "../io/weights.h"
+#include "../io/weights/weights.h"
 #include "../kernels/backend.h"
 #include "../nst/model/net.h"
 #include "../nst/model/random_vgg.h"

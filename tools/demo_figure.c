@@ -19,8 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../io/image.h"
-#include "../io/resample.h"
+#include "../io/image/image.h"
+#include "../io/image/jpeg_write.h"
+#include "../io/image/resample.h"
 #include "../util/mem.h"
 #include "../util/status.h"
 

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/image.h"
+#include "io/image/image.h"
 #include "util/rng.h"
 
 typedef struct {

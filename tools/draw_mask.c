@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../io/source.h"
+#include "../io/image/source.h"
 
 #define MAX_SHAPES 64
 #define MAX_CORNERS 256

@@ -1,44 +1,82 @@
 #!/usr/bin/env python3
-"""tools/include_graph.py: the #include "..." graph of nstbatch's C/CUDA sources, seen from nst/.
+"""tools/include_graph.py: the #include "..." graph of nstbatch's C, C++ and CUDA sources, read
+against the map of rooms and floors in docs/ARCHITECTURE.md ("Rooms and floors").
 
-Prints for nst/: how many files it holds, its floors (the longest include chain between its
-files, circles counted as one step), its circles (strongly connected components of more than one
-file), and the arrows that run back up: a lower room (util, tiler, kernels, io, mpi, viewer) including
-nst/, or a room of nst/ including a room above it (model < optim < output, run; run may include
-output, output may not include run). Circles are reported twice: between headers (what the
-compiler sees) and between modules (x.c and x.h taken as one file, what a reader sees).
+The map is a Markdown table with one row per room: | floor | `room` | what it holds | may include |.
+A room is a folder (`nst/render/`) or a file (`main.c`); a file belongs to the room whose path is
+its longest prefix (io/image/png_read.c is in `io/image/`, io/atomic_file.c in `io/`). Floor 1 is
+the top. The last column lists the room's doors, as code spans: the rooms its files may include
+besides its own; `io/*` is every room under io/, and "every room below" every room on a lower
+floor. The map itself must hold: every room exists; every door names a room on a lower floor, or
+on the room's own floor in a row further down the table; the doors make no circle (so no two
+rooms can include each other, directly or round a loop). The tree must follow it: every source file is in a room; every include names a file of
+the repository, and one of its own room or of a room through a listed door.
 
-Works on the flat nst/ of before issue 18 too: a file directly in nst/ is put in its room by
-FLAT_ROOMS below. Standard library only.  Usage: python3 tools/include_graph.py [repo root]
+  python3 tools/include_graph.py [ROOT]                    the rooms, floors and arrows, and any break
+  python3 tools/include_graph.py --check [--map FILE] [ROOT]  one line per check ("ok: ..." or
+                                                           "FAIL: ..."), exit status 1 on a failure
+                                                           (tests/test_layout.sh runs it)
+Standard library only.
 """
 import os
 import re
 import sys
 
-SRC_DIRS = ["nst", "io", "kernels", "mpi", "tiler", "util", "viewer", "flow"]
-EXTS = (".c", ".h", ".cu", ".cuh")
-LOWER = {"util": 0, "tiler": 0, "kernels": 0, "io": 0, "mpi": 0, "viewer": 0, "flow": 0}  # below every room of nst/
-NST_RANK = {"model": 1, "optim": 2, "output": 3, "run": 3, "main": 4}
-# run may include output (a job writes its outputs); output may not include run
-ALLOWED_SAME_RANK = {("run", "output")}
-FLAT_ROOMS = {
-    "model": "vgg net spec random_vgg",
-    "optim": "objective layout render lbfgs style style_cache color inputs move levels snapshot "
-             "checkpoint progress timers",
-    "output": "output output_tiles output_spec output_sink output_tiff output_hdf5 output_png",
-    "run": "job batch cli device dryrun selftest selftest_checks selftest_impl",
-}
-FLAT = {stem: room for room, stems in FLAT_ROOMS.items() for stem in stems.split()}
+EXTS = (".c", ".h", ".cu", ".cuh", ".cpp")
+SKIP_DIRS = {".git", "build", "node_modules"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+BELOW = "every room below"
 
+
+# ---- the map ------------------------------------------------------------------------------------
+
+def read_map(path):
+    """The room table: {room: (floor, [doors])} in the table's order, and the problems met."""
+    rooms, problems = {}, []
+    in_section = False
+    for n, line in enumerate(open(path, encoding="utf-8"), 1):
+        if line.startswith("## "):
+            in_section = line.strip().lower().startswith("## rooms and floors")
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if in_section and line.startswith("|") else []
+        if len(cells) < 4 or not re.fullmatch(r"\d+", cells[0]):
+            continue  # the header, its rule, prose
+        room = re.fullmatch(r"`([^`]+)`", cells[1])
+        if not room:
+            problems.append(f"{path}:{n}: the room cell '{cells[1]}' is not one code span")
+            continue
+        doors = re.findall(r"`([^`]+)`", cells[-1])
+        if BELOW in cells[-1]:
+            doors.append(BELOW)
+        if room.group(1) in rooms:
+            problems.append(f"{path}:{n}: room {room.group(1)} listed twice")
+        rooms[room.group(1)] = (int(cells[0]), doors)
+    if not rooms:
+        problems.append(f"{path}: no room table under a '## Rooms and floors' heading")
+    return rooms, problems
+
+
+def expand(rooms, room, door):
+    """The rooms a door names."""
+    floor = rooms[room][0]
+    if door == BELOW:
+        return [r for r in rooms if rooms[r][0] > floor]
+    if door.endswith("/*"):
+        return [r for r in rooms if r.startswith(door[:-1])]
+    return [door] if door in rooms else []
+
+
+def door_graph(rooms):
+    return {r: {t for d in rooms[r][1] for t in expand(rooms, r, d)} - {r} for r in rooms}
+
+
+# ---- the tree -----------------------------------------------------------------------------------
 
 def sources(root):
-    files = ["main.c"] if os.path.exists(os.path.join(root, "main.c")) else []
-    for d in SRC_DIRS:
-        for dirpath, _, names in os.walk(os.path.join(root, d)):
-            for n in names:
-                if n.endswith(EXTS):
-                    files.append(os.path.relpath(os.path.join(dirpath, n), root))
+    files = []
+    for dirpath, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        files += [os.path.relpath(os.path.join(dirpath, n), root) for n in names if n.endswith(EXTS)]
     return sorted(files)
 
 
@@ -46,36 +84,27 @@ def resolve(root, src, inc):
     """The file an include names: beside the includer first, then from the root (-I.)."""
     for base in (os.path.dirname(src), ""):
         p = os.path.normpath(os.path.join(base, inc))
-        if os.path.exists(os.path.join(root, p)):
+        if os.path.isfile(os.path.join(root, p)):
             return p
     return None
 
 
-def room(path):
-    parts = path.split("/")
-    if parts[0] == "main.c":
-        return "main"
-    if parts[0] != "nst":
-        return parts[0]
-    if len(parts) > 2:
-        return parts[1]
-    return FLAT.get(os.path.splitext(parts[1])[0], "?")
+def room_of(rooms, path):
+    best = None
+    for r in rooms:
+        if (path == r or (r.endswith("/") and path.startswith(r))) and (best is None or len(r) > len(best)):
+            best = r
+    return best
 
 
-def rank(r):
-    return LOWER.get(r, NST_RANK.get(r, 9))
-
-
-def runs_back(a, b):
-    """Whether an include from room a to room b climbs (or crosses sideways where not allowed)."""
-    ra, rb = room(a), room(b)
-    if ra == rb:
-        return False
-    if ra in LOWER:
-        return b.startswith("nst/")
-    if rb in LOWER:
-        return False
-    return rank(rb) > rank(ra) or (rank(rb) == rank(ra) and (ra, rb) not in ALLOWED_SAME_RANK)
+def includes(root, files):
+    """{file: [(line number, include text, resolved path or None)]}"""
+    out = {}
+    for f in files:
+        text = open(os.path.join(root, f), encoding="utf-8", errors="replace").read()
+        for m in INCLUDE.finditer(text):
+            out.setdefault(f, []).append((text.count("\n", 0, m.start()) + 1, m.group(1), resolve(root, f, m.group(1))))
+    return out
 
 
 def sccs(nodes, edges):
@@ -109,99 +138,131 @@ def sccs(nodes, edges):
     return out
 
 
-def floors(nodes, edges):
-    """Longest chain (in nodes) through the graph with each circle collapsed; and one such chain."""
-    comps = sccs(nodes, edges)
-    comp_of = {v: i for i, c in enumerate(comps) for v in c}
-    cedges = {i: set() for i in range(len(comps))}
-    for v in nodes:
-        for w in edges.get(v, ()):
-            if w in comp_of and comp_of[w] != comp_of[v]:
-                cedges[comp_of[v]].add(comp_of[w])
-    memo = {}
+# ---- the checks ---------------------------------------------------------------------------------
 
-    def depth(i):  # Tarjan emits sinks first, so recursion is shallow enough here
-        if i not in memo:
-            best = max(((depth(j), j) for j in cedges[i]), default=(0, None))
-            memo[i] = (best[0] + 1, best[1])
-        return memo[i][0]
+def check(root, map_path):
+    """[(ok, what, why)] for the map and for the tree against it."""
+    results = []
+    rooms, problems = read_map(map_path)
+    results.append((not problems, f"the map in {os.path.relpath(map_path, root)} reads ({len(rooms)} rooms)",
+                    "; ".join(problems)))
+    if not rooms:
+        return results
+    missing = [r for r in rooms if not os.path.exists(os.path.join(root, r))]
+    results.append((not missing, "every room of the map exists", "no such folder or file: " + " ".join(missing)))
+    bad, row = [], {r: i for i, r in enumerate(rooms)}
+    for r, (floor, doors) in rooms.items():
+        for d in doors:
+            targets = expand(rooms, r, d)
+            if not targets:
+                bad.append(f"{r} -> {d}: names no room of the map")
+            bad += [f"{r} (floor {floor}) -> {t} (floor {rooms[t][0]}): the door points up a floor"
+                    for t in targets if rooms[t][0] < floor]
+            bad += [f"{r} -> {t}: a door on one floor must lead to a room listed below it"
+                    for t in targets if t != r and rooms[t][0] == floor and row[t] < row[r]]
+    results.append((not bad, "every door leads down: to a lower floor, or to a room listed below on its own",
+                    "; ".join(bad)))
+    circles = [c for c in sccs(list(rooms), door_graph(rooms)) if len(c) > 1]
+    results.append((not circles, "the doors make no circle between rooms",
+                    "; ".join(" <-> ".join(c) for c in circles)))
 
-    top = max(range(len(comps)), key=depth, default=None)
-    chain, i = [], top
-    while i is not None:
-        chain.append("+".join(comps[i]))
-        i = memo[i][1]
-    return (memo[top][0] if top is not None else 0), chain
-
-
-def module(path):
-    return os.path.splitext(path)[0]
-
-
-def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
     files = sources(root)
-    edges, missing = {}, []
-    for f in files:
-        with open(os.path.join(root, f), encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
-        for inc in INCLUDE.findall(text):
-            t = resolve(root, f, inc)
+    homeless = [f for f in files if room_of(rooms, f) is None]
+    results.append((not homeless, f"every source file is in a room ({len(files)} files)",
+                    "in no room of the map: " + " ".join(homeless[:10]) + (" ..." if len(homeless) > 10 else "")))
+    doors = door_graph(rooms)
+    unresolved, up, through = [], [], []
+    n_inc = 0
+    for f, incs in includes(root, files).items():
+        a = room_of(rooms, f)
+        for line, inc, t in incs:
+            n_inc += 1
             if t is None:
-                missing.append(f"{f} -> {inc}")
-            else:
-                edges.setdefault(f, set()).add(t)
+                unresolved.append(f'{f}:{line}: "{inc}"')
+                continue
+            b = room_of(rooms, t)
+            if a is None or b is None or a == b:
+                continue
+            if rooms[b][0] < rooms[a][0]:
+                up.append(f"{f}:{line} -> {t} ({a}, floor {rooms[a][0]} -> {b}, floor {rooms[b][0]})")
+            elif b not in doors[a]:
+                through.append(f"{f}:{line} -> {t} ({a} -> {b})")
+    results.append((not unresolved, f"every include names a file of the repository ({n_inc} includes)",
+                    "names nothing: " + "; ".join(unresolved)))
+    results.append((not up, "no include runs back up a floor", "; ".join(up)))
+    results.append((not through, "every include between rooms goes through a door the map lists", "; ".join(through)))
+    return results
 
-    nst = [f for f in files if f.startswith("nst/")]
-    nst_edges = {f: {t for t in edges.get(f, ()) if t.startswith("nst/")} for f in nst}
-    rooms = sorted({room(f) for f in nst})
-    print(f"nst/ files: {len(nst)} ({sum(f.endswith('.c') for f in nst)} .c, "
-          f"{sum(f.endswith('.h') for f in nst)} .h) in rooms: "
-          + ", ".join(f"{r} {sum(room(f) == r for f in nst)}" for r in rooms))
-    for r in rooms:
-        print(f"  {r}: " + " ".join(sorted({os.path.basename(module(f)) for f in nst if room(f) == r})))
 
-    n, chain = floors(nst, nst_edges)
-    print(f"floors (longest include chain in nst/, in files): {n}")
-    print("  " + " -> ".join(chain))
+# ---- the report ---------------------------------------------------------------------------------
 
+def lines_of(root, f):
+    with open(os.path.join(root, f), encoding="utf-8", errors="replace") as fh:
+        return sum(1 for _ in fh)
+
+
+def report(root, map_path):
+    rooms, _ = read_map(map_path)
+    files = sources(root)
+    incs = includes(root, files)
+    print(f"{len(files)} source files in {len(rooms)} rooms on {len({f for f, _ in rooms.values()})} floors "
+          f"(the map: {os.path.relpath(map_path, root)})")
+    arrows = {}
+    for f, fi in incs.items():
+        for _, _, t in fi:
+            a, b = room_of(rooms, f), room_of(rooms, t) if t else None
+            if a and b and a != b:
+                arrows.setdefault(a, {}).setdefault(b, 0)
+                arrows[a][b] += 1
+    for floor in sorted({fl for fl, _ in rooms.values()}):
+        print(f"floor {floor}:")
+        for r in (r for r in rooms if rooms[r][0] == floor):
+            mine = [f for f in files if room_of(rooms, f) == r]
+            out = ", ".join(f"{b} {n}" for b, n in sorted(arrows.get(r, {}).items()))
+            print(f"  {r:16} {len(mine):3} files {sum(lines_of(root, f) for f in mine):6} lines"
+                  + (f"; includes {out}" if out else ""))
+    edges = {f: {t for _, _, t in fi if t} for f, fi in incs.items()}
     circles = [c for c in sccs(files, edges) if len(c) > 1]
     print(f"circles between files (headers): {len(circles)}")
     for c in circles:
         print("  " + " <-> ".join(c))
-    mods = sorted({module(f) for f in files})
+    module = lambda p: os.path.splitext(p)[0]
     medges = {}
     for f, ts in edges.items():
         for t in ts:
             if module(t) != module(f):
                 medges.setdefault(module(f), set()).add(module(t))
-    mcircles = [c for c in sccs(mods, medges) if len(c) > 1]
-    print(f"circles between modules (x.c + x.h as one): {len(mcircles)}")
+    mcircles = [c for c in sccs(sorted({module(f) for f in files}), medges) if len(c) > 1]
+    print(f"circles between modules (x.c and x.h as one; fine inside one room): {len(mcircles)}")
     for c in mcircles:
-        print("  " + " <-> ".join(c) + f"   [rooms: {' '.join(sorted({room(m + '.x') for m in c}))}]")
+        where = sorted({room_of(rooms, m + ".h") or room_of(rooms, m + ".c") or "?" for m in c})
+        print("  " + " <-> ".join(c) + f"   [{' '.join(where)}]")
+    failed = [(what, why) for ok, what, why in check(root, map_path) if not ok]
+    print(f"breaks of the map: {len(failed)}")
+    for what, why in failed:
+        print(f"  {what}: {why}")
+    return 1 if failed else 0
 
-    back = sorted(f"{f} -> {t}   ({room(f)} -> {room(t)})"
-                  for f in files for t in edges.get(f, ()) if runs_back(f, t))
-    into_nst = [b for b in back if not b.startswith("nst/") and not b.startswith("main.c")]
-    print(f"arrows back up: {len(back)} ({len(into_nst)} from io/kernels/mpi/tiler/util into nst/, "
-          f"{len(back) - len(into_nst)} between rooms of nst/: model < optim < output, run)")
-    for b in back:
-        print("  " + b)
-    mentions = []
-    for f in files:
-        if f.startswith("nst/") or f == "main.c":
-            continue
-        with open(os.path.join(root, f), encoding="utf-8", errors="replace") as fh:
-            for i, line in enumerate(fh, 1):
-                if "nst/" in line and not INCLUDE.match(line):
-                    mentions.append(f"{f}:{i}")
-    print(f"mentions of nst/ outside includes in lower rooms (comments): {len(mentions)} "
-          + " ".join(mentions))
-    if missing:
-        print(f"unresolved includes: {len(missing)}")
-        for m in missing:
-            print("  " + m)
+
+def main():
+    args = sys.argv[1:]
+    checking = "--check" in args
+    args = [a for a in args if a != "--check"]
+    map_path = None
+    if "--map" in args:
+        i = args.index("--map")
+        map_path = args[i + 1]
+        del args[i:i + 2]
+    root = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    map_path = map_path or os.path.join(root, "docs", "ARCHITECTURE.md")
+    if not checking:
+        return report(root, map_path)
+    failed = 0
+    for ok, what, why in check(root, map_path):
+        print(f"ok: {what}" if ok else f"FAIL: {what}: {why}")
+        failed += not ok
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

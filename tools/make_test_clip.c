@@ -24,8 +24,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../io/flo.h"
-#include "../io/image.h"
+#include "../io/video/flo.h"
+#include "../io/image/image.h"
+#include "../io/image/png_write.h"
 #include "../util/mem.h"
 
 typedef struct {

@@ -16,9 +16,9 @@
 #include <sys/stat.h>
 
 #include "../io/atomic_file.h"
-#include "../io/dzi.h"
-#include "../io/resample.h"
-#include "../io/tiff_pyramid.h"
+#include "../io/image/dzi.h"
+#include "../io/image/resample.h"
+#include "../io/image/tiff_pyramid.h"
 #include "../tiler/pyramid.h"
 #include "../util/mem.h"
 

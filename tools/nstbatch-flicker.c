@@ -21,7 +21,7 @@
 
 #include "../flow/dis.h"
 #include "../flow/warp.h"
-#include "../io/image.h"
+#include "../io/image/image.h"
 #include "../util/mem.h"
 
 static int usage(const char *why)

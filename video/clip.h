@@ -15,10 +15,10 @@
 #ifndef NST_VIDEO_CLIP_H
 #define NST_VIDEO_CLIP_H
 
-#include "../io/config.h"
-#include "../io/weights.h"
+#include "../io/config/config.h"
+#include "../io/weights/weights.h"
 #include "../kernels/backend.h"
-#include "../nst/optim/objective.h"
+#include "../nst/optimise/objective.h"
 
 struct nst_progress;
 struct nst_style_cache;

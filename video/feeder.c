@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "../flow/dis.h"
-#include "../io/resample.h"
+#include "../io/image/resample.h"
 #include "../util/mem.h"
 #include "../util/timer.h"
 

@@ -1,7 +1,7 @@
 /* video/feeder.h: the frames of one unit (a shot or a chunk) and the optical flow between them,
  * prepared one frame ahead on a thread of the group's rank 0 while the current frame renders.
  *
- * The feeder opens its own reader of the clip (io/video.h), decodes the unit's frames in order,
+ * The feeder opens its own reader of the clip (io/video/video.h), decodes the unit's frames in order,
  * resizes them to the render size, and for each frame i computes the flows both ways between it
  * and every earlier frame i - j the temporal term holds (j in the distances, within the unit):
  * with OpenCV's DIS (flow/dis.h), or read from .flo files (video.flow = files: the previous frame
@@ -11,8 +11,8 @@
 #ifndef NST_VIDEO_FEEDER_H
 #define NST_VIDEO_FEEDER_H
 
-#include "../io/flo.h"
-#include "../io/video.h"
+#include "../io/video/flo.h"
+#include "../io/video/video.h"
 
 #define NST_MAX_TEMPORAL 8 /* earlier frames a temporal term holds: the previous and 7 long-term */
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../io/source.h"
+#include "../io/image/source.h"
 #include "../mpi/comm.h"
 #include "../util/mem.h"
 #include "../util/timer.h"

@@ -1,5 +1,5 @@
 /* video/frame.h: one frame of a clip rendered on the current rank group, with the machinery of a
- * still image (nst/optim/levels.h: layout, tiles over the group's ranks, style targets from the
+ * still image (nst/render/levels.h: layout, tiles over the group's ranks, style targets from the
  * cache, the render) fed from memory instead of files: the group's rank 0 holds the frame, the
  * initial image and the temporal term's inputs whole, every rank receives its tiles' windows of
  * them, and the result comes back to rank 0 whole (a video frame, unlike a gigapixel still, fits
@@ -9,8 +9,8 @@
 #ifndef NST_VIDEO_FRAME_H
 #define NST_VIDEO_FRAME_H
 
-#include "../nst/optim/levels.h"
-#include "../nst/optim/progress.h"
+#include "../nst/render/levels.h"
+#include "../nst/report/progress.h"
 
 /* What every frame of a group shares. */
 typedef struct {

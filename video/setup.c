@@ -7,7 +7,7 @@
 
 #include "../flow/dis.h"
 #include "../io/ckpt_file.h"
-#include "../nst/optim/inputs.h"
+#include "../nst/inputs/inputs.h"
 #include "plan.h"
 
 static const char *where(const nst_config *cfg, int key, char *buf, size_t cap)

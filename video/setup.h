@@ -4,8 +4,8 @@
 #ifndef NST_VIDEO_SETUP_H
 #define NST_VIDEO_SETUP_H
 
-#include "../io/config.h"
-#include "../io/video.h"
+#include "../io/config/config.h"
+#include "../io/video/video.h"
 #include "../nst/model/spec.h"
 #include "feeder.h"
 

@@ -20,8 +20,8 @@
 #ifndef NST_VIDEO_STORE_H
 #define NST_VIDEO_STORE_H
 
-#include "../io/flo.h"
-#include "../io/image.h"
+#include "../io/video/flo.h"
+#include "../io/image/image.h"
 
 typedef struct {
     char dir[4096];

@@ -17,7 +17,7 @@
 #ifndef NST_VIDEO_TEMPORAL_H
 #define NST_VIDEO_TEMPORAL_H
 
-#include "../io/flo.h"
+#include "../io/video/flo.h"
 
 typedef struct {
     int j;               /* how many frames back (1: the previous) */

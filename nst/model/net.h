@@ -8,7 +8,7 @@
 #ifndef NST_NET_H
 #define NST_NET_H
 
-#include "../../io/weights.h"
+#include "../../io/weights/weights.h"
 #include "../../kernels/backend.h"
 #include "vgg.h"
 

@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "../../io/weights.h"
+#include "../../io/weights/weights.h"
 
 /* All 16 convs, widths std_cout / divisor (divisor: a power of two, 1..64). He-uniform kernels
  * (bound sqrt(6 / fan_in)), biases uniform in +-1/sqrt(fan_in); torchvision preprocessing. */

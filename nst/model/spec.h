@@ -4,7 +4,7 @@
 #ifndef NST_SPEC_H
 #define NST_SPEC_H
 
-#include "../../io/config.h"
+#include "../../io/config/config.h"
 #include "../../kernels/backend.h"
 #include "vgg.h"
 

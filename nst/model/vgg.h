@@ -1,13 +1,13 @@
 /* nst/model/vgg.h: the geometry of the VGG-19 feature stack, derived from its layer table.
  *
- * The table itself (names, kinds, widths) is io/vgg_layers.h, where the weight readers can reach
+ * The table itself (names, kinds, widths) is io/weights/vgg_layers.h, where the weight readers can reach
  * it. Receptive field, total stride and the input footprint of a feature are derived from the
  * table by interval propagation, never written down: they size the halos of the tiled renderer.
  */
 #ifndef NST_VGG_H
 #define NST_VGG_H
 
-#include "../../io/vgg_layers.h"
+#include "../../io/weights/vgg_layers.h"
 
 /* Where a feature of layer i (output after its ReLU or pool) looks in the input image:
  * feature at position j covers input pixels [stride*j - lo, stride*j + hi]. */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../io/image.h"
+#include "../../io/image/image.h"
 #include "../../mpi/comm.h"
 #include "../../util/log.h"
 #include "../../util/mem.h"

@@ -18,10 +18,10 @@
 #ifndef NST_OUTPUT_H
 #define NST_OUTPUT_H
 
-#include "../../io/config.h"
-#include "../../io/h5_image.h"
-#include "../../io/tiff_write.h"
-#include "../optim/layout.h"
+#include "../../io/config/config.h"
+#include "../../io/image/h5_image.h"
+#include "../../io/image/tiff_write.h"
+#include "../plan/layout.h"
 
 enum { NST_OUT_TIFF, NST_OUT_HDF5, NST_OUT_PNG, NST_OUT_JPEG, NST_OUT_DZI, NST_OUT_NFORMATS };
 

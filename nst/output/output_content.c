@@ -6,7 +6,7 @@
 
 #include "../../util/mem.h"
 #include "../../mpi/comm.h"
-#include "../optim/inputs.h"
+#include "../inputs/inputs.h"
 #include "output.h"
 
 nst_status nst_output_content_dzi(const nst_config *cfg, const nst_output_spec *o, const nst_layout *L, int W, int H, int content_random,

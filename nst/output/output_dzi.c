@@ -1,5 +1,5 @@
 /* nst/output/output_dzi.c: the Deep Zoom sink: NAME.dzi (the descriptor) and NAME_files/L/C_R.jpg (or
- * .png), the layout OpenSeadragon and `vips dzsave` use (io/dzi.h).
+ * .png), the layout OpenSeadragon and `vips dzsave` use (io/image/dzi.h).
  *
  * Deep Zoom level L of an image whose longest side needs n = ceil(log2(side)) halvings is our
  * pyramid level n - L (tiler/pyramid.h halves down to 1 x 1 for it, with the ceiling as Deep Zoom
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../../io/dzi.h"
+#include "../../io/image/dzi.h"
 #include "../../mpi/comm.h"
 #include "../../util/mem.h"
 #include "../../util/threads.h"

@@ -6,9 +6,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../../io/jpeg_write.h"
-#include "../../io/png_write.h"
-#include "../../io/resample.h"
+#include "../../io/image/jpeg_write.h"
+#include "../../io/image/png_write.h"
+#include "../../io/image/resample.h"
 #include "../../mpi/comm.h"
 #include "../../util/log.h"
 #include "../../util/mem.h"

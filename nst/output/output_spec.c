@@ -8,7 +8,7 @@
 #include <strings.h>
 
 #include "../../io/atomic_file.h"
-#include "../../io/jpeg_write.h"
+#include "../../io/image/jpeg_write.h"
 #include "../../util/text.h"
 
 static const char *const format_names[NST_OUT_NFORMATS] = {"tiff", "hdf5", "png", "jpeg", "dzi"};

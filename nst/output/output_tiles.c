@@ -1,5 +1,5 @@
 /* nst/output/output_tiles.c: output tiles assembled on their owners (see output_tiles.h). Both moves are
- * nst/optim/move.h's: pieces (render cores, or halved tiles of the level above) cut by the level's tiles
+ * nst/plan/move.h's: pieces (render cores, or halved tiles of the level above) cut by the level's tiles
  * (nst_plan_pieces_to_tiles, grouped by piece), each cut produced by the piece's owner: quantised
  * from floats, or halved. */
 #include "output_tiles.h"
@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../io/image.h"
-#include "../../io/resample.h"
+#include "../../io/image/image.h"
+#include "../../io/image/resample.h"
 #include "../../mpi/comm.h"
 #include "../../util/mem.h"
-#include "../optim/move.h"
+#include "../plan/move.h"
 
 void nst_tileset_free(nst_tileset *ts)
 {
@@ -60,7 +60,7 @@ static int find(const int *sorted, int n, int v)
     return -1;
 }
 
-/* Move the plan's pieces into the level's tiles (nst/optim/move.h): destinations indexed by tile. */
+/* Move the plan's pieces into the level's tiles (nst/plan/move.h): destinations indexed by tile. */
 static nst_status move_pieces(const nst_pyramid *P, const nst_transfer *tr, int ntr, const int *src_owner, nst_tileset *dst,
                               nst_produce_fn produce, nst_done_fn done, void *ctx, size_t held, size_t *peak)
 {

@@ -5,7 +5,7 @@
 #define NST_OUTPUT_TILES_H
 
 #include "../../tiler/pyramid.h"
-#include "../optim/layout.h"
+#include "../plan/layout.h"
 
 typedef struct {
     int level;

@@ -1,7 +1,7 @@
 /* nst/run/batch.c: many jobs in one run: probe, pack into rank groups, render, summarise (see batch.h). */
 #include "batch.h"
 
-#include "../optim/checkpoint.h"
+#include "../state/checkpoint.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -16,8 +16,8 @@
 #include "../../util/text.h"
 #include "../../util/timer.h"
 #include "../../util/version.h"
-#include "../optim/inputs.h"
-#include "../optim/levels.h"
+#include "../inputs/inputs.h"
+#include "../render/levels.h"
 
 enum { ROW_NONE, ROW_DONE, ROW_FAILED, ROW_NOT_RUN, ROW_STOPPED, ROW_EARLIER, ROW_NSTATES };
 static const char *const state_names[] = {"not run", "done", "failed", "not run", "stopped", "earlier"};

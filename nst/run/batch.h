@@ -1,4 +1,4 @@
-/* nst/run/batch.h: many jobs in one run (io/jobs.h: [job.NAME] sections and batch.manifest).
+/* nst/run/batch.h: many jobs in one run (io/config/jobs.h: [job.NAME] sections and batch.manifest).
  *
  * 1. Probe (world rank 0): each job's config (base, then the job's overrides, then --set) is
  *    checked and its content's header read for the output size; a job with bad input is marked
@@ -10,7 +10,7 @@
  *    and every group renders its jobs side by side with the others. A job rendered by a group of
  *    R ranks is bit-identical to the same job run alone on R ranks.
  * 4. The network is loaded once (main); style targets are computed once per (styles, size,
- *    colour transform) and kept in the shared cache (nst/optim/style_cache.h).
+ *    colour transform) and kept in the shared cache (nst/inputs/style_cache.h).
  * 5. A failed job is reported and the others go on (batch.on_error = continue); with stop, no
  *    job starts after a failure is known (other groups learn of it by a notice, mpi/notice.h).
  * 6. The summary table (every job: status, ranks, size, time, loss, output or message) is printed
@@ -24,7 +24,7 @@
 #ifndef NST_BATCH_H
 #define NST_BATCH_H
 
-#include "../../io/jobs.h"
+#include "../../io/config/jobs.h"
 #include "job.h"
 
 typedef struct {

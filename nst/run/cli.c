@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../io/config.h"
+#include "../../io/config/config.h"
 #include "../../util/text.h"
 
 static const char *options[] = {"--set", "--print-config", "--help", "--version", "--quiet", "--make-weights",
@@ -42,77 +42,117 @@ static int is_opt(const char *arg, const char *opt)
     return strncmp(arg, opt, n) == 0 && (arg[n] == 0 || arg[n] == '=');
 }
 
+/* A flag without a value: set in cli, 1; 0 when a is none. */
+static int flag_option(const char *a, nst_cli *cli)
+{
+    if (strcmp(a, "--print-config") == 0)
+        cli->print_config = 1;
+    else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+        cli->help = 1;
+    else if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0)
+        cli->version = 1;
+    else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0)
+        cli->quiet = 1;
+    else if (strcmp(a, "--dry-run") == 0)
+        cli->dry_run = 1;
+    else if (strcmp(a, "--self-test") == 0)
+        cli->self_test = 1;
+    else if (strcmp(a, "--force") == 0)
+        cli->force = 1;
+    else if (strcmp(a, "--restart") == 0)
+        cli->restart = 1;
+    else
+        return 0;
+    return 1;
+}
+
+/* An option with a value: --set, --report, --restart=JOBS, --expect-ranks (*used: 0 when
+ * argv[*i] is none of them). */
+static nst_status value_option(int argc, char **argv, int *i, nst_cli *cli, int *used)
+{
+    const char *a = argv[*i], *v = NULL;
+    *used = 1;
+    if (is_opt(a, "--set")) {
+        NST_TRY(option_value(argc, argv, i, "--set", &v));
+        if (cli->nsets == NST_CLI_MAX_SETS) return nst_fail(NST_EINPUT, "more than %d --set options", NST_CLI_MAX_SETS);
+        cli->sets[cli->nsets++] = v;
+    } else if (is_opt(a, "--report")) {
+        NST_TRY(option_value(argc, argv, i, "--report", &cli->report));
+        if (!*cli->report) return nst_fail(NST_EINPUT, "--report needs a file name: --self-test --report FILE");
+    } else if (strncmp(a, "--restart=", 10) == 0) {
+        if (!a[10]) return nst_fail(NST_EINPUT, "--restart=: name the jobs to start over (--restart=JOB[,JOB...]), or --restart for all");
+        cli->restart_jobs = a + 10;
+    } else if (is_opt(a, "--expect-ranks")) {
+        long long n = 0;
+        NST_TRY(option_value(argc, argv, i, "--expect-ranks", &v));
+        NST_TRY(parse_int("--expect-ranks", v, 1, 1000000, &n));
+        cli->expect_ranks = (int)n;
+    } else {
+        *used = 0;
+    }
+    return NST_OK;
+}
+
+/* --make-weights KIND OUT.h5 and its --seed and --width-divisor (*used: 0 when argv[*i] is none
+ * of them; given: bit 0 --seed, bit 1 --width-divisor). */
+static nst_status make_weights_option(int argc, char **argv, int *i, nst_cli *cli, int *used, int *given)
+{
+    const char *a = argv[*i], *v = NULL;
+    *used = 1;
+    if (strcmp(a, "--make-weights") == 0) {
+        if (*i + 2 >= argc) return nst_fail(NST_EINPUT, "--make-weights needs KIND and OUT.h5: --make-weights random OUT.h5");
+        cli->make_weights = 1;
+        cli->mw_kind = argv[++*i];
+        cli->mw_out = argv[++*i];
+        if (strcmp(cli->mw_kind, "random") != 0)
+            return nst_fail(NST_EINPUT, "--make-weights '%s': unknown kind; valid: random", cli->mw_kind);
+    } else if (is_opt(a, "--seed")) {
+        NST_TRY(option_value(argc, argv, i, "--seed", &v));
+        NST_TRY(parse_int("--seed", v, 0, 4611686018427387904LL, &cli->mw_seed));
+        *given |= 1;
+    } else if (is_opt(a, "--width-divisor")) {
+        long long d = 0;
+        NST_TRY(option_value(argc, argv, i, "--width-divisor", &v));
+        NST_TRY(parse_int("--width-divisor", v, 1, 64, &d));
+        if (d & (d - 1)) return nst_fail(NST_EINPUT, "--width-divisor %lld: expected 1, 2, 4, 8, 16, 32 or 64", d);
+        cli->mw_divisor = (int)d;
+        *given |= 2;
+    } else {
+        *used = 0;
+    }
+    return NST_OK;
+}
+
+/* Anything else: an unknown option (with the nearest known one), or the config file. */
+static nst_status other_argument(const char *a, nst_cli *cli)
+{
+    if (a[0] == '-' && a[1]) {
+        char typed[64];
+        snprintf(typed, sizeof typed, "%.*s", (int)strcspn(a, "="), a);
+        const char *best = nst_nearest(typed, options, sizeof options / sizeof *options);
+        return nst_fail(NST_EINPUT, "unknown option '%s'%s%s%s; see --help", a, best ? " (did you mean '" : "",
+                        best ? best : "", best ? "'?)" : "");
+    }
+    if (cli->config_path)
+        return nst_fail(NST_EINPUT, "more than one config file ('%s' and '%s'); use --set for overrides",
+                        cli->config_path, a);
+    cli->config_path = a;
+    return NST_OK;
+}
+
 nst_status nst_cli_parse(int argc, char **argv, nst_cli *cli)
 {
     memset(cli, 0, sizeof *cli);
     cli->mw_seed = 1;
     cli->mw_divisor = 1;
-    int seed_given = 0, div_given = 0;
+    int given = 0; /* --seed, --width-divisor */
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
-        if (is_opt(a, "--set")) {
-            NST_TRY(option_value(argc, argv, &i, "--set", &v));
-            if (cli->nsets == NST_CLI_MAX_SETS) return nst_fail(NST_EINPUT, "more than %d --set options", NST_CLI_MAX_SETS);
-            cli->sets[cli->nsets++] = v;
-        } else if (strcmp(a, "--print-config") == 0) {
-            cli->print_config = 1;
-        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            cli->help = 1;
-        } else if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
-            cli->version = 1;
-        } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
-            cli->quiet = 1;
-        } else if (strcmp(a, "--dry-run") == 0) {
-            cli->dry_run = 1;
-        } else if (strcmp(a, "--self-test") == 0) {
-            cli->self_test = 1;
-        } else if (is_opt(a, "--report")) {
-            NST_TRY(option_value(argc, argv, &i, "--report", &cli->report));
-            if (!*cli->report) return nst_fail(NST_EINPUT, "--report needs a file name: --self-test --report FILE");
-        } else if (strcmp(a, "--force") == 0) {
-            cli->force = 1;
-        } else if (strcmp(a, "--restart") == 0) {
-            cli->restart = 1;
-        } else if (strncmp(a, "--restart=", 10) == 0) {
-            if (!a[10]) return nst_fail(NST_EINPUT, "--restart=: name the jobs to start over (--restart=JOB[,JOB...]), or --restart for all");
-            cli->restart_jobs = a + 10;
-        } else if (is_opt(a, "--expect-ranks")) {
-            long long n = 0;
-            NST_TRY(option_value(argc, argv, &i, "--expect-ranks", &v));
-            NST_TRY(parse_int("--expect-ranks", v, 1, 1000000, &n));
-            cli->expect_ranks = (int)n;
-        } else if (strcmp(a, "--make-weights") == 0) {
-            if (i + 2 >= argc) return nst_fail(NST_EINPUT, "--make-weights needs KIND and OUT.h5: --make-weights random OUT.h5");
-            cli->make_weights = 1;
-            cli->mw_kind = argv[++i];
-            cli->mw_out = argv[++i];
-            if (strcmp(cli->mw_kind, "random") != 0)
-                return nst_fail(NST_EINPUT, "--make-weights '%s': unknown kind; valid: random", cli->mw_kind);
-        } else if (is_opt(a, "--seed")) {
-            NST_TRY(option_value(argc, argv, &i, "--seed", &v));
-            NST_TRY(parse_int("--seed", v, 0, 4611686018427387904LL, &cli->mw_seed));
-            seed_given = 1;
-        } else if (is_opt(a, "--width-divisor")) {
-            long long d = 0;
-            NST_TRY(option_value(argc, argv, &i, "--width-divisor", &v));
-            NST_TRY(parse_int("--width-divisor", v, 1, 64, &d));
-            if (d & (d - 1)) return nst_fail(NST_EINPUT, "--width-divisor %lld: expected 1, 2, 4, 8, 16, 32 or 64", d);
-            cli->mw_divisor = (int)d;
-            div_given = 1;
-        } else if (a[0] == '-' && a[1]) {
-            char typed[64];
-            snprintf(typed, sizeof typed, "%.*s", (int)strcspn(a, "="), a);
-            const char *best = nst_nearest(typed, options, sizeof options / sizeof *options);
-            return nst_fail(NST_EINPUT, "unknown option '%s'%s%s%s; see --help", a, best ? " (did you mean '" : "",
-                            best ? best : "", best ? "'?)" : "");
-        } else {
-            if (cli->config_path)
-                return nst_fail(NST_EINPUT, "more than one config file ('%s' and '%s'); use --set for overrides",
-                                cli->config_path, a);
-            cli->config_path = a;
-        }
+        int used = flag_option(argv[i], cli);
+        if (!used) NST_TRY(value_option(argc, argv, &i, cli, &used));
+        if (!used) NST_TRY(make_weights_option(argc, argv, &i, cli, &used, &given));
+        if (!used) NST_TRY(other_argument(argv[i], cli));
     }
-    if ((seed_given || div_given) && !cli->make_weights)
+    if (given && !cli->make_weights)
         return nst_fail(NST_EINPUT, "--seed and --width-divisor belong to --make-weights; for the renderer use "
                                     "--set model.random_seed=N or --set model.random_width_divisor=N");
     if (cli->report && !cli->self_test)

@@ -7,9 +7,9 @@
 #ifndef NST_DEVICE_H
 #define NST_DEVICE_H
 
-#include "../../io/config.h"
+#include "../../io/config/config.h"
 #include "../../kernels/backend.h"
-#include "../optim/objective.h"
+#include "../optimise/objective.h"
 
 typedef struct {
     nst_backend *be;

@@ -21,7 +21,7 @@
 #include "../../util/log.h"
 #include "../../util/mem.h"
 #include "../../util/timer.h"
-#include "../optim/objective.h"
+#include "../optimise/objective.h"
 
 #define CAL_SIDE 512
 #define CAL_ITERS 2

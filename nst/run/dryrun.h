@@ -2,7 +2,7 @@
 #ifndef NST_DRYRUN_H
 #define NST_DRYRUN_H
 
-#include "../optim/levels.h"
+#include "../render/levels.h"
 #include "../output/output.h"
 
 /* Print every level's plan (size, tiles, halo, Gram strategy, memory per rank against the budget)

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "../../io/atomic_file.h"
-#include "../../io/video.h"
+#include "../../io/video/video.h"
 #include "../../mpi/comm.h"
 #include "../../util/log.h"
 #include "../../util/mem.h"
@@ -19,12 +19,12 @@
 #include "../../viewer/page.h"
 #include "../../io/versions.h"
 #include <unistd.h>
-#include "../optim/checkpoint.h"
-#include "../optim/progress.h"
-#include "../optim/inputs.h"
+#include "../state/checkpoint.h"
+#include "../report/progress.h"
+#include "../inputs/inputs.h"
 #include "dryrun.h"
-#include "../optim/levels.h"
-#include "../optim/layout.h"
+#include "../render/levels.h"
+#include "../plan/layout.h"
 #include "../output/output.h"
 #include "../model/random_vgg.h"
 

@@ -2,18 +2,18 @@
  *
  * Every rank checks the config; rank 0 reads the weights and broadcasts them, opens the content
  * (its size sets the output's) and reads the style; every rank plans the same layout, reads the
- * windows of its tiles (nst/optim/inputs.h: by region from a TIFF, from rank 0 otherwise), renders
- * them (nst/optim/render.h) and writes the output tiles it owns (nst/output/output.h). No rank holds the whole
+ * windows of its tiles (nst/inputs/inputs.h: by region from a TIFF, from rank 0 otherwise), renders
+ * them (nst/render/render.h) and writes the output tiles it owns (nst/output/output.h). No rank holds the whole
  * image. Every failure ends with all ranks agreeing on the status and rank 0 printing one
  * message. */
 #ifndef NST_JOB_H
 #define NST_JOB_H
 
-#include "../../io/config.h"
+#include "../../io/config/config.h"
 #include "../../kernels/backend.h"
 #include "../output/output.h"
-#include "../optim/levels.h"
-#include "../optim/render.h"
+#include "../render/levels.h"
+#include "../render/render.h"
 #include "../model/spec.h"
 
 typedef struct {

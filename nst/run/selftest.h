@@ -14,7 +14,7 @@
 #ifndef NST_SELFTEST_H
 #define NST_SELFTEST_H
 
-#include "../../io/config.h"
+#include "../../io/config/config.h"
 
 typedef struct {
     const char *report;    /* --report FILE (NULL: none) */

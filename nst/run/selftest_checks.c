@@ -6,13 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../io/image.h"
+#include "../../io/image/image.h"
 #include "../../util/log.h"
 #include "../../util/mem.h"
 #include "../../util/timer.h"
 #include "../../mpi/comm.h"
 #include "../model/random_vgg.h"
-#include "../optim/render.h"
+#include "../render/render.h"
 #include "selftest_impl.h"
 #include "../model/spec.h"
 #include "../../kernels/cuda/cuda.h"

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../io/config.h"
-#include "../../io/jobs.h"
+#include "../../io/config/config.h"
+#include "../../io/config/jobs.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {

@@ -1,9 +1,9 @@
-/* tests/fuzz/fuzz_flo.c: libFuzzer target for the Middlebury .flo reader (io/flo.h) on untrusted
+/* tests/fuzz/fuzz_flo.c: libFuzzer target for the Middlebury .flo reader (io/video/flo.h) on untrusted
  * bytes, with a deployment's cap (16 megapixels); any crash, overflow or allocation beyond it is a
  * finding.
  *
  *   make fuzz && build/fuzz/fuzz_flo tests/fuzz/corpus_flo -max_total_time=60 -rss_limit_mb=2048 */
-#include "../../io/flo.h"
+#include "../../io/video/flo.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {

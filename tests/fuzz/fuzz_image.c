@@ -3,7 +3,7 @@
  * the caps is a finding.
  *
  *   make fuzz && build/fuzz/fuzz_image tests/fuzz/corpus_image -max_total_time=60 -rss_limit_mb=2048 */
-#include "../../io/image.h"
+#include "../../io/image/image.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {

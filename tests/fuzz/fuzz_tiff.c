@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../io/resample.h"
-#include "../../io/source.h"
+#include "../../io/image/resample.h"
+#include "../../io/image/source.h"
 #include "../../util/mem.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)

@@ -1,4 +1,4 @@
-/* tests/fuzz/fuzz_video.c: libFuzzer target for the video reader (io/video.h) on untrusted bytes:
+/* tests/fuzz/fuzz_video.c: libFuzzer target for the video reader (io/video/video.h) on untrusted bytes:
  * opened from memory, every frame decoded and converted, with a deployment's kind of caps scaled
  * down (1 megapixel, 64 frames) so that each input stays fast. FFmpeg itself is not instrumented;
  * what is fuzzed is nstbatch's side: the counting pass, the rate check, the limits, the
@@ -8,7 +8,7 @@
  * FFmpeg's allocations).
  *
  *   make fuzz && build/fuzz/fuzz_video tests/fuzz/corpus_video -max_total_time=60 -rss_limit_mb=2048 */
-#include "../../io/video.h"
+#include "../../io/video/video.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {

@@ -1,0 +1,53 @@
+/* nst/optimise/lbfgs.h: L-BFGS on pixels spread over tiles and ranks.
+ *
+ * The history (s, y pairs) and the search direction are sharded like the pixels: each rank keeps
+ * the values of its tiles' cores. The two-loop recursion needs only dot products, summed over
+ * all tiles: every tile's partial sum is computed over its own values, the partials are added
+ * over ranks as a vector indexed by tile (each entry has one contributor, so the sum is exact),
+ * and then added in tile order. A dot product is therefore the same number whichever rank holds
+ * which tile: a render on 1 rank and on 4 ranks with the same tiles takes identical steps.
+ *
+ * No line search (as neural-style's L-BFGS): the quasi-Newton step scaled by optim.lbfgs_step,
+ * the first step a gradient step of length min(1, 1/||g||) times that. A pair is kept only when
+ * y.s > 0 (curvature); a direction that is not a descent direction resets the history. Pixels are
+ * not projected to [0, 1] during the run (the output is clamped); projecting would break the
+ * curvature pairs.
+ */
+#ifndef NST_LBFGS_H
+#define NST_LBFGS_H
+
+#include "../../kernels/backend.h"
+#include "objective.h"
+
+typedef struct {
+    nst_backend *be;
+    nst_collectives coll;
+    int m, k, newest;        /* history capacity, pairs held, ring slot of the newest */
+    int nlocal, ntiles;      /* this rank's tiles; tiles of the whole grid (partials by tile) */
+    int *tile;               /* grid index of each local tile */
+    size_t *n;               /* values per local tile */
+    float **s, **y;          /* [slot * nlocal + i]: backend buffers */
+    float **d, **gprev;      /* per local tile: the direction, then the step taken; the previous gradient */
+    double *rho, *alpha;     /* per slot */
+    double gamma, step;
+    double *part;            /* partials: 2 x ntiles */
+    long long iter;
+    int resets;              /* directions that were not descent directions */
+} nst_lbfgs;
+
+/* Bytes per optimised value the state holds (for the planner): 2 m + 2 floats. */
+static inline size_t nst_lbfgs_bytes_per_value(int m) { return (size_t)(2 * m + 2) * sizeof(float); }
+
+nst_status nst_lbfgs_init(nst_lbfgs *L, nst_backend *be, nst_collectives coll, int m, double step, int nlocal,
+                          const int *tile_index, int ntiles, const size_t *n);
+/* One step: x[i] (local tile i, n[i] values) moves along the L-BFGS direction from the gradient
+ * g[i] at x. Collective. */
+nst_status nst_lbfgs_step(nst_lbfgs *L, float *const *x, float *const *g);
+void nst_lbfgs_free(nst_lbfgs *L);
+
+/* The whole state (history ring, direction, previous gradient, scalars) to a checkpoint file, or
+ * back into an L initialised with the same tiles and history size (io's direction). */
+struct nst_ckpt_io;
+nst_status nst_lbfgs_state(nst_lbfgs *L, const struct nst_ckpt_io *io);
+
+#endif

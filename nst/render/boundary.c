@@ -1,0 +1,135 @@
+/* nst/render/boundary.c: what a render does between iterations (see render_parts.h): this rank's
+ * part of a checkpoint (its tiles' optimised pixels and optimiser state, the lagged Gram) written
+ * when due and read back on resume; the stop on a signal or before the memory runs out; the
+ * preview every output.save_every iterations. */
+#include "render_parts.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../../mpi/comm.h"
+#include "../../util/mem.h"
+#include "../../util/signals.h"
+#include "../report/progress.h"
+#include "../state/checkpoint.h"
+#include "../state/snapshot.h"
+
+typedef struct {
+    int64_t t_start;
+    int32_t nlocal, cheap, lbfgs, pad;
+} state_header;
+
+/* This rank's part of a checkpoint, to its file or back (io's direction): its tiles' optimised
+ * pixels and optimiser state, the lagged Gram. */
+static nst_status tiles_state(nst_render_state *rs, const nst_ckpt_io *io)
+{
+    const nst_layout *L = rs->ctx->layout;
+    state_header h = {rs->t_start, L->nlocal, L->cheap, L->lbfgs, 0};
+    char name[64];
+    NST_TRY(nst_ckpt_io_host(io, "render", &h, sizeof h));
+    if (io->r && (h.nlocal != L->nlocal || h.cheap != L->cheap || h.lbfgs != L->lbfgs))
+        return nst_fail(NST_EINPUT, "checkpoint: rank %d held %d tiles (%s mode, %s); this run plans %d (%s, %s): a different tiling", nst_comm_rank(),
+                        h.nlocal, h.cheap ? "cheap" : "exact", h.lbfgs ? "L-BFGS" : "Adam", L->nlocal, L->cheap ? "cheap" : "exact",
+                        L->lbfgs ? "L-BFGS" : "Adam");
+    rs->t_start = h.t_start;
+    int *tiles = nst_alloc_array((size_t)L->nlocal + 1, sizeof(int), "checkpoint tiles");
+    if (!tiles) return NST_ENOMEM;
+    memcpy(tiles, L->local, sizeof(int) * (size_t)L->nlocal);
+    nst_status s = nst_ckpt_io_host(io, "tiles", tiles, sizeof(int) * (size_t)L->nlocal);
+    if (s == NST_OK && memcmp(tiles, L->local, sizeof(int) * (size_t)L->nlocal) != 0)
+        s = nst_fail(NST_EINPUT, "checkpoint: rank %d held other tiles than this run assigns it: a different tiling", nst_comm_rank());
+    nst_free(tiles);
+    NST_TRY(s);
+    NST_TRY(nst_ckpt_io_host(io, "first", rs->first, sizeof *rs->first));
+    for (int i = 0; i < L->nlocal; i++) {
+        size_t bytes = nst_tensor_elems(&rs->ts[i].x) * sizeof(float);
+        snprintf(name, sizeof name, "x/%d", i);
+        NST_TRY(nst_ckpt_io_buffer(io, name, rs->ts[i].x.data, bytes));
+        if (L->lbfgs) continue;
+        snprintf(name, sizeof name, "m/%d", i);
+        NST_TRY(nst_ckpt_io_buffer(io, name, rs->ts[i].m.data, bytes));
+        snprintf(name, sizeof name, "v/%d", i);
+        NST_TRY(nst_ckpt_io_buffer(io, name, rs->ts[i].v.data, bytes));
+    }
+    if (L->lbfgs) NST_TRY(nst_lbfgs_state(rs->lb, io));
+    return nst_objective_state(rs->obj, io);
+}
+
+static nst_status save_state(void *p, nst_ckpt_writer *w)
+{
+    nst_render_state *rs = p;
+    nst_ckpt_io io = {w, NULL, rs->ctx->be};
+    return tiles_state(rs, &io);
+}
+
+/* The state back from this rank's file of the checkpoint being resumed. */
+nst_status nst_render_load_state(nst_render_state *rs)
+{
+    nst_ckpt_reader *r = NULL;
+    NST_TRY(nst_ckpt_open_rank(rs->ctx->ckpt, &r));
+    nst_ckpt_io io = {NULL, r, rs->ctx->be};
+    nst_status s = tiles_state(rs, &io);
+    nst_ckpt_reader_close(r);
+    return s;
+}
+
+/* At the boundary after `done` iterations: a checkpoint when due; on a signal, one and the stop. */
+nst_status nst_render_boundary(const nst_render_ctx *ctx, nst_render_state *rs, long long done, nst_render_stats *st)
+{
+    nst_ckpt *c = ctx->ckpt;
+    int p = nst_ckpt_poll(c, done, ctx->coll.sum_doubles, ctx->coll.ctx);
+    if (p == NST_CKPT_NONE) return NST_OK;
+    double t0 = nst_now();
+    if (c->enabled) {
+        NST_TRY(nst_ckpt_write(c, ctx->level, done, ctx->layout->grid.tile_w, ctx->layout->grid.tile_h, save_state, rs));
+        st->checkpoints++;
+        char fields[4400];
+        snprintf(fields, sizeof fields, "\"level\": %d, \"iteration\": %lld, \"generation\": %lld, \"seconds\": %.3f, \"signal\": %s",
+                 ctx->level + 1, done, c->gen, nst_now() - t0, p == NST_CKPT_SIGNAL ? "true" : "false");
+        nst_progress_event(ctx->progress, "checkpoint", fields);
+    }
+    st->checkpoint_seconds += nst_now() - t0;
+    if (p == NST_CKPT_MEMORY) {
+        char who[64], saved[4200];
+        if (c->low_ranks == 1) snprintf(who, sizeof who, "rank %d's node has %.0f MiB", c->low_rank, (double)c->low_left / (1 << 20));
+        else snprintf(who, sizeof who, "%d ranks' nodes have %.0f MiB between them", c->low_ranks, (double)c->low_left / (1 << 20));
+        if (c->enabled) snprintf(saved, sizeof saved, "checkpoint written to %s: free memory or give the job more, then run again to resume", c->dir);
+        else snprintf(saved, sizeof saved, "checkpoint.path is not set, so nothing was saved");
+        return nst_fail(NST_ERUNTIME, "stopped at level %d, iteration %lld of %lld before the system would kill the job: %s of memory left "
+                        "(its memory control group or the machine); %s",
+                        ctx->level + 1, done, ctx->iterations, who, saved);
+    }
+    if (p != NST_CKPT_SIGNAL) return NST_OK;
+    int sig = nst_signal_pending();
+    const char *name = sig ? nst_signal_name(sig) : "SIGUSR1/SIGTERM";
+    if (!c->enabled)
+        return nst_fail(NST_ERUNTIME, "stopped by %s at level %d, iteration %lld of %lld; checkpoint.path is not set, so nothing was saved", name,
+                        ctx->level + 1, done, ctx->iterations);
+    return nst_fail(NST_EINTERRUPTED, "stopped by %s at level %d, iteration %lld of %lld: checkpoint written to %s; run again (or requeue: "
+                    "exit status 75) to resume%s", name, ctx->level + 1, done, ctx->iterations, c->dir,
+                    sig == SIGTERM ? " (after Ctrl-C mpirun reports its own status, 1; tools/nstbatch-mpirun keeps 75)" : "");
+}
+
+/* output.save_every: the image as it stands, as the preview (after `done` iterations). Collective. */
+nst_status nst_render_preview(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *ts, long long done, nst_render_stats *st)
+{
+    const nst_layout *L = ctx->layout;
+    double t0 = nst_now();
+    float **px = nst_calloc(sizeof(float *) * ((size_t)L->nlocal + 1), "preview pixels");
+    nst_rect *cores = nst_calloc(sizeof(nst_rect) * ((size_t)L->nlocal + 1), "preview cores");
+    nst_status s = px && cores ? nst_render_download_cores(ctx, tiles, ts, px) : NST_ENOMEM;
+    for (int i = 0; cores && i < L->nlocal; i++) cores[i] = tiles[i].core;
+    s = nst_render_agree(ctx, s);
+    if (s == NST_OK) s = nst_snapshot_write(ctx->preview_path, ctx->preview_side, ctx->img_w, ctx->img_h, cores, px, L->nlocal);
+    for (int i = 0; px && i < L->nlocal; i++) nst_free(px[i]);
+    nst_free(px);
+    nst_free(cores);
+    if (s != NST_OK) return s;
+    st->previews++;
+    st->preview_seconds += nst_now() - t0;
+    char fields[160];
+    snprintf(fields, sizeof fields, "\"level\": %d, \"iteration\": %lld, \"seconds\": %.3f", ctx->level + 1, done, nst_now() - t0);
+    nst_progress_event(ctx->progress, "preview", fields);
+    return NST_OK;
+}

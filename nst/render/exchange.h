@@ -1,0 +1,35 @@
+/* nst/render/exchange.h: the halo exchange of a render. Exact mode: before every iteration each
+ * local window is refilled from the cores that cover it (its own tile's by a local copy, other
+ * tiles' by a copy or a message). Cheap mode: the overlapping pixels of the windows are blended
+ * with feathered weights, every tile computing the same blend.
+ *
+ * On a GPU each remote transfer is a pack kernel, a pageable D2H copy and a stream sync, then MPI
+ * on the host, then an H2D copy, an unpack kernel and a sync: serial with compute. The model
+ * (docs/PERFORMANCE.md, "The halo exchange on a GPU"): 17 MB each way per 2048 px core and
+ * iteration, about 4 ms pageable (2.4 ms pinned) against 17 ms of bf16 compute at half an H100's
+ * peak, so 10-20 % there, 1-2 % in fp32, and on the CPU under 1 % (measured: 1.3 ms of 1.05 s).
+ * Exact mode has no independent work to hide it behind (a window's first layer reads its halo);
+ * pinned staging and device-to-device sends (NCCL) are the remedies, to be measured on a GPU. */
+#ifndef NST_EXCHANGE_H
+#define NST_EXCHANGE_H
+
+#include "render_parts.h"
+
+/* The transfers this rank takes part in and their per-peer buffers. */
+typedef struct {
+    nst_transfer *tr;
+    int ntr;
+    int npeers, *peers;       /* ranks exchanged with */
+    float **sendbuf, **recvbuf;
+    size_t *sendn, *recvn;    /* floats */
+    float **stage;            /* cheap mode: copies of local tiles' contributions, per transfer (owned) */
+    const float **from;       /* cheap mode: where each transfer's values are (stage or a receive buffer) */
+} nst_exchange;
+
+/* Keep the layout's transfers this rank takes part in; size the per-peer buffers. */
+nst_status nst_exchange_plan(const nst_layout *L, nst_exchange *ex);
+void nst_exchange_free(nst_exchange *ex);
+/* Make the windows current: exact mode refills them from the cores; cheap mode blends them. */
+nst_status nst_exchange_refresh(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *st, nst_exchange *ex);
+
+#endif

@@ -1,0 +1,342 @@
+/* nst/render/render.c: the tiled optimisation loop of one image, phase by phase (see render.h);
+ * its tiles are in tiles.c, the halo exchange in exchange.c, checkpoints and previews in
+ * boundary.c. */
+#include "render.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../mpi/comm.h"
+#include "../../util/log.h"
+#include "../../util/mem.h"
+#include "../report/first_gradient.h"
+#include "../report/progress.h"
+#include "../state/checkpoint.h"
+#include "exchange.h"
+
+/* ---- rows without a progress reporter ----------------------------------------------------------- */
+
+static void print_header(void)
+{
+    nst_info("%10s %12s %12s %12s %12s %9s\n", "iteration", "loss", "content", "style", "tv", "s/iter");
+}
+
+static void print_terms(long long it, const nst_loss_terms *t, double spi)
+{
+    if (spi > 0)
+        nst_info("%10lld %12.5e %12.5e %12.5e %12.5e %9.3f\n", it, t->total, t->content, t->style, t->tv, spi);
+    else
+        nst_info("%10lld %12.5e %12.5e %12.5e %12.5e %9s\n", it, t->total, t->content, t->style, t->tv, "-");
+}
+
+/* The test hook NSTBATCH_FAULT=RANK:ITERATION: that rank fails at that iteration's step, as a rank
+ * that ran out of memory or lost a device would, so the tests can check that every rank stops
+ * with one message instead of hanging. */
+static nst_status injected_fault(long long it)
+{
+    const char *f = getenv("NSTBATCH_FAULT");
+    int rank;
+    long long at;
+    if (f && sscanf(f, "%d:%lld", &rank, &at) == 2 && rank == nst_comm_rank() && at == it)
+        return nst_fail(NST_ERUNTIME, "rank %d: injected fault at iteration %lld (NSTBATCH_FAULT=%s)", rank, it, f);
+    return NST_OK;
+}
+
+/* ---- the render, phase by phase ---------------------------------------------------------------- */
+
+/* What one render holds between its phases. */
+typedef struct {
+    const nst_render_ctx *ctx;
+    nst_render_stats *st;
+    nst_net net;
+    nst_objective obj;
+    nst_acts shared;   /* one set of activations for every tile (not resident Gram) */
+    nst_exchange ex;
+    nst_lbfgs lb;
+    nst_tile_state *ts;
+    nst_tile *tiles;
+    int have_net, have_obj, have_shared;
+    long long t_start; /* Adam's step count before this level's first iteration */
+    long long it0;     /* the first iteration: 0, or a resumed checkpoint's */
+    nst_render_state rs; /* what a checkpoint saves and restores */
+    double t_mark;     /* printed rows: when, and at which iteration, the previous one was */
+    long long mark;
+} render_run;
+
+/* The network, the objective with its style targets, the shared activations, every local tile
+ * (consuming content[i] and init[i]), the halo exchange plan, L-BFGS. Collective. */
+static nst_status render_setup(render_run *r, float **content, float **init)
+{
+    const nst_render_ctx *ctx = r->ctx;
+    const nst_layout *L = ctx->layout;
+    nst_status s = nst_net_create(ctx->be, ctx->weights, ctx->spec->deepest, ctx->spec->pool, &r->net);
+    r->have_net = s == NST_OK;
+    int want_shared = L->gram != NST_GRAM_RESIDENT && L->nlocal > 0;
+    if (s == NST_OK)
+        s = nst_objective_init_guided(&r->obj, ctx->spec, &r->net, ctx->coll, L->gram, L->gram != NST_GRAM_RESIDENT ? &r->shared : NULL,
+                                      ctx->img_w, ctx->img_h, ctx->guides);
+    r->have_obj = s == NST_OK;
+    /* the style targets, computed before the render (nst/inputs/style.h) */
+    if (s == NST_OK && ctx->targets) s = nst_objective_set_targets(&r->obj, ctx->targets, ctx->normA);
+    s = nst_render_agree(ctx, s);
+    if (s == NST_OK && want_shared) {
+        int mh = 0, mw = 0; /* one set of activations for the largest local window */
+        for (int i = 0; i < L->nlocal; i++) {
+            nst_rect w = nst_grid_window(&L->grid, L->local[i]);
+            if (w.h > mh) mh = w.h;
+            if (w.w > mw) mw = w.w;
+        }
+        s = nst_acts_alloc(&r->net, mh, mw, &r->shared);
+        r->have_shared = s == NST_OK;
+    }
+    if (s == NST_OK) {
+        r->ts = nst_calloc(sizeof(nst_tile_state) * (size_t)(L->nlocal + 1), "tile states");
+        r->tiles = nst_calloc(sizeof(nst_tile) * (size_t)(L->nlocal + 1), "tiles");
+        if (!r->ts || !r->tiles) s = NST_ENOMEM;
+    }
+    for (int i = 0; s == NST_OK && i < L->nlocal; i++) {
+        s = nst_render_tile_setup(ctx, &r->obj, &r->tiles[i], &r->ts[i], i, content[i], init ? init[i] : NULL);
+        nst_free(content[i]); /* consumed: the targets and the optimised pixels have what they need */
+        content[i] = NULL;
+        if (init) {
+            nst_free(init[i]);
+            init[i] = NULL;
+        }
+    }
+    s = nst_render_agree(ctx, s);
+    if (s == NST_OK) s = nst_objective_finish_targets(&r->obj);
+    if (s == NST_OK) s = nst_exchange_plan(L, &r->ex);
+    if (s == NST_OK && L->lbfgs) s = nst_render_lbfgs_setup(ctx, r->ts, &r->lb);
+    return nst_render_agree(ctx, s);
+}
+
+/* Where the iterations start: the previous level's Adam step count, or the checkpoint being
+ * resumed when it stopped in this level (its pixels and optimiser state loaded here). */
+static nst_status render_resume(render_run *r, nst_status s)
+{
+    const nst_render_ctx *ctx = r->ctx;
+    r->t_start = ctx->state_in ? ctx->state_in->t : 0;
+    r->it0 = 0;
+    nst_render_state rs = {ctx, r->ts, &r->lb, &r->obj, 0, &r->st->first};
+    r->rs = rs;
+    if (s == NST_OK && ctx->ckpt && ctx->ckpt->resume && ctx->ckpt->level == ctx->level) {
+        s = nst_render_agree(ctx, nst_render_load_state(&r->rs));
+        r->t_start = r->rs.t_start;
+        r->it0 = ctx->ckpt->iteration;
+        if (s == NST_OK) nst_info("resumed: level %d at iteration %lld of %lld from %s\n", ctx->level + 1, r->it0, ctx->iterations, ctx->ckpt->dir);
+        r->st->resumed_at = r->it0;
+    }
+    r->rs.t_start = r->t_start;
+    return s;
+}
+
+/* The halo exchange: every iteration in exact mode, every exchange_every in cheap mode. */
+static nst_status iter_exchange(render_run *r, long long it)
+{
+    const nst_layout *L = r->ctx->layout;
+    nst_backend *be = r->ctx->be;
+    nst_status s = NST_OK;
+    double m0 = nst_now();
+    be->ops->range_push(be, "halo exchange"); /* NVTX ranges: Nsight Systems shows the phases */
+    if (!L->cheap || (it > 0 && it % L->exchange_every == 0)) s = nst_exchange_refresh(r->ctx, r->tiles, r->ts, &r->ex);
+    be->ops->range_pop(be);
+    nst_timer_lap(&r->st->timers, NST_T_EXCHANGE, &m0);
+    return s;
+}
+
+/* Forward, the Gram statistics summed over the ranks, backward: the loss and its gradient on
+ * every local tile. Runs only when s is NST_OK (the NVTX range opens either way). */
+static nst_status iter_objective(render_run *r, nst_status s, nst_loss_terms *terms)
+{
+    nst_backend *be = r->ctx->be;
+    be->ops->range_push(be, "objective");
+    if (s == NST_OK) s = nst_objective_eval(&r->obj, r->tiles, r->ctx->layout->nlocal, 1, &r->st->timers, terms);
+    be->ops->range_pop(be);
+    return s;
+}
+
+/* The iteration's row: to the progress reporter, or printed every run.print_every iterations. */
+static nst_status iter_report(render_run *r, long long it, const nst_loss_terms *terms)
+{
+    const nst_render_ctx *ctx = r->ctx;
+    const long long every = ctx->cfg->run_print_every;
+    if (it == 0) r->st->first = *terms;
+    if (ctx->progress) return nst_progress_iter(ctx->progress, it, terms, &r->st->timers, ctx->be->bytes_in_use, 0);
+    if (it == 0 || (every > 0 && it % every == 0)) {
+        double now = nst_now();
+        print_terms(it, terms, it > r->mark ? (now - r->t_mark) / (double)(it - r->mark) : 0);
+        r->t_mark = now;
+        r->mark = it;
+    }
+    return NST_OK;
+}
+
+/* The optimiser's step on every local tile; every rank reaches the agreement, failed or not. */
+static nst_status iter_step(render_run *r, long long it)
+{
+    nst_backend *be = r->ctx->be;
+    double m0 = nst_now();
+    nst_status s = injected_fault(it);
+    be->ops->range_push(be, "optimiser");
+    if (s == NST_OK) s = nst_render_step(r->ctx, r->tiles, r->ts, &r->lb, r->t_start + it + 1);
+    be->ops->range_pop(be);
+    s = nst_render_agree(r->ctx, s);
+    if (s == NST_OK) r->st->stepped = 1;
+    nst_timer_lap(&r->st->timers, NST_T_OPTIM, &m0);
+    return s;
+}
+
+/* After iteration it: a checkpoint when due (or a stop on a signal), a preview when due. */
+static nst_status iter_boundary(render_run *r, long long it)
+{
+    const nst_render_ctx *ctx = r->ctx;
+    nst_status s = NST_OK;
+    if (ctx->ckpt) s = nst_render_agree(ctx, nst_render_boundary(ctx, &r->rs, it + 1, r->st));
+    if (s == NST_OK && ctx->save_every > 0 && (it + 1) % ctx->save_every == 0 && it + 1 < ctx->iterations)
+        s = nst_render_preview(ctx, r->tiles, r->ts, it + 1, r->st);
+    return s;
+}
+
+/* The first objective's image gradient over each local tile's owned pixels, before any step: to
+ * the caller (ctx->first_grad) and to run.first_gradient's file (nst/report/first_gradient.h). */
+static nst_status keep_first_gradient(render_run *r, const nst_loss_terms *terms)
+{
+    const nst_render_ctx *ctx = r->ctx;
+    const nst_layout *L = ctx->layout;
+    const char *path = ctx->cfg->run_first_gradient;
+    if (!path[0] && !ctx->first_grad) return NST_OK;
+    float **g = ctx->first_grad ? ctx->first_grad : nst_calloc(sizeof(float *) * ((size_t)L->nlocal + 1), "first gradients");
+    nst_status s = g ? NST_OK : NST_ENOMEM;
+    for (int i = 0; s == NST_OK && i < L->nlocal; i++) {
+        g[i] = nst_alloc_array((size_t)nst_rect_area(r->tiles[i].core) * 3, sizeof(float), "a tile's first gradient");
+        s = g[i] ? ctx->be->ops->download_rect(ctx->be, &r->tiles[i].dimg, r->tiles[i].own_px, g[i]) : NST_ENOMEM;
+    }
+    s = nst_render_agree(ctx, s);
+    if (s == NST_OK && path[0]) {
+        nst_gradient_file h;
+        nst_first_gradient_header(&h, ctx->img_w, ctx->img_h, ctx->spec, ctx->be, terms);
+        s = nst_first_gradient_write(path, L, g, &h);
+    }
+    if (!ctx->first_grad) {
+        for (int i = 0; g && i < L->nlocal; i++) nst_free(g[i]);
+        nst_free(g);
+    }
+    return s;
+}
+
+/* One iteration: exchange, objective, report, step, boundary; each runs only if the last went well. */
+static nst_status render_iteration(render_run *r, long long it)
+{
+    nst_loss_terms terms;
+    nst_status s = iter_objective(r, iter_exchange(r, it), &terms);
+    if (s == NST_OK && it == 0) s = keep_first_gradient(r, &terms);
+    if (s == NST_OK) s = iter_report(r, it, &terms);
+    if (s == NST_OK) s = iter_step(r, it);
+    if (s == NST_OK) s = iter_boundary(r, it);
+    return s;
+}
+
+/* The iterations from it0, when s is NST_OK, timed without the checkpoints and previews they
+ * wrote (the times and counts are set either way). */
+static nst_status render_loop(render_run *r, nst_status s)
+{
+    const nst_render_ctx *ctx = r->ctx;
+    nst_render_stats *st = r->st;
+    if (s == NST_OK && ctx->progress)
+        nst_progress_level(ctx->progress, ctx->level, r->it0);
+    else if (s == NST_OK)
+        print_header();
+    double t_loop = nst_now();
+    r->t_mark = t_loop; /* s/iter of a row: since the previous row */
+    r->mark = r->it0;
+    for (long long it = r->it0; s == NST_OK && it < ctx->iterations; it++) s = render_iteration(r, it);
+    double t_end = nst_now();
+    st->seconds = t_end - t_loop - st->checkpoint_seconds - st->preview_seconds;
+    st->iterations = ctx->iterations - r->it0;
+    return s;
+}
+
+/* The loss of the result: windows made current, one more forward. */
+static nst_status render_final_loss(render_run *r)
+{
+    const nst_render_ctx *ctx = r->ctx;
+    nst_render_stats *st = r->st;
+    const long long iters = ctx->iterations;
+    nst_status s = nst_exchange_refresh(ctx, r->tiles, r->ts, &r->ex);
+    nst_loss_terms terms;
+    if (s == NST_OK) s = nst_objective_eval(&r->obj, r->tiles, ctx->layout->nlocal, 0, NULL, &terms);
+    if (s != NST_OK) return s;
+    st->last = terms;
+    if (iters == 0) st->first = terms;
+    if (ctx->progress) return nst_progress_iter(ctx->progress, iters, &terms, &st->timers, ctx->be->bytes_in_use, 1);
+    print_terms(iters, &terms, st->iterations > 0 ? st->seconds / (double)st->iterations : 0); /* the loop's mean */
+    return NST_OK;
+}
+
+/* Adam's moments, downloaded for the next level (ctx->state_out). */
+static nst_status keep_adam_state(render_run *r)
+{
+    const nst_render_ctx *ctx = r->ctx;
+    const nst_layout *L = ctx->layout;
+    nst_backend *be = ctx->be;
+    nst_adam_state *so = ctx->state_out;
+    nst_status s = NST_OK;
+    so->t = r->t_start + ctx->iterations;
+    so->m = nst_calloc(sizeof(float *) * 2 * ((size_t)L->nlocal + 1), "Adam state");
+    so->v = so->m ? so->m + L->nlocal + 1 : NULL;
+    if (!so->m) s = NST_ENOMEM;
+    for (int i = 0; s == NST_OK && i < L->nlocal; i++) {
+        size_t n = nst_tensor_elems(&r->ts[i].m);
+        so->m[i] = nst_alloc_array(n, sizeof(float), "Adam state");
+        so->v[i] = nst_alloc_array(n, sizeof(float), "Adam state");
+        if (!so->m[i] || !so->v[i]) s = NST_ENOMEM;
+        if (s == NST_OK) s = be->ops->download(be, so->m[i], r->ts[i].m.data, n, NST_F32);
+        if (s == NST_OK) s = be->ops->download(be, so->v[i], r->ts[i].v.data, n, NST_F32);
+    }
+    return s;
+}
+
+/* Whatever setup made, in any state it stopped in. */
+static void render_teardown(render_run *r)
+{
+    const nst_render_ctx *ctx = r->ctx;
+    const nst_layout *L = ctx->layout;
+    r->st->bytes_peak = ctx->be->bytes_peak;
+    if (L->lbfgs && r->lb.resets) nst_info("L-BFGS: %d direction%s reset to the gradient (not a descent direction)\n", r->lb.resets, r->lb.resets == 1 ? "" : "s");
+    nst_lbfgs_free(&r->lb);
+    nst_exchange_free(&r->ex);
+    for (int i = 0; r->ts && i < L->nlocal; i++) nst_render_tile_teardown(ctx, &r->obj, &r->tiles[i], &r->ts[i]);
+    nst_free(r->ts);
+    nst_free(r->tiles);
+    if (r->have_obj) nst_objective_free(&r->obj);
+    if (r->have_shared) nst_acts_free(&r->net, &r->shared);
+    if (r->have_net) nst_net_destroy(&r->net);
+}
+
+nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, float **out, nst_render_stats *st)
+{
+    if (ctx->iterations == 0) {
+        memset(st, 0, sizeof *st);
+        return nst_render_initial(ctx, content, init, out, st);
+    }
+    nst_backend *be = ctx->be;
+    render_run r;
+    memset(&r, 0, sizeof r);
+    r.ctx = ctx;
+    r.st = st;
+    memset(st, 0, sizeof *st);
+    st->timers.sync = be->gpu_stream ? be : NULL; /* the phase timers wait for a GPU's stream (nst/optimise/timers.h) */
+    be->bytes_peak = be->bytes_in_use; /* the peak of this render (the style targets came and went before) */
+    double t0 = nst_now();
+
+    nst_status s = render_setup(&r, content, init);
+    s = render_resume(&r, s);
+    st->setup_seconds = nst_now() - t0;
+    s = render_loop(&r, s);
+    if (s == NST_OK) s = render_final_loss(&r);
+    if (s == NST_OK) s = nst_render_download_cores(ctx, r.tiles, r.ts, out); /* the cores of the result */
+    if (s == NST_OK && ctx->state_out && !ctx->layout->lbfgs) s = keep_adam_state(&r);
+    render_teardown(&r);
+    return s;
+}
