@@ -1,6 +1,7 @@
 /* mpi/comm.c: ranks, broadcasts, status agreement and sums over MPI (see comm.h). */
 #include "comm.h"
 #include "comm_mpi.h"
+#include "lifeline.h"
 
 #include <limits.h>
 #include <mpi.h>
@@ -174,6 +175,43 @@ nst_status nst_comm_idle_barrier(void)
     nst_watchdog_mpi(0);
     return rc == MPI_SUCCESS ? NST_OK : nst_comm_mpi_fail(rc, "MPI_Test(idle barrier)");
 }
+/* ", 5" or "-7" after rank `from`: the run of ranks on host h that starts there; its end in *end. */
+static int host_run(const char *h, int from, int *end)
+{
+    int r = from;
+    while (r + 1 < world_size && strcmp(nst_lifeline_host(r + 1), h) == 0) r++;
+    *end = r;
+    return r > from;
+}
+
+int nst_comm_hosts(char *out, size_t cap)
+{
+    size_t len = 0;
+    int hosts = 0;
+    out[0] = 0;
+    if (world_size < 2) {
+        snprintf(out, cap, "%s (rank 0)", host);
+        return 1;
+    }
+    for (int r = 0; r < world_size; r++) {
+        const char *h = nst_lifeline_host(r);
+        int seen = 0;
+        for (int q = 0; q < r && !seen; q++) seen = strcmp(nst_lifeline_host(q), h) == 0;
+        if (seen) continue;
+        hosts++;
+        if (len + 64 > cap) continue; /* counted, no longer listed */
+        len += (size_t)snprintf(out + len, cap - len, "%s%s (ranks ", len ? ", " : "", h);
+        for (int q = r, k = 0, end; q < world_size && len + 24 < cap; q++) {
+            if (strcmp(nst_lifeline_host(q), h) != 0) continue;
+            int run = host_run(h, q, &end);
+            len += (size_t)snprintf(out + len, cap - len, run ? "%s%d-%d" : "%s%d", k++ ? ", " : "", q, end);
+            q = end;
+        }
+        len += (size_t)snprintf(out + len, cap - len, ")");
+    }
+    return hosts;
+}
+
 int nst_comm_local_rank(void) { return local_rank; }
 int nst_comm_local_size(void) { return local_size; }
 const char *nst_comm_host(void) { return host; }
