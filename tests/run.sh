@@ -53,6 +53,7 @@ suites=(
   "test_metrics|tests/test_metrics.sh ./nstbatch $B/tests/fake-nvml"
   "test_prometheus|tests/test_prometheus.sh ./nstbatch $B/tests/fake-nvml"
   "test_slurm|tests/test_slurm.sh ./nstbatch $B/tests/image_diff"
+  "test_hosts|tests/test_hosts.sh ./nstbatch $B/tests/image_diff $B"
   "test_outputs|tests/test_outputs.sh ./nstbatch $B/tools/make_test_tiff"
   "test_dzi|tests/test_dzi.sh ./nstbatch ./nstbatch-dzi $B/tools/make_test_tiff"
   "test_bigio|tests/test_bigio.sh ./nstbatch $B/tools/make_test_tiff $B/tests/rss_run"
