@@ -82,7 +82,17 @@ requeue() {
   fi
   echo "slurm/launch.sh: $(date -Is) $1: requeueing job $SLURM_JOB_ID" >&2
   trap - USR1 TERM
-  scontrol requeue "$SLURM_JOB_ID" || { echo "slurm/launch.sh: scontrol requeue failed: requeue by hand" >&2; exit 75; }
+  local err restarts
+  if ! err=$(scontrol requeue "$SLURM_JOB_ID" 2>&1); then
+    # after a node failure Slurm requeues a --requeue job itself, and then refuses this
+    restarts=$(scontrol show job "$SLURM_JOB_ID" 2>/dev/null | grep -o 'Restarts=[0-9]*' | cut -d= -f2)
+    if [ "${restarts:-0}" -gt "${SLURM_RESTART_COUNT:-0}" ]; then
+      echo "slurm/launch.sh: Slurm has requeued job $SLURM_JOB_ID itself (a node failed): it resumes from the checkpoint" >&2
+    else
+      echo "slurm/launch.sh: scontrol requeue failed (${err:-no reason given}): requeue by hand" >&2
+    fi
+    exit 75
+  fi
   # Slurm now ends this run (TERM) and queues the job again; do not race it with an exit status
   sleep 120
   echo "slurm/launch.sh: the requeue did not end this run: exiting 75" >&2
