@@ -292,6 +292,8 @@ static void stall_verdict(const char *silent)
     ranks_by_host(silent, who, sizeof who);
     if (who[0])
         snprintf(what, sizeof what, "no answer from %s: stopped (a frozen process or host) or cut off by the network", who);
+    else if (wd.n == 0)
+        snprintf(what, sizeof what, "no other rank could be asked why (none reached rank 0's lifeline over TCP at the start)");
     else
         snprintf(what, sizeof what, "every rank answers, and none has computed for %.0f s: they wait for each other inside MPI, whose "
                  "network has stopped", wd.round_limit / 2);
@@ -350,8 +352,12 @@ static void rank0_lost(void)
 static void rank0_silent(double limit, const char *how)
 {
     char what[600];
-    snprintf(what, sizeof what, "no iteration finished for %.0f s (%s), and rank 0 on %s gave no answer in %.0f s more: it stopped, or "
-             "the network between %s and %s is cut", limit, how, nst_lifeline_host(0), GRACE_SECONDS, nst_comm_host(), nst_lifeline_host(0));
+    if (wd.n == 0) /* no lifeline: nobody to ask */
+        snprintf(what, sizeof what, "no iteration finished for %.0f s (%s), and this rank has no lifeline to rank 0 on %s to ask why "
+                 "(it could not reach rank 0 over TCP at the start)", limit, how, nst_lifeline_host(0));
+    else
+        snprintf(what, sizeof what, "no iteration finished for %.0f s (%s), and rank 0 on %s gave no answer in %.0f s more: it stopped, "
+                 "or the network between %s and %s is cut", limit, how, nst_lifeline_host(0), GRACE_SECONDS, nst_comm_host(), nst_lifeline_host(0));
     alone(what);
 }
 
