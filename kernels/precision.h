@@ -22,8 +22,9 @@ typedef enum { NST_F32 = 0, NST_BF16, NST_F16 } nst_dtype;
 
 /* run.precision: activation storage and convolution math. fp32 and tf32 store fp32 (tf32: tensor
  * cores round the products' inputs to 10-bit mantissas); bf16 and fp16 store 16 bits; all
- * accumulate in fp32. auto: bf16 on a GPU, and on a CPU with native bf16 dot products (AVX512_BF16,
- * AMX); fp32 on other CPUs. The CPU backend has fp32 and bf16. */
+ * accumulate in fp32. auto: bf16 on a GPU, and on a CPU where bf16 is the faster (AMX, AMD's
+ * AVX512_BF16: kernels/cpu/backend_cpu.c, nst_cpu_auto_precision); fp32 on other CPUs. The CPU
+ * backend has fp32 and bf16. */
 typedef enum { NST_PREC_AUTO = 0, NST_PREC_FP32, NST_PREC_TF32, NST_PREC_BF16, NST_PREC_FP16 } nst_precision;
 
 /* "auto", "fp32", ... and back (-1 for an unknown name) */

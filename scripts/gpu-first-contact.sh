@@ -96,7 +96,7 @@ selftest_step() {
 
 renders_step() {
   if [ "$MODE" = cpu ]; then STAND_IN=$LEVEL tests/test_gpu_render.sh "$NST" build/tests/image_diff
-  else tests/test_gpu_render.sh "$NST" build/tests/image_diff; fi
+  else CS_SECONDS=${CS_SECONDS:-90} tests/test_gpu_render.sh "$NST" build/tests/image_diff; fi # the sanitizer last, bounded
 }
 
 bench_step() {
@@ -111,7 +111,7 @@ export -f env_step selftest_step renders_step bench_step
 export MODE NST OUT PY LEVEL ORIG_LD ROOT
 step env 60 10 "driver, GPU, libraries, PyTorch" env_step
 step selftest 150 30 "nstbatch --self-test on 1 rank" selftest_step
-step renders 200 60 "tests/test_gpu_render.sh$([ "$MODE" = cpu ] && echo " (STAND_IN=$LEVEL)")" renders_step
+step renders 240 60 "tests/test_gpu_render.sh$([ "$MODE" = cpu ] && echo " (STAND_IN=$LEVEL)")" renders_step
 step ops 150 30 "build/tests/test_backend_ops" build/tests/test_backend_ops
 step bench 240 60 "bench/gpu_iteration.sh against PyTorch" bench_step
 
