@@ -211,6 +211,9 @@ static void announce(const nst_config *cfg, const nst_device *dev)
     nst_info("nstbatch %s: %d rank%s; backend: %s%s%s%s\n", NST_VERSION, size, size == 1 ? "" : "s", be->description,
              be->choice[0] ? " (" : "", be->choice, be->choice[0] ? ")" : "");
     if (size > 1) nst_info("         Gram sums: %s\n", dev->gram_path);
+    char hosts[1024];
+    int nhosts = nst_comm_hosts(hosts, sizeof hosts);
+    if (nhosts > 1) nst_info("         hosts: %d: %s\n", nhosts, hosts);
     /* mpirun binds each rank to one core by default for small rank counts, and OpenMP sizes
      * its pool from that mask: say so when a rank gets less than its share of the node. */
     int share = be->cores_online / (nst_comm_local_size() > 0 ? nst_comm_local_size() : 1);

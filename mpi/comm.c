@@ -1,6 +1,7 @@
 /* mpi/comm.c: ranks, broadcasts, status agreement and sums over MPI (see comm.h). */
 #include "comm.h"
 #include "comm_mpi.h"
+#include "lifeline.h"
 
 #include <limits.h>
 #include <mpi.h>
@@ -82,12 +83,13 @@ nst_status nst_comm_init(int *argc, char ***argv)
     MPI_TRY(MPI_Comm_set_errhandler(node_comm, MPI_ERRORS_RETURN));
     MPI_TRY(MPI_Comm_rank(node_comm, &local_rank));
     MPI_TRY(MPI_Comm_size(node_comm, &local_size));
-    return NST_OK;
+    return nst_watchdog_start(); /* a world of 2 or more: the stall and lost-rank watchdog (watchdog.h) */
 }
 
 void nst_comm_finalize(void)
 {
     nst_comm_nccl_release(&world_group.nccl);
+    nst_watchdog_stop();
     if (node_comm != MPI_COMM_NULL) MPI_Comm_free(&node_comm);
     if (initialised) MPI_Finalize();
     initialised = 0;
@@ -163,14 +165,53 @@ nst_status nst_comm_idle_barrier(void)
     if (cur_size == 1) return NST_OK;
     MPI_Request req;
     MPI_TRY(MPI_Ibarrier(cur, &req));
-    int done = 0;
+    int done = 0, rc = MPI_SUCCESS;
     struct timespec nap = {0, 1000000}; /* 1 ms: a waiting rank leaves its core to the ranks at work */
-    while (!done) {
-        MPI_TRY(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+    nst_watchdog_mpi(1); /* asleep between the tests, but waiting for the others all along */
+    while (!done && rc == MPI_SUCCESS) {
+        rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
         if (!done) nanosleep(&nap, NULL);
     }
-    return NST_OK;
+    nst_watchdog_mpi(0);
+    return rc == MPI_SUCCESS ? NST_OK : nst_comm_mpi_fail(rc, "MPI_Test(idle barrier)");
 }
+/* ", 5" or "-7" after rank `from`: the run of ranks on host h that starts there; its end in *end. */
+static int host_run(const char *h, int from, int *end)
+{
+    int r = from;
+    while (r + 1 < world_size && strcmp(nst_lifeline_host(r + 1), h) == 0) r++;
+    *end = r;
+    return r > from;
+}
+
+int nst_comm_hosts(char *out, size_t cap)
+{
+    size_t len = 0;
+    int hosts = 0;
+    out[0] = 0;
+    if (world_size < 2) {
+        snprintf(out, cap, "%s (rank 0)", host);
+        return 1;
+    }
+    for (int r = 0; r < world_size; r++) {
+        const char *h = nst_lifeline_host(r);
+        int seen = 0;
+        for (int q = 0; q < r && !seen; q++) seen = strcmp(nst_lifeline_host(q), h) == 0;
+        if (seen) continue;
+        hosts++;
+        if (len + 64 > cap) continue; /* counted, no longer listed */
+        len += (size_t)snprintf(out + len, cap - len, "%s%s (ranks ", len ? ", " : "", h);
+        for (int q = r, k = 0, end; q < world_size && len + 24 < cap; q++) {
+            if (strcmp(nst_lifeline_host(q), h) != 0) continue;
+            int run = host_run(h, q, &end);
+            len += (size_t)snprintf(out + len, cap - len, run ? "%s%d-%d" : "%s%d", k++ ? ", " : "", q, end);
+            q = end;
+        }
+        len += (size_t)snprintf(out + len, cap - len, ")");
+    }
+    return hosts;
+}
+
 int nst_comm_local_rank(void) { return local_rank; }
 int nst_comm_local_size(void) { return local_size; }
 const char *nst_comm_host(void) { return host; }
@@ -242,6 +283,7 @@ nst_status nst_comm_exchange(const nst_comm_msg *sends, int nsend, const nst_com
     MPI_Request *req = nst_alloc_array((size_t)(nsend + nrecv) + 1, sizeof(MPI_Request), "exchange requests");
     if (!req) return NST_ENOMEM;
     int n = 0, rc = MPI_SUCCESS;
+    nst_watchdog_mpi(1);
     for (int i = 0; i < nrecv && rc == MPI_SUCCESS; i++) {
         if (!recvs[i].bytes) continue;
         if (recvs[i].bytes > INT_MAX) rc = MPI_ERR_COUNT;
@@ -253,6 +295,7 @@ nst_status nst_comm_exchange(const nst_comm_msg *sends, int nsend, const nst_com
         else rc = MPI_Isend(sends[i].buf, (int)sends[i].bytes, MPI_BYTE, sends[i].peer, 11, cur, &req[n++]);
     }
     if (rc == MPI_SUCCESS) rc = MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
+    nst_watchdog_mpi(0);
     nst_free(req);
     /* a half-done exchange leaves peers waiting: there is no clean way back */
     if (rc != MPI_SUCCESS) {
@@ -266,8 +309,10 @@ nst_status nst_comm_check(nst_status mine)
 {
     if (cur_size == 1) return mine;
     int me = (int)mine, worst = 0;
-    if (MPI_Allreduce(&me, &worst, 1, MPI_INT, MPI_MAX, cur) != MPI_SUCCESS)
-        nst_comm_abort(1, "MPI_Allreduce failed while ranks checked their status");
+    nst_watchdog_mpi(1);
+    int rc = MPI_Allreduce(&me, &worst, 1, MPI_INT, MPI_MAX, cur);
+    nst_watchdog_mpi(0);
+    if (rc != MPI_SUCCESS) nst_comm_abort(1, "MPI_Allreduce failed while ranks checked their status");
     return (nst_status)worst;
 }
 
@@ -286,8 +331,10 @@ nst_status nst_comm_agree(nst_status mine)
     /* the lowest rank that failed with a message of its own (ranks that only heard of a failure
      * through nst_comm_check have none), and the worst status */
     int me[2] = {mine != NST_OK && nst_fail_pending() ? cur_rank : cur_size, (int)mine}, all[2];
+    nst_watchdog_mpi(1);
     int rc = MPI_Allreduce(&me[0], &all[0], 1, MPI_INT, MPI_MIN, cur);
     if (rc == MPI_SUCCESS) rc = MPI_Allreduce(&me[1], &all[1], 1, MPI_INT, MPI_MAX, cur);
+    nst_watchdog_mpi(0);
     if (rc != MPI_SUCCESS) nst_comm_abort(1, "MPI_Allreduce failed while ranks agreed on a status");
     if (all[1] == NST_OK) return NST_OK;
     if (all[0] == cur_size) { /* failed, but nobody said why: the lowest failing rank speaks */
@@ -340,6 +387,7 @@ void nst_comm_abort(int exit_code, const char *msg)
 {
     fprintf(stderr, "nstbatch: error: rank %d (%s): %s\n", world_rank, host, msg);
     fflush(stderr);
+    nst_watchdog_aborting(); /* rank 0's watchdog must not take this rank's end for a lost node */
     if (initialised) MPI_Abort(MPI_COMM_WORLD, exit_code);
     exit(exit_code);
 }

@@ -36,6 +36,9 @@ nst_status nst_comm_idle_barrier(void);
 int nst_comm_local_rank(void);
 int nst_comm_local_size(void);
 const char *nst_comm_host(void);
+/* The world's ranks by host, "nsth-a (ranks 0-1), nsth-b (ranks 2-3)" (cut short to fit cap), and
+ * the number of hosts. */
+int nst_comm_hosts(char *out, size_t cap);
 
 /* Broadcast bytes from root. */
 nst_status nst_comm_bcast(void *buf, size_t bytes, int root);

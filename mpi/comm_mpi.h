@@ -22,9 +22,20 @@ nst_status nst_comm_nccl_split(void *parent, int color, int key, int group_size,
 /* "MPI_<call> failed on rank R (host): <MPI error string>", recorded; NST_ERUNTIME. */
 nst_status nst_comm_mpi_fail(int rc, const char *call);
 
+/* The watchdog (watchdog.c): started by nst_comm_init on a world of 2 or more and stopped by
+ * nst_comm_finalize; told when this rank enters (1) and leaves (0) a blocking MPI call, so that
+ * it can tell a rank waiting for the others from one still computing; and told by nst_comm_abort
+ * that this rank ends the job with its own message (it is not lost). */
+nst_status nst_watchdog_start(void);
+void nst_watchdog_stop(void);
+void nst_watchdog_mpi(int enter);
+void nst_watchdog_aborting(void);
+
 #define NST_MPI_TRY(call)                                                                         \
     do {                                                                                          \
+        nst_watchdog_mpi(1);                                                                      \
         int rc_ = (call);                                                                         \
+        nst_watchdog_mpi(0);                                                                      \
         if (rc_ != MPI_SUCCESS) return nst_comm_mpi_fail(rc_, #call);                             \
     } while (0)
 

@@ -49,15 +49,16 @@ static void wait_for(ncclComm_t comm, cudaStream_t stream, const char *what, dou
 {
     double t0 = now_s();
     struct timespec nap = {0, 20000}; /* 20 us */
+    nst_watchdog_mpi(1); /* waiting for the other ranks, as inside MPI (the watchdog's "not computing") */
     for (;;) {
         ncclResult_t r = ncclSuccess;
         ncclResult_t q = ncclCommGetAsyncError(comm, &r);
         if (q != ncclSuccess) fatal(comm, what, ncclGetErrorString(q));
         if (r != ncclSuccess && r != ncclInProgress) fatal(comm, what, ncclGetLastError(comm)[0] ? ncclGetLastError(comm) : ncclGetErrorString(r));
         if (r == ncclSuccess) {
-            if (!stream) return;
+            if (!stream) break;
             cudaError_t e = cudaStreamQuery(stream);
-            if (e == cudaSuccess) return;
+            if (e == cudaSuccess) break;
             if (e != cudaErrorNotReady) fatal(comm, what, cudaGetErrorString(e));
         }
         if (now_s() - t0 > timeout) {
@@ -67,6 +68,7 @@ static void wait_for(ncclComm_t comm, cudaStream_t stream, const char *what, dou
         }
         nanosleep(&nap, NULL);
     }
+    nst_watchdog_mpi(0);
 }
 
 static double set_up_timeout = 300; /* gpu.nccl_timeout, from nst_comm_nccl_open */

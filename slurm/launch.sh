@@ -15,7 +15,11 @@
 #      when it was itself sent TERM), asks
 #      `scontrol requeue` for the job: the batch script runs again from the top, and nstbatch
 #      resumes from the checkpoint (a finished job is not rendered again);
-#   3. otherwise exits with nstbatch's status.
+#   3. when nstbatch's watchdog ended the job (a stall, a lost node: docs/CHECKPOINTS.md), its
+#      ranks wrote "75 LINE" to NSTBATCH_END_NOTE (set here): the step counts as exit 75, whatever
+#      srun or mpirun reported, and a step still running 60 s after the verdict (a launcher
+#      waiting for a node it cannot reach) is ended;
+#   4. otherwise exits with nstbatch's status.
 # With --self-test REPORT, the job's first start (not a requeued one, whose allocation was checked
 # when it began) runs the same step with `--self-test --report REPORT` before the render, and
 # stops with its status when it fails: a bad GPU, driver or NCCL is found in a minute, not an hour
@@ -42,16 +46,32 @@ forward() {
 }
 trap 'forward USR1' USR1
 trap 'forward TERM' TERM
+NSTBATCH_END_NOTE=$(mktemp "${TMPDIR:-/tmp}/nstbatch-end.XXXXXX") || exit 1
+export NSTBATCH_END_NOTE
+trap 'rm -f "$NSTBATCH_END_NOTE"' EXIT
 # step CMD...: run one step in the background, forwarding signals to it, until it is gone; rc
+# (75 when the watchdog's verdict is in NSTBATCH_END_NOTE)
 step() {
+  local verdict=""
+  rm -f "$NSTBATCH_END_NOTE" # the first rank to end the job makes it
   "$@" &
   child=$!
-  # `wait` returns early when a trapped signal arrives: wait again until the step is gone
-  rc=0
-  while :; do
-    wait "$child"; rc=$?
-    kill -0 "$child" 2>/dev/null || break
+  while kill -0 "$child" 2>/dev/null; do
+    [ -z "$verdict" ] && [ -s "$NSTBATCH_END_NOTE" ] && verdict=$SECONDS
+    if [ -n "$verdict" ] && [ $((SECONDS - verdict)) -ge 60 ]; then
+      echo "slurm/launch.sh: $(date -Is) the ranks ended the job (exit 75) 60 s ago and the step still runs: ending it" >&2
+      kill -TERM "$child" 2>/dev/null # srun ends its step; mpirun would wait for TCP to give up
+      for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$child" 2>/dev/null || break; sleep 1; done
+      kill -KILL "$child" 2>/dev/null
+      break
+    fi
+    sleep 1 & wait $! # a trapped signal (USR1, TERM) ends this wait at once
   done
+  wait "$child"; rc=$?
+  if [ -s "$NSTBATCH_END_NOTE" ]; then
+    echo "slurm/launch.sh: $(date -Is) the step reported exit $rc; nstbatch's watchdog ended it: $(cut -d' ' -f2- "$NSTBATCH_END_NOTE" | head -c 300)" >&2
+    rc=$(cut -d' ' -f1 "$NSTBATCH_END_NOTE")
+  fi
   child=""
 }
 # requeue WHY: ask Slurm to run the job again from the top (bounded by NSTBATCH_MAX_REQUEUES)
@@ -62,7 +82,17 @@ requeue() {
   fi
   echo "slurm/launch.sh: $(date -Is) $1: requeueing job $SLURM_JOB_ID" >&2
   trap - USR1 TERM
-  scontrol requeue "$SLURM_JOB_ID" || { echo "slurm/launch.sh: scontrol requeue failed: requeue by hand" >&2; exit 75; }
+  local err restarts
+  if ! err=$(scontrol requeue "$SLURM_JOB_ID" 2>&1); then
+    # after a node failure Slurm requeues a --requeue job itself, and then refuses this
+    restarts=$(scontrol show job "$SLURM_JOB_ID" 2>/dev/null | grep -o 'Restarts=[0-9]*' | cut -d= -f2)
+    if [ "${restarts:-0}" -gt "${SLURM_RESTART_COUNT:-0}" ]; then
+      echo "slurm/launch.sh: Slurm has requeued job $SLURM_JOB_ID itself (a node failed): it resumes from the checkpoint" >&2
+    else
+      echo "slurm/launch.sh: scontrol requeue failed (${err:-no reason given}): requeue by hand" >&2
+    fi
+    exit 75
+  fi
   # Slurm now ends this run (TERM) and queues the job again; do not race it with an exit status
   sleep 120
   echo "slurm/launch.sh: the requeue did not end this run: exiting 75" >&2

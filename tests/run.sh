@@ -3,12 +3,27 @@
 # "NAME: N passed, N failed, N skipped"; this adds them up, prints one closing summary line, and
 # exits non-zero if anything failed or a suite died without its summary.
 #
-#   tests/run.sh [BUILD_DIR]          (FUZZ_SECONDS=N shortens or lengthens the fuzzing)
+#   tests/run.sh [BUILD_DIR]   (FUZZ_SECONDS=N shortens or lengthens the fuzzing;
+#                               TEST_LANES=1 runs the suites one after another)
+#
+# Two lanes: `suites` one after another, and beside them, from the start, `beside` one after
+# another. The suites beside are the ones that mostly wait (daemons starting, jobs queued and
+# requeued, namespaced hosts coming up: about 40 % of their wall time is CPU), and share nothing
+# with the others (their own Slurm ports, network namespaces and temporary folders); on 2 cores
+# they cost the other lane about half their CPU time instead of their whole wall time. Every wait
+# in them is bounded generously, not timed to the lane's load. Their output comes after the other
+# lane's, in their order.
 set -u
 B=${1:-build}
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# a rank waiting inside MPI yields its core instead of spinning: the suites run more ranks than
+# the machine has cores, and in two lanes (measured: a bf16 suite beside test_slurm took 10 times
+# its time alone with spinning ranks, 2 to 3 times with yielding ones). The results do not change.
+export OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
 total_p=0 total_f=0 total_s=0 broken=()
+R=$(mktemp -d "${TMPDIR:-/tmp}/nstbatch-run.XXXXXX") || exit 1
+trap 'rm -rf "$R"' EXIT
 suites=(
   "test_config|$B/tests/test_config"
   "test_geometry|$B/tests/test_geometry"
@@ -52,30 +67,59 @@ suites=(
   "test_checkpoint|tests/test_checkpoint.sh ./nstbatch $B/tests/image_diff"
   "test_metrics|tests/test_metrics.sh ./nstbatch $B/tests/fake-nvml"
   "test_prometheus|tests/test_prometheus.sh ./nstbatch $B/tests/fake-nvml"
-  "test_slurm|tests/test_slurm.sh ./nstbatch $B/tests/image_diff"
   "test_outputs|tests/test_outputs.sh ./nstbatch $B/tools/make_test_tiff"
   "test_dzi|tests/test_dzi.sh ./nstbatch ./nstbatch-dzi $B/tools/make_test_tiff"
   "test_bigio|tests/test_bigio.sh ./nstbatch $B/tools/make_test_tiff $B/tests/rss_run"
   "test_tiff_corpus|tests/test_tiff_corpus.sh $B/asan/nstbatch $B/fuzz/fuzz_tiff"
   "test_fuzz|tests/test_fuzz.sh $B"
 )
-for entry in "${suites[@]}"; do
-  name=${entry%%|*} cmd=${entry#*|}
-  echo "== $name"
-  start=$(date +%s.%N)
-  out=$(timeout 1200 $cmd 2>&1); status=$?
-  secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-  echo "$out"
-  line=$(grep -E "^$name: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped" <<<"$out" | tail -n 1)
+beside=(
+  "test_slurm|tests/test_slurm.sh ./nstbatch $B/tests/image_diff"
+  "test_hosts|tests/test_hosts.sh ./nstbatch $B/tests/image_diff $B"
+)
+# run_suite NAME CMD: the suite's output in R/NAME.out, its status and times in R/NAME.end
+run_suite() {
+  local start cpu0 status me=$BASHPID # this lane's shell: its finished children's CPU time in its stat
+  start=$(date +%s.%N) cpu0=$(awk '{ print $16 + $17 }' "/proc/$me/stat")
+  timeout 1200 $2 >"$R/$1.out" 2>&1; status=$?
+  awk -v st="$status" -v a="$start" -v b="$(date +%s.%N)" -v hz="$(getconf CLK_TCK)" \
+    -v c="$(($(awk '{ print $16 + $17 }' "/proc/$me/stat") - cpu0))" \
+    'BEGIN { printf "%d %.1f s, cpu %.1f s\n", st, b - a, c / hz }' >"$R/$1.end"
+}
+# report NAME: the suite's output, added to the totals
+report() {
+  local name=$1 status secs line p f s
+  if ! read -r status secs <"$R/$name.end"; then
+    broken+=("$name (did not end)")
+    total_f=$((total_f + 1))
+    return
+  fi
+  cat "$R/$name.out"
+  line=$(grep -E "^$name: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped" "$R/$name.out" | tail -n 1)
   if [ -z "$line" ]; then
     broken+=("$name (exit status $status, no summary)")
     total_f=$((total_f + 1))
-    continue
+    return
   fi
   read -r p f s < <(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped/\1 \2 \3/' <<<"$line")
   total_p=$((total_p + p)) total_f=$((total_f + f)) total_s=$((total_s + s))
   [ "$status" -ne 0 ] && [ "$f" -eq 0 ] && { broken+=("$name (exit status $status)"); total_f=$((total_f + 1)); }
-  echo "   ($secs s)"
+  echo "   ($secs)"
+}
+if [ "${TEST_LANES:-2}" = 1 ]; then
+  suites+=("${beside[@]}") beside=()
+fi
+(for entry in "${beside[@]}"; do run_suite "${entry%%|*}" "${entry#*|}"; done) &
+lane=$!
+for entry in "${suites[@]}"; do
+  echo "== ${entry%%|*}"
+  run_suite "${entry%%|*}" "${entry#*|}"
+  report "${entry%%|*}"
+done
+wait $lane
+for entry in "${beside[@]}"; do
+  echo "== ${entry%%|*} (beside the others)"
+  report "${entry%%|*}"
 done
 echo
 for b in "${broken[@]}"; do echo "broken: $b"; done

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../../mpi/comm.h"
+#include "../../mpi/watchdog.h"
 #include "../../util/mem.h"
 #include "../../util/signals.h"
 #include "../report/progress.h"
@@ -84,6 +85,9 @@ nst_status nst_render_boundary(const nst_render_ctx *ctx, nst_render_state *rs, 
     if (c->enabled) {
         NST_TRY(nst_ckpt_write(c, ctx->level, done, ctx->layout->grid.tile_w, ctx->layout->grid.tile_h, save_state, rs));
         st->checkpoints++;
+        char saved[4200];
+        snprintf(saved, sizeof saved, "the checkpoint of level %d, iteration %lld in %s is in force", ctx->level + 1, done, c->dir);
+        nst_watchdog_saved(saved); /* what a stalled or lost job resumes from */
         char fields[4400];
         snprintf(fields, sizeof fields, "\"level\": %d, \"iteration\": %lld, \"generation\": %lld, \"seconds\": %.3f, \"signal\": %s",
                  ctx->level + 1, done, c->gen, nst_now() - t0, p == NST_CKPT_SIGNAL ? "true" : "false");

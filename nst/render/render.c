@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../mpi/comm.h"
+#include "../../mpi/watchdog.h"
 #include "../../util/log.h"
 #include "../../util/mem.h"
 #include "../report/first_gradient.h"
@@ -41,6 +43,21 @@ static nst_status injected_fault(long long it)
     if (f && sscanf(f, "%d:%lld", &rank, &at) == 2 && rank == nst_comm_rank() && at == it)
         return nst_fail(NST_ERUNTIME, "rank %d: injected fault at iteration %lld (NSTBATCH_FAULT=%s)", rank, it, f);
     return NST_OK;
+}
+
+/* The test hook NSTBATCH_SLOW=RANK:ITERATION:SECONDS: that rank spends that long computing (not
+ * waiting in MPI) before that iteration's step, as a slow but moving rank would, so that the tests
+ * can check that the stall watchdog waits for it. */
+static void injected_delay(long long it)
+{
+    const char *f = getenv("NSTBATCH_SLOW");
+    int rank;
+    long long at;
+    double secs;
+    if (f && sscanf(f, "%d:%lld:%lf", &rank, &at, &secs) == 3 && rank == nst_comm_rank() && at == it) {
+        struct timespec t = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
+        while (nanosleep(&t, &t) != 0) continue;
+    }
 }
 
 /* ---- the render, phase by phase ---------------------------------------------------------------- */
@@ -178,6 +195,7 @@ static nst_status iter_step(render_run *r, long long it)
     nst_backend *be = r->ctx->be;
     double m0 = nst_now();
     nst_status s = injected_fault(it);
+    injected_delay(it);
     be->ops->range_push(be, "optimiser");
     if (s == NST_OK) s = nst_render_step(r->ctx, r->tiles, r->ts, &r->lb, r->t_start + it + 1);
     be->ops->range_pop(be);
@@ -237,6 +255,26 @@ static nst_status render_iteration(render_run *r, long long it)
     return s;
 }
 
+/* The stall watchdog (mpi/watchdog.h) watches the iterations: what they are, what a run started
+ * again would resume from. */
+static void watch_begin(render_run *r)
+{
+    const nst_render_ctx *ctx = r->ctx;
+    const nst_ckpt *c = ctx->ckpt;
+    char where[200], saved[4400];
+    snprintf(where, sizeof where, "%s%s%slevel %d", c && c->job[0] ? "job " : "", c && c->job[0] ? c->job : "", c && c->job[0] ? ", " : "",
+             ctx->level + 1);
+    if (c && c->enabled && c->resume && c->level == ctx->level)
+        snprintf(saved, sizeof saved, "the checkpoint of level %d, iteration %lld in %s is in force", ctx->level + 1, c->iteration, c->dir);
+    else if (c && c->enabled && !c->written)
+        snprintf(saved, sizeof saved, "no checkpoint of this render in %s yet: a run again starts over", c->dir);
+    else
+        saved[0] = 0; /* a later level: the last checkpoint written stays the one in force */
+    if (saved[0] || !c || !c->enabled) nst_watchdog_saved(saved);
+    const long long set = ctx->cfg->run_stall_timeout;
+    nst_watchdog_arm(set == NST_WORD(0) ? 0 : (double)set, where, r->it0);
+}
+
 /* The iterations from it0, when s is NST_OK, timed without the checkpoints and previews they
  * wrote (the times and counts are set either way). */
 static nst_status render_loop(render_run *r, nst_status s)
@@ -250,7 +288,12 @@ static nst_status render_loop(render_run *r, nst_status s)
     double t_loop = nst_now();
     r->t_mark = t_loop; /* s/iter of a row: since the previous row */
     r->mark = r->it0;
-    for (long long it = r->it0; s == NST_OK && it < ctx->iterations; it++) s = render_iteration(r, it);
+    watch_begin(r);
+    for (long long it = r->it0; s == NST_OK && it < ctx->iterations; it++) {
+        s = render_iteration(r, it);
+        if (s == NST_OK) nst_watchdog_beat(it + 1);
+    }
+    nst_watchdog_disarm();
     double t_end = nst_now();
     st->seconds = t_end - t_loop - st->checkpoint_seconds - st->preview_seconds;
     st->iterations = ctx->iterations - r->it0;

@@ -26,7 +26,7 @@
 static int unhashed(const nst_key_info *k)
 {
     static const char *sections[] = {"output", "checkpoint", "metrics", "batch", "gpu"};
-    static const char *run_keys[] = {"threads", "device", "print_every", "memory_gb", "record", "progress", "first_gradient"};
+    static const char *run_keys[] = {"threads", "device", "print_every", "memory_gb", "record", "progress", "first_gradient", "stall_timeout"};
     for (size_t i = 0; i < sizeof sections / sizeof *sections; i++)
         if (strcmp(k->section, sections[i]) == 0) return 1;
     if (strcmp(k->section, "run") == 0)

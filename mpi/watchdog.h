@@ -1,0 +1,38 @@
+/* mpi/watchdog.h: a multi-rank job that stops making progress, or loses a rank, ends with one
+ * line and exit status 75 (requeue me) instead of waiting in a collective until the wall-clock
+ * limit (docs/CHECKPOINTS.md, "A lost node, a stalled network").
+ *
+ * Every rank of a world of two or more runs a watchdog thread, started by nst_comm_init and
+ * stopped by nst_comm_finalize, with a lifeline to world rank 0 beside MPI (lifeline.h). The
+ * render loop reports its progress through the four calls below. The thread ends the job when
+ * - a rank's process is gone (its lifeline closed without a goodbye): rank 0 names the ranks and
+ *   their host;
+ * - no iteration has finished for run.stall_timeout seconds: rank 0 asks every rank whether it
+ *   is alive and what it does, names the ranks that do not answer (stopped, or cut off by the
+ *   network) and ends the job; while a rank answers that it has been computing (not waiting in
+ *   MPI) for that long, the iteration is slow but moving and the watchdog waits on.
+ * It ends the job with MPI_Abort(75) (and _exit(75) if that does not return in time: a rank cut
+ * off from its launcher). The line goes to stderr and, when NSTBATCH_END_NOTE names a file, to
+ * that file as "75 LINE": tools/nstbatch-mpirun and slurm/launch.sh read it, so that the user sees
+ * 75 even where mpirun itself cannot end (a daemon it cannot reach). */
+#ifndef NST_WATCHDOG_H
+#define NST_WATCHDOG_H
+
+/* The iterations of a render loop begin: `where` names it in the messages ("level 2"), it0 is its
+ * first iteration, setting is run.stall_timeout (0: auto, nst_watchdog_limit). */
+void nst_watchdog_arm(double setting, const char *where, long long it0);
+/* Iteration `done` has finished (its checkpoint and preview included). */
+void nst_watchdog_beat(long long done);
+/* The loop has ended (output, the next level's set-up and a clip's frames between renders are
+ * not watched). */
+void nst_watchdog_disarm(void);
+/* What a run started again resumes from, for the messages ("the checkpoint of level 1, iteration
+ * 60 in ck is in force"). */
+void nst_watchdog_saved(const char *what);
+
+/* The seconds without a finished iteration after which the job stalls: setting when it is > 0;
+ * auto (0): 20 times the slowest iteration seen so far, at least 5 minutes, and 30 minutes before
+ * the first iteration has finished (it warms up: JIT, autotuning, first touches). Pure. */
+double nst_watchdog_limit(double setting, double slowest, int seen);
+
+#endif

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# tests/hosts/hosts.sh: several "hosts" on this machine for the multi-node tests. Each host is a
+# network namespace (its own loopback and one link, eth0, to a bridge in a switch namespace of its
+# own), a UTS namespace (its own hostname) and a mount namespace whose /tmp is its own scratch
+# (Open MPI's and PMIx's session files, a node's local disk), with the shared folder at its usual
+# path in every host, as a cluster's parallel file system is. A keeper process (sleep) holds each
+# host's namespaces: it stands for the host's kernel, and `kill` spares it. Nothing is added to
+# the machine's own namespaces but the namespaces' names in /run/netns, which carry this run's
+# prefix, so two runs side by side do not meet.
+#
+#   tests/hosts/hosts.sh up DIR N SHARED   N hosts (2 or 3) nsth-a, nsth-b, ... at 10.213.0.1, .2, ...;
+#                                          SHARED is seen by every host at its own path; writes
+#                                          DIR/hosts ("NAME NETNS ADDRESS"); exit 3 with the reason
+#                                          when the namespaces cannot be made here
+#   tests/hosts/hosts.sh down DIR          every process of every host SIGKILLed, the namespaces gone
+#   tests/hosts/hosts.sh exec DIR HOST CMD...   CMD on HOST (its network, hostname and /tmp), in this folder
+#   tests/hosts/hosts.sh cut DIR HOST      HOST's cable pulled at the switch: its packets vanish, no error
+#   tests/hosts/hosts.sh mend DIR HOST     and plugged back
+#   tests/hosts/hosts.sh kill DIR HOST     every process of HOST SIGKILLed (a node lost); prints the count
+#   tests/hosts/hosts.sh pids DIR HOST     the processes of HOST (its keeper left out)
+set -u
+cmd=${1:?usage: hosts.sh up|down|exec|cut|mend|kill|pids DIR ...}
+D=${2:?hosts.sh: DIR}
+[ "$cmd" = up ] && mkdir -p "$D"
+D=$(readlink -f "$D")
+skip() { echo "cannot make hosts: $*" >&2; exit 3; }
+netns() { awk -v h="$1" '$1 == h { print $2 }' "$D/hosts"; }
+keeper() { cat "$D/keeper-$1" 2>/dev/null; }
+switch() { echo "$(cat "$D/prefix")-sw"; }
+host_pids() {
+  local n k; n=$(netns "$1") k=$(keeper "$1")
+  [ -n "$n" ] && ip netns pids "$n" 2>/dev/null | grep -vx "${k:-none}"
+}
+
+# host_up NAME INDEX SHARED: the host's link, then its keeper in new UTS and mount namespaces
+host_up() {
+  local h=$1 i=$2 shared=$3 n mnt
+  n="$(cat "$D/prefix")-$h"
+  ip netns add "$n" 2>"$D/ip.err" || skip "ip netns add: $(tail -n 1 "$D/ip.err")"
+  echo "$h $n 10.213.0.$((i + 1))" >>"$D/hosts"
+  # the link is made in the switch namespace and its far end moved into the host's
+  ip -n "$(switch)" link add "port-$h" type veth peer name eth0 netns "$n" 2>"$D/ip.err" || skip "veth: $(tail -n 1 "$D/ip.err")"
+  ip -n "$(switch)" link set "port-$h" master br0 up
+  ip -n "$n" addr add "10.213.0.$((i + 1))/24" dev eth0
+  ip -n "$n" link set eth0 up
+  ip -n "$n" link set lo up
+  # the host's /tmp: its scratch folder, with the shared folder (when under /tmp) at its own path
+  mkdir -p "$D/scratch-$h"
+  mnt="mount --rbind '$D/scratch-$h' /tmp"
+  case $shared in /tmp/?*)
+    mkdir -p "$D/scratch-$h/${shared#/tmp/}"
+    mnt="mount --bind '$shared' '$D/scratch-$h/${shared#/tmp/}' && $mnt" ;;
+  esac
+  nsenter --net="/run/netns/$n" unshare --uts --mount --propagation private \
+    sh -c "hostname $h && $mnt && echo \$\$ >'$D/keeper-$h.new' && exec sleep infinity" </dev/null >/dev/null 2>"$D/mnt.err" &
+  for _ in $(seq 100); do [ -s "$D/keeper-$h.new" ] && break; sleep 0.05; done
+  [ -s "$D/keeper-$h.new" ] || skip "a host's hostname and /tmp (unshare --uts --mount): $(tail -n 1 "$D/mnt.err")"
+  mv "$D/keeper-$h.new" "$D/keeper-$h"
+}
+
+up() {
+  local n=$1 shared i
+  shared=$(readlink -f "$2")
+  [ "$(id -u)" -eq 0 ] || skip "not root (network namespaces need it)"
+  for b in ip nsenter unshare; do command -v $b >/dev/null || skip "$b not installed (iproute2, util-linux)"; done
+  echo "nsth$$" >"$D/prefix"
+  : >"$D/hosts"
+  ip netns add "$(switch)" 2>"$D/ip.err" || skip "ip netns add: $(tail -n 1 "$D/ip.err")"
+  ip -n "$(switch)" link add br0 type bridge 2>"$D/ip.err" && ip -n "$(switch)" link set br0 up || skip "no bridge: $(tail -n 1 "$D/ip.err")"
+  for ((i = 0; i < n; i++)); do host_up "nsth-$(printf "\\x$(printf %x $((97 + i)))")" $i "$shared"; done
+}
+
+down() {
+  local h n
+  [ -f "$D/prefix" ] || return 0
+  # twice: a process may fork while the first round kills
+  for _ in 1 2; do
+    while read -r h n _; do ip netns pids "$n" 2>/dev/null | xargs -r kill -KILL 2>/dev/null; done <"$D/hosts"
+    sleep 0.2
+  done
+  while read -r h n _; do ip netns del "$n" 2>/dev/null; rm -f "$D/keeper-$h"; done <"$D/hosts"
+  ip netns del "$(switch)" 2>/dev/null
+  rm -f "$D/prefix"
+}
+
+case $cmd in
+  up) up "${3:-2}" "${4:?hosts.sh up DIR N SHARED}" ;;
+  down) down ;;
+  exec) h=$3; shift 3; exec nsenter -t "$(keeper "$h")" --net --uts --mount --wd="$PWD" -- "$@" ;;
+  cut) ip -n "$(switch)" link set "port-$3" down ;;
+  mend) ip -n "$(switch)" link set "port-$3" up ;;
+  pids) host_pids "$3" ;;
+  kill) p=$(host_pids "$3"); [ -n "$p" ] && kill -KILL $p 2>/dev/null; wc -w <<<"$p" ;;
+  *) echo "hosts.sh: unknown command $cmd" >&2; exit 2 ;;
+esac

@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# tests/test_hosts.sh: two hosts for real, on this machine (tests/hosts/hosts.sh: network, UTS and
+# mount namespaces joined by veth links to a bridge; Open MPI starts its daemons in them through
+# tests/hosts/agent.sh and moves data between hosts over TCP, btl self,vader,tcp on 10.213.0.0/24).
+#
+#   tests/test_hosts.sh NSTBATCH IMAGE_DIFF BUILD
+#
+# One start of the hosts for every check (small renders: 192x128, the random VGG-19 at width 1/8,
+# one thread per rank, fp32, 16-bit outputs); every wait polls with a generous bound:
+# - mpirun starts ranks on both hosts, each with its own hostname and /tmp;
+# - 2 hosts x 2 ranks: the tiled render's TIFF pyramid (every level) and HDF5 (h5diff), written by
+#   ranks on both hosts to the shared folder, equal one rank's; a rank kept busy 20 s by
+#   NSTBATCH_SLOW is a slow iteration, not a stall: the watchdog (auto, its floor at 3 s through
+#   NSTBATCH_STALL_FLOOR) says so and waits;
+# - a batch packed into 2 groups that each span both hosts (mpirun --map-by node) and a clip whose
+#   2 shots go to groups on different hosts: each image or frame equals one rank's;
+# - a two-node Slurm (tests/slurm/start_local.sh --hosts): slurm/multi-node.sbatch, unchanged
+#   (its sizes given to sbatch), equals one rank; a rank frozen by SIGSTOP in a job of that template
+#   is named by the watchdog, the job ends with 75, slurm/launch.sh requeues it, and it resumes to
+#   the uninterrupted render's bits;
+# - a lost node: every process of nsth-b SIGKILLed mid-render (tools/nstbatch-mpirun): the job ends,
+#   names the ranks and the host, exits 75 and keeps the last complete checkpoint; rerun on nsth-a
+#   alone, it resumes to the uninterrupted render's bits;
+# - a cut network: nsth-b's link taken down in the middle of the Gram allreduce (run.stall_timeout
+#   = 8): the watchdog names the ranks it cannot reach, mpirun is ended and the status is 75; with
+#   the link back, nsth-b's daemon is gone, and the rerun on both hosts resumes to the same bits.
+# SKIPs with the reason where the namespaces cannot be made (not root, no iproute2), and the Slurm
+# part where Slurm cannot start.
+NST=$(readlink -f "$1") DIFF=$(readlink -f "$2") B=$(readlink -f "${3:-build}")
+. "$(dirname "$0")/lib.sh" test_hosts
+HOSTS=$ROOT/tests/hosts/hosts.sh HD=$T/hosts
+slurm_up=0
+teardown() {
+  [ $slurm_up = 1 ] && "$ROOT/tests/slurm/start_local.sh" --stop "$T/slurm" >/dev/null 2>&1
+  "$HOSTS" down "$HD"
+  rm -rf "$T"
+}
+trap teardown EXIT
+trap 'exit 143' TERM INT # the EXIT trap tears the hosts down on these too
+
+if ! "$HOSTS" up "$HD" 2 "$T" 2>"$T/up.err"; then
+  skip "two hosts: $(tail -n 1 "$T/up.err")"
+  finish
+  exit
+fi
+MPIENV=(NSTH_DIR="$HD" OMPI_MCA_plm_rsh_agent="$ROOT/tests/hosts/agent.sh" OMPI_MCA_btl=self,vader,tcp
+        OMPI_MCA_btl_tcp_if_include=10.213.0.0/24 OMPI_MCA_oob_tcp_if_include=10.213.0.0/24)
+# on HOST CMD...: CMD on HOST, in T, with Open MPI told how to reach the hosts
+on() { local h=$1; shift; (cd "$T" && exec "$HOSTS" exec "$HD" "$h" env "${MPIENV[@]}" "$@"); }
+printf 'nsth-a slots=2\nnsth-b slots=2\n' >"$T/hostfile"
+printf 'nsth-a slots=4\n' >"$T/hostfile-a"
+# across LOG ARGS...: nstbatch on 2 hosts x 2 ranks, mpirun on nsth-a; T/LOG.log, status in rc
+across() { local log=$1; shift; on nsth-a timeout 300 mpirun --hostfile "$T/hostfile" -np 4 --bind-to none "$@" >"$T/$log.log" 2>&1; rc=$?; }
+same() { # same NAME A B: image_diff says max 0
+  local d; d=$("$DIFF" "$T/$2" "$T/$3" 2>&1)
+  if [ "${d%% mean*}" = "max 0" ]; then ok "$1"; else bad "$1" "$d"; fi
+}
+# wait_iter LOG N: until T/LOG shows a row of iteration >= N (at most 3 minutes)
+wait_iter() {
+  for ((i = 0; i < 1800; i++)); do
+    awk -v n="$2" '$1 ~ /^[0-9]+$/ && $1 + 0 >= n { f = 1 } END { exit !f }' "$T/$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+# gone PID SECONDS: until the process has ended
+gone() { for ((i = 0; i < $2 * 10; i++)); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done; return 1; }
+mkdir -p "$T/out" "$T/ref"
+{ demo_pair; cat <<EOF
+[output]
+width = 192
+height = 128
+bits = 16
+overwrite = true
+preview = 0
+[model]
+random_width_divisor = 8
+[optim]
+iterations = 40
+[tiling]
+tile_size = 64
+[run]
+device = cpu
+threads = 1
+print_every = 10
+precision = fp32
+EOF
+} >"$T/job.ini"
+
+# ---- the hosts ------------------------------------------------------------------------------------
+mark=nsth-mark-$$
+out=$(on nsth-a timeout 60 mpirun --hostfile "$T/hostfile" -np 4 sh -c "hostname; touch /tmp/$mark" 2>&1)
+if [ "$(sort <<<"$out" | uniq -c | awk '{ print $1 $2 }' | tr '\n' ' ')" = "2nsth-a 2nsth-b " ] && [ -e "$HD/scratch-nsth-a/$mark" ] &&
+   [ -e "$HD/scratch-nsth-b/$mark" ] && [ ! -e "/tmp/$mark" ]; then
+  ok "mpirun on nsth-a starts 2 ranks on nsth-a and 2 on nsth-b (tests/hosts/agent.sh), each host with its own hostname and /tmp"
+else bad "ranks on two hosts" "" "$out"; fi
+
+# ---- renders on 2 hosts x 2 ranks equal one rank --------------------------------------------------
+# the reference at the path the render writes (HDF5 keeps the config, output.path included), then moved
+run_nst job.ini ref --set output.path=out/p.tif --set output.format=tiff,hdf5 --set output.tile_size=32
+mv "$T/out/p.tif" "$T/out/p.h5" "$T/ref/" || bad "the one-rank reference" "exit $rc" "$(tail -n 5 "$T/ref.log")"
+NSTBATCH_STALL_FLOOR=3 NSTBATCH_SLOW=1:20:20 across tiled "$NST" job.ini --set output.path=out/p.tif --set output.format=tiff,hdf5 --set output.tile_size=32
+levels=$(/usr/bin/python3 -c '
+import sys, numpy, tifffile
+a, b = (tifffile.TiffFile(f).series[0].levels for f in sys.argv[1:3])
+print(len(a) if len(a) == len(b) and all(numpy.array_equal(x.asarray(), y.asarray()) for x, y in zip(a, b)) else "differ")' \
+  "$T/ref/p.tif" "$T/out/p.tif" 2>/dev/null) || levels=""
+if [ $rc -eq 0 ] && grep -q '^ *hosts: 2: nsth-a (ranks 0-1), nsth-b (ranks 2-3)$' "$T/tiled.log" && h5diff -q "$T/ref/p.h5" "$T/out/p.h5"; then
+  case $levels in
+    [1-9]) ok "2 hosts x 2 ranks == 1 rank, bit for bit: the TIFF pyramid (all $levels levels) and the HDF5 image (h5diff), written by ranks on both hosts" ;;
+    differ) bad "2 hosts x 2 ranks: the TIFF pyramid" "a level differs from one rank's" ;;
+    *) same "2 hosts x 2 ranks == 1 rank: the HDF5 image (h5diff) and the TIFF's full level (tifffile missing: reduced levels unchecked)" out/p.tif ref/p.tif ;;
+  esac
+else bad "2 hosts x 2 ranks" "exit $rc" "$(grep -v '^ *[0-9]' "$T/tiled.log" | tail -n 12)"; fi
+if [ $rc -eq 0 ] && grep -q 'warning: no iteration has finished for [0-9]* s, but still computing (not waiting inside MPI): rank 1 on nsth-a: a slow iteration, not a stall; waiting on' "$T/tiled.log"; then
+  ok "a rank computing 20 s in one iteration (auto, its floor at 3 s): named as slow, not a stall; the render goes on"
+else bad "a slow but moving iteration" "exit $rc" "$(grep -i 'warning\|error' "$T/tiled.log" | tail -n 5)"; fi
+
+# a batch whose 2 groups each span both hosts (ranks alternate between the hosts)
+{ sed 's/^iterations = 40$/iterations = 30/' "$T/job.ini"; printf '[batch]\ngroup_ranks = 2\n'
+  for n in a b; do printf '[job.%s]\noutput.path = out/b_%s.tif\nstyle.weight = %s\n' $n $n $([ $n = a ] && echo 500 || echo 4000); done; } >"$T/batch.ini"
+run_nst batch.ini bref
+for n in a b; do mv "$T/out/b_$n.tif" "$T/ref/b_$n.tif" 2>/dev/null; done
+on nsth-a timeout 300 mpirun --hostfile "$T/hostfile" --map-by node -np 4 --bind-to none "$NST" batch.ini >"$T/batch.log" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q 'hosts: 2: nsth-a (ranks 0, 2), nsth-b (ranks 1, 3)' "$T/batch.log" && grep -q 'packed into 2 groups of 2 ranks' "$T/batch.log"; then
+  for n in a b; do same "a batch in 2 groups of 2 ranks, each group on both hosts: job $n == 1 rank" out/b_$n.tif ref/b_$n.tif; done
+else bad "a batch across hosts" "exit $rc" "$(grep -v '^ *[0-9]' "$T/batch.log" | tail -n 10)"; fi
+
+# a clip of 2 shots on 2 groups, one on each host
+"$B/tools/make_test_clip" "$T/clip" --size 96x64 --frames 6 --motion all >/dev/null || bad "make_test_clip" "failed"
+cat >"$T/clip.ini" <<EOF
+[content]
+path = clip/frame_%05d.png
+[style]
+path = $ROOT/configs/demo/style.png
+[output]
+bits = 16
+[model]
+random_width_divisor = 8
+[optim]
+iterations = 20
+[run]
+print_every = 0
+threads = 1
+precision = fp32
+[video]
+flow = files
+flow_forward = clip/fwd_%05d.flo
+flow_backward = clip/bwd_%05d.flo
+iterations = 20
+detect_cuts = false
+cuts = 3
+EOF
+mkdir -p "$T/clip1" "$T/clip4"
+run_nst clip.ini clipref --set output.path=clip1/%05d.png
+across clip "$NST" clip.ini --set output.path=clip4/%05d.png --set video.group_ranks=2 --set tiling.tile_size=48
+frames=0
+for f in "$T"/clip1/*.png; do [ "$("$DIFF" "$f" "$T/clip4/$(basename "$f")" 2>&1)" = "max 0 mean 0" ] && frames=$((frames + 1)); done
+if [ $rc -eq 0 ] && grep -q '2 shots in 2 units, on 2 groups of 2 ranks' "$T/clip.log" && grep -q 'hosts: 2: nsth-a (ranks 0-1), nsth-b (ranks 2-3)' "$T/clip.log" && [ $frames = 6 ]; then
+  ok "a clip of 2 shots on 2 groups, ranks 0-1 on nsth-a and 2-3 on nsth-b: its 6 frames == 1 rank's"
+else bad "a clip across hosts" "exit $rc, $frames of 6 frames equal" "$(grep -E '^(clip|shot)|error' "$T/clip.log" | tail -n 6)"; fi
+
+# the uninterrupted reference of the interrupted renders below (120 iterations, one rank)
+sed 's/^iterations = 40$/iterations = 120/' "$T/job.ini" >"$T/long.ini"
+run_nst long.ini longref --set output.path=ref/long.tif
+[ $rc -eq 0 ] || bad "the long reference" "exit $rc" "$(tail -n 5 "$T/longref.log")"
+LONG=(long.ini --set checkpoint.every=20)
+
+# ---- a two-node Slurm ----------------------------------------------------------------------------
+# job_state J: "STATE RESTARTS" of job J
+job_state() { on nsth-a scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*\|Restarts=[0-9]*' | cut -d= -f2 | tr '\n' ' '; }
+# wait_job J: until job J has ended (at most 5 minutes); a job requeued after a stop is started
+# again at once when both nodes are idle (Slurm would hold it about two minutes); state, restarts
+wait_job() {
+  local waited=0
+  for ((i = 0; i < 1500; i++)); do
+    read -r state restarts <<<"$(job_state "$1")"
+    case "$state" in COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | "") return ;; esac
+    if [ "$state" = PENDING ] && [ "${restarts:-0}" -gt $waited ] && [ "$(on nsth-a sinfo -h -N -o %t | sort -u)" = idle ]; then
+      sleep 2 # slurmd revoked the job's credential when it was requeued, to the second: a start in that second is refused
+      on nsth-a scontrol update JobId="$1" StartTime=now 2>/dev/null && waited=$restarts
+    fi
+    sleep 0.2
+  done
+}
+if conf=$("$ROOT/tests/slurm/start_local.sh" "$T/slurm" --hosts "$HD" 2>"$T/slurm.err"); then
+  eval "$conf"
+  slurm_up=1
+  # slurm/multi-node.sbatch as it is; its sizes for these nodes (2 CPUs each) on sbatch's command line
+  sb() { on nsth-a sbatch --parsable --nodes=2 --ntasks-per-node=2 --cpus-per-task=1 --partition=test "$@"; }
+  J=$(sb -o "$T/mn.out" --export=ALL,CKPT="$T/ck-mn",NSTBATCH_HOME="$ROOT" "$ROOT/slurm/multi-node.sbatch" job.ini --set output.path=out/mn.tif)
+  wait_job "$J"
+  if [ "$state" = COMPLETED ] && grep -q '^self-test passed: .* on 4 ranks' "$T/mn.out" && grep -q 'hosts: 2: nsth-a (ranks 0-1), nsth-b (ranks 2-3)' "$T/mn.out"; then
+    same "sbatch slurm/multi-node.sbatch (unchanged) on 2 nodes x 2 tasks: the self-test passed, then the image of one rank" out/mn.tif ref/p.tif
+  else bad "slurm/multi-node.sbatch on 2 nodes" "job $J: ${state:-unknown}" "$(grep -v '^ *[0-9]' "$T/mn.out" 2>/dev/null | tail -n 12)"; fi
+
+  # a rank frozen in the middle of the render: the watchdog (auto, floor 5 s) ends the step with 75,
+  # slurm/launch.sh requeues the job, and it resumes to the uninterrupted image
+  J=$(sb -o "$T/frozen.out" --export=ALL,CKPT="$T/ck-frozen",NSTBATCH_HOME="$ROOT",NSTBATCH_STALL_FLOOR=5 "$ROOT/slurm/multi-node.sbatch" "${LONG[@]}" \
+      --set output.path=out/frozen.tif)
+  frozen=""
+  if wait_iter frozen.out 40; then
+    for p in $("$HOSTS" pids "$HD" nsth-b); do
+      tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'PMIX_RANK=3' && [ "$(cat "/proc/$p/comm")" = nstbatch ] && frozen=$p
+    done
+  fi
+  t0=$SECONDS
+  [ -n "$frozen" ] && kill -STOP "$frozen"
+  for ((i = 0; i < 900; i++)); do grep -q 'requeueing job' "$T/frozen.out" && break; sleep 0.2; done
+  took=$((SECONDS - t0))
+  wait_job "$J"
+  if [ -n "$frozen" ] && [ "$state" = COMPLETED ] && [ "${restarts:-0}" -ge 1 ] && grep -q 'no answer from rank 3 on nsth-b: stopped' "$T/frozen.out" &&
+     grep -q "checkpointed in .* (exit 75): requeueing job $J" "$T/frozen.out" && grep -q 'resumed: level 1 at iteration' "$T/frozen.out"; then
+    ok "rank 3 frozen (SIGSTOP) on nsth-b: named by the watchdog, the step ended with 75 and the job requeued in $took s (slurm/launch.sh)"
+    same "... and the requeued job resumed to the uninterrupted render's image" out/frozen.tif ref/long.tif
+  else bad "a frozen rank under Slurm" "pid '${frozen:-none}', job $J ${state:-unknown}, restarts ${restarts:-?}" \
+      "$(grep -v '^ *[0-9]' "$T/frozen.out" 2>/dev/null | grep -v '^ *\(op\|conv\|relu\|pool\|gram\|preprocess\|GPU\|first\)' | tail -n 14)"; fi
+  "$ROOT/tests/slurm/start_local.sh" --stop "$T/slurm" >/dev/null 2>&1
+  slurm_up=0
+else
+  skip "a two-node Slurm: $(tail -n 1 "$T/slurm.err")"
+fi
+
+# ---- a lost node and a cut network, through tools/nstbatch-mpirun ---------------------------------
+# faulty LOG ACTION ARGS...: a render on 2 hosts x 2 ranks, ACTION (a command) once it has done 40
+# iterations; sets rc and took (seconds from the action to the end)
+faulty() {
+  local log=$1 action=$2 pid; shift 2
+  on nsth-a timeout 300 "$ROOT/tools/nstbatch-mpirun" --hostfile "$T/hostfile" -np 4 --bind-to none "$NST" "$@" >"$T/$log.log" 2>&1 &
+  pid=$!
+  wait_iter "$log.log" 40 || bad "$log" "no iteration 40 seen" "$(tail -n 5 "$T/$log.log")"
+  local t0=$SECONDS
+  $action
+  wait $pid; rc=$?
+  took=$((SECONDS - t0))
+}
+lose_b() { "$HOSTS" kill "$HD" nsth-b >/dev/null; }
+faulty lost lose_b "${LONG[@]}" --set output.path=out/lost.tif --set checkpoint.path=ck-lost
+it=$(sed -n 's/^iteration = //p' "$T/ck-lost/manifest" 2>/dev/null)
+gen=$(sed -n 's/^generation = //p' "$T/ck-lost/manifest" 2>/dev/null)
+files=$(ls "$T/ck-lost" 2>/dev/null | grep -c "^g$(printf %08d "${gen:-0}")-r")
+if [ $rc -eq 75 ] && grep -q "lost ranks 2, 3 on nsth-b at level 1, iteration [0-9]*: their processes ended without a word" "$T/lost.log" &&
+   grep -q "the checkpoint of level 1, iteration $it in ck-lost is in force" "$T/lost.log" && [ "$files" = 4 ] && grep -q '^state = running' "$T/ck-lost/manifest"; then
+  ok "every process of nsth-b killed mid-render: the job ended in $took s, exit 75 (mpirun said $(sed -n 's/^nstbatch-mpirun: mpirun reported exit \([0-9]*\).*/\1/p' "$T/lost.log")), naming ranks 2, 3 on nsth-b; the checkpoint of iteration $it (4 files) kept"
+else bad "a lost node" "exit $rc after $took s, checkpoint iteration '$it', $files files" "$(grep -v '^ *[0-9]' "$T/lost.log" | grep -v '^\*\|^ *$' | tail -n 12)"; fi
+on nsth-a timeout 300 mpirun --hostfile "$T/hostfile-a" -np 4 --bind-to none "$NST" "${LONG[@]}" --set output.path=out/lost.tif --set checkpoint.path=ck-lost >"$T/lost2.log" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "resumed: level 1 at iteration $it of 120" "$T/lost2.log"; then
+  same "... rerun on nsth-a alone (4 ranks): resumed at iteration $it, the uninterrupted render's image" out/lost.tif ref/long.tif
+else bad "the rerun after a lost node" "exit $rc" "$(grep -v '^ *[0-9]' "$T/lost2.log" | tail -n 8)"; fi
+
+cut_b() { "$HOSTS" cut "$HD" nsth-b; }
+faulty cut cut_b "${LONG[@]}" --set output.path=out/cut.tif --set checkpoint.path=ck-cut --set run.stall_timeout=8
+"$HOSTS" mend "$HD" nsth-b
+it=$(sed -n 's/^iteration = //p' "$T/ck-cut/manifest" 2>/dev/null)
+if [ $rc -eq 75 ] && grep -q "stalled at level 1, iteration [0-9]*: no iteration finished for [0-9]* s (run.stall_timeout = 8); no answer from ranks 2, 3 on nsth-b" "$T/cut.log" &&
+   grep -q "the checkpoint of level 1, iteration $it in ck-cut is in force" "$T/cut.log"; then
+  ok "nsth-b cut off mid-render: the watchdog named ranks 2, 3 on nsth-b, $(grep -q 'still waits for a host it cannot reach' "$T/cut.log" && echo 'mpirun (waiting for the daemon) was ended, ')exit 75 after $took s; the checkpoint of iteration $it kept"
+else bad "a cut network" "exit $rc after $took s" "$(grep -v '^ *[0-9]' "$T/cut.log" | grep -v '^\*\|^ *$' | tail -n 12)"; fi
+# with the link back, what was left on nsth-b (its daemon, waiting for mpirun) ends by itself
+for ((i = 0; i < 600; i++)); do [ -z "$("$HOSTS" pids "$HD" nsth-b)" ] && break; sleep 0.1; done
+left=$("$HOSTS" pids "$HD" nsth-b | xargs -r ps -o comm= -p | tr '\n' ' ')
+[ -z "$left" ] && ok "... with the link back, nothing of the job is left on nsth-b" || { bad "leftovers on nsth-b" "$left"; "$HOSTS" kill "$HD" nsth-b >/dev/null; }
+across cut2 "$NST" "${LONG[@]}" --set output.path=out/cut.tif --set checkpoint.path=ck-cut
+if [ $rc -eq 0 ] && grep -q "resumed: level 1 at iteration $it of 120" "$T/cut2.log"; then
+  same "... rerun on both hosts: resumed at iteration $it, the uninterrupted render's image" out/cut.tif ref/long.tif
+else bad "the rerun after a cut" "exit $rc" "$(grep -v '^ *[0-9]' "$T/cut2.log" | tail -n 8)"; fi
+finish
