@@ -22,10 +22,11 @@
 # backward-data, through nstbatch's own ops (build/bench/conv_layers). Where the time goes: one
 # run of nstbatch's best precision with NSTBATCH_PROFILE=1 (per-op seconds).
 #
-#   ISA=AVX2 SIZES="512x384 1024x768" ITERS=8 ROUNDS=3 THREADS=$(nproc) bench/cpu_iteration.sh
+#   ISA=AVX2 SIZES="512x384 1024x768" ITERS=8 ROUNDS=3 THREADS=$(nproc) TAG=zen5 bench/cpu_iteration.sh
 #
 # Needs PyTorch, h5py and Pillow (scripts/install-deps.sh --dev). Writes
-# bench/results/cpu_iteration.md (with ISA: cpu_iteration_avx2.md, ...) and the raw log beside it.
+# bench/results/cpu_iteration.md (with ISA: cpu_iteration_avx2.md, ...; with TAG: ..._zen5.md, so
+# that another CPU's results stand beside these) and the raw log beside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -34,7 +35,7 @@ iters=${ITERS:-8}
 rounds=${ROUNDS:-3}
 sizes=${SIZES:-"512x384 1024x768"}
 isa=${ISA:-}
-suffix=${isa:+_$(tr 'A-Z' 'a-z' <<<"$isa")}
+suffix=${isa:+_$(tr 'A-Z' 'a-z' <<<"$isa")}${TAG:+_$TAG}
 out=bench/results/cpu_iteration$suffix.md raw=bench/results/cpu_iteration$suffix.log
 PY=/usr/bin/python3
 T=$(mktemp -d)
@@ -137,7 +138,7 @@ best() { awk -v a="$1" -v b="$2" 'BEGIN { print (a < b) ? a : b }'; }
   echo "Command: \`${isa:+ISA=$isa }bench/cpu_iteration.sh\` (\`make bench${isa:+-$(tr 'A-Z' 'a-z' <<<"$isa")}\`), $(date -u +%Y-%m-%d), $iters iterations, median of those after 2 warm-ups;"
   echo "every variant $rounds times, interleaved, the median of the rounds (the machine is shared: the rounds are in the raw log)."
   echo
-  echo "Machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores ($threads threads used), flags $(for f in avx512_bf16 avx512f avx2; do grep -qw $f /proc/cpuinfo && { echo "up to $f"; break; }; done), $(free -g | awk '/Mem:/ {print $2}') GiB${isa:+; ONEDNN_MAX_CPU_ISA=$isa (and ATEN_CPU_CAPABILITY, OPENBLAS_CORETYPE to match)};"
+  echo "Machine: $(lscpu | sed -n 's/^Model name: *//p') (family $(sed -n 's/^cpu family\t*: //p' /proc/cpuinfo | head -n 1), model $(sed -n 's/^model\t*: //p' /proc/cpuinfo | head -n 1)), $(nproc) cores ($threads threads used), flags $(for f in avx512_bf16 avx512f avx2; do grep -qw $f /proc/cpuinfo && { echo "up to $f"; break; }; done), $(free -g | awk '/Mem:/ {print $2}') GiB${isa:+; ONEDNN_MAX_CPU_ISA=$isa (and ATEN_CPU_CAPABILITY, OPENBLAS_CORETYPE to match)};"
   echo "nstbatch $(./nstbatch --version | head -n1 | cut -d' ' -f2): $backend;"
   echo "PyTorch $($PY -c 'import torch; print(torch.__version__)') (Debian python3-torch; its CPU convolutions are the same oneDNN) on $blas."
   echo "Ceiling: OpenBLAS sgemm on $threads threads, **$ceiling GFLOP/s** (rounds: ${sgemm[*]})."
