@@ -17,44 +17,11 @@
 
 #include "check.h"
 
-double nst_tolerance(nst_tol_class k, nst_precision p, double terms)
+/* The classes derived from the per-op ones (a library's shapes, tiles) and the render's first
+ * objective: us and ui are the storage and input unit roundoffs, rt the square root of the terms. */
+static double derived(nst_tol_class k, nst_precision p, double terms, double us, double ui, double rt)
 {
-    const double us = nst_dtype_unit_roundoff(nst_precision_dtype(p)), ui = nst_precision_input_roundoff(p);
-    const double eps = 0x1p-24, rt = sqrt(terms > 1 ? terms : 1);
     switch (k) {
-    case NST_TOL_ELEMENT:
-        /* one rounding of the result to storage (ours and the reference's) and a few fp32 ulp of
-         * the arithmetic before it (fused multiply-adds, another order of two additions) */
-        return 2 * us + 8 * eps;
-    case NST_TOL_CONV:
-        /* the output's rounding to storage; input roundings (tf32) and the fp32 sum of k = 9 cin
-         * products in another order grow like sqrt(k) (random signs) relative to the output */
-        return 2 * us + (2 * ui + 4 * eps) * rt;
-    case NST_TOL_GRAM_BACKWARD:
-        /* scale * D rounded to storage (each entry), the product summed over k = C channels,
-         * added to the gradient and rounded: about one storage rounding more than conv. With a
-         * mask F's rows m_p f_p are rounded to storage too (the reference's are exact in fp32),
-         * a second input rounding as independent as D's: with the result's rounding the three
-         * fit the 3 u_s, as measured (bf16: the worst masked case at 0.36 of it, unmasked 0.33) */
-        return 3 * us + (2 * ui + 4 * eps) * rt;
-    case NST_TOL_GRAM_SUMS:
-        /* the sums over k positions: every product exact in double and every sum in double, on
-         * the CPU and the GPU alike (whatever the precision: tf32 only rounds conv inputs), so only
-         * the fp64 additions in another order differ. The CPU's sequential sum of same-sign terms
-         * (features after a ReLU) errs by about sqrt(k) / 3 roundings of 2^-53, twice that in
-         * the upper half of a binade; the worst of 2080 entries of fp32 features took 2.8 sqrt(k)
-         * in a host model of both orders (k = 574464): 8 leaves a margin of about 3. With a mask
-         * the products (m_p f_p[i]) f_p[j] are no longer exact (up to 24 + 16 + 24 bits with the
-         * harness's masks, multiples of 2^-16): each rounds once, by 2^-53 of a term at most,
-         * which adds at most 2^-53 of the sum, nothing beside the order of the additions */
-        return 8 * 0x1p-53 * rt;
-    case NST_TOL_SUM:
-        /* a double reduction of identical values in another order */
-        return 1e-9;
-    case NST_TOL_EXACT:
-        /* a window's interior, or a region's sums added in parts, against the whole: the bits that
-         * make a tiled render equal the one-tile render */
-        return 0;
     case NST_TOL_CONV_SHAPES:
         /* A backend whose library picks an algorithm per shape (cuDNN) computes a window and the
          * whole tensor with two algorithms. Each is held to NST_TOL_CONV against the CPU, whose
@@ -95,12 +62,56 @@ double nst_tolerance(nst_tol_class k, nst_precision p, double terms)
          * tiles) to 20 % (32 px) of the samples at depth 5 in fp32 (tests/test_gpu_render.sh
          * plants it); a smooth input (content init) has ties that a noise input does not. */
         return 0.05;
+    default:
+        return 0;
+    }
+}
+
+double nst_tolerance(nst_tol_class k, nst_precision p, double terms)
+{
+    const double us = nst_dtype_unit_roundoff(nst_precision_dtype(p)), ui = nst_precision_input_roundoff(p);
+    const double eps = 0x1p-24, rt = sqrt(terms > 1 ? terms : 1);
+    switch (k) {
+    case NST_TOL_ELEMENT:
+        /* one rounding of the result to storage (ours and the reference's) and a few fp32 ulp of
+         * the arithmetic before it (fused multiply-adds, another order of two additions) */
+        return 2 * us + 8 * eps;
+    case NST_TOL_CONV:
+        /* the output's rounding to storage; input roundings (tf32) and the fp32 sum of k = 9 cin
+         * products in another order grow like sqrt(k) (random signs) relative to the output */
+        return 2 * us + (2 * ui + 4 * eps) * rt;
+    case NST_TOL_GRAM_BACKWARD:
+        /* scale * D rounded to storage (each entry), the product summed over k = C channels,
+         * added to the gradient and rounded: about one storage rounding more than conv. With a
+         * mask F's rows m_p f_p are rounded to storage too (the reference's are exact in fp32),
+         * a second input rounding as independent as D's: with the result's rounding the three
+         * fit the 3 u_s, as measured (bf16: the worst masked case at 0.36 of it, unmasked 0.33) */
+        return 3 * us + (2 * ui + 4 * eps) * rt;
+    case NST_TOL_GRAM_SUMS:
+        /* the sums over k positions: every product exact in double and every sum in double, on
+         * the CPU and the GPU alike (whatever the precision: tf32 only rounds conv inputs), so only
+         * the fp64 additions in another order differ. The CPU's sequential sum of same-sign terms
+         * (features after a ReLU) errs by about sqrt(k) / 3 roundings of 2^-53, twice that in
+         * the upper half of a binade; the worst of 2080 entries of fp32 features took 2.8 sqrt(k)
+         * in a host model of both orders (k = 574464): 8 leaves a margin of about 3. With a mask
+         * the products (m_p f_p[i]) f_p[j] are no longer exact (up to 24 + 16 + 24 bits with the
+         * harness's masks, multiples of 2^-16): each rounds once, by 2^-53 of a term at most,
+         * which adds at most 2^-53 of the sum, nothing beside the order of the additions */
+        return 8 * 0x1p-53 * rt;
+    case NST_TOL_SUM:
+        /* a double reduction of identical values in another order */
+        return 1e-9;
+    case NST_TOL_EXACT:
+        /* a window's interior, or a region's sums added in parts, against the whole: the bits that
+         * make a tiled render equal the one-tile render */
+        return 0;
     case NST_TOL_F32_MATH:
         /* fp32 element arithmetic of the optimisers (sqrt, division, fused multiply-adds): a few
          * ulp whatever the storage precision */
         return 16 * eps;
+    default:
+        return derived(k, p, terms, us, ui, rt);
     }
-    return 0;
 }
 
 const char *nst_tol_class_name(nst_tol_class k)

@@ -160,20 +160,9 @@ static void cuda_destroy(nst_backend *be)
 #define NCCL_RESERVE_BYTES ((size_t)1 << 30)
 #define ARENA_ALIGN 256
 
-static nst_status open_impl(nst_backend *be, cuda_impl *im, const nst_backend_options *o)
+/* The precision's data types and math modes for cuDNN and cuBLAS, and the backend's dtypes. */
+static nst_status set_precision(nst_backend *be, cuda_impl *im, const nst_backend_options *o)
 {
-    CUDA_TRY(cudaSetDevice(o->gpu));
-    CUDA_TRY(cudaFree(0)); /* create the context now, so the free-memory figure below counts it */
-    CUDA_TRY(cudaDeviceGetPCIBusId(im->bus_id, sizeof im->bus_id, o->gpu));
-    CUDA_TRY(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
-    CUDNN_TRY(cudnnCreate(&im->dnn));
-    CUDNN_TRY(cudnnSetStream(im->dnn, im->stream));
-    char why[256];
-    if (!(im->cb = nst_cublas(why, sizeof why))) return nst_fail(NST_ERUNTIME, "cuBLAS: %s", why);
-    CUBLAS_TRY(im->cb->create(&im->blas));
-    CUBLAS_TRY(im->cb->set_stream(im->blas, im->stream));
-    CUBLAS_TRY(im->cb->set_pointer_mode(im->blas, CUBLAS_POINTER_MODE_HOST));
-
     nst_precision p = o->precision == NST_PREC_AUTO ? NST_PREC_BF16 : o->precision;
     im->prec = p;
     im->fscale = 1.f;
@@ -205,6 +194,12 @@ static nst_status open_impl(nst_backend *be, cuda_impl *im, const nst_backend_op
     const char *fuse = getenv("NSTBATCH_CUDA_FUSE");
     im->fuse = !(fuse && strcmp(fuse, "0") == 0);
 
+    return NST_OK;
+}
+
+/* The arena (its capacity in *cap) and the scratch reserve, on a GPU shared by `sharers` ranks. */
+static nst_status open_arena(nst_backend *be, cuda_impl *im, const nst_backend_options *o, size_t *cap_out, int *sharers_out)
+{
     /* the arena: this rank's share of the free memory, less the libraries' reserve, or run.memory_gb.
      * Ranks sharing the GPU take their shares of one figure they agreed on before any of them
      * allocated (o->gpu_free_bytes): measured here, each would see the arenas of those before it. */
@@ -245,12 +240,35 @@ static nst_status open_impl(nst_backend *be, cuda_impl *im, const nst_backend_op
     NST_TRY(cu_alloc(be, sizeof(double) * (RED_BLOCKS + 1), (void **)&im->red));
     CUDA_TRY(cudaMallocHost((void **)&im->red_host, sizeof(double)));
 
+    *cap_out = cap, *sharers_out = sharers;
+    return NST_OK;
+}
+
+static nst_status open_impl(nst_backend *be, cuda_impl *im, const nst_backend_options *o)
+{
+    CUDA_TRY(cudaSetDevice(o->gpu));
+    CUDA_TRY(cudaFree(0)); /* create the context now, so the free-memory figure below counts it */
+    CUDA_TRY(cudaDeviceGetPCIBusId(im->bus_id, sizeof im->bus_id, o->gpu));
+    CUDA_TRY(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
+    CUDNN_TRY(cudnnCreate(&im->dnn));
+    CUDNN_TRY(cudnnSetStream(im->dnn, im->stream));
+    char why[256];
+    if (!(im->cb = nst_cublas(why, sizeof why))) return nst_fail(NST_ERUNTIME, "cuBLAS: %s", why);
+    CUBLAS_TRY(im->cb->create(&im->blas));
+    CUBLAS_TRY(im->cb->set_stream(im->blas, im->stream));
+    CUBLAS_TRY(im->cb->set_pointer_mode(im->blas, CUBLAS_POINTER_MODE_HOST));
+
+    NST_TRY(set_precision(be, im, o));
+    size_t cap = 0;
+    int sharers = 1;
+    NST_TRY(open_arena(be, im, o, &cap, &sharers));
+
     cudaDeviceProp prop;
     CUDA_TRY(cudaGetDeviceProperties(&prop, o->gpu));
     be->gpu_index = o->gpu;
     snprintf(be->gpu_bus_id, sizeof be->gpu_bus_id, "%s", im->bus_id);
     be->gpu_stream = im->stream;
-    snprintf(be->description, sizeof be->description, "CUDA, %s, GPU %d %.48s (%.16s), %.1f GiB arena%s", nst_precision_name(p),
+    snprintf(be->description, sizeof be->description, "CUDA, %s, GPU %d %.48s (%.16s), %.1f GiB arena%s", nst_precision_name(im->prec),
              o->gpu, prop.name, im->bus_id, (double)cap / (1ull << 30), sharers > 1 ? ", shared GPU" : "");
     return NST_OK;
 }
