@@ -2,7 +2,8 @@
 # tests/test_layout.sh: the tree against its map, the room table of docs/ARCHITECTURE.md ("Rooms
 # and floors"), through tools/include_graph.py --check: every source file is in a room, no
 # include runs back up a floor or leaves its room through a door the table does not list, and
-# the table itself names rooms that exist, doors that lead down and no circle of doors. Then the
+# the table itself names rooms that exist, doors that lead down and no circle of doors; and no
+# function is over 80 lines (a screen, signature to closing brace). Then the
 # same check on temporary copies of the sources and the map, each with one defect planted, must
 # fail and name it: the test can fail.
 #
@@ -75,5 +76,8 @@ planted "a circle of doors in the map (nst/model/ -> nst/run/)" "no circle betwe
 
 fresh; sed -i 's#^| 7 | `util/` |#| 3 | `nst/ghost/` | nothing | `util/` |\n&#' "$copy/$map"
 planted "a room in the map that the tree lacks (nst/ghost/)" "every room of the map exists" "nst/ghost/"
+
+fresh; { printf 'static int too_long(int x)\n{\n'; for i in $(seq 79); do printf '    x += %d;\n' "$i"; done; printf '    return x;\n}\n'; } >>"$copy/util/log.c"
+planted "a function of 83 lines (util/log.c)" "no function over 80 lines" "util/log.c:" "too_long (83 lines)"
 
 finish

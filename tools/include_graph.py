@@ -191,7 +191,33 @@ def check(root, map_path):
                     "names nothing: " + "; ".join(unresolved)))
     results.append((not up, "no include runs back up a floor", "; ".join(up)))
     results.append((not through, "every include between rooms goes through a door the map lists", "; ".join(through)))
+    long = [f"{f}:{line} {name} ({n} lines)" for f in files for line, name, n in functions(root, f) if n > MAX_FUNCTION_LINES]
+    results.append((not long, f"no function over {MAX_FUNCTION_LINES} lines", "; ".join(long)))
     return results
+
+
+MAX_FUNCTION_LINES = 80  # a screen: from the line that opens the body to the closing brace
+SIGNATURE = re.compile(r"^[A-Za-z_][^;=]*\)\s*(const\s*)?\{\s*$")
+
+
+def functions(root, f):
+    """[(line, name, lines)] of the functions of f, in the project's style: the signature at column 0,
+    its body opened by "{" at the end of it (or alone on the next line) and closed by "}" at column
+    0. Initialisers (tables) and type definitions do not match a signature ending in ")"."""
+    found, start, name = [], None, ""
+    with open(os.path.join(root, f), encoding="utf-8", errors="replace") as fh:
+        lines = fh.read().split("\n")
+    for i, text in enumerate(lines):
+        if start is None:
+            if SIGNATURE.match(text) and not text.startswith(("typedef", "struct", "enum", "union")):
+                start, name = i, text
+            elif text.startswith("{") and i > 0 and SIGNATURE.match(lines[i - 1].rstrip() + " {"):
+                start, name = i - 1, lines[i - 1]
+        elif text.startswith("}"):
+            m = re.search(r"([A-Za-z_][A-Za-z_0-9]*)\s*\(", name)
+            found.append((start + 1, m.group(1) if m else name.strip()[:40], i - start + 1))
+            start = None
+    return found
 
 
 # ---- the report ---------------------------------------------------------------------------------
