@@ -1,10 +1,12 @@
 /* tests/test_device.c: the device-independent parts of the GPU path, which CI checks without a
  * GPU: the arena sub-allocator (kernels/arena.c), the binding policy over made-up views of a node's
  * GPUs, shared-GPU detection and the free-memory agreement (mpi/gpu_bind.c, run under mpirun with
- * 3 ranks and made-up UUIDs) and the precision names. */
+ * 3 ranks and made-up UUIDs), the precision names, and the stall watchdog's limit (mpi/watchdog.c;
+ * its thread runs in every multi-rank test, this one included). */
 #include "../kernels/arena.h"
 #include "../kernels/backend.h"
 #include "../mpi/comm.h"
+#include "../mpi/watchdog.h"
 #include "../util/mem.h"
 #include "test.h"
 
@@ -218,6 +220,19 @@ static void t_sharers_agree_on_free_memory(void)
     CHECK(agreed == (r < 2 ? 38 * gib + 12345 : 70 * gib), "rank %d alone on its GPU: agreed %zu", r, agreed);
 }
 
+/* run.stall_timeout: a number is the limit; auto is 20 times the slowest iteration seen, at least
+ * 300 s (a small render ends within 10 minutes of a stall), and 1800 s before the first iteration
+ * has finished; a slow iteration raises it, so a big render is not cut short by a slow one. */
+static void t_watchdog_limit(void)
+{
+    CHECK(nst_watchdog_limit(8, 100, 1) == 8 && nst_watchdog_limit(8, 0, 0) == 8, "a set limit is the limit");
+    CHECK(nst_watchdog_limit(0, 0, 0) == 1800, "auto before the first iteration: %g", nst_watchdog_limit(0, 0, 0));
+    CHECK(nst_watchdog_limit(0, 0.13, 1) == 300, "auto, iterations of 0.13 s: %g", nst_watchdog_limit(0, 0.13, 1));
+    CHECK(nst_watchdog_limit(0, 0.9, 1) + 5 + 60 < 600, "auto, iterations under a second: the job ends within 10 minutes");
+    CHECK(nst_watchdog_limit(0, 60, 1) == 1200, "auto, iterations of a minute: %g", nst_watchdog_limit(0, 60, 1));
+    CHECK(nst_watchdog_limit(0, 600, 1) == 12000, "auto follows the slowest iteration: %g", nst_watchdog_limit(0, 600, 1));
+}
+
 int main(int argc, char **argv)
 {
     if (nst_comm_init(&argc, &argv) != NST_OK) return printf("MPI: %s\n", nst_fail_message()), 1;
@@ -235,6 +250,7 @@ int main(int argc, char **argv)
     RUN(t_binding_more_ranks_than_gpus);
     RUN(t_shared_gpus_found_by_uuid);
     RUN(t_sharers_agree_on_free_memory);
+    RUN(t_watchdog_limit);
     nst_comm_finalize();
     return test_report("test_device");
 }
