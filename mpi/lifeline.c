@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../util/timer.h"
 #include "comm.h"
 #include "comm_mpi.h"
 
@@ -47,13 +48,6 @@ typedef struct {
 static link_t *links;
 static int nlinks;
 static char (*hosts)[HOST_CHARS];
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* Every rank's host name, on every rank. */
 static nst_status gather_hosts(void)
@@ -87,7 +81,7 @@ static int hub_listen(hub_info *h)
                 h->addr[h->n++] = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
     if (ifs) freeifaddrs(ifs);
     h->addr[h->n++] = htonl(INADDR_LOOPBACK); /* a rank on rank 0's own host, when nothing else answers */
-    if (getrandom(&h->cookie, sizeof h->cookie, 0) != sizeof h->cookie) h->cookie = (uint64_t)now_s() * 2654435761u ^ (uint64_t)getpid();
+    if (getrandom(&h->cookie, sizeof h->cookie, 0) != sizeof h->cookie) h->cookie = (uint64_t)nst_now() * 2654435761u ^ (uint64_t)getpid();
     return fd;
 }
 
@@ -116,7 +110,7 @@ static int read_all(int fd, void *buf, size_t n, double deadline)
 {
     unsigned char *p = buf;
     while (n > 0) {
-        if (!ready(fd, POLLIN, deadline - now_s())) return -1;
+        if (!ready(fd, POLLIN, deadline - nst_now())) return -1;
         ssize_t got = recv(fd, p, n, 0);
         if (got <= 0) return -1;
         p += got;
@@ -149,8 +143,8 @@ static void add_link(int fd, int peer)
 /* Rank 0: accept the `expected` greetings, each answered with the cookie. */
 static void hub_accept(int lfd, const hub_info *h, int expected)
 {
-    double deadline = now_s() + GREET_SECONDS;
-    for (int k = 0; k < expected && ready(lfd, POLLIN, deadline - now_s()); k++) {
+    double deadline = nst_now() + GREET_SECONDS;
+    for (int k = 0; k < expected && ready(lfd, POLLIN, deadline - nst_now()); k++) {
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
         greeting g;
         if (fd < 0) continue;
@@ -166,7 +160,7 @@ static void hub_accept(int lfd, const hub_info *h, int expected)
 static void peer_greeted(int fd, const hub_info *h)
 {
     uint64_t c = 0;
-    if (read_all(fd, &c, sizeof c, now_s() + GREET_SECONDS) == 0 && c == h->cookie)
+    if (read_all(fd, &c, sizeof c, nst_now() + GREET_SECONDS) == 0 && c == h->cookie)
         add_link(fd, 0);
     else
         close(fd);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../util/timer.h"
 #include "comm.h"
 #include "comm_mpi.h"
 
@@ -27,13 +28,6 @@ void nst_comm_nccl_version(char *out, size_t cap)
     snprintf(out, cap, "NCCL %d.%d.%d", v / 10000, (v % 10000) / 100, v % 100);
 }
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static void fatal(ncclComm_t comm, const char *what, const char *detail)
 {
     char msg[512];
@@ -47,7 +41,7 @@ static void fatal(ncclComm_t comm, const char *what, const char *detail)
  * work is done): errors and the timeout end the job. */
 static void wait_for(ncclComm_t comm, cudaStream_t stream, const char *what, double timeout)
 {
-    double t0 = now_s();
+    double t0 = nst_now();
     struct timespec nap = {0, 20000}; /* 20 us */
     nst_watchdog_mpi(1); /* waiting for the other ranks, as inside MPI (the watchdog's "not computing") */
     for (;;) {
@@ -61,7 +55,7 @@ static void wait_for(ncclComm_t comm, cudaStream_t stream, const char *what, dou
             if (e == cudaSuccess) break;
             if (e != cudaErrorNotReady) fatal(comm, what, cudaGetErrorString(e));
         }
-        if (now_s() - t0 > timeout) {
+        if (nst_now() - t0 > timeout) {
             char d[128];
             snprintf(d, sizeof d, "no progress in %.0f s (gpu.nccl_timeout): a peer died or hangs", timeout);
             fatal(comm, what, d);
@@ -152,9 +146,9 @@ void nst_comm_nccl_release(void **slot)
     /* finalize flushes the communicator's work (non-blocking: wait a bounded time), then free it;
      * one that does not finish is aborted instead */
     ncclResult_t r = ncclCommFinalize(comm);
-    double t0 = now_s();
+    double t0 = nst_now();
     while ((r == ncclSuccess || r == ncclInProgress) && ncclCommGetAsyncError(comm, &r) == ncclSuccess && r == ncclInProgress &&
-           now_s() - t0 < 10) {
+           nst_now() - t0 < 10) {
         struct timespec nap = {0, 100000};
         nanosleep(&nap, NULL);
     }

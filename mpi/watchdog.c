@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../util/log.h"
+#include "../util/timer.h"
 #include "comm.h"
 #include "comm_mpi.h"
 #include "lifeline.h"
@@ -45,13 +46,6 @@ static double auto_limit(double setting, double slowest, int seen)
     return f > 0 ? limit_of(setting, slowest, seen, f, f) : nst_watchdog_limit(setting, slowest, seen);
 }
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* ---- the render's clock (written by the main thread, read by the watchdog) ------------------------ */
 
 static struct {
@@ -65,14 +59,14 @@ static struct {
 void nst_watchdog_arm(double setting, const char *where, long long it0)
 {
     pthread_mutex_lock(&clk.mu);
-    clk.armed = 1, clk.setting = setting, clk.last = now_s(), clk.it = it0;
+    clk.armed = 1, clk.setting = setting, clk.last = nst_now(), clk.it = it0;
     snprintf(clk.where, sizeof clk.where, "%s", where);
     pthread_mutex_unlock(&clk.mu);
 }
 
 void nst_watchdog_beat(long long done)
 {
-    double t = now_s();
+    double t = nst_now();
     pthread_mutex_lock(&clk.mu);
     if (t - clk.last > clk.slowest) clk.slowest = t - clk.last;
     clk.seen = 1, clk.last = t, clk.it = done;
@@ -97,7 +91,7 @@ void nst_watchdog_saved(const char *what)
 static double clock_read(double *limit, char *how, size_t cap, char *where, size_t wcap)
 {
     pthread_mutex_lock(&clk.mu);
-    double since = clk.armed ? now_s() - clk.last : -1;
+    double since = clk.armed ? nst_now() - clk.last : -1;
     *limit = auto_limit(clk.setting, clk.slowest, clk.seen);
     if (clk.setting > 0) snprintf(how, cap, "run.stall_timeout = %g", clk.setting);
     else if (!clk.seen) snprintf(how, cap, "run.stall_timeout = auto: %.0f s before the first iteration ends", *limit);
@@ -112,7 +106,7 @@ static double clock_read(double *limit, char *how, size_t cap, char *where, size
 static void clock_extend(void)
 {
     pthread_mutex_lock(&clk.mu);
-    clk.last = now_s();
+    clk.last = nst_now();
     pthread_mutex_unlock(&clk.mu);
 }
 
@@ -131,13 +125,13 @@ static atomic_llong mpi_since_ms; /* when this rank last entered or left MPI */
 void nst_watchdog_mpi(int enter)
 {
     int before = atomic_fetch_add(&mpi_depth, enter ? 1 : -1);
-    if ((enter && before == 0) || (!enter && before == 1)) atomic_store(&mpi_since_ms, (long long)(now_s() * 1000));
+    if ((enter && before == 0) || (!enter && before == 1)) atomic_store(&mpi_since_ms, (long long)(nst_now() * 1000));
 }
 
 /* This rank's state for a ping's answer: bit 31 set while inside MPI, the seconds in that state below. */
 static uint32_t my_state(void)
 {
-    long long s = (long long)(now_s() * 1000) - atomic_load(&mpi_since_ms);
+    long long s = (long long)(nst_now() * 1000) - atomic_load(&mpi_since_ms);
     uint32_t secs = s < 0 ? 0 : s / 1000 > 0x7fffffff ? 0x7fffffff : (uint32_t)(s / 1000);
     return (atomic_load(&mpi_depth) > 0 ? 0x80000000u : 0) | secs;
 }
@@ -249,7 +243,7 @@ static void lost_verdict(void)
 static void start_round(double limit, int from)
 {
     if (wd.ping_at > 0) return;
-    wd.ping_at = now_s(), wd.round_limit = limit, wd.round_from = from;
+    wd.ping_at = nst_now(), wd.round_limit = limit, wd.round_from = from;
     for (int i = 0; i < wd.n; i++) {
         wd.answered[i] = 0;
         if (wd.peer[i] == PEER_LIVE) nst_lifeline_send(i, 'P', 0);
@@ -312,7 +306,7 @@ static void round_check(void)
 {
     int all = 1;
     for (int i = 0; i < wd.n; i++) all &= wd.peer[i] != PEER_LIVE || wd.answered[i];
-    if (!all && now_s() - wd.ping_at < PING_SECONDS) return;
+    if (!all && nst_now() - wd.ping_at < PING_SECONDS) return;
     char *silent = calloc((size_t)wd.n + 1, 1);
     for (int i = 0; silent && i < wd.n; i++) silent[i] = wd.peer[i] == PEER_LIVE && !wd.answered[i];
     wd.ping_at = 0;
@@ -369,7 +363,7 @@ static void on_message(int i, const nst_lifeline_msg *m)
     case 'B': wd.peer[i] = PEER_BYE; break;       /* finished: its end is no loss */
     case 'A': wd.ending = 1; break;                /* an abort elsewhere: that rank said why, Open MPI ends the job */
     case 'S': wd.ending = 1;                       /* rank 0 ends the job and says why */
-              wd.quiet_until = now_s() + QUIET_SECONDS; break;
+              wd.quiet_until = nst_now() + QUIET_SECONDS; break;
     case 'P': nst_lifeline_send(i, 'p', my_state()); break;
     case 'p': wd.answered[i] = 1, wd.state[i] = m->value; break;
     case 'F': start_round((double)m->value, nst_lifeline_peer(i)); break;
@@ -383,7 +377,7 @@ static void on_closed(int i)
     if (wd.peer[i] != PEER_LIVE) return;
     wd.peer[i] = PEER_LOST;
     if (wd.ending) return;
-    if (wd.hub && wd.lost_at == 0) wd.lost_at = now_s();
+    if (wd.hub && wd.lost_at == 0) wd.lost_at = nst_now();
     if (!wd.hub) rank0_lost();
 }
 
@@ -391,7 +385,7 @@ static void on_closed(int i)
 static void tick(void)
 {
     char how[256], where[240];
-    double limit, since = clock_read(&limit, how, sizeof how, where, sizeof where), t = now_s();
+    double limit, since = clock_read(&limit, how, sizeof how, where, sizeof where), t = nst_now();
     if (wd.ending) {
         if (wd.quiet_until > 0 && t > wd.quiet_until) end_job(NULL);
         return;
@@ -449,7 +443,7 @@ nst_status nst_watchdog_start(void)
     wd.state = calloc((size_t)wd.n + 1, sizeof *wd.state);
     wd.answered = calloc((size_t)wd.n + 1, 1);
     if (!wd.peer || !wd.state || !wd.answered) return nst_fail(NST_ENOMEM, "out of memory for the watchdog");
-    atomic_store(&mpi_since_ms, (long long)(now_s() * 1000));
+    atomic_store(&mpi_since_ms, (long long)(nst_now() * 1000));
     wd.wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (pthread_create(&wd.thread, NULL, watch, NULL) != 0) return nst_fail(NST_ERUNTIME, "cannot start the watchdog thread");
     wd.running = 1;

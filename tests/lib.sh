@@ -22,6 +22,11 @@ run_nst() {
 # one_error LOG STATUS FRAGMENT: exit STATUS and exactly one "nstbatch: error:" line in T/LOG.log,
 # which holds FRAGMENT (a grep pattern)
 one_error() { [ "$rc" -eq "$2" ] && [ "$(grep -c '^nstbatch: error:' "$T/$1.log")" -eq 1 ] && grep -q "$3" "$T/$1.log"; }
+# same NAME A B: T/A and T/B the same image, bit for bit (image_diff, at $DIFF, says max 0)
+same() {
+  local d; d=$("$DIFF" "$T/$2" "$T/$3" 2>&1)
+  if [ "${d%% mean*}" = "max 0" ]; then ok "$1"; else bad "$1" "$d"; fi
+}
 # demo_pair: a config's [content] and [style] sections on the demo's pictures
 demo_pair() { printf '[content]\npath = %s/configs/demo/content.png\n[style]\npath = %s/configs/demo/style.png\n' "$ROOT" "$ROOT"; }
 finish() {

@@ -50,10 +50,6 @@ nst() {
   (cd "$T" && timeout 300 mpirun --oversubscribe --bind-to none -np "$ranks" "$NST" "$@") >"$T/$log.log" 2>&1
   rc=$?
 }
-same() { # same NAME A B: image_diff says max 0
-  local d; d=$("$DIFF" "$T/$2" "$T/$3" 2>&1)
-  if [ "${d%% mean*}" = "max 0" ]; then ok "$1"; else bad "$1" "$d"; fi
-}
 
 # ---- the pyramid ----------------------------------------------------------------------------------
 nst pyr 2 base.ini --set output.path=out/pyr.tif --set output.width=192 --set output.height=128 --set pyramid.levels=3 \

@@ -51,10 +51,6 @@ printf 'nsth-a slots=2\nnsth-b slots=2\n' >"$T/hostfile"
 printf 'nsth-a slots=4\n' >"$T/hostfile-a"
 # across LOG ARGS...: nstbatch on 2 hosts x 2 ranks, mpirun on nsth-a; T/LOG.log, status in rc
 across() { local log=$1; shift; on nsth-a timeout 300 mpirun --hostfile "$T/hostfile" -np 4 --bind-to none "$@" >"$T/$log.log" 2>&1; rc=$?; }
-same() { # same NAME A B: image_diff says max 0
-  local d; d=$("$DIFF" "$T/$2" "$T/$3" 2>&1)
-  if [ "${d%% mean*}" = "max 0" ]; then ok "$1"; else bad "$1" "$d"; fi
-}
 # wait_iter LOG N: until T/LOG shows a row of iteration >= N (at most 3 minutes)
 wait_iter() {
   for ((i = 0; i < 1800; i++)); do
@@ -63,8 +59,6 @@ wait_iter() {
   done
   return 1
 }
-# gone PID SECONDS: until the process has ended
-gone() { for ((i = 0; i < $2 * 10; i++)); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done; return 1; }
 mkdir -p "$T/out" "$T/ref"
 { demo_pair; cat <<EOF
 [output]

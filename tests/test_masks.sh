@@ -83,10 +83,6 @@ run() {
   return 0
 }
 json() { sed -n "s/.*\"$2\": \"\{0,1\}\([^\",}]*\).*/\1/p" "$T/$1.json" | head -n 1; }
-same() { # same LABEL A B: image_diff says max 0
-  local d; d=$("$DIFF" "$T/$2" "$T/$3" 2>&1)
-  if [ "$d" = "max 0 mean 0" ]; then ok "$1"; else bad "$1" "$d"; fi
-}
 
 # ---- exactness over tiles and ranks --------------------------------------------------------------
 declare -A cases=(
