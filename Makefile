@@ -298,7 +298,7 @@ $(BUILD)/fuzz/fuzz_image $(BUILD)/fuzz/fuzz_tiff: $(BUILD)/fuzz/%: tests/fuzz/%.
 test: test-deps
 	@$(MAKE) --no-print-directory -j$$(nproc) test-run
 
-test-run: all asan fuzz $(TESTS) $(TOOLS) demo-images $(BUILD)/bench/conv_layers gpu-bundle
+test-run: all asan fuzz $(TESTS) $(TOOLS) demo-images $(BUILD)/bench/conv_layers $(BUILD)/bench/gram_layers gpu-bundle
 	@tests/run.sh $(BUILD)
 
 # ---- the GPU bundle (docs/GPUS.md, "The bundle") ---------------------------------------------
@@ -361,7 +361,7 @@ $(BUNDLE_DIR)/bin/nstbatch: $(LEAN_MAIN) $(BUNDLE_DIR)/libnst.a
 
 $(BUNDLE_DIR)/bin/test_backend_ops: tests/test_backend_ops.c tests/test.h tests/naive.h $(BUNDLE_DIR)/libnst.a
 $(BUNDLE_DIR)/bin/image_diff: tests/image_diff.c $(BUNDLE_DIR)/libnst.a
-$(BUNDLE_DIR)/bin/conv_layers: bench/conv_layers.c $(BUNDLE_DIR)/libnst.a
+$(BUNDLE_DIR)/bin/conv_layers: bench/conv_layers.c bench/bench_ops.h $(BUNDLE_DIR)/libnst.a
 $(filter-out %/nstbatch,$(LEAN_PROGS)):
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD    $@")
@@ -418,11 +418,11 @@ demo-masks-figure: demo-masks $(BUILD)/tools/demo_figure
 	$(BUILD)/tools/demo_figure --masks configs/demo configs/demo/masked.png docs/masks.jpg
 
 # ---- benchmark and weights --------------------------------------------------------------------
-bench: all $(BUILD)/bench/conv_layers
+bench: all $(BUILD)/bench/conv_layers $(BUILD)/bench/gram_layers
 	bench/cpu_iteration.sh
 
 # the same, both programs limited to AVX2: what the many clusters without AVX-512 get (bench/results/cpu_iteration_avx2.md)
-bench-avx2: all $(BUILD)/bench/conv_layers
+bench-avx2: all $(BUILD)/bench/conv_layers $(BUILD)/bench/gram_layers
 	ISA=AVX2 bench/cpu_iteration.sh
 
 # bf16 against fp32: losses, SSIM with controls, a long bf16 render (bench/results/bf16_numerics.md)
@@ -476,7 +476,10 @@ bench-auto: all demo-images
 
 bench-gpu: all demo-images $(BUILD)/bench/conv_layers
 	bench/gpu_iteration.sh
-$(BUILD)/bench/conv_layers: bench/conv_layers.c $(LIB)
+$(BUILD)/bench/conv_layers: bench/conv_layers.c bench/bench_ops.h $(LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALLCFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+$(BUILD)/bench/gram_layers: bench/gram_layers.c bench/bench_ops.h $(LIB)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLCFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 

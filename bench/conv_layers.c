@@ -17,68 +17,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "../kernels/backend.h"
 #include "../nst/model/vgg.h"
-#include "../util/mem.h"
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static void die(const char *what)
-{
-    fprintf(stderr, "conv_layers: %s: %s\n", what, nst_fail_message());
-    exit(1);
-}
-
-static unsigned long long rng = 88172645463325252ull;
-static float urand(void) /* xorshift64, in [-1, 1) */
-{
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return (float)((double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-}
-
-static void fill(nst_backend *be, nst_tensor *t, float scale)
-{
-    size_t n = nst_tensor_elems(t);
-    float *h = nst_alloc_array(n, sizeof(float), "host data");
-    if (!h) die("host memory");
-    for (size_t i = 0; i < n; i++) h[i] = urand() * scale;
-    if (be->ops->upload(be, t->data, h, n, t->dt) != NST_OK) die("upload");
-    nst_free(h);
-}
+#include "bench_ops.h"
 
 /* The median seconds of reps calls of one direction (after 2 warm-ups). */
 static double time_op(nst_backend *be, nst_conv *cv, nst_tensor *x, nst_tensor *y, nst_tensor *dy, nst_tensor *dx, int bwd, int reps)
 {
     double *t = nst_alloc_array((size_t)reps, sizeof(double), "timings");
-    if (!t) die("host memory");
+    if (!t) bench_die("host memory");
     for (int r = -2; r < reps; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         nst_status s = bwd ? be->ops->conv_backward_data(be, cv, dy, dx) : be->ops->conv_forward(be, cv, x, y, 1);
         if (s == NST_OK) s = be->ops->synchronize(be);
-        if (s != NST_OK) die(bwd ? "conv_backward_data" : "conv_forward");
-        if (r >= 0) t[r] = now() - t0;
+        if (s != NST_OK) bench_die(bwd ? "conv_backward_data" : "conv_forward");
+        if (r >= 0) t[r] = bench_now() - t0;
     }
-    qsort(t, (size_t)reps, sizeof *t, cmp_double);
-    double m = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+    double m = bench_median(t, reps);
     nst_free(t);
     return m;
 }
 
 int main(int argc, char **argv)
 {
+    bench_name = "conv_layers";
     const char *device = "auto", *prec = "auto";
     int tile = 1024, reps = 10, nlayers = 13; /* conv1_1 .. conv5_1: the network up to relu5_1 */
     int W = 0, H = 0;
@@ -103,7 +65,7 @@ int main(int argc, char **argv)
     nst_backend_options o = {.device = device, .threads = 0, .precision = (nst_precision)nst_precision_parse(prec), .gpu = 0,
                              .gpu_sharers = 1, .memory_gb = 0, .collective_ranks = 1};
     nst_backend *be;
-    if (nst_backend_open_with(&o, &be) != NST_OK) die("opening the backend");
+    if (nst_backend_open_with(&o, &be) != NST_OK) bench_die("opening the backend");
     printf("# conv layers, tile %dx%d: %s\n\n", W, H, be->description);
     printf("| layer | W x H | Cin -> Cout | GFLOP | forward ms | TFLOP/s | backward-data ms | TFLOP/s |\n|---|---|---|---|---|---|---|---|\n");
     double sum_f = 0, sum_b = 0, sum_flop = 0;
@@ -114,18 +76,18 @@ int main(int argc, char **argv)
         if (k > 0 && nst_vgg_layer_at(nst_vgg_conv_layer(k) - 1)->op == NST_OP_POOL) hw /= 2, hh /= 2;
         size_t nw = (size_t)cout * cin * 9;
         float *w = nst_alloc_array(nw, sizeof(float), "weights"), *b = nst_alloc_array((size_t)cout, sizeof(float), "bias");
-        if (!w || !b) die("host memory");
-        for (size_t i = 0; i < nw; i++) w[i] = urand() * 0.05f;
-        for (int i = 0; i < cout; i++) b[i] = urand() * 0.01f;
+        if (!w || !b) bench_die("host memory");
+        for (size_t i = 0; i < nw; i++) w[i] = bench_urand() * 0.05f;
+        for (int i = 0; i < cout; i++) b[i] = bench_urand() * 0.01f;
         nst_conv *cv;
-        if (be->ops->conv_create(be, cin, cout, w, b, &cv) != NST_OK) die("conv_create");
+        if (be->ops->conv_create(be, cin, cout, w, b, &cv) != NST_OK) bench_die("conv_create");
         nst_tensor x, y, dy, dx;
         nst_dtype in = k == 0 ? be->in_dtype : be->act_dtype;
         if (nst_tensor_alloc(be, hh, hw, cin, in, &x) != NST_OK || nst_tensor_alloc(be, hh, hw, cout, be->act_dtype, &y) != NST_OK ||
             nst_tensor_alloc(be, hh, hw, cout, be->act_dtype, &dy) != NST_OK || nst_tensor_alloc(be, hh, hw, cin, in, &dx) != NST_OK)
-            die("tensors");
-        fill(be, &x, 1.0f);
-        fill(be, &dy, 0.01f);
+            bench_die("tensors");
+        bench_fill(be, &x, 1.0f, 0);
+        bench_fill(be, &dy, 0.01f, 0);
         double flop = 2.0 * 9 * cin * cout * (double)hw * hh;
         double tf = time_op(be, cv, &x, &y, &dy, &dx, 0, reps), tb = time_op(be, cv, &x, &y, &dy, &dx, 1, reps);
         sum_f += tf, sum_b += tb, sum_flop += flop;

@@ -20,7 +20,8 @@
 # process's peak resident set (setup included, on both sides), and for nstbatch the peak of its
 # backend buffers (its memory model). The limit: the same 13 convolutions alone, forward and
 # backward-data, through nstbatch's own ops (build/bench/conv_layers). Where the time goes: one
-# run of nstbatch's best precision with NSTBATCH_PROFILE=1 (per-op seconds).
+# run of nstbatch's best precision with NSTBATCH_PROFILE=1 (per-op seconds), and the Gram ops
+# alone per style layer (build/bench/gram_layers).
 #
 #   ISA=AVX2 SIZES="512x384 1024x768" ITERS=8 ROUNDS=3 THREADS=$(nproc) TAG=zen5 bench/cpu_iteration.sh
 #
@@ -48,7 +49,7 @@ fi
 blas_dir=/usr/lib/x86_64-linux-gnu/openblas-openmp
 if [ -e "$blas_dir/libblas.so.3" ]; then PT_ENV=(env LD_LIBRARY_PATH="$blas_dir"); blas="OpenBLAS (OpenMP build)"
 else PT_ENV=(env); blas="the system's libblas.so.3 ($(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3))"; fi
-make -s nstbatch demo-images build/bench/conv_layers >/dev/null
+make -s nstbatch demo-images build/bench/conv_layers build/bench/gram_layers >/dev/null
 ./nstbatch --make-weights random "$T/w.h5" --seed 1 >/dev/null
 backend=$(./nstbatch configs/demo.ini --set optim.iterations=0 --set run.device=cpu --set run.precision=fp32 --set output.path="$T/p.png" 2>&1 | sed -n 's/.*backend: \(CPU, [^(]*(.*), [0-9]* threads\?\).*/\1/p' | head -n 1)
 bf16=0
@@ -121,6 +122,9 @@ prof=$(NSTBATCH_PROFILE=1 OMP_NUM_THREADS=$threads ./nstbatch configs/demo.ini -
        --set output.height="${first#*x}" --set optim.iterations="$iters" --set run.print_every=0 --set output.path="$T/out.png" \
        --set run.threads="$threads" --set run.device=cpu --set run.precision="$pp" 2>&1 | sed -n '/^profile:/,$p')
 printf '### profile %s %s\n%s\n' "$pp" "$first" "$prof" >>"$raw"
+# the Gram ops alone at the first size, in the same precision (what an iteration does besides convolutions)
+gram=$(OMP_NUM_THREADS=$threads build/bench/gram_layers --device cpu --precision "$pp" --size "$first" --reps 7 2>/dev/null)
+printf '### gram_layers %s %s\n%s\n' "$pp" "$first" "$gram" >>"$raw"
 # group the rows: op name (first word) -> seconds
 profile_table=$(awk 'NR > 2 { t[$1] += $(NF - 1); all += $(NF - 1) } END { for (k in t) printf "| %s | %.3f | %.1f %% |\n", k, t[k], 100 * t[k] / all }' <<<"$prof" | sort -t'|' -k3 -g -r)
 
@@ -194,6 +198,10 @@ best() { awk -v a="$1" -v b="$2" 'BEGIN { print (a < b) ? a : b }'; }
   echo "| op | seconds | share |"
   echo "|---|---|---|"
   echo "$profile_table"
+  echo
+  echo "The Gram ops alone at $first (${pp}, \`gram_layers --size $first\`; the sums in fp64, exact products, at the machine's fp64 multiply-add rate; the backward in fp32 chains):"
+  echo
+  grep '^|' <<<"$gram"
   echo
   echo "Raw output: $raw"
 } >"$out"

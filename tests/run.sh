@@ -38,7 +38,7 @@ suites=(
   "test_gpu_standin|tests/test_gpu_standin.sh ./nstbatch $B/tests/image_diff"
   "test_first_contact|tests/test_first_contact.sh"
   "test_gpu_bundle|tests/test_gpu_bundle.sh $B/gpu-bundle"
-  "test_bench|tests/test_bench.sh ./nstbatch $B/bench/conv_layers"
+  "test_bench|tests/test_bench.sh ./nstbatch $B/bench/conv_layers $B/bench/gram_layers"
   "test_loss_grad|$B/tests/test_loss_grad"
   "test_images|$B/tests/test_images"
   "test_flo|$B/tests/test_flo"

@@ -2,16 +2,18 @@
 # tests/test_bench.sh: the GPU benchmark's plumbing, on the CPU, so that a session with a GPU spends
 # its time measuring and not debugging scripts. Nothing here is timed or compared with a speed.
 #
-#   tests/test_bench.sh NSTBATCH CONV_LAYERS
+#   tests/test_bench.sh NSTBATCH CONV_LAYERS GRAM_LAYERS
 #
 # - conv_layers on the CPU backend: one row per layer with positive TFLOP/s, a total row, a JSON
 #   line per layer; refuses a bad flag with its usage (exit 2);
+# - gram_layers on the CPU backend, plain and masked: the five style layers at their resolutions
+#   with positive GFLOP/s both ways, a total row, a JSON line per layer; its usage on a bad size;
 # - bench/torch_gatys.py --random (no files) on the CPU in fp32 and bf16 autocast, channels_last:
 #   one JSON line with a positive median (SKIP without PyTorch in /usr/bin/python3);
 # - bench/gpu_iteration.sh with DEVICE=cpu at a 64 px tile: its table has a row with numbers from
 #   both sides and the convolution table (SKIP without PyTorch).
 set -u
-NST=$(readlink -f "$1") CONV=$(readlink -f "$2")
+NST=$(readlink -f "$1") CONV=$(readlink -f "$2") GRAM=$(readlink -f "$3")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 T=$(mktemp -d /tmp/nstbatch-bench.XXXXXX)
 trap 'rm -rf "$T"' EXIT
@@ -31,6 +33,20 @@ else
 fi
 out=$("$CONV" --tile 30 2>&1); status=$?
 if [ $status -eq 2 ] && grep -q '^usage: conv_layers' <<<"$out"; then ok "conv_layers refuses --tile 30 with its usage, exit 2"; else bad "conv_layers usage" "exit $status" "$out"; fi
+
+for mask in "" --mask; do
+  out=$("$GRAM" --device cpu --size 64x32 --reps 1 $mask 2>"$T/gram.json"); status=$?
+  rows=$(grep -cE '^\| relu[1-5]_1 \| [0-9]+x[0-9]+ \| [0-9]+ \| [0-9.]+ \| [0-9]+ \| [0-9.]+ \| [0-9]+ \|$' <<<"$out")
+  zero=$(grep -E '^\| relu' <<<"$out" | awk -F'|' '$6 + 0 <= 0 || $8 + 0 <= 0' | wc -l)
+  if [ $status -eq 0 ] && [ "$rows" -eq 5 ] && [ "$zero" -eq 0 ] && grep -q '^| \*\*all 5\*\*' <<<"$out" &&
+     [ "$(grep -c "\"mask\": $([ -n "$mask" ] && echo 1 || echo 0)" "$T/gram.json")" -eq 5 ] && grep -q '| relu3_1 | 16x8 | 256 |' <<<"$out"; then
+    ok "gram_layers ${mask:-(plain)} on the CPU: 5 style layers at their resolutions, positive GFLOP/s both ways, total row, JSON lines"
+  else
+    bad "gram_layers $mask" "exit $status, $rows rows, $zero with no throughput" "$out"
+  fi
+done
+out=$("$GRAM" --size 40x40 2>&1); status=$?
+if [ $status -eq 2 ] && grep -q '^usage: gram_layers' <<<"$out"; then ok "gram_layers refuses --size 40x40 with its usage, exit 2"; else bad "gram_layers usage" "exit $status" "$out"; fi
 
 if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
   skipped "torch_gatys.py and gpu_iteration.sh" "no PyTorch in /usr/bin/python3 (scripts/install-deps.sh --dev installs it)"
