@@ -732,6 +732,55 @@ static void t_gram_backward_is_one_chain_on_every_path(void)
             }
 }
 
+/* The vector paths round dF + acc to bf16 with integer operations of their own (16 or 8 columns at
+ * a time): ties, results that fall below bf16's normal range (flushed to signed zero), overflow to
+ * infinity, NaN and signed zeros must come out as nst_f32_to_bf16 rounds them. One position, two
+ * channels set to 1, so column j's chain is x_j + y_j, added to z_j: 48 columns, every case
+ * reaching the 16- and 8-wide loops and the scalar tail. NaNs compare as NaNs (payloads may differ
+ * between the library's fmaf and the vector adds); every other value bit for bit. */
+static void t_gram_backward_rounds_special_values_on_every_path(void)
+{
+    const int c = 48;
+    const float tiny = 0x1p-126f, inf = INFINITY;
+    /* x, y (rounded to bf16 by the kernel like every S entry) and z (dF, a bf16 value) */
+    const float cases[][3] = {
+        {1.f, 0x1p-8f, 0.f},          {1.f, 0x1p-8f, 0x1p-7f},    {1.f, 0x1.8p-8f, 0.f},   {1.f, 0x1p-8f, 0x1p-9f},
+        {1.5f * tiny, -tiny, 0.f},    {-1.5f * tiny, tiny, 0.f},  {tiny, -tiny, 0.f},      {-0.f, -0.f, -0.f},
+        {0x1.fep127f, 0x1.fep127f, 0.f}, {-0x1.fep127f, -0x1p127f, 0.f}, {inf, -inf, 0.f}, {0.f, 0.f, NAN},
+        {inf, 0.f, 1.f},              {3.f, 0x1p-7f, -3.f},       {0x1.02p0f, 0x1p-9f, 0.f}, {-1.f, -0x1p-8f, 0.f},
+    };
+    const int ncases = (int)(sizeof cases / sizeof cases[0]);
+    float *f = buf((size_t)c), *d = buf((size_t)c * c), *df0 = buf((size_t)c), *want = buf((size_t)c), *got = buf((size_t)c);
+    memset(f, 0, (size_t)c * sizeof(float));
+    memset(d, 0, (size_t)c * c * sizeof(float));
+    f[0] = f[1] = 1.f;
+    for (int j = 0; j < c; j++) {
+        const float *k = cases[(j * 5) % ncases];
+        d[j] = k[0], d[c + j] = k[1], df0[j] = nst_bf16_round(k[2]);
+    }
+    nst_tensor tf, tdf;
+    CHECK(nst_tensor_alloc(be, 1, 1, c, NST_BF16, &tf) == NST_OK && nst_tensor_alloc(be, 1, 1, c, NST_BF16, &tdf) == NST_OK, "tensors");
+    be->ops->upload(be, tf.data, f, (size_t)c, NST_BF16);
+    gram_backward_expect(f, NULL, df0, 1, c, nst_rect_make(0, 0, 1, 1), d, 1.f, 1, want);
+    for (int path = 0; path < NPATHS; path++) {
+        set_path(path);
+        be->ops->upload(be, tdf.data, df0, (size_t)c, NST_BF16);
+        nst_status st = be->ops->gram_backward(be, &tf, nst_rect_make(0, 0, 1, 1), NULL, d, 1.f, &tdf);
+        set_path(-1);
+        be->ops->download(be, got, tdf.data, (size_t)c, NST_BF16);
+        int bad = st != NST_OK;
+        for (int j = 0; j < c && !bad; j++)
+            if (isnan(want[j]) ? !isnan(got[j]) : memcmp(&want[j], &got[j], sizeof(float)) != 0) {
+                printf("    column %d, %s path: %a + (%a + %a) rounded to %a, expected %a\n", j, path_names[path], df0[j], d[j], d[c + j], got[j],
+                       want[j]);
+                bad = 1;
+            }
+        CHECK(!bad, "%s path: bf16 rounding of dF + acc", path_names[path]);
+    }
+    nst_tensor_free(be, &tf), nst_tensor_free(be, &tdf);
+    nst_free(f), nst_free(d), nst_free(df0), nst_free(want), nst_free(got);
+}
+
 /* the masked content loss: sum over own of m_p (f - p)^2 and df += (scale m_p) (f - p) over seed,
  * against double loops, and its finite differences */
 static void t_masked_mse_vs_naive_and_finite_differences(void)
@@ -976,6 +1025,7 @@ int main(void)
     RUN(t_masked_gram_vs_naive);
     RUN(t_masked_gram_backward_vs_naive_and_finite_differences);
     RUN(t_gram_backward_is_one_chain_on_every_path);
+    RUN(t_gram_backward_rounds_special_values_on_every_path);
     RUN(t_masked_mse_vs_naive_and_finite_differences);
     RUN(t_mask_of_ones_is_no_mask);
     RUN(t_bad_masks_are_refused);
