@@ -6,7 +6,8 @@
 # - run.precision = auto: the first line says which precision and why (bf16 where oneDNN has native
 #   bf16 dot products; fp32 when ONEDNN_MAX_CPU_ISA hides them); fp16 and tf32 on the CPU, and bf16
 #   where oneDNN has no bf16 convolution (ONEDNN_MAX_CPU_ISA=AVX2), are one-line errors, exit 2;
-# - two ranks that resolve auto differently (one with AVX2 only) stop together with one line;
+# - two ranks that resolve auto differently (one with AVX2 only) stop together with one line; fp32
+#   ranks at two levels that differ only in bf16 run, with the bits of two uncapped ranks;
 # - numerics on the demo's pictures at 192x128 (random VGG-19 at width 1/4): 1000 bf16 iterations
 #   with every loss finite; after 300 iterations bf16's loss within 2 % of fp32's (SSIM between the
 #   two images printed: the optimisation is chaotic, see bench/results/bf16_numerics.md);
@@ -82,6 +83,17 @@ if cpu_has avx2 && cpu_has avx512f; then
      grep -q "at different instruction-set levels.*rank 0 on $(hostname).*rank 1 on $(hostname), AVX2" <<<"$out"; then
     ok "fp32 on two levels: exit 2, one line naming the nodes and levels"
   else bad "fp32 on two levels" "exit $rc" "$out"; fi
+  # levels that differ only in bf16 (AVX512_CORE_BF16 and AVX512_CORE: the same fp32 kernels, the
+  # own Gram backward's VDPBF16PS path being bf16's alone) compute fp32 alike: the job runs, and
+  # gives the bits of two uncapped ranks
+  if [ $native -eq 1 ]; then
+    fp=(b.ini --set run.precision=fp32 --set optim.iterations=5)
+    out=$(cd "$T" && timeout 120 mpirun --oversubscribe -np 1 "$NST" "${fp[@]}" --set output.path=fp_mixed.tif : \
+          -np 1 env ONEDNN_MAX_CPU_ISA=AVX512_CORE "$NST" "${fp[@]}" --set output.path=fp_mixed.tif 2>&1); rc=$?
+    out2=$(cd "$T" && timeout 120 mpirun --oversubscribe -np 2 "$NST" "${fp[@]}" --set output.path=fp_same.tif 2>&1); rc2=$?
+    if [ $rc -eq 0 ] && [ $rc2 -eq 0 ]; then same "fp32 on AVX512_CORE_BF16 and AVX512_CORE: the same arithmetic, so the job runs, with the bits of two uncapped ranks" fp_mixed.tif fp_same.tif
+    else bad "fp32 on AVX512_CORE_BF16 and AVX512_CORE" "exit $rc / $rc2" "$out$out2"; fi
+  fi
 else skip "mixed levels: this CPU has no AVX-512 level above AVX2 to mix"; fi
 
 # ---- numerics ------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@
  *
  *   build/tests/test_ops          (make test builds and runs it)
  */
+#include <float.h>
 #include <omp.h>
 
 #include "../kernels/backend.h"
@@ -43,8 +44,8 @@ static float *buf(size_t n) { return nst_alloc_array(n ? n : 1, sizeof(float), "
 
 /* The backend's own kernels' paths (kernels/cpu/isa_cpu.c): the best this CPU and
  * ONEDNN_MAX_CPU_ISA allow, AVX2 (where allowed), portable; -1 restores the default. */
-#define NPATHS 3
-static const char *const path_names[NPATHS] = {"default", "avx2", "portable"};
+#define NPATHS 4
+static const char *const path_names[NPATHS] = {"default", "avx512", "avx2", "portable"};
 static void set_path(int path)
 {
     if (path <= 0) unsetenv("NSTBATCH_CPU_KERNELS");
@@ -656,15 +657,29 @@ static void t_masked_gram_backward_vs_naive_and_finite_differences(void)
  * chain computed here with fmaf bit for bit, on every path, in fp32 and bf16, with and without a
  * mask, for every row count of a region (1 to 100 rows of one column and of whole rows, which
  * cross every block and micro-tile boundary) and channel counts that leave partial panels. */
-static float chain(const float *a, const float *s, int c, int j)
+static float flush(float x) { return fabsf(x) < FLT_MIN ? copysignf(0.f, x) : x; }
+
+/* ftz: the AVX512_BF16 path's chain (VDPBF16PS): each partial sum flushed to zero below fp32's
+ * normal range, and one more step of 0 x 0 after an odd c */
+static float chain(const float *a, const float *s, int c, int j, int ftz)
 {
     float acc = 0.f;
-    for (int i = 0; i < c; i++) acc = fmaf(a[i], s[(size_t)i * c + j], acc);
+    for (int i = 0; i < c; i++) acc = ftz ? flush(fmaf(a[i], s[(size_t)i * c + j], acc)) : fmaf(a[i], s[(size_t)i * c + j], acc);
+    if (ftz && c % 2) acc = flush(acc + 0.f);
     return acc;
 }
 
+/* Whether the path given to set_path runs the bf16 Gram backward on VDPBF16PS. */
+static int path_flushes(int path)
+{
+    set_path(path);
+    int ftz = cpu_kernels_isa() == CPU_ISA_AVX512_BF16;
+    set_path(-1);
+    return ftz;
+}
+
 static void gram_backward_expect(const float *f, const float *m, const float *df0, int w, int c, nst_rect r, const float *d, float scale,
-                                 int bf, float *want)
+                                 int bf, int ftz, float *want)
 {
     float *s = buf((size_t)c * c), *a = buf((size_t)c);
     for (size_t k = 0; k < (size_t)c * c; k++) s[k] = bf ? nst_bf16_round((d[k] * scale)) : d[k] * scale;
@@ -676,7 +691,7 @@ static void gram_backward_expect(const float *f, const float *m, const float *df
                 a[i] = bf && m ? nst_bf16_round((v)) : v;
             }
             for (int j = 0; j < c; j++) {
-                float v = df0[o + j] + chain(a, s, c, j);
+                float v = df0[o + j] + chain(a, s, c, j, ftz);
                 want[o + j] = bf ? nst_bf16_round((v)) : v;
             }
         }
@@ -692,7 +707,7 @@ static void t_gram_backward_is_one_chain_on_every_path(void)
                 const int c = cs[k];
                 const nst_dtype dt = bf ? NST_BF16 : NST_F32;
                 size_t n = (size_t)h * w * c;
-                float *f = buf(n), *df0 = buf(n), *d = buf((size_t)c * c), *want = buf(n), *got = buf(n), *mh = buf((size_t)h * w);
+                float *f = buf(n), *df0 = buf(n), *d = buf((size_t)c * c), *want = buf(n), *wantf = buf(n), *got = buf(n), *mh = buf((size_t)h * w);
                 test_fill(f, n, 90 + k, -1, 2);
                 test_fill(df0, n, 95 + k, -1, 1);
                 test_fill(d, (size_t)c * c, 97 + k, -1, 1);
@@ -708,16 +723,18 @@ static void t_gram_backward_is_one_chain_on_every_path(void)
                     for (int shape = 0; shape < 2; shape++) {
                         /* one column (rows positions), or whole rows */
                         nst_rect r = shape ? nst_rect_make(0, h - rows, w, rows) : nst_rect_make(3, 1, 1, rows < h ? rows : h - 1);
-                        memcpy(want, df0, n * sizeof(float));
-                        gram_backward_expect(f, masked ? mh : NULL, df0, w, c, r, d, 0.375f, bf, want);
+                        memcpy(want, df0, n * sizeof(float)), memcpy(wantf, df0, n * sizeof(float));
+                        gram_backward_expect(f, masked ? mh : NULL, df0, w, c, r, d, 0.375f, bf, 0, want);
+                        gram_backward_expect(f, masked ? mh : NULL, df0, w, c, r, d, 0.375f, bf, 1, wantf);
                         for (int path = 0; path < NPATHS; path++) {
+                            const float *expect = bf && path_flushes(path) ? wantf : want;
                             set_path(path);
                             be->ops->upload(be, tdf.data, df0, n, dt);
                             nst_status st = be->ops->gram_backward(be, &tf, r, masked ? &m : NULL, d, 0.375f, &tdf);
                             set_path(-1);
                             be->ops->download(be, got, tdf.data, n, dt);
                             cases++;
-                            if (st != NST_OK || memcmp(got, want, n * sizeof(float)) != 0) {
+                            if (st != NST_OK || memcmp(got, expect, n * sizeof(float)) != 0) {
                                 if (!bad)
                                     printf("    c %d %s%s, region %dx%d+%d+%d, %s path: differs from the fma chain\n", c, bf ? "bf16" : "fp32",
                                            masked ? " masked" : "", r.w, r.h, r.x, r.y, path_names[path]);
@@ -728,41 +745,45 @@ static void t_gram_backward_is_one_chain_on_every_path(void)
                 CHECK(bad == 0, "c %d %s%s: %d of %d cases differ from one fma chain per output", c, bf ? "bf16" : "fp32",
                       masked ? " masked" : "", bad, cases);
                 nst_tensor_free(be, &tf), nst_tensor_free(be, &tdf), nst_tensor_free(be, &m);
-                nst_free(f), nst_free(df0), nst_free(d), nst_free(want), nst_free(got), nst_free(mh);
+                nst_free(f), nst_free(df0), nst_free(d), nst_free(want), nst_free(wantf), nst_free(got), nst_free(mh);
             }
 }
 
 /* The vector paths round dF + acc to bf16 with integer operations of their own (16 or 8 columns at
  * a time): ties, results that fall below bf16's normal range (flushed to signed zero), overflow to
- * infinity, NaN and signed zeros must come out as nst_f32_to_bf16 rounds them. One position, two
- * channels set to 1, so column j's chain is x_j + y_j, added to z_j: 48 columns, every case
- * reaching the 16- and 8-wide loops and the scalar tail. NaNs compare as NaNs (payloads may differ
- * between the library's fmaf and the vector adds); every other value bit for bit. */
+ * infinity, NaN and signed zeros must come out as nst_f32_to_bf16 rounds them. And the
+ * AVX512_BF16 path's chain flushes a subnormal partial sum before the next step adds to it, where
+ * the others keep it. One position, three channels set to 1, so column j's chain is
+ * (x_j + y_j) + v_j, added to z_j: 48 columns, every case reaching the 16- and 8-wide loops and the
+ * scalar tail, each path against its own chain. NaNs compare as NaNs (payloads may differ between
+ * the library's fmaf and the vector adds); every other value bit for bit. */
 static void t_gram_backward_rounds_special_values_on_every_path(void)
 {
     const int c = 48;
     const float tiny = 0x1p-126f, inf = INFINITY;
-    /* x, y (rounded to bf16 by the kernel like every S entry) and z (dF, a bf16 value) */
-    const float cases[][3] = {
-        {1.f, 0x1p-8f, 0.f},          {1.f, 0x1p-8f, 0x1p-7f},    {1.f, 0x1.8p-8f, 0.f},   {1.f, 0x1p-8f, 0x1p-9f},
-        {1.5f * tiny, -tiny, 0.f},    {-1.5f * tiny, tiny, 0.f},  {tiny, -tiny, 0.f},      {-0.f, -0.f, -0.f},
-        {0x1.fep127f, 0x1.fep127f, 0.f}, {-0x1.fep127f, -0x1p127f, 0.f}, {inf, -inf, 0.f}, {0.f, 0.f, NAN},
-        {inf, 0.f, 1.f},              {3.f, 0x1p-7f, -3.f},       {0x1.02p0f, 0x1p-9f, 0.f}, {-1.f, -0x1p-8f, 0.f},
+    /* x, y, v (rounded to bf16 by the kernel like every S entry) and z (dF, a bf16 value) */
+    const float cases[][4] = {
+        {1.f, 0x1p-8f, 0.f, 0.f},          {1.f, 0x1p-8f, 0.f, 0x1p-7f},       {1.f, 0x1.8p-8f, 0.f, 0.f},   {1.f, 0x1p-8f, 0.f, 0x1p-9f},
+        {1.5f * tiny, -tiny, 0.f, 0.f},    {-1.5f * tiny, tiny, 0.f, 0.f},     {tiny, -tiny, 0.f, 0.f},      {-0.f, -0.f, -0.f, -0.f},
+        {0x1.fep127f, 0x1.fep127f, 0.f, 0.f}, {-0x1.fep127f, -0x1p127f, 0.f, 0.f}, {inf, -inf, 0.f, 0.f},    {0.f, 0.f, 0.f, NAN},
+        {inf, 0.f, 0.f, 1.f},              {3.f, 0x1p-7f, 0.f, -3.f},          {0x1.02p0f, 0x1p-9f, 0.f, 0.f}, {-1.f, -0x1p-8f, 0.f, 0.f},
+        {1.5f * tiny, -tiny, tiny, 0.f},   {-1.5f * tiny, tiny, -tiny, 0.f},   {1.25f * tiny, -tiny, 2 * tiny, 0.f},
     };
     const int ncases = (int)(sizeof cases / sizeof cases[0]);
     float *f = buf((size_t)c), *d = buf((size_t)c * c), *df0 = buf((size_t)c), *want = buf((size_t)c), *got = buf((size_t)c);
     memset(f, 0, (size_t)c * sizeof(float));
     memset(d, 0, (size_t)c * c * sizeof(float));
-    f[0] = f[1] = 1.f;
+    f[0] = f[1] = f[2] = 1.f;
     for (int j = 0; j < c; j++) {
         const float *k = cases[(j * 5) % ncases];
-        d[j] = k[0], d[c + j] = k[1], df0[j] = nst_bf16_round(k[2]);
+        d[j] = k[0], d[c + j] = k[1], d[2 * c + j] = k[2], df0[j] = nst_bf16_round(k[3]);
     }
     nst_tensor tf, tdf;
     CHECK(nst_tensor_alloc(be, 1, 1, c, NST_BF16, &tf) == NST_OK && nst_tensor_alloc(be, 1, 1, c, NST_BF16, &tdf) == NST_OK, "tensors");
     be->ops->upload(be, tf.data, f, (size_t)c, NST_BF16);
-    gram_backward_expect(f, NULL, df0, 1, c, nst_rect_make(0, 0, 1, 1), d, 1.f, 1, want);
     for (int path = 0; path < NPATHS; path++) {
+        const int ftz = path_flushes(path);
+        gram_backward_expect(f, NULL, df0, 1, c, nst_rect_make(0, 0, 1, 1), d, 1.f, 1, ftz, want);
         set_path(path);
         be->ops->upload(be, tdf.data, df0, (size_t)c, NST_BF16);
         nst_status st = be->ops->gram_backward(be, &tf, nst_rect_make(0, 0, 1, 1), NULL, d, 1.f, &tdf);
@@ -771,11 +792,11 @@ static void t_gram_backward_rounds_special_values_on_every_path(void)
         int bad = st != NST_OK;
         for (int j = 0; j < c && !bad; j++)
             if (isnan(want[j]) ? !isnan(got[j]) : memcmp(&want[j], &got[j], sizeof(float)) != 0) {
-                printf("    column %d, %s path: %a + (%a + %a) rounded to %a, expected %a\n", j, path_names[path], df0[j], d[j], d[c + j], got[j],
-                       want[j]);
+                printf("    column %d, %s path%s: %a + ((%a + %a) + %a) rounded to %a, expected %a\n", j, path_names[path],
+                       ftz ? " (flushing)" : "", df0[j], d[j], d[c + j], d[2 * c + j], got[j], want[j]);
                 bad = 1;
             }
-        CHECK(!bad, "%s path: bf16 rounding of dF + acc", path_names[path]);
+        CHECK(!bad, "%s path: the chain and the bf16 rounding of dF + acc", path_names[path]);
     }
     nst_tensor_free(be, &tf), nst_tensor_free(be, &tdf);
     nst_free(f), nst_free(d), nst_free(df0), nst_free(want), nst_free(got);

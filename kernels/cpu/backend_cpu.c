@@ -317,7 +317,8 @@ nst_status nst_cpu_backend_open(int threads, nst_precision precision, nst_backen
              precision == NST_PREC_FP32 ? "fp32" : lv.bf16_native ? "bf16 (fp32 accumulation)" : "bf16 (emulated: slower than fp32)",
              v->major, v->minor, v->patch, lv.name, convs, impl->threads, impl->threads == 1 ? "" : "s");
     /* what a result's bits depend on besides the data and the precision: ranks must agree on it */
-    snprintf(be->arith, sizeof be->arith, "%.110s; own kernels %s", convs, cpu_isa_level_name(cpu_kernels_isa()));
+    snprintf(be->arith, sizeof be->arith, "%.110s; own kernels %s", convs,
+             cpu_isa_level_name(cpu_kernels_isa_for(precision == NST_PREC_FP32 ? NST_F32 : NST_BF16)));
     *out = be;
     return NST_OK;
 }

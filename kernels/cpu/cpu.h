@@ -35,9 +35,12 @@ static inline cpu_impl *cpu_of(nst_backend *be) { return (cpu_impl *)be->impl; }
 
 /* The instruction set the backend's own kernels use (isa_cpu.c): at most what oneDNN may use
  * (ONEDNN_MAX_CPU_ISA), lowered further by the test hook NSTBATCH_CPU_KERNELS. Every level gives
- * the same bits. */
-typedef enum { CPU_ISA_PORTABLE, CPU_ISA_AVX2, CPU_ISA_AVX512 } cpu_isa_level;
+ * the same bits, but for the bf16 Gram backward at AVX512_BF16, which flushes subnormal partial
+ * sums as VDPBF16PS does (gram_backward_cpu.c). */
+typedef enum { CPU_ISA_PORTABLE, CPU_ISA_AVX2, CPU_ISA_AVX512, CPU_ISA_AVX512_BF16 } cpu_isa_level;
 cpu_isa_level cpu_kernels_isa(void);
+/* the level as it computes data of dtype dt: AVX512_BF16 is AVX512 for fp32 data (the same bits) */
+cpu_isa_level cpu_kernels_isa_for(nst_dtype dt);
 const char *cpu_isa_level_name(cpu_isa_level l);
 
 /* oneDNN call check: records "oneDNN <call>: <status> (file:line)". */

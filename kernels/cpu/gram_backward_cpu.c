@@ -9,12 +9,17 @@
  *     acc = fma(a_i, S[i][j], acc)  for i = 0 .. C-1,   then   dF[p][j] = round(dF[p][j] + acc),
  * with a_i = f_p[i] (m_p f_p[i] rounded to the dtype with a mask): the same bits whatever the
  * region, the position, the number of rows, the thread count or the instruction set (the portable
- * path calls fmaf, which rounds as the vector fused multiply-adds do).
+ * path calls fmaf, which rounds as the vector fused multiply-adds do). One level differs: at
+ * AVX512_BF16 the bf16 backward runs on VDPBF16PS, two multiply-adds of exact bf16 products an
+ * instruction, in the same channel order, each partial sum flushed to zero below 2^-126 (the
+ * instruction's defined rounding); so that level's bits leave the others' only where a partial
+ * sum is subnormal, and each output is still one chain of its own row's values: exact over tiles.
  *
  * How. S is packed once per call into panels of PW columns (zero-padded); the region's positions
  * go in blocks of BLOCK rows, each converted (and weighted) into fp32 rows, and every panel runs
  * over the block in micro-tiles of R rows x PW columns held in registers (AVX-512: 8 x 32, AVX2:
- * 6 x 16). Each tile's dF lines are prefetched before its sums and added with vectors (the bf16
+ * 6 x 16; AVX512_BF16 takes the rows and panels as channel pairs, an unmasked row's pairs read
+ * straight from the tensor). Each tile's dF lines are prefetched before its sums and added with vectors (the bf16
  * rounding done with integer operations, bit for bit nst_f32_to_bf16's): with 64 or 128 channels
  * the sums are short, and a scalar add that waited on memory took as long as they did (relu1_1
  * and relu2_1 at 512 x 384 in bf16: 10.4 and 10.9 ms, now 6.1 and 4.5, bench/gram_layers).
@@ -34,6 +39,8 @@
 typedef struct {
     int c, pw, npanels; /* channels, panel width, panels */
     const float *s;     /* panels: npanels x c x pw */
+    int c2;             /* AVX512_BF16 (bf16 tensors): channel pairs, ceil(c / 2) */
+    const uint32_t *sp; /* and the panels as pairs: npanels x c2 x pw */
 } panels;
 
 /* ---- micro-tiles: rows a (r x c, stride c) times one panel (c x pw) into out (r x pw) ---------- */
@@ -78,6 +85,30 @@ __attribute__((target("avx2,fma"))) static void micro_avx2(const float *a, const
     B256_OUT(0), B256_OUT(1), B256_OUT(2), B256_OUT(3), B256_OUT(4), B256_OUT(5);
 }
 
+/* AVX512_BF16, bf16 tensors: VDPBF16PS adds two products a dword, the high half's first (Intel's
+ * definition; checked on AMD's Zen 5 too: 32 million lanes, every one), each product exact in
+ * fp32, each step rounded to nearest with a subnormal result flushed to zero. The pairs hold
+ * channel 2k in the high half and 2k + 1 in the low one, so the chain runs in channel order, the
+ * fused multiply-adds of the other paths with flushed subnormal partial sums (and one step of
+ * 0 x 0 more for an odd c); twice the multiply-adds an instruction. Rows of c2 dwords. */
+#define BH_ROW(r)                                                                                  \
+    do {                                                                                           \
+        const __m512bh x = (__m512bh)_mm512_set1_epi32((int)a[(size_t)(r) * c2 + k]);             \
+        c##r##0 = _mm512_dpbf16_ps(c##r##0, x, s0);                                                \
+        c##r##1 = _mm512_dpbf16_ps(c##r##1, x, s1);                                                \
+    } while (0)
+
+__attribute__((target("avx512f,avx512bf16"))) static void micro_avx512bf16(const uint32_t *a, const uint32_t *s, int c2, float *out)
+{
+    __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00,
+           c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
+    for (int k = 0; k < c2; k++) {
+        const __m512bh s0 = (__m512bh)_mm512_loadu_si512(s + (size_t)k * 32), s1 = (__m512bh)_mm512_loadu_si512(s + (size_t)k * 32 + 16);
+        BH_ROW(0); BH_ROW(1); BH_ROW(2); BH_ROW(3); BH_ROW(4); BH_ROW(5); BH_ROW(6); BH_ROW(7);
+    }
+    B512_OUT(0), B512_OUT(1), B512_OUT(2), B512_OUT(3), B512_OUT(4), B512_OUT(5), B512_OUT(6), B512_OUT(7);
+}
+
 /* one row at a time (any panel width): the portable path */
 static void micro_portable(const float *a, const float *s, int c, int pw, float *out)
 {
@@ -101,6 +132,40 @@ static void pack_panels(const float *d, float scale, int c, int pw, int bf, floa
                 float v = j < c ? d[(size_t)i * c + j] * scale : 0.f;
                 s[((size_t)p * c + i) * pw + k] = bf ? nst_bf16_to_f32(nst_f32_to_bf16(v)) : v;
             }
+}
+
+/* the bf16 bits of values a and b (bf16 values held in fp32) as a pair: a high, b low */
+static inline uint32_t pair_of(float a, float b)
+{
+    uint32_t ua, ub;
+    memcpy(&ua, &a, sizeof ua), memcpy(&ub, &b, sizeof ub);
+    return (ua & 0xffff0000u) | ub >> 16;
+}
+
+/* rows of fp32 values (bf16 values, rows of c) as rows of c2 pairs, a zero after an odd c */
+static void pair_rows(const float *x, int rows, int c, uint32_t *out)
+{
+    const int c2 = (c + 1) / 2;
+    for (int r = 0; r < rows; r++)
+        for (int k = 0; k < c2; k++) {
+            const float *v = x + (size_t)r * c + 2 * k;
+            out[(size_t)r * c2 + k] = pair_of(v[0], 2 * k + 1 < c ? v[1] : 0.f);
+        }
+}
+
+/* Unmasked bf16 with an even c: a position's pairs straight from the tensor, each 32-bit word of
+ * two channels (2k low, 2k + 1 high) with its halves swapped; zero rows up to `rows`. Moves only,
+ * so the machine's widest vectors (target_clones) change no bit. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void pair_rows_bf16(const nst_tensor *f, const size_t *off, int n,
+                                                                                      int rows, uint32_t *out)
+{
+    const int c2 = f->c / 2;
+    for (int k = 0; k < n; k++) {
+        const nst_bf16 *src = (const nst_bf16 *)f->data + off[k];
+        uint32_t *o = out + (size_t)k * c2;
+        for (int i = 0; i < c2; i++) o[i] = (uint32_t)src[2 * i] << 16 | src[2 * i + 1];
+    }
+    memset(out + (size_t)n * c2, 0, (size_t)(rows - n) * c2 * sizeof(uint32_t));
 }
 
 /* The element offsets of the region's positions q0 .. q0+n-1 (row order) in their tensor, times c:
@@ -133,7 +198,9 @@ static inline __attribute__((always_inline)) void pack_rows_dt(const nst_tensor 
     memset(a + (size_t)n * c, 0, (size_t)(rows - n) * c * sizeof(float));
 }
 
-static void pack_rows(const nst_tensor *f, const size_t *off, const nst_tensor *m, int n, int rows, int bf, float *a)
+/* (conversions and one rounded product each: the same bits at any vector width, target_clones) */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void pack_rows(const nst_tensor *f, const size_t *off,
+                                                                                 const nst_tensor *m, int n, int rows, int bf, float *a)
 {
     if (bf)
         pack_rows_dt(f, off, m, n, rows, a, 1);
@@ -212,7 +279,7 @@ static void add_tile(nst_tensor *df, cpu_isa_level isa, const size_t *off, int n
     for (int k = 0; k < n; k++) {
         const size_t o = off[k] + (size_t)j0;
         const float *src = out + (size_t)k * pw;
-        int j = isa == CPU_ISA_AVX512 ? add_row_avx512(df->data, o, src, nj, bf) : isa == CPU_ISA_AVX2 ? add_row_avx2(df->data, o, src, nj, bf) : 0;
+        int j = isa >= CPU_ISA_AVX512 ? add_row_avx512(df->data, o, src, nj, bf) : isa == CPU_ISA_AVX2 ? add_row_avx2(df->data, o, src, nj, bf) : 0;
         for (; j < nj; j++) cpu_st(df->data, o + j, cpu_ld(df->data, o + j, bf) + src[j], bf);
     }
 }
@@ -230,16 +297,18 @@ static inline void prefetch_tile(const nst_tensor *df, const size_t *off, int n,
 
 /* ---- one block ------------------------------------------------------------------------------- */
 
-static void block(const panels *P, cpu_isa_level isa, const float *a, int n, nst_tensor *df, const size_t *off, int bf)
+static void block(const panels *P, cpu_isa_level isa, const float *a, const uint32_t *ap, int n, nst_tensor *df, const size_t *off, int bf)
 {
-    const int R = isa == CPU_ISA_AVX512 ? 8 : isa == CPU_ISA_AVX2 ? 6 : 1, c = P->c, pw = P->pw;
+    const int R = isa >= CPU_ISA_AVX512 ? 8 : isa == CPU_ISA_AVX2 ? 6 : 1, c = P->c, pw = P->pw, c2 = P->c2;
     float out[8 * PW_MAX];
     for (int p = 0; p < P->npanels; p++) {
         const float *s = P->s + (size_t)p * c * pw;
         for (int k0 = 0; k0 < n; k0 += R) {
             const float *rows = a + (size_t)k0 * c;
             prefetch_tile(df, off + k0, n - k0 < R ? n - k0 : R, p * pw, pw, bf);
-            if (isa == CPU_ISA_AVX512)
+            if (isa == CPU_ISA_AVX512_BF16)
+                micro_avx512bf16(ap + (size_t)k0 * c2, P->sp + (size_t)p * c2 * pw, c2, out);
+            else if (isa == CPU_ISA_AVX512)
                 micro_avx512(rows, s, c, out);
             else if (isa == CPU_ISA_AVX2)
                 micro_avx2(rows, s, c, out);
@@ -265,27 +334,46 @@ static nst_status scratch(cpu_impl *impl, size_t bytes, float **out)
 static nst_status backward(cpu_impl *impl, const nst_tensor *f, nst_rect seed, const nst_tensor *m, const float *d, float scale,
                            nst_tensor *df)
 {
-    const cpu_isa_level isa = cpu_kernels_isa();
-    const int c = f->c, bf = f->dt == NST_BF16, pw = isa == CPU_ISA_AVX512 ? 32 : isa == CPU_ISA_AVX2 ? 16 : 8;
+    const int bf = f->dt == NST_BF16;
+    const cpu_isa_level isa = cpu_kernels_isa_for(f->dt);
+    const int c = f->c, pw = isa >= CPU_ISA_AVX512 ? 32 : isa == CPU_ISA_AVX2 ? 16 : 8, pairs = isa == CPU_ISA_AVX512_BF16;
     const int threads = omp_get_max_threads();
-    panels P = {c, pw, (c + pw - 1) / pw, NULL};
-    const size_t sfloats = (size_t)P.npanels * c * pw, afloats = (size_t)BLOCK * c;
+    panels P = {c, pw, (c + pw - 1) / pw, NULL, (c + 1) / 2, NULL};
+    /* 4-byte words: the panels, their pairs, and each thread's block (fp32 rows and their pairs) */
+    const size_t sfloats = (size_t)P.npanels * c * pw, spairs = pairs ? (size_t)P.npanels * P.c2 * pw : 0;
+    const size_t afloats = (size_t)BLOCK * c, apairs = pairs ? (size_t)BLOCK * P.c2 : 0, per = afloats + apairs;
     float *buf;
-    NST_TRY(scratch(impl, (sfloats + afloats * (size_t)threads) * sizeof(float), &buf));
+    NST_TRY(scratch(impl, (sfloats + spairs + per * (size_t)threads) * sizeof(float), &buf));
     pack_panels(d, scale, c, pw, bf, buf);
     P.s = buf;
+    if (pairs) {
+        uint32_t *sp = (uint32_t *)(buf + sfloats);
+        for (int p = 0; p < P.npanels; p++)
+            for (int k = 0; k < P.c2; k++)
+                for (int j = 0; j < pw; j++) {
+                    const float *col = buf + (size_t)p * c * pw + j;
+                    sp[((size_t)p * P.c2 + k) * pw + j] = pair_of(col[(size_t)(2 * k) * pw], 2 * k + 1 < c ? col[(size_t)(2 * k + 1) * pw] : 0.f);
+                }
+        P.sp = sp;
+    }
     const size_t npos = (size_t)nst_rect_area(seed), nblocks = (npos + BLOCK - 1) / BLOCK;
 #pragma omp parallel num_threads(threads)
     {
-        float *a = buf + sfloats + afloats * (size_t)omp_get_thread_num();
+        float *a = buf + sfloats + spairs + per * (size_t)omp_get_thread_num();
+        uint32_t *ap = (uint32_t *)(a + afloats);
 #pragma omp for schedule(static)
         for (size_t b = 0; b < nblocks; b++) {
             size_t q0 = b * BLOCK;
             int n = npos - q0 < BLOCK ? (int)(npos - q0) : BLOCK;
             size_t off[BLOCK];
             block_offsets(f, seed, q0, n, off);
-            pack_rows(f, off, m, n, BLOCK, bf, a);
-            block(&P, isa, a, n, df, off, bf);
+            if (pairs && !m && c % 2 == 0) {
+                pair_rows_bf16(f, off, n, BLOCK, ap);
+            } else {
+                pack_rows(f, off, m, n, BLOCK, bf, a);
+                if (pairs) pair_rows(a, BLOCK, c, ap);
+            }
+            block(&P, isa, a, ap, n, df, off, bf);
         }
     }
     return NST_OK;

@@ -195,7 +195,7 @@ nst_status cpu_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect ow
 #pragma omp for schedule(static)
         for (int t = 0; t < ntiles; t++) {
             int i0 = tiles[2 * t], j0 = tiles[2 * t + 1];
-            if (isa == CPU_ISA_AVX512 && i0 + TI <= c && j0 + TJ <= c)
+            if (isa >= CPU_ISA_AVX512 && i0 + TI <= c && j0 + TJ <= c)
                 tile_avx512(a, d, n, PS, c, i0, j0, g);
             else if (isa == CPU_ISA_AVX2 && i0 + TI <= c && j0 + TJ <= c)
                 tile_avx2(a, d, n, PS, c, i0, j0, g);
