@@ -168,6 +168,19 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) static void pair_ro
     memset(out + (size_t)n * c2, 0, (size_t)(rows - n) * c2 * sizeof(uint32_t));
 }
 
+/* the panels' rows 2k and 2k + 1 as rows of pairs (a zero row after an odd c), into sp */
+static const uint32_t *pair_panels(const panels *P, uint32_t *sp)
+{
+    const int c = P->c, pw = P->pw;
+    for (int p = 0; p < P->npanels; p++)
+        for (int k = 0; k < P->c2; k++)
+            for (int j = 0; j < pw; j++) {
+                const float *col = P->s + (size_t)p * c * pw + j;
+                sp[((size_t)p * P->c2 + k) * pw + j] = pair_of(col[(size_t)(2 * k) * pw], 2 * k + 1 < c ? col[(size_t)(2 * k + 1) * pw] : 0.f);
+            }
+    return sp;
+}
+
 /* The element offsets of the region's positions q0 .. q0+n-1 (row order) in their tensor, times c:
  * one division for the block, then steps along the row. */
 static void block_offsets(const nst_tensor *t, nst_rect r, size_t q0, int n, size_t *off)
@@ -346,16 +359,7 @@ static nst_status backward(cpu_impl *impl, const nst_tensor *f, nst_rect seed, c
     NST_TRY(scratch(impl, (sfloats + spairs + per * (size_t)threads) * sizeof(float), &buf));
     pack_panels(d, scale, c, pw, bf, buf);
     P.s = buf;
-    if (pairs) {
-        uint32_t *sp = (uint32_t *)(buf + sfloats);
-        for (int p = 0; p < P.npanels; p++)
-            for (int k = 0; k < P.c2; k++)
-                for (int j = 0; j < pw; j++) {
-                    const float *col = buf + (size_t)p * c * pw + j;
-                    sp[((size_t)p * P.c2 + k) * pw + j] = pair_of(col[(size_t)(2 * k) * pw], 2 * k + 1 < c ? col[(size_t)(2 * k + 1) * pw] : 0.f);
-                }
-        P.sp = sp;
-    }
+    if (pairs) P.sp = pair_panels(&P, (uint32_t *)(buf + sfloats));
     const size_t npos = (size_t)nst_rect_area(seed), nblocks = (npos + BLOCK - 1) / BLOCK;
 #pragma omp parallel num_threads(threads)
     {
