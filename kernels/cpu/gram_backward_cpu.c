@@ -18,8 +18,8 @@
  * How. S is packed once per call into panels of PW columns (zero-padded); the region's positions
  * go in blocks of BLOCK rows, each converted (and weighted) into fp32 rows, and every panel runs
  * over the block in micro-tiles of R rows x PW columns held in registers (AVX-512: 8 x 32, AVX2:
- * 6 x 16; AVX512_BF16 takes the rows and panels as channel pairs, an unmasked row's pairs read
- * straight from the tensor). Each tile's dF lines are prefetched before its sums and added with vectors (the bf16
+ * 6 x 16; AVX512_BF16 takes the rows and panels as channel pairs, a row's pairs made straight
+ * from the tensor). Each tile's dF lines are prefetched before its sums and added with vectors (the bf16
  * rounding done with integer operations, bit for bit nst_f32_to_bf16's): with 64 or 128 channels
  * the sums are short, and a scalar add that waited on memory took as long as they did (relu1_1
  * and relu2_1 at 512 x 384 in bf16: 10.4 and 10.9 ms, now 6.1 and 4.5, bench/gram_layers).
@@ -153,17 +153,24 @@ static void pair_rows(const float *x, int rows, int c, uint32_t *out)
         }
 }
 
-/* Unmasked bf16 with an even c: a position's pairs straight from the tensor, each 32-bit word of
- * two channels (2k low, 2k + 1 high) with its halves swapped; zero rows up to `rows`. Moves only,
- * so the machine's widest vectors (target_clones) change no bit. */
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void pair_rows_bf16(const nst_tensor *f, const size_t *off, int n,
-                                                                                      int rows, uint32_t *out)
+/* bf16 with an even c: a position's pairs straight from the tensor, each 32-bit word of two
+ * channels (2k low, 2k + 1 high) with its halves swapped, or with a mask m_p f_p rounded to bf16
+ * as pack_rows rounds it; zero rows up to `rows`. Moves, or one product and its rounding, so the
+ * machine's widest vectors (target_clones) change no bit. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void pair_rows_bf16(const nst_tensor *f, const size_t *off,
+                                                                                      const nst_tensor *m, int n, int rows, uint32_t *out)
 {
     const int c2 = f->c / 2;
     for (int k = 0; k < n; k++) {
         const nst_bf16 *src = (const nst_bf16 *)f->data + off[k];
         uint32_t *o = out + (size_t)k * c2;
-        for (int i = 0; i < c2; i++) o[i] = (uint32_t)src[2 * i] << 16 | src[2 * i + 1];
+        if (m) {
+            const float w = ((const float *)m->data)[off[k] / (size_t)f->c];
+            for (int i = 0; i < c2; i++)
+                o[i] = (uint32_t)nst_f32_to_bf16(w * nst_bf16_to_f32(src[2 * i])) << 16 | nst_f32_to_bf16(w * nst_bf16_to_f32(src[2 * i + 1]));
+        } else {
+            for (int i = 0; i < c2; i++) o[i] = (uint32_t)src[2 * i] << 16 | src[2 * i + 1];
+        }
     }
     memset(out + (size_t)n * c2, 0, (size_t)(rows - n) * c2 * sizeof(uint32_t));
 }
@@ -371,8 +378,8 @@ static nst_status backward(cpu_impl *impl, const nst_tensor *f, nst_rect seed, c
             int n = npos - q0 < BLOCK ? (int)(npos - q0) : BLOCK;
             size_t off[BLOCK];
             block_offsets(f, seed, q0, n, off);
-            if (pairs && !m && c % 2 == 0) {
-                pair_rows_bf16(f, off, n, BLOCK, ap);
+            if (pairs && c % 2 == 0) {
+                pair_rows_bf16(f, off, m, n, BLOCK, ap);
             } else {
                 pack_rows(f, off, m, n, BLOCK, bf, a);
                 if (pairs) pair_rows(a, BLOCK, c, ap);
