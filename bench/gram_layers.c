@@ -101,12 +101,12 @@ int main(int argc, char **argv)
         double r[4];
         one_layer(be, l, W, H, reps, use_mask, r);
         ts += r[0], tb += r[1], fs += r[2], fb += r[3];
-        printf("| %s | %dx%d | %d | %.2f | %.0f | %.2f | %.0f |\n", style_name[l], W / style_div[l], H / style_div[l], style_c[l],
+        printf("| %s | %dx%d | %d | %.2f | %.3g | %.2f | %.3g |\n", style_name[l], W / style_div[l], H / style_div[l], style_c[l],
                r[0] * 1e3, r[2] / r[0] / 1e9, r[1] * 1e3, r[3] / r[1] / 1e9);
         fprintf(stderr, "{\"layer\": \"%s\", \"c\": %d, \"sums_s\": %.6e, \"backward_s\": %.6e, \"precision\": \"%s\", \"mask\": %d}\n",
                 style_name[l], style_c[l], r[0], r[1], nst_precision_name(be->precision), use_mask);
     }
-    printf("| **all 5** | | | %.2f | **%.0f** | %.2f | **%.0f** |\n", ts * 1e3, fs / ts / 1e9, tb * 1e3, fb / tb / 1e9);
+    printf("| **all 5** | | | %.2f | **%.3g** | %.2f | **%.3g** |\n", ts * 1e3, fs / ts / 1e9, tb * 1e3, fb / tb / 1e9);
     nst_backend_close(be);
     return 0;
 usage:

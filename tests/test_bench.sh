@@ -36,7 +36,7 @@ if [ $status -eq 2 ] && grep -q '^usage: conv_layers' <<<"$out"; then ok "conv_l
 
 for mask in "" --mask; do
   out=$("$GRAM" --device cpu --size 64x32 --reps 1 $mask 2>"$T/gram.json"); status=$?
-  rows=$(grep -cE '^\| relu[1-5]_1 \| [0-9]+x[0-9]+ \| [0-9]+ \| [0-9.]+ \| [0-9]+ \| [0-9.]+ \| [0-9]+ \|$' <<<"$out")
+  rows=$(grep -cE '^\| relu[1-5]_1 \| [0-9]+x[0-9]+ \| [0-9]+ \| [0-9.]+ \| [0-9.e+-]+ \| [0-9.]+ \| [0-9.e+-]+ \|$' <<<"$out")
   zero=$(grep -E '^\| relu' <<<"$out" | awk -F'|' '$6 + 0 <= 0 || $8 + 0 <= 0' | wc -l)
   if [ $status -eq 0 ] && [ "$rows" -eq 5 ] && [ "$zero" -eq 0 ] && grep -q '^| \*\*all 5\*\*' <<<"$out" &&
      [ "$(grep -c "\"mask\": $([ -n "$mask" ] && echo 1 || echo 0)" "$T/gram.json")" -eq 5 ] && grep -q '| relu3_1 | 16x8 | 256 |' <<<"$out"; then
