@@ -19,12 +19,12 @@
  * go in blocks of BLOCK rows, each converted (and weighted) into fp32 rows, and every panel runs
  * over the block in micro-tiles of R rows x PW columns held in registers (AVX-512: 8 x 32, AVX2:
  * 6 x 16; AVX512_BF16 takes the rows and panels as channel pairs, a row's pairs made straight
- * from the tensor). Each tile's dF lines are prefetched before its sums and added with vectors (the bf16
- * rounding done with integer operations, bit for bit nst_f32_to_bf16's): with 64 or 128 channels
- * the sums are short, and a scalar add that waited on memory took as long as they did (relu1_1
- * and relu2_1 at 512 x 384 in bf16: 10.4 and 10.9 ms, now 6.1 and 4.5, bench/gram_layers).
- * Threads take whole blocks. Scratch: the panels (at most C x C floats plus padding) and one
- * block per thread. */
+ * from the tensor). Each tile's dF lines are prefetched before its sums and added with vectors
+ * (the bf16 rounding done with integer operations, bit for bit nst_f32_to_bf16's): with 64 or
+ * 128 channels the sums are short, and a scalar add that waited on memory took as long as they
+ * did (relu1_1 and relu2_1 at 512 x 384 in bf16: 10.4 and 10.9 ms, now 6.1 and 4.5,
+ * bench/gram_layers). Threads take whole blocks. Scratch: the panels (at most C x C floats plus
+ * padding, and their pairs) and one block per thread. */
 #include <immintrin.h>
 #include <math.h>
 #include <omp.h>
@@ -142,34 +142,25 @@ static inline uint32_t pair_of(float a, float b)
     return (ua & 0xffff0000u) | ub >> 16;
 }
 
-/* rows of fp32 values (bf16 values, rows of c) as rows of c2 pairs, a zero after an odd c */
-static void pair_rows(const float *x, int rows, int c, uint32_t *out)
-{
-    const int c2 = (c + 1) / 2;
-    for (int r = 0; r < rows; r++)
-        for (int k = 0; k < c2; k++) {
-            const float *v = x + (size_t)r * c + 2 * k;
-            out[(size_t)r * c2 + k] = pair_of(v[0], 2 * k + 1 < c ? v[1] : 0.f);
-        }
-}
-
-/* bf16 with an even c: a position's pairs straight from the tensor, each 32-bit word of two
- * channels (2k low, 2k + 1 high) with its halves swapped, or with a mask m_p f_p rounded to bf16
- * as pack_rows rounds it; zero rows up to `rows`. Moves, or one product and its rounding, so the
- * machine's widest vectors (target_clones) change no bit. */
+/* A bf16 position's pairs straight from the tensor: channels 2k (high half) and 2k + 1 (low), a
+ * zero after an odd c; with a mask m_p f_p rounded to bf16 as pack_rows rounds it; zero rows up
+ * to `rows`. Moves, or one product and its rounding, so the machine's widest vectors
+ * (target_clones) change no bit. */
 __attribute__((target_clones("avx512f", "avx2", "default"))) static void pair_rows_bf16(const nst_tensor *f, const size_t *off,
                                                                                       const nst_tensor *m, int n, int rows, uint32_t *out)
 {
-    const int c2 = f->c / 2;
+    const int c = f->c, c2 = (c + 1) / 2;
     for (int k = 0; k < n; k++) {
         const nst_bf16 *src = (const nst_bf16 *)f->data + off[k];
         uint32_t *o = out + (size_t)k * c2;
         if (m) {
-            const float w = ((const float *)m->data)[off[k] / (size_t)f->c];
-            for (int i = 0; i < c2; i++)
+            const float w = ((const float *)m->data)[off[k] / (size_t)c];
+            for (int i = 0; i < c / 2; i++)
                 o[i] = (uint32_t)nst_f32_to_bf16(w * nst_bf16_to_f32(src[2 * i])) << 16 | nst_f32_to_bf16(w * nst_bf16_to_f32(src[2 * i + 1]));
+            if (c % 2) o[c2 - 1] = (uint32_t)nst_f32_to_bf16(w * nst_bf16_to_f32(src[c - 1])) << 16;
         } else {
-            for (int i = 0; i < c2; i++) o[i] = (uint32_t)src[2 * i] << 16 | src[2 * i + 1];
+            for (int i = 0; i < c / 2; i++) o[i] = (uint32_t)src[2 * i] << 16 | src[2 * i + 1];
+            if (c % 2) o[c2 - 1] = (uint32_t)src[c - 1] << 16;
         }
     }
     memset(out + (size_t)n * c2, 0, (size_t)(rows - n) * c2 * sizeof(uint32_t));
@@ -359,9 +350,9 @@ static nst_status backward(cpu_impl *impl, const nst_tensor *f, nst_rect seed, c
     const int c = f->c, pw = isa >= CPU_ISA_AVX512 ? 32 : isa == CPU_ISA_AVX2 ? 16 : 8, pairs = isa == CPU_ISA_AVX512_BF16;
     const int threads = omp_get_max_threads();
     panels P = {c, pw, (c + pw - 1) / pw, NULL, (c + 1) / 2, NULL};
-    /* 4-byte words: the panels, their pairs, and each thread's block (fp32 rows and their pairs) */
+    /* 4-byte words: the panels, their pairs, and each thread's block (fp32 rows, or their pairs) */
     const size_t sfloats = (size_t)P.npanels * c * pw, spairs = pairs ? (size_t)P.npanels * P.c2 * pw : 0;
-    const size_t afloats = (size_t)BLOCK * c, apairs = pairs ? (size_t)BLOCK * P.c2 : 0, per = afloats + apairs;
+    const size_t per = (size_t)BLOCK * (pairs ? P.c2 : c);
     float *buf;
     NST_TRY(scratch(impl, (sfloats + spairs + per * (size_t)threads) * sizeof(float), &buf));
     pack_panels(d, scale, c, pw, bf, buf);
@@ -371,19 +362,17 @@ static nst_status backward(cpu_impl *impl, const nst_tensor *f, nst_rect seed, c
 #pragma omp parallel num_threads(threads)
     {
         float *a = buf + sfloats + spairs + per * (size_t)omp_get_thread_num();
-        uint32_t *ap = (uint32_t *)(a + afloats);
+        uint32_t *ap = (uint32_t *)a;
 #pragma omp for schedule(static)
         for (size_t b = 0; b < nblocks; b++) {
             size_t q0 = b * BLOCK;
             int n = npos - q0 < BLOCK ? (int)(npos - q0) : BLOCK;
             size_t off[BLOCK];
             block_offsets(f, seed, q0, n, off);
-            if (pairs && c % 2 == 0) {
+            if (pairs)
                 pair_rows_bf16(f, off, m, n, BLOCK, ap);
-            } else {
+            else
                 pack_rows(f, off, m, n, BLOCK, bf, a);
-                if (pairs) pair_rows(a, BLOCK, c, ap);
-            }
             block(&P, isa, a, ap, n, df, off, bf);
         }
     }
