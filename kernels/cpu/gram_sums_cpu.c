@@ -1,10 +1,11 @@
 /* kernels/cpu/gram_sums_cpu.c: the Gram sums G += F^T F in double, over a region of an fp32 or
- * bf16 NHWC tensor, and the guided sums G += (m F)^T F of a mask m.
+ * bf16 NHWC tensor, and the guided sums G += (m F)^T F of a mask m: the op gram_accumulate, which
+ * the lagged strategy, the style target of a single image and the op harness use. The exact
+ * strategies sum in fixed point instead (gram_fixed_cpu.c), whose sums do not depend on the order
+ * at all; these depend on it in fp64's last places.
  *
  * Why double, and why this order. Every product of two fp32 (or bf16) values is exact in double,
- * and the sum of a few million of them keeps about 30 bits more than fp32 needs, so the sums of a
- * tiled image (tile by tile, rank by rank) round to the same fp32 matrix as the whole image's:
- * what makes a tiled render equal the one-tile render. Each entry G[i][j] (j >= i, the upper
+ * and the sum of a few million of them keeps about 30 bits more than fp32 needs. Each entry G[i][j] (j >= i, the upper
  * triangle) is one sequential sum over the region's positions in row order, G += f_p[i] f_p[j],
  * whatever the thread count, blocking or instruction set: a fused multiply-add of an exact
  * product rounds exactly as a multiply and an add do, so the AVX-512 path and the portable one
@@ -28,16 +29,12 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "../../util/mem.h"
 #include "cpu.h"
+#include "gram_blocks_cpu.h"
 
-#define TI 8
-#define TJ 16
-#define BLOCK_DOUBLES 65536 /* 512 KiB of converted positions */
-/* A block's positions are rows of PS doubles: the c channels and a cache line more, so that rows
- * 2 or 4 KiB apart (256 and 512 channels) do not all fall in one set of the L1 cache, which made
- * the AVX2 tiles, reading each row four times, half as fast at 512 channels. */
-#define AT(x, p, i) (x)[(size_t)(p) * PS + (size_t)(i)]
+#define TI GB_TI
+#define TJ GB_TJ
+#define AT GB_AT
 
 /* The multiply-add of a tile's sums. Fused where the product is exact (f f: 48 bits), which
  * rounds as a multiply and an add do; a masked product (m f) f is not exact, so it is rounded by a
@@ -149,7 +146,7 @@ static void tile_scalar(const double *a, const double *d, int P, size_t PS, int 
 static inline __attribute__((always_inline)) void convert(const nst_tensor *f, nst_rect own, const nst_tensor *m, size_t q, int k,
                                                           size_t PS, double *d, double *a, int bf)
 {
-    size_t at = (size_t)(own.y + (int)(q / (size_t)own.w)) * f->w + own.x + (int)(q % (size_t)own.w), src = at * f->c;
+    size_t at = gb_position(f, own, q), src = at * f->c;
     for (int i = 0; i < f->c; i++) AT(d, k, i) = cpu_ld(f->data, src + i, bf);
     if (m) {
         double w = ((const float *)m->data)[at];
@@ -164,22 +161,12 @@ nst_status cpu_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect ow
     NST_TRY(cpu_check_region(f, own, "gram"));
     NST_TRY(nst_tensor_check_mask(f, m, "gram"));
     if (nst_rect_empty(own)) return NST_OK;
-    const int c = f->c, bf = f->dt == NST_BF16, cpad = (c + 7) / 8 * 8 + 8;
-    const int P = BLOCK_DOUBLES / cpad > 0 ? BLOCK_DOUBLES / cpad : 1;
-    const size_t PS = (size_t)cpad, need = (m ? 2 : 1) * (size_t)P * cpad; /* the positions, and their weighted copies */
-    if (need > impl->dscratch_cap) {
-        nst_free(impl->dscratch);
-        impl->dscratch = nst_alloc_array(need, sizeof(double), "Gram positions");
-        impl->dscratch_cap = impl->dscratch ? need : 0;
-        if (!impl->dscratch) return NST_ENOMEM;
-    }
-    double *d = impl->dscratch, *a = m ? d + (size_t)P * cpad : d;
-    /* the tiles touching the upper triangle, row blocks of TI by column blocks of TJ */
-    int ntiles = 0, cap = ((c + TI - 1) / TI) * ((c + TJ - 1) / TJ);
-    int *tiles = nst_alloc_array((size_t)cap, 2 * sizeof(int), "Gram tiles");
-    if (!tiles) return NST_ENOMEM;
-    for (int i0 = 0; i0 < c; i0 += TI)
-        for (int j0 = i0 / TJ * TJ; j0 < c; j0 += TJ) tiles[2 * ntiles] = i0, tiles[2 * ntiles + 1] = j0, ntiles++;
+    const int c = f->c, bf = f->dt == NST_BF16;
+    gb_plan pl;
+    NST_TRY(gb_plan_make(impl, c, m != NULL, &pl));
+    const int P = pl.P, ntiles = pl.ntiles, *tiles = pl.tiles;
+    const size_t PS = pl.PS;
+    double *d = pl.d, *a = pl.a;
     const size_t npos = (size_t)nst_rect_area(own);
     const cpu_isa_level isa = cpu_kernels_isa();
 #pragma omp parallel
@@ -203,6 +190,6 @@ nst_status cpu_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect ow
                 tile_scalar(a, d, n, PS, c, i0, j0, g);
         }
     }
-    nst_free(tiles);
+    gb_plan_free(&pl);
     return NST_OK;
 }

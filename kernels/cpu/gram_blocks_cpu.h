@@ -1,0 +1,62 @@
+/* kernels/cpu/gram_blocks_cpu.h: the blocking the two Gram-sum kernels share (the fp64 sums,
+ * gram_sums_cpu.c, and the fixed-point ones, gram_fixed_cpu.c): a region's positions taken in
+ * blocks converted to rows of doubles (a block fits in L2), and the 8 x 16 tiles of G that touch
+ * its upper triangle, which the threads share out over each block. */
+#ifndef NST_GRAM_BLOCKS_CPU_H
+#define NST_GRAM_BLOCKS_CPU_H
+
+#include "../../util/mem.h"
+#include "cpu.h"
+
+#define GB_TI 8
+#define GB_TJ 16
+#define GB_BLOCK_DOUBLES 65536 /* 512 KiB of converted positions */
+/* A block's positions are rows of PS doubles: the c channels and a cache line more, so that rows
+ * 2 or 4 KiB apart (256 and 512 channels) do not all fall in one set of the L1 cache, which made
+ * the AVX2 tiles, reading each row four times, half as fast at 512 channels. */
+#define GB_AT(x, p, i) (x)[(size_t)(p) * PS + (size_t)(i)]
+
+typedef struct {
+    int P;          /* positions per block */
+    size_t PS;      /* doubles per position row */
+    double *d, *a;  /* the block's rows, and with a mask their weighted copies (a = d without) */
+    int *tiles;     /* (i0, j0) of each tile */
+    int ntiles;
+} gb_plan;
+
+/* the blocks and tiles for c channels, the rows in the backend's scratch */
+static inline nst_status gb_plan_make(cpu_impl *impl, int c, int masked, gb_plan *pl)
+{
+    const int cpad = (c + 7) / 8 * 8 + 8;
+    pl->P = GB_BLOCK_DOUBLES / cpad > 0 ? GB_BLOCK_DOUBLES / cpad : 1;
+    pl->PS = (size_t)cpad;
+    size_t need = (masked ? 2 : 1) * (size_t)pl->P * cpad;
+    if (need > impl->dscratch_cap) {
+        nst_free(impl->dscratch);
+        impl->dscratch = nst_alloc_array(need, sizeof(double), "Gram positions");
+        impl->dscratch_cap = impl->dscratch ? need : 0;
+        if (!impl->dscratch) return NST_ENOMEM;
+    }
+    pl->d = impl->dscratch;
+    pl->a = masked ? pl->d + (size_t)pl->P * cpad : pl->d;
+    int cap = ((c + GB_TI - 1) / GB_TI) * ((c + GB_TJ - 1) / GB_TJ);
+    pl->tiles = nst_alloc_array((size_t)cap, 2 * sizeof(int), "Gram tiles");
+    if (!pl->tiles) return NST_ENOMEM;
+    pl->ntiles = 0;
+    for (int i0 = 0; i0 < c; i0 += GB_TI)
+        for (int j0 = i0 / GB_TJ * GB_TJ; j0 < c; j0 += GB_TJ) {
+            pl->tiles[2 * pl->ntiles] = i0, pl->tiles[2 * pl->ntiles + 1] = j0;
+            pl->ntiles++;
+        }
+    return NST_OK;
+}
+
+static inline void gb_plan_free(gb_plan *pl) { nst_free(pl->tiles); }
+
+/* the tensor position of the region's q-th position in row order */
+static inline size_t gb_position(const nst_tensor *f, nst_rect own, size_t q)
+{
+    return (size_t)(own.y + (int)(q / (size_t)own.w)) * f->w + own.x + (int)(q % (size_t)own.w);
+}
+
+#endif
