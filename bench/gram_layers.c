@@ -4,11 +4,13 @@
  * are fast (AMX).
  *
  *   build/bench/gram_layers [--device auto|cpu|cuda] [--precision auto|fp32|bf16|...]
- *                           [--size WxH] [--reps N] [--mask]
+ *                           [--size WxH] [--reps N] [--mask] [--fp64]
  *
  * relu1_1 (64 channels) at W x H, relu2_1 (128) at W/2, relu3_1 (256) at W/4, relu4_1 and relu5_1
  * (512) at W/8 and W/16, post-ReLU random features (half zeros); --mask weights the positions by a
- * random mask (the guided Gram). Two warm-up calls, then the median of --reps. FLOPs: the sums
+ * random mask (the guided Gram). The sums are those renders run: the fixed-point ones where the
+ * backend has them (gram_fixed, the CPU; at the bound the features need), else the fp64 ones
+ * (gram_accumulate); --fp64 times the fp64 ones regardless. Two warm-up calls, then the median of --reps. FLOPs: the sums
  * compute the upper triangle, N c (c + 1) (a multiply and an add each); the backward N c^2 * 2.
  * Prints a markdown table and one JSON line per layer on stderr. */
 #include <stdio.h>
@@ -26,6 +28,8 @@ typedef struct {
     double *g;
     float *d;
     int use_mask;
+    int64_t *x; /* the fixed-point sums, where timed */
+    int e;
 } gram_case;
 
 static double time_gram(gram_case *k, int bwd, int reps)
@@ -36,8 +40,11 @@ static double time_gram(gram_case *k, int bwd, int reps)
     const nst_tensor *m = k->use_mask ? &k->m : NULL;
     for (int r = -2; r < reps; r++) {
         double t0 = bench_now();
-        nst_status s = bwd ? k->be->ops->gram_backward(k->be, &k->f, all, m, k->d, 1e-3f, &k->df)
-                           : k->be->ops->gram_accumulate(k->be, &k->f, all, m, k->g);
+        int emax = NST_GRAM_EMIN;
+        nst_status s = bwd    ? k->be->ops->gram_backward(k->be, &k->f, all, m, k->d, 1e-3f, &k->df)
+                       : k->x ? k->be->ops->gram_fixed(k->be, &k->f, all, m, k->e, k->x, &emax)
+                              : k->be->ops->gram_accumulate(k->be, &k->f, all, m, k->g);
+        if (s == NST_OK && emax > k->e) s = NST_ERUNTIME;
         if (s == NST_OK) s = k->be->ops->synchronize(k->be);
         if (s != NST_OK) bench_die(bwd ? "gram_backward" : "gram_accumulate");
         if (r >= 0) t[r] = bench_now() - t0;
@@ -48,10 +55,10 @@ static double time_gram(gram_case *k, int bwd, int reps)
 }
 
 /* one style layer: its tensors, d symmetric, both ops timed; returns {sums s, backward s, flops} */
-static void one_layer(nst_backend *be, int l, int W, int H, int reps, int use_mask, double out[4])
+static void one_layer(nst_backend *be, int l, int W, int H, int reps, int use_mask, int fp64, double out[4])
 {
     const int c = style_c[l], w = W / style_div[l], h = H / style_div[l];
-    gram_case k = {be, {0}, {0}, {0}, NULL, NULL, use_mask};
+    gram_case k = {be, {0}, {0}, {0}, NULL, NULL, use_mask, NULL, 0};
     if (nst_tensor_alloc(be, h, w, c, be->act_dtype, &k.f) != NST_OK || nst_tensor_alloc(be, h, w, c, be->act_dtype, &k.df) != NST_OK ||
         nst_tensor_alloc(be, h, w, 1, NST_F32, &k.m) != NST_OK)
         bench_die("tensors");
@@ -66,10 +73,17 @@ static void one_layer(nst_backend *be, int l, int W, int H, int reps, int use_ma
         for (int j = i; j < c; j++) d[i * c + j] = d[j * c + i] = bench_urand();
     if (be->ops->upload(be, k.d, d, (size_t)c * c, NST_F32) != NST_OK) bench_die("upload");
     nst_free(d);
+    if (be->ops->gram_fixed && !fp64) { /* the bound the features need: a first call finds it */
+        k.e = NST_GRAM_EMIN;
+        if (be->ops->alloc(be, 2 * (size_t)c * c * sizeof(int64_t), (void **)&k.x) != NST_OK ||
+            be->ops->gram_fixed(be, &k.f, nst_rect_make(0, 0, w, h), use_mask ? &k.m : NULL, NST_GRAM_EMIN, k.x, &k.e) != NST_OK)
+            bench_die("fixed-point Gram sums");
+    }
     double n = (double)w * h;
     out[0] = time_gram(&k, 0, reps), out[1] = time_gram(&k, 1, reps);
     out[2] = n * c * (c + 1.0), out[3] = 2.0 * n * c * c;
     be->ops->free(be, k.g), be->ops->free(be, k.d);
+    if (k.x) be->ops->free(be, k.x);
     nst_tensor_free(be, &k.f), nst_tensor_free(be, &k.df), nst_tensor_free(be, &k.m);
 }
 
@@ -77,10 +91,11 @@ int main(int argc, char **argv)
 {
     bench_name = "gram_layers";
     const char *device = "auto", *prec = "auto";
-    int W = 512, H = 384, reps = 10, use_mask = 0;
+    int W = 512, H = 384, reps = 10, use_mask = 0, fp64 = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--mask") == 0) { use_mask = 1; continue; }
+        if (strcmp(a, "--fp64") == 0) { fp64 = 1; continue; }
         if (!v) goto usage;
         if (strcmp(a, "--device") == 0) device = v;
         else if (strcmp(a, "--precision") == 0) prec = v;
@@ -94,23 +109,24 @@ int main(int argc, char **argv)
                              .gpu_sharers = 1, .memory_gb = 0, .collective_ranks = 1};
     nst_backend *be;
     if (nst_backend_open_with(&o, &be) != NST_OK) bench_die("opening the backend");
-    printf("# Gram ops, image %dx%d%s: %s\n\n", W, H, use_mask ? ", masked" : "", be->description);
+    const int fixed = be->ops->gram_fixed && !fp64;
+    printf("# Gram ops, image %dx%d%s, %s sums: %s\n\n", W, H, use_mask ? ", masked" : "", fixed ? "fixed-point" : "fp64", be->description);
     printf("| layer | W x H | C | sums ms | GFLOP/s | backward ms | GFLOP/s |\n|---|---|---|---|---|---|---|\n");
     double ts = 0, tb = 0, fs = 0, fb = 0;
     for (int l = 0; l < 5; l++) {
         double r[4];
-        one_layer(be, l, W, H, reps, use_mask, r);
+        one_layer(be, l, W, H, reps, use_mask, fp64, r);
         ts += r[0], tb += r[1], fs += r[2], fb += r[3];
         printf("| %s | %dx%d | %d | %.2f | %.3g | %.2f | %.3g |\n", style_name[l], W / style_div[l], H / style_div[l], style_c[l],
                r[0] * 1e3, r[2] / r[0] / 1e9, r[1] * 1e3, r[3] / r[1] / 1e9);
-        fprintf(stderr, "{\"layer\": \"%s\", \"c\": %d, \"sums_s\": %.6e, \"backward_s\": %.6e, \"precision\": \"%s\", \"mask\": %d}\n",
-                style_name[l], style_c[l], r[0], r[1], nst_precision_name(be->precision), use_mask);
+        fprintf(stderr, "{\"layer\": \"%s\", \"c\": %d, \"sums_s\": %.6e, \"backward_s\": %.6e, \"precision\": \"%s\", \"mask\": %d, \"sums\": \"%s\"}\n",
+                style_name[l], style_c[l], r[0], r[1], nst_precision_name(be->precision), use_mask, fixed ? "fixed" : "fp64");
     }
     printf("| **all 5** | | | %.2f | **%.3g** | %.2f | **%.3g** |\n", ts * 1e3, fs / ts / 1e9, tb * 1e3, fb / tb / 1e9);
     nst_backend_close(be);
     return 0;
 usage:
     fprintf(stderr, "usage: gram_layers [--device auto|cpu|cuda] [--precision auto|fp32|bf16|...] [--size WxH (multiples of 16)] "
-                    "[--reps N] [--mask]\n");
+                    "[--reps N] [--mask] [--fp64]\n");
     return 2;
 }

@@ -1,7 +1,9 @@
-/* kernels/backend.c: choosing and opening a backend (run.device), and tensor allocation. */
+/* kernels/backend.c: choosing and opening a backend (run.device), tensor allocation, and the
+ * values of the fixed-point Gram sums. */
 #define _GNU_SOURCE /* sched_getaffinity */
 #include "backend.h"
 
+#include <math.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -218,4 +220,14 @@ void nst_tensor_free(nst_backend *be, nst_tensor *t)
 {
     if (t->data) be->ops->free(be, t->data);
     t->data = NULL;
+}
+
+void nst_gram_fixed_to_double(const int64_t *acc, int c, int e, int bad, double *g)
+{
+    for (int i = 0; i < c; i++)
+        for (int j = i; j < c; j++) {
+            const size_t at = (size_t)i * c + j;
+            const int64_t hi = acc[(size_t)c * c + at] + (acc[at] >> 40), lo = acc[at] & ((1LL << 40) - 1);
+            g[(size_t)i * c + j] = bad ? NAN : ldexp((double)hi * 0x1p40 + (double)lo, 2 * e - 43); /* hi < 2^53: exact */
+        }
 }

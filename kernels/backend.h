@@ -20,6 +20,7 @@
 #define NST_BACKEND_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../tiler/rect.h"
 #include "../util/status.h"
@@ -129,7 +130,24 @@ typedef struct {
     /* named ranges around phases, for profilers (NVTX on CUDA; nothing on the CPU) */
     void (*range_push)(nst_backend *, const char *name);
     void (*range_pop)(nst_backend *);
+
+    /* The Gram sums in fixed point, order-independent (NULL where a backend has none: the CUDA
+     * one, whose tiles are not exact anyway). acc (2 c c int64; for entry (i, j >= i)
+     * lo = acc[i c + j] in [0, 2^40) and hi = acc[c c + i c + j], the value lo + 2^40 hi) +=
+     * sum over own of floor((m_p f_p[i]) f_p[j] 2^(43 - 2e)): the products rounded down to
+     * multiples of 2^(2e - 43), summed exactly, given every |f| < 2^e and masks in [0, 1].
+     * *emax = max(*emax, the smallest k with every |f| < 2^k over own): NST_GRAM_EMIN with all
+     * zeros, NST_GRAM_ENONFINITE with a NaN or infinity (or a mask weight outside [0, 1]); where
+     * it exceeds e the call added nothing valid (the caller sums again with e = that bound). */
+    nst_status (*gram_fixed)(nst_backend *, const nst_tensor *f, nst_rect own, const nst_tensor *m, int e, int64_t *acc, int *emax);
 } nst_backend_ops;
+
+#define NST_GRAM_EMIN (-1000)
+#define NST_GRAM_ENONFINITE 100000
+/* g's upper triangle (c x c, host memory) = the values of gram_fixed's sums acc at bound 2^e, after
+ * they are added over ranks (lo may then exceed 2^40): lo + 2^40 hi rounded once to double, times
+ * the grid 2^(2e - 43); NaN everywhere with bad (a feature was not finite). */
+void nst_gram_fixed_to_double(const int64_t *acc, int c, int e, int bad, double *g);
 
 /* The memory at a phase boundary (nst_backend_mark): the device's free memory (GPU backends;
  * 0 on the CPU) and the backend's own buffers. */

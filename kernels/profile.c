@@ -90,6 +90,10 @@ static nst_status p_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_re
 {
     TIMED(be, "gram_accumulate", f->c, 0, REAL(be)->gram_accumulate(be, f, own, m, g));
 }
+static nst_status p_gram_fixed(nst_backend *be, const nst_tensor *f, nst_rect own, const nst_tensor *m, int e, int64_t *acc, int *emax)
+{
+    TIMED(be, "gram_fixed", f->c, 0, REAL(be)->gram_fixed(be, f, own, m, e, acc, emax));
+}
 static nst_status p_gram_diff(nst_backend *be, const double *g, const double *gp, double s, const float *a, int c, float *d, double *ss)
 {
     TIMED(be, "gram_diff", c, 0, REAL(be)->gram_diff(be, g, gp, s, a, c, d, ss));
@@ -136,6 +140,7 @@ nst_status nst_profile_attach(nst_backend *be)
     p->ops.preprocess = p_preprocess;
     p->ops.preprocess_backward = p_preprocess_backward;
     p->ops.gram_accumulate = p_gram_accumulate;
+    if (p->ops.gram_fixed) p->ops.gram_fixed = p_gram_fixed;
     p->ops.gram_diff = p_gram_diff;
     p->ops.gram_backward = p_gram_backward;
     p->ops.mse = p_mse;

@@ -28,6 +28,7 @@ suites=(
   "test_config|$B/tests/test_config"
   "test_geometry|$B/tests/test_geometry"
   "test_ops|$B/tests/test_ops"
+  "test_gram_fixed|$B/tests/test_gram_fixed"
   "test_device|mpirun --oversubscribe --bind-to none -np 3 $B/tests/test_device"
   "test_backend_ops|$B/tests/test_backend_ops"
   "test_cuda_none|env LD_LIBRARY_PATH=$B/tests/fake-nvml $B/tests/test_cuda_none"

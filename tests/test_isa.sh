@@ -10,6 +10,7 @@
 # of AMX's), so a machine with AVX-512 also guards the AVX2 machines many clusters run, an AVX2
 # machine guards SSE4.1, and an AMX machine its own level in the rest of the suite:
 # - test_ops: the ops against naive loops, the own kernels' paths giving the same bits;
+# - test_gram_fixed: the fixed-point Gram sums against their exact truth on the level's paths;
 # - test_backend_ops: the tiling's contracts (conv windows of every width and height, the Gram
 #   backward's rows) in fp32, and bf16 against fp32 where the level has bf16;
 # - a render on 2 ranks with 48 px tiles against one tile, bit for bit, in fp32 (and bf16 where
@@ -81,6 +82,7 @@ same() {
 
 for isa in "${below[@]}"; do
   suite test_ops "$B/tests/test_ops"
+  suite test_gram_fixed "$B/tests/test_gram_fixed"
   suite test_backend_ops "$B/tests/test_backend_ops"
   precs=(fp32)
   case $isa in AVX512_CORE*) precs+=(bf16) ;; esac

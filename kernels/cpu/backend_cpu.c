@@ -189,6 +189,7 @@ static const nst_backend_ops cpu_ops = {
     .preprocess = cpu_preprocess,
     .preprocess_backward = cpu_preprocess_backward,
     .gram_accumulate = cpu_gram_accumulate,
+    .gram_fixed = cpu_gram_fixed,
     .gram_diff = hooked_gram_diff,
     .gram_backward = cpu_gram_backward,
     .mse = cpu_mse,

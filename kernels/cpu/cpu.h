@@ -2,7 +2,7 @@
  * reference every other backend is compared with: oneDNN's direct convolutions for the
  * convolutions, forward and backward-data (chosen by measurement over im2col + OpenBLAS, see
  * bench/results/cpu_conv_choice.md; the implementation by name, conv_pick_cpu.c), its own kernels
- * for the Gram sums in double and the Gram backward (AVX-512, AVX2 and portable paths with the
+ * for the Gram sums (in fixed point, gram_fixed_cpu.c, and in double) and the Gram backward (AVX-512, AVX2 and portable paths with the
  * same bits, isa_cpu.c), plain C with OpenMP for everything else. No result depends on the size of
  * the call that computes it, so a window gives the whole image's bits (the tiling's exactness).
  *
@@ -66,6 +66,7 @@ nst_status cpu_conv_forward(nst_backend *, nst_conv *, const nst_tensor *x, nst_
 nst_status cpu_conv_backward_data(nst_backend *, nst_conv *, const nst_tensor *dy, nst_tensor *dx);
 
 nst_status cpu_gram_accumulate(nst_backend *, const nst_tensor *f, nst_rect own, const nst_tensor *m, double *g);
+nst_status cpu_gram_fixed(nst_backend *, const nst_tensor *f, nst_rect own, const nst_tensor *m, int e, int64_t *acc, int *emax);
 nst_status cpu_gram_diff(nst_backend *, const double *g, const double *g_prev, double g_scale, const float *a, int c,
                          float *d, double *sumsq);
 nst_status cpu_gram_backward(nst_backend *, const nst_tensor *f, nst_rect seed, const nst_tensor *m, const float *d, float scale,

@@ -1,0 +1,251 @@
+/* kernels/cpu/gram_fixed_cpu.c: the Gram sums in fixed point, order-independent by construction:
+ * what makes a tiled render's global Gram the one-tile render's bits for every image, not with a
+ * high probability (the fp64 sums of gram_sums_cpu.c, added in another order over tiles and ranks,
+ * round to another fp32 value about once in 10^4..10^2 iterations).
+ *
+ * The number. With a layer's bound 2^e (every |f| < 2^e, the same on every rank: the caller's),
+ * each position's values are scaled to a = f 2^-(e+4), |a| < 1/16 (exact: a power of two; with a
+ * mask m in [0, 1] the row side is m a, exact in double as m has 16 bits and f 24). Entry (i, j)
+ * sums the integers K(p) = floor(a_i a_j / Q), Q = 2^-51, so the sum is an integer and its value
+ * sum K(p) Q 2^(2e+8) does not depend on the order, the blocking, the tiles or the ranks: integer
+ * addition is associative. Each K(p) is the product rounded down to a multiple of Q: at most Q
+ * 2^(2e+8) = 2^(2e-43) below it, 2^-43 of the bound squared.
+ *
+ * How, at the fp64 multiply-add rate. A chain q = 3; q = fma(a_i, a_j, q) rounded toward minus
+ * infinity, 128 positions long, stays in [2, 4), where doubles are exactly the multiples of Q (each
+ * |product| < 2^-8, so |q - 3| < 1/2); rounding down there commutes with adding a multiple of Q, so
+ * the chain ends at q = 3 + Q sum K(p) exactly, and its integer (bits of q minus bits of 3) is
+ * added to the tile's 64-bit sums. The AVX-512 path rounds down per instruction (embedded
+ * rounding), the AVX2 path under MXCSR's round-down mode, set and restored around each tile; the
+ * portable path computes the round-to-nearest fma and steps down one Q when the exact remainder
+ * (a second fma) is negative. All three are the same function of the data: the same bits.
+ *
+ * The sums: per entry (i, j >= i) two int64, lo in [0, 2^40) (the plane acc[0, c c)) and hi (the
+ * plane after it), the value lo + 2^40 hi (normalised after every block of positions, whose sums
+ * stay under 2^56). 2^40 hi stays under
+ * 2^83 for 2^32 positions, so nothing overflows; ranks add lo and hi as int64 and normalise.
+ *
+ * The bound is the caller's to choose, the same on every rank: *emax returns the smallest k with
+ * every |f| < 2^k over the region (NST_GRAM_EMIN for all zeros, NST_GRAM_ENONFINITE with a NaN
+ * or infinity), and where k > e the sums of that call are not valid (the caller sums again with a
+ * larger e: nst/optimise/objective.c). */
+#include <immintrin.h>
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+#include "../../util/mem.h"
+#include "cpu.h"
+#include "gram_blocks_cpu.h"
+
+#define CHAIN 128               /* products per chain: 128 x 2^-8 < 1/2 keeps q in [2, 4) */
+#define FIXQ 0x1p-51            /* the grid of [2, 4) */
+#define THREE_BITS 0x4008000000000000LL /* the bits of 3.0 */
+#define LO_BITS 40
+
+/* Chains of the tile's 8 x 16 entries over the block's n positions, CHAIN at a time, their integers
+ * added to k (8 x 16 int64). */
+#define RD512 (_MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
+#define ROWF512(r)                                                                                 \
+    do {                                                                                           \
+        const __m512d b = _mm512_set1_pd(fa[(r)]);                                                 \
+        c##r##0 = _mm512_fmadd_round_pd(b, x0, c##r##0, RD512);                                    \
+        c##r##1 = _mm512_fmadd_round_pd(b, x1, c##r##1, RD512);                                    \
+    } while (0)
+#define START512(r) __m512d c##r##0 = three, c##r##1 = three
+#define FLUSH512(r)                                                                                \
+    do {                                                                                           \
+        int64_t *kr = k + (r) * GB_TJ;                                                             \
+        _mm512_storeu_si512(kr, _mm512_add_epi64(_mm512_loadu_si512(kr), _mm512_sub_epi64(_mm512_castpd_si512(c##r##0), tb)));     \
+        _mm512_storeu_si512(kr + 8, _mm512_add_epi64(_mm512_loadu_si512(kr + 8), _mm512_sub_epi64(_mm512_castpd_si512(c##r##1), tb))); \
+    } while (0)
+
+__attribute__((target("avx512f,fma"))) static void chains_avx512(const double *a, const double *d, int n, size_t PS, int i0, int j0,
+                                                                 int64_t *k)
+{
+    const __m512d three = _mm512_set1_pd(3.0);
+    const __m512i tb = _mm512_set1_epi64(THREE_BITS);
+    for (int p0 = 0; p0 < n; p0 += CHAIN) {
+        const int p1 = p0 + CHAIN < n ? p0 + CHAIN : n;
+        START512(0); START512(1); START512(2); START512(3); START512(4); START512(5); START512(6); START512(7);
+        for (int p = p0; p < p1; p++) {
+            const double *f = &GB_AT(d, p, j0), *fa = &GB_AT(a, p, i0);
+            const __m512d x0 = _mm512_loadu_pd(f), x1 = _mm512_loadu_pd(f + 8);
+            ROWF512(0); ROWF512(1); ROWF512(2); ROWF512(3); ROWF512(4); ROWF512(5); ROWF512(6); ROWF512(7);
+        }
+        FLUSH512(0); FLUSH512(1); FLUSH512(2); FLUSH512(3); FLUSH512(4); FLUSH512(5); FLUSH512(6); FLUSH512(7);
+    }
+}
+
+/* AVX2: four sub-tiles of 4 x 8, each chain as above under MXCSR's round-down mode. */
+#define ROWF256(r)                                                                                 \
+    do {                                                                                           \
+        const __m256d b = _mm256_broadcast_sd(fa + (r));                                           \
+        c##r##0 = _mm256_fmadd_pd(b, x0, c##r##0);                                                 \
+        c##r##1 = _mm256_fmadd_pd(b, x1, c##r##1);                                                 \
+    } while (0)
+#define START256(r) __m256d c##r##0 = three, c##r##1 = three
+#define FLUSH256(r)                                                                                \
+    do {                                                                                           \
+        int64_t *kr = k + (si - i0 + (r)) * GB_TJ + (sj - j0);                                     \
+        __m256i *k0 = (__m256i *)kr, *k1 = (__m256i *)(kr + 4);                                   \
+        _mm256_storeu_si256(k0, _mm256_add_epi64(_mm256_loadu_si256(k0), _mm256_sub_epi64(_mm256_castpd_si256(c##r##0), tb))); \
+        _mm256_storeu_si256(k1, _mm256_add_epi64(_mm256_loadu_si256(k1), _mm256_sub_epi64(_mm256_castpd_si256(c##r##1), tb))); \
+    } while (0)
+
+__attribute__((target("avx2,fma"))) static void chains_avx2(const double *a, const double *d, int n, size_t PS, int i0, int j0,
+                                                            int64_t *k)
+{
+    const __m256d three = _mm256_set1_pd(3.0);
+    const __m256i tb = _mm256_set1_epi64x(THREE_BITS);
+    for (int si = i0; si < i0 + GB_TI; si += 4)
+        for (int sj = j0; sj < j0 + GB_TJ; sj += 8) {
+            if (sj + 8 <= si) continue; /* wholly below the diagonal */
+            for (int p0 = 0; p0 < n; p0 += CHAIN) {
+                const int p1 = p0 + CHAIN < n ? p0 + CHAIN : n;
+                START256(0); START256(1); START256(2); START256(3);
+                for (int p = p0; p < p1; p++) {
+                    const double *f = &GB_AT(d, p, sj), *fa = &GB_AT(a, p, si);
+                    const __m256d x0 = _mm256_loadu_pd(f), x1 = _mm256_loadu_pd(f + 4);
+                    ROWF256(0); ROWF256(1); ROWF256(2); ROWF256(3);
+                }
+                FLUSH256(0); FLUSH256(1); FLUSH256(2); FLUSH256(3);
+            }
+        }
+}
+
+/* round-down fma(x, y, q) for q and the result in [2, 4), by round-to-nearest operations: the
+ * nearest s, and one Q less where the exact remainder x y + (q - s) (q - s exact) is negative */
+static inline double fma_down(double x, double y, double q)
+{
+    double s = fma(x, y, q);
+    return fma(x, y, q - s) < 0 ? s - FIXQ : s;
+}
+
+/* one entry's chains, for any tile (the matrix's edge) and the portable path */
+static void chains_scalar(const double *a, const double *d, int n, size_t PS, int c, int i0, int j0, int64_t *k)
+{
+    for (int i = i0; i < i0 + GB_TI && i < c; i++)
+        for (int j = j0 > i ? j0 : i; j < j0 + GB_TJ && j < c; j++)
+            for (int p0 = 0; p0 < n; p0 += CHAIN) {
+                double q = 3.0;
+                for (int p = p0; p < n && p < p0 + CHAIN; p++) q = fma_down(GB_AT(a, p, i), GB_AT(d, p, j), q);
+                int64_t bits;
+                memcpy(&bits, &q, sizeof bits);
+                k[(i - i0) * GB_TJ + (j - j0)] += bits - THREE_BITS;
+            }
+}
+
+/* The tile's sums over the block's n positions, chain by chain, into acc (normalised). */
+static void tile_fixed(const double *a, const double *d, int n, size_t PS, int c, int i0, int j0, cpu_isa_level isa, int64_t *acc)
+{
+    int64_t k[GB_TI * GB_TJ] = {0};
+    const int full = i0 + GB_TI <= c && j0 + GB_TJ <= c;
+    unsigned csr = 0;
+    if (full && isa == CPU_ISA_AVX2) {
+        csr = _mm_getcsr();
+        _mm_setcsr((csr & ~0x6000u) | 0x2000u); /* round toward minus infinity */
+    }
+    if (full && isa >= CPU_ISA_AVX512)
+        chains_avx512(a, d, n, PS, i0, j0, k);
+    else if (full && isa == CPU_ISA_AVX2)
+        chains_avx2(a, d, n, PS, i0, j0, k);
+    else
+        chains_scalar(a, d, n, PS, c, i0, j0, k);
+    if (full && isa == CPU_ISA_AVX2) _mm_setcsr(csr);
+    int64_t *lo = acc, *hi = acc + (size_t)c * c;
+    const int hn = j0 + GB_TJ <= c ? GB_TJ : c - j0;
+    for (int r = 0; r < GB_TI && i0 + r < c; r++) { /* (below the diagonal k is 0: no change) */
+        const size_t at = (size_t)(i0 + r) * c + j0;
+        const int64_t *kr = k + r * GB_TJ;
+        for (int h = 0; h < hn; h++) {
+            int64_t v = lo[at + h] + kr[h];
+            hi[at + h] += v >> LO_BITS; /* an arithmetic shift: floor */
+            lo[at + h] = v & ((1LL << LO_BITS) - 1);
+        }
+    }
+}
+
+/* position q of the region as c scaled doubles at index k of the block, and with a mask the row
+ * side m a; the largest |f| seen into *big (as its bits: they order like the magnitudes, and a NaN
+ * or an infinity is above 0x7f800000), and *over (shared by the threads) set where a value reaches
+ * the bound lim, or is not finite, or a mask weight is outside [0, 1] (*bad) */
+static inline __attribute__((always_inline)) void convert_scaled(const nst_tensor *f, nst_rect own, const nst_tensor *m, size_t q, int k,
+                                                                 size_t PS, double scale, double lim, double *d, double *a, uint32_t *big,
+                                                                 int *bad, int *over, int bf)
+{
+    size_t at = gb_position(f, own, q), src = at * f->c;
+    uint32_t mb = *big;
+    for (int i = 0; i < f->c; i++) {
+        uint32_t b = cpu_bits(f->data, src + i, bf) << (bf ? 16 : 0), ab = b & 0x7fffffffu;
+        float v;
+        memcpy(&v, &b, sizeof v);
+        mb = ab > mb ? ab : mb;
+        GB_AT(d, k, i) = (double)v * scale;
+    }
+    *big = mb;
+    float mx;
+    memcpy(&mx, &mb, sizeof mx);
+    if (m) {
+        double w = ((const float *)m->data)[at];
+        if (!(w >= 0 && w <= 1)) *bad = 1; /* a weight out of [0, 1] would break |m a| < 1/16 */
+        for (int i = 0; i < f->c; i++) GB_AT(a, k, i) = w * GB_AT(d, k, i);
+    }
+    if (mb >= 0x7f800000u) *bad = 1;
+    if (!((double)mx < lim) || *bad) {
+#pragma omp atomic write
+        *over = 1;
+    }
+}
+
+/* the smallest k with |f| < 2^k for the largest |f|'s bits (NST_GRAM_EMIN for 0) */
+static int exponent_above(uint32_t big)
+{
+    float v;
+    memcpy(&v, &big, sizeof v);
+    return big ? ilogbf(v) + 1 : NST_GRAM_EMIN;
+}
+
+nst_status cpu_gram_fixed(nst_backend *be, const nst_tensor *f, nst_rect own, const nst_tensor *m, int e, int64_t *acc, int *emax)
+{
+    cpu_impl *impl = cpu_of(be);
+    NST_TRY(cpu_check_act(f, "gram_fixed"));
+    NST_TRY(cpu_check_region(f, own, "gram_fixed"));
+    NST_TRY(nst_tensor_check_mask(f, m, "gram_fixed"));
+    if (e < NST_GRAM_EMIN || e > 200)
+        return nst_fail(NST_ERUNTIME, "gram_fixed: bound 2^%d out of range (%d..200)", e, NST_GRAM_EMIN);
+    if (nst_rect_empty(own)) return NST_OK;
+    const int c = f->c, bf = f->dt == NST_BF16;
+    gb_plan pl;
+    NST_TRY(gb_plan_make(impl, c, m != NULL, &pl));
+    const double scale = ldexp(1.0, -(e + 4));
+    const size_t npos = (size_t)nst_rect_area(own), PS = pl.PS;
+    const cpu_isa_level isa = cpu_kernels_isa();
+    const double lim = ldexp(1.0, e);
+    uint32_t big = 0;
+    int bad = 0, over = 0;
+#pragma omp parallel reduction(max : big) reduction(| : bad)
+    for (size_t p0 = 0; p0 < npos; p0 += (size_t)pl.P) {
+        int n = npos - p0 < (size_t)pl.P ? (int)(npos - p0) : pl.P;
+#pragma omp for schedule(static) /* (its barrier: every thread waits for the whole block) */
+        for (int k = 0; k < n; k++) {
+            if (bf)
+                convert_scaled(f, own, m, p0 + (size_t)k, k, PS, scale, lim, pl.d, pl.a, &big, &bad, &over, 1);
+            else
+                convert_scaled(f, own, m, p0 + (size_t)k, k, PS, scale, lim, pl.d, pl.a, &big, &bad, &over, 0);
+        }
+        /* once a value has reached the bound the sums are invalid (the caller sums again with a
+         * larger one): the tiles are skipped, on every thread alike (over is read after the
+         * convert loop's barrier), and the values only scanned for *emax */
+        int skip;
+#pragma omp atomic read
+        skip = over;
+#pragma omp for schedule(static)
+        for (int t = 0; t < pl.ntiles; t++)
+            if (!skip) tile_fixed(pl.a, pl.d, n, PS, c, pl.tiles[2 * t], pl.tiles[2 * t + 1], isa, acc);
+    }
+    gb_plan_free(&pl);
+    int k = bad ? NST_GRAM_ENONFINITE : exponent_above(big);
+    if (k > *emax) *emax = k;
+    return NST_OK;
+}

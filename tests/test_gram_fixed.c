@@ -1,0 +1,242 @@
+/* tests/test_gram_fixed.c: the fixed-point Gram sums (kernels/cpu/gram_fixed_cpu.c) against an
+ * exact integer truth, on every path of the backend's own kernels and thread counts, and the
+ * property they exist for: the sums of a region in parts, in any order, equal the whole region's
+ * bit for bit, also on data where the fp64 sums (gram_accumulate) do not.
+ *
+ * The truth: each value f = M 2^E (M an integer of at most 24 bits, from frexpf) and mask weight
+ * m = W 2^-16, so K(p) = floor(m f_i f_j 2^(43 - 2e)) = floor(W M_i M_j 2^(E_i + E_j - 16 + 43 - 2e))
+ * is a shift of an integer product, in __int128. */
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/backend.h"
+#include "../kernels/cpu/cpu.h"
+#include "../util/mem.h"
+#include "test.h"
+
+static nst_backend *be;
+
+#define NPATHS 4
+static const char *const path_names[NPATHS] = {"default", "avx512", "avx2", "portable"};
+static void set_path(int path)
+{
+    if (path <= 0) unsetenv("NSTBATCH_CPU_KERNELS");
+    else setenv("NSTBATCH_CPU_KERNELS", path_names[path], 1);
+}
+
+/* floor(v 2^sh) for an integer v */
+static __int128 shift_floor(__int128 v, int sh)
+{
+    if (sh >= 0) return v << sh;
+    if (sh <= -126) return v < 0 ? -1 : 0;
+    return v >> -sh; /* arithmetic: floor */
+}
+
+/* value = M 2^E exactly */
+static void split(float v, int64_t *M, int *E)
+{
+    int ex;
+    float fr = frexpf(v, &ex);
+    *M = (int64_t)ldexpf(fr, 24);
+    *E = ex - 24;
+}
+
+/* the exact sums of entry (i, j) over region r of v (h x w x c), mask weights mw (or NULL) */
+static __int128 truth(const float *v, int w, int c, nst_rect r, const float *mw, int e, int i, int j)
+{
+    __int128 s = 0;
+    for (int y = r.y; y < r.y + r.h; y++)
+        for (int x = r.x; x < r.x + r.w; x++) {
+            size_t at = (size_t)y * w + x;
+            int64_t Mi, Mj, W = mw ? (int64_t)ldexp(mw[at], 16) : 65536;
+            int Ei, Ej;
+            split(v[at * c + i], &Mi, &Ei);
+            split(v[at * c + j], &Mj, &Ej);
+            s += shift_floor((__int128)W * Mi * Mj, Ei + Ej - 16 + 43 - 2 * e);
+        }
+    return s;
+}
+
+static __int128 value(const int64_t *acc, int c, int i, int j)
+{
+    const size_t at = (size_t)i * c + j;
+    return (__int128)acc[(size_t)c * c + at] * ((__int128)1 << 40) + acc[at];
+}
+
+/* values in [lo, hi) (and a share of exact zeros, as after a ReLU), exactly representable in dt */
+static void fill(float *v, size_t n, unsigned seed, float lo, float hi, int bf)
+{
+    srand(seed);
+    for (size_t i = 0; i < n; i++) {
+        float x = lo + (hi - lo) * (float)rand() / ((float)RAND_MAX + 1.f);
+        if (rand() % 4 == 0) x = 0;
+        if (rand() % 16 == 0) x *= 0x1p-30f; /* a wide range of magnitudes */
+        v[i] = bf ? nst_bf16_to_f32(nst_f32_to_bf16(x)) : x;
+        if (fabsf(v[i]) >= hi && hi > 0) v[i] = 0; /* rounding to bf16 may reach the bound */
+    }
+}
+
+static nst_tensor upload(const float *v, int h, int w, int c, int bf)
+{
+    nst_tensor f;
+    if (nst_tensor_alloc(be, h, w, c, bf ? NST_BF16 : NST_F32, &f) != NST_OK) exit(1);
+    be->ops->upload(be, f.data, v, (size_t)h * w * c, f.dt);
+    return f;
+}
+
+static int64_t *sums(const nst_tensor *f, nst_rect r, const nst_tensor *m, int e, int *emax)
+{
+    int64_t *acc = calloc(2 * (size_t)f->c * f->c, sizeof(int64_t));
+    *emax = NST_GRAM_EMIN;
+    nst_status s = be->ops->gram_fixed(be, f, r, m, e, acc, emax);
+    CHECK(s == NST_OK, "gram_fixed: %s", nst_fail_message());
+    return acc;
+}
+
+/* Every path and one thread against the truth: fp32 and bf16, signed and non-negative data, values
+ * up to just under the bound (chains near their limit), with and without a mask, c at tile edges. */
+static void t_fixed_sums_equal_the_exact_truth_on_every_path(void)
+{
+    const int h = 19, w = 41, cs[] = {3, 16, 64, 77}, e = 5;
+    for (int k = 0; k < 4; k++)
+        for (int bf = 0; bf < 2; bf++)
+            for (int variant = 0; variant < 4; variant++) { /* non-negative, signed, masked, all near the bound */
+                int c = cs[k];
+                size_t n = (size_t)h * w * c;
+                float *v = malloc(n * sizeof(float)), *mw = malloc((size_t)h * w * sizeof(float));
+                fill(v, n, 70 + k * 8 + bf * 3 + variant, variant == 1 ? -32.f : 0.f, 32.f, bf);
+                if (variant == 3) /* every product near 2^-8 after scaling: full chains reach about 1/2 */
+                    for (size_t i = 0; i < n; i++) v[i] = bf ? 31.f - (float)(i % 7) * 0.125f : 32.f - 0x1p-19f * (float)(i % 97 + 1);
+                for (int p = 0; p < h * w; p++) mw[p] = (float)(rand() % 65537) * 0x1p-16f;
+                nst_tensor f = upload(v, h, w, c, bf), mt = {0};
+                if (variant == 2) mt = upload(mw, h, w, 1, 0);
+                nst_rect r = nst_rect_make(3, 2, w - 7, h - 4);
+                int saved = omp_get_max_threads(), wrong = 0, emax;
+                for (int path = 0; path <= NPATHS; path++) {
+                    set_path(path < NPATHS ? path : -1);
+                    if (path == NPATHS) omp_set_num_threads(1);
+                    int64_t *acc = sums(&f, r, variant == 2 ? &mt : NULL, e, &emax);
+                    set_path(-1);
+                    omp_set_num_threads(saved);
+                    int differ = 0;
+                    for (int i = 0; i < c; i++)
+                        for (int j = i; j < c; j++)
+                            differ += value(acc, c, i, j) != truth(v, w, c, r, variant == 2 ? mw : NULL, e, i, j) ||
+                                      acc[(size_t)i * c + j] < 0 || acc[(size_t)i * c + j] >= (1LL << 40);
+                    CHECK(differ == 0, "c %d %s %s, %s: %d entries differ from the truth", c, bf ? "bf16" : "fp32",
+                          variant == 0 ? "non-negative" : variant == 1 ? "signed" : variant == 2 ? "masked" : "near the bound",
+                          path < NPATHS ? path_names[path] : "one thread", differ);
+                    CHECK(emax <= e, "emax %d above the bound %d", emax, e);
+                    wrong += differ;
+                    free(acc);
+                }
+                nst_tensor_free(be, &f);
+                if (variant == 2) nst_tensor_free(be, &mt);
+                free(v), free(mw);
+            }
+}
+
+/* The property: a region summed in parts (bands, columns, single positions), the parts in any
+ * order and on separate accumulators (ranks) then added, equals the whole region's sums bit for
+ * bit. The data mix one large value with many tiny ones, where fp64 sums depend on the order:
+ * the test shows that they do here (so the property is not vacuous) and the fixed ones do not. */
+static void t_parts_in_any_order_equal_the_whole(void)
+{
+    const int h = 24, w = 30, c = 32, e = 4;
+    size_t n = (size_t)h * w * c, cc = (size_t)c * c;
+    float *v = malloc(n * sizeof(float));
+    fill(v, n, 90, 0.f, 16.f, 0);
+    for (size_t i = 0; i < (size_t)c; i++) v[i] = 15.f;                           /* position (0, 0): large */
+    for (size_t i = (size_t)c; i < n; i++) v[i] = v[i] * 0x1p-26f + 0x1p-26f; /* the rest: tiny */
+    nst_tensor f = upload(v, h, w, c, 0);
+    nst_rect whole = nst_rect_make(0, 0, w, h);
+    int emax;
+    int64_t *all = sums(&f, whole, NULL, e, &emax);
+    double *g_all = calloc(cc, sizeof(double));
+    be->ops->gram_accumulate(be, &f, whole, NULL, g_all);
+    /* parts: bands of rows bottom-up, the top band as columns right to left, the first row alone */
+    int64_t *rank[2] = {calloc(2 * cc, sizeof(int64_t)), calloc(2 * cc, sizeof(int64_t))};
+    double *gr[2] = {calloc(cc, sizeof(double)), calloc(cc, sizeof(double))};
+    int part = 0;
+    for (int y1 = h; y1 > 1; y1 -= 5, part++) { /* rows 1.. in bands of 5, bottom-up */
+        int y0 = y1 - 5 < 1 ? 1 : y1 - 5;
+        nst_rect r = nst_rect_make(0, y0, w, y1 - y0);
+        be->ops->gram_fixed(be, &f, r, NULL, e, rank[part % 2], &emax);
+        be->ops->gram_accumulate(be, &f, r, NULL, gr[part % 2]);
+    }
+    for (int x = w - 1; x >= 0; x--, part++) { /* row 0, one position at a time, right to left */
+        nst_rect r = nst_rect_make(x, 0, 1, 1);
+        be->ops->gram_fixed(be, &f, r, NULL, e, rank[part % 2], &emax);
+        be->ops->gram_accumulate(be, &f, r, NULL, gr[part % 2]);
+    }
+    int differ_fixed = 0, differ_fp64 = 0;
+    for (int i = 0; i < c; i++)
+        for (int j = i; j < c; j++) {
+            __int128 s = value(rank[0], c, i, j) + value(rank[1], c, i, j);
+            differ_fixed += s != value(all, c, i, j);
+            differ_fp64 += gr[0][i * c + j] + gr[1][i * c + j] != g_all[i * c + j];
+        }
+    CHECK(differ_fp64 > 0, "the data were meant to make fp64 sums depend on the order; none did");
+    CHECK(differ_fixed == 0, "%d of %d entries differ between the parts and the whole", differ_fixed, c * (c + 1) / 2);
+    printf("    parts against the whole: fixed point %d entries differ, fp64 %d of %d\n", differ_fixed, differ_fp64, c * (c + 1) / 2);
+    nst_tensor_free(be, &f);
+    free(v), free(all), free(g_all), free(rank[0]), free(rank[1]), free(gr[0]), free(gr[1]);
+}
+
+/* The bound: *emax is the smallest k with every |f| < 2^k; a value at 2^e (or above) makes emax
+ * exceed e; all zeros give NST_GRAM_EMIN; a NaN, an infinity or a mask weight outside [0, 1] give
+ * NST_GRAM_ENONFINITE; summing again with e = emax gives the truth. */
+static void t_bound_is_reported(void)
+{
+    const int h = 6, w = 7, c = 16;
+    size_t n = (size_t)h * w * c;
+    float *v = calloc(n, sizeof(float));
+    nst_tensor f = upload(v, h, w, c, 0);
+    nst_rect r = nst_rect_make(0, 0, w, h);
+    int emax;
+    free(sums(&f, r, NULL, 0, &emax));
+    CHECK(emax == NST_GRAM_EMIN, "all zeros: emax %d", emax);
+    fill(v, n, 5, 0.f, 3.f, 0);
+    v[17] = 8.f; /* 2^3: needs e >= 4 */
+    be->ops->upload(be, f.data, v, n, NST_F32);
+    free(sums(&f, r, NULL, 3, &emax));
+    CHECK(emax == 4, "a value of 8 with e = 3: emax %d, expected 4", emax);
+    int64_t *acc = sums(&f, r, NULL, emax, &emax);
+    int differ = 0;
+    for (int i = 0; i < c; i++)
+        for (int j = i; j < c; j++) differ += value(acc, c, i, j) != truth(v, w, c, r, NULL, 4, i, j);
+    CHECK(differ == 0 && emax == 4, "summed again at e = 4: %d entries differ, emax %d", differ, emax);
+    free(acc);
+    v[40] = NAN;
+    be->ops->upload(be, f.data, v, n, NST_F32);
+    free(sums(&f, r, NULL, 4, &emax));
+    CHECK(emax == NST_GRAM_ENONFINITE, "a NaN: emax %d", emax);
+    v[40] = 1;
+    be->ops->upload(be, f.data, v, n, NST_F32);
+    float *mw = malloc((size_t)h * w * sizeof(float));
+    for (int p = 0; p < h * w; p++) mw[p] = 1;
+    mw[5] = 1.5f;
+    nst_tensor mt = upload(mw, h, w, 1, 0);
+    free(sums(&f, r, &mt, 4, &emax));
+    CHECK(emax == NST_GRAM_ENONFINITE, "a mask weight of 1.5: emax %d", emax);
+    nst_tensor_free(be, &mt);
+    nst_tensor_free(be, &f);
+    free(v), free(mw);
+}
+
+int main(void)
+{
+    if (nst_backend_open("cpu", 0, &be) != NST_OK) {
+        printf("cannot open the CPU backend: %s\n", nst_fail_message());
+        return 1;
+    }
+    printf("test_gram_fixed: %s; own kernels: %s\n", be->description, cpu_isa_level_name(cpu_kernels_isa()));
+    RUN(t_fixed_sums_equal_the_exact_truth_on_every_path);
+    RUN(t_parts_in_any_order_equal_the_whole);
+    RUN(t_bound_is_reported);
+    nst_backend_close(be);
+    return test_report("test_gram_fixed");
+}
