@@ -373,6 +373,22 @@ nst_status nst_comm_sum_doubles(double *buf, size_t n)
     return NST_OK;
 }
 
+nst_status nst_comm_sum_int64(int64_t *buf, size_t n)
+{
+    if (cur_size == 1 || n == 0) return NST_OK;
+    if (n > INT_MAX) return nst_fail(NST_ERUNTIME, "sum of %zu integers is too large for one call", n);
+    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_INT64_T, MPI_SUM, cur));
+    return NST_OK;
+}
+
+nst_status nst_comm_max_ints(int *buf, size_t n)
+{
+    if (cur_size == 1 || n == 0) return NST_OK;
+    if (n > INT_MAX) return nst_fail(NST_ERUNTIME, "maximum of %zu integers is too large for one call", n);
+    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_INT, MPI_MAX, cur));
+    return NST_OK;
+}
+
 void nst_comm_library_version(char *out, size_t cap)
 {
     char v[MPI_MAX_LIBRARY_VERSION_STRING] = "";

@@ -8,6 +8,7 @@
 #define NST_COMM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../util/status.h"
 
@@ -71,6 +72,9 @@ nst_status nst_comm_check(nst_status mine);
 nst_status nst_comm_agree(nst_status mine);
 /* In-place sums over all ranks (host memory), in a fixed order: bit-identical for a given rank count. */
 nst_status nst_comm_sum_doubles(double *buf, size_t n);
+/* In-place integer sums and maxima over all ranks (host memory): exact in any order. */
+nst_status nst_comm_sum_int64(int64_t *buf, size_t n);
+nst_status nst_comm_max_ints(int *buf, size_t n);
 /* Per-element minimum, maximum and sum over ranks of n doubles (for the phase timers). */
 nst_status nst_comm_stats(const double *in, double *min, double *max, double *sum, size_t n);
 /* GPU binding (gpu.binding). A rank's view of its node's GPUs: the identities (UUIDs; a MIG slice

@@ -219,6 +219,8 @@ typedef struct {
     nst_rect *rects;            /* every tile's window */
     float **win;                /* this rank's windows' pixels, in tile order (freed once forwarded) */
     double *G[NST_VGG_NLAYERS]; /* the Gram sums, per style layer (backend memory) */
+    int64_t *Gx[NST_VGG_NLAYERS]; /* with the backend's fixed-point sums (gram_fixed): those */
+    int e[NST_VGG_NLAYERS], emax[NST_VGG_NLAYERS]; /* their bound 2^e, and the largest exponent seen */
     float *zeros;               /* a zero target (backend memory) */
 } style_tiles;
 
@@ -266,8 +268,8 @@ static nst_status style_colour(style_tiles *T, nst_color_mode mode, const nst_co
 
 /* Local window li (grid tile t) forwarded in the activations (allocated on first use, for the
  * largest local window, hmax x wmax) and the positions it owns added to the Gram sums; its pixels
- * are freed either way. */
-static nst_status tile_grams(style_tiles *T, int t, int li, nst_acts *acts, int *have_acts, int hmax, int wmax)
+ * are freed either way on the last pass. */
+static nst_status tile_grams(style_tiles *T, int t, int li, nst_acts *acts, int *have_acts, int hmax, int wmax, int last)
 {
     nst_backend *be = T->be;
     const nst_loss_spec *spec = T->spec;
@@ -283,25 +285,35 @@ static nst_status tile_grams(style_tiles *T, int t, int li, nst_acts *acts, int 
     }
     if (s == NST_OK) s = nst_acts_reshape(T->net, acts, wr.h, wr.w);
     if (s == NST_OK) s = nst_net_forward(T->net, &img, acts);
-    for (int k = 0; s == NST_OK && k < spec->nstyle; k++)
-        s = be->ops->gram_accumulate(be, &acts->out[spec->style[k]], own[spec->style[k]], NULL, T->G[k]);
+    for (int k = 0; s == NST_OK && k < spec->nstyle; k++) {
+        const nst_tensor *f = &acts->out[spec->style[k]];
+        s = T->Gx[k] ? be->ops->gram_fixed(be, f, own[spec->style[k]], NULL, T->e[k], T->Gx[k], &T->emax[k])
+                     : be->ops->gram_accumulate(be, f, own[spec->style[k]], NULL, T->G[k]);
+    }
     nst_tensor_free(be, &img);
-    nst_free(T->win[li]);
-    T->win[li] = NULL;
+    if (last || s != NST_OK) {
+        nst_free(T->win[li]);
+        T->win[li] = NULL;
+    }
     return s;
 }
 
-/* This rank's Gram sums: every local window forwarded, its owned positions summed (fp64, in
- * backend memory), in one set of activations. */
+/* This rank's Gram sums: every local window forwarded, its owned positions summed (in backend
+ * memory), in one set of activations. With fixed-point sums, whose bound must be the same on every
+ * rank, the windows are forwarded twice: once for the largest exponent over the ranks, then
+ * summed with it (the targets are then the same bits on any number of ranks). */
 static nst_status gram_sums(style_tiles *T)
 {
     nst_backend *be = T->be;
     const nst_loss_spec *spec = T->spec;
     nst_status s = NST_OK;
+    const int fixed = be->ops->gram_fixed != NULL;
     for (int k = 0; s == NST_OK && k < spec->nstyle; k++) {
         size_t cc = (size_t)T->net->width[spec->style[k]] * T->net->width[spec->style[k]];
         s = be->ops->alloc(be, 2 * cc * sizeof(float), (void **)&T->G[k]);
         if (s == NST_OK) s = be->ops->zero(be, T->G[k], cc * sizeof(double));
+        if (s == NST_OK && fixed) s = be->ops->alloc(be, 2 * cc * sizeof(int64_t), (void **)&T->Gx[k]);
+        T->e[k] = NST_GRAM_EMIN; /* the first pass only finds the bound */
     }
     nst_acts acts;
     int have_acts = 0, wmax = 0, hmax = 0; /* one set of activations, sized for the largest local window */
@@ -310,8 +322,20 @@ static nst_status gram_sums(style_tiles *T)
             if (T->rects[t].w > wmax) wmax = T->rects[t].w;
             if (T->rects[t].h > hmax) hmax = T->rects[t].h;
         }
-    for (int t = 0, li = 0; s == NST_OK && t < T->g.ntiles; t++)
-        if (T->owner[t] == T->rank) s = tile_grams(T, t, li++, &acts, &have_acts, hmax, wmax);
+    for (int pass = fixed ? 0 : 1; s == NST_OK && pass < 2; pass++) {
+        for (int k = 0; s == NST_OK && fixed && k < spec->nstyle; k++) {
+            size_t cc = (size_t)T->net->width[spec->style[k]] * T->net->width[spec->style[k]];
+            s = be->ops->zero(be, T->Gx[k], 2 * cc * sizeof(int64_t));
+            T->emax[k] = NST_GRAM_EMIN;
+        }
+        for (int t = 0, li = 0; s == NST_OK && t < T->g.ntiles; t++)
+            if (T->owner[t] == T->rank) s = tile_grams(T, t, li++, &acts, &have_acts, hmax, wmax, pass == 1);
+        if (pass == 0) { /* every rank reaches the agreement, failed or not */
+            s = T->coll.check ? T->coll.check(T->coll.ctx, s) : s;
+            if (s == NST_OK && T->coll.max_ints) s = T->coll.max_ints(T->coll.ctx, T->emax, (size_t)spec->nstyle);
+            for (int k = 0; k < spec->nstyle; k++) T->e[k] = T->emax[k] < NST_GRAM_ENONFINITE ? T->emax[k] : NST_GRAM_EMIN;
+        }
+    }
     if (have_acts) nst_acts_free(T->net, &acts);
     return s;
 }
@@ -341,7 +365,12 @@ static nst_status targets_from_sums(style_tiles *T, float **A, double *normA)
         int c = T->net->width[spec->style[k]], lh, lw, lc;
         size_t cc = (size_t)c * c;
         nst_net_shape(T->net, spec->style[k], T->h, T->w, &lh, &lw, &lc);
-        if (T->coll.sum_grams) s = T->coll.sum_grams(T->coll.ctx, T->G[k], cc);
+        if (T->Gx[k]) { /* fixed point: integers added over ranks, then their values */
+            if (T->coll.sum_int64) s = T->coll.sum_int64(T->coll.ctx, T->Gx[k], 2 * cc);
+            if (s == NST_OK) nst_gram_fixed_to_double(T->Gx[k], c, T->e[k], T->emax[k] >= NST_GRAM_ENONFINITE, T->G[k]);
+        } else if (T->coll.sum_grams) {
+            s = T->coll.sum_grams(T->coll.ctx, T->G[k], cc);
+        }
         if (s == NST_OK && !T->zeros) s = zero_target(T);
         float *Ad = NULL;
         if (s == NST_OK) s = be->ops->alloc(be, cc * sizeof(float), (void **)&Ad);
@@ -358,8 +387,10 @@ static nst_status targets_from_sums(style_tiles *T, float **A, double *normA)
 /* Whatever the phases made, in any state they stopped in. */
 static void style_tiles_free(style_tiles *T)
 {
-    for (int k = 0; k < NST_VGG_NLAYERS; k++)
+    for (int k = 0; k < NST_VGG_NLAYERS; k++) {
         if (T->G[k]) T->be->ops->free(T->be, T->G[k]);
+        if (T->Gx[k]) T->be->ops->free(T->be, T->Gx[k]);
+    }
     if (T->zeros) T->be->ops->free(T->be, T->zeros);
     for (int i = 0; T->win && i < T->g.ntiles; i++) nst_free(T->win[i]);
     nst_free(T->win);

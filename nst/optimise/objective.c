@@ -61,6 +61,15 @@ nst_status nst_objective_init_guided(nst_objective *o, const nst_loss_spec *spec
         NST_TRY(be->ops->alloc(be, bytes, (void **)&o->D[q]));
         if (strategy == NST_GRAM_LAGGED) NST_TRY(be->ops->alloc(be, 2 * bytes, (void **)&o->Gprev[q]));
     }
+    /* lagged sums the Gram inside its one pass, where a pass cannot run again: fp64 sums there */
+    o->fixed = be->ops->gram_fixed && strategy != NST_GRAM_LAGGED;
+    if (o->fixed && coll.sum_grams && !(coll.sum_int64 && coll.max_ints))
+        return nst_fail(NST_ERUNTIME, "objective: the collectives lack those of the fixed-point Gram sums (sum_int64, max_ints)");
+    for (int q = 0; o->fixed && q < o->ngram; q++) {
+        size_t cc = (size_t)o->C[q % spec->nstyle] * o->C[q % spec->nstyle];
+        NST_TRY(be->ops->alloc(be, 2 * cc * sizeof(int64_t), (void **)&o->Gx[q]));
+        o->gram_e[q] = NST_GRAM_EMIN; /* unknown: the first pass finds it */
+    }
     return NST_OK;
 }
 
@@ -73,6 +82,7 @@ void nst_objective_free(nst_objective *o)
         if (o->G[q]) be->ops->free(be, o->G[q]);
         if (o->D[q]) be->ops->free(be, o->D[q]);
         if (o->Gprev[q]) be->ops->free(be, o->Gprev[q]);
+        if (o->Gx[q]) be->ops->free(be, o->Gx[q]);
     }
     memset(o, 0, sizeof *o);
 }
@@ -406,7 +416,9 @@ static nst_status gram_tile(nst_objective *o, nst_tile *t)
     be->ops->range_push(be, "Gram sums");
     for (int q = 0; s == NST_OK && q < o->ngram; q++) {
         int l = o->spec->style[q % o->spec->nstyle];
-        s = be->ops->gram_accumulate(be, &t->acts->out[l], t->own[l], style_mask(o, t, q, l), o->G[q]);
+        const nst_tensor *f = &t->acts->out[l], *m = style_mask(o, t, q, l);
+        s = o->fixed ? be->ops->gram_fixed(be, f, t->own[l], m, o->gram_e[q], o->Gx[q], &o->emax[q])
+                     : be->ops->gram_accumulate(be, f, t->own[l], m, o->G[q]);
     }
     be->ops->range_pop(be);
     return s;
@@ -446,6 +458,8 @@ static nst_status zero_grams(nst_objective *o)
     for (int q = 0; q < o->ngram; q++) {
         int c = o->C[q % o->spec->nstyle];
         NST_TRY(be->ops->zero(be, o->G[q], (size_t)c * c * sizeof(double)));
+        if (o->fixed) NST_TRY(be->ops->zero(be, o->Gx[q], 2 * (size_t)c * c * sizeof(int64_t)));
+        o->emax[q] = NST_GRAM_EMIN;
     }
     return NST_OK;
 }
@@ -454,6 +468,50 @@ static nst_status zero_grams(nst_objective *o)
 static nst_status check(nst_objective *o, nst_status s)
 {
     return o->coll.check ? o->coll.check(o->coll.ctx, s) : s;
+}
+
+/* Slot q's fixed-point sums added over ranks (integers: exact in any order), into G as doubles
+ * (NaN where a feature was not finite, as the fp64 sums would have it); then the next iteration's
+ * bound, one above this one's largest. */
+static nst_status fixed_grams(nst_objective *o, int q)
+{
+    nst_backend *be = o->net->be;
+    const int c = o->C[q % o->spec->nstyle];
+    int64_t *x = o->Gx[q];
+    if (o->coll.sum_int64 && !nst_planted("allreduce")) { /* planted: the tests must catch a missing sum */
+        be->ops->range_push(be, "Gram allreduce");
+        nst_status r = o->coll.sum_int64(o->coll.ctx, x, 2 * (size_t)c * c);
+        be->ops->range_pop(be);
+        NST_TRY(r);
+    }
+    const int bad = o->emax[q] >= NST_GRAM_ENONFINITE;
+    nst_gram_fixed_to_double(x, c, o->gram_e[q], bad, o->G[q]);
+    if (!bad && o->emax[q] > NST_GRAM_EMIN) o->gram_e[q] = o->emax[q] + 1;
+    return NST_OK;
+}
+
+/* The fixed-point sums' bounds after a pass: the largest exponent over the ranks, and where it
+ * exceeds a slot's bound (the objective's first pass, or features grown past the last iteration's
+ * twice) the pass runs again with the bound it found, which fits: the same features. Resident
+ * tiles keep their features; the others are forwarded again. */
+static nst_status settle_bounds(nst_objective *o, nst_tile *tiles, int ntiles)
+{
+    if (!o->fixed) return NST_OK;
+    for (int pass = 0;; pass++) {
+        if (o->coll.max_ints) NST_TRY(o->coll.max_ints(o->coll.ctx, o->emax, (size_t)o->ngram));
+        int again = 0;
+        for (int q = 0; q < o->ngram; q++)
+            if (o->emax[q] < NST_GRAM_ENONFINITE && o->emax[q] > o->gram_e[q]) o->gram_e[q] = o->emax[q], again = 1;
+        if (!again) return NST_OK;
+        if (pass > 0) return nst_fail(NST_ERUNTIME, "objective: the Gram sums' bound moved between two passes over the same features");
+        o->regrams++;
+        nst_status s = zero_grams(o);
+        for (int i = 0; s == NST_OK && i < ntiles; i++) {
+            if (o->strategy != NST_GRAM_RESIDENT) s = forward_tile(o, &tiles[i]);
+            if (s == NST_OK) s = gram_tile(o, &tiles[i]);
+        }
+        NST_TRY(check(o, s));
+    }
 }
 
 /* Sum the Gram sums over ranks and set D = G/M - A (for the lagged Gram at the extrapolated
@@ -466,7 +524,9 @@ static nst_status reduce_grams(nst_objective *o, nst_loss_terms *terms, int extr
     for (int q = 0; q < o->ngram; q++) {
         int k = q % spec->nstyle;
         size_t cc = (size_t)o->C[k] * o->C[k];
-        if (o->coll.sum_grams && !nst_planted("allreduce")) { /* planted: the tests must catch a missing sum */
+        if (o->fixed) {
+            NST_TRY(fixed_grams(o, q));
+        } else if (o->coll.sum_grams && !nst_planted("allreduce")) { /* planted: the tests must catch a missing sum */
             be->ops->range_push(be, "Gram allreduce");
             nst_status r = o->coll.sum_grams(o->coll.ctx, o->G[q], cc);
             be->ops->range_pop(be);
@@ -522,6 +582,8 @@ nst_status nst_objective_eval(nst_objective *o, nst_tile *tiles, int ntiles, int
         }
         nst_timer_lap(tm, NST_T_FORWARD, &mark);
         NST_TRY(check(o, s));
+        NST_TRY(settle_bounds(o, tiles, ntiles));
+        nst_timer_lap(tm, NST_T_FORWARD, &mark);
         NST_TRY(reduce_grams(o, terms, 0));
         nst_timer_lap(tm, NST_T_GRAM_REDUCE, &mark);
     }
@@ -577,7 +639,11 @@ nst_status nst_objective_eval(nst_objective *o, nst_tile *tiles, int ntiles, int
 
 nst_status nst_objective_state(nst_objective *o, const nst_ckpt_io *io)
 {
-    if (o->strategy != NST_GRAM_LAGGED) return NST_OK; /* the exact strategies keep nothing between iterations */
+    if (o->fixed) { /* the bounds of the next iteration's fixed-point sums (the grid they round to) */
+        if (io->r && !nst_ckpt_find(io->r, "gram.bounds", &(size_t){0})) return NST_OK; /* an older checkpoint: found again */
+        return nst_ckpt_io_host(io, "gram.bounds", o->gram_e, (size_t)o->ngram * sizeof(int));
+    }
+    if (o->strategy != NST_GRAM_LAGGED) return NST_OK; /* fp64 exact strategies keep nothing between iterations */
     int32_t flags[2] = {o->have_prev, o->have_D};
     char name[64];
     NST_TRY(nst_ckpt_io_host(io, "lagged", flags, sizeof flags));

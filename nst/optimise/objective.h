@@ -56,6 +56,8 @@ typedef struct {
     nst_status (*sum_grams)(void *ctx, double *buf, size_t n);   /* Gram sums in backend memory (NCCL, or MPI via the host) */
     nst_status (*check)(void *ctx, nst_status mine);             /* the worst status of all ranks */
     nst_status (*bcast)(void *ctx, void *buf, size_t bytes);     /* from rank 0, host memory */
+    nst_status (*sum_int64)(void *ctx, int64_t *buf, size_t n);  /* fixed-point Gram sums (host memory): exact */
+    nst_status (*max_ints)(void *ctx, int *buf, size_t n);       /* their bounds */
 } nst_collectives;
 
 typedef enum { NST_GRAM_RESIDENT, NST_GRAM_TWO_PASS, NST_GRAM_LAGGED } nst_gram_strategy;
@@ -113,6 +115,15 @@ typedef struct {
     double normA[NST_MAX_GRAMS];      /* ||A||^2 */
     double normP[NST_VGG_NLAYERS];    /* ||P||^2 over the whole image, by content index */
     double content_pending[NST_VGG_NLAYERS], tv_pending, temporal_pending;
+    /* Resident and two-pass on a backend with fixed-point Gram sums (the CPU: gram_fixed): the
+     * sums as integers, exact in any order, so a tiled image's global Gram is the whole image's
+     * bits by construction. Each slot's features are bounded by 2^gram_e (the last iteration's
+     * largest exponent over all ranks, one more; NST_GRAM_EMIN before the first); a pass whose
+     * features reach past it runs again with the bound it found (nst_objective_eval). */
+    int fixed;
+    int64_t *Gx[NST_MAX_GRAMS];
+    int gram_e[NST_MAX_GRAMS], emax[NST_MAX_GRAMS];
+    long regrams; /* passes run again for a bound (the first of every objective included) */
 } nst_objective;
 
 /* shared: the activations tiles share under two-pass and lagged (NULL for resident). */

@@ -61,9 +61,12 @@ size_t nst_layout_memory(const nst_grid *g, const int *owner, int r, int cheap, 
             }
         if (mh) b += acts_bytes(net, mh, mw);
     }
+    /* A, D fp32; G fp64; and the previous G (lagged) or, where the backend sums in fixed point
+     * (exact strategies on the CPU), those sums: two int64 an entry */
+    const size_t per = gram == NST_GRAM_LAGGED ? 24 : net->be && net->be->ops->gram_fixed ? 32 : 16;
     for (int k = 0; k < spec->nstyle; k++) { /* per style image with masks */
         int c = net->width[spec->style[k]];
-        b += (gram == NST_GRAM_LAGGED ? 24 : 16) * (size_t)c * c * (spec->nmask ? spec->nmask : 1); /* A, D fp32; G (and previous G) fp64 */
+        b += per * (size_t)c * c * (spec->nmask ? spec->nmask : 1);
     }
     return b;
 }

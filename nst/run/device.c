@@ -232,9 +232,21 @@ static nst_status bcast(void *ctx, void *buf, size_t bytes)
     return nst_comm_bcast(buf, bytes, 0);
 }
 
+static nst_status sum_int64(void *ctx, int64_t *buf, size_t n)
+{
+    (void)ctx;
+    return nst_comm_sum_int64(buf, n);
+}
+
+static nst_status max_ints(void *ctx, int *buf, size_t n)
+{
+    (void)ctx;
+    return nst_comm_max_ints(buf, n);
+}
+
 nst_collectives nst_device_collectives(nst_device *d)
 {
-    nst_collectives c = {d, sum_doubles, sum_grams, check, bcast};
+    nst_collectives c = {d, sum_doubles, sum_grams, check, bcast, sum_int64, max_ints};
     return c;
 }
 
