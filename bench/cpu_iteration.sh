@@ -199,7 +199,7 @@ best() { awk -v a="$1" -v b="$2" 'BEGIN { print (a < b) ? a : b }'; }
   echo "|---|---|---|"
   echo "$profile_table"
   echo
-  echo "The Gram ops alone at $first (${pp}, \`gram_layers --size $first\`; the sums in fp64, exact products, at the machine's fp64 multiply-add rate; the backward in fp32 chains):"
+  echo "The Gram ops alone at $first (${pp}, \`gram_layers --size $first\`; the sums in fixed point, on fp64 multiply-adds rounded down; the backward in fp32 chains):"
   echo
   grep '^|' <<<"$gram"
   echo
