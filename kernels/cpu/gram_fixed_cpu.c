@@ -1,7 +1,7 @@
 /* kernels/cpu/gram_fixed_cpu.c: the Gram sums in fixed point, order-independent by construction:
  * what makes a tiled render's global Gram the one-tile render's bits for every image, not with a
  * high probability (the fp64 sums of gram_sums_cpu.c, added in another order over tiles and ranks,
- * round to another fp32 value about once in 10^4..10^2 iterations).
+ * round to another fp32 value about once in 100 iterations of a 512x384 render on two tiles).
  *
  * The number. With a layer's bound 2^e (every |f| < 2^e, the same on every rank: the caller's),
  * each position's values are scaled to a = f 2^-(e+4), |a| < 1/16 (exact: a power of two; with a
@@ -18,17 +18,19 @@
  * added to the tile's 64-bit sums. The AVX-512 path rounds down per instruction (embedded
  * rounding), the AVX2 path under MXCSR's round-down mode, set and restored around each tile; the
  * portable path computes the round-to-nearest fma and steps down one Q when the exact remainder
- * (a second fma) is negative. All three are the same function of the data: the same bits.
+ * (a second fma) is negative. All three are the same function of the data: the same bits. The
+ * positions are converted to scaled doubles in blocks (gram_blocks_cpu.h), 16 channels an
+ * instruction on AVX-512; the conversion also finds the largest magnitude, exactly.
  *
  * The sums: per entry (i, j >= i) two int64, lo in [0, 2^40) (the plane acc[0, c c)) and hi (the
- * plane after it), the value lo + 2^40 hi (normalised after every block of positions, whose sums
- * stay under 2^56). 2^40 hi stays under
- * 2^83 for 2^32 positions, so nothing overflows; ranks add lo and hi as int64 and normalise.
+ * plane after it), the value lo + 2^40 hi, normalised after every block of positions (at most 4096
+ * positions of integers under 2^43: under 2^55). For 2^32 positions the value stays under 2^75, so
+ * nothing overflows; ranks add lo and hi as int64, and the reader normalises.
  *
  * The bound is the caller's to choose, the same on every rank: *emax returns the smallest k with
- * every |f| < 2^k over the region (NST_GRAM_EMIN for all zeros, NST_GRAM_ENONFINITE with a NaN
- * or infinity), and where k > e the sums of that call are not valid (the caller sums again with a
- * larger e: nst/optimise/objective.c). */
+ * every |f| < 2^k over the region (NST_GRAM_EMIN for all zeros, NST_GRAM_ENONFINITE with a NaN,
+ * an infinity or a mask weight outside [0, 1]), and where k > e the sums of that call are not
+ * valid (the caller sums again with a larger e: nst/optimise/objective.c). */
 #include <immintrin.h>
 #include <limits.h>
 #include <math.h>
@@ -166,17 +168,40 @@ static void tile_fixed(const double *a, const double *d, int n, size_t PS, int c
     }
 }
 
+/* The first channels of a position, 16 at a time, as scaled doubles into d, their largest
+ * magnitude's bits into *mb (the same values as the loop below: every step is exact); returns how
+ * many it did. */
+__attribute__((target("avx512f"))) static int row_avx512(const void *src, int c, double scale, double *d, uint32_t *mb, int bf)
+{
+    const __m512d sc = _mm512_set1_pd(scale);
+    const __m512i abs = _mm512_set1_epi32(0x7fffffff);
+    __m512i m = _mm512_set1_epi32((int)*mb);
+    int i = 0;
+    for (; i + 16 <= c; i += 16) {
+        __m512i b = bf ? _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)src + i))), 16)
+                       : _mm512_loadu_si512((const uint32_t *)src + i);
+        m = _mm512_max_epu32(m, _mm512_and_si512(b, abs));
+        __m512 v = _mm512_castsi512_ps(b);
+        _mm512_storeu_pd(d + i, _mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(v)), sc));
+        _mm512_storeu_pd(d + i + 8, _mm512_mul_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))), sc));
+    }
+    *mb = (uint32_t)_mm512_reduce_max_epu32(m);
+    return i;
+}
+
 /* position q of the region as c scaled doubles at index k of the block, and with a mask the row
  * side m a; the largest |f| seen into *big (as its bits: they order like the magnitudes, and a NaN
  * or an infinity is above 0x7f800000), and *over (shared by the threads) set where a value reaches
  * the bound lim, or is not finite, or a mask weight is outside [0, 1] (*bad) */
 static inline __attribute__((always_inline)) void convert_scaled(const nst_tensor *f, nst_rect own, const nst_tensor *m, size_t q, int k,
                                                                  size_t PS, double scale, double lim, double *d, double *a, uint32_t *big,
-                                                                 int *bad, int *over, int bf)
+                                                                 int *bad, int *over, int wide, int bf)
 {
     size_t at = gb_position(f, own, q), src = at * f->c;
     uint32_t mb = *big;
-    for (int i = 0; i < f->c; i++) {
+    int i = 0;
+    if (wide) i = row_avx512(cpu_at(f->data, src, bf), f->c, scale, &GB_AT(d, k, 0), &mb, bf);
+    for (; i < f->c; i++) {
         uint32_t b = cpu_bits(f->data, src + i, bf) << (bf ? 16 : 0), ab = b & 0x7fffffffu;
         float v;
         memcpy(&v, &b, sizeof v);
@@ -189,7 +214,7 @@ static inline __attribute__((always_inline)) void convert_scaled(const nst_tenso
     if (m) {
         double w = ((const float *)m->data)[at];
         if (!(w >= 0 && w <= 1)) *bad = 1; /* a weight out of [0, 1] would break |m a| < 1/16 */
-        for (int i = 0; i < f->c; i++) GB_AT(a, k, i) = w * GB_AT(d, k, i);
+        for (int j = 0; j < f->c; j++) GB_AT(a, k, j) = w * GB_AT(d, k, j);
     }
     if (mb >= 0x7f800000u) *bad = 1;
     if (!((double)mx < lim) || *bad) {
@@ -221,6 +246,7 @@ nst_status cpu_gram_fixed(nst_backend *be, const nst_tensor *f, nst_rect own, co
     const double scale = ldexp(1.0, -(e + 4));
     const size_t npos = (size_t)nst_rect_area(own), PS = pl.PS;
     const cpu_isa_level isa = cpu_kernels_isa();
+    const int wide = isa >= CPU_ISA_AVX512;
     const double lim = ldexp(1.0, e);
     uint32_t big = 0;
     int bad = 0, over = 0;
@@ -230,9 +256,9 @@ nst_status cpu_gram_fixed(nst_backend *be, const nst_tensor *f, nst_rect own, co
 #pragma omp for schedule(static) /* (its barrier: every thread waits for the whole block) */
         for (int k = 0; k < n; k++) {
             if (bf)
-                convert_scaled(f, own, m, p0 + (size_t)k, k, PS, scale, lim, pl.d, pl.a, &big, &bad, &over, 1);
+                convert_scaled(f, own, m, p0 + (size_t)k, k, PS, scale, lim, pl.d, pl.a, &big, &bad, &over, wide, 1);
             else
-                convert_scaled(f, own, m, p0 + (size_t)k, k, PS, scale, lim, pl.d, pl.a, &big, &bad, &over, 0);
+                convert_scaled(f, own, m, p0 + (size_t)k, k, PS, scale, lim, pl.d, pl.a, &big, &bad, &over, wide, 0);
         }
         /* once a value has reached the bound the sums are invalid (the caller sums again with a
          * larger one): the tiles are skipped, on every thread alike (over is read after the
