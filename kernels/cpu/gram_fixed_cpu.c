@@ -1,7 +1,8 @@
 /* kernels/cpu/gram_fixed_cpu.c: the Gram sums in fixed point, order-independent by construction:
  * what makes a tiled render's global Gram the one-tile render's bits for every image, not with a
  * high probability (the fp64 sums of gram_sums_cpu.c, added in another order over tiles and ranks,
- * round to another fp32 value about once in 100 iterations of a 512x384 render on two tiles).
+ * round to another fp32 value now and then: an estimated few times in 100 iterations of a 512x384
+ * render on two tiles, more with larger images).
  *
  * The number. With a layer's bound 2^e (every |f| < 2^e, the same on every rank: the caller's),
  * each position's values are scaled to a = f 2^-(e+4), |a| < 1/16 (exact: a power of two; with a
