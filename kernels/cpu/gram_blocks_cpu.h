@@ -5,6 +5,9 @@
 #ifndef NST_GRAM_BLOCKS_CPU_H
 #define NST_GRAM_BLOCKS_CPU_H
 
+#include <immintrin.h>
+#include <stdint.h>
+
 #include "../../util/mem.h"
 #include "cpu.h"
 
@@ -57,6 +60,27 @@ static inline void gb_plan_free(gb_plan *pl) { nst_free(pl->tiles); }
 static inline size_t gb_position(const nst_tensor *f, nst_rect own, size_t q)
 {
     return (size_t)(own.y + (int)(q / (size_t)own.w)) * f->w + own.x + (int)(q % (size_t)own.w);
+}
+
+/* The first channels of a position (fp32 or bf16 at src), 16 at a time, as doubles times scale (a
+ * power of two: exact) into d, their largest magnitude's bits into *mb (every step exact, so the
+ * same values as a scalar loop); returns how many it did. */
+__attribute__((target("avx512f"))) static inline int gb_row_avx512(const void *src, int c, double scale, double *d, uint32_t *mb, int bf)
+{
+    const __m512d sc = _mm512_set1_pd(scale);
+    const __m512i abs = _mm512_set1_epi32(0x7fffffff);
+    __m512i m = _mm512_set1_epi32((int)*mb);
+    int i = 0;
+    for (; i + 16 <= c; i += 16) {
+        __m512i b = bf ? _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)src + i))), 16)
+                       : _mm512_loadu_si512((const uint32_t *)src + i);
+        m = _mm512_max_epu32(m, _mm512_and_si512(b, abs));
+        __m512 v = _mm512_castsi512_ps(b);
+        _mm512_storeu_pd(d + i, _mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(v)), sc));
+        _mm512_storeu_pd(d + i + 8, _mm512_mul_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))), sc));
+    }
+    *mb = (uint32_t)_mm512_reduce_max_epu32(m);
+    return i;
 }
 
 #endif

@@ -169,27 +169,6 @@ static void tile_fixed(const double *a, const double *d, int n, size_t PS, int c
     }
 }
 
-/* The first channels of a position, 16 at a time, as scaled doubles into d, their largest
- * magnitude's bits into *mb (the same values as the loop below: every step is exact); returns how
- * many it did. */
-__attribute__((target("avx512f"))) static int row_avx512(const void *src, int c, double scale, double *d, uint32_t *mb, int bf)
-{
-    const __m512d sc = _mm512_set1_pd(scale);
-    const __m512i abs = _mm512_set1_epi32(0x7fffffff);
-    __m512i m = _mm512_set1_epi32((int)*mb);
-    int i = 0;
-    for (; i + 16 <= c; i += 16) {
-        __m512i b = bf ? _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)src + i))), 16)
-                       : _mm512_loadu_si512((const uint32_t *)src + i);
-        m = _mm512_max_epu32(m, _mm512_and_si512(b, abs));
-        __m512 v = _mm512_castsi512_ps(b);
-        _mm512_storeu_pd(d + i, _mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(v)), sc));
-        _mm512_storeu_pd(d + i + 8, _mm512_mul_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))), sc));
-    }
-    *mb = (uint32_t)_mm512_reduce_max_epu32(m);
-    return i;
-}
-
 /* position q of the region as c scaled doubles at index k of the block, and with a mask the row
  * side m a; the largest |f| seen into *big (as its bits: they order like the magnitudes, and a NaN
  * or an infinity is above 0x7f800000), and *over (shared by the threads) set where a value reaches
@@ -201,7 +180,7 @@ static inline __attribute__((always_inline)) void convert_scaled(const nst_tenso
     size_t at = gb_position(f, own, q), src = at * f->c;
     uint32_t mb = *big;
     int i = 0;
-    if (wide) i = row_avx512(cpu_at(f->data, src, bf), f->c, scale, &GB_AT(d, k, 0), &mb, bf);
+    if (wide) i = gb_row_avx512(cpu_at(f->data, src, bf), f->c, scale, &GB_AT(d, k, 0), &mb, bf);
     for (; i < f->c; i++) {
         uint32_t b = cpu_bits(f->data, src + i, bf) << (bf ? 16 : 0), ab = b & 0x7fffffffu;
         float v;

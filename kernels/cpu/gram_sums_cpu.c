@@ -144,10 +144,12 @@ static void tile_scalar(const double *a, const double *d, int P, size_t PS, int 
 /* position q of the region (row order) as c doubles at index k of the block, d (the dtype a
  * literal: see pool_cpu.c), and with a mask as c doubles m_p f_p too, in a */
 static inline __attribute__((always_inline)) void convert(const nst_tensor *f, nst_rect own, const nst_tensor *m, size_t q, int k,
-                                                          size_t PS, double *d, double *a, int bf)
+                                                          size_t PS, double *d, double *a, int wide, int bf)
 {
     size_t at = gb_position(f, own, q), src = at * f->c;
-    for (int i = 0; i < f->c; i++) AT(d, k, i) = cpu_ld(f->data, src + i, bf);
+    uint32_t mb = 0;
+    int i0 = wide ? gb_row_avx512(cpu_at(f->data, src, bf), f->c, 1.0, &AT(d, k, 0), &mb, bf) : 0;
+    for (int i = i0; i < f->c; i++) AT(d, k, i) = cpu_ld(f->data, src + i, bf);
     if (m) {
         double w = ((const float *)m->data)[at];
         for (int i = 0; i < f->c; i++) AT(a, k, i) = w * AT(d, k, i);
@@ -175,9 +177,9 @@ nst_status cpu_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect ow
 #pragma omp for schedule(static) /* (its barrier: every thread waits for the whole block) */
         for (int k = 0; k < n; k++) {
             if (bf)
-                convert(f, own, m, p0 + (size_t)k, k, PS, d, a, 1);
+                convert(f, own, m, p0 + (size_t)k, k, PS, d, a, isa >= CPU_ISA_AVX512, 1);
             else
-                convert(f, own, m, p0 + (size_t)k, k, PS, d, a, 0);
+                convert(f, own, m, p0 + (size_t)k, k, PS, d, a, isa >= CPU_ISA_AVX512, 0);
         }
 #pragma omp for schedule(static)
         for (int t = 0; t < ntiles; t++) {
