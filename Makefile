@@ -269,7 +269,7 @@ $(BUILD)/tests/test_cuda_none: tests/test_cuda_none.c tests/test.h kernels/cuda/
 	@mkdir -p $(dir $@)
 	$(Q)cc -std=gnu11 -O2 -Wall -Wextra -I. -o $@ tests/test_cuda_none.c kernels/cuda/cuda_none.c util/nvidia.c util/status.c
 
-$(BUILD)/tests/%: tests/%.c tests/test.h tests/naive.h $(LIB)
+$(BUILD)/tests/%: tests/%.c tests/test.h tests/naive.h tests/kernel_paths.h $(LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC    $<")
 	$(Q)$(CC) $(ALLCFLAGS) -o $@ $< $(LIB) $(LDLIBS)

@@ -15,17 +15,10 @@
 #include "../kernels/backend.h"
 #include "../kernels/cpu/cpu.h"
 #include "../util/mem.h"
+#include "kernel_paths.h"
 #include "test.h"
 
 static nst_backend *be;
-
-#define NPATHS 4
-static const char *const path_names[NPATHS] = {"default", "avx512", "avx2", "portable"};
-static void set_path(int path)
-{
-    if (path <= 0) unsetenv("NSTBATCH_CPU_KERNELS");
-    else setenv("NSTBATCH_CPU_KERNELS", path_names[path], 1);
-}
 
 /* floor(v 2^sh) for an integer v */
 static __int128 shift_floor(__int128 v, int sh)

@@ -21,6 +21,7 @@
 #include "../kernels/cpu/cpu.h"
 #include "../util/mem.h"
 #include "naive.h"
+#include "kernel_paths.h"
 #include "test.h"
 
 static nst_backend *be;
@@ -41,16 +42,6 @@ static void put(nst_tensor *t, const float *src) { be->ops->upload(be, t->data, 
 static void get(const nst_tensor *t, float *dst) { be->ops->download(be, dst, t->data, nst_tensor_elems(t), NST_F32); }
 
 static float *buf(size_t n) { return nst_alloc_array(n ? n : 1, sizeof(float), "test"); }
-
-/* The backend's own kernels' paths (kernels/cpu/isa_cpu.c): the best this CPU and
- * ONEDNN_MAX_CPU_ISA allow, AVX2 (where allowed), portable; -1 restores the default. */
-#define NPATHS 4
-static const char *const path_names[NPATHS] = {"default", "avx512", "avx2", "portable"};
-static void set_path(int path)
-{
-    if (path <= 0) unsetenv("NSTBATCH_CPU_KERNELS");
-    else setenv("NSTBATCH_CPU_KERNELS", path_names[path], 1);
-}
 
 static double dotd(const float *a, const float *b, size_t n)
 {

@@ -33,11 +33,9 @@
  * an infinity or a mask weight outside [0, 1]), and where k > e the sums of that call are not
  * valid (the caller sums again with a larger e: nst/optimise/objective.c). */
 #include <immintrin.h>
-#include <limits.h>
 #include <math.h>
 #include <string.h>
 
-#include "../../util/mem.h"
 #include "cpu.h"
 #include "gram_blocks_cpu.h"
 
