@@ -14,6 +14,7 @@
 
 #include "../kernels/backend.h"
 #include "../kernels/cpu/cpu.h"
+#include "../kernels/cpu/gram_blocks_cpu.h"
 #include "../util/mem.h"
 #include "kernel_paths.h"
 #include "test.h"
@@ -132,6 +133,57 @@ static void t_fixed_sums_equal_the_exact_truth_on_every_path(void)
             }
 }
 
+/* Thread counts and the two ways of sharing the work (kernels/cpu/gram_fixed_cpu.c): up to 256
+ * channels a region of at least two blocks per thread is split by positions, each thread summing
+ * blocks of its own and the sums added at the end; otherwise the threads share each block's tiles.
+ * Both, on 1 to 4 threads (3: blocks that do not share out evenly), on every path at 3 threads,
+ * equal the truth; a value past the bound in the last block is reported on any thread count. */
+static void t_every_thread_count_and_split_gives_the_truth(void)
+{
+    const struct { int c, h, w, bf, masked; } shape[] = {{16, 160, 150, 0, 0}, {64, 80, 100, 1, 0}, {77, 80, 100, 0, 1}, {300, 30, 40, 1, 0}};
+    for (int k = 0; k < 4; k++) {
+        const int c = shape[k].c, h = shape[k].h, w = shape[k].w, bf = shape[k].bf, e = 6;
+        const size_t npos = (size_t)h * w, n = npos * c;
+        const int split = c <= GB_SPLIT_MAX_C && npos >= 2 * 4 * (size_t)gb_block_positions(c);
+        CHECK(split == (c <= 256), "c %d: the shape no longer tests the split it was chosen for", c);
+        float *v = malloc(n * sizeof(float)), *mw = malloc(npos * sizeof(float));
+        fill(v, n, 300 + k, -60.f, 60.f, bf);
+        for (size_t p = 0; p < npos; p++) mw[p] = (float)(rand() % 65537) * 0x1p-16f;
+        nst_tensor f = upload(v, h, w, c, bf), mt = {0};
+        if (shape[k].masked) mt = upload(mw, h, w, 1, 0);
+        const nst_tensor *m = shape[k].masked ? &mt : NULL;
+        nst_rect r = nst_rect_make(0, 0, w, h);
+        __int128 *want = malloc((size_t)c * c * sizeof(__int128));
+        for (int i = 0; i < c; i++)
+            for (int j = i; j < c; j++) want[(size_t)i * c + j] = truth(v, w, c, r, m ? mw : NULL, e, i, j);
+        int saved = omp_get_max_threads(), emax;
+        for (int threads = 1; threads <= 4; threads++)
+            for (int path = threads == 3 ? 0 : NPATHS; path <= NPATHS; path++) {
+                omp_set_num_threads(threads);
+                set_path(path < NPATHS ? path : -1);
+                int64_t *acc = sums(&f, r, m, e, &emax);
+                set_path(-1);
+                int differ = 0;
+                for (int i = 0; i < c; i++)
+                    for (int j = i; j < c; j++) differ += value(acc, c, i, j) != want[(size_t)i * c + j];
+                CHECK(differ == 0 && emax <= e, "c %d, split by %s, %d threads, %s: %d entries differ from the truth, emax %d", c,
+                      split ? "positions" : "tiles", threads, path < NPATHS ? path_names[path] : "the best path", differ, emax);
+                free(acc);
+            }
+        v[n - 1] = 64.f; /* 2^6 at the last position: needs e >= 7 */
+        be->ops->upload(be, f.data, v, n, f.dt);
+        for (int threads = 1; threads <= 4; threads++) {
+            omp_set_num_threads(threads);
+            free(sums(&f, r, m, e, &emax));
+            CHECK(emax == 7, "c %d, %d threads: a value of 64 with e = 6 at the last position: emax %d, expected 7", c, threads, emax);
+        }
+        omp_set_num_threads(saved);
+        nst_tensor_free(be, &f);
+        if (m) nst_tensor_free(be, &mt);
+        free(v), free(mw), free(want);
+    }
+}
+
 /* The property: a region summed in parts (bands, columns, single positions), the parts in any
  * order and on separate accumulators (ranks) then added, equals the whole region's sums bit for
  * bit. The data mix one large value with many tiny ones, where fp64 sums depend on the order:
@@ -228,6 +280,7 @@ int main(void)
     }
     printf("test_gram_fixed: %s; own kernels: %s\n", be->description, cpu_isa_level_name(cpu_kernels_isa()));
     RUN(t_fixed_sums_equal_the_exact_truth_on_every_path);
+    RUN(t_every_thread_count_and_split_gives_the_truth);
     RUN(t_parts_in_any_order_equal_the_whole);
     RUN(t_bound_is_reported);
     nst_backend_close(be);

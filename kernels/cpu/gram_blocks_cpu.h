@@ -2,7 +2,8 @@
  * gram_sums_cpu.c, and the fixed-point ones, gram_fixed_cpu.c): a region's positions taken in
  * blocks converted to rows of doubles (a block fits in L2; on AVX-512 16 channels an instruction),
  * and the 8 x 16 tiles of G that touch its upper triangle, which the threads share out over each
- * block. */
+ * block (the fp64 sums, whose order must not depend on the thread count, always; the fixed-point
+ * ones above GB_SPLIT_MAX_C channels), or one block of rows per thread. */
 #ifndef NST_GRAM_BLOCKS_CPU_H
 #define NST_GRAM_BLOCKS_CPU_H
 
@@ -20,21 +21,32 @@
  * the AVX2 tiles, reading each row four times, half as fast at 512 channels. */
 #define GB_AT(x, p, i) (x)[(size_t)(p) * PS + (size_t)(i)]
 
+/* the largest c whose fixed-point sums may split positions among threads: each thread then holds
+ * sums of its own, 16 c^2 bytes (1 MiB at 256) */
+#define GB_SPLIT_MAX_C 256
+
 typedef struct {
     int P;          /* positions per block */
     size_t PS;      /* doubles per position row */
     double *d, *a;  /* the block's rows, and with a mask their weighted copies (a = d without) */
+    size_t stride;  /* doubles from one copy of (d, a) to the next, with a copy per thread */
     int *tiles;     /* (i0, j0) of each tile */
     int ntiles;
 } gb_plan;
 
-/* the blocks and tiles for c channels, the rows in the backend's scratch */
-static inline nst_status gb_plan_make(cpu_impl *impl, int c, int masked, gb_plan *pl)
+static inline int gb_row_doubles(int c) { return (c + 7) / 8 * 8 + 8; }
+
+/* positions per block for c channels */
+static inline int gb_block_positions(int c) { return GB_BLOCK_DOUBLES / gb_row_doubles(c) > 0 ? GB_BLOCK_DOUBLES / gb_row_doubles(c) : 1; }
+
+/* the blocks and tiles for c channels, `copies` blocks of rows in the backend's scratch */
+static inline nst_status gb_plan_make(cpu_impl *impl, int c, int masked, int copies, gb_plan *pl)
 {
-    const int cpad = (c + 7) / 8 * 8 + 8;
-    pl->P = GB_BLOCK_DOUBLES / cpad > 0 ? GB_BLOCK_DOUBLES / cpad : 1;
+    const int cpad = gb_row_doubles(c);
+    pl->P = gb_block_positions(c);
     pl->PS = (size_t)cpad;
-    size_t need = (masked ? 2 : 1) * (size_t)pl->P * cpad;
+    pl->stride = (masked ? 2 : 1) * (size_t)pl->P * cpad;
+    size_t need = (size_t)copies * pl->stride;
     if (need > impl->dscratch_cap) {
         nst_free(impl->dscratch);
         impl->dscratch = nst_alloc_array(need, sizeof(double), "Gram positions");

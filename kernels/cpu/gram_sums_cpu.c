@@ -165,7 +165,7 @@ nst_status cpu_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect ow
     if (nst_rect_empty(own)) return NST_OK;
     const int c = f->c, bf = f->dt == NST_BF16;
     gb_plan pl;
-    NST_TRY(gb_plan_make(impl, c, m != NULL, &pl));
+    NST_TRY(gb_plan_make(impl, c, m != NULL, 1, &pl));
     const int P = pl.P, ntiles = pl.ntiles, *tiles = pl.tiles;
     const size_t PS = pl.PS;
     double *d = pl.d, *a = pl.a;

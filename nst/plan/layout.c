@@ -128,8 +128,9 @@ static int candidates(int n, int align, int *out, int cap)
  * content, initial and result windows (3 x 12 B per window pixel), the previous level's cores (at
  * most 12 B per core pixel), and the CPU backend's scratch: the Gram backward's packed D (at most
  * 512 x 512 floats, 1 MiB) and a block of 48 rows of 512 floats per thread (96 KiB), the first
- * conv's fp32 band in bf16 (at most 8 MiB for its largest window) and the Gram sums' block
- * (512 KiB; kernels/cpu/). */
+ * conv's fp32 band in bf16 (at most 8 MiB for its largest window), and per thread the Gram sums'
+ * block (1 MiB with a mask) and the sums it may keep of its own (16 c^2 bytes up to 256 channels:
+ * 1 MiB; kernels/cpu/gram_blocks_cpu.h). */
 size_t nst_layout_host_memory(const nst_grid *g, const int *owner, int r, const nst_backend *be)
 {
     const nst_dtype act = be->act_dtype;
@@ -141,9 +142,10 @@ size_t nst_layout_host_memory(const nst_grid *g, const int *owner, int r, const 
         if ((size_t)w.w * w.h > wmax) wmax = (size_t)w.w * w.h;
     }
     if (!wmax) return b;
-    size_t gram = ((size_t)1 << 20) + (size_t)(be->threads > 0 ? be->threads : 1) * 48 * 512 * sizeof(float);
+    const size_t threads = (size_t)(be->threads > 0 ? be->threads : 1);
+    size_t gram = ((size_t)1 << 20) + threads * 48 * 512 * sizeof(float);
     size_t band = act == NST_BF16 ? 4 * 64 * wmax : 0;
-    return b + ((size_t)1 << 19) + gram + (band < ((size_t)8 << 20) ? band : (size_t)8 << 20);
+    return b + threads * ((size_t)2 << 20) + gram + (band < ((size_t)8 << 20) ? band : (size_t)8 << 20);
 }
 
 size_t nst_layout_style_budget(const nst_layout *L, const nst_backend *be, size_t budget)
