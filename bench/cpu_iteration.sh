@@ -19,9 +19,9 @@
 # variant runs ROUNDS times, interleaved, and the median of the rounds is reported. Memory: the
 # process's peak resident set (setup included, on both sides), and for nstbatch the peak of its
 # backend buffers (its memory model). The limit: the same 13 convolutions alone, forward and
-# backward-data, through nstbatch's own ops (build/bench/conv_layers). Where the time goes: one
-# run of nstbatch's best precision with NSTBATCH_PROFILE=1 (per-op seconds), and the Gram ops
-# alone per style layer (build/bench/gram_layers).
+# backward-data, through nstbatch's own ops (build/bench/conv_layers). Where the time goes: two
+# runs of nstbatch's best precision with NSTBATCH_PROFILE=1 (per-op milliseconds an iteration, the
+# difference of the runs), and the Gram ops alone per style layer (build/bench/gram_layers).
 #
 #   ISA=AVX2 SIZES="512x384 1024x768" ITERS=8 ROUNDS=3 THREADS=$(nproc) TAG=zen5 bench/cpu_iteration.sh
 #
@@ -116,17 +116,24 @@ for size in $sizes; do
   echo "$size: $(for k in nst_fp32 ${nst_precs[1]:+nst_bf16} "${pt_variants[@]/#/pt_}"; do printf '%s %s  ' "$k" "${S[$k,$size]}"; done)s/iter; convolutions alone ${S[conv,$size]} s"
 done
 
-# ---- where the time goes: per-op seconds of one run at the first size ----------------------------
+# ---- where the time goes: per-op seconds of an iteration at the first size ----------------------
+# Two profiled runs, of 4 and 4 + ITERS iterations: their difference per iteration leaves out what
+# runs once (the style targets, the first pass's bounds, first-touch zeroing of new buffers).
 first=${sizes%% *} pp=${nst_precs[-1]}
-prof=$(NSTBATCH_PROFILE=1 OMP_NUM_THREADS=$threads ./nstbatch configs/demo.ini --set model.weights="$T/w.h5" --set output.width="${first%x*}" \
-       --set output.height="${first#*x}" --set optim.iterations="$iters" --set run.print_every=0 --set output.path="$T/out.png" \
-       --set run.threads="$threads" --set run.device=cpu --set run.precision="$pp" 2>&1 | sed -n '/^profile:/,$p')
-printf '### profile %s %s\n%s\n' "$pp" "$first" "$prof" >>"$raw"
+profile_run() {
+  NSTBATCH_PROFILE=1 OMP_NUM_THREADS=$threads ./nstbatch configs/demo.ini --set model.weights="$T/w.h5" --set output.width="${first%x*}" \
+    --set output.height="${first#*x}" --set optim.iterations="$1" --set run.print_every=0 --set output.path="$T/out.png" \
+    --set run.threads="$threads" --set run.device=cpu --set run.precision="$pp" 2>&1 | sed -n '/^profile:/,$p'
+}
+prof_short=$(profile_run 4) prof=$(profile_run $((4 + iters)))
+printf '### profile %s %s, 4 iterations\n%s\n### profile %s %s, %d iterations\n%s\n' "$pp" "$first" "$prof_short" "$pp" "$first" $((4 + iters)) "$prof" >>"$raw"
 # the Gram ops alone at the first size, in the same precision (what an iteration does besides convolutions)
 gram=$(OMP_NUM_THREADS=$threads build/bench/gram_layers --device cpu --precision "$pp" --size "$first" --reps 7 2>/dev/null)
 printf '### gram_layers %s %s\n%s\n' "$pp" "$first" "$gram" >>"$raw"
-# group the rows: op name (first word) -> seconds
-profile_table=$(awk 'NR > 2 { t[$1] += $(NF - 1); all += $(NF - 1) } END { for (k in t) printf "| %s | %.3f | %.1f %% |\n", k, t[k], 100 * t[k] / all }' <<<"$prof" | sort -t'|' -k3 -g -r)
+# group the rows by op name (first word): milliseconds per iteration, the longer run's less the shorter's
+profile_table=$( (sed 's/^/short /' <<<"$prof_short"; sed 's/^/long /' <<<"$prof") | awk -v n="$iters" '
+  $2 != "profile:" && $2 != "op" { v = $(NF - 1); if ($1 == "long") t[$2] += v; else t[$2] -= v }
+  END { for (k in t) all += t[k]; for (k in t) printf "| %s | %.2f | %.1f %% |\n", k, 1e3 * t[k] / n, 100 * t[k] / all }' | sort -t'|' -k3 -g -r)
 
 row() { # VARIANT-KEY LABEL SIZE
   local k=$1 label=$2 size=$3 px=$((${3%x*} * ${3#*x}))
@@ -193,9 +200,9 @@ best() { awk -v a="$1" -v b="$2" 'BEGIN { print (a < b) ? a : b }'; }
     done
   fi
   echo
-  echo "Where a ${pp} iteration's time goes at $first (\`NSTBATCH_PROFILE=1\`, $iters iterations and the setup's forward passes; seconds by op):"
+  echo "Where a ${pp} iteration's time goes at $first (\`NSTBATCH_PROFILE=1\`: a run of $((4 + iters)) iterations less one of 4, per iteration; by op):"
   echo
-  echo "| op | seconds | share |"
+  echo "| op | ms per iteration | share |"
   echo "|---|---|---|"
   echo "$profile_table"
   echo
