@@ -10,10 +10,12 @@
 # without channels_last. PyTorch runs on OpenBLAS's OpenMP build where it is installed
 # (libopenblas0-openmp; the reference BLAS would make its Gram matmuls 50x slower), and the ceiling
 # an fp32 iteration is measured against is OpenBLAS's sgemm on the same threads (torch.mm of two
-# 4096 x 4096 matrices). ISA=AVX2 (or SSE41, AVX512_CORE) caps both programs: ONEDNN_MAX_CPU_ISA
-# for oneDNN (which both use) and nstbatch's own kernels, ATEN_CPU_CAPABILITY for PyTorch's own
-# kernels, OPENBLAS_CORETYPE=Haswell for OpenBLAS; a machine with AVX-512 then measures the AVX2
-# paths (its AVX2 cores are not a Zen 3's: the results name the CPU).
+# 4096 x 4096 matrices); a bf16 one against oneDNN's bf16 matmul the same way (on AMX, its AMX
+# kernel: the share of AMX's bf16 peak an iteration reaches). ISA=AVX2 (or SSE41, AVX512_CORE)
+# caps both programs: ONEDNN_MAX_CPU_ISA for oneDNN (which both use) and nstbatch's own kernels,
+# ATEN_CPU_CAPABILITY for PyTorch's own kernels, OPENBLAS_CORETYPE=Haswell for OpenBLAS; a machine
+# with AVX-512 then measures the AVX2 paths (its AVX2 cores are not a Zen 3's: the results name
+# the CPU).
 #
 # Timing: per iteration, the median after two warm-up iterations; the machine is shared, so every
 # variant runs ROUNDS times, interleaved, and the median of the rounds is reported. Memory: the
@@ -95,22 +97,40 @@ run_round() {
     RSS[pt_$v,$size]=$($PY -c "import json,sys; print(json.loads(sys.argv[1])['peak_bytes'])" "$res")
   done
 }
-sgemm_round() { # OpenBLAS's sgemm through torch.mm on the same threads: the fp32 ceiling
+# GEMM GFLOP/s through torch.mm of two 4096 x 4096 matrices on the same threads: in fp32 OpenBLAS's
+# sgemm (the fp32 ceiling), in bf16 oneDNN's matmul (PyTorch hands it bf16 products: on AMX its
+# AMX kernel, the bf16 ceiling; which one ran is in the results)
+gemm_round() { # fp32 | bf16
   "${PT_ENV[@]}" $PY -c '
 import sys, time, torch
 torch.set_num_threads(int(sys.argv[1]))
-a, b = torch.randn(4096, 4096), torch.randn(4096, 4096)
+dt = torch.bfloat16 if sys.argv[2] == "bf16" else torch.float32
+a, b = torch.randn(4096, 4096).to(dt), torch.randn(4096, 4096).to(dt)
 for _ in range(2): a @ b
 t = time.perf_counter()
 for _ in range(5): a @ b
-print("%.1f" % (5 * 2 * 4096 ** 3 / (time.perf_counter() - t) / 1e9))' "$threads"
+print("%.1f" % (5 * 2 * 4096 ** 3 / (time.perf_counter() - t) / 1e9))' "$threads" "$1"
 }
+bgemm=() bgemm_impl=
+if [ $bf16 = 1 ]; then # the implementation oneDNN picks for the bf16 matmul (ONEDNN_VERBOSE's fifth field)
+  bgemm_impl=$(ONEDNN_VERBOSE=1 "${PT_ENV[@]}" $PY -c '
+import torch
+torch.set_num_threads(int(__import__("sys").argv[1]))
+a = torch.ones(256, 256, dtype=torch.bfloat16)
+a @ a' "$threads" 2>&1 | awk -F, '$2 == "exec" && $4 == "matmul" { print $5; exit }')
+fi
 for r in $(seq "$rounds"); do
-  sgemm+=("$(sgemm_round)")
+  sgemm+=("$(gemm_round fp32)")
+  [ $bf16 = 1 ] && bgemm+=("$(gemm_round bf16)")
   for size in $sizes; do run_round "$size"; done
 done
 ceiling=$(printf '%s\n' "${sgemm[@]}" | median)
 echo "sgemm ceiling: ${sgemm[*]} GFLOP/s (median $ceiling)" >>"$raw"
+bceiling=
+if [ $bf16 = 1 ]; then
+  bceiling=$(printf '%s\n' "${bgemm[@]}" | median)
+  echo "bf16 matmul ceiling (${bgemm_impl:-implementation not reported}): ${bgemm[*]} GFLOP/s (median $bceiling)" >>"$raw"
+fi
 for size in $sizes; do
   for k in nst_fp32 conv "${pt_variants[@]/#/pt_}" ${nst_precs[1]:+nst_bf16}; do S[$k,$size]=$(tr ' ' '\n' <<<"${R[$k,$size]}" | grep . | median); done
   echo "$size: $(for k in nst_fp32 ${nst_precs[1]:+nst_bf16} "${pt_variants[@]/#/pt_}"; do printf '%s %s  ' "$k" "${S[$k,$size]}"; done)s/iter; convolutions alone ${S[conv,$size]} s"
@@ -153,6 +173,7 @@ best() { awk -v a="$1" -v b="$2" 'BEGIN { print (a < b) ? a : b }'; }
   echo "nstbatch $(./nstbatch --version | head -n1 | cut -d' ' -f2): $backend;"
   echo "PyTorch $($PY -c 'import torch; print(torch.__version__)') (Debian python3-torch; its CPU convolutions are the same oneDNN) on $blas."
   echo "Ceiling: OpenBLAS sgemm on $threads threads, **$ceiling GFLOP/s** (rounds: ${sgemm[*]})."
+  [ $bf16 = 1 ] && echo "bf16 ceiling: oneDNN's bf16 matmul (\`${bgemm_impl:-not reported}\`) through torch.mm on $threads threads, **$bceiling GFLOP/s** (rounds: ${bgemm[*]})."
   echo
   echo "Network: full-width random VGG-19 to relu5_1 (seed 1); content relu4_2, style relu1_1..relu5_1, TV; Adam."
   [ $bf16 = 1 ] && echo "nstbatch bf16: activations and their gradients in bf16, fp32 accumulation, the network input, Gram sums," &&
@@ -180,6 +201,7 @@ best() { awk -v a="$1" -v b="$2" 'BEGIN { print (a < b) ? a : b }'; }
     echo "- Against the ceiling: nstbatch fp32 at $(gflops "${S[nst_fp32,$size]}" $px) GFLOP/s is $(awk -v g="$(gflops "${S[nst_fp32,$size]}" $px)" -v c="$ceiling" 'BEGIN { printf "%.0f", 100 * g / c }') % of OpenBLAS's sgemm; PyTorch fp32's better layout $(awk -v g="$(gflops "$ptf" $px)" -v c="$ceiling" 'BEGIN { printf "%.0f", 100 * g / c }') %."
     if [ $bf16 = 1 ]; then
       echo "- nstbatch bf16 against PyTorch bf16 + channels_last: **$(ratio "${S[pt_bf16cl,$size]}" "${S[nst_bf16,$size]}")x**; against nstbatch fp32: **$(ratio "${S[nst_fp32,$size]}" "${S[nst_bf16,$size]}")x** (rounds, s/iter: nstbatch bf16${R[nst_bf16,$size]}; PyTorch bf16 + channels_last${R[pt_bf16cl,$size]})."
+      echo "- Against the bf16 ceiling: nstbatch bf16 at $(gflops "${S[nst_bf16,$size]}" $px) GFLOP/s is $(awk -v g="$(gflops "${S[nst_bf16,$size]}" $px)" -v c="$bceiling" 'BEGIN { printf "%.0f", 100 * g / c }') % of oneDNN's bf16 matmul; PyTorch bf16 + channels_last $(awk -v g="$(gflops "${S[pt_bf16cl,$size]}" $px)" -v c="$bceiling" 'BEGIN { printf "%.0f", 100 * g / c }') %."
       echo "- Backend memory, bf16 / fp32: $(ratio "${MEM[nst_bf16,$size]}" "${MEM[nst_fp32,$size]}")x ($(awk -v b="${MEM[nst_bf16,$size]}" -v p=$px 'BEGIN { printf "%.0f", b / 1048576 / (p / 1e6) }') MiB per megapixel against $(awk -v b="${MEM[nst_fp32,$size]}" -v p=$px 'BEGIN { printf "%.0f", b / 1048576 / (p / 1e6) }'))."
     fi
     echo "- The 13 convolutions alone (forward + backward-data, ${nst_precs[-1]}, \`conv_layers --size $size\`): ${S[conv,$size]} s, $(gflops "${S[conv,$size]}" $px) GFLOP/s on the iteration's FLOP count: the ${nst_precs[-1]} iteration spends $(awk -v c="${S[conv,$size]}" -v s="${S[nst_${nst_precs[-1]},$size]}" 'BEGIN { printf "%.0f", 100 * c / s }') % of its time in them."
