@@ -227,7 +227,7 @@ void nst_gram_fixed_to_double(const int64_t *acc, int c, int e, int bad, double 
     for (int i = 0; i < c; i++)
         for (int j = i; j < c; j++) {
             const size_t at = (size_t)i * c + j;
-            const int64_t hi = acc[(size_t)c * c + at] + (acc[at] >> 40), lo = acc[at] & ((1LL << 40) - 1);
-            g[(size_t)i * c + j] = bad ? NAN : ldexp((double)hi * 0x1p40 + (double)lo, 2 * e - 43); /* hi < 2^53: exact */
+            const int64_t hi = acc[(size_t)c * c + at] + (acc[at] >> NST_GRAM_LO_BITS), lo = acc[at] & ((1LL << NST_GRAM_LO_BITS) - 1);
+            g[(size_t)i * c + j] = bad ? NAN : ldexp(ldexp((double)hi, NST_GRAM_LO_BITS) + (double)lo, 2 * e - 43); /* hi < 2^53: exact */
         }
 }

@@ -143,6 +143,7 @@ typedef struct {
 } nst_backend_ops;
 
 #define NST_GRAM_EMIN (-1000)
+#define NST_GRAM_LO_BITS 40 /* gram_fixed's lo plane holds [0, 2^40); the value is lo + 2^40 hi */
 #define NST_GRAM_ENONFINITE 100000
 /* g's upper triangle (c x c, host memory) = the values of gram_fixed's sums acc at bound 2^e, after
  * they are added over ranks (lo may then exceed 2^40): lo + 2^40 hi rounded once to double, times

@@ -57,7 +57,7 @@ static __int128 truth(const float *v, int w, int c, nst_rect r, const float *mw,
 static __int128 value(const int64_t *acc, int c, int i, int j)
 {
     const size_t at = (size_t)i * c + j;
-    return (__int128)acc[(size_t)c * c + at] * ((__int128)1 << 40) + acc[at];
+    return (__int128)acc[(size_t)c * c + at] * ((__int128)1 << NST_GRAM_LO_BITS) + acc[at];
 }
 
 /* values in [lo, hi) (and a share of exact zeros, as after a ReLU), exactly representable in dt */
@@ -119,7 +119,7 @@ static void t_fixed_sums_equal_the_exact_truth_on_every_path(void)
                     for (int i = 0; i < c; i++)
                         for (int j = i; j < c; j++)
                             differ += value(acc, c, i, j) != truth(v, w, c, r, variant == 2 ? mw : NULL, e, i, j) ||
-                                      acc[(size_t)i * c + j] < 0 || acc[(size_t)i * c + j] >= (1LL << 40);
+                                      acc[(size_t)i * c + j] < 0 || acc[(size_t)i * c + j] >= (1LL << NST_GRAM_LO_BITS);
                     CHECK(differ == 0, "c %d %s %s, %s: %d entries differ from the truth", c, bf ? "bf16" : "fp32",
                           variant == 0 ? "non-negative" : variant == 1 ? "signed" : variant == 2 ? "masked" : "near the bound",
                           path < NPATHS ? path_names[path] : "one thread", differ);

@@ -37,7 +37,11 @@ typedef struct {
 static inline int gb_row_doubles(int c) { return (c + 7) / 8 * 8 + 8; }
 
 /* positions per block for c channels */
-static inline int gb_block_positions(int c) { return GB_BLOCK_DOUBLES / gb_row_doubles(c) > 0 ? GB_BLOCK_DOUBLES / gb_row_doubles(c) : 1; }
+static inline int gb_block_positions(int c)
+{
+    const int p = GB_BLOCK_DOUBLES / gb_row_doubles(c);
+    return p > 0 ? p : 1;
+}
 
 /* the blocks and tiles for c channels, `copies` blocks of rows in the backend's scratch */
 static inline nst_status gb_plan_make(cpu_impl *impl, int c, int masked, int copies, gb_plan *pl)

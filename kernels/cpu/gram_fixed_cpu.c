@@ -48,7 +48,7 @@
 #define CHAIN 128               /* products per chain: 128 x 2^-8 < 1/2 keeps q in [2, 4) */
 #define FIXQ 0x1p-51            /* the grid of [2, 4) */
 #define THREE_BITS 0x4008000000000000LL /* the bits of 3.0 */
-#define LO_BITS 40
+#define LO_BITS NST_GRAM_LO_BITS
 
 /* Chains of the tile's 8 x 16 entries over the block's n positions, CHAIN at a time, their integers
  * added to k (8 x 16 int64). */
@@ -322,13 +322,14 @@ nst_status cpu_gram_fixed(nst_backend *be, const nst_tensor *f, nst_rect own, co
         gb_plan_free(&pl);
         return NST_ENOMEM;
     }
-    const fx_src s = {f, m, own, pl.PS, ldexp(1.0, -(e + 4)), ldexp(1.0, e), cpu_kernels_isa() >= CPU_ISA_AVX512, f->dt == NST_BF16};
+    const cpu_isa_level isa = cpu_kernels_isa();
+    const fx_src s = {f, m, own, pl.PS, ldexp(1.0, -(e + 4)), ldexp(1.0, e), isa >= CPU_ISA_AVX512, f->dt == NST_BF16};
     uint32_t big = 0;
     int bad = 0, over = 0;
     if (by_positions)
-        sums_by_positions(&s, &pl, npos, c, cpu_kernels_isa(), acc, part, &big, &bad, &over);
+        sums_by_positions(&s, &pl, npos, c, isa, acc, part, &big, &bad, &over);
     else
-        sums_by_tiles(&s, &pl, npos, c, cpu_kernels_isa(), acc, &big, &bad, &over);
+        sums_by_tiles(&s, &pl, npos, c, isa, acc, &big, &bad, &over);
     nst_free(part);
     gb_plan_free(&pl);
     int k = bad ? NST_GRAM_ENONFINITE : exponent_above(big);
