@@ -4,15 +4,17 @@
 # exits non-zero if anything failed or a suite died without its summary.
 #
 #   tests/run.sh [BUILD_DIR]   (FUZZ_SECONDS=N shortens or lengthens the fuzzing;
-#                               TEST_LANES=1 runs the suites one after another)
+#                               TEST_LANES=N workers, 1: the suites one after another)
 #
-# Two lanes: `suites` one after another, and beside them, from the start, `beside` one after
-# another. The suites beside are the ones that mostly wait (daemons starting, jobs queued and
-# requeued, namespaced hosts coming up: about 40 % of their wall time is CPU), and share nothing
-# with the others (their own Slurm ports, network namespaces and temporary folders); on 2 cores
-# they cost the other lane about half their CPU time instead of their whole wall time. Every wait
-# in them is bounded generously, not timed to the lane's load. Their output comes after the other
-# lane's, in their order.
+# Lanes: the suites below run on TEST_LANES workers (default 2), each taking the next suite of the
+# list as it finishes one, their output printed in the list's order as each suite ends; and beside
+# them, from the start, `beside` one after another. On 2 cores one worker leaves a core half idle:
+# the suites wait on mpirun's start, on signals, on sleeps bounded for a loaded machine, so one lane
+# used 1.05 cores on average (its CPU seconds over its wall seconds, Zen 5). Every suite has its own
+# temporary folder (tests/lib.sh) and ports; none writes where another reads. The suites beside are
+# the ones that mostly wait (daemons starting, jobs queued and requeued, namespaced hosts coming
+# up), with their own Slurm ports and network namespaces. Every wait in every suite is bounded
+# generously, not timed to the machine's load. TEST_LANES=1 runs everything one after another.
 set -u
 B=${1:-build}
 cd "$(dirname "$0")/.."
@@ -107,17 +109,31 @@ report() {
   [ "$status" -ne 0 ] && [ "$f" -eq 0 ] && { broken+=("$name (exit status $status)"); total_f=$((total_f + 1)); }
   echo "   ($secs)"
 }
-if [ "${TEST_LANES:-2}" = 1 ]; then
+lanes=${TEST_LANES:-2}
+case $lanes in '' | *[!0-9]* | 0) echo "tests/run.sh: TEST_LANES=$lanes: give a number of lanes, 1 or more" >&2; exit 2 ;; esac
+if [ "$lanes" = 1 ]; then
   suites+=("${beside[@]}") beside=()
 fi
 (for entry in "${beside[@]}"; do run_suite "${entry%%|*}" "${entry#*|}"; done) &
-lane=$!
+pids=($!)
+# worker: take the next suite's number from R/next (under a lock) until none is left
+worker() {
+  local i
+  while :; do
+    i=$(flock "$R/next" sh -c 'read -r i <"$0"; echo $((i + 1)) >"$0"; echo "$i"' "$R/next")
+    [ "$i" -lt ${#suites[@]} ] || return 0
+    run_suite "${suites[i]%%|*}" "${suites[i]#*|}"
+  done
+}
+echo 0 >"$R/next"
+for ((w = 0; w < lanes; w++)); do worker & pids+=($!); done
 for entry in "${suites[@]}"; do
   echo "== ${entry%%|*}"
-  run_suite "${entry%%|*}" "${entry#*|}"
+  # a suite's .end is written once its output is complete; with no lane running, none will come
+  while [ ! -e "$R/${entry%%|*}.end" ] && [ -n "$(jobs -rp)" ]; do sleep 0.2; done
   report "${entry%%|*}"
 done
-wait $lane
+wait "${pids[@]}"
 for entry in "${beside[@]}"; do
   echo "== ${entry%%|*} (beside the others)"
   report "${entry%%|*}"

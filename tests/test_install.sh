@@ -39,8 +39,9 @@ else
   skip "man page: no man(1) here"
 fi
 
-# the installed program, from elsewhere, on a copy of the demo config: a dry run plans it
-mkdir -p "$T/work" && cp "$ROOT/configs/demo.ini" "$T/work/" && cp -r "$ROOT/configs/demo" "$T/work/"
+# the installed program, from elsewhere, on a copy of the demo config and its two inputs (not the
+# folder: test_demo may be writing its outputs there at the same time): a dry run plans it
+mkdir -p "$T/work/demo" && cp "$ROOT/configs/demo.ini" "$T/work/" && cp "$ROOT"/configs/demo/{content,style}.png "$T/work/demo/"
 out=$(cd "$T/work" && PATH="$P/bin:$PATH" nstbatch demo.ini --dry-run --set optim.iterations=5 2>&1); r=$?
 [ $r -eq 0 ] && grep -q "dry run: nothing is rendered or written" <<<"$out" && ok "PATH=PREFIX/bin: nstbatch demo.ini --dry-run plans the demo" \
   || bad "installed dry run" "exit $r" "$out"
