@@ -60,6 +60,7 @@ suites=(
   "test_install|tests/test_install.sh $B"
   "test_docs|tests/test_docs.sh ./nstbatch"
   "test_layout|tests/test_layout.sh"
+  "test_runner|tests/test_runner.sh"
   "test_tiles|tests/test_tiles.sh ./nstbatch $B/tests/image_diff"
   "test_isa|tests/test_isa.sh ./nstbatch $B"
   "test_masks|tests/test_masks.sh ./nstbatch $B"
@@ -80,19 +81,20 @@ beside=(
   "test_slurm|tests/test_slurm.sh ./nstbatch $B/tests/image_diff"
   "test_hosts|tests/test_hosts.sh ./nstbatch $B/tests/image_diff $B"
 )
-# run_suite NAME CMD: the suite's output in R/NAME.out, its status and times in R/NAME.end
+# run_suite NAME CMD: the suite's output in R/NAME.out, its status and times in R/NAME.end (written
+# whole, then renamed: its name is the sign that the suite has ended, which the other lanes read)
 run_suite() {
   local start cpu0 status me=$BASHPID # this lane's shell: its finished children's CPU time in its stat
   start=$(date +%s.%N) cpu0=$(awk '{ print $16 + $17 }' "/proc/$me/stat")
   timeout 1200 $2 >"$R/$1.out" 2>&1; status=$?
   awk -v st="$status" -v a="$start" -v b="$(date +%s.%N)" -v hz="$(getconf CLK_TCK)" \
     -v c="$(($(awk '{ print $16 + $17 }' "/proc/$me/stat") - cpu0))" \
-    'BEGIN { printf "%d %.1f s, cpu %.1f s\n", st, b - a, c / hz }' >"$R/$1.end"
+    'BEGIN { printf "%d %.1f s, cpu %.1f s\n", st, b - a, c / hz }' >"$R/$1.end.part" && mv "$R/$1.end.part" "$R/$1.end"
 }
 # report NAME: the suite's output, added to the totals
 report() {
   local name=$1 status secs line p f s
-  if ! read -r status secs <"$R/$name.end"; then
+  if ! { read -r status secs <"$R/$name.end"; } 2>/dev/null; then
     broken+=("$name (did not end)")
     total_f=$((total_f + 1))
     return

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# tests/test_runner.sh: the runner itself (tests/run.sh), whose closing line is make test's verdict.
+# A copy of it with its suite lists replaced by small scripts (passing, failing, without a summary,
+# failing without counting a failure, killed with its worker) must, with 1, 2 and 3 lanes:
+# - print every suite's output under its own "== NAME" line, in the list's order, though the
+#   suites end in another order;
+# - add up the counts, count a suite without its summary line, one that exits non-zero with 0
+#   failures and one that never ends (its worker killed) as failures, name each, and exit 1;
+# - read a suite's status line only once it is whole: the copy's awk writes it slowly, so a runner
+#   that read it early would fail here every time.
+# With 2 lanes two suites each wait for the other (60 s at most: bounded, not timed), so both pass
+# only if they run at the same time. TEST_LANES=0 is refused with one line.
+#
+#   tests/test_runner.sh
+. "$(dirname "$0")/lib.sh" test_runner
+
+# the copy: run.sh with everything from its "suites=(" line to its first function replaced
+mkdir -p "$T/r/tests"
+src=$(cat "$ROOT/tests/run.sh")
+head=${src%%$'\n'suites=(*} tail=${src#*$'\n'# run_suite NAME}
+if [ "$head" = "$src" ] || [ "$tail" = "$src" ]; then
+  bad "the copy of tests/run.sh" "no 'suites=(' line or no '# run_suite NAME' comment after it: update this test with the runner"
+  finish; exit 1
+fi
+# fake NAME SECONDS PASSED FAILED SKIPPED [STATUS]: a suite that waits, then prints its summary
+cat >"$T/fake.sh" <<'EOF'
+#!/bin/sh
+sleep "$2"; echo "  ok   $1 says hello"; echo "$1: $3 passed, $4 failed, $5 skipped"; exit "${6:-0}"
+EOF
+# meet NAME OTHER: creates NAME's flag, then passes once OTHER's exists (60 s at most)
+cat >"$T/meet.sh" <<EOF
+#!/bin/sh
+touch "$T/\$1.here"; i=0
+while [ ! -e "$T/\$2.here" ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done
+[ -e "$T/\$2.here" ] && echo "\$1: 1 passed, 0 failed, 0 skipped" || echo "\$1: 0 passed, 1 failed, 0 skipped"
+EOF
+printf '#!/bin/sh\necho "half an output"\nkill -9 $(ps -o ppid= -p $PPID)\n' >"$T/killer.sh" # its worker
+printf '#!/bin/sh\necho "no summary here"\n' >"$T/mute.sh"
+# awk, slow to write a suite's status line: a runner that reads a status file before it is whole
+# (the other lanes poll for it every 0.2 s) then reads it empty every time, not once in a while
+mkdir -p "$T/bin"
+printf '#!/bin/sh\ncase "$*" in *"cpu %%.1f"*) sleep 0.5 ;; esac\nexec %s "$@"\n' "$(command -v awk)" >"$T/bin/awk"
+chmod +x "$T"/*.sh "$T/bin/awk"
+F=$T/fake.sh
+list() { # list MEET: the suite lists, with the two suites that meet where MEET is 1
+  echo 'suites=('
+  echo "  \"s_slow|$F s_slow 1 1 0 0\""
+  echo "  \"s_fast|$F s_fast 0 2 0 1\""
+  echo "  \"s_fails|$F s_fails 0.4 1 1 0 1\""
+  echo "  \"s_mute|$T/mute.sh\""
+  [ "$1" = 1 ] && echo "  \"s_meet_a|$T/meet.sh s_meet_a s_meet_b\"" && echo "  \"s_meet_b|$T/meet.sh s_meet_b s_meet_a\""
+  echo "  \"s_status|$F s_status 0.2 3 0 0 3\""
+  echo "  \"s_killed|$T/killer.sh\""
+  echo "  \"s_last|$F s_last 0 1 0 0\""
+  echo ')'
+  echo "beside=(\"s_beside|$F s_beside 0.5 5 0 0\")"
+}
+for lanes in 1 2 3; do
+  meet=0 && [ $lanes = 2 ] && meet=1
+  rm -f "$T"/*.here
+  { printf '%s\n' "$head"; list $meet; printf '# run_suite NAME%s\n' "$tail"; } >"$T/r/tests/run.sh"
+  out=$(PATH="$T/bin:$PATH" TEST_LANES=$lanes timeout 120 bash "$T/r/tests/run.sh" 2>&1); rc=$?
+  # the headers in the list's order (the beside suite last with 2 lanes or more), each suite's lines under its own
+  order=$(sed -n 's/^== \([a-z0-9_]*\).*/\1/p' <<<"$out" | tr '\n' ' ')
+  want="s_slow s_fast s_fails s_mute $([ $meet = 1 ] && echo 's_meet_a s_meet_b ')s_status s_killed s_last s_beside "
+  if [ "$order" = "$want" ]; then ok "$lanes lane(s): the suites' output in the list's order"; else bad "$lanes lane(s): order" "got '$order', want '$want'" "$out"; fi
+  misplaced=$(awk '/^== /{cur=$2} /says hello/{if ($1 != "ok" || $2 != cur) print}' <<<"$out")
+  [ -z "$misplaced" ] && ok "$lanes lane(s): each suite's lines under its own header" || bad "$lanes lane(s): lines under another header" "$misplaced" "$out"
+  # passed: s_slow 1, s_fast 2, s_fails 1, s_status 3, s_last 1, s_beside 5 (and 2 meeting); failed:
+  # s_fails' 1, s_mute, s_status, s_killed; skipped: s_fast's 1. With 1 lane the killed worker was
+  # the only one: the suites after it (s_beside its list's last) never start and count as failures.
+  if [ $lanes = 1 ]; then want="7 passed, 6 failed, 1 skipped" lost="s_killed s_last s_beside"
+  else want="$((13 + 2 * meet)) passed, 4 failed, 1 skipped" lost="s_killed"; fi
+  last=$(tail -n 1 <<<"$out") named=1
+  for b in "s_mute (exit status 0, no summary)" "s_status (exit status 3)" $(printf '%s\n' $lost | sed 's/$/#(did#not#end)/'); do
+    grep -qxF "broken: ${b//#/ }" <<<"$out" || named=0
+  done
+  if [ "$last" = "$want" ] && [ $rc -eq 1 ] && [ $named = 1 ]; then
+    ok "$lanes lane(s): '$last', exit 1; named: the suite without a summary, the one exiting 3, $lost (did not end)"
+  else bad "$lanes lane(s): the totals" "exit $rc, last line '$last', want '$want' and the 'broken:' lines" "$out"; fi
+done
+out=$(TEST_LANES=0 bash "$T/r/tests/run.sh" 2>&1); rc=$?
+[ $rc -eq 2 ] && [ "$out" = "tests/run.sh: TEST_LANES=0: give a number of lanes, 1 or more" ] && ok "TEST_LANES=0: exit 2, one line" ||
+  bad "TEST_LANES=0" "exit $rc" "$out"
+finish
