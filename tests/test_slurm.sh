@@ -122,13 +122,16 @@ for t in one-node-srun one-node-mpirun cpu-cluster; do
 done
 
 # the time limit: signalled, checkpointed, requeued, resumed
-sed 's/^iterations = 100$/iterations = 1600/' "$T/job.ini" >"$T/long.ini"
+sed 's/^iterations = 100$/iterations = 3200/' "$T/job.ini" >"$T/long.ini"
 # the uninterrupted reference renders meanwhile, beside the job (the job waits for its limit
 # anyway; sharing the cores only slows its render, which the signal must come before)
 (cd "$T" && timeout 600 mpirun --oversubscribe --bind-to none -np 2 "$NST" long.ini --set output.path=out/longref.tif) >"$T/longref.log" 2>&1 &
 longref=$!
-# a 1-minute limit, USR1 55 s before it (Slurm checks limits periodically: it comes 5 to 30 s into the run),
-# against a render of 30 to 50 s (1600 iterations), so that the signal always comes before its end
+# a 1-minute limit, USR1 55 s before it, against a render of 60 to 100 s (3200 iterations), so that
+# the signal always comes before its end: Slurm checks limits periodically, and the signal came 21
+# to 31 s into the run in 8 runs of make test, and once after 37 s, when a render of 1600
+# iterations ended first. Each run of the job gets its signal in turn: it is requeued several times
+# (4 in a run of this suite alone).
 J=$(cd "$T" && sbatch --parsable --time=1 --signal=B:USR1@55 -o "$T/limit.out" --export=ALL,CKPT="$T/ck-limit" "$T/one-node-srun.sbatch" long.ini \
     --set output.path="$T/out/limit.tif" --set checkpoint.every=200)
 state="" restarts=0 waited=0
