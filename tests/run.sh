@@ -14,7 +14,7 @@
 # temporary folder (tests/lib.sh) and ports; none writes where another reads. The suites beside are
 # the ones that mostly wait (daemons starting, jobs queued and requeued, namespaced hosts coming
 # up), with their own Slurm ports and network namespaces. Every wait in every suite is bounded
-# generously, not timed to the machine's load. TEST_LANES=1 runs everything one after another.
+# generously, not timed to the machine's load.
 set -u
 B=${1:-build}
 cd "$(dirname "$0")/.."
@@ -117,7 +117,6 @@ if [ "$lanes" = 1 ]; then
   suites+=("${beside[@]}") beside=()
 fi
 (for entry in "${beside[@]}"; do run_suite "${entry%%|*}" "${entry#*|}"; done) &
-pids=($!)
 # worker: take the next suite's number from R/next (under a lock) until none is left
 worker() {
   local i
@@ -128,14 +127,14 @@ worker() {
   done
 }
 echo 0 >"$R/next"
-for ((w = 0; w < lanes; w++)); do worker & pids+=($!); done
+for ((w = 0; w < lanes; w++)); do worker & done
 for entry in "${suites[@]}"; do
   echo "== ${entry%%|*}"
   # a suite's .end is written once its output is complete; with no lane running, none will come
   while [ ! -e "$R/${entry%%|*}.end" ] && [ -n "$(jobs -rp)" ]; do sleep 0.2; done
   report "${entry%%|*}"
 done
-wait "${pids[@]}"
+wait # (the lanes)
 for entry in "${beside[@]}"; do
   echo "== ${entry%%|*} (beside the others)"
   report "${entry%%|*}"
