@@ -1,6 +1,7 @@
 /* mpi/comm.c: ranks, broadcasts, status agreement and sums over MPI (see comm.h). */
 #include "comm.h"
 #include "comm_mpi.h"
+#include "first_contact.h"
 #include "lifeline.h"
 
 #include <limits.h>
@@ -67,6 +68,18 @@ static void singleton_isolated(void)
     setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
 }
 
+/* The node's ranks, the watchdog's lifeline (a world of 2 or more: the stall and lost-rank
+ * watchdog, watchdog.h), then every pair of ranks meets (first_contact.h). */
+static nst_status first_exchanges(void)
+{
+    MPI_TRY(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node_comm));
+    MPI_TRY(MPI_Comm_set_errhandler(node_comm, MPI_ERRORS_RETURN));
+    MPI_TRY(MPI_Comm_rank(node_comm, &local_rank));
+    MPI_TRY(MPI_Comm_size(node_comm, &local_size));
+    NST_TRY(nst_watchdog_start());
+    return nst_first_contact_pairs();
+}
+
 nst_status nst_comm_init(int *argc, char ***argv)
 {
     gethostname(host, sizeof host - 1);
@@ -79,11 +92,10 @@ nst_status nst_comm_init(int *argc, char ***argv)
     MPI_TRY(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
     world_group = (struct nst_group){MPI_COMM_WORLD, world_rank, world_size, NULL};
     set_current(&world_group);
-    MPI_TRY(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node_comm));
-    MPI_TRY(MPI_Comm_set_errhandler(node_comm, MPI_ERRORS_RETURN));
-    MPI_TRY(MPI_Comm_rank(node_comm, &local_rank));
-    MPI_TRY(MPI_Comm_size(node_comm, &local_size));
-    return nst_watchdog_start(); /* a world of 2 or more: the stall and lost-rank watchdog (watchdog.h) */
+    nst_first_contact_begin(); /* the exchanges below are the ranks' first: bounded (first_contact.c) */
+    nst_status s = first_exchanges();
+    nst_first_contact_end();
+    return s;
 }
 
 void nst_comm_finalize(void)

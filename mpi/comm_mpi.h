@@ -30,6 +30,11 @@ nst_status nst_watchdog_start(void);
 void nst_watchdog_stop(void);
 void nst_watchdog_mpi(int enter);
 void nst_watchdog_aborting(void);
+/* The watchdog's way to end the job: LINE on stderr and in NSTBATCH_END_NOTE, MPI_Abort with 75
+ * (and _exit(75) if that does not return in time); and auto's floor, in seconds (5 minutes, or
+ * the test hook NSTBATCH_STALL_FLOOR). */
+_Noreturn void nst_watchdog_end(const char *line);
+double nst_watchdog_floor(void);
 
 #define NST_MPI_TRY(call)                                                                         \
     do {                                                                                          \

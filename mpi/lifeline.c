@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -201,6 +202,27 @@ int nst_lifeline_count(void) { return nlinks; }
 int nst_lifeline_fd(int i) { return links[i].fd; }
 int nst_lifeline_peer(int i) { return links[i].peer; }
 const char *nst_lifeline_host(int r) { return hosts && r >= 0 && r < nst_comm_world_size() ? hosts[r] : "?"; }
+
+void nst_lifeline_ranks_by_host(const int *rank, int n, char *out, size_t cap)
+{
+    size_t len = 0;
+    char *done = calloc((size_t)n + 1, 1);
+    out[0] = 0;
+    for (int i = 0; done && i < n && len + 40 < cap; i++) {
+        if (done[i]) continue;
+        const char *h = nst_lifeline_host(rank[i]);
+        int count = 0;
+        for (int j = i; j < n; j++) count += !done[j] && !strcmp(nst_lifeline_host(rank[j]), h);
+        len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? "; " : "", count > 1 ? "ranks " : "rank ");
+        for (int j = i, k = 0; j < n && len + 40 < cap; j++)
+            if (!done[j] && !strcmp(nst_lifeline_host(rank[j]), h)) {
+                len += (size_t)snprintf(out + len, cap - len, "%s%d", k++ ? ", " : "", rank[j]);
+                done[j] = 1;
+            }
+        len += (size_t)snprintf(out + len, cap - len, " on %s", h);
+    }
+    free(done);
+}
 
 void nst_lifeline_send(int i, char type, uint32_t value)
 {

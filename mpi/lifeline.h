@@ -10,6 +10,7 @@
 #ifndef NST_LIFELINE_H
 #define NST_LIFELINE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../util/status.h"
@@ -30,6 +31,9 @@ int nst_lifeline_fd(int i);
 int nst_lifeline_peer(int i); /* the world rank at the far end */
 /* The host name of world rank r (after nst_lifeline_open; "?" before). */
 const char *nst_lifeline_host(int r);
+/* "ranks 2, 3 on nsth-b; rank 5 on nsth-c": world ranks rank[0..n) grouped by host, in the order
+ * of each host's first rank, into out (cap bytes, cut short at a whole entry). */
+void nst_lifeline_ranks_by_host(const int *rank, int n, char *out, size_t cap);
 /* Send one message on link i without blocking (dropped when the socket is full or gone). */
 void nst_lifeline_send(int i, char type, uint32_t value);
 /* Read what link i has: 1 with a whole message in *m, 0 when nothing more is there now, -1 when

@@ -183,7 +183,7 @@ static void write_note(const char *line)
 
 /* End the job with status 75: the line (NULL: another rank says it), the note, the others told
  * (rank 0 tells every rank that it speaks; another rank tells rank 0 that it is not lost). */
-static void end_job(const char *line)
+_Noreturn static void end_job(const char *line)
 {
     char quiet[200];
     wd.ending = 1;
@@ -200,27 +200,23 @@ static void end_job(const char *line)
     _exit(NST_EXIT_REQUEUE);
 }
 
+_Noreturn void nst_watchdog_end(const char *line) { end_job(line); }
+
+double nst_watchdog_floor(void) { return auto_limit(0, 0, 1); }
+
 /* "ranks 2, 3 on nsth-b; rank 5 on nsth-c": the ranks of the links picked by want[], by host. */
 static void ranks_by_host(const char *want, char *out, size_t cap)
 {
-    size_t len = 0;
+    int *rank = malloc(sizeof *rank * ((size_t)wd.n + 1)), n = 0;
     out[0] = 0;
-    if (!want) return;
-    char *done = calloc((size_t)wd.n + 1, 1);
-    for (int i = 0; done && i < wd.n && len + 40 < cap; i++) {
-        if (!want[i] || done[i]) continue;
-        const char *h = nst_lifeline_host(nst_lifeline_peer(i));
-        int count = 0;
-        for (int j = i; j < wd.n; j++) count += want[j] && !done[j] && !strcmp(nst_lifeline_host(nst_lifeline_peer(j)), h);
-        len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? "; " : "", count > 1 ? "ranks " : "rank ");
-        for (int j = i, k = 0; j < wd.n && len + 40 < cap; j++)
-            if (want[j] && !done[j] && !strcmp(nst_lifeline_host(nst_lifeline_peer(j)), h)) {
-                len += (size_t)snprintf(out + len, cap - len, "%s%d", k++ ? ", " : "", nst_lifeline_peer(j));
-                done[j] = 1;
-            }
-        len += (size_t)snprintf(out + len, cap - len, " on %s", h);
+    if (!want || !rank) {
+        free(rank);
+        return;
     }
-    free(done);
+    for (int i = 0; i < wd.n; i++)
+        if (want[i]) rank[n++] = nst_lifeline_peer(i);
+    nst_lifeline_ranks_by_host(rank, n, out, cap);
+    free(rank);
 }
 
 /* ---- rank 0: lost ranks, rounds of questions, verdicts ---------------------------------------------- */

@@ -6,6 +6,7 @@
 #include "../kernels/arena.h"
 #include "../kernels/backend.h"
 #include "../mpi/comm.h"
+#include "../mpi/first_contact.h"
 #include "../mpi/watchdog.h"
 #include "../util/mem.h"
 #include "test.h"
@@ -233,6 +234,41 @@ static void t_watchdog_limit(void)
     CHECK(nst_watchdog_limit(0, 600, 1) == 12000, "auto follows the slowest iteration: %g", nst_watchdog_limit(0, 600, 1));
 }
 
+/* The ranks' first exchange: every pair up to 256 ranks; beyond, the pairs at distances 2^k (both
+ * ways round the ring). Always symmetric, so every message sent there has a receiver, ascending,
+ * without the rank itself or a rank twice. */
+static void t_first_contact_peers(void)
+{
+    static const int sizes[] = {2, 3, 4, 7, 256, 257, 300, 1000};
+    static int peer[1000], back[1000];
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        const int size = sizes[k];
+        int bad = 0, lo = size, hi = 0;
+        for (int me = 0; me < size && !bad; me++) {
+            int n = nst_first_contact_peers(me, size, peer);
+            lo = n < lo ? n : lo, hi = n > hi ? n : hi;
+            for (int i = 0; i < n && !bad; i++) {
+                bad |= peer[i] == me || peer[i] < 0 || peer[i] >= size || (i && peer[i] <= peer[i - 1]);
+                int m = nst_first_contact_peers(peer[i], size, back), found = 0;
+                for (int j = 0; j < m; j++) found |= back[j] == me;
+                bad |= !found;
+            }
+        }
+        CHECK(!bad, "%d ranks: peers symmetric, ascending, without self or repeats", size);
+        if (size <= 256) CHECK(lo == size - 1 && hi == size - 1, "%d ranks: every pair meets (%d-%d peers)", size, lo, hi);
+        else {
+            int bits = 0;
+            while ((1 << bits) < size) bits++;
+            CHECK(hi <= 2 * bits && lo >= 2, "%d ranks: at most 2 x %d peers each (%d-%d)", size, bits, lo, hi);
+        }
+    }
+    int n = nst_first_contact_peers(5, 1000, peer), near = 0;
+    for (int i = 0; i < n; i++) near += peer[i] == 4 || peer[i] == 6 || peer[i] == 1 || peer[i] == 9 || peer[i] == 517;
+    CHECK(near == 5, "1000 ranks: rank 5 meets 4 and 6 (+-1), 1 and 9 (+-4) and 517 (+512)");
+    n = nst_first_contact_peers(0, 1000, peer);
+    CHECK(n > 0 && peer[n - 1] == 999, "1000 ranks: rank 0 meets rank 999 (-1, round the ring)");
+}
+
 int main(int argc, char **argv)
 {
     if (nst_comm_init(&argc, &argv) != NST_OK) return printf("MPI: %s\n", nst_fail_message()), 1;
@@ -251,6 +287,7 @@ int main(int argc, char **argv)
     RUN(t_shared_gpus_found_by_uuid);
     RUN(t_sharers_agree_on_free_memory);
     RUN(t_watchdog_limit);
+    RUN(t_first_contact_peers);
     nst_comm_finalize();
     return test_report("test_device");
 }

@@ -4,8 +4,10 @@
  *   halo       after each halo exchange, every window pixel as far from the core as the deepest
  *              layer's exact halo, or farther, is zeroed: a halo one pixel short of that need
  *   allreduce  the Gram sums are not added over the ranks: each rank sees only its own tiles
- * Used by tests/test_gpu_render.sh (PLANT=...) and tests/test_selftest.sh. Never set otherwise; a
- * process with one warns once. */
+ *   unmet      the world's last rank takes no part in the ranks' first exchange (mpi/first_contact.c):
+ *              the others never hear from it, as from a rank MPI cannot connect
+ * Used by tests/test_gpu_render.sh (PLANT=...), tests/test_selftest.sh and tests/test_hosts.sh.
+ * Never set otherwise; a process with one warns once. */
 #ifndef NST_PLANT_H
 #define NST_PLANT_H
 
