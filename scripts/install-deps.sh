@@ -14,7 +14,8 @@
 #                                    the ffmpeg program, with which the video tests make clips with
 #                                    sound or a variable rate and check what was written; iproute2
 #                                    for the two hosts of the multi-node test (network namespaces;
-#                                    util-linux's unshare and nsenter are always there)
+#                                    util-linux's unshare and nsenter are always there) and iptables
+#                                    for a firewall between them
 #   scripts/install-deps.sh --dev    also PyTorch (test fixtures, the CPU benchmarks) and OpenBLAS (make bench-conv)
 set -euo pipefail
 
@@ -32,8 +33,8 @@ pkgs=(
                                               # readers we did not write, for the output tests
 )
 case "${1:-}" in
-  --test) pkgs+=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl chromium libopencv-video-dev ffmpeg iproute2) ;;
-  --dev) pkgs+=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl chromium libopencv-video-dev ffmpeg iproute2 python3-torch libopenblas-dev) ;; # OpenBLAS: make bench-conv's comparison
+  --test) pkgs+=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl chromium libopencv-video-dev ffmpeg iproute2 iptables) ;;
+  --dev) pkgs+=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl chromium libopencv-video-dev ffmpeg iproute2 iptables python3-torch libopenblas-dev) ;; # OpenBLAS: make bench-conv's comparison
 esac
 # Node.js and npm for the viewer (make viewer, the browser test): Debian's, unless an npm is there
 # already (NodeSource's nodejs carries its own npm and conflicts with Debian's package)

@@ -16,6 +16,9 @@
 #   tests/hosts/hosts.sh exec DIR HOST CMD...   CMD on HOST (its network, hostname and /tmp), in this folder
 #   tests/hosts/hosts.sh cut DIR HOST      HOST's cable pulled at the switch: its packets vanish, no error
 #   tests/hosts/hosts.sh mend DIR HOST     and plugged back
+#   tests/hosts/hosts.sh refuse DIR HOST PORTS   HOST refuses TCP connections to PORTS (iptables, "A:B"),
+#                                          as a firewall would; exit 3 with the reason where it cannot
+#   tests/hosts/hosts.sh accept DIR HOST   and accepts them again
 #   tests/hosts/hosts.sh kill DIR HOST     every process of HOST SIGKILLed (a node lost); prints the count
 #   tests/hosts/hosts.sh pids DIR HOST     the processes of HOST (its keeper left out)
 set -u
@@ -89,6 +92,11 @@ case $cmd in
   exec) h=$3; shift 3; exec nsenter -t "$(keeper "$h")" --net --uts --mount --wd="$PWD" -- "$@" ;;
   cut) ip -n "$(switch)" link set "port-$3" down ;;
   mend) ip -n "$(switch)" link set "port-$3" up ;;
+  refuse)
+    command -v iptables >/dev/null || skip "no iptables (scripts/install-deps.sh --test installs it)"
+    ip netns exec "$(netns "$3")" iptables -A INPUT -p tcp --dport "${4:?hosts.sh refuse DIR HOST PORTS}" -j REJECT --reject-with tcp-reset \
+      2>"$D/ipt.err" || skip "iptables: $(tail -n 1 "$D/ipt.err")" ;;
+  accept) ip netns exec "$(netns "$3")" iptables -F INPUT ;;
   pids) host_pids "$3" ;;
   kill) p=$(host_pids "$3"); [ -n "$p" ] && kill -KILL $p 2>/dev/null; wc -w <<<"$p" ;;
   *) echo "hosts.sh: unknown command $cmd" >&2; exit 2 ;;
