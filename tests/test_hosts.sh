@@ -217,7 +217,7 @@ if conf=$("$ROOT/tests/slurm/start_local.sh" "$T/slurm" --hosts "$HD" 2>"$T/slur
   # says so and why
   again=""
   if [ "$state" != COMPLETED ] && grep -q 'Open MPI failed to TCP connect to a peer' "$T/mn.out"; then
-    again=" (a second job: in the first, job $J ${state:-unknown}, Open MPI could not connect the hosts: $(grep -m1 -o 'Error: .*' "$T/mn.out"))"
+    again=" (a second job: in the first, job $J ${state:-unknown}, Open MPI could not connect the hosts: $(grep -m1 -o 'Error: .*' "$T/mn.out" | tr -s ' '))"
     multi_node mn2
   fi
   if [ "$state" = COMPLETED ] && grep -q '^self-test passed: .* on 4 ranks' "$T/$mn.out" && grep -q 'hosts: 2: nsth-a (ranks 0-1), nsth-b (ranks 2-3)' "$T/$mn.out"; then
