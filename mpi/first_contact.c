@@ -42,7 +42,8 @@ static struct {
     int n, *peer;          /* the ranks this rank meets (nst_first_contact_pairs) */
     atomic_char *met;      /* per peer: its message came and this rank's went */
     atomic_int pairs_begun;
-} fc = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    clockid_t clock;       /* the condition variable's: CLOCK_MONOTONIC where it can be set */
+} fc = {.mu = PTHREAD_MUTEX_INITIALIZER}; /* cv: initialised by nst_first_contact_begin */
 
 /* "ranks 2, 3 on nsth-b; rank 5 on nsth-c": the peers not met, by host. */
 static void unmet_by_host(char *out, size_t cap)
@@ -78,7 +79,7 @@ static void *guard(void *p)
     (void)p;
     const double wait = fc.limit + (nst_comm_world_rank() == 0 ? 0 : OTHERS_LATER);
     struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
+    clock_gettime(fc.clock, &until);
     until.tv_sec += (time_t)wait;
     pthread_mutex_lock(&fc.mu);
     int r = 0;
@@ -94,7 +95,7 @@ void nst_first_contact_begin(void)
     if (nst_comm_world_size() < 2) return;
     pthread_condattr_t a; /* CLOCK_MONOTONIC: a clock set back cannot stretch the bound */
     pthread_condattr_init(&a);
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    fc.clock = pthread_condattr_setclock(&a, CLOCK_MONOTONIC) == 0 ? CLOCK_MONOTONIC : CLOCK_REALTIME;
     pthread_cond_init(&fc.cv, &a);
     pthread_condattr_destroy(&a);
     const double floor = nst_watchdog_floor();
@@ -132,7 +133,9 @@ int nst_first_contact_peers(int me, int size, int *peer)
 
 nst_status nst_first_contact_pairs(void)
 {
-    const int me = nst_comm_world_rank(), size = nst_comm_world_size();
+    static int me; /* static: a send still pending when an error returns below reads it */
+    const int size = nst_comm_world_size();
+    me = nst_comm_world_rank();
     if (size < 2) return NST_OK;
     fc.peer = malloc(sizeof *fc.peer * (size_t)size);
     fc.met = calloc((size_t)size, sizeof *fc.met);
@@ -163,6 +166,7 @@ nst_status nst_first_contact_pairs(void)
         if (got > 0 && got != MPI_UNDEFINED) left -= got;
         else nanosleep(&nap, NULL);
     }
+    if (s != NST_OK) return s; /* requests may still be live in `in` and `req`: left, as the process ends on this error */
     free(in), free(req), free(idx), free(half);
     return s;
 }
