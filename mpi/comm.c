@@ -57,15 +57,26 @@ nst_status nst_comm_mpi_fail(int rc, const char *call)
 
 #define MPI_TRY NST_MPI_TRY
 
+static char own_tmpdir[512]; /* a singleton's session base (singleton_isolated), removed at the end */
+
 /* Started without a launcher (no mpirun, srun or PMIx in the environment): a singleton. Open MPI
  * 4 then forks its runtime daemon, about 3 s of waiting for nothing we use (spawn, connect);
- * isolated, it starts in a tenth of that. A value the user set is kept. */
+ * isolated, it starts in a tenth of that. But isolated singletons all take job family 0, so their
+ * session directories share one path (TMPDIR/ompi.HOST.UID/jf.0), and one that ends removes it
+ * under another that starts: "A call to mkdir was unable to create the desired directory:
+ * .../jf.0/1", then MPI_Init fails (once in 450 starts, 3 at a time, here). So each gets a session
+ * base of its own, TMPDIR/nstbatch-mpi.XXXXXX. Values the user set are kept. */
 static void singleton_isolated(void)
 {
     static const char *const launched[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_STEP_ID"};
     for (size_t i = 0; i < sizeof launched / sizeof *launched; i++)
         if (getenv(launched[i])) return;
     setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+    if (getenv("OMPI_MCA_orte_tmpdir_base")) return;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(own_tmpdir, sizeof own_tmpdir, "%s/nstbatch-mpi.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (mkdtemp(own_tmpdir)) setenv("OMPI_MCA_orte_tmpdir_base", own_tmpdir, 1);
+    else own_tmpdir[0] = 0; /* Open MPI's default then, shared as before */
 }
 
 /* The node's ranks, the watchdog's lifeline (a world of 2 or more: the stall and lost-rank
@@ -105,6 +116,8 @@ void nst_comm_finalize(void)
     if (node_comm != MPI_COMM_NULL) MPI_Comm_free(&node_comm);
     if (initialised) MPI_Finalize();
     initialised = 0;
+    if (own_tmpdir[0]) rmdir(own_tmpdir); /* MPI_Finalize removed the session tree inside */
+    own_tmpdir[0] = 0;
 }
 
 int nst_comm_rank(void) { return cur_rank; }

@@ -204,6 +204,26 @@ case_ "truncated weights" 2 "model.weights: trunc.h5" -- "$NST" ok.ini --set mod
 case_ "weights not HDF5" 2 "not an HDF5 file" -- "$NST" ok.ini --set model.weights=text.png
 case_ "weights missing" 2 "model.weights: missing.h5: cannot open" -- "$NST" ok.ini --set model.weights=missing.h5
 
+# ---- a singleton's MPI session ----------------------------------------------------------------------
+# Without a launcher, Open MPI's isolated singletons all share one session path (TMPDIR/ompi.HOST.UID/
+# jf.0), which one that ends removes under another that starts (MPI_Init then fails): each run must
+# keep its session under a base of its own, TMPDIR/nstbatch-mpi.*, and leave TMPDIR empty
+mkdir -p "$T/tmpd"
+(cd "$T" && TMPDIR="$T/tmpd" timeout 120 "$NST" ok.ini --set optim.iterations=40 --set output.size=64 --set output.overwrite=true >"$T/single.log" 2>&1) &
+seen=""
+for ((i = 0; i < 600; i++)); do
+  seen=$(cd "$T/tmpd" && ls -d nstbatch-mpi.*/ompi.*/jf.0 ompi.* 2>/dev/null | tr '\n' ' ')
+  [ -n "$seen" ] && break
+  sleep 0.05
+done
+seen=${seen% }
+wait $!; st=$?
+left=$(ls -A "$T/tmpd")
+if [ $st -eq 0 ] && [[ "$seen" == nstbatch-mpi.*/ompi.*/jf.0 ]] && [ -z "$left" ]; then
+  ok "a singleton's MPI session under a base of its own ($seen), TMPDIR left empty"
+else bad "a singleton's MPI session" "exit $st, seen '$seen', left '$left'" "$(tail -n 5 "$T/single.log")"; fi
+rm -f "$T/out.png" "$T/out.preview.png"
+
 # ---- ranks ---------------------------------------------------------------------------------------------
 if command -v mpirun >/dev/null; then
   case_ "two ranks: a bad input stops both, one message" 2 "content.path: trunc.png: corrupt PNG" -- mpirun --oversubscribe -np 2 "$NST" ok.ini --set content.path=trunc.png
