@@ -1,5 +1,5 @@
 /* mpi/first_contact.c: the ranks' first exchanges over MPI, made at the start and bounded in time
- * (see comm_mpi.h).
+ * (see first_contact.h).
  *
  * MPI connects two ranks when they first exchange a message, so a network that cannot carry some
  * pairs (a firewall between nodes, an interface they cannot reach each other on, a connection
@@ -161,10 +161,11 @@ nst_status nst_first_contact_pairs(void)
     for (int left = 2 * fc.n; s == NST_OK && left > 0;) {
         int got = 0, rc = MPI_Testsome(2 * fc.n, req, &got, idx, MPI_STATUSES_IGNORE);
         if (rc != MPI_SUCCESS) s = nst_comm_mpi_fail(rc, "MPI_Testsome (the ranks' first exchange)");
-        for (int j = 0; s == NST_OK && j < got && got != MPI_UNDEFINED; j++)
+        if (s != NST_OK || got == MPI_UNDEFINED) got = 0; /* MPI_UNDEFINED: none active (left is 0 by then) */
+        for (int j = 0; j < got; j++)
             if (half[idx[j] / 2]++) atomic_store(&fc.met[idx[j] / 2], 1); /* both its receive and send are done */
-        if (got > 0 && got != MPI_UNDEFINED) left -= got;
-        else nanosleep(&nap, NULL);
+        left -= got;
+        if (!got) nanosleep(&nap, NULL);
     }
     if (s != NST_OK) return s; /* requests may still be live in `in` and `req`: left, as the process ends on this error */
     free(in), free(req), free(idx), free(half);

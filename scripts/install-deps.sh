@@ -32,9 +32,10 @@ pkgs=(
   libvips-tools python3-h5py python3-tifffile python3-numpy python3-pil
                                               # readers we did not write, for the output tests
 )
+test_pkgs=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl chromium libopencv-video-dev ffmpeg iproute2 iptables)
 case "${1:-}" in
-  --test) pkgs+=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl chromium libopencv-video-dev ffmpeg iproute2 iptables) ;;
-  --dev) pkgs+=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl chromium libopencv-video-dev ffmpeg iproute2 iptables python3-torch libopenblas-dev) ;; # OpenBLAS: make bench-conv's comparison
+  --test) pkgs+=("${test_pkgs[@]}") ;;
+  --dev) pkgs+=("${test_pkgs[@]}" python3-torch libopenblas-dev) ;; # OpenBLAS: make bench-conv's comparison
 esac
 # Node.js and npm for the viewer (make viewer, the browser test): Debian's, unless an npm is there
 # already (NodeSource's nodejs carries its own npm and conflicts with Debian's package)

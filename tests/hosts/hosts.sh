@@ -95,7 +95,7 @@ case $cmd in
   refuse)
     h=$3; no_filter() { echo "cannot filter on $h: $*" >&2; exit 3; }
     command -v iptables >/dev/null || no_filter "no iptables (scripts/install-deps.sh --test installs it)"
-    ip netns exec "$(netns "$3")" iptables -A INPUT -p tcp --dport "${4:?hosts.sh refuse DIR HOST PORTS}" -j REJECT --reject-with tcp-reset \
+    ip netns exec "$(netns "$h")" iptables -A INPUT -p tcp --dport "${4:?hosts.sh refuse DIR HOST PORTS}" -j REJECT --reject-with tcp-reset \
       2>"$D/ipt.err" || no_filter "iptables: $(head -n 1 "$D/ipt.err")" ;;
   accept) ip netns exec "$(netns "$3")" iptables -F INPUT ;;
   pids) host_pids "$3" ;;
