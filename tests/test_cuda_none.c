@@ -45,8 +45,27 @@ static void t_no_backend(void)
     CHECK(!nst_cuda_has_ops(), "ops claimed");
 }
 
+/* the driver's version line of both kernel modules (the open one named "for" the version once) */
+static void t_driver_version(void)
+{
+    static const struct { const char *line, *want; } c[] = {
+        {"NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Release Build  (dvs-builder@U16)  Thu Sep\n", "580.95.05"},
+        {"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@U22)\n", "580.159.04"},
+        {"NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  565.57.01  Release Build\n", "565.57.01"},
+        {"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64\n", NULL},
+        {"GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n", NULL},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        char v[64] = "";
+        int r = nst_nvidia_parse_version(c[i].line, v, sizeof v);
+        if (c[i].want) CHECK(r == 0 && strcmp(v, c[i].want) == 0, "'%s': %d '%s', want '%s'", c[i].line, r, v, c[i].want);
+        else CHECK(r == -1, "'%s': %d '%s', want none", c[i].line, r, v);
+    }
+}
+
 int main(void)
 {
+    RUN(t_driver_version);
     RUN(t_gpu_present);
     RUN(t_withheld);
     RUN(t_no_backend);

@@ -1,6 +1,7 @@
 /* util/nvidia.c: an NVIDIA GPU on this machine (see nvidia.h). */
 #include "nvidia.h"
 
+#include <ctype.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,17 +42,35 @@ int nst_nvidia_present(char *how, size_t cap)
     return n > 0;
 }
 
+int nst_nvidia_parse_version(const char *line, char *out, size_t cap)
+{
+    /* the proprietary module: "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Release ...";
+     * the open one: "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release ..."
+     * (an H200 node's driver showed as "for" when the token after "Kernel Module" was taken): the
+     * version is the first token after it that starts with a digit and has a dot */
+    const char *p = line ? strstr(line, "Kernel Module") : NULL;
+    if (!p) return -1;
+    for (p += strlen("Kernel Module"); *p && *p != '\n';) {
+        while (*p == ' ' || *p == '\t') p++;
+        size_t n = strcspn(p, " \t\n");
+        if (n && isdigit((unsigned char)p[0]) && memchr(p, '.', n)) {
+            snprintf(out, cap, "%.*s", (int)n, p);
+            return 0;
+        }
+        p += n;
+    }
+    return -1;
+}
+
 void nst_nvidia_driver_version(char *out, size_t cap)
 {
     snprintf(out, cap, "unknown");
     char line[256];
-    FILE *f = fopen("/proc/driver/nvidia/version", "r"); /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  ..." */
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
     if (f) {
-        const char *k = fgets(line, sizeof line, f) ? strstr(line, "Kernel Module") : NULL;
-        char v[64];
-        if (k && sscanf(k, "Kernel Module %63s", v) == 1) snprintf(out, cap, "%s", v);
+        int found = fgets(line, sizeof line, f) && nst_nvidia_parse_version(line, out, cap) == 0;
         fclose(f);
-        if (k) return;
+        if (found) return;
     }
     void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib) return;

@@ -13,5 +13,8 @@
 int nst_nvidia_present(char *how, size_t cap);
 /* The kernel driver's version ("580.95.05", from /proc/driver/nvidia/version or NVML), or "unknown". */
 void nst_nvidia_driver_version(char *out, size_t cap);
+/* The version in a /proc/driver/nvidia/version line, proprietary or open kernel module: 0 and the
+ * version in out, or -1 when the line names none. */
+int nst_nvidia_parse_version(const char *line, char *out, size_t cap);
 
 #endif
