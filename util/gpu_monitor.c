@@ -44,8 +44,19 @@ struct nst_gpu_monitor {
     pthread_cond_t wake;
     int stop;
     nst_gpu_sample acc; /* accumulating since the last take */
-    double util_sum, power_sum;
+    double util_sum, power_sum, settled_sum;
+    double settled_from; /* CLOCK_MONOTONIC seconds: utilisation sampled before this is not settled */
 };
+
+/* NVML's longest utilisation window (nvmlUtilization_t: between 1/6 s and 1 s by product) */
+static const double NVML_UTIL_WINDOW_S = 1.0;
+
+static double monotonic_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 static const char *err(const nvml_api *a, nvml_ret r)
 {
@@ -78,6 +89,7 @@ static void sample(nst_gpu_monitor *m)
     s->power_limit_w = lim / 1000.0;
     s->sm_clock_mhz = sm, s->mem_clock_mhz = mc;
     m->util_sum += u.gpu;
+    if (monotonic_s() >= m->settled_from) m->settled_sum += u.gpu, s->util_settled++;
     m->power_sum += pw / 1000.0;
     s->samples++;
 }
@@ -193,6 +205,7 @@ int nst_gpu_monitor_start(int local_rank, const char *bus_id, double interval_s,
         snprintf(why, cap, "nvmlInit failed (%s)", err(&m->api, r));
     } else if (pick(&m->api, local_rank, bus_id, &m->dev, &index, why, cap) == 0) {
         m->interval = interval_s;
+        m->settled_from = monotonic_s() + NVML_UTIL_WINDOW_S;
         m->acc.index = index;
         m->api.name(m->dev, m->acc.name, sizeof m->acc.name);
         pthread_mutex_init(&m->lock, NULL);
@@ -218,13 +231,22 @@ void nst_gpu_monitor_take(nst_gpu_monitor *m, nst_gpu_sample *out)
         out->util_mean = m->util_sum / out->samples;
         out->power_w = m->power_sum / out->samples;
     }
+    if (out->util_settled) out->util_settled_mean = m->settled_sum / out->util_settled;
     int index = m->acc.index;
     char name[sizeof m->acc.name];
     memcpy(name, m->acc.name, sizeof name);
     memset(&m->acc, 0, sizeof m->acc);
     m->acc.index = index;
     memcpy(m->acc.name, name, sizeof name);
-    m->util_sum = m->power_sum = 0;
+    m->util_sum = m->power_sum = m->settled_sum = 0;
+    pthread_mutex_unlock(&m->lock);
+}
+
+void nst_gpu_monitor_fence(nst_gpu_monitor *m)
+{
+    if (!m) return;
+    pthread_mutex_lock(&m->lock);
+    m->settled_from = monotonic_s() + NVML_UTIL_WINDOW_S;
     pthread_mutex_unlock(&m->lock);
 }
 

@@ -21,6 +21,8 @@ typedef struct {
     int index;                   /* NVML device index */
     char name[96];
     double util_mean, util_min;  /* percent */
+    int util_settled;            /* samples taken a whole NVML window after the last fence */
+    double util_settled_mean;    /* percent, over those (0 when there are none) */
     double mem_used, mem_total;  /* bytes; the largest used */
     double temp_max;             /* Celsius */
     double power_w, power_max_w; /* mean and largest draw */
@@ -33,6 +35,11 @@ typedef struct {
 int nst_gpu_monitor_start(int local_rank, const char *bus_id, double interval_s, nst_gpu_monitor **out, char *why, size_t cap);
 /* The summary since the previous call (the latest sample is taken now if none arrived since). */
 void nst_gpu_monitor_take(nst_gpu_monitor *m, nst_gpu_sample *out);
+/* From now on: utilisation read within NVML's window of now (at most 1 s: "each sample period may
+ * be between 1 second and 1/6 second, depending on the product") also covers what came before,
+ * so samples count in util_settled only from a window after this call. Called when a level starts,
+ * so that the idle GPU of the start-up (reading weights, planning) does not show as the level's. */
+void nst_gpu_monitor_fence(nst_gpu_monitor *m);
 /* The GPU sampled: NVML index (-1 when chosen by UUID) and name. */
 void nst_gpu_monitor_identity(nst_gpu_monitor *m, int *index, char *name, size_t cap);
 void nst_gpu_monitor_stop(nst_gpu_monitor *m);

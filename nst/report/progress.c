@@ -140,6 +140,7 @@ void nst_progress_level(nst_progress *p, int k, long long it0)
     p->work_before = 0;
     for (int j = 0; j < k && j < p->nlevels; j++) p->work_before += (double)p->w[j] * p->h[j] * (double)p->iters[j];
     p->level_t0 = p->mark_t = nst_now();
+    nst_gpu_monitor_fence(p->gpu);
     p->last_live = 0;
     p->level_it0 = p->mark_it = it0;
     memset(&p->mark_tm, 0, sizeof p->mark_tm);
@@ -165,7 +166,7 @@ static void fmt_eta(double s, char *out, size_t cap)
 
 /* ---- rows and metrics ----------------------------------------------------------------------------- */
 
-enum { G_HAS, G_UTIL_MEAN, G_UTIL_MIN, G_MEM, G_MEM_FRAC, G_TEMP, G_POWER, G_POWER_MAX, G_POWER_FRAC, G_SM, G_MEMCLK, G_N };
+enum { G_HAS, G_UTIL_MEAN, G_UTIL_MIN, G_UTIL_SETTLED, G_MEM, G_MEM_FRAC, G_TEMP, G_POWER, G_POWER_MAX, G_POWER_FRAC, G_SM, G_MEMCLK, G_N };
 
 typedef struct {
     double tmin[NST_T_COUNT], tmax[NST_T_COUNT], tsum[NST_T_COUNT];
@@ -192,7 +193,7 @@ static nst_status reduce(nst_progress *p, long long it, const nst_timers *tm, si
     const int has = smp.samples > 0;
     double g[G_N];
     g[G_HAS] = has;
-    g[G_UTIL_MEAN] = smp.util_mean, g[G_UTIL_MIN] = smp.util_min;
+    g[G_UTIL_MEAN] = smp.util_mean, g[G_UTIL_MIN] = smp.util_min, g[G_UTIL_SETTLED] = smp.util_settled_mean;
     g[G_MEM] = smp.mem_used, g[G_MEM_FRAC] = smp.mem_total > 0 ? smp.mem_used / smp.mem_total : 0;
     g[G_TEMP] = smp.temp_max, g[G_POWER] = smp.power_w, g[G_POWER_MAX] = smp.power_max_w;
     g[G_POWER_FRAC] = smp.power_limit_w > 0 ? smp.power_max_w / smp.power_limit_w : 0;
@@ -202,6 +203,7 @@ static nst_status reduce(nst_progress *p, long long it, const nst_timers *tm, si
         in[GMAX + k] = has ? g[k] : -1e300;
         in[GSUM + k] = has ? g[k] : 0;
     }
+    if (!smp.util_settled) in[GMIN + G_UTIL_SETTLED] = 1e300, in[GMAX + G_UTIL_SETTLED] = -1e300; /* nothing to judge yet */
     NST_TRY(nst_comm_stats(in, mn, mx, sum, p->gpu_wanted ? (size_t)N : (size_t)GMIN));
     memcpy(r->tmin, mn + PH, sizeof r->tmin), memcpy(r->tmax, mx + PH, sizeof r->tmax), memcpy(r->tsum, sum + PH, sizeof r->tsum);
     memcpy(r->mmin, mn + MEM, sizeof r->mmin), memcpy(r->mmax, mx + MEM, sizeof r->mmax), memcpy(r->msum, sum + MEM, sizeof r->msum);
@@ -217,7 +219,9 @@ static void gpu_warnings(nst_progress *p, const reduced *r, int first_row)
     if (!r->gpus || !nst_log_is_root()) return;
     char fields[256];
     struct { int bit, hit; const char *what; double v; } w[] = {
-        {WARN_UTIL, !first_row && r->gmin[G_UTIL_MEAN] < 70, "utilisation under 70%: the least busy GPU averaged %.0f%%", r->gmin[G_UTIL_MEAN]},
+        /* judged only on samples whose NVML window lies inside the level (nst_gpu_monitor_fence):
+         * a short level on a fast GPU was read as 2% busy from the idle start-up before it */
+        {WARN_UTIL, !first_row && r->gmin[G_UTIL_SETTLED] < 70, "utilisation under 70%: the least busy GPU averaged %.0f%%", r->gmin[G_UTIL_SETTLED]},
         {WARN_MEM, r->gmax[G_MEM_FRAC] > 0.95, "memory over 95%%: %.1f%% used on the fullest GPU", 100 * r->gmax[G_MEM_FRAC]},
         {WARN_TEMP, r->gmax[G_TEMP] > 85, "temperature over 85 C: %.0f C", r->gmax[G_TEMP]},
         {WARN_POWER, r->gmax[G_POWER_FRAC] >= 0.98, "power at its limit: %.0f%% of the enforced limit", 100 * r->gmax[G_POWER_FRAC]},
