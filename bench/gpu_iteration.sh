@@ -104,8 +104,9 @@ for S in $SIZES; do
   mp=$(awk -v w="$W" -v h="$H" 'BEGIN { printf "%.4f", w * h / 1e6 }')
   if nst_run "$S" $((ITERS + 2)); then
     log "### nstbatch $S"$'\n'"$(cat "$T/run.log")"
-    # progress rows: iteration loss content style tv s/iter MPit/s ETA; rows 3.. follow the warm-ups
-    nst=$(awk '$1 ~ /^[0-9]+$/ && NF >= 6 && $1 >= 3 && $6 ~ /^[0-9.]+$/ { print $6 }' "$T/run.log" | median)
+    # progress rows: iteration loss content style tv s/iter MPit/s ETA; rows 2 .. ITERS+1 are ITERS whole
+    # iterations after the warm-ups (row 0's objective, row 1); the final row is one more forward
+    nst=$(awk -v n="$((ITERS + 2))" '$1 ~ /^[0-9]+$/ && NF >= 6 && $1 >= 2 && $1 < n && $6 ~ /^[0-9.]+$/ { print $6 }' "$T/run.log" | median)
     peak=$(json_num peak_bytes_max "$T/rec.json") model=$(json_num model_peak_bytes_max "$T/rec.json")
     gbmp=$(awk -v b="$peak" -v m="$mp" -v x="$model" 'BEGIN { printf "%.3f (model %.3f)", b / 1e9 / m, x / 1e9 / m }')
     [ -n "${KEEP_RECORD:-}" ] && cp "$T/rec.json" "$KEEP_RECORD" # the last size's record: its device diagnostics

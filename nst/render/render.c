@@ -26,10 +26,9 @@ static void print_header(void)
 
 static void print_terms(long long it, const nst_loss_terms *t, double spi)
 {
-    if (spi > 0)
-        nst_info("%10lld %12.5e %12.5e %12.5e %12.5e %9.3f\n", it, t->total, t->content, t->style, t->tv, spi);
-    else
-        nst_info("%10lld %12.5e %12.5e %12.5e %12.5e %9s\n", it, t->total, t->content, t->style, t->tv, "-");
+    char s[32] = "-";
+    if (spi > 0) nst_progress_fmt_spi(spi, s, sizeof s);
+    nst_info("%10lld %12.5e %12.5e %12.5e %12.5e %9s\n", it, t->total, t->content, t->style, t->tv, s);
 }
 
 /* The test hook NSTBATCH_FAULT=RANK:ITERATION: that rank fails at that iteration's step, as a rank

@@ -4,8 +4,8 @@
 #include "progress.h"
 
 #include <fcntl.h>
-#include <stdarg.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +162,13 @@ static void fmt_eta(double s, char *out, size_t cap)
     } else {
         snprintf(out, cap, "%dh%02dm", (int)(s / 3600), (int)(s / 60) % 60);
     }
+}
+
+void nst_progress_fmt_spi(double s, char *out, size_t cap)
+{
+    int decimals = 3;
+    if (s > 0 && s < 1) decimals = 3 - (int)floor(log10(s));
+    snprintf(out, cap, "%.*f", decimals > 8 ? 8 : decimals, s);
 }
 
 /* ---- rows and metrics ----------------------------------------------------------------------------- */
@@ -396,7 +403,10 @@ nst_status nst_progress_iter(nst_progress *p, long long it, const nst_loss_terms
         }
         return NST_OK;
     }
+    /* a row's s/iter: since the previous row; the final row's is one more forward, not an
+     * iteration, so it shows the level's mean as a plain render's final row does */
     double n = (double)(it - p->mark_it), dt = now - p->mark_t;
+    if (final && done_level > 0) n = done_level, dt = el;
     double rate = n > 0 && dt > 0 ? n * px / dt / 1e6 : rate_level / 1e6;
     reduced r;
     memset(&r, 0, sizeof r);
@@ -409,7 +419,7 @@ nst_status nst_progress_iter(nst_progress *p, long long it, const nst_loss_terms
     }
     char spi[32] = "-", mps[32] = "-";
     fmt_eta(eta, etas, sizeof etas);
-    if (n > 0) snprintf(spi, sizeof spi, "%.3f", dt / n), snprintf(mps, sizeof mps, "%.3f", rate);
+    if (n > 0) nst_progress_fmt_spi(dt / n, spi, sizeof spi), snprintf(mps, sizeof mps, "%.3f", rate);
     nst_info("%10lld %12.5e %12.5e %12.5e %12.5e %9s %9s %9s\n", it, t->total, t->content, t->style, t->tv, spi, mps, job_done ? "-" : etas);
     if (p->metrics) {
         write_row_json(p, it, final, t, rate, eta, &r);

@@ -67,6 +67,10 @@ void nst_progress_level(nst_progress *p, int k, long long it0);
  * reductions and the metrics. final: the result's terms after the last step. Collective at rows
  * when metrics are on. */
 nst_status nst_progress_iter(nst_progress *p, long long it, const nst_loss_terms *t, const nst_timers *tm, size_t bytes_in_use, int final);
+/* A row's s/iter to 4 significant digits in fixed point (0.006321, 0.02230, 1.420): a GPU's
+ * milliseconds are not rounded to 0.006 (the benches read this column), and it stays a plain
+ * decimal for awk and the tests. */
+void nst_progress_fmt_spi(double s, char *out, size_t cap);
 /* A clip render's frame finished on this group's rank 0: the frame series of the next Prometheus
  * rewrite (frames done, the frame's warping errors: result Ruder, result Lai, input Ruder, input
  * Lai; NULL when not measured). */
