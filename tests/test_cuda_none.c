@@ -63,8 +63,22 @@ static void t_driver_version(void)
     }
 }
 
+/* cuDNN's compatibility rule: the same major, a minor at least the build's */
+static void t_cudnn_older(void)
+{
+    char why[128] = "";
+    CHECK(nst_cudnn_older(91900, 91900, why, sizeof why) == 0, "9.19.0 against itself: %s", why);
+    CHECK(nst_cudnn_older(91900, 91902, why, sizeof why) == 0, "a later patch: %s", why);
+    CHECK(nst_cudnn_older(91902, 91900, why, sizeof why) == 0, "an earlier patch: %s", why);
+    CHECK(nst_cudnn_older(91400, 92000, why, sizeof why) == 0, "a later minor: %s", why);
+    CHECK(nst_cudnn_older(91900, 91400, why, sizeof why) == 1 && strcmp(why, "cuDNN 9.14.0 is older than the 9.19.0 this build was compiled with") == 0,
+          "9.14.0 under a 9.19.0 build (the H200 node's pair): '%s'", why);
+    CHECK(nst_cudnn_older(91900, 100000, why, sizeof why) == 1 && strstr(why, "another major version"), "10.0.0: '%s'", why);
+}
+
 int main(void)
 {
+    RUN(t_cudnn_older);
     RUN(t_driver_version);
     RUN(t_gpu_present);
     RUN(t_withheld);

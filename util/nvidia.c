@@ -84,3 +84,12 @@ void nst_nvidia_driver_version(char *out, size_t cap)
     }
     dlclose(lib);
 }
+
+int nst_cudnn_older(size_t built, size_t loaded, char *out, size_t cap)
+{
+    size_t bmaj = built / 10000, bmin = built % 10000 / 100, lmaj = loaded / 10000, lmin = loaded % 10000 / 100;
+    if (lmaj == bmaj && lmin >= bmin) return 0;
+    snprintf(out, cap, "cuDNN %zu.%zu.%zu is %s the %zu.%zu.%zu this build was compiled with", lmaj, lmin, loaded % 100,
+             lmaj == bmaj ? "older than" : "another major version than", bmaj, bmin, built % 100);
+    return 1;
+}

@@ -16,5 +16,10 @@ void nst_nvidia_driver_version(char *out, size_t cap);
 /* The version in a /proc/driver/nvidia/version line, proprietary or open kernel module: 0 and the
  * version in out, or -1 when the line names none. */
 int nst_nvidia_parse_version(const char *line, char *out, size_t cap);
+/* cuDNN's own rule (its "API compatibility" section): a library x.y runs applications built against
+ * x.z only when z <= y. 1 and a phrase in out ("cuDNN 9.14.0 is older than the 9.19.0 this build was
+ * compiled with") when loaded breaks it; else 0. Versions as cudnnGetVersion() and CUDNN_VERSION
+ * give them (major * 10000 + minor * 100 + patch, cuDNN 9). */
+int nst_cudnn_older(size_t built, size_t loaded, char *out, size_t cap);
 
 #endif

@@ -9,7 +9,9 @@
 #include "cuda_impl.h"
 
 extern "C" {
+#include "../../util/log.h"
 #include "../../util/mem.h"
+#include "../../util/nvidia.h"
 }
 
 /* A failed CUDA, cuDNN or cuBLAS call is a device fault: fatal to the job once the program has
@@ -252,6 +254,12 @@ static nst_status open_impl(nst_backend *be, cuda_impl *im, const nst_backend_op
     CUDA_TRY(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
     CUDNN_TRY(cudnnCreate(&im->dnn));
     CUDNN_TRY(cudnnSetStream(im->dnn, im->stream));
+    char older[160];
+    if (nst_cudnn_older(CUDNN_VERSION, cudnnGetVersion(), older, sizeof older)) /* (an H200 node's system cuDNN was) */
+        nst_warn("%s: cuDNN promises to run only builds of its own minor version or older ones; the self-test checks every op "
+                 "against the CPU on this pair; put a cuDNN %d.%d or newer first on LD_LIBRARY_PATH (PyTorch's nvidia-cudnn wheel "
+                 "has one; for the bundle, NSTBATCH_CUDA_SEARCH=\"ITS_LIB_DIR\" before sourcing env.sh)\n",
+                 older, CUDNN_MAJOR, CUDNN_MINOR);
     char why[256];
     if (!(im->cb = nst_cublas(why, sizeof why))) return nst_fail(NST_ERUNTIME, "cuBLAS: %s", why);
     CUBLAS_TRY(im->cb->create(&im->blas));
