@@ -132,6 +132,15 @@ static void t_windows_fit_cudnn_descriptors(void)
     CHECK(nst_layout_plan(&cfg, &spec, &net, W, H, 1, 0, budget, &L) == NST_EINPUT && strstr(nst_fail_message(), "past cuDNN's descriptors"),
           "arena, 6144 px tiles: '%s'", nst_fail_message());
     nst_fail_clear();
+    /* one tile over a 5888 px image: the window is the image, not the tile and its halo (an H200's
+     * bench was told 6208x6208 px) */
+    cfg.tiling_tile_size = 5888;
+    CHECK(nst_layout_plan(&cfg, &spec, &net, 5888, 5888, 1, 0, budget, &L) == NST_EINPUT && strstr(nst_fail_message(), "windows of 5888x5888 px"),
+          "arena, one 5888 px tile: '%s'", nst_fail_message());
+    nst_fail_clear();
+    cfg.tiling_tile_size = 5632; /* 5632^2 x 64 = 2.03e9: fits, as it ran on the H200 */
+    CHECK(nst_layout_plan(&cfg, &spec, &net, 5632, 5632, 1, 0, budget, &L) == NST_OK, "arena, one 5632 px tile: %s", nst_fail_message());
+    nst_layout_free(&L);
     cfg.tiling_tile_size = NST_WORD(0);
     CHECK(nst_layout_plan(&cfg, &spec, &net, W, H, 1, 0, budget, &L) == NST_OK, "arena, auto: %s", nst_fail_message());
     long long ww = L.grid.tile_w + 2 * L.grid.halo < W ? L.grid.tile_w + 2 * L.grid.halo : W;

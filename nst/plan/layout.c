@@ -413,9 +413,11 @@ static nst_status try_candidate(tile_plan *p, int cw, int ch)
     int bad_layer = 0;
     if (!fits_descriptors(&g, p->net, &bad_layer)) {
         if (tk == NST_WORD(0)) return NST_OK;
+        int ww = g.tile_w + 2 * g.halo < g.width ? g.tile_w + 2 * g.halo : g.width; /* a window never exceeds the image */
+        int wh = g.tile_h + 2 * g.halo < g.height ? g.tile_h + 2 * g.halo : g.height;
         return nst_fail(NST_EINPUT, "%s: tiling.tile_size = %lld gives windows of %dx%d px whose %s output holds 2^31 values or more, "
                         "past cuDNN's descriptors: use a smaller tile size, or auto", nst_config_origin(p->cfg, NST_K_tiling_tile_size), tk,
-                        g.tile_w + 2 * g.halo, g.tile_h + 2 * g.halo, nst_vgg_layer_at(bad_layer)->name);
+                        ww, wh, nst_vgg_layer_at(bad_layer)->name);
     }
     int *o = realloc(p->owner, sizeof(int) * (size_t)g.ntiles);
     if (!o) return nst_fail(NST_ENOMEM, "out of memory planning %d tiles", g.ntiles);
