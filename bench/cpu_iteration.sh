@@ -150,10 +150,8 @@ printf '### profile %s %s, 4 iterations\n%s\n### profile %s %s, %d iterations\n%
 # the Gram ops alone at the first size, in the same precision (what an iteration does besides convolutions)
 gram=$(OMP_NUM_THREADS=$threads build/bench/gram_layers --device cpu --precision "$pp" --size "$first" --reps 7 2>/dev/null)
 printf '### gram_layers %s %s\n%s\n' "$pp" "$first" "$gram" >>"$raw"
-# group the rows by op name (first word): milliseconds per iteration, the longer run's less the shorter's
-profile_table=$( (sed 's/^/short /' <<<"$prof_short"; sed 's/^/long /' <<<"$prof") | awk -v n="$iters" '
-  $2 != "profile:" && $2 != "op" { v = $(NF - 1); if ($1 == "long") t[$2] += v; else t[$2] -= v }
-  END { for (k in t) all += t[k]; for (k in t) printf "| %s | %.2f | %.1f %% |\n", k, 1e3 * t[k] / n, 100 * t[k] / all }' | sort -t'|' -k3 -g -r)
+printf '%s\n' "$prof_short" >"$T/prof_short.log"; printf '%s\n' "$prof" >"$T/prof_long.log"
+profile_table=$(bench/profile_table.sh "$T/prof_short.log" "$T/prof_long.log" "$iters")
 
 row() { # VARIANT-KEY LABEL SIZE
   local k=$1 label=$2 size=$3 px=$((${3%x*} * ${3#*x}))

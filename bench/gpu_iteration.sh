@@ -16,11 +16,13 @@
 #      layout's memory model for the same tile (run record: peak_bytes_max, model_peak_bytes_max);
 #   3. the same iteration in PyTorch (bench/torch_gatys.py: bf16 autocast, channels_last,
 #      cudnn.benchmark, same network shapes, same losses), as a ratio;
+#   3b. where the largest size's iteration goes, op by op (two NSTBATCH_PROFILE=1 runs, 4 and 4 + ITERS
+#      iterations, their difference: bench/profile_table.sh);
 #   4. the largest single tile nstbatch renders (doubling from 4096, then bisection to 256 px; a
 #      try that needed its tiles halved does not count) against the largest image PyTorch fits.
 # Both sides use the full-width VGG-19 with seeded random weights (the FLOPs of the real one).
 # Knobs: SIZES, ITERS (10), PRECISION (bf16; fp32 on the CPU), DEVICE (cuda; cpu runs the script's plumbing on a
-# machine without a GPU, as tests/test_bench.sh does), FIND_MAX (1), CONV_TILE (1024),
+# machine without a GPU, as tests/test_bench.sh does), FIND_MAX (1), PROFILE (1), CONV_TILE (1024),
 # NST (./nstbatch), CONV (build/bench/conv_layers), PY (python3 with torch), LAUNCH (""), PY_ENV (a command
 # put before PY, e.g. "env -u LD_LIBRARY_PATH": PyTorch with its own libraries, not a bundle's),
 # KEEP_RECORD (a path: the last size's run record, with the device diagnostics, is copied there).
@@ -37,6 +39,7 @@ ITERS=${ITERS:-10}
 DEVICE=${DEVICE:-cuda}
 PRECISION=${PRECISION:-$([ "$DEVICE" = cpu ] && echo fp32 || echo bf16)}
 FIND_MAX=${FIND_MAX:-1}
+PROFILE=${PROFILE:-1}
 CONV_TILE=${CONV_TILE:-1024}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 T=$(mktemp -d)
@@ -123,6 +126,19 @@ for S in $SIZES; do
   rows+=("| $W x $H | $(f "$nst" %.4f "$nst") | $(f "$nst" %.1f "$mp / ${nst:-1}") | $(f "$nst" %.1f%% "$PEAK_TFLOPS > 0 ? 100 * $mp * 1.514 / ${nst:-1} / $PEAK_TFLOPS : 0") | $gbmp | $(f "$pt" %.4f "$pt") | $(f "$pt" %.1f "$mp / ${pt:-1}") | $(f "$ptpeak" %.3f "${ptpeak:-0} / 1e9 / $mp") | $([ -n "$nst" ] && [ -n "$pt" ] && f 1 **%.2fx** "$pt / $nst" || echo "-") |")
 done
 
+# ---- 3b. where the largest size's iteration goes ----------------------------------------------------
+# two profiled runs, 4 and 4 + ITERS iterations: their difference per iteration (bench/profile_table.sh)
+proftable=""
+if [ "$PROFILE" = 1 ]; then
+  PS=${SIZES##* }
+  if NSTBATCH_PROFILE=1 nst_run "$PS" 4 && cp "$T/run.log" "$T/prof_short.log" && NSTBATCH_PROFILE=1 nst_run "$PS" $((4 + ITERS)); then
+    log "### nstbatch profile $PS, 4 and $((4 + ITERS)) iterations"$'\n'"$(sed -n '/^profile:/,$p' "$T/prof_short.log")"$'\n'"$(sed -n '/^profile:/,$p' "$T/run.log")"
+    proftable=$("$ROOT/bench/profile_table.sh" "$T/prof_short.log" "$T/run.log" "$ITERS")
+  else
+    log "### nstbatch profile $PS FAILED"$'\n'"$(cat "$T/run.log")"
+  fi
+fi
+
 # ---- 4. the largest tile --------------------------------------------------------------------------
 maxrow="not measured (FIND_MAX=0)"
 if [ "$FIND_MAX" = 1 ] && [ "$DEVICE" = cuda ]; then
@@ -160,6 +176,14 @@ fi
   echo "|---|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
   echo
+  if [ -n "$proftable" ]; then
+    echo "Where an iteration's time goes at ${SIZES##* } (\`NSTBATCH_PROFILE=1\`, a synchronise after every op: a run of $((4 + ITERS)) iterations less one of 4, per iteration; by op):"
+    echo
+    echo "| op | ms per iteration | share |"
+    echo "|---|---|---|"
+    echo "$proftable"
+    echo
+  fi
   echo "Largest image in one piece: $maxrow."
   echo
   echo "## Convolutions (nstbatch's cuDNN calls, tile $CONV_TILE)"

@@ -72,6 +72,14 @@ else
   else
     bad "gpu_iteration.sh" "exit $status" "$out$(tail -n 20 "$T/stderr")"
   fi
+  # its profile: two runs' difference per op (its plumbing: at 64 px on a shared machine the
+  # difference of two short runs can have either sign, so no value is judged)
+  prow=$(grep -E '^\| conv_forward \| -?[0-9.]+ \| -?[0-9.]+ % \|$' "$T/results/gpu_iteration.md" 2>/dev/null)
+  if [ -n "$prow" ] && grep -q '^| conv_backward_data |' "$T/results/gpu_iteration.md" && grep -q '^| gram_backward |' "$T/results/gpu_iteration.md"; then
+    ok "gpu_iteration.sh's profile table (4 and 4 + ITERS iterations): $prow"
+  else
+    bad "gpu_iteration.sh's profile table" "no conv_forward, conv_backward_data or gram_backward row" "$(grep -A12 'Where an iteration' "$T/results/gpu_iteration.md" 2>/dev/null)"
+  fi
 fi
 echo "test_bench: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
