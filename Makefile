@@ -340,7 +340,7 @@ LEAN_LDLIBS := $(filter-out -Wl$(comma)-rpath$(comma)%,$(CORE_LDLIBS))
 LEAN_STAMP := $(BUNDLE_DIR)/flavour-$(shell echo '$(CC) $(LEAN_CFLAGS)' | cksum | cut -d' ' -f1)
 LEAN_PROGS := $(addprefix $(BUNDLE_DIR)/bin/,nstbatch test_backend_ops image_diff conv_layers)
 BUNDLE_IN  := $(wildcard scripts/*.sh scripts/gpu-bundle/* configs/demo/*.png) tests/test_gpu_render.sh tests/lib.sh \
-              bench/gpu_iteration.sh bench/torch_gatys.py configs/demo.ini
+              bench/gpu_iteration.sh bench/profile_table.sh bench/torch_gatys.py configs/demo.ini
 -include $(patsubst %.c,$(BUNDLE_DIR)/obj/%.d,$(LEAN_OWN))
 
 $(LEAN_STAMP):

@@ -246,6 +246,15 @@ py=$(in_bundle LD_LIBRARY_PATH=/before bash -c "$BOOT"' runtime/host-python3 -c 
 if [ "$py" = /before ]; then ok "runtime/host-python3 runs python3 with the library path from before env.sh"
 else bad "runtime/host-python3" "LD_LIBRARY_PATH: $py"; fi
 
+# every file the first contact's scripts name (outside comments) is in the bundle: a helper left out
+# (bench/profile_table.sh once was) fails only on the GPU node
+refs=$(cd "$U" && sed -e 's/^[[:space:]]*#.*//' -e 's/[[:space:]]#[[:space:]].*//' -e 's#\$ROOT/##g' -e 's#\${ROOT}/##g' \
+         scripts/gpu-first-contact.sh tests/test_gpu_render.sh bench/gpu_iteration.sh |
+       grep -oE '(^|[^A-Za-z0-9_/.-])((bench|tests|scripts|configs)/[A-Za-z0-9_-]+\.(sh|py|ini)|build/(tests|bench)/[a-z_]+)' | sed -E 's#^[^a-z]##' | sort -u)
+absent=$(cd "$U" && for f in $refs; do [ -e "$f" ] || printf '%s ' "$f"; done)
+if [ -n "$refs" ] && [ -z "$absent" ]; then ok "every file the first contact's scripts name is in the bundle ($(wc -w <<<"$refs") files)"
+else bad "files the first contact's scripts name" "missing from the bundle: ${absent:-(no file names found: the pattern broke)}"; fi
+
 # the first contact as a GPU node runs it, from the unpacked bundle in a clean environment (its
 # CPU mode, first steps: the script finds env.sh and the bundled programs; tests/test_first_contact.sh
 # covers the steps themselves)
