@@ -71,6 +71,7 @@ step() {
 env_step() {
   echo "### date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), mode $MODE, host $(hostname), $(nproc) cores"
   echo "### CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
+  echo "### CPU instruction sets (the CPU backend's levels; AMX for its bf16): $(grep -m1 -o -w -E 'avx2|avx512f|avx512_bf16|amx_tile|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
   echo "### kernel: $(uname -r)"
   if [ "$MODE" = gpu ]; then
     echo "### nvidia-smi"; nvidia-smi || echo "(nvidia-smi failed: $?)"
