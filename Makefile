@@ -367,7 +367,14 @@ $(filter-out %/nstbatch,$(LEAN_PROGS)):
 	@$(if $(Q),echo "  LD    $@")
 	$(Q)$(CC) $(LEAN_CFLAGS) -o $@ $(firstword $(filter %.c,$^)) $(BUNDLE_DIR)/libnst.a $(LEAN_LDLIBS)
 
-$(BUNDLE_TAR): $(LEAN_PROGS) $(BUNDLE_IN)
+# env.sh's probe of a node's cuDNN libraries (tools/cudnn_version.c): the headers' version
+# and dlopen, nothing linked
+$(BUNDLE_DIR)/bin/cudnn-version: tools/cudnn_version.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC    $@")
+	$(Q)$(CC) -std=gnu11 -O2 -Wall -Wextra -I$(CUDA_HOME)/include -o $@ $< -ldl
+
+$(BUNDLE_TAR): $(LEAN_PROGS) $(BUNDLE_DIR)/bin/cudnn-version $(BUNDLE_IN)
 	@echo "gpu-bundle: compiled again without FFmpeg and OpenCV: $(LEAN_OWN); the rest from $(BUILD)/obj"
 	$(Q)scripts/make-gpu-bundle.sh $(BUNDLE_DIR) $(VERSION)
 

@@ -84,6 +84,8 @@ mkdir -p "$S/configs/demo" && cp "$ROOT"/configs/demo/*.png "$S/configs/demo/"
 sed "s/@VERSION@/$V/g" "$ROOT/scripts/gpu-bundle/env.sh" >"$S/env.sh"
 sed "s/@VERSION@/$V/g" "$ROOT/scripts/gpu-bundle/README.txt" >"$S/README.txt"
 install -m 755 "$ROOT/scripts/gpu-bundle/host-python3" "$S/runtime/host-python3"
+[ -x "$D/bin/cudnn-version" ] || die "$D/bin/cudnn-version is missing: run make gpu-bundle"
+put "$D/bin/cudnn-version" "$S/runtime/cudnn-version" # env.sh's probe of the node's cuDNN
 printf 'Empty on purpose: env.sh points HWLOC_PLUGINS_PATH here, so that the bundled hwloc\nnever loads plugins of another hwloc version from the node.\n' >"$S/runtime/hwloc/README.txt"
 
 # ---- Open MPI: mpirun, orted, ompi_info; the plugins; help texts; the parameter file ----------

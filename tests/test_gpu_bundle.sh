@@ -246,6 +246,36 @@ py=$(in_bundle LD_LIBRARY_PATH=/before bash -c "$BOOT"' runtime/host-python3 -c 
 if [ "$py" = /before ]; then ok "runtime/host-python3 runs python3 with the library path from before env.sh"
 else bad "runtime/host-python3" "LD_LIBRARY_PATH: $py"; fi
 
+# ---- env.sh passes over a cuDNN older than the build's ------------------------------------------
+# stand-in libcudnn.so.9 files (cudnnGetVersion alone) of the build's version less and more one minor,
+# beside links to the real other libraries: an H200 node had the system's 9.14 before PyTorch's 9.19
+built=$("$U/runtime/cudnn-version" --built 2>/dev/null)
+if [ -z "$built" ] || ! command -v cc >/dev/null; then skipped "env.sh and an older cuDNN" "no runtime/cudnn-version or no C compiler"
+else
+  older=$((built - 100)) newer=$((built + 100))
+  printf 'unsigned long cudnnGetVersion(void) { return V; }\n' >"$T/fake_cudnn.c"
+  for v in $older $newer; do
+    mkdir -p "$T/cv/$v" && cc -shared -fPIC -DV="${v}UL" -o "$T/cv/$v/libcudnn.so.9" "$T/fake_cudnn.c"
+    for n in "${want[@]}"; do
+      case $n in libcudnn.so.9) ;; *) ln -sf "$(sed -n "s|^env.sh: $n: \(/.*\)|\1|p" <<<"$envlog")/$n" "$T/cv/$v/$n" ;; esac
+    done
+  done
+  vs() { echo "$(($1 / 10000)).$(($1 % 10000 / 100)).$(($1 % 100))"; }
+  # first found: the older one; the newer one further on is taken, and said why
+  cv=$(in_bundle NSTBATCH_CUDA_SEARCH="$T/cv/$older $T/cv/$newer" bash -c "$BOOT"' cat "$U/../env.log"; echo survived' 2>&1)
+  if grep -qxF "env.sh: libcudnn.so.9: $T/cv/$newer" <<<"$cv" &&
+     grep -qF "taking cuDNN $(vs $newer) in $T/cv/$newer over $(vs $older) in $T/cv/$older, older than the $(vs "$built")" <<<"$cv" &&
+     grep -q '^survived$' <<<"$cv"; then
+    ok "env.sh passes over a cuDNN older than the build's ($(vs $older) < $(vs "$built")) for a newer one further on ($(vs $newer)), in one line"
+  else bad "env.sh and an older cuDNN first" "not the newer one" "$cv"; fi
+  # only the older one: kept, with a note that says what to do
+  cv=$(in_bundle NSTBATCH_CUDA_SEARCH="$T/cv/$older" bash -c "$BOOT"' cat "$U/../env.log"; echo "MISSING=$NSTBATCH_BUNDLE_MISSING"; echo survived' 2>&1)
+  if grep -qxF "env.sh: libcudnn.so.9: $T/cv/$older" <<<"$cv" && grep -q "^env.sh: note: libcudnn.so.9 in .* is cuDNN $(vs $older), older than .*NSTBATCH_CUDA_SEARCH" <<<"$cv" &&
+     grep -qx 'MISSING=' <<<"$cv" && grep -q '^survived$' <<<"$cv"; then
+    ok "only an older cuDNN: kept, with a note naming NSTBATCH_CUDA_SEARCH"
+  else bad "env.sh with only an older cuDNN" "no note, or not kept" "$cv"; fi
+fi
+
 # every file the first contact's scripts name (outside comments) is in the bundle: a helper left out
 # (bench/profile_table.sh once was) fails only on the GPU node
 refs=$(cd "$U" && sed -e 's/^[[:space:]]*#.*//' -e 's/[[:space:]]#[[:space:]].*//' -e 's#\$ROOT/##g' -e 's#\${ROOT}/##g' \
