@@ -128,9 +128,9 @@ done
 
 # ---- 3b. where the largest size's iteration goes ----------------------------------------------------
 # two profiled runs, 4 and 4 + ITERS iterations: their difference per iteration (bench/profile_table.sh)
-proftable=""
+proftable="" PS=""
 if [ "$PROFILE" = 1 ]; then
-  PS=${SIZES##* }
+  PS=$(for S in $SIZES; do W=${S%x*} H=${S#*x}; echo "$((W * H)) $S"; done | sort -n | tail -n 1 | cut -d' ' -f2) # the largest
   if NSTBATCH_PROFILE=1 nst_run "$PS" 4 && cp "$T/run.log" "$T/prof_short.log" && NSTBATCH_PROFILE=1 nst_run "$PS" $((4 + ITERS)); then
     log "### nstbatch profile $PS, 4 and $((4 + ITERS)) iterations"$'\n'"$(sed -n '/^profile:/,$p' "$T/prof_short.log")"$'\n'"$(sed -n '/^profile:/,$p' "$T/run.log")"
     proftable=$("$ROOT/bench/profile_table.sh" "$T/prof_short.log" "$T/run.log" "$ITERS")
@@ -177,7 +177,7 @@ fi
   printf '%s\n' "${rows[@]}"
   echo
   if [ -n "$proftable" ]; then
-    echo "Where an iteration's time goes at ${SIZES##* } (\`NSTBATCH_PROFILE=1\`, a synchronise after every op: a run of $((4 + ITERS)) iterations less one of 4, per iteration; by op):"
+    echo "Where an iteration's time goes at $PS (\`NSTBATCH_PROFILE=1\`, a synchronise after every op: a run of $((4 + ITERS)) iterations less one of 4, per iteration; by op):"
     echo
     echo "| op | ms per iteration | share |"
     echo "|---|---|---|"

@@ -246,41 +246,52 @@ py=$(in_bundle LD_LIBRARY_PATH=/before bash -c "$BOOT"' runtime/host-python3 -c 
 if [ "$py" = /before ]; then ok "runtime/host-python3 runs python3 with the library path from before env.sh"
 else bad "runtime/host-python3" "LD_LIBRARY_PATH: $py"; fi
 
-# ---- env.sh passes over a cuDNN older than the build's ------------------------------------------
-# stand-in libcudnn.so.9 files (cudnnGetVersion alone) of the build's version less and more one minor,
-# beside links to the real other libraries: an H200 node had the system's 9.14 before PyTorch's 9.19
-built=$("$U/runtime/cudnn-version" --built 2>/dev/null)
-if [ -z "$built" ] || ! command -v cc >/dev/null; then skipped "env.sh and an older cuDNN" "no runtime/cudnn-version or no C compiler"
+# ---- env.sh passes over a cuDNN older than the build's, or for another CUDA ----------------------
+# stand-in libcudnn.so.9 files (cudnnGetVersion and cudnnGetCudartVersion alone) beside links to the
+# real other libraries: the build's version less one minor; more one minor; more two minors but for
+# the CUDA major before the build's (cuDNN's CUDA 12 and 13 builds share the name). An H200 node had
+# the system's 9.14 before PyTorch's 9.19 for a 9.19 build.
+read -r bv bc < <("$U/runtime/cudnn-version" --built 2>/dev/null) || true
+if [ -z "${bv:-}" ] || ! command -v cc >/dev/null; then skipped "env.sh and an older cuDNN" "no runtime/cudnn-version --built (a CPU-only build) or no C compiler"
 else
-  older=$((built - 100)) newer=$((built + 100))
-  printf 'unsigned long cudnnGetVersion(void) { return V; }\n' >"$T/fake_cudnn.c"
-  for v in $older $newer; do
-    mkdir -p "$T/cv/$v" && cc -shared -fPIC -DV="${v}UL" -o "$T/cv/$v/libcudnn.so.9" "$T/fake_cudnn.c"
+  printf 'unsigned long cudnnGetVersion(void) { return V; }\nunsigned long cudnnGetCudartVersion(void) { return C; }\n' >"$T/fake_cudnn.c"
+  older=$((bv - 100)) newer=$((bv + 100)) other=$((bv + 200))
+  for vc in "$older $bc" "$newer $bc" "$other $((bc - 1000))"; do
+    v=${vc% *} c=${vc#* }
+    mkdir -p "$T/cv/$v" && cc -shared -fPIC -DV="${v}UL" -DC="${c}UL" -o "$T/cv/$v/libcudnn.so.9" "$T/fake_cudnn.c"
     for n in "${want[@]}"; do
       case $n in libcudnn.so.9) ;; *) ln -sf "$(sed -n "s|^env.sh: $n: \(/.*\)|\1|p" <<<"$envlog")/$n" "$T/cv/$v/$n" ;; esac
     done
   done
   vs() { echo "$(($1 / 10000)).$(($1 % 10000 / 100)).$(($1 % 100))"; }
-  # first found: the older one; the newer one further on is taken, and said why
-  cv=$(in_bundle NSTBATCH_CUDA_SEARCH="$T/cv/$older $T/cv/$newer" bash -c "$BOOT"' cat "$U/../env.log"; echo survived' 2>&1)
-  if grep -qxF "env.sh: libcudnn.so.9: $T/cv/$newer" <<<"$cv" &&
-     grep -qF "taking cuDNN $(vs $newer) in $T/cv/$newer over $(vs $older) in $T/cv/$older, older than the $(vs "$built")" <<<"$cv" &&
+  # found first: the older one; further on, the newer one for another CUDA, then the suitable one
+  cv=$(in_bundle NSTBATCH_CUDA_SEARCH="$T/cv/$older $T/cv/$other $T/cv/$newer" bash -c "$BOOT"' cat "$U/../env.log"; echo "DIRS=$NSTBATCH_CUDA_DIRS"; echo survived' 2>&1)
+  if grep -qxF "env.sh: libcudnn.so.9: $T/cv/$newer" <<<"$cv" && grep -q "^DIRS=$T/cv/$newer:" <<<"$cv" &&
+     grep -qF "taking cuDNN $(vs $newer) for CUDA $((bc / 1000)) in $T/cv/$newer over $(vs $older) for CUDA $((bc / 1000)) in $T/cv/$older" <<<"$cv" &&
      grep -q '^survived$' <<<"$cv"; then
-    ok "env.sh passes over a cuDNN older than the build's ($(vs $older) < $(vs "$built")) for a newer one further on ($(vs $newer)), in one line"
-  else bad "env.sh and an older cuDNN first" "not the newer one" "$cv"; fi
+    ok "env.sh passes over a cuDNN older than the build's ($(vs $older) < $(vs "$bv")) and a newer one for CUDA $((bc / 1000 - 1)), takes $(vs $newer), its folder first on the path, in one line"
+  else bad "env.sh and an older cuDNN first" "not the suitable one, or not first" "$cv"; fi
   # only the older one: kept, with a note that says what to do
   cv=$(in_bundle NSTBATCH_CUDA_SEARCH="$T/cv/$older" bash -c "$BOOT"' cat "$U/../env.log"; echo "MISSING=$NSTBATCH_BUNDLE_MISSING"; echo survived' 2>&1)
-  if grep -qxF "env.sh: libcudnn.so.9: $T/cv/$older" <<<"$cv" && grep -q "^env.sh: note: libcudnn.so.9 in .* is cuDNN $(vs $older), older than .*NSTBATCH_CUDA_SEARCH" <<<"$cv" &&
+  if grep -qxF "env.sh: libcudnn.so.9: $T/cv/$older" <<<"$cv" && grep -q "^env.sh: note: libcudnn.so.9 in .* is cuDNN $(vs $older) for CUDA .*NSTBATCH_CUDA_SEARCH" <<<"$cv" &&
      grep -qx 'MISSING=' <<<"$cv" && grep -q '^survived$' <<<"$cv"; then
     ok "only an older cuDNN: kept, with a note naming NSTBATCH_CUDA_SEARCH"
   else bad "env.sh with only an older cuDNN" "no note, or not kept" "$cv"; fi
+  # a library that prints at load: its version is not read, and sourcing goes on (set -eu)
+  mkdir -p "$T/cv/loud" && printf '#include <stdio.h>\n__attribute__((constructor)) static void hi(void) { puts("cuDNN says hello"); }\n' >"$T/loud.c" &&
+    cat "$T/fake_cudnn.c" >>"$T/loud.c" && cc -shared -fPIC -DV="${older}UL" -DC="${bc}UL" -o "$T/cv/loud/libcudnn.so.9" "$T/loud.c" &&
+    for n in "${want[@]}"; do case $n in libcudnn.so.9) ;; *) ln -sf "$T/cv/$older/$n" "$T/cv/loud/$n" ;; esac; done
+  cv=$(in_bundle NSTBATCH_CUDA_SEARCH="$T/cv/loud $T/cv/$newer" bash -c "$BOOT"' cat "$U/../env.log"; echo survived' 2>&1)
+  if grep -qxF "env.sh: libcudnn.so.9: $T/cv/$newer" <<<"$cv" && grep -q '^survived$' <<<"$cv"; then
+    ok "a cuDNN that prints at load: its line is not taken for a version, the shell goes on"
+  else bad "a cuDNN that prints at load" "the shell ended or took it" "$cv"; fi
 fi
 
 # every file the first contact's scripts name (outside comments) is in the bundle: a helper left out
 # (bench/profile_table.sh once was) fails only on the GPU node
 refs=$(cd "$U" && sed -e 's/^[[:space:]]*#.*//' -e 's/[[:space:]]#[[:space:]].*//' -e 's#\$ROOT/##g' -e 's#\${ROOT}/##g' \
          scripts/gpu-first-contact.sh tests/test_gpu_render.sh bench/gpu_iteration.sh |
-       grep -oE '(^|[^A-Za-z0-9_/.-])((bench|tests|scripts|configs)/[A-Za-z0-9_-]+\.(sh|py|ini)|build/(tests|bench)/[a-z_]+)' | sed -E 's#^[^a-z]##' | sort -u)
+       grep -oE '(^|[^A-Za-z0-9_/.])((bench|tests|scripts|configs)/[A-Za-z0-9_-]+\.(sh|py|ini|png)|build/(tests|bench)/[a-z_]+)' | sed -E 's#^[^a-z]##' | sort -u)
 absent=$(cd "$U" && for f in $refs; do [ -e "$f" ] || printf '%s ' "$f"; done)
 if [ -n "$refs" ] && [ -z "$absent" ]; then ok "every file the first contact's scripts name is in the bundle ($(wc -w <<<"$refs") files)"
 else bad "files the first contact's scripts name" "missing from the bundle: ${absent:-(no file names found: the pattern broke)}"; fi

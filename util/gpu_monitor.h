@@ -38,7 +38,8 @@ void nst_gpu_monitor_take(nst_gpu_monitor *m, nst_gpu_sample *out);
 /* From now on: utilisation read within NVML's window of now (at most 1 s: "each sample period may
  * be between 1 second and 1/6 second, depending on the product") also covers what came before,
  * so samples count in util_settled only from a window after this call. Called when a level starts,
- * so that the idle GPU of the start-up (reading weights, planning) does not show as the level's. */
+ * so that the idle GPU of the start-up (reading weights, planning) does not show as the level's
+ * (called at the job's first level only: idle time between levels and frames is the job's own). */
 void nst_gpu_monitor_fence(nst_gpu_monitor *m);
 /* The GPU sampled: NVML index (-1 when chosen by UUID) and name. */
 void nst_gpu_monitor_identity(nst_gpu_monitor *m, int *index, char *name, size_t cap);

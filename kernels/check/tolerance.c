@@ -63,8 +63,9 @@ static double derived(nst_tol_class k, nst_precision p, double terms, double us,
          * route that unit's gradient differently and a patch of samples moves by O(1). That
          * happens to a share of units that grows with the rounding: measured at most 0.17 % of
          * the samples past NST_TOL_FIRST_GRADIENT in bf16 against fp32 (depth 3 to 13, noise
-         * input), none in fp32. 5 % in every precision: a halo one pixel short moves 8 % (64 px
-         * tiles) to 20 % (32 px) of the samples at depth 5 in fp32 (tests/test_gpu_render.sh
+         * input), none in fp32 (both against NST_TOL_FIRST_GRADIENT's old factor, 64). 5 % in every
+         * precision: a halo one pixel short moves 8 % (64 px tiles) to 20 % (32 px) of the samples
+         * at depth 5 in fp32 past the factor 64, 18.9 % (32 px) past 160 (tests/test_gpu_render.sh
          * plants it); a smooth input (content init) has ties that a noise input does not. */
         return 0.05;
     default:

@@ -258,7 +258,8 @@ static nst_status open_impl(nst_backend *be, cuda_impl *im, const nst_backend_op
     if (nst_cudnn_older(CUDNN_VERSION, cudnnGetVersion(), older, sizeof older)) /* (an H200 node's system cuDNN was) */
         nst_warn("%s: cuDNN promises to run only builds of its own minor version or older ones; the self-test checks every op "
                  "against the CPU on this pair; put a cuDNN %d.%d or newer first on LD_LIBRARY_PATH (PyTorch's nvidia-cudnn wheel "
-                 "has one; for the bundle, NSTBATCH_CUDA_SEARCH=\"ITS_LIB_DIR\" before sourcing env.sh)\n",
+                 "has one; the bundle's env.sh takes one it finds, or NSTBATCH_CUDA_SEARCH=\"ITS_FOLDER OTHER_FOLDERS\", the "
+                 "folders it printed for the other libraries after it)\n",
                  older, CUDNN_MAJOR, CUDNN_MINOR);
     char why[256];
     if (!(im->cb = nst_cublas(why, sizeof why))) return nst_fail(NST_ERUNTIME, "cuBLAS: %s", why);

@@ -166,6 +166,13 @@ void nst_layout_describe_tiles(const nst_grid *g, char *out, size_t cap)
         snprintf(out, cap, "%dx%d = %d tiles of %dx%d px", g->nx, g->ny, g->ntiles, g->tile_w, g->tile_h);
 }
 
+/* The largest window of a grid: a tile and its halos, never more than the image. */
+static void largest_window(const nst_grid *g, int *ww, int *wh)
+{
+    *ww = g->tile_w + 2 * g->halo < g->width ? g->tile_w + 2 * g->halo : g->width;
+    *wh = g->tile_h + 2 * g->halo < g->height ? g->tile_h + 2 * g->halo : g->height;
+}
+
 /* The CUDA backend describes tensors with cuDNN's 4-d descriptors, whose sizes and strides are int:
  * every layer's output over the largest window must hold fewer than 2^31 values (a large arena
  * would otherwise allow ~6000 px tiles: 2.3e9 values at 64 channels). The CPU has no such limit.
@@ -173,8 +180,8 @@ void nst_layout_describe_tiles(const nst_grid *g, char *out, size_t cap)
 static int fits_descriptors(const nst_grid *g, const nst_net *net, int *layer)
 {
     if (!net->be || !net->be->capacity) return 1;
-    int wh = g->tile_h + 2 * g->halo < g->height ? g->tile_h + 2 * g->halo : g->height;
-    int ww = g->tile_w + 2 * g->halo < g->width ? g->tile_w + 2 * g->halo : g->width;
+    int ww, wh;
+    largest_window(g, &ww, &wh);
     for (int i = 0; i < net->nlayers; i++) {
         int oh, ow, oc;
         nst_net_shape(net, i, wh, ww, &oh, &ow, &oc);
@@ -413,8 +420,8 @@ static nst_status try_candidate(tile_plan *p, int cw, int ch)
     int bad_layer = 0;
     if (!fits_descriptors(&g, p->net, &bad_layer)) {
         if (tk == NST_WORD(0)) return NST_OK;
-        int ww = g.tile_w + 2 * g.halo < g.width ? g.tile_w + 2 * g.halo : g.width; /* a window never exceeds the image */
-        int wh = g.tile_h + 2 * g.halo < g.height ? g.tile_h + 2 * g.halo : g.height;
+        int ww, wh;
+        largest_window(&g, &ww, &wh);
         return nst_fail(NST_EINPUT, "%s: tiling.tile_size = %lld gives windows of %dx%d px whose %s output holds 2^31 values or more, "
                         "past cuDNN's descriptors: use a smaller tile size, or auto", nst_config_origin(p->cfg, NST_K_tiling_tile_size), tk,
                         ww, wh, nst_vgg_layer_at(bad_layer)->name);

@@ -178,7 +178,7 @@ static nst_status iter_report(render_run *r, long long it, const nst_loss_terms 
     const nst_render_ctx *ctx = r->ctx;
     const long long every = ctx->cfg->run_print_every;
     if (it == 0) r->st->first = *terms;
-    if (ctx->progress) return nst_progress_iter(ctx->progress, it, terms, &r->st->timers, ctx->be->bytes_in_use, 0);
+    if (ctx->progress) return nst_progress_iter(ctx->progress, it, terms, &r->st->timers, ctx->be->bytes_in_use, 0, 0);
     if (it == 0 || (every > 0 && it % every == 0)) {
         double now = nst_now();
         print_terms(it, terms, it > r->mark ? (now - r->t_mark) / (double)(it - r->mark) : 0);
@@ -311,8 +311,9 @@ static nst_status render_final_loss(render_run *r)
     if (s != NST_OK) return s;
     st->last = terms;
     if (iters == 0) st->first = terms;
-    if (ctx->progress) return nst_progress_iter(ctx->progress, iters, &terms, &st->timers, ctx->be->bytes_in_use, 1);
-    print_terms(iters, &terms, st->iterations > 0 ? st->seconds / (double)st->iterations : 0); /* the loop's mean */
+    const double loop_spi = st->iterations > 0 ? st->seconds / (double)st->iterations : 0; /* the loop's mean */
+    if (ctx->progress) return nst_progress_iter(ctx->progress, iters, &terms, &st->timers, ctx->be->bytes_in_use, 1, loop_spi);
+    print_terms(iters, &terms, loop_spi);
     return NST_OK;
 }
 

@@ -140,7 +140,8 @@ void nst_progress_level(nst_progress *p, int k, long long it0)
     p->work_before = 0;
     for (int j = 0; j < k && j < p->nlevels; j++) p->work_before += (double)p->w[j] * p->h[j] * (double)p->iters[j];
     p->level_t0 = p->mark_t = nst_now();
-    nst_gpu_monitor_fence(p->gpu);
+    if (!p->fenced) nst_gpu_monitor_fence(p->gpu); /* once: the start-up before the first level */
+    p->fenced = 1;
     p->last_live = 0;
     p->level_it0 = p->mark_it = it0;
     memset(&p->mark_tm, 0, sizeof p->mark_tm);
@@ -168,7 +169,7 @@ void nst_progress_fmt_spi(double s, char *out, size_t cap)
 {
     int decimals = 3;
     if (s > 0 && s < 1) decimals = 3 - (int)floor(log10(s));
-    snprintf(out, cap, "%.*f", decimals > 8 ? 8 : decimals, s);
+    snprintf(out, cap, "%.*f", decimals > 6 ? 6 : decimals, s); /* 8 characters at most below 1 s */
 }
 
 /* ---- rows and metrics ----------------------------------------------------------------------------- */
@@ -226,8 +227,9 @@ static void gpu_warnings(nst_progress *p, const reduced *r, int first_row)
     if (!r->gpus || !nst_log_is_root()) return;
     char fields[256];
     struct { int bit, hit; const char *what; double v; } w[] = {
-        /* judged only on samples whose NVML window lies inside the level (nst_gpu_monitor_fence):
-         * a short level on a fast GPU was read as 2% busy from the idle start-up before it */
+        /* judged only on samples whose NVML window lies after the first level's start
+         * (nst_gpu_monitor_fence): a fast GPU's short level was read as 2% busy from the idle
+         * start-up before it */
         {WARN_UTIL, !first_row && r->gmin[G_UTIL_SETTLED] < 70, "utilisation under 70%: the least busy GPU averaged %.0f%%", r->gmin[G_UTIL_SETTLED]},
         {WARN_MEM, r->gmax[G_MEM_FRAC] > 0.95, "memory over 95%%: %.1f%% used on the fullest GPU", 100 * r->gmax[G_MEM_FRAC]},
         {WARN_TEMP, r->gmax[G_TEMP] > 85, "temperature over 85 C: %.0f C", r->gmax[G_TEMP]},
@@ -377,7 +379,8 @@ static void live_line(const nst_progress *p, int k, long long it, const nst_loss
     printf("\r\033[K%s", line);
 }
 
-nst_status nst_progress_iter(nst_progress *p, long long it, const nst_loss_terms *t, const nst_timers *tm, size_t bytes_in_use, int final)
+nst_status nst_progress_iter(nst_progress *p, long long it, const nst_loss_terms *t, const nst_timers *tm, size_t bytes_in_use, int final,
+                             double loop_spi)
 {
     const int k = p->level;
     const double px = (double)p->w[k] * p->h[k];
@@ -404,9 +407,9 @@ nst_status nst_progress_iter(nst_progress *p, long long it, const nst_loss_terms
         return NST_OK;
     }
     /* a row's s/iter: since the previous row; the final row's is one more forward, not an
-     * iteration, so it shows the level's mean as a plain render's final row does */
+     * iteration, so it shows the loop's mean, as a plain render's final row does */
     double n = (double)(it - p->mark_it), dt = now - p->mark_t;
-    if (final && done_level > 0) n = done_level, dt = el;
+    if (final && done_level > 0 && loop_spi > 0) n = done_level, dt = loop_spi * done_level;
     double rate = n > 0 && dt > 0 ? n * px / dt / 1e6 : rate_level / 1e6;
     reduced r;
     memset(&r, 0, sizeof r);

@@ -28,6 +28,7 @@ typedef struct nst_progress {
     int metrics;                  /* JSON lines or Prometheus wanted: the rows reduce over ranks */
     int gpu_wanted;               /* GPU samples take part in the reductions (same on every rank) */
     nst_gpu_monitor *gpu;         /* this rank's (NULL: none) */
+    int fenced;                   /* utilisation judged from a window after the first level's start */
     char jsonl[4096], prom[4096];
     int jsonl_fd;
     double run_t0;
@@ -66,7 +67,10 @@ void nst_progress_level(nst_progress *p, int k, long long it0);
  * level: the live line, and at a row (it == it0, every print_every, final) the row, the
  * reductions and the metrics. final: the result's terms after the last step. Collective at rows
  * when metrics are on. */
-nst_status nst_progress_iter(nst_progress *p, long long it, const nst_loss_terms *t, const nst_timers *tm, size_t bytes_in_use, int final);
+/* final: the result's row (one more forward, after the loop), whose s/iter is loop_spi, the loop's
+ * own seconds per iteration (no checkpoints or previews); 0 on other rows. */
+nst_status nst_progress_iter(nst_progress *p, long long it, const nst_loss_terms *t, const nst_timers *tm, size_t bytes_in_use, int final,
+                             double loop_spi);
 /* A row's s/iter to 4 significant digits in fixed point (0.006321, 0.02230, 1.420): a GPU's
  * milliseconds are not rounded to 0.006 (the benches read this column), and it stays a plain
  * decimal for awk and the tests. */

@@ -11,8 +11,8 @@
 # most NSTBATCH_CUDA_FIND_SECONDS (20) a folder. NSTBATCH_CUDA_SEARCH="DIR ..." replaces those
 # places. One line per library says where it was found or that it is MISSING;
 # NSTBATCH_BUNDLE_MISSING holds the missing names (empty when all were found). A libcudnn.so.9 older
-# than the build's is passed over for a newer one found anywhere in those places, where there is
-# one (runtime/cudnn-version reads both versions; the line says which it took). Sourcing never exits
+# than the build's, or for another CUDA, is passed over for a suitable one found anywhere in those
+# places, where there is one (runtime/cudnn-version reads them; the line says which it took). Sourcing never exits
 # the calling shell, with or without set -e. Sourcing it again starts from the saved originals.
 #
 # Python and PyTorch must not run with this LD_LIBRARY_PATH (the bundle's libstdc++, zlib, ... come
@@ -122,6 +122,13 @@ _nst_find_cuda() {
       NSTBATCH_BUNDLE_MISSING=$NSTBATCH_BUNDLE_MISSING${NSTBATCH_BUNDLE_MISSING:+ }$_nst_n
     fi
   done
+  if [ -n "$_nst_best" ]; then # the chosen cuDNN's folder first: its sub-libraries, not another's
+    _nst_rest="" _nst_ifs=$IFS
+    IFS=:
+    for _nst_d in $NSTBATCH_CUDA_DIRS; do [ "$_nst_d" = "$_nst_best" ] || _nst_rest=$_nst_rest${_nst_rest:+:}$_nst_d; done
+    IFS=$_nst_ifs
+    NSTBATCH_CUDA_DIRS=$_nst_best${_nst_rest:+:$_nst_rest}
+  fi
   export NSTBATCH_CUDA_DIRS NSTBATCH_BUNDLE_MISSING
 }
 
@@ -147,36 +154,56 @@ _nst_search() {
   done
 }
 
-# cuDNN runs builds of its own minor version or older ones, not newer (its compatibility rule):
-# where the libcudnn.so.9 found first is older than the build's (runtime/cudnn-version says both),
-# the newest one that is not, anywhere the search looks (both rounds), is taken instead. An H200
-# node had the system's 9.14 before PyTorch's 9.19 for a 9.19 build. Else a note; nstbatch warns.
+# cuDNN runs builds of its own minor version or older ones, not newer (its compatibility rule),
+# and its builds for CUDA 12 and 13 share the name: where the libcudnn.so.9 found first is older
+# than the build's or for another CUDA (runtime/cudnn-version says), the newest suitable one
+# anywhere the search looks (both rounds) is taken instead, and its folder goes first on the path
+# (cuDNN loads its sub-libraries by name). An H200 node had the system's 9.14 before PyTorch's 9.19
+# for a 9.19 build. Else a note; nstbatch warns.
 _nst_cudnn_pick() {
+  _nst_best="" _nst_bestv=0 _nst_seen=""
   _nst_cv=$NSTBATCH_BUNDLE/runtime/cudnn-version
   _nst_dir=$(printf '%s' "$_nst_found" | awk '$1 == "libcudnn.so.9" { print $2; exit }')
   [ -x "$_nst_cv" ] && [ -n "$_nst_dir" ] || return 0
   _nst_built=$(_nst_cudnn_v --built) || return 0
   _nst_have=$(_nst_cudnn_v "$_nst_dir/libcudnn.so.9") || return 0
   _nst_cudnn_ok "$_nst_have" && return 0
-  _nst_best="" _nst_bestv=0
   for _nst_r in $_nst_roots $(_nst_cuda_roots 2); do
+    case "$_nst_seen " in *" $_nst_r "*) continue ;; esac
     [ -d "$_nst_r" ] || continue
+    _nst_seen="$_nst_seen $_nst_r"
     for _nst_h in $($_nst_to find -H "$_nst_r" -maxdepth 12 -path '*/stubs' -prune -o -name libcudnn.so.9 -print 2>/dev/null); do
       _nst_v=$(_nst_cudnn_v "$_nst_h") || continue
-      if _nst_cudnn_ok "$_nst_v" && [ "$_nst_v" -gt "$_nst_bestv" ]; then _nst_best=${_nst_h%/*} _nst_bestv=$_nst_v; fi
+      if _nst_cudnn_ok "$_nst_v" && [ "${_nst_v% *}" -gt "$_nst_bestv" ]; then _nst_best=${_nst_h%/*} _nst_bestv=${_nst_v% *} _nst_bestf=$_nst_v; fi
     done
   done
   if [ -n "$_nst_best" ]; then
-    echo "env.sh: libcudnn.so.9: taking cuDNN $(_nst_cudnn_s "$_nst_bestv") in $_nst_best over $(_nst_cudnn_s "$_nst_have") in $_nst_dir, older than the $(_nst_cudnn_s "$_nst_built") nstbatch was built with"
+    echo "env.sh: libcudnn.so.9: taking cuDNN $(_nst_cudnn_s "$_nst_bestf") in $_nst_best over $(_nst_cudnn_s "$_nst_have") in $_nst_dir: the build is $(_nst_cudnn_s "$_nst_built"), and cuDNN runs only builds of its own minor version or older, for its own CUDA"
     _nst_found=$(printf '%s' "$_nst_found" | awk -v d="$_nst_best" '$1 == "libcudnn.so.9" { print $1, d; next } { print }')
   else
-    echo "env.sh: note: libcudnn.so.9 in $_nst_dir is cuDNN $(_nst_cudnn_s "$_nst_have"), older than the $(_nst_cudnn_s "$_nst_built") nstbatch was built with, and no newer one is under$_nst_roots: nstbatch will warn; set NSTBATCH_CUDA_SEARCH=\"DIR ...\" to a newer cuDNN's folder (PyTorch's nvidia/cudnn/lib) and source env.sh again"
+    echo "env.sh: note: libcudnn.so.9 in $_nst_dir is cuDNN $(_nst_cudnn_s "$_nst_have"), not one the $(_nst_cudnn_s "$_nst_built") build promises to run on (an older minor version or another CUDA), and no suitable one is under$_nst_seen: nstbatch will warn; set NSTBATCH_CUDA_SEARCH=\"DIR ...\" to a suitable cuDNN's folder, then the folders above, and source env.sh again"
   fi
 }
-# the probe, with the bundle's libraries (a cuDNN may need a newer libstdc++ than the node's)
-_nst_cudnn_v() { env LD_LIBRARY_PATH="$NSTBATCH_BUNDLE/runtime/lib${NSTBATCH_ORIG_LD_LIBRARY_PATH:+:$NSTBATCH_ORIG_LD_LIBRARY_PATH}" "$_nst_cv" "$1" 2>/dev/null; }
-_nst_cudnn_ok() { [ $(($1 / 10000)) -eq $((_nst_built / 10000)) ] && [ $(($1 % 10000 / 100)) -ge $((_nst_built % 10000 / 100)) ]; }
-_nst_cudnn_s() { echo "$(($1 / 10000)).$(($1 % 10000 / 100)).$(($1 % 100))"; }
+# "VERSION CUDART" of a cuDNN (or --built), with the bundle's libraries (a cuDNN may need a newer
+# libstdc++ than the node's); fails unless the last line is two numbers (a library may print)
+_nst_cudnn_v() {
+  _nst_o=$(env LD_LIBRARY_PATH="$NSTBATCH_BUNDLE/runtime/lib${NSTBATCH_ORIG_LD_LIBRARY_PATH:+:$NSTBATCH_ORIG_LD_LIBRARY_PATH}" "$_nst_cv" "$1" 2>/dev/null | tail -n 1) || return 1
+  case $_nst_o in [0-9]*" "[0-9]*) ;; *) return 1 ;; esac
+  case ${_nst_o%% *}${_nst_o#* } in *[!0-9]*) return 1 ;; esac
+  echo "$_nst_o"
+}
+# the same major version, a minor at least the build's, built for the build's CUDA major
+_nst_cudnn_ok() {
+  _nst_a=${1% *} _nst_c=${1#* } _nst_ba=${_nst_built% *} _nst_bc=${_nst_built#* }
+  [ $((_nst_a / 10000)) -eq $((_nst_ba / 10000)) ] && [ $((_nst_a % 10000 / 100)) -ge $((_nst_ba % 10000 / 100)) ] &&
+    [ $((_nst_c / 1000)) -eq $((_nst_bc / 1000)) ]
+}
+# "9.14.0 for CUDA 13" from "91400 13000" (or the version alone)
+_nst_cudnn_s() {
+  _nst_a=${1% *}
+  printf '%s' "$((_nst_a / 10000)).$((_nst_a % 10000 / 100)).$((_nst_a % 100))"
+  case $1 in *" "*) printf ' for CUDA %s' "$((${1#* } / 1000))" ;; esac
+}
 
 # _nst_missing WANT FOUND: the names of WANT that FOUND's lines do not have yet
 _nst_missing() {
@@ -190,4 +217,4 @@ $_nst_m "*) ;; *) printf '%s ' "$_nst_m" ;; esac
 _nst_env_main || true
 unset -f _nst_env_main _nst_openmpi _nst_cuda_roots _nst_find_cuda _nst_search _nst_missing _nst_cudnn_pick _nst_cudnn_v _nst_cudnn_ok _nst_cudnn_s
 unset _nst_b _nst_o _nst_p _nst_d _nst_want _nst_roots _nst_to _nst_found _nst_round _nst_r _nst_left _nst_expr _nst_n _nst_hits _nst_h _nst_dir _nst_m \
-      _nst_cv _nst_built _nst_have _nst_best _nst_bestv _nst_v
+      _nst_cv _nst_built _nst_have _nst_best _nst_bestv _nst_bestf _nst_v _nst_seen _nst_o _nst_a _nst_c _nst_ba _nst_bc _nst_rest _nst_ifs
