@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "timer.h"
+
 /* The few NVML declarations used (nvml.h is not needed to build). */
 typedef int nvml_ret;
 typedef void *nvml_dev;
@@ -51,13 +53,6 @@ struct nst_gpu_monitor {
 /* NVML's longest utilisation window (nvmlUtilization_t: between 1/6 s and 1 s by product) */
 static const double NVML_UTIL_WINDOW_S = 1.0;
 
-static double monotonic_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static const char *err(const nvml_api *a, nvml_ret r)
 {
     static char buf[32];
@@ -89,7 +84,7 @@ static void sample(nst_gpu_monitor *m)
     s->power_limit_w = lim / 1000.0;
     s->sm_clock_mhz = sm, s->mem_clock_mhz = mc;
     m->util_sum += u.gpu;
-    if (monotonic_s() >= m->settled_from) m->settled_sum += u.gpu, s->util_settled++;
+    if (nst_now() >= m->settled_from) m->settled_sum += u.gpu, s->util_settled++;
     m->power_sum += pw / 1000.0;
     s->samples++;
 }
@@ -205,7 +200,7 @@ int nst_gpu_monitor_start(int local_rank, const char *bus_id, double interval_s,
         snprintf(why, cap, "nvmlInit failed (%s)", err(&m->api, r));
     } else if (pick(&m->api, local_rank, bus_id, &m->dev, &index, why, cap) == 0) {
         m->interval = interval_s;
-        m->settled_from = monotonic_s() + NVML_UTIL_WINDOW_S;
+        m->settled_from = nst_now() + NVML_UTIL_WINDOW_S;
         m->acc.index = index;
         m->api.name(m->dev, m->acc.name, sizeof m->acc.name);
         pthread_mutex_init(&m->lock, NULL);
@@ -246,7 +241,7 @@ void nst_gpu_monitor_fence(nst_gpu_monitor *m)
 {
     if (!m) return;
     pthread_mutex_lock(&m->lock);
-    m->settled_from = monotonic_s() + NVML_UTIL_WINDOW_S;
+    m->settled_from = nst_now() + NVML_UTIL_WINDOW_S;
     pthread_mutex_unlock(&m->lock);
 }
 

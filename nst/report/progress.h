@@ -66,9 +66,9 @@ void nst_progress_level(nst_progress *p, int k, long long it0);
 /* After iteration it's objective (terms at the image before its step), on every rank of the
  * level: the live line, and at a row (it == it0, every print_every, final) the row, the
  * reductions and the metrics. final: the result's terms after the last step. Collective at rows
- * when metrics are on. */
-/* final: the result's row (one more forward, after the loop), whose s/iter is loop_spi, the loop's
- * own seconds per iteration (no checkpoints or previews); 0 on other rows. */
+ * when metrics are on. loop_spi: on the final row, the loop's own seconds per iteration (no
+ * checkpoints or previews), shown as its s/iter (that row times one more forward, not an
+ * iteration); 0 on other rows. */
 nst_status nst_progress_iter(nst_progress *p, long long it, const nst_loss_terms *t, const nst_timers *tm, size_t bytes_in_use, int final,
                              double loop_spi);
 /* A row's s/iter to 4 significant digits in fixed point (0.006321, 0.02230, 1.420): a GPU's
