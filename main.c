@@ -14,6 +14,7 @@
 #include "kernels/backend.h"
 #include "kernels/cuda/cuda.h"
 #include "mpi/comm.h"
+#include "mpi/watchdog.h"
 #include "nst/run/cli.h"
 #include "io/config/jobs.h"
 #include "video/clip.h"
@@ -282,6 +283,9 @@ int main(int argc, char **argv)
     if (s != NST_OK) return fail_exit(s);
     nst_log_set_rank(nst_comm_rank());
     nst_signals_install(); /* after MPI_Init: SIGUSR1/SIGTERM are ours */
+    /* from the ranks' first exchange (bounded in nst_comm_init) to the end, the stall watchdog
+     * watches every phase: render loops by their iterations, the rest by MPI's waits */
+    nst_watchdog_phase("setup", "in the set-up (config, device, weights, inputs, style targets)");
     s = check_world(&cli, nst_comm_size(), launched_as);
     if (s != NST_OK) {
         code = fail_exit(s);
@@ -295,6 +299,7 @@ int main(int argc, char **argv)
     int threads = cfg.run_threads ? (int)cfg.run_threads : nst_default_threads(nst_comm_local_size());
     if (s == NST_OK && cli.self_test) {
         int failed = 0;
+        nst_watchdog_phase("selftest", "in the self-test");
         s = self_test(&cli, &cfg, threads, argc, argv, &failed);
         nst_jobset_free(&jobs);
         code = s != NST_OK ? fail_exit(s) : failed ? 1 : 0;

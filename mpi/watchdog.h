@@ -4,13 +4,17 @@
  *
  * Every rank of a world of two or more runs a watchdog thread, started by nst_comm_init and
  * stopped by nst_comm_finalize, with a lifeline to world rank 0 beside MPI (lifeline.h). The
- * render loop reports its progress through the four calls below. The thread ends the job when
+ * render loop reports its progress through the four calls below, and the job names its other
+ * phases (nst_watchdog_phase). The thread ends the job when
  * - a rank's process is gone (its lifeline closed without a goodbye): rank 0 names the ranks and
  *   their host;
  * - no iteration has finished for run.stall_timeout seconds: rank 0 asks every rank whether it
  *   is alive and what it does, names the ranks that do not answer (stopped, or cut off by the
  *   network) and ends the job; while a rank answers that it has been computing (not waiting in
- *   MPI) for that long, the iteration is slow but moving and the watchdog waits on.
+ *   MPI) for that long, the iteration is slow but moving and the watchdog waits on;
+ * - outside the loops (from the end of the ranks' first exchange, which first_contact.c bounds):
+ *   a wait inside MPI passes the phase's limit, and rank 0's questions find a rank silent, or
+ *   every rank waiting inside MPI.
  * It ends the job with MPI_Abort(75) (and _exit(75) if that does not return in time: a rank cut
  * off from its launcher). The line goes to stderr and, when NSTBATCH_END_NOTE names a file, to
  * that file as "75 LINE": tools/nstbatch-mpirun and slurm/launch.sh read it, so that the user sees
@@ -23,9 +27,26 @@
 void nst_watchdog_arm(double setting, const char *where, long long it0);
 /* Iteration `done` has finished (its checkpoint and preview included). */
 void nst_watchdog_beat(long long done);
-/* The loop has ended (output, the next level's set-up and a clip's frames between renders are
- * not watched). */
+/* The loop has ended: the watch goes on as the phase "after LEVEL, iteration N" (the outputs, the
+ * next level's or job's set-up, a clip's work between frames). */
 void nst_watchdog_disarm(void);
+
+/* A phase outside the render loops begins (`what` names it in the messages: "the set-up ...").
+ * Phases have no iterations to count, so there the watch is on MPI itself: a rank whose one MPI
+ * call has waited past nst_watchdog_phase_limit asks rank 0, which ends the job when a rank does
+ * not answer, or when every rank has waited inside MPI for half that limit or more (a network
+ * that stopped); while a rank computes, or came out of MPI more recently, the job is moving. `key`
+ * is the test hook's name for the phase: NSTBATCH_FREEZE=RANK:KEY stops that rank (SIGSTOP) as the
+ * phase begins, NSTBATCH_FREEZE=RANK:KEY:SECONDS keeps it computing that long. */
+void nst_watchdog_phase(const char *key, const char *what);
+/* A phase's limit: the larger of run.stall_timeout (setting, 0: auto) and auto's limit, so that a
+ * limit set for short iterations does not judge a long broadcast or gather. Pure. */
+double nst_watchdog_phase_limit(double setting, double slowest, int seen);
+/* A round's answers (bit 31: inside MPI; below it, seconds in that state) say the job is moving:
+ * in a render loop when a rank has computed for half the limit or more; in a phase also when a
+ * rank is computing at all, or has been inside MPI for less than half the limit. Every rank
+ * answered (a silent rank is a stall either way); mine is rank 0's own state. Pure. */
+int nst_watchdog_moving(int phase, double limit, unsigned mine, const unsigned *state, int n);
 /* What a run started again resumes from, for the messages ("the checkpoint of level 1, iteration
  * 60 in ck is in force"). */
 void nst_watchdog_saved(const char *what);

@@ -234,6 +234,35 @@ static void t_watchdog_limit(void)
     CHECK(nst_watchdog_limit(0, 600, 1) == 12000, "auto follows the slowest iteration: %g", nst_watchdog_limit(0, 600, 1));
 }
 
+/* Outside the render loops the limit is the larger of run.stall_timeout and auto's, so a limit set
+ * for short iterations never judges a long set-up, broadcast or gather. */
+static void t_watchdog_phase_limit(void)
+{
+    CHECK(nst_watchdog_phase_limit(8, 0.13, 1) == 300, "a set 8 s after iterations of 0.13 s: %g", nst_watchdog_phase_limit(8, 0.13, 1));
+    CHECK(nst_watchdog_phase_limit(8, 0, 0) == 1800, "a set 8 s before the first iteration: %g", nst_watchdog_phase_limit(8, 0, 0));
+    CHECK(nst_watchdog_phase_limit(5000, 0.13, 1) == 5000, "a set limit above auto's is the limit: %g", nst_watchdog_phase_limit(5000, 0.13, 1));
+    CHECK(nst_watchdog_phase_limit(0, 60, 1) == 1200, "auto after iterations of a minute: %g", nst_watchdog_phase_limit(0, 60, 1));
+}
+
+/* A round's answers (bit 31: inside MPI; below: seconds in that state), limit 8 s (half: 4). In a
+ * loop only a rank computing for half the limit moves the job; in a phase any rank computing, or
+ * back from MPI less than half the limit ago, does; every rank inside MPI for half of it or more is
+ * a stalled network either way. */
+static void t_watchdog_moving(void)
+{
+    const unsigned in = 0x80000000u;
+    const unsigned waiting[2] = {in | 9, in | 4}, one_busy[2] = {in | 9, 5}, one_new[2] = {in | 9, 1}, one_back[2] = {in | 9, in | 1};
+    CHECK(!nst_watchdog_moving(0, 8, in | 9, waiting, 2) && !nst_watchdog_moving(1, 8, in | 9, waiting, 2), "every rank inside MPI 4 s or more: a stall");
+    CHECK(nst_watchdog_moving(0, 8, in | 9, one_busy, 2) && nst_watchdog_moving(1, 8, in | 9, one_busy, 2), "a rank computing 5 s: moving");
+    CHECK(!nst_watchdog_moving(0, 8, in | 9, one_new, 2), "in a loop, a rank computing 1 s: not enough");
+    CHECK(nst_watchdog_moving(1, 8, in | 9, one_new, 2), "in a phase, a rank computing at all: moving");
+    CHECK(!nst_watchdog_moving(0, 8, in | 9, one_back, 2) && nst_watchdog_moving(1, 8, in | 9, one_back, 2),
+          "a rank back inside MPI 1 s ago: moving in a phase only");
+    CHECK(nst_watchdog_moving(1, 8, 0, waiting, 2) && nst_watchdog_moving(0, 8, 6, waiting, 2) && !nst_watchdog_moving(0, 8, 3, waiting, 2),
+          "rank 0's own state counts as any rank's");
+    CHECK(!nst_watchdog_moving(1, 8, in | 4, NULL, 0), "a world of rank 0 alone inside MPI: a stall");
+}
+
 /* The ranks' first exchange: every pair up to 256 ranks; beyond, the pairs at distances 2^k (both
  * ways round the ring). Always symmetric, so every message sent there has a receiver, ascending,
  * without the rank itself or a rank twice. */
@@ -287,6 +316,8 @@ int main(int argc, char **argv)
     RUN(t_shared_gpus_found_by_uuid);
     RUN(t_sharers_agree_on_free_memory);
     RUN(t_watchdog_limit);
+    RUN(t_watchdog_phase_limit);
+    RUN(t_watchdog_moving);
     RUN(t_first_contact_peers);
     nst_comm_finalize();
     return test_report("test_device");
