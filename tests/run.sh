@@ -69,6 +69,7 @@ suites=(
   "test_preview|tests/test_preview.sh ./nstbatch $B/tests/image_diff $B/tests/png_probe"
   "test_batch|tests/test_batch.sh ./nstbatch $B/tests/image_diff"
   "test_checkpoint|tests/test_checkpoint.sh ./nstbatch $B/tests/image_diff"
+  "test_watchdog|tests/test_watchdog.sh ./nstbatch $B/tests/image_diff"
   "test_metrics|tests/test_metrics.sh ./nstbatch $B/tests/fake-nvml"
   "test_prometheus|tests/test_prometheus.sh ./nstbatch $B/tests/fake-nvml"
   "test_outputs|tests/test_outputs.sh ./nstbatch $B/tools/make_test_tiff"

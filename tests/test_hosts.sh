@@ -27,7 +27,9 @@
 #   alone, it resumes to the uninterrupted render's bits;
 # - a cut network: nsth-b's link taken down in the middle of the Gram allreduce (run.stall_timeout
 #   = 8): the watchdog names the ranks it cannot reach, mpirun is ended and the status is 75; with
-#   the link back, nsth-b's daemon is gone, and the rerun on both hosts resumes to the same bits.
+#   the link back, nsth-b's daemon is gone, and the rerun on both hosts resumes to the same bits;
+#   the link taken down in the set-up (a rank kept busy there by NSTBATCH_FREEZE meanwhile): the
+#   same line for that phase, 75, no image, nothing left on nsth-b.
 # SKIPs with the reason where the namespaces cannot be made (not root, no iproute2), the firewall
 # where iptables cannot filter in them, and the Slurm part where Slurm cannot start.
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2") B=$(readlink -f "${3:-build}")
@@ -290,11 +292,31 @@ if [ $rc -eq 75 ] && grep -q "stalled at level 1, iteration [0-9]*: no iteration
   ok "nsth-b cut off mid-render: the watchdog named ranks 2, 3 on nsth-b, $(grep -q 'still waits for a host it cannot reach' "$T/cut.log" && echo 'mpirun (waiting for the daemon) was ended, ')exit 75 after $took s; the checkpoint of iteration $it kept"
 else bad "a cut network" "exit $rc after $took s" "$(grep -v '^ *[0-9]' "$T/cut.log" | grep -v '^\*\|^ *$' | tail -n 12)"; fi
 # with the link back, what was left on nsth-b (its daemon, waiting for mpirun) ends by itself
-for ((i = 0; i < 600; i++)); do [ -z "$("$HOSTS" pids "$HD" nsth-b)" ] && break; sleep 0.1; done
-left=$("$HOSTS" pids "$HD" nsth-b | xargs -r ps -o comm= -p | tr '\n' ' ')
-[ -z "$left" ] && ok "... with the link back, nothing of the job is left on nsth-b" || { bad "leftovers on nsth-b" "$left"; "$HOSTS" kill "$HD" nsth-b >/dev/null; }
+left_on_b() {
+  for ((i = 0; i < 600; i++)); do [ -z "$("$HOSTS" pids "$HD" nsth-b)" ] && break; sleep 0.1; done
+  local left; left=$("$HOSTS" pids "$HD" nsth-b | xargs -r ps -o comm= -p | tr '\n' ' ')
+  [ -z "$left" ] && ok "... with the link back, nothing of the job is left on nsth-b" || { bad "leftovers on nsth-b" "$left"; "$HOSTS" kill "$HD" nsth-b >/dev/null; }
+}
+left_on_b
 across cut2 "$NST" "${LONG[@]}" --set output.path=out/cut.tif --set checkpoint.path=ck-cut
 if [ $rc -eq 0 ] && grep -q "resumed: level 1 at iteration $it of 120" "$T/cut2.log"; then
   same "... rerun on both hosts: resumed at iteration $it, the uninterrupted render's image" out/cut.tif ref/long.tif
 else bad "the rerun after a cut" "exit $rc" "$(grep -v '^ *[0-9]' "$T/cut2.log" | tail -n 8)"; fi
+
+# the link cut outside the iterations: rank 2 (nsth-b) computes 8 s as the set-up begins (the hook
+# NSTBATCH_FREEZE, forwarded by mpirun -x), the link is cut meanwhile, and the others wait inside
+# the set-up's first collective; the phase's limit is auto's, 5 s through the floor hook
+on nsth-a timeout 300 "$ROOT/tools/nstbatch-mpirun" --hostfile "$T/hostfile" -np 4 --bind-to none -x NSTBATCH_FREEZE=2:setup:8 \
+  -x NSTBATCH_STALL_FLOOR=5 "$NST" job.ini --set output.path=out/cutsetup.tif >"$T/cutsetup.log" 2>&1 &
+pid=$!
+for ((i = 0; i < 1800; i++)); do grep -q 'NSTBATCH_FREEZE: rank 2 computes' "$T/cutsetup.log" && break; sleep 0.1; done
+t0=$SECONDS
+cut_b
+wait $pid; rc=$? took=$((SECONDS - t0))
+"$HOSTS" mend "$HD" nsth-b
+if [ $rc -eq 75 ] && grep -q "stalled in the set-up (config, device, weights, inputs, style targets): a wait inside MPI passed 5 s (.*); no answer from ranks 2, 3 on nsth-b" "$T/cutsetup.log" &&
+   [ ! -e "$T/out/cutsetup.tif" ]; then
+  ok "nsth-b cut off in the set-up: the watchdog named ranks 2, 3 on nsth-b, exit 75 after $took s, no image"
+else bad "a cut network in the set-up" "exit $rc after $took s" "$(grep -v '^ *[0-9]' "$T/cutsetup.log" | grep -v '^\*\|^ *$' | tail -n 12)"; fi
+left_on_b
 finish
