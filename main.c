@@ -285,7 +285,7 @@ int main(int argc, char **argv)
     nst_signals_install(); /* after MPI_Init: SIGUSR1/SIGTERM are ours */
     /* from the ranks' first exchange (bounded in nst_comm_init) to the end, the stall watchdog
      * watches every phase: render loops by their iterations, the rest by MPI's waits */
-    nst_watchdog_phase("setup", "in the set-up (config, device, weights, inputs, style targets)");
+    nst_watchdog_phase("setup", "in the set-up (config, device, weights, inputs, style targets)", 0);
     s = check_world(&cli, nst_comm_size(), launched_as);
     if (s != NST_OK) {
         code = fail_exit(s);
@@ -296,10 +296,12 @@ int main(int argc, char **argv)
     nst_jobset jobs;
     nst_jobset_init(&jobs);
     s = share_config(&cli, &cfg, &jobs);
+    if (s == NST_OK) nst_watchdog_setting(cfg.run_stall_timeout == NST_WORD(0) ? 0 : (double)cfg.run_stall_timeout);
     int threads = cfg.run_threads ? (int)cfg.run_threads : nst_default_threads(nst_comm_local_size());
     if (s == NST_OK && cli.self_test) {
         int failed = 0;
-        nst_watchdog_phase("selftest", "in the self-test");
+        nst_watchdog_phase("selftest", "in the self-test", 1);
+        nst_watchdog_saved("the self-test writes nothing that a run again would resume");
         s = self_test(&cli, &cfg, threads, argc, argv, &failed);
         nst_jobset_free(&jobs);
         code = s != NST_OK ? fail_exit(s) : failed ? 1 : 0;

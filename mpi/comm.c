@@ -181,7 +181,7 @@ void nst_comm_group_free(nst_group *g)
 {
     if (!g) return;
     nst_comm_nccl_release(&g->nccl);
-    MPI_Comm_free(&g->comm);
+    (void)NST_MPI_MARKED(MPI_Comm_free(&g->comm)); /* collective: it may wait for the group */
     nst_free(g);
 }
 
@@ -306,7 +306,11 @@ nst_status nst_comm_recv(void *buf, size_t bytes, int src)
 nst_status nst_comm_exchange(const nst_comm_msg *sends, int nsend, const nst_comm_msg *recvs, int nrecv)
 {
     MPI_Request *req = nst_alloc_array((size_t)(nsend + nrecv) + 1, sizeof(MPI_Request), "exchange requests");
-    if (!req) return NST_ENOMEM;
+    int *done = nst_alloc_array((size_t)(nsend + nrecv) + 1, sizeof(int), "exchange requests");
+    if (!req || !done) {
+        nst_free(req), nst_free(done);
+        return NST_ENOMEM;
+    }
     int n = 0, rc = MPI_SUCCESS;
     nst_watchdog_mpi(1);
     for (int i = 0; i < nrecv && rc == MPI_SUCCESS; i++) {
@@ -319,9 +323,16 @@ nst_status nst_comm_exchange(const nst_comm_msg *sends, int nsend, const nst_com
         if (sends[i].bytes > INT_MAX) rc = MPI_ERR_COUNT;
         else rc = MPI_Isend(sends[i].buf, (int)sends[i].bytes, MPI_BYTE, sends[i].peer, 11, cur, &req[n++]);
     }
-    if (rc == MPI_SUCCESS) rc = MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
+    /* request by request, so that the watchdog sees a long exchange (a level's move, the output's
+     * gather: gigabytes over a slow network) moving, not stalled */
+    for (int left = n, k = 0; rc == MPI_SUCCESS && left > 0; left -= k) {
+        rc = MPI_Waitsome(n, req, &k, done, MPI_STATUSES_IGNORE);
+        if (rc != MPI_SUCCESS || k == MPI_UNDEFINED) break;
+        nst_watchdog_mpi_progress();
+    }
     nst_watchdog_mpi(0);
     nst_free(req);
+    nst_free(done);
     /* a half-done exchange leaves peers waiting: there is no clean way back */
     if (rc != MPI_SUCCESS) {
         nst_comm_mpi_fail(rc, "MPI halo exchange");
@@ -364,12 +375,12 @@ nst_status nst_comm_agree(nst_status mine)
     if (all[1] == NST_OK) return NST_OK;
     if (all[0] == cur_size) { /* failed, but nobody said why: the lowest failing rank speaks */
         me[0] = mine != NST_OK ? cur_rank : cur_size;
-        if (MPI_Allreduce(&me[0], &all[0], 1, MPI_INT, MPI_MIN, cur) != MPI_SUCCESS)
+        if (NST_MPI_MARKED(MPI_Allreduce(&me[0], &all[0], 1, MPI_INT, MPI_MIN, cur)) != MPI_SUCCESS)
             nst_comm_abort(1, "MPI_Allreduce failed while ranks agreed on a status");
     }
     char msg[2048];
     snprintf(msg, sizeof msg, "%s", nst_fail_message());
-    if (MPI_Bcast(msg, sizeof msg, MPI_CHAR, all[0], cur) != MPI_SUCCESS)
+    if (NST_MPI_MARKED(MPI_Bcast(msg, sizeof msg, MPI_CHAR, all[0], cur)) != MPI_SUCCESS)
         nst_comm_abort(1, "MPI_Bcast failed while ranks agreed on a status");
     msg[sizeof msg - 1] = 0;
     nst_fail_clear();

@@ -29,12 +29,23 @@ nst_status nst_comm_mpi_fail(int rc, const char *call);
 nst_status nst_watchdog_start(void);
 void nst_watchdog_stop(void);
 void nst_watchdog_mpi(int enter);
+/* A request of a marked wait completed: the wait is moving (comm.c's exchange of many messages). */
+void nst_watchdog_mpi_progress(void);
 void nst_watchdog_aborting(void);
 /* The watchdog's way to end the job: LINE on stderr and in NSTBATCH_END_NOTE, MPI_Abort with 75
  * (and _exit(75) if that does not return in time); and auto's floor, in seconds (5 minutes, or
  * the test hook NSTBATCH_STALL_FLOOR). */
 _Noreturn void nst_watchdog_end(const char *line);
 double nst_watchdog_floor(void);
+
+/* A blocking MPI call marked for the watchdog, as an expression: the call's return code. */
+#define NST_MPI_MARKED(call)                                                                      \
+    __extension__({                                                                               \
+        nst_watchdog_mpi(1);                                                                      \
+        int mrc_ = (call);                                                                        \
+        nst_watchdog_mpi(0);                                                                      \
+        mrc_;                                                                                     \
+    })
 
 #define NST_MPI_TRY(call)                                                                         \
     do {                                                                                          \

@@ -39,7 +39,7 @@ nst_status nst_comm_gpu_bind(const char *policy, const nst_gpu_view *mine, int *
     nst_gpu_view *all = nst_alloc_array((size_t)ls, sizeof *all, "the node's GPU views");
     nst_status s = all ? NST_OK : NST_ENOMEM;
     /* every rank takes part, or the others would wait in the allgather */
-    int rc = all ? MPI_Allgather(mine, (int)sizeof *mine, MPI_BYTE, all, (int)sizeof *mine, MPI_BYTE, nst_comm_node_mpi()) : MPI_SUCCESS;
+    int rc = all ? NST_MPI_MARKED(MPI_Allgather(mine, (int)sizeof *mine, MPI_BYTE, all, (int)sizeof *mine, MPI_BYTE, nst_comm_node_mpi())) : MPI_SUCCESS;
     if (rc != MPI_SUCCESS) s = nst_comm_mpi_fail(rc, "MPI_Allgather (GPU views)");
     if (s == NST_OK) *gpu = nst_gpu_choose(policy, nst_comm_local_rank(), all, ls);
     nst_free(all);
@@ -53,7 +53,7 @@ static char *gather_ids(const char *gpu_id, nst_status *s)
     strncpy(mine, gpu_id, NST_GPU_ID_CHARS - 1);
     char *all = nst_alloc_array((size_t)nst_comm_local_size(), NST_GPU_ID_CHARS, "GPU ids");
     *s = all ? NST_OK : NST_ENOMEM;
-    int rc = all ? MPI_Allgather(mine, NST_GPU_ID_CHARS, MPI_CHAR, all, NST_GPU_ID_CHARS, MPI_CHAR, nst_comm_node_mpi()) : MPI_SUCCESS;
+    int rc = all ? NST_MPI_MARKED(MPI_Allgather(mine, NST_GPU_ID_CHARS, MPI_CHAR, all, NST_GPU_ID_CHARS, MPI_CHAR, nst_comm_node_mpi())) : MPI_SUCCESS;
     if (rc != MPI_SUCCESS) {
         *s = nst_comm_mpi_fail(rc, "MPI_Allgather (GPU ids)");
         nst_free(all);
@@ -96,7 +96,7 @@ nst_status nst_comm_gpu_min_free(const char *gpu_id, size_t mine, size_t *agreed
     uint64_t *free_b = nst_alloc_array((size_t)ls, sizeof *free_b, "free GPU memory");
     if (s == NST_OK && !free_b) s = NST_ENOMEM;
     uint64_t m = mine;
-    int rc = free_b ? MPI_Allgather(&m, 1, MPI_UINT64_T, free_b, 1, MPI_UINT64_T, nst_comm_node_mpi()) : MPI_SUCCESS;
+    int rc = free_b ? NST_MPI_MARKED(MPI_Allgather(&m, 1, MPI_UINT64_T, free_b, 1, MPI_UINT64_T, nst_comm_node_mpi())) : MPI_SUCCESS;
     if (s == NST_OK && rc != MPI_SUCCESS) s = nst_comm_mpi_fail(rc, "MPI_Allgather (free GPU memory)");
     if (s == NST_OK && gpu_id[0]) {
         m = UINT64_MAX;

@@ -54,7 +54,7 @@ nst_status nst_notice_finish(void)
     int *counts = calloc((size_t)n, sizeof *counts);
     if (!counts) return nst_fail(NST_ENOMEM, "out of memory finishing the stop notices");
     for (int r = 0; sent_to && r < n; r++) counts[r] = sent_to[r];
-    int rc = MPI_Allreduce(MPI_IN_PLACE, counts, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    int rc = NST_MPI_MARKED(MPI_Allreduce(MPI_IN_PLACE, counts, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     int expected = counts[me];
     free(counts);
     if (rc != MPI_SUCCESS) return nst_comm_mpi_fail(rc, "MPI_Allreduce(stop notices)");

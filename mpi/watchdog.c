@@ -1,12 +1,11 @@
-/* mpi/watchdog.c: the stall and lost-rank watchdog (see watchdog.h): this rank's state inside or
- * outside MPI, the render's clock (iterations, or a phase between them), and the thread that
- * reads both and the lifeline. */
+/* mpi/watchdog.c: the stall and lost-rank watchdog (see watchdog.h): the thread that reads the
+ * render's clock and this rank's MPI state (watchdog_clock.c) and the lifeline, asks, judges and
+ * ends the job. */
 #include "watchdog.h"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,202 +19,15 @@
 #include "comm.h"
 #include "comm_mpi.h"
 #include "lifeline.h"
+#include "watchdog_impl.h"
 
-#define AUTO_FACTOR 20      /* auto: this many times the slowest iteration... */
-#define AUTO_FLOOR 300.0    /* ...at least 5 minutes... */
-#define AUTO_FIRST 1800.0   /* ...and 30 minutes until one iteration has finished */
-#define PING_SECONDS 5.0    /* rank 0 waits this long for every rank's answer */
-#define GRACE_SECONDS 15.0  /* a rank that stalled waits this long for rank 0's verdict */
-#define QUIET_SECONDS 10.0  /* after rank 0's verdict, for its MPI_Abort to end this rank */
-#define GATHER_SECONDS 0.3  /* after a lost rank, for the rest of its host to go too */
-#define BACKSTOP_SECONDS 10 /* MPI_Abort may never return on a rank cut off from its launcher */
-
-static double limit_of(double setting, double slowest, int seen, double floor, double first)
-{
-    if (setting > 0) return setting;
-    if (!seen) return first;
-    return AUTO_FACTOR * slowest > floor ? AUTO_FACTOR * slowest : floor;
-}
-
-double nst_watchdog_limit(double setting, double slowest, int seen) { return limit_of(setting, slowest, seen, AUTO_FLOOR, AUTO_FIRST); }
-
-static double phase_limit_of(double setting, double slowest, int seen, double floor, double first)
-{
-    const double a = limit_of(0, slowest, seen, floor, first);
-    return setting > a ? setting : a;
-}
-
-double nst_watchdog_phase_limit(double setting, double slowest, int seen)
-{
-    return phase_limit_of(setting, slowest, seen, AUTO_FLOOR, AUTO_FIRST);
-}
-
-/* The test hook NSTBATCH_STALL_FLOOR=SECONDS puts auto's floor (and its limit before the first
- * iteration) there, so that the tests can watch the auto rule in seconds, not minutes. */
-static double hook_floor(void)
-{
-    const char *e = getenv("NSTBATCH_STALL_FLOOR");
-    return e ? atof(e) : 0;
-}
-
-static double auto_limit(double setting, double slowest, int seen)
-{
-    const double f = hook_floor();
-    return f > 0 ? limit_of(setting, slowest, seen, f, f) : nst_watchdog_limit(setting, slowest, seen);
-}
-
-static double phase_auto_limit(double setting, double slowest, int seen)
-{
-    const double f = hook_floor();
-    return f > 0 ? phase_limit_of(setting, slowest, seen, f, f) : nst_watchdog_phase_limit(setting, slowest, seen);
-}
-
-/* ---- inside or outside MPI (comm.c marks its blocking calls) -------------------------------------- */
-
-static atomic_int mpi_depth;
-static atomic_llong mpi_since_ms; /* when this rank last entered or left MPI */
-
-void nst_watchdog_mpi(int enter)
-{
-    int before = atomic_fetch_add(&mpi_depth, enter ? 1 : -1);
-    if ((enter && before == 0) || (!enter && before == 1)) atomic_store(&mpi_since_ms, (long long)(nst_now() * 1000));
-}
-
-/* This rank's state for a ping's answer: bit 31 set while inside MPI, the seconds in that state below. */
-static uint32_t my_state(void)
-{
-    long long s = (long long)(nst_now() * 1000) - atomic_load(&mpi_since_ms);
-    uint32_t secs = s < 0 ? 0 : s / 1000 > 0x7fffffff ? 0x7fffffff : (uint32_t)(s / 1000);
-    return (atomic_load(&mpi_depth) > 0 ? 0x80000000u : 0) | secs;
-}
-
-int nst_watchdog_moving(int phase, double limit, unsigned mine, const unsigned *state, int n)
-{
-    const unsigned half = (unsigned)(limit / 2);
-    int moving = 0;
-    for (int i = -1; i < n; i++) {
-        const unsigned st = i < 0 ? mine : state[i], secs = st & 0x7fffffffu;
-        if (st & 0x80000000u) moving |= phase && secs < half; /* came out of MPI lately: it moves */
-        else moving |= phase || secs >= half;                  /* computing */
-    }
-    return moving;
-}
-
-/* ---- the render's clock (written by the main thread, read by the watchdog) ------------------------ */
-
-static struct {
-    pthread_mutex_t mu;
-    int armed, phase, began, seen; /* phase: between the loops; began: a loop has begun in this run */
-    double setting, last, slowest; /* last: the latest beat (or the arm); slowest: between beats */
-    long long it;                  /* iterations done */
-    char where[320], saved[4400];
-} clk = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0, "", ""};
-
-void nst_watchdog_arm(double setting, const char *where, long long it0)
-{
-    pthread_mutex_lock(&clk.mu);
-    clk.armed = 1, clk.phase = 0, clk.began = 1, clk.setting = setting, clk.last = nst_now(), clk.it = it0;
-    snprintf(clk.where, sizeof clk.where, "%.200s", where);
-    pthread_mutex_unlock(&clk.mu);
-}
-
-void nst_watchdog_beat(long long done)
-{
-    double t = nst_now();
-    pthread_mutex_lock(&clk.mu);
-    if (t - clk.last > clk.slowest) clk.slowest = t - clk.last;
-    clk.seen = 1, clk.last = t, clk.it = done;
-    pthread_mutex_unlock(&clk.mu);
-}
-
-void nst_watchdog_disarm(void)
-{
-    char after[320];
-    pthread_mutex_lock(&clk.mu);
-    snprintf(after, sizeof after, "after %.200s, iteration %lld (its outputs, or the set-up of what follows)", clk.where, clk.it);
-    pthread_mutex_unlock(&clk.mu);
-    nst_watchdog_phase("after", after);
-}
-
-/* The test hook NSTBATCH_FREEZE=RANK:KEY[:SECONDS] (watchdog.h), as phase `key` begins. */
-static void freeze_hook(const char *key)
-{
-    const char *f = getenv("NSTBATCH_FREEZE");
-    char k[32];
-    int rank;
-    double secs = 0;
-    if (!f || sscanf(f, "%d:%31[^:]:%lf", &rank, k, &secs) < 2 || rank != nst_comm_world_rank() || strcmp(k, key) != 0) return;
-    fprintf(stderr, "nstbatch: test hook NSTBATCH_FREEZE: rank %d %s as phase %s begins\n", rank, secs > 0 ? "computes" : "stops (SIGSTOP)", key);
-    fflush(stderr);
-    if (secs <= 0) {
-        raise(SIGSTOP); /* frozen, as a stopped process or host: no answer to rank 0's questions */
-        return;
-    }
-    struct timespec t = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
-    while (nanosleep(&t, &t) != 0) continue; /* computing, as far as the watchdog can tell */
-}
-
-void nst_watchdog_phase(const char *key, const char *what)
-{
-    pthread_mutex_lock(&clk.mu);
-    clk.armed = 1, clk.phase = 1, clk.last = nst_now();
-    snprintf(clk.where, sizeof clk.where, "%s", what);
-    pthread_mutex_unlock(&clk.mu);
-    freeze_hook(key);
-}
-
-void nst_watchdog_saved(const char *what)
-{
-    pthread_mutex_lock(&clk.mu);
-    snprintf(clk.saved, sizeof clk.saved, "%s", what);
-    pthread_mutex_unlock(&clk.mu);
-}
-
-/* Seconds this rank's clock has run when armed (else -1), with the limit, a description of it,
- * where the render is ("at level 1, iteration 41", or the phase's words) and whether that is a
- * phase. In a loop the clock runs from the latest beat; in a phase only while this rank waits
- * inside MPI, from the later of its entry and the phase's start (or rank 0's "moving"). */
-static double clock_read(double *limit, char *how, size_t cap, char *where, size_t wcap, int *phase)
-{
-    pthread_mutex_lock(&clk.mu);
-    const double now = nst_now(), in = now - (double)atomic_load(&mpi_since_ms) / 1000, fresh = now - clk.last;
-    double since = !clk.armed ? -1 : !clk.phase ? fresh : atomic_load(&mpi_depth) == 0 ? 0 : in < fresh ? in : fresh;
-    *limit = clk.phase ? phase_auto_limit(clk.setting, clk.slowest, clk.seen) : auto_limit(clk.setting, clk.slowest, clk.seen);
-    const char *lead = clk.phase ? "outside the iterations" : "run.stall_timeout = auto", *tail = clk.phase ? ", or run.stall_timeout where larger" : "";
-    if (clk.setting > 0 && clk.setting >= *limit) snprintf(how, cap, "run.stall_timeout = %g", clk.setting);
-    else if (!clk.seen) snprintf(how, cap, "%s: %.0f s before the first iteration ends%s", lead, *limit, tail);
-    else snprintf(how, cap, "%s: %dx the slowest iteration so far, %.2f s, at least %.0f s%s", lead, AUTO_FACTOR, clk.slowest, auto_limit(0, 0, 1), tail);
-    if (clk.phase) snprintf(where, wcap, "%s", clk.where);
-    else snprintf(where, wcap, "at %s, iteration %lld", clk.where, clk.it);
-    if (phase) *phase = clk.phase;
-    pthread_mutex_unlock(&clk.mu);
-    return since;
-}
-
-/* What ran out: "no iteration finished for 13 s (run.stall_timeout = 8)", or in a phase "a wait
- * inside MPI passed 300 s (...)". */
-static void ran_out(char *out, size_t cap, int phase, double secs, const char *how)
-{
-    if (phase) snprintf(out, cap, "a wait inside MPI passed %.0f s (%s)", secs, how);
-    else snprintf(out, cap, "no iteration finished for %.0f s (%s)", secs, how);
-}
-
-/* Restart the clock without counting the wait as an iteration (rank 0 found a rank still working). */
-static void clock_extend(void)
-{
-    pthread_mutex_lock(&clk.mu);
-    clk.last = nst_now();
-    pthread_mutex_unlock(&clk.mu);
-}
-
-static void saved_read(char *out, size_t cap)
-{
-    pthread_mutex_lock(&clk.mu);
-    snprintf(out, cap, "%s", clk.saved[0]  ? clk.saved
-                           : !clk.began    ? "no render had begun in this run (checkpoints written before it are kept)"
-                                           : "nothing was saved (checkpoint.path is not set): a run again starts over");
-    pthread_mutex_unlock(&clk.mu);
-}
+#define PING_SECONDS 5.0        /* rank 0 waits this long for every rank's answer in a loop... */
+#define PHASE_PING_SECONDS 10.0 /* ...and in a phase, where it asks routinely (under GRACE_SECONDS) */
+#define GRACE_SECONDS 15.0      /* a rank that stalled waits this long for rank 0's verdict */
+#define QUIET_SECONDS 10.0      /* after rank 0's verdict, for its MPI_Abort to end this rank */
+#define GATHER_SECONDS 0.3      /* after a lost rank, for the rest of its host to go too */
+#define BACKSTOP_SECONDS 10     /* MPI_Abort may never return on a rank cut off from its launcher */
+#define SUSPEND_SECONDS 10.0    /* a tick this late: the job (or this host) was suspended, not stalled */
 
 /* ---- the thread's state (the thread's own, but for `stop`) ---------------------------------------- */
 
@@ -227,19 +39,25 @@ static struct {
     atomic_int stop;
     int wake;              /* an eventfd: stop wakes the thread at once (an exit is not held up) */
     int me, hub, deputy;   /* hub: world rank 0; deputy: speaks when rank 0 cannot */
+    int unlinked;          /* rank 0: ranks with no lifeline (they could not reach it over TCP) */
     int ending;            /* the job is ending: said here, by rank 0, or by an abort elsewhere */
     double fired;          /* this rank's clock ran out (0: not) */
     double verdict_wait;   /* a rank other than 0: since when it waits for rank 0's verdict */
     double quiet_until;    /* the job ends elsewhere: end this rank by then if still alive */
+    double speak_at;       /* not the deputy, rank 0 silent: speak then if the deputy has not ended the job */
+    char speak[1200];      /* and what */
     int n, *peer;          /* per link: PEER_* */
     double lost_at;        /* rank 0: the first lost rank */
     double ping_at;        /* rank 0's round of questions, since (0: none) */
+    double round_end;      /* rank 0: when the latest round ended (a phase asks every limit) */
     double round_limit;    /* and the limit that started it */
     int round_from;        /* the rank whose clock ran out */
     int round_phase;       /* in a phase (watchdog.h: nst_watchdog_moving's rule) */
+    int round_presence;    /* rank 0 asked on its own, in a phase: only silence is judged */
     uint32_t *state;       /* per link: the state answered */
     char *answered;
     int warned;            /* a slow iteration was reported once */
+    double last_tick;      /* the previous tick, to see a suspension */
 } wd;
 
 /* ---- ending the job ------------------------------------------------------------------------------ */
@@ -284,8 +102,6 @@ _Noreturn static void end_job(const char *line)
 
 _Noreturn void nst_watchdog_end(const char *line) { end_job(line); }
 
-double nst_watchdog_floor(void) { return auto_limit(0, 0, 1); }
-
 /* "ranks 2, 3 on nsth-b; rank 5 on nsth-c": the ranks of the links picked by want[], by host. */
 static void ranks_by_host(const char *want, char *out, size_t cap)
 {
@@ -305,23 +121,30 @@ static void ranks_by_host(const char *want, char *out, size_t cap)
 
 static void lost_verdict(void)
 {
-    char *want = calloc((size_t)wd.n + 1, 1), who[1024], saved[4400], line[8192], how[256], where[400];
+    char *want = calloc((size_t)wd.n + 1, 1), who[1024], saved[4400], line[8192];
+    wd_clock c;
     for (int i = 0; want && i < wd.n; i++) want[i] = wd.peer[i] == PEER_LOST;
     if (want) ranks_by_host(want, who, sizeof who);
     else snprintf(who, sizeof who, "ranks");
     free(want);
-    double limit, since = clock_read(&limit, how, sizeof how, where, sizeof where, NULL);
-    saved_read(saved, sizeof saved);
+    wd_clock_read(&c);
+    wd_saved_read(saved, sizeof saved);
     snprintf(line, sizeof line, "lost %s%s%s: their processes ended without a word (killed, crashed, or their host went down); %s; "
              "ending the job with exit status 75: run again with the same rank count (on the hosts left, or on all) to resume",
-             who, since >= 0 ? " " : "", since >= 0 ? where : "", saved);
+             who, c.since >= 0 ? " " : "", c.since >= 0 ? c.where : "", saved);
     end_job(line);
 }
 
-static void start_round(double limit, int from, int phase)
+/* A round of questions: started by a rank whose clock ran out, or by rank 0 itself in a phase
+ * (presence: every limit, to find a stopped rank however the others wait). A rank's question
+ * during a presence round makes it that rank's round. */
+static void start_round(double limit, int from, int phase, int presence)
 {
-    if (wd.ping_at > 0) return;
-    wd.ping_at = nst_now(), wd.round_limit = limit, wd.round_from = from, wd.round_phase = phase;
+    if (wd.ping_at > 0) {
+        if (wd.round_presence && !presence) wd.round_presence = 0, wd.round_limit = limit, wd.round_from = from, wd.round_phase = phase;
+        return;
+    }
+    wd.ping_at = nst_now(), wd.round_limit = limit, wd.round_from = from, wd.round_phase = phase, wd.round_presence = presence;
     for (int i = 0; i < wd.n; i++) {
         wd.answered[i] = 0;
         if (wd.peer[i] == PEER_LIVE) nst_lifeline_send(i, 'P', 0);
@@ -331,10 +154,12 @@ static void start_round(double limit, int from, int phase)
 /* Every live rank answered, and nst_watchdog_moving says the job moves: in a loop, one (rank 0
  * too) has computed outside MPI for half the limit or more, a slow iteration (said once per run);
  * in a phase, one computes or came out of MPI lately (said nowhere: a phase's waits for one rank's
- * work, such as rank 0 writing an image, are what phases do). The ranks' clocks start again. */
+ * work, such as rank 0 writing an image, are what phases do), or a rank without a lifeline, whose
+ * state rank 0 cannot know, may be at work. The ranks' clocks start again. */
 static int slow_but_moving(const char *silent)
 {
-    const uint32_t half = (uint32_t)(wd.round_limit / 2), mine = my_state();
+    const uint32_t mine = wd_my_state();
+    const double half = wd.round_limit / 2;
     for (int i = 0; silent && i < wd.n; i++)
         if (silent[i]) return 0; /* a rank that does not answer: a stall */
     char *working = calloc((size_t)wd.n + 1, 1), who[1024] = "";
@@ -346,9 +171,10 @@ static int slow_but_moving(const char *silent)
     int n = 0;
     for (int i = 0; i < wd.n; i++) {
         if (wd.answered[i]) heard[n++] = wd.state[i];
-        working[i] = wd.answered[i] && !(wd.state[i] & 0x80000000u) && wd.state[i] >= half;
+        working[i] = wd.answered[i] && !(wd.state[i] & 0x80000000u) && (double)wd.state[i] + 1 > half;
     }
-    const int moving = nst_watchdog_moving(wd.round_phase, wd.round_limit, mine, heard, n), zero = !(mine & 0x80000000u) && mine >= half;
+    const int moving = nst_watchdog_moving(wd.round_phase, wd.round_limit, mine, heard, n) || (wd.round_phase && wd.unlinked > 0);
+    const int zero = !(mine & 0x80000000u) && (double)mine + 1 > half;
     free(heard);
     if (moving && !wd.round_phase && !wd.warned) {
         ranks_by_host(working, who, sizeof who);
@@ -362,30 +188,41 @@ static int slow_but_moving(const char *silent)
     return moving;
 }
 
+/* What ran out, for the verdict: rank 0's own clock, or the asking rank's, or rank 0's questions. */
+static void what_ran_out(const wd_clock *c, char *out, size_t cap)
+{
+    const char *kind = wd.round_phase ? "a wait inside MPI passed" : "no iteration finished for";
+    if (wd.round_presence)
+        snprintf(out, cap, "rank 0 asks every rank every %.0f s (%s)", wd.round_limit, c->how);
+    else if (wd.round_from == 0)
+        snprintf(out, cap, "%s %.0f s (%s)", kind, wd.round_phase ? wd.round_limit : c->since, c->how);
+    else if (wd.round_phase == c->phase)
+        snprintf(out, cap, "%s %.0f s on rank %d (%s) (%s)", kind, wd.round_limit, wd.round_from, nst_lifeline_host(wd.round_from), c->how);
+    else /* a rank in another state than rank 0's (one with no tiles of its own, say): its limit */
+        snprintf(out, cap, "%s %.0f s on rank %d (%s) (its limit %s)", kind, wd.round_limit, wd.round_from,
+                 nst_lifeline_host(wd.round_from), wd.round_phase ? "outside the iterations" : "in the iterations");
+}
+
 static void stall_verdict(const char *silent)
 {
-    char who[1024], saved[4400], line[8192], how[256], where[400], what[1200], out[400];
-    int phase;
-    double limit, since = clock_read(&limit, how, sizeof how, where, sizeof where, &phase);
+    char who[1024], saved[4400], line[8192], what[1200], out[800];
+    wd_clock c;
+    wd_clock_read(&c);
     ranks_by_host(silent, who, sizeof who);
     if (who[0])
         snprintf(what, sizeof what, "no answer from %s: stopped (a frozen process or host) or cut off by the network", who);
     else if (wd.n == 0)
         snprintf(what, sizeof what, "no other rank could be asked why (none reached rank 0's lifeline over TCP at the start)");
     else if (wd.round_phase)
-        snprintf(what, sizeof what, "every rank answers, and each has waited inside MPI for %.0f s or more: they wait for each other "
+        snprintf(what, sizeof what, "every rank answers, and each has waited inside MPI for %g s or more: they wait for each other "
                  "inside MPI, whose network has stopped", wd.round_limit / 2);
     else
-        snprintf(what, sizeof what, "every rank answers, and none has computed for %.0f s: they wait for each other inside MPI, whose "
+        snprintf(what, sizeof what, "every rank answers, and none has computed for %g s: they wait for each other inside MPI, whose "
                  "network has stopped", wd.round_limit / 2);
-    saved_read(saved, sizeof saved);
-    if (wd.round_phase && !phase) /* a rank with no iterations of its own (no tiles) asked: its limit, not rank 0's */
-        snprintf(out, sizeof out, "a wait inside MPI on rank %d (%s) passed %.0f s (its limit outside the iterations)", wd.round_from,
-                 nst_lifeline_host(wd.round_from), wd.round_limit);
-    else
-        ran_out(out, sizeof out, phase, phase ? wd.round_limit : since, how);
-    if (since >= 0)
-        snprintf(line, sizeof line, "stalled %s: %s; %s; %s; ending the job with exit status 75: run again (or requeue) to resume", where,
+    wd_saved_read(saved, sizeof saved);
+    what_ran_out(&c, out, sizeof out);
+    if (c.since >= 0)
+        snprintf(line, sizeof line, "stalled %s: %s; %s; %s; ending the job with exit status 75: run again (or requeue) to resume", c.where,
                  out, what, saved);
     else
         snprintf(line, sizeof line, "stalled: rank %d (%s) saw no iteration finish for %.0f s; %s; %s; ending the job with exit status "
@@ -393,19 +230,23 @@ static void stall_verdict(const char *silent)
     end_job(line);
 }
 
-/* The round is over when every live rank answered or the time is up: wait on, or end the job. */
+/* The round is over when every live rank answered or the time is up: wait on, or end the job. A
+ * presence round judges only silence, and says nothing when every rank answered. */
 static void round_check(void)
 {
     int all = 1;
     for (int i = 0; i < wd.n; i++) all &= wd.peer[i] != PEER_LIVE || wd.answered[i];
-    if (!all && nst_now() - wd.ping_at < PING_SECONDS) return;
+    if (!all && nst_now() - wd.ping_at < (wd.round_phase ? PHASE_PING_SECONDS : PING_SECONDS)) return;
     char *silent = calloc((size_t)wd.n + 1, 1);
-    for (int i = 0; silent && i < wd.n; i++) silent[i] = wd.peer[i] == PEER_LIVE && !wd.answered[i];
-    wd.ping_at = 0;
-    if (silent && slow_but_moving(silent)) {
+    int quiet = 0;
+    for (int i = 0; silent && i < wd.n; i++) quiet |= silent[i] = wd.peer[i] == PEER_LIVE && !wd.answered[i];
+    wd.ping_at = 0, wd.round_end = nst_now();
+    if (silent && wd.round_presence && !quiet) {
+        /* every rank is there */
+    } else if (silent && !wd.round_presence && slow_but_moving(silent)) {
         for (int i = 0; i < wd.n; i++)
             if (wd.peer[i] == PEER_LIVE) nst_lifeline_send(i, 'W', 0);
-        clock_extend();
+        wd_clock_extend();
         wd.fired = 0;
     } else {
         stall_verdict(silent);
@@ -415,16 +256,22 @@ static void round_check(void)
 
 /* ---- the other ranks: rank 0 lost or silent ---------------------------------------------------------- */
 
-/* Rank 0 is gone, or gave no verdict on this rank's stall: the deputy says so, every rank ends. */
+/* Rank 0 is gone, or gave no verdict on this rank's stall: the deputy says so at once. Another
+ * rank says so too, QUIET_SECONDS later, if the job has not ended by then: the deputy may be
+ * computing, with no clock of its own running, or cut off as well. */
 static void alone(const char *what)
 {
-    char saved[4400], line[8192], how[256], where[400];
-    double limit, since = clock_read(&limit, how, sizeof how, where, sizeof where, NULL);
-    saved_read(saved, sizeof saved);
-    if (wd.me != wd.deputy) end_job(NULL);
+    char saved[4400], line[8192];
+    wd_clock c;
+    wd_clock_read(&c);
+    wd_saved_read(saved, sizeof saved);
     snprintf(line, sizeof line, "rank %d (%s)%s%s: %s; %s; ending the job with exit status 75: run again (or requeue) to resume", wd.me,
-             nst_comm_host(), since >= 0 ? " " : "", since >= 0 ? where : "", what, saved);
-    end_job(line);
+             nst_comm_host(), c.since >= 0 ? " " : "", c.since >= 0 ? c.where : "", what, saved);
+    if (wd.me == wd.deputy || (wd.speak_at > 0 && nst_now() >= wd.speak_at)) end_job(line);
+    if (wd.speak_at == 0) {
+        wd.speak_at = nst_now() + QUIET_SECONDS;
+        snprintf(wd.speak, sizeof wd.speak, "%s", what);
+    }
 }
 
 static void rank0_lost(void)
@@ -435,10 +282,10 @@ static void rank0_lost(void)
     alone(what);
 }
 
-static void rank0_silent(int phase, double limit, const char *how)
+static void rank0_silent(const wd_clock *c)
 {
-    char what[800], out[400];
-    ran_out(out, sizeof out, phase, limit, how);
+    char what[1200], out[600];
+    snprintf(out, sizeof out, "%s %.0f s (%s)", c->phase ? "a wait inside MPI passed" : "no iteration finished for", c->limit, c->how);
     if (wd.n == 0) /* no lifeline: nobody to ask */
         snprintf(what, sizeof what, "%s, and this rank has no lifeline to rank 0 on %s to ask why (it could not reach rank 0 over TCP at "
                  "the start)", out, nst_lifeline_host(0));
@@ -457,10 +304,10 @@ static void on_message(int i, const nst_lifeline_msg *m)
     case 'A': wd.ending = 1; break;                /* an abort elsewhere: that rank said why, Open MPI ends the job */
     case 'S': wd.ending = 1;                       /* rank 0 ends the job and says why */
               wd.quiet_until = nst_now() + QUIET_SECONDS; break;
-    case 'P': nst_lifeline_send(i, 'p', my_state()); break;
+    case 'P': nst_lifeline_send(i, 'p', wd_my_state()); break;
     case 'p': wd.answered[i] = 1, wd.state[i] = m->value; break;
-    case 'F': start_round((double)(m->value & 0x7fffffffu), nst_lifeline_peer(i), (int)(m->value >> 31)); break; /* bit 31: a phase */
-    case 'W': clock_extend(); wd.fired = 0, wd.verdict_wait = 0; break;
+    case 'F': start_round((double)(m->value & 0x7fffffffu), nst_lifeline_peer(i), (int)(m->value >> 31), 0); break; /* bit 31: a phase */
+    case 'W': wd_clock_extend(); wd.fired = 0, wd.verdict_wait = 0; break;
     default: break;
     }
 }
@@ -474,25 +321,43 @@ static void on_closed(int i)
     if (!wd.hub) rank0_lost();
 }
 
-/* Once per wake: this rank's clock, a loss to report, a round to close, a verdict that is late. */
+/* This rank's clock ran out: rank 0 asks; another rank asks rank 0. Without a lifeline a rank can
+ * only judge by itself, and does so in a loop, not in a phase, where one-sided waits are the rule. */
+static void clock_out(const wd_clock *c, double t)
+{
+    wd.fired = t;
+    if (wd.hub) start_round(c->limit, 0, c->phase, 0);
+    else if (wd.n > 0)
+        nst_lifeline_send(0, 'F', (c->limit < 2e9 ? (uint32_t)(c->limit + 0.999) : 2000000000u) | (c->phase ? 0x80000000u : 0)),
+            wd.verdict_wait = t;
+    else if (!c->phase)
+        rank0_silent(c);
+}
+
+/* Once per wake: a suspension to forgive, this rank's clock, a loss to report, a round to close,
+ * a verdict that is late, a deputy that did not speak. */
 static void tick(void)
 {
-    char how[256], where[400];
-    int phase;
-    double limit, since = clock_read(&limit, how, sizeof how, where, sizeof where, &phase), t = nst_now();
+    wd_clock c;
+    wd_clock_read(&c);
+    const double t = nst_now(), gap = wd.last_tick > 0 ? t - wd.last_tick : 0;
+    wd.last_tick = t;
     if (wd.ending) {
         if (wd.quiet_until > 0 && t > wd.quiet_until) end_job(NULL);
         return;
     }
-    if (wd.hub && wd.lost_at > 0 && t - wd.lost_at > GATHER_SECONDS) lost_verdict();
-    if (since > limit && wd.fired == 0) {
-        wd.fired = t;
-        if (wd.hub) start_round(limit, 0, phase);
-        else if (wd.n > 0) nst_lifeline_send(0, 'F', (limit < 2e9 ? (uint32_t)(limit + 0.999) : 2000000000u) | (phase ? 0x80000000u : 0)), wd.verdict_wait = t;
-        else rank0_silent(phase, limit, how); /* no lifeline: nobody to ask */
+    if (gap > SUSPEND_SECONDS) { /* every clock ran on while nothing here could run: start them again */
+        wd_clock_extend();
+        wd.fired = 0, wd.verdict_wait = 0, wd.ping_at = 0, wd.round_end = t;
+        return;
     }
+    if (wd.speak_at > 0 && t >= wd.speak_at) alone(wd.speak);
+    if (wd.hub && wd.lost_at > 0 && t - wd.lost_at > GATHER_SECONDS) lost_verdict();
+    if (c.since > c.limit && wd.fired == 0) clock_out(&c, t);
+    if (wd.hub && c.phase && wd.ping_at == 0 && t - wd.round_end > c.limit)
+        start_round(c.limit, 0, 1, 1);
     if (wd.hub && wd.ping_at > 0) round_check();
-    if (!wd.hub && wd.verdict_wait > 0 && t - wd.verdict_wait > GRACE_SECONDS) rank0_silent(phase, limit, how);
+    if (!wd.hub && wd.verdict_wait > 0 && t - wd.verdict_wait > GRACE_SECONDS) rank0_silent(&c);
 }
 
 static void *watch(void *p)
@@ -527,6 +392,30 @@ static int find_deputy(void)
     return 1;
 }
 
+/* Rank 0: the ranks that could not reach its lifeline over TCP, said once. Their losses and stalls
+ * are judged by their own clocks, and in a phase not at all. */
+static void warn_unlinked(void)
+{
+    const int size = nst_comm_world_size();
+    char *linked = calloc((size_t)size, 1), who[1024] = "";
+    int *rank = calloc((size_t)size, sizeof *rank), k = 0;
+    if (!linked || !rank) {
+        free(linked), free(rank);
+        return;
+    }
+    for (int i = 0; i < wd.n; i++) linked[nst_lifeline_peer(i)] = 1;
+    for (int r = 1; r < size; r++)
+        if (!linked[r]) rank[k++] = r;
+    wd.unlinked = k;
+    if (k > 0) {
+        nst_lifeline_ranks_by_host(rank, k, who, sizeof who);
+        nst_warn("the watchdog's lifeline (TCP to rank 0 on %s) could not be made from %s: a rank lost or stopped there is not "
+                 "named, and a stall outside the iterations is not judged there; let the nodes reach each other over TCP (any "
+                 "port) to have both\n", nst_comm_host(), who);
+    }
+    free(linked), free(rank);
+}
+
 nst_status nst_watchdog_start(void)
 {
     if (nst_comm_world_size() < 2) return NST_OK;
@@ -537,7 +426,10 @@ nst_status nst_watchdog_start(void)
     wd.state = calloc((size_t)wd.n + 1, sizeof *wd.state);
     wd.answered = calloc((size_t)wd.n + 1, 1);
     if (!wd.peer || !wd.state || !wd.answered) return nst_fail(NST_ENOMEM, "out of memory for the watchdog");
-    atomic_store(&mpi_since_ms, (long long)(nst_now() * 1000));
+    if (wd.hub) warn_unlinked();
+    wd_floor_read();
+    wd_mpi_reset();
+    wd.round_end = nst_now();
     wd.wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (pthread_create(&wd.thread, NULL, watch, NULL) != 0) return nst_fail(NST_ERUNTIME, "cannot start the watchdog thread");
     wd.running = 1;

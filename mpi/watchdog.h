@@ -14,7 +14,10 @@
  *   MPI) for that long, the iteration is slow but moving and the watchdog waits on;
  * - outside the loops (from the end of the ranks' first exchange, which first_contact.c bounds):
  *   a wait inside MPI passes the phase's limit, and rank 0's questions find a rank silent, or
- *   every rank waiting inside MPI.
+ *   every rank waiting inside MPI; or rank 0's own questions, once per limit, find a rank silent.
+ * Rank 0 lost or silent: the deputy (the lowest rank on another host) says so, and a rank that
+ * found it says so itself where the job has not ended 10 s later. A tick more than 10 s late (the
+ * job suspended) starts the clocks again. The clocks and the rules are in watchdog_clock.c.
  * It ends the job with MPI_Abort(75) (and _exit(75) if that does not return in time: a rank cut
  * off from its launcher). The line goes to stderr and, when NSTBATCH_END_NOTE names a file, to
  * that file as "75 LINE": tools/nstbatch-mpirun and slurm/launch.sh read it, so that the user sees
@@ -31,14 +34,20 @@ void nst_watchdog_beat(long long done);
  * next level's or job's set-up, a clip's work between frames). */
 void nst_watchdog_disarm(void);
 
-/* A phase outside the render loops begins (`what` names it in the messages: "the set-up ...").
- * Phases have no iterations to count, so there the watch is on MPI itself: a rank whose one MPI
- * call has waited past nst_watchdog_phase_limit asks rank 0, which ends the job when a rank does
- * not answer, or when every rank has waited inside MPI for half that limit or more (a network
- * that stopped); while a rank computes, or came out of MPI more recently, the job is moving. `key`
- * is the test hook's name for the phase: NSTBATCH_FREEZE=RANK:KEY stops that rank (SIGSTOP) as the
- * phase begins, NSTBATCH_FREEZE=RANK:KEY:SECONDS keeps it computing that long. */
-void nst_watchdog_phase(const char *key, const char *what);
+/* A phase outside the render loops begins (`what` names it in the messages, with its preposition:
+ * "in the set-up (...)"). Phases have no iterations to count, so there the watch is on MPI itself:
+ * a rank whose one marked MPI wait (comm.c, nccl.c) has gone on past nst_watchdog_phase_limit
+ * without a request completing asks rank 0, which ends the job when a rank does not answer, or
+ * when every rank has waited inside MPI for half that limit or more (a network that stopped);
+ * while a rank computes, or came out of MPI more recently, the job is moving. Rank 0 also asks
+ * every rank once per limit on its own, so that a stopped rank is found however the others wait
+ * (in HDF5's MPI-IO, say). A phase that `encloses` render loops of its own (the self-test) is
+ * where their ends return to. `key` is the test hook's name for the phase:
+ * NSTBATCH_FREEZE=RANK:KEY stops that rank (SIGSTOP) as the phase begins, RANK:KEY:SECONDS keeps
+ * it computing that long; a comma-separated list sets several ranks. */
+void nst_watchdog_phase(const char *key, const char *what, int encloses);
+/* run.stall_timeout (0: auto), once the config is read: the phases before the first loop use it. */
+void nst_watchdog_setting(double setting);
 /* A phase's limit: the larger of run.stall_timeout (setting, 0: auto) and auto's limit, so that a
  * limit set for short iterations does not judge a long broadcast or gather. Pure. */
 double nst_watchdog_phase_limit(double setting, double slowest, int seen);
