@@ -9,10 +9,15 @@
 # rank frozen (SIGSTOP) by the hook NSTBATCH_FREEZE=RANK:PHASE as a phase begins:
 # - in the set-up, after the self-test's start, and after the render loop (before the outputs):
 #   one line from rank 0 naming the phase and the silent rank, exit 75, no image written;
-# - rank 0 frozen in the set-up: the deputy (rank 1) says that rank 0 gave no answer, exit 75;
+# - rank 2 frozen while ranks 0 and 1 compute for 20 s (NSTBATCH_FREEZE=0:setup:20,...): no wait
+#   inside MPI runs a clock, and rank 0's own round of questions (once per limit in a phase) names
+#   rank 2 before the 20 s are over;
+# - rank 0 frozen in the set-up: the deputy (rank 1) says that rank 0 gave no answer, exit 75, and
+#   rank 2, which asked too, keeps quiet (exactly one line);
 # - a rank computing 10 s in the set-up (over three times the limit, NSTBATCH_FREEZE=1:setup:10):
 #   a phase's wait for one rank's work is no stall: the render ends normally, its image equal to
 #   the same render's without the delay.
+# - the whole job suspended 15 s mid-render and resumed: no stall (the clocks start again).
 # Every run is bounded (timeout 120 s): before phases were watched, each frozen case waited until
 # it was killed.
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
@@ -29,28 +34,53 @@ three() {
 }
 # stalled NAME LOG IMAGE PATTERN: exit 75, one error line holding PATTERN, IMAGE not written
 stalled() {
-  if one_error "$2" 75 "$4" && [ ! -e "$T/$3" ]; then ok "$1: exit 75 in $took s, no image"
+  if one_error "$2" 75 "$4" && [ ! -e "$T/$3" ]; then ok "$1: exit 75 in $took s, one line, no image"
   else bad "$1" "exit $rc after $took s" "$(grep -v '^ *[0-9]' "$T/$2.log" | grep -v '^ *$' | tail -n 8)"; fi
 }
 
+H=$(hostname)
 three setup 2:setup --set output.path=setup.png
 stalled "rank 2 frozen in the set-up: rank 0 names the phase and the rank" setup setup.png \
-  "stalled in the set-up (config, device, weights, inputs, style targets): a wait inside MPI passed 3 s (outside the iterations: 3 s before the first iteration ends, or run.stall_timeout where larger); no answer from rank 2 on $(hostname): stopped (a frozen process or host) or cut off by the network; no render had begun in this run"
+  "stalled in the set-up (config, device, weights, inputs, style targets): .* 3 s.*(outside the iterations: 3 s before the first iteration ends, or run.stall_timeout where larger); no answer from rank 2 on $H: stopped (a frozen process or host) or cut off by the network; no render had begun in this run"
 
 three after 1:after --set output.path=after.png
 stalled "rank 1 frozen after the render loop, before the outputs" after after.png \
-  "stalled after level 1, iteration 5 (its outputs, or the set-up of what follows): a wait inside MPI passed 3 s (outside the iterations: 20x the slowest iteration so far, [0-9.]* s, at least 3 s, or run.stall_timeout where larger); no answer from rank 1 on "
+  "stalled after level 1, iteration 5 (its outputs, or the set-up of what follows): .*; no answer from rank 1 on $H: stopped"
 
 three selftest 2:selftest --self-test
-stalled "rank 2 frozen in the self-test" selftest none.png "stalled in the self-test: a wait inside MPI passed 3 s (.*); no answer from rank 2 on "
+stalled "rank 2 frozen in the self-test" selftest none.png \
+  "stalled in the self-test: .*; no answer from rank 2 on $H: .*; the self-test writes nothing that a run again would resume"
+
+# ranks 0 and 1 computing 20 s while rank 2 is stopped: no rank waits inside MPI, so only rank 0's
+# own questions (one round per limit in a phase) can find it, before the 20 s are over
+three asked 0:setup:20,1:setup:20,2:setup --set output.path=asked.png
+stalled "rank 2 frozen while the others compute: rank 0's own questions find it" asked asked.png \
+  "stalled in the set-up (.*): rank 0 asks every rank every 3 s (outside the iterations: .*); no answer from rank 2 on $H"
+if grep -q "rank 0 computes" "$T/asked.log" && [ "$took" -lt 20 ]; then ok "... before the others' 20 s of work were over ($took s)"
+else bad "rank 0's own questions" "the job ended after $took s" "$(grep -v '^ *[0-9]' "$T/asked.log" | tail -n 8)"; fi
 
 three rank0 0:setup --set output.path=rank0.png
 stalled "rank 0 frozen in the set-up: the deputy speaks" rank0 rank0.png \
-  "rank 1 ($(hostname)) in the set-up (.*): a wait inside MPI passed 3 s (.*), and rank 0 on $(hostname) gave no answer in 15 s more: it stopped, or the network"
+  "rank 1 ($H) in the set-up (.*): a wait inside MPI passed 3 s (.*), and rank 0 on $H gave no answer in 15 s more: it stopped, or the network"
 
 three plain "" --set output.path=plain.png
 three busy 1:setup:10 --set output.path=busy.png
 if [ $rc -eq 0 ] && ! grep -q 'stalled\|error' "$T/busy.log" && [ "$took" -ge 10 ]; then
   same "rank 1 computing 10 s in the set-up (limit 3 s): no stall, the render ends in $took s, its image the plain render's" plain.png busy.png
 else bad "a rank computing in the set-up" "exit $rc after $took s" "$(grep -v '^ *[0-9]' "$T/busy.log" | tail -n 8)"; fi
+# the whole job suspended for 15 s mid-render (SIGSTOP to every rank and mpirun, as a scheduler's
+# suspend does) and resumed: every clock ran past its limit meanwhile, but no rank could run, so
+# the watchdog starts its clocks again rather than ending the job
+(cd "$T" && NSTBATCH_STALL_FLOOR=3 timeout 180 mpirun --oversubscribe --bind-to none -np 3 "$NST" w.ini --set optim.iterations=300 \
+  --set run.print_every=10 --set output.path=susp.png) >"$T/susp.log" 2>&1 &
+pid=$!
+for ((i = 0; i < 1200; i++)); do grep -q '^ *50 ' "$T/susp.log" && break; sleep 0.1; done
+ours=$(for p in $(pgrep -x nstbatch) $(pgrep -x mpirun); do [ "$(readlink "/proc/$p/cwd")" = "$T" ] && echo "$p"; done)
+kill -STOP $ours
+sleep 15
+kill -CONT $ours
+wait $pid; rc=$?
+if [ $rc -eq 0 ] && [ "$(echo $ours | wc -w)" -eq 4 ] && ! grep -q 'stalled' "$T/susp.log" && [ -e "$T/susp.png" ]; then
+  ok "the job suspended 15 s at iteration 50 (limit 3 s) and resumed: no stall, the render ended"
+else bad "a suspended job" "exit $rc, processes stopped: '$ours'" "$(grep -v '^ *[0-9]' "$T/susp.log" | tail -n 8)"; fi
 finish
