@@ -13,7 +13,7 @@
 # used 1.05 cores on average (its CPU seconds over its wall seconds, Zen 5). Every suite has its own
 # temporary folder (tests/lib.sh) and ports; none writes where another reads. The suites beside are
 # the ones that mostly wait (daemons starting, jobs queued and requeued, namespaced hosts coming
-# up), with their own Slurm ports and network namespaces. Every wait in every suite is bounded
+# up, stopped ranks waited out), with their own Slurm ports and network namespaces. Every wait in every suite is bounded
 # generously, not timed to the machine's load.
 set -u
 B=${1:-build}
@@ -69,7 +69,6 @@ suites=(
   "test_preview|tests/test_preview.sh ./nstbatch $B/tests/image_diff $B/tests/png_probe"
   "test_batch|tests/test_batch.sh ./nstbatch $B/tests/image_diff"
   "test_checkpoint|tests/test_checkpoint.sh ./nstbatch $B/tests/image_diff"
-  "test_watchdog|tests/test_watchdog.sh ./nstbatch $B/tests/image_diff"
   "test_metrics|tests/test_metrics.sh ./nstbatch $B/tests/fake-nvml"
   "test_prometheus|tests/test_prometheus.sh ./nstbatch $B/tests/fake-nvml"
   "test_outputs|tests/test_outputs.sh ./nstbatch $B/tools/make_test_tiff"
@@ -81,6 +80,7 @@ suites=(
 beside=(
   "test_slurm|tests/test_slurm.sh ./nstbatch $B/tests/image_diff"
   "test_hosts|tests/test_hosts.sh ./nstbatch $B/tests/image_diff $B"
+  "test_watchdog|tests/test_watchdog.sh ./nstbatch $B/tests/image_diff"
 )
 # run_suite NAME CMD: the suite's output in R/NAME.out, its status and times in R/NAME.end (written
 # whole, then renamed: its name is the sign that the suite has ended, which the other lanes read)
