@@ -306,7 +306,7 @@ nst_status nst_comm_recv(void *buf, size_t bytes, int src)
 nst_status nst_comm_exchange(const nst_comm_msg *sends, int nsend, const nst_comm_msg *recvs, int nrecv)
 {
     MPI_Request *req = nst_alloc_array((size_t)(nsend + nrecv) + 1, sizeof(MPI_Request), "exchange requests");
-    int *done = nst_alloc_array((size_t)(nsend + nrecv) + 1, sizeof(int), "exchange requests");
+    int *done = nst_alloc_array((size_t)(nsend + nrecv) + 1, sizeof(int), "exchange indices");
     if (!req || !done) {
         nst_free(req), nst_free(done);
         return NST_ENOMEM;

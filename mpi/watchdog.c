@@ -26,6 +26,7 @@
 #define GRACE_SECONDS 15.0      /* a rank that stalled waits this long for rank 0's verdict */
 #define QUIET_SECONDS 10.0      /* after rank 0's verdict, for its MPI_Abort to end this rank */
 #define GATHER_SECONDS 0.3      /* after a lost rank, for the rest of its host to go too */
+#define SETTLE_SECONDS 2.0      /* the deputy, rank 0 lost: for an abort from elsewhere (which kills rank 0 first) to end it */
 #define BACKSTOP_SECONDS 10     /* MPI_Abort may never return on a rank cut off from its launcher */
 #define SUSPEND_SECONDS 10.0    /* a tick this late: the job (or this host) was suspended, not stalled */
 
@@ -44,7 +45,8 @@ static struct {
     double fired;          /* this rank's clock ran out (0: not) */
     double verdict_wait;   /* a rank other than 0: since when it waits for rank 0's verdict */
     double quiet_until;    /* the job ends elsewhere: end this rank by then if still alive */
-    double speak_at;       /* not the deputy, rank 0 silent: speak then if the deputy has not ended the job */
+    double speak_at;       /* not the deputy, rank 0 silent or lost: speak then if the deputy has not ended the job */
+    int speak_lost;        /* rank 0 lost (its link closed), not only silent: nothing it says can call that off */
     char speak[1200];      /* and what */
     int n, *peer;          /* per link: PEER_* */
     double lost_at;        /* rank 0: the first lost rank */
@@ -237,13 +239,11 @@ static void round_check(void)
     int all = 1;
     for (int i = 0; i < wd.n; i++) all &= wd.peer[i] != PEER_LIVE || wd.answered[i];
     if (!all && nst_now() - wd.ping_at < (wd.round_phase ? PHASE_PING_SECONDS : PING_SECONDS)) return;
-    char *silent = calloc((size_t)wd.n + 1, 1);
-    int quiet = 0;
-    for (int i = 0; silent && i < wd.n; i++) quiet |= silent[i] = wd.peer[i] == PEER_LIVE && !wd.answered[i];
     wd.ping_at = 0, wd.round_end = nst_now();
-    if (silent && wd.round_presence && !quiet) {
-        /* every rank is there */
-    } else if (silent && !wd.round_presence && slow_but_moving(silent)) {
+    if (wd.round_presence && all) return; /* every rank is there */
+    char *silent = calloc((size_t)wd.n + 1, 1);
+    for (int i = 0; silent && i < wd.n; i++) silent[i] = wd.peer[i] == PEER_LIVE && !wd.answered[i];
+    if (silent && !wd.round_presence && slow_but_moving(silent)) {
         for (int i = 0; i < wd.n; i++)
             if (wd.peer[i] == PEER_LIVE) nst_lifeline_send(i, 'W', 0);
         wd_clock_extend();
@@ -256,10 +256,12 @@ static void round_check(void)
 
 /* ---- the other ranks: rank 0 lost or silent ---------------------------------------------------------- */
 
-/* Rank 0 is gone, or gave no verdict on this rank's stall: the deputy says so at once. Another
- * rank says so too, QUIET_SECONDS later, if the job has not ended by then: the deputy may be
- * computing, with no clock of its own running, or cut off as well. */
-static void alone(const char *what)
+/* Rank 0 is gone, or gave no verdict on this rank's stall: the deputy says so, at once for a
+ * silence and SETTLE_SECONDS after a loss (another rank's abort kills rank 0 first: that rank has
+ * spoken, and the abort ends the deputy meanwhile). Another rank says so too, QUIET_SECONDS later,
+ * if the job has not ended by then: the deputy may be computing, with no clock of its own running,
+ * or cut off as well. */
+static void alone(const char *what, int lost)
 {
     char saved[4400], line[8192];
     wd_clock c;
@@ -267,9 +269,9 @@ static void alone(const char *what)
     wd_saved_read(saved, sizeof saved);
     snprintf(line, sizeof line, "rank %d (%s)%s%s: %s; %s; ending the job with exit status 75: run again (or requeue) to resume", wd.me,
              nst_comm_host(), c.since >= 0 ? " " : "", c.since >= 0 ? c.where : "", what, saved);
-    if (wd.me == wd.deputy || (wd.speak_at > 0 && nst_now() >= wd.speak_at)) end_job(line);
-    if (wd.speak_at == 0) {
-        wd.speak_at = nst_now() + QUIET_SECONDS;
+    if ((wd.me == wd.deputy && !lost) || (wd.speak_at > 0 && nst_now() >= wd.speak_at)) end_job(line);
+    if (wd.speak_at == 0 || (lost && !wd.speak_lost)) {
+        wd.speak_at = nst_now() + (wd.me == wd.deputy ? SETTLE_SECONDS : QUIET_SECONDS), wd.speak_lost = lost;
         snprintf(wd.speak, sizeof wd.speak, "%s", what);
     }
 }
@@ -279,7 +281,7 @@ static void rank0_lost(void)
     char what[400];
     snprintf(what, sizeof what, "lost rank 0 on %s: its process ended without a word (killed, crashed, or its host went down; its "
              "host's other ranks may be gone with it)", nst_lifeline_host(0));
-    alone(what);
+    alone(what, 1);
 }
 
 static void rank0_silent(const wd_clock *c)
@@ -292,7 +294,7 @@ static void rank0_silent(const wd_clock *c)
     else
         snprintf(what, sizeof what, "%s, and rank 0 on %s gave no answer in %.0f s more: it stopped, or the network between %s and %s is "
                  "cut", out, nst_lifeline_host(0), GRACE_SECONDS, nst_comm_host(), nst_lifeline_host(0));
-    alone(what);
+    alone(what, 0);
 }
 
 /* ---- messages and the clock -------------------------------------------------------------------------- */
@@ -304,10 +306,15 @@ static void on_message(int i, const nst_lifeline_msg *m)
     case 'A': wd.ending = 1; break;                /* an abort elsewhere: that rank said why, Open MPI ends the job */
     case 'S': wd.ending = 1;                       /* rank 0 ends the job and says why */
               wd.quiet_until = nst_now() + QUIET_SECONDS; break;
-    case 'P': nst_lifeline_send(i, 'p', wd_my_state()); break;
+    case 'P': nst_lifeline_send(i, 'p', wd_my_state()); /* rank 0 asks: it is alive, so a wait for its verdict starts again */
+              if (wd.verdict_wait > 0) wd.verdict_wait = nst_now();
+              if (!wd.speak_lost) wd.speak_at = 0;
+              break;
     case 'p': wd.answered[i] = 1, wd.state[i] = m->value; break;
     case 'F': start_round((double)(m->value & 0x7fffffffu), nst_lifeline_peer(i), (int)(m->value >> 31), 0); break; /* bit 31: a phase */
-    case 'W': wd_clock_extend(); wd.fired = 0, wd.verdict_wait = 0; break;
+    case 'W': wd_clock_extend(); wd.fired = 0, wd.verdict_wait = 0; /* rank 0 answered: not silent after all */
+              if (!wd.speak_lost) wd.speak_at = 0;
+              break;
     default: break;
     }
 }
@@ -325,12 +332,13 @@ static void on_closed(int i)
  * only judge by itself, and does so in a loop, not in a phase, where one-sided waits are the rule. */
 static void clock_out(const wd_clock *c, double t)
 {
+    if (!wd.hub && wd.n == 0 && c->phase) return; /* nobody to ask, and no fired state to clear later */
     wd.fired = t;
     if (wd.hub) start_round(c->limit, 0, c->phase, 0);
     else if (wd.n > 0)
         nst_lifeline_send(0, 'F', (c->limit < 2e9 ? (uint32_t)(c->limit + 0.999) : 2000000000u) | (c->phase ? 0x80000000u : 0)),
             wd.verdict_wait = t;
-    else if (!c->phase)
+    else
         rank0_silent(c);
 }
 
@@ -348,10 +356,14 @@ static void tick(void)
     }
     if (gap > SUSPEND_SECONDS) { /* every clock ran on while nothing here could run: start them again */
         wd_clock_extend();
-        wd.fired = 0, wd.verdict_wait = 0, wd.ping_at = 0, wd.round_end = t;
+        wd.fired = 0, wd.verdict_wait = 0, wd.round_end = t;
+        if (wd.ping_at > 0 && !wd.round_presence) /* a rank asked: its answer is that the clocks start again */
+            for (int i = 0; i < wd.n; i++)
+                if (wd.peer[i] == PEER_LIVE) nst_lifeline_send(i, 'W', 0);
+        wd.ping_at = 0; /* the answers so far are from before the gap */
         return;
     }
-    if (wd.speak_at > 0 && t >= wd.speak_at) alone(wd.speak);
+    if (wd.speak_at > 0 && t >= wd.speak_at) alone(wd.speak, wd.speak_lost);
     if (wd.hub && wd.lost_at > 0 && t - wd.lost_at > GATHER_SECONDS) lost_verdict();
     if (c.since > c.limit && wd.fired == 0) clock_out(&c, t);
     if (wd.hub && c.phase && wd.ping_at == 0 && t - wd.round_end > c.limit)

@@ -82,6 +82,7 @@ static void mpi_update(int step, int progress)
 {
     unsigned long long old = atomic_load(&mpi_word), nw;
     do {
+        if (step < 0 && (old & 0xffff) == 0) return; /* a departure never entered: stay outside */
         const unsigned long long depth = (old & 0xffff) + (unsigned long long)(long long)step;
         const int edge = (step > 0 && depth == 1) || (step < 0 && depth == 0) || (progress && depth > 0);
         nw = ((edge ? now_ms() : old >> 16) << 16) | (depth & 0xffff);
@@ -216,7 +217,7 @@ void wd_clock_read(wd_clock *c)
     const double fresh = nst_now() - clk.last, in = (double)(st & 0x7fffffffu);
     c->since = !clk.armed ? -1 : !clk.phase ? fresh : !(st & 0x80000000u) ? 0 : in < fresh ? in : fresh;
     c->limit = clk.phase ? phase_auto_limit(clk.setting, clk.slowest, clk.seen) : auto_limit(clk.setting, clk.slowest, clk.seen);
-    c->phase = clk.phase, c->sticky = clk.outer[0] != 0;
+    c->phase = clk.phase;
     const char *lead = clk.phase ? "outside the iterations" : "run.stall_timeout = auto";
     const char *tail = clk.phase ? ", or run.stall_timeout where larger" : "";
     if (clk.setting > 0 && clk.setting >= c->limit) snprintf(c->how, sizeof c->how, "run.stall_timeout = %g", clk.setting);

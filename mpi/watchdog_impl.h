@@ -13,7 +13,6 @@ typedef struct {
     double since;   /* seconds this rank's clock has run (-1: not armed); in a phase only while inside MPI */
     double limit;   /* this rank's limit now */
     int phase;      /* between the loops */
-    int sticky;     /* the phase encloses render loops of its own (the self-test) */
     char how[256];  /* the limit, in words */
     char where[400]; /* "at level 1, iteration 41", or the phase's words */
 } wd_clock;

@@ -13,7 +13,8 @@
 #   inside MPI runs a clock, and rank 0's own round of questions (once per limit in a phase) names
 #   rank 2 before the 20 s are over;
 # - rank 0 frozen in the set-up: the deputy (rank 1) says that rank 0 gave no answer, exit 75, and
-#   rank 2, which asked too, keeps quiet (exactly one line);
+#   rank 2, which asked too, keeps quiet (exactly one line); with the deputy computing meanwhile,
+#   rank 2 says it itself, 10 s after its grace;
 # - a rank computing 10 s in the set-up (over three times the limit, NSTBATCH_FREEZE=1:setup:10):
 #   a phase's wait for one rank's work is no stall: the render ends normally, its image equal to
 #   the same render's without the delay.
@@ -62,6 +63,12 @@ else bad "rank 0's own questions" "the job ended after $took s" "$(grep -v '^ *[
 three rank0 0:setup --set output.path=rank0.png
 stalled "rank 0 frozen in the set-up: the deputy speaks" rank0 rank0.png \
   "rank 1 ($H) in the set-up (.*): a wait inside MPI passed 3 s (.*), and rank 0 on $H gave no answer in 15 s more: it stopped, or the network"
+
+# rank 0 stopped while the deputy (rank 1) computes for 60 s: the deputy has no clock running and
+# says nothing, so rank 2, which asked rank 0 and heard nothing, says so itself 10 s after its grace
+three deputy_busy 0:setup,1:setup:60 --set output.path=deputy_busy.png
+stalled "rank 0 frozen while the deputy computes: the rank that asked speaks" deputy_busy deputy_busy.png \
+  "rank 2 ($H) in the set-up (.*): a wait inside MPI passed 3 s (.*), and rank 0 on $H gave no answer in 15 s more"
 
 three plain "" --set output.path=plain.png
 three busy 1:setup:10 --set output.path=busy.png
