@@ -82,7 +82,8 @@ else bad "a rank computing in the set-up" "exit $rc after $took s" "$(grep -v '^
   --set run.print_every=10 --set output.path=susp.png) >"$T/susp.log" 2>&1 &
 pid=$!
 for ((i = 0; i < 1200; i++)); do grep -q '^ *50 ' "$T/susp.log" && break; sleep 0.1; done
-ours=$(for p in $(pgrep -x nstbatch) $(pgrep -x mpirun); do [ "$(readlink "/proc/$p/cwd")" = "$T" ] && echo "$p"; done)
+# the job's processes: nstbatch and mpirun running in T (read from /proc: procps may be absent)
+ours=$(for d in /proc/[0-9]*; do case $(cat "$d/comm" 2>/dev/null) in nstbatch | mpirun) [ "$(readlink "$d/cwd")" = "$T" ] && echo "${d#/proc/}" ;; esac; done)
 kill -STOP $ours
 sleep 15
 kill -CONT $ours
