@@ -49,9 +49,7 @@ double nst_watchdog_floor(void);
 
 #define NST_MPI_TRY(call)                                                                         \
     do {                                                                                          \
-        nst_watchdog_mpi(1);                                                                      \
-        int rc_ = (call);                                                                         \
-        nst_watchdog_mpi(0);                                                                      \
+        int rc_ = NST_MPI_MARKED(call);                                                           \
         if (rc_ != MPI_SUCCESS) return nst_comm_mpi_fail(rc_, #call);                             \
     } while (0)
 

@@ -161,7 +161,6 @@ static void start_round(double limit, int from, int phase, int presence)
 static int slow_but_moving(const char *silent)
 {
     const uint32_t mine = wd_my_state();
-    const double half = wd.round_limit / 2;
     for (int i = 0; silent && i < wd.n; i++)
         if (silent[i]) return 0; /* a rank that does not answer: a stall */
     char *working = calloc((size_t)wd.n + 1, 1), who[1024] = "";
@@ -171,12 +170,12 @@ static int slow_but_moving(const char *silent)
         return 0;
     }
     int n = 0;
-    for (int i = 0; i < wd.n; i++) {
+    for (int i = 0; i < wd.n; i++) { /* working: the loop's rule, for one rank's answer */
         if (wd.answered[i]) heard[n++] = wd.state[i];
-        working[i] = wd.answered[i] && !(wd.state[i] & 0x80000000u) && (double)wd.state[i] + 1 > half;
+        working[i] = wd.answered[i] && nst_watchdog_moving(0, wd.round_limit, wd.state[i], NULL, 0);
     }
     const int moving = nst_watchdog_moving(wd.round_phase, wd.round_limit, mine, heard, n) || (wd.round_phase && wd.unlinked > 0);
-    const int zero = !(mine & 0x80000000u) && (double)mine + 1 > half;
+    const int zero = nst_watchdog_moving(0, wd.round_limit, mine, NULL, 0);
     free(heard);
     if (moving && !wd.round_phase && !wd.warned) {
         ranks_by_host(working, who, sizeof who);
@@ -190,10 +189,13 @@ static int slow_but_moving(const char *silent)
     return moving;
 }
 
+/* The words for a clock that ran out, before its seconds: in a phase, or in a loop. */
+static const char *ran_out(int phase) { return phase ? "a wait inside MPI passed" : "no iteration finished for"; }
+
 /* What ran out, for the verdict: rank 0's own clock, or the asking rank's, or rank 0's questions. */
 static void what_ran_out(const wd_clock *c, char *out, size_t cap)
 {
-    const char *kind = wd.round_phase ? "a wait inside MPI passed" : "no iteration finished for";
+    const char *kind = ran_out(wd.round_phase);
     if (wd.round_presence)
         snprintf(out, cap, "rank 0 asks every rank every %.0f s (%s)", wd.round_limit, c->how);
     else if (wd.round_from == 0)
@@ -287,7 +289,7 @@ static void rank0_lost(void)
 static void rank0_silent(const wd_clock *c)
 {
     char what[1200], out[600];
-    snprintf(out, sizeof out, "%s %.0f s (%s)", c->phase ? "a wait inside MPI passed" : "no iteration finished for", c->limit, c->how);
+    snprintf(out, sizeof out, "%s %.0f s (%s)", ran_out(c->phase), c->limit, c->how);
     if (wd.n == 0) /* no lifeline: nobody to ask */
         snprintf(what, sizeof what, "%s, and this rank has no lifeline to rank 0 on %s to ask why (it could not reach rank 0 over TCP at "
                  "the start)", out, nst_lifeline_host(0));

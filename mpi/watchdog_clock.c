@@ -188,8 +188,7 @@ static void freeze_hook(const char *key)
             raise(SIGSTOP); /* frozen, as a stopped process or host: no answer to rank 0's questions */
             return;
         }
-        struct timespec t = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
-        while (nanosleep(&t, &t) != 0) continue; /* computing, as far as the watchdog can tell */
+        nst_sleep(secs); /* computing, as far as the watchdog can tell */
         return;
     }
 }

@@ -53,10 +53,7 @@ static void injected_delay(long long it)
     int rank;
     long long at;
     double secs;
-    if (f && sscanf(f, "%d:%lld:%lf", &rank, &at, &secs) == 3 && rank == nst_comm_rank() && at == it) {
-        struct timespec t = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
-        while (nanosleep(&t, &t) != 0) continue;
-    }
+    if (f && sscanf(f, "%d:%lld:%lf", &rank, &at, &secs) == 3 && rank == nst_comm_rank() && at == it) nst_sleep(secs);
 }
 
 /* ---- the render, phase by phase ---------------------------------------------------------------- */
