@@ -198,8 +198,10 @@ static void what_ran_out(const wd_clock *c, char *out, size_t cap)
     const char *kind = ran_out(wd.round_phase);
     if (wd.round_presence)
         snprintf(out, cap, "rank 0 asks every rank every %.0f s (%s)", wd.round_limit, c->how);
+    else if (!wd.round_phase && !c->phase) /* a loop: one iteration clock for every rank, told as rank 0's */
+        snprintf(out, cap, "%s %.0f s (%s)", kind, c->since, c->how);
     else if (wd.round_from == 0)
-        snprintf(out, cap, "%s %.0f s (%s)", kind, wd.round_phase ? wd.round_limit : c->since, c->how);
+        snprintf(out, cap, "%s %.0f s (%s)", kind, wd.round_limit, c->how);
     else if (wd.round_phase == c->phase)
         snprintf(out, cap, "%s %.0f s on rank %d (%s) (%s)", kind, wd.round_limit, wd.round_from, nst_lifeline_host(wd.round_from), c->how);
     else /* a rank in another state than rank 0's (one with no tiles of its own, say): its limit */
