@@ -2,14 +2,18 @@
  * GPU: the arena sub-allocator (kernels/arena.c), the binding policy over made-up views of a node's
  * GPUs, shared-GPU detection and the free-memory agreement (mpi/gpu_bind.c, run under mpirun with
  * 3 ranks and made-up UUIDs), the precision names, and the stall watchdog's limit (mpi/watchdog.c;
- * its thread runs in every multi-rank test, this one included). */
+ * its thread runs in every multi-rank test, this one included), and the barrier after MPI_Init
+ * (mpi/launch_fence.c). */
 #include "../kernels/arena.h"
 #include "../kernels/backend.h"
 #include "../mpi/comm.h"
 #include "../mpi/first_contact.h"
+#include "../mpi/launch_fence.h"
 #include "../mpi/watchdog.h"
 #include "../util/mem.h"
 #include "test.h"
+
+#include <dlfcn.h>
 
 static void t_arena_first_fit_alignment_and_coalescing(void)
 {
@@ -298,6 +302,23 @@ static void t_first_contact_peers(void)
     CHECK(n > 0 && peer[n - 1] == 999, "1000 ranks: rank 0 meets rank 999 (-1, round the ring)");
 }
 
+/* The barrier after MPI_Init (mpi/launch_fence.c), through the PMIx client Open MPI loaded: made,
+ * with its data, under mpirun (nst_comm_init made it once already; it is collective, so again). */
+static void t_launch_fence(void)
+{
+    if (nst_comm_world_size() < 2) SKIP("one rank: nst_comm_init makes no fence (run under mpirun -np 3)");
+    void *lib = dlopen("libpmix.so.2", RTLD_NOW | RTLD_NOLOAD);
+    if (!lib) {
+        char why[64];
+        CHECK(nst_launch_fence(why, sizeof why) == 0, "no PMIx client loaded: no fence, no error");
+        SKIP("Open MPI runs on no libpmix.so.2 here (a PMIx of its own, or another MPI): the fence is not made");
+    }
+    dlclose(lib);
+    char why[256] = "";
+    const int r = nst_launch_fence(why, sizeof why);
+    CHECK(r == 1, "the PMIx fence with data collection made on every rank (%d%s%s)", r, why[0] ? ": " : "", why);
+}
+
 int main(int argc, char **argv)
 {
     if (nst_comm_init(&argc, &argv) != NST_OK) return printf("MPI: %s\n", nst_fail_message()), 1;
@@ -319,6 +340,7 @@ int main(int argc, char **argv)
     RUN(t_watchdog_phase_limit);
     RUN(t_watchdog_moving);
     RUN(t_first_contact_peers);
+    RUN(t_launch_fence);
     nst_comm_finalize();
     return test_report("test_device");
 }
