@@ -15,6 +15,8 @@
 
 #include "../util/log.h"
 #include "../util/mem.h"
+#include "../util/plant.h"
+#include "../util/timer.h"
 
 static int world_rank, world_size = 1, local_rank, local_size = 1, initialised;
 static char host[256] = "?";
@@ -85,7 +87,15 @@ static void singleton_isolated(void)
 static nst_status launch_fenced(void)
 {
     char why[256];
-    if (world_size < 2 || nst_launch_fence(why, sizeof why) >= 0) return NST_OK;
+    if (world_size < 2) return NST_OK;
+    const int late = nst_planted("late"); /* planted: the barrier must hold rank 0 for the last rank */
+    if (late && world_rank == world_size - 1) nst_sleep(3.0);
+    const double t0 = nst_now();
+    const int r = nst_launch_fence(why, sizeof why);
+    if (late && world_rank == 0)
+        fprintf(stderr, "nstbatch: planted late: rank 0 waited %.1f s in the barrier after MPI_Init (%s)\n", nst_now() - t0,
+                r > 0 ? "made" : r == 0 ? "no PMIx client: none made" : "failed");
+    if (r >= 0) return NST_OK;
     char line[512];
     snprintf(line, sizeof line, "the launcher's barrier after MPI_Init (PMIx_Fence) failed: %s: the launcher could not gather "
              "every rank; ending the job with exit status 75: run again (or requeue)", why);

@@ -7,9 +7,11 @@
  * handler, and they die of a segmentation fault inside MPI_Init. Seen in about 1 start in 60 of 2
  * nodes x 2 ranks on a loaded machine (tests/test_hosts.sh's Slurm checks), with a four-line
  * program as with nstbatch; core files showed the message (tag -12, from a rank of the other node)
- * and the empty handler table. MPI_Init's second fence, which collects no data, did not hold the
- * fast node back, and neither did a PMIx_Fence of our own without data: the cores of one such run
- * had two ranks past it while the other two were still in the modex.
+ * and the empty handler table. MPI_Init's second fence collects no data, and under Slurm 22.05 a
+ * fence without data holds only the ranks of one node (its plugin runs it as another collective):
+ * with the last rank entering a PMIx_Fence of our own without data 3 s late, rank 0 on the other
+ * node left it at once (NSTBATCH_PLANT=late, tests/test_hosts.sh), and the cores of a run that
+ * still crashed had two ranks past it while the other two were still in the modex.
  *
  * A fence that collects every process's data cannot end before every process has entered it, so
  * before its first message every rank puts a value of its own and enters one, after its MPI_Init

@@ -21,7 +21,8 @@
 #   (its sizes given to sbatch), equals one rank (a second job where Open MPI's TCP connect failed
 #   under this machine's load in the first, said in the line); a rank frozen by SIGSTOP in a job of that template
 #   is named by the watchdog, the job ends with 75, slurm/launch.sh requeues it, and it resumes to
-#   the uninterrupted render's bits;
+#   the uninterrupted render's bits; srun's ranks wait in the barrier after MPI_Init for a rank of the
+#   other node that enters it 3 s late (planted);
 # - a lost node: every process of nsth-b SIGKILLed mid-render (tools/nstbatch-mpirun): the job ends,
 #   names the ranks and the host, exits 75 and keeps the last complete checkpoint; rerun on nsth-a
 #   alone, it resumes to the uninterrupted render's bits;
@@ -228,6 +229,17 @@ if conf=$("$ROOT/tests/slurm/start_local.sh" "$T/slurm" --hosts "$HD" 2>"$T/slur
   if [ "$state" = COMPLETED ] && grep -q '^self-test passed: .* on 4 ranks' "$T/$mn.out" && grep -q 'hosts: 2: nsth-a (ranks 0-1), nsth-b (ranks 2-3)' "$T/$mn.out"; then
     same "sbatch slurm/multi-node.sbatch (unchanged) on 2 nodes x 2 tasks: the self-test passed, then the image of one rank$again" out/mn.tif ref/p.tif
   else bad "slurm/multi-node.sbatch on 2 nodes$again" "job $J: ${state:-unknown}" "$(grep -v '^ *[0-9]' "$T/$mn.out" 2>/dev/null | tail -n 12)"; fi
+
+  # the barrier after MPI_Init holds across the nodes (mpi/launch_fence.c): the last rank (on nsth-b)
+  # enters it 3 s late (planted), and rank 0 on nsth-a must wait for it. A PMIx fence without data is
+  # node-local under Slurm 22.05 (rank 0 went through at once), and Open MPI 4.1.4's own is such a
+  # fence: ranks of one node then sent to ranks of the other still inside MPI_Init, which crashed
+  on nsth-a timeout 120 srun --mpi=pmix --nodes=2 --ntasks-per-node=2 --cpus-per-task=1 --partition=test --export=ALL,NSTBATCH_PLANT=late \
+    "$NST" job.ini --set output.path=out/late.tif >"$T/late.log" 2>&1; rc=$?
+  waited=$(sed -n 's/^nstbatch: planted late: rank 0 waited \([0-9.]*\) s in the barrier after MPI_Init (made)$/\1/p' "$T/late.log")
+  if [ $rc -eq 0 ] && [ -n "$waited" ] && awk -v w="$waited" 'BEGIN { exit !(w >= 2.5) }' && [ -s "$T/out/late.tif" ]; then
+    ok "srun on 2 nodes, the last rank 3 s late into the barrier after MPI_Init: rank 0 on the other node waited $waited s for it; the render ended"
+  else bad "the barrier after MPI_Init across nodes" "exit $rc, rank 0 waited '${waited:-?}' s" "$(grep -v '^ *[0-9]' "$T/late.log" | tail -n 8)"; fi
 
   # a rank frozen in the middle of the render: the watchdog (auto, floor 5 s) ends the step with 75,
   # slurm/launch.sh requeues the job, and it resumes to the uninterrupted image

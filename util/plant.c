@@ -16,7 +16,7 @@ int nst_planted(const char *name)
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
         if (len == n && strncmp(p, name, n) == 0) {
-            if (!warned) nst_warn("NSTBATCH_PLANT=%s: a defect is planted on purpose (for the tests); this run's results are wrong\n", v);
+            if (!warned) nst_warn("NSTBATCH_PLANT=%s: planted on purpose, for the tests (a defect, or a delay); do not trust this run's results\n", v);
             warned = 1;
             return 1;
         }

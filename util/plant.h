@@ -6,6 +6,9 @@
  *   allreduce  the Gram sums are not added over the ranks: each rank sees only its own tiles
  *   unmet      the world's last rank takes no part in the ranks' first exchange (mpi/first_contact.c):
  *              the others never hear from it, as from a rank MPI cannot connect
+ *   late       the world's last rank enters the barrier after MPI_Init (mpi/launch_fence.c) 3 s
+ *              late, and rank 0 says how long it waited there: not a defect, the case the
+ *              barrier must hold (rank 0, on another node, waits the 3 s too)
  * Used by tests/test_gpu_render.sh (PLANT=...), tests/test_selftest.sh and tests/test_hosts.sh.
  * Never set otherwise; a process with one warns once. */
 #ifndef NST_PLANT_H
