@@ -80,7 +80,7 @@ NPM       := $(shell command -v npm 2>/dev/null)
 # ---- flags ------------------------------------------------------------------------------------
 CC      := $(if $(MPICC),$(MPICC),mpicc)
 DEPCFLAGS := $(if $(HDF5_PC),$(shell pkg-config --cflags $(HDF5_PC))) $(shell pkg-config --cflags libtiff-4 libpng libjpeg 2>/dev/null)
-# PMIx's header only, to check mpi/launch_fence.c's copy of pmix_proc_t (the library is found at run time)
+# PMIx's header only, for mpi/launch_fence.c's types (the library is Open MPI's, found at run time)
 DEPCFLAGS += $(shell pkg-config --cflags-only-I pmix 2>/dev/null)
 DEPLIBS   := $(if $(HDF5_PC),$(shell pkg-config --libs $(HDF5_PC))) $(shell pkg-config --libs libtiff-4 libpng libjpeg 2>/dev/null) -ldnnl
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wformat=2 -Wno-format-nonliteral

@@ -13,8 +13,8 @@
 # used 1.05 cores on average (its CPU seconds over its wall seconds, Zen 5). Every suite has its own
 # temporary folder (tests/lib.sh) and ports; none writes where another reads. The suites beside are
 # the ones that mostly wait (daemons starting, jobs queued and requeued, namespaced hosts coming
-# up, stopped ranks waited out), with their own Slurm ports and network namespaces. Every wait in every suite is bounded
-# generously, not timed to the machine's load.
+# up, stopped ranks waited out), with their own Slurm ports and network namespaces. Every wait in
+# every suite is bounded generously, not timed to the machine's load.
 set -u
 B=${1:-build}
 cd "$(dirname "$0")/.."
