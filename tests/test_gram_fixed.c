@@ -231,6 +231,44 @@ static void t_parts_in_any_order_equal_the_whole(void)
     free(v), free(all), free(g_all), free(rank[0]), free(rank[1]), free(gr[0]), free(gr[1]);
 }
 
+/* A long region: 1500 x 1500 positions (more than 2^21) of values all at +-63.75, just under the
+ * bound 2^6, so that every integer K(p) is within 0.03 % of 2^43, the largest there is: the sums
+ * pass 2^63, and lo (which the tiles add to between folds) would wrap without the folds
+ * every 2^19 positions, on one thread (the threads share tiles) and on two and three (each has
+ * more than 2^19 positions of its own). Each entry's truth is the count times +-K. */
+static void t_long_regions_fold_before_they_overflow(void)
+{
+    const int h = 1500, w = 1500, c = 16, e = 6;
+    const size_t npos = (size_t)h * w, n = npos * c;
+    float *v = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) v[i] = i % c % 3 == 0 ? -63.75f : 63.75f; /* exact in bf16 */
+    nst_tensor f = upload(v, h, w, c, 1);
+    nst_rect r = nst_rect_make(0, 0, w, h);
+    const __int128 K = (__int128)4064 * ((__int128)1 << 31) + ((__int128)1 << 27); /* 63.75^2 2^-20 2^51 */
+    int saved = omp_get_max_threads();
+    for (int threads = 1; threads <= 3; threads++)
+        for (int path = 0; path < (threads == 2 ? NPATHS : 1); path++) {
+            omp_set_num_threads(threads);
+            set_path(path ? path : -1);
+            int emax;
+            int64_t *acc = sums(&f, r, NULL, e, &emax);
+            set_path(-1);
+            int differ = 0, lo_out = 0;
+            for (int i = 0; i < c; i++)
+                for (int j = i; j < c; j++) {
+                    const __int128 want = (__int128)npos * ((i % 3 == 0) == (j % 3 == 0) ? K : -K);
+                    differ += value(acc, c, i, j) != want;
+                    lo_out += acc[(size_t)i * c + j] < 0 || acc[(size_t)i * c + j] >= (1LL << NST_GRAM_LO_BITS);
+                }
+            CHECK(differ == 0 && lo_out == 0 && emax == e, "%zu positions at +-63.75, %d threads, %s: %d entries differ, %d lo out of [0, 2^40), emax %d",
+                  npos, threads, path ? path_names[path] : "the best path", differ, lo_out, emax);
+            free(acc);
+        }
+    omp_set_num_threads(saved);
+    nst_tensor_free(be, &f);
+    free(v);
+}
+
 /* The bound: *emax is the smallest k with every |f| < 2^k; a value at 2^e (or above) makes emax
  * exceed e; all zeros give NST_GRAM_EMIN; a NaN, an infinity or a mask weight outside [0, 1] give
  * NST_GRAM_ENONFINITE; summing again with e = emax gives the truth. */
@@ -283,6 +321,7 @@ int main(void)
     RUN(t_every_thread_count_and_split_gives_the_truth);
     RUN(t_parts_in_any_order_equal_the_whole);
     RUN(t_bound_is_reported);
+    RUN(t_long_regions_fold_before_they_overflow);
     nst_backend_close(be);
     return test_report("test_gram_fixed");
 }

@@ -80,22 +80,29 @@ static inline size_t gb_position(const nst_tensor *f, nst_rect own, size_t q)
 }
 
 /* The first channels of a position (fp32 or bf16 at src), 16 at a time, as doubles times scale (a
- * power of two: exact) into d, their largest magnitude's bits into *mb (every step exact, so the
- * same values as a scalar loop); returns how many it did. */
-__attribute__((target("avx512f"))) static inline int gb_row_avx512(const void *src, int c, double scale, double *d, uint32_t *mb, int bf)
+ * power of two: exact) into d, their magnitudes' bits folded into the vector *m by lane (every
+ * step exact, so the same values as a scalar loop); returns how many it did. */
+__attribute__((target("avx512f"))) static inline int gb_row_max_avx512(const void *src, int c, double scale, double *d, __m512i *m, int bf)
 {
     const __m512d sc = _mm512_set1_pd(scale);
     const __m512i abs = _mm512_set1_epi32(0x7fffffff);
-    __m512i m = _mm512_set1_epi32((int)*mb);
     int i = 0;
     for (; i + 16 <= c; i += 16) {
         __m512i b = bf ? _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)src + i))), 16)
                        : _mm512_loadu_si512((const uint32_t *)src + i);
-        m = _mm512_max_epu32(m, _mm512_and_si512(b, abs));
+        *m = _mm512_max_epu32(*m, _mm512_and_si512(b, abs));
         __m512 v = _mm512_castsi512_ps(b);
         _mm512_storeu_pd(d + i, _mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(v)), sc));
         _mm512_storeu_pd(d + i + 8, _mm512_mul_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))), sc));
     }
+    return i;
+}
+
+/* the same for one position, the largest magnitude's bits into *mb */
+__attribute__((target("avx512f"))) static inline int gb_row_avx512(const void *src, int c, double scale, double *d, uint32_t *mb, int bf)
+{
+    __m512i m = _mm512_set1_epi32((int)*mb);
+    const int i = gb_row_max_avx512(src, c, scale, d, &m, bf);
     *mb = (uint32_t)_mm512_reduce_max_epu32(m);
     return i;
 }

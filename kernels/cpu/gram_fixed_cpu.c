@@ -29,9 +29,10 @@
  * bit; the choice is speed only.
  *
  * The sums: per entry (i, j >= i) two int64, lo in [0, 2^40) (the plane acc[0, c c)) and hi (the
- * plane after it), the value lo + 2^40 hi, normalised after every block of positions (at most 4096
- * positions of integers under 2^43: under 2^55). For 2^32 positions the value stays under 2^75, so
- * nothing overflows; ranks add lo and hi as int64, and the reader normalises.
+ * plane after it), the value lo + 2^40 hi. The tiles add their blocks' integers to lo only, and
+ * carry lo's high bits into hi (a fold) after every FOLD_POSITIONS positions and at the end of the
+ * call, so lo is in [0, 2^40) whenever a call returns. For 2^32 positions the value stays under
+ * 2^75, so nothing overflows; ranks add lo and hi as int64, and the reader normalises.
  *
  * The bound is the caller's to choose, the same on every rank: *emax returns the smallest k with
  * every |f| < 2^k over the region (NST_GRAM_EMIN for all zeros, NST_GRAM_ENONFINITE with a NaN,
@@ -49,26 +50,34 @@
 #define FIXQ 0x1p-51            /* the grid of [2, 4) */
 #define THREE_BITS 0x4008000000000000LL /* the bits of 3.0 */
 #define LO_BITS NST_GRAM_LO_BITS
+/* The positions whose sums a tile adds to lo between two folds. Each integer K(p) has |K| <= 2^43
+ * (|a_i a_j| < 2^-8 = 2^43 Q), and a fold leaves lo in [0, 2^40): after 2^19 positions |lo| <
+ * 2^40 + 2^62 < 2^63. Folding only this often (and at the end of a call) keeps the hi plane out of
+ * the cache while the blocks run: with 512 channels both planes are 4 MiB, more than an L2. */
+#define FOLD_POSITIONS (1 << 19)
+#define CONVERT_ROWS 16 /* positions a thread converts at a time where the threads share a block */
 
 /* Chains of the tile's 8 x 16 entries over the block's n positions, CHAIN at a time, their integers
- * added to k (8 x 16 int64). */
+ * added to k (8 x 16 int64). Without `left` (a constant where inlined), only the right 8 columns:
+ * for a tile whose left half lies wholly below the diagonal (j0 + 8 <= i0, left of the diagonal's
+ * odd row blocks), half the multiply-adds, the same chains for the rest; k's left half stays 0. */
 #define RD512 (_MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
 #define ROWF512(r)                                                                                 \
     do {                                                                                           \
         const __m512d b = _mm512_set1_pd(fa[(r)]);                                                 \
-        c##r##0 = _mm512_fmadd_round_pd(b, x0, c##r##0, RD512);                                    \
+        if (left) c##r##0 = _mm512_fmadd_round_pd(b, x0, c##r##0, RD512);                          \
         c##r##1 = _mm512_fmadd_round_pd(b, x1, c##r##1, RD512);                                    \
     } while (0)
 #define START512(r) __m512d c##r##0 = three, c##r##1 = three
 #define FLUSH512(r)                                                                                \
     do {                                                                                           \
         int64_t *kr = k + (r) * GB_TJ;                                                             \
-        _mm512_storeu_si512(kr, _mm512_add_epi64(_mm512_loadu_si512(kr), _mm512_sub_epi64(_mm512_castpd_si512(c##r##0), tb)));     \
+        if (left) _mm512_storeu_si512(kr, _mm512_add_epi64(_mm512_loadu_si512(kr), _mm512_sub_epi64(_mm512_castpd_si512(c##r##0), tb))); \
         _mm512_storeu_si512(kr + 8, _mm512_add_epi64(_mm512_loadu_si512(kr + 8), _mm512_sub_epi64(_mm512_castpd_si512(c##r##1), tb))); \
     } while (0)
 
-__attribute__((target("avx512f,fma"))) static void chains_avx512(const double *a, const double *d, int n, size_t PS, int i0, int j0,
-                                                                 int64_t *k)
+__attribute__((target("avx512f,fma"), always_inline)) static inline void chains_avx512_cols(const double *a, const double *d, int n, size_t PS,
+                                                                                          int i0, int j0, int64_t *k, const int left)
 {
     const __m512d three = _mm512_set1_pd(3.0);
     const __m512i tb = _mm512_set1_epi64(THREE_BITS);
@@ -77,11 +86,22 @@ __attribute__((target("avx512f,fma"))) static void chains_avx512(const double *a
         START512(0); START512(1); START512(2); START512(3); START512(4); START512(5); START512(6); START512(7);
         for (int p = p0; p < p1; p++) {
             const double *f = &GB_AT(d, p, j0), *fa = &GB_AT(a, p, i0);
-            const __m512d x0 = _mm512_loadu_pd(f), x1 = _mm512_loadu_pd(f + 8);
+            const __m512d x0 = left ? _mm512_loadu_pd(f) : three, x1 = _mm512_loadu_pd(f + 8);
             ROWF512(0); ROWF512(1); ROWF512(2); ROWF512(3); ROWF512(4); ROWF512(5); ROWF512(6); ROWF512(7);
         }
         FLUSH512(0); FLUSH512(1); FLUSH512(2); FLUSH512(3); FLUSH512(4); FLUSH512(5); FLUSH512(6); FLUSH512(7);
     }
+}
+
+__attribute__((target("avx512f,fma"))) static void chains_avx512(const double *a, const double *d, int n, size_t PS, int i0, int j0, int64_t *k)
+{
+    chains_avx512_cols(a, d, n, PS, i0, j0, k, 1);
+}
+
+__attribute__((target("avx512f,fma"))) static void chains_avx512_right(const double *a, const double *d, int n, size_t PS, int i0, int j0,
+                                                                       int64_t *k)
+{
+    chains_avx512_cols(a, d, n, PS, i0, j0, k, 0);
 }
 
 /* AVX2: four sub-tiles of 4 x 8, each chain as above under MXCSR's round-down mode. */
@@ -143,8 +163,34 @@ static void chains_scalar(const double *a, const double *d, int n, size_t PS, in
             }
 }
 
-/* The tile's sums over the block's n positions, chain by chain, into acc (normalised). */
-static void tile_fixed(const double *a, const double *d, int n, size_t PS, int c, int i0, int j0, cpu_isa_level isa, int64_t *acc)
+/* lo += the tile's block sums k (entries past the matrix's edge left out; below the diagonal k is
+ * 0). No carry: the fold below keeps lo in range. */
+static void tile_into_lo(const int64_t *k, int c, int i0, int j0, int64_t *lo)
+{
+    const int hn = j0 + GB_TJ <= c ? GB_TJ : c - j0;
+    for (int r = 0; r < GB_TI && i0 + r < c; r++)
+        for (int h = 0; h < hn; h++) lo[(size_t)(i0 + r) * c + j0 + h] += k[r * GB_TJ + h];
+}
+
+/* The tile's entries with lo's bits from 2^40 up carried into hi: lo back in [0, 2^40), the value
+ * lo + 2^40 hi unchanged (an arithmetic shift is a floor). Integer operations: any width, the
+ * same bits. */
+__attribute__((target_clones("avx512f", "default"))) static void fold_tile(int64_t *acc, int c, int i0, int j0)
+{
+    int64_t *lo = acc, *hi = acc + (size_t)c * c;
+    const int hn = j0 + GB_TJ <= c ? GB_TJ : c - j0;
+    for (int r = 0; r < GB_TI && i0 + r < c; r++) {
+        const size_t at = (size_t)(i0 + r) * c + j0;
+        for (int h = 0; h < hn; h++) {
+            hi[at + h] += lo[at + h] >> LO_BITS;
+            lo[at + h] &= (1LL << LO_BITS) - 1;
+        }
+    }
+}
+
+/* The tile's sums over the block's n positions, chain by chain, added to acc's lo plane; folded
+ * where `fold` says (see FOLD_POSITIONS). */
+static void tile_fixed(const double *a, const double *d, int n, size_t PS, int c, int i0, int j0, cpu_isa_level isa, int fold, int64_t *acc)
 {
     int64_t k[GB_TI * GB_TJ] = {0};
     const int full = i0 + GB_TI <= c && j0 + GB_TJ <= c;
@@ -153,24 +199,17 @@ static void tile_fixed(const double *a, const double *d, int n, size_t PS, int c
         csr = _mm_getcsr();
         _mm_setcsr((csr & ~0x6000u) | 0x2000u); /* round toward minus infinity */
     }
-    if (full && isa >= CPU_ISA_AVX512)
+    if (full && isa >= CPU_ISA_AVX512 && j0 + GB_TJ / 2 <= i0)
+        chains_avx512_right(a, d, n, PS, i0, j0, k); /* the left half wholly below the diagonal */
+    else if (full && isa >= CPU_ISA_AVX512)
         chains_avx512(a, d, n, PS, i0, j0, k);
     else if (full && isa == CPU_ISA_AVX2)
         chains_avx2(a, d, n, PS, i0, j0, k);
     else
         chains_scalar(a, d, n, PS, c, i0, j0, k);
     if (full && isa == CPU_ISA_AVX2) _mm_setcsr(csr);
-    int64_t *lo = acc, *hi = acc + (size_t)c * c;
-    const int hn = j0 + GB_TJ <= c ? GB_TJ : c - j0;
-    for (int r = 0; r < GB_TI && i0 + r < c; r++) { /* (below the diagonal k is 0: no change) */
-        const size_t at = (size_t)(i0 + r) * c + j0;
-        const int64_t *kr = k + r * GB_TJ;
-        for (int h = 0; h < hn; h++) {
-            int64_t v = lo[at + h] + kr[h];
-            hi[at + h] += v >> LO_BITS; /* an arithmetic shift: floor */
-            lo[at + h] = v & ((1LL << LO_BITS) - 1);
-        }
-    }
+    tile_into_lo(k, c, i0, j0, acc);
+    if (fold) fold_tile(acc, c, i0, j0);
 }
 
 /* position q of the region as c scaled doubles at index k of the block, and with a mask the row
@@ -224,9 +263,51 @@ typedef struct {
     int wide, bf;
 } fx_src;
 
+/* Positions p0 + k0 .. p0 + k1 - 1 without a mask on AVX-512, into rows k0 .. k1 - 1 of d: the
+ * values of convert_scaled (the same exact conversions), faster where rows are short (64
+ * channels: the conversion took a fifth of the sums' time): the positions stepped along the
+ * region's rows instead of divided out, and the largest magnitude kept in a vector over the rows,
+ * reduced once. Its checks, once: the largest value against the bound. */
+__attribute__((target("avx512f"))) static void rows_avx512(const fx_src *s, size_t p0, int k0, int k1, double *d, uint32_t *big, int *bad,
+                                                           int *over)
+{
+    const nst_tensor *f = s->f;
+    const int c = f->c, bf = s->bf;
+    const size_t PS = s->PS, q0 = p0 + (size_t)k0;
+    __m512i m = _mm512_setzero_si512();
+    uint32_t mb = *big;
+    int y = s->own.y + (int)(q0 / (size_t)s->own.w), x = s->own.x + (int)(q0 % (size_t)s->own.w);
+    for (int k = k0; k < k1; k++) {
+        const size_t src = ((size_t)y * f->w + x) * c;
+        const void *row = cpu_at(f->data, src, bf);
+        double *o = &GB_AT(d, k, 0);
+        for (int i = gb_row_max_avx512(row, c, s->scale, o, &m, bf); i < c; i++) {
+            uint32_t b = cpu_bits(f->data, src + i, bf) << (bf ? 16 : 0), ab = b & 0x7fffffffu;
+            float v;
+            memcpy(&v, &b, sizeof v);
+            mb = ab > mb ? ab : mb;
+            o[i] = (double)v * s->scale;
+        }
+        if (++x == s->own.x + s->own.w) x = s->own.x, y++;
+    }
+    const uint32_t vm = (uint32_t)_mm512_reduce_max_epu32(m);
+    *big = mb = vm > mb ? vm : mb;
+    float mx;
+    memcpy(&mx, &mb, sizeof mx);
+    if (mb >= 0x7f800000u) *bad = 1;
+    if (!((double)mx < s->lim) || *bad) {
+#pragma omp atomic write
+        *over = 1;
+    }
+}
+
 /* positions p0 + k0 .. p0 + k1 - 1 of the region into rows k0 .. k1 - 1 of (d, a) */
 static void convert_rows(const fx_src *s, size_t p0, int k0, int k1, double *d, double *a, uint32_t *big, int *bad, int *over)
 {
+    if (s->wide && !s->m) {
+        rows_avx512(s, p0, k0, k1, d, big, bad, over);
+        return;
+    }
     for (int k = k0; k < k1; k++) {
         if (s->bf)
             convert_scaled(s->f, s->own, s->m, p0 + (size_t)k, k, s->PS, s->scale, s->lim, d, a, big, bad, over, s->wide, 1);
@@ -243,11 +324,15 @@ static void sums_by_tiles(const fx_src *s, const gb_plan *pl, size_t npos, int c
 {
     uint32_t big = 0;
     int bad = 0;
-#pragma omp parallel reduction(max : big) reduction(| : bad)
+    size_t since = 0; /* positions since the last fold (every thread counts the same blocks) */
+#pragma omp parallel reduction(max : big) reduction(| : bad) firstprivate(since)
     for (size_t p0 = 0; p0 < npos; p0 += (size_t)pl->P) {
         int n = npos - p0 < (size_t)pl->P ? (int)(npos - p0) : pl->P;
+        since += (size_t)n;
+        const int fold = p0 + (size_t)n >= npos || since + (size_t)pl->P > FOLD_POSITIONS;
+        if (fold) since = 0;
 #pragma omp for schedule(static) /* (its barrier: every thread waits for the whole block) */
-        for (int k = 0; k < n; k++) convert_rows(s, p0, k, k + 1, pl->d, pl->a, &big, &bad, over);
+        for (int k = 0; k < n; k += CONVERT_ROWS) convert_rows(s, p0, k, k + CONVERT_ROWS < n ? k + CONVERT_ROWS : n, pl->d, pl->a, &big, &bad, over);
         /* once a value has reached the bound the sums are invalid (the caller sums again with a
          * larger one): the tiles are skipped, on every thread alike (over is read after the
          * barrier), and the values only scanned for *emax */
@@ -256,7 +341,10 @@ static void sums_by_tiles(const fx_src *s, const gb_plan *pl, size_t npos, int c
         skip = *over;
 #pragma omp for schedule(static) /* (its barrier: the block is not overwritten while read) */
         for (int t = 0; t < pl->ntiles; t++)
-            if (!skip) tile_fixed(pl->a, pl->d, n, s->PS, c, pl->tiles[2 * t], pl->tiles[2 * t + 1], isa, acc);
+            if (!skip)
+                tile_fixed(pl->a, pl->d, n, s->PS, c, pl->tiles[2 * t], pl->tiles[2 * t + 1], isa, fold, acc);
+            else if (fold) /* (lo stays in [0, 2^40) after every call, valid or not) */
+                fold_tile(acc, c, pl->tiles[2 * t], pl->tiles[2 * t + 1]);
     }
     *pbig = big, *pbad = bad;
 }
@@ -278,6 +366,7 @@ static void sums_by_positions(const fx_src *s, const gb_plan *pl, size_t npos, i
         double *d = pl->d + (size_t)t * pl->stride, *a = pl->a + (size_t)t * pl->stride;
         int64_t *mine = part + (size_t)t * 2 * cc;
         memset(mine, 0, 2 * cc * sizeof(int64_t));
+        size_t since = 0; /* this thread's positions since its last fold */
 #pragma omp for schedule(static)
         for (size_t b = 0; b < nblocks; b++) {
             const size_t p0 = b * (size_t)pl->P;
@@ -286,8 +375,13 @@ static void sums_by_positions(const fx_src *s, const gb_plan *pl, size_t npos, i
             int skip; /* (past the bound the sums are invalid: only the scan for *emax goes on) */
 #pragma omp atomic read
             skip = *over;
-            for (int k = 0; k < pl->ntiles && !skip; k++) tile_fixed(a, d, n, s->PS, c, pl->tiles[2 * k], pl->tiles[2 * k + 1], isa, mine);
+            since += (size_t)n;
+            const int fold = since + (size_t)pl->P > FOLD_POSITIONS;
+            if (fold) since = 0;
+            for (int k = 0; k < pl->ntiles && !skip; k++) tile_fixed(a, d, n, s->PS, c, pl->tiles[2 * k], pl->tiles[2 * k + 1], isa, fold, mine);
         }
+        for (int k = 0; k < pl->ntiles; k++) fold_tile(mine, c, pl->tiles[2 * k], pl->tiles[2 * k + 1]);
+#pragma omp barrier /* every part folded before any is added */
         const int T = omp_get_num_threads();
 #pragma omp for schedule(static)
         for (size_t x = 0; x < cc; x++) { /* lo < 2^40 per part: no overflow below 2^23 threads */
