@@ -163,8 +163,9 @@ static void chains_scalar(const double *a, const double *d, int n, size_t PS, in
             }
 }
 
-/* lo += the tile's block sums k (entries past the matrix's edge left out; below the diagonal k is
- * 0). No carry: the fold below keeps lo in range. */
+/* lo += the tile's block sums k (entries past the matrix's edge left out; those below the diagonal,
+ * which the AVX-512 path computes and no reader uses, added and folded like the rest: bounded).
+ * No carry: the fold below keeps lo in range. */
 static void tile_into_lo(const int64_t *k, int c, int i0, int j0, int64_t *lo)
 {
     const int hn = j0 + GB_TJ <= c ? GB_TJ : c - j0;
