@@ -210,13 +210,9 @@ if conf=$("$ROOT/tests/slurm/start_local.sh" "$T/slurm" --hosts "$HD" 2>"$T/slur
   slurm_up=1
   # slurm/multi-node.sbatch as it is; its sizes for these nodes (2 CPUs each) on sbatch's command line
   sb() { on nsth-a sbatch --parsable --nodes=2 --ntasks-per-node=2 --cpus-per-task=1 --partition=test "$@"; }
-  # multi_node NAME: the job, its output in T/NAME.out (the first exchange bounded at 30 s)
-  multi_node() {
-    mn=$1
-    J=$(sb -o "$T/$mn.out" --export=ALL,CKPT="$T/ck-$mn",NSTBATCH_HOME="$ROOT",NSTBATCH_STALL_FLOOR=30 "$ROOT/slurm/multi-node.sbatch" job.ini --set output.path=out/mn.tif)
-    wait_job "$J"
-  }
-  multi_node mn
+  # the job, its output in T/mn.out (the first exchange bounded at 30 s)
+  J=$(sb -o "$T/mn.out" --export=ALL,CKPT="$T/ck-mn",NSTBATCH_HOME="$ROOT",NSTBATCH_STALL_FLOOR=30 "$ROOT/slurm/multi-node.sbatch" job.ini --set output.path=out/mn.tif)
+  wait_job "$J"
   # (no second job: Open MPI's "failed to TCP connect to a peer" with a task's segmentation fault,
   # once in 8 full runs, was the race in MPI_Init that mpi/launch_fence.c closes; a run of it fails)
   if [ "$state" = COMPLETED ] && grep -q '^self-test passed: .* on 4 ranks' "$T/mn.out" && grep -q 'hosts: 2: nsth-a (ranks 0-1), nsth-b (ranks 2-3)' "$T/mn.out"; then

@@ -213,6 +213,33 @@ static void tile_fixed(const double *a, const double *d, int n, size_t PS, int c
     if (fold) fold_tile(acc, c, i0, j0);
 }
 
+/* channels i .. c - 1 of the position at element src as doubles times scale into o, their
+ * magnitudes' bits into *mb: the scalar rest of a row */
+static inline __attribute__((always_inline)) void row_rest(const void *data, size_t src, int i, int c, double scale, double *o, uint32_t *mb,
+                                                           int bf)
+{
+    for (; i < c; i++) {
+        uint32_t b = cpu_bits(data, src + i, bf) << (bf ? 16 : 0), ab = b & 0x7fffffffu;
+        float v;
+        memcpy(&v, &b, sizeof v);
+        *mb = ab > *mb ? ab : *mb;
+        o[i] = (double)v * scale;
+    }
+}
+
+/* a conversion's checks on the largest magnitude's bits mb: not finite (*bad), or at the bound lim
+ * or bad (*over, shared by the threads) */
+static inline void check_bound(uint32_t mb, double lim, int *bad, int *over)
+{
+    float mx;
+    memcpy(&mx, &mb, sizeof mx);
+    if (mb >= 0x7f800000u) *bad = 1;
+    if (!((double)mx < lim) || *bad) {
+#pragma omp atomic write
+        *over = 1;
+    }
+}
+
 /* position q of the region as c scaled doubles at index k of the block, and with a mask the row
  * side m a; the largest |f| seen into *big (as its bits: they order like the magnitudes, and a NaN
  * or an infinity is above 0x7f800000), and *over (shared by the threads) set where a value reaches
@@ -225,26 +252,14 @@ static inline __attribute__((always_inline)) void convert_scaled(const nst_tenso
     uint32_t mb = *big;
     int i = 0;
     if (wide) i = gb_row_avx512(cpu_at(f->data, src, bf), f->c, scale, &GB_AT(d, k, 0), &mb, bf);
-    for (; i < f->c; i++) {
-        uint32_t b = cpu_bits(f->data, src + i, bf) << (bf ? 16 : 0), ab = b & 0x7fffffffu;
-        float v;
-        memcpy(&v, &b, sizeof v);
-        mb = ab > mb ? ab : mb;
-        GB_AT(d, k, i) = (double)v * scale;
-    }
+    row_rest(f->data, src, i, f->c, scale, &GB_AT(d, k, 0), &mb, bf);
     *big = mb;
-    float mx;
-    memcpy(&mx, &mb, sizeof mx);
     if (m) {
         double w = ((const float *)m->data)[at];
         if (!(w >= 0 && w <= 1)) *bad = 1; /* a weight out of [0, 1] would break |m a| < 1/16 */
         for (int j = 0; j < f->c; j++) GB_AT(a, k, j) = w * GB_AT(d, k, j);
     }
-    if (mb >= 0x7f800000u) *bad = 1;
-    if (!((double)mx < lim) || *bad) {
-#pragma omp atomic write
-        *over = 1;
-    }
+    check_bound(mb, lim, bad, over);
 }
 
 /* the smallest k with |f| < 2^k for the largest |f|'s bits (NST_GRAM_EMIN for 0) */
@@ -282,24 +297,12 @@ __attribute__((target("avx512f"))) static void rows_avx512(const fx_src *s, size
         const size_t src = ((size_t)y * f->w + x) * c;
         const void *row = cpu_at(f->data, src, bf);
         double *o = &GB_AT(d, k, 0);
-        for (int i = gb_row_max_avx512(row, c, s->scale, o, &m, bf); i < c; i++) {
-            uint32_t b = cpu_bits(f->data, src + i, bf) << (bf ? 16 : 0), ab = b & 0x7fffffffu;
-            float v;
-            memcpy(&v, &b, sizeof v);
-            mb = ab > mb ? ab : mb;
-            o[i] = (double)v * s->scale;
-        }
+        row_rest(f->data, src, gb_row_max_avx512(row, c, s->scale, o, &m, bf), c, s->scale, o, &mb, bf);
         if (++x == s->own.x + s->own.w) x = s->own.x, y++;
     }
     const uint32_t vm = (uint32_t)_mm512_reduce_max_epu32(m);
     *big = mb = vm > mb ? vm : mb;
-    float mx;
-    memcpy(&mx, &mb, sizeof mx);
-    if (mb >= 0x7f800000u) *bad = 1;
-    if (!((double)mx < s->lim) || *bad) {
-#pragma omp atomic write
-        *over = 1;
-    }
+    check_bound(mb, s->lim, bad, over);
 }
 
 /* positions p0 + k0 .. p0 + k1 - 1 of the region into rows k0 .. k1 - 1 of (d, a) */
