@@ -123,6 +123,11 @@ typedef struct {
     nst_status (*dot)(nst_backend *, const float *a, const float *b, size_t n, double *out);
     /* y = a * x + b * y on n fp32 values (x may be y): the L-BFGS vector updates */
     nst_status (*axpby)(nst_backend *, float *y, const float *x, size_t n, float a, float b);
+    /* The box [0, 1] of the pixels (projected L-BFGS): v = 0 where x sits on a bound that g
+     * pushes against (x <= 0 and g > 0, or x >= 1 and g < 0), the pixels held there; v may be g */
+    nst_status (*box_hold)(nst_backend *, float *v, const float *x, const float *g, size_t n);
+    /* x = clamp(x + t d, 0, 1), then d = the step taken (the new x minus the old) */
+    nst_status (*box_step)(nst_backend *, float *x, float *d, size_t n, float t);
 
     /* raw bytes between the host and a backend buffer (the host-staged Gram allreduce) */
     nst_status (*read)(nst_backend *, void *host, const void *src, size_t bytes);

@@ -8,9 +8,13 @@
  * reference: the verdict of kernels/check/check.h's nst_first_verdict_judge in the less precise of
  * their two precisions, printed "share S over T rms (allowed A), loss within E (tolerance L, TERM),
  * l2 D, max M: ok" (or FAIL); with --exact every sample must be equal (a tile-exact backend).
+ * With --l1, one first-gradient file: "loss L l1 G", its total loss (%.17g) and the L1 norm of its
+ * gradient, which bounds how far the loss moves when every sample moves by at most q: G q, to
+ * first order (tests/test_optim.sh: an output's quantisation).
  *
  *   image_diff [--chroma | --ssim] a.tif b.tif
- *   image_diff --gradient [--exact] a.grad b.grad */
+ *   image_diff --gradient [--exact] a.grad b.grad
+ *   image_diff --l1 a.grad */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -80,8 +84,21 @@ static int gradients(int exact, const char *pa, const char *pb)
     return 0;
 }
 
+/* --l1 A: the total loss and the gradient's L1 norm (see the file comment). */
+static int gradient_l1(const char *path)
+{
+    nst_gradient_file a;
+    if (nst_gradient_file_read(path, &a) != NST_OK) return fprintf(stderr, "image_diff: %s\n", nst_fail_message()), 2;
+    double l1 = 0;
+    for (size_t i = 0; i < (size_t)a.w * a.h * 3; i++) l1 += fabs((double)a.g[i]);
+    printf("loss %.17g l1 %.17g\n", a.total, l1);
+    nst_gradient_file_free(&a);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "--l1") == 0) return gradient_l1(argv[2]);
     if (argc >= 2 && strcmp(argv[1], "--gradient") == 0) {
         int exact = argc == 5 && strcmp(argv[2], "--exact") == 0;
         if (argc != 4 + exact) return fprintf(stderr, "usage: image_diff --gradient [--exact] A.grad B.grad\n"), 2;
@@ -89,7 +106,7 @@ int main(int argc, char **argv)
     }
     int chroma = argc == 4 && strcmp(argv[1], "--chroma") == 0, structural = argc == 4 && strcmp(argv[1], "--ssim") == 0;
     if (chroma || structural) argv++, argc--;
-    if (argc != 3) return fprintf(stderr, "usage: image_diff [--chroma | --ssim] A B | --gradient [--exact] A.grad B.grad\n"), 2;
+    if (argc != 3) return fprintf(stderr, "usage: image_diff [--chroma | --ssim] A B | --gradient [--exact] A.grad B.grad | --l1 A.grad\n"), 2;
     nst_image a, b;
     nst_read_limits lim = nst_default_limits(1024);
     if (nst_image_read(argv[1], &lim, &a, NULL) != NST_OK || nst_image_read(argv[2], &lim, &b, NULL) != NST_OK)

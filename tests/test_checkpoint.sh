@@ -8,7 +8,8 @@
 #   a few points, one of them while a checkpoint is being written, and one killed with SIGKILL in
 #   the middle of a checkpoint, resumed each time, ends bit-identical (image_diff max 0) to an
 #   uninterrupted render; the same for a 2-level pyramid with Adam's state carried, cheap mode (the
-#   lagged Gram), L-BFGS (its history);
+#   lagged Gram), L-BFGS (its history), the moving average with the stopping rule (the rule's
+#   history: the resumed render stops where the uninterrupted one did);
 # - a killed write leaves the previous generation in force (its manifest and files), never a
 #   partial checkpoint;
 # - SIGUSR1 to mpirun: exit status 75; SIGINT (Ctrl-C) to mpirun: the ranks checkpoint, mpirun exits
@@ -131,6 +132,9 @@ interrupted adam
 interrupted carry --set pyramid.levels=2 --set pyramid.state=carry --set pyramid.iterations=80,240
 interrupted cheap --set tiling.mode=cheap
 interrupted lbfgs --set optim.method=lbfgs
+# the average and the stopping rule: windows of 80, so that a resume that lost the rule's history
+# (the last 160 losses) could not stop where the uninterrupted render does (at 195 of 240, Zen 3)
+interrupted avgstop --set optim.average=0.9 --set optim.stop_tolerance=0.85 --set optim.stop_window=80 --set optim.stop_min=100
 
 # ---- exit statuses ------------------------------------------------------------------------------------
 nst_bg usr1 ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_usr1

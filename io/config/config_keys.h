@@ -91,9 +91,13 @@ NST_KEY(optim, beta2, FLOAT, "0.999", 0, 0.9999999, "", "Adam second-moment deca
 NST_KEY(optim, eps, FLOAT, "1e-8", 1e-30, 1, "", "Adam epsilon")
 NST_KEY(optim, init, ENUM, "content", 0, 0, "content|noise|image", "initial image: the content, uniform noise (run.seed), or optim.init_path")
 NST_KEY(optim, init_path, PATH, "", 0, 0, "", "initial image when optim.init = image (resized to the output size)")
-NST_KEY(optim, clamp, BOOL, "true", 0, 0, "", "keep pixels in [0,1] after every step (projected Adam; L-BFGS does not project, its output is clamped)")
+NST_KEY(optim, clamp, BOOL, "true", 0, 0, "", "keep pixels in [0,1] after every step (projected Adam; projected L-BFGS, holding pixels on a bound their gradient pushes against); false: unconstrained steps, the result clamped at the end of each level before its loss is reported")
 NST_KEY(optim, lbfgs_history, INT, "10", 1, 1000, "", "L-BFGS history length: pairs kept, each 24 bytes per owned pixel (counted by the planner)")
 NST_KEY(optim, lbfgs_step, FLOAT, "1", 1e-6, 100, "", "L-BFGS step length (1: the quasi-Newton step; no line search)")
+NST_KEY(optim, average, FLOAT, "0", 0, 0.9999, "", "decay of an exponential moving average of the pixels over each level's iterations (bias-corrected, as Adam's moments); the average is the level's result: its output, its reported loss and the next level's start; 0: the last iterate")
+NST_KEY(optim, stop_tolerance, FLOAT, "0", 0, 1, "", "end a level early once its style loss has stopped falling: when the mean of the last optim.stop_window losses is less than this fraction below the mean of the window before them, after at least optim.stop_min iterations; 0: every level runs its iterations")
+NST_KEY(optim, stop_window, INT, "25", 1, 100000, "", "iterations in each of the stopping rule's two windows")
+NST_KEY(optim, stop_min, INT, "100", 0, 100000000, "", "iterations a level runs before the stopping rule may end it")
 
 /* [tiling] */
 NST_KEY(tiling, tile_size, INTWORD, "auto", 16, 1000000, "auto", "core size of a tile in pixels, a multiple of the network's total stride (16 to relu5_1); auto: the size that minimises the slowest rank's work within the memory budget")

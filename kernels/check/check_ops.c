@@ -261,6 +261,28 @@ void ck_losses(nst_check *c)
     if (!c->quick) large_rects(c);
 }
 
+/* Projected L-BFGS's box ops, on x drawn in [-0.5, 1.5] and clamped by a zero step (exact on
+ * both sides: half the values sit on a bound), then held where g pushes out (exact), then a real
+ * projected step (x and the step taken, fp32 arithmetic). x, g, m, y: pairs of n values (m, y
+ * overwritten). */
+static void box_case(nst_check *c, ck_pair *x, ck_pair *g, ck_pair *m, ck_pair *y, size_t n)
+{
+    nst_backend *R = c->ref, *D = c->dev;
+    ck_pair xb = {0}, zero = {0};
+    int ok = ck_pair_make(c, &xb, 1, (int)n, 1, 0, -0.5f, 1.5f) && ck_pair_make(c, &zero, 1, (int)n, 1, 0, 0, 0);
+    const char *op = "box_step (clamp)";
+    if (ok && BOTH(c, R->ops->box_step(R, xb.r.data, zero.r.data, n, 0.f), D->ops->box_step(D, xb.d.data, zero.d.data, n, 0.f)))
+        ck_record(c, op, NST_TOL_EXACT, 1, ck_pair_err(c, &xb), "n %zu", n);
+    op = "box_hold";
+    if (ok && BOTH(c, R->ops->axpby(R, m->r.data, g->r.data, n, 1.f, 0.f), D->ops->axpby(D, m->d.data, g->d.data, n, 1.f, 0.f)) &&
+        BOTH(c, R->ops->box_hold(R, m->r.data, xb.r.data, g->r.data, n), D->ops->box_hold(D, m->d.data, xb.d.data, g->d.data, n)))
+        ck_record(c, op, NST_TOL_EXACT, 1, ck_pair_err(c, m), "n %zu", n);
+    op = "box_step";
+    if (ok && BOTH(c, R->ops->box_step(R, x->r.data, y->r.data, n, 0.37f), D->ops->box_step(D, x->d.data, y->d.data, n, 0.37f)))
+        ck_record(c, op, NST_TOL_F32_MATH, 1, fmax(ck_pair_err(c, x), ck_pair_err(c, y)), "x and the step; n %zu", n);
+    ck_pair_free(c, &xb), ck_pair_free(c, &zero);
+}
+
 void ck_optimiser(nst_check *c)
 {
     nst_backend *R = c->ref, *D = c->dev;
@@ -287,6 +309,7 @@ void ck_optimiser(nst_check *c)
             double e = ck_pair_err(c, &x), em = ck_pair_err(c, &m), ev = ck_pair_err(c, &v);
             ck_record(c, op, NST_TOL_F32_MATH, 1, fmax(e, fmax(em, ev)), "x, m, v; n %zu", n);
         }
+        box_case(c, &x, &g, &m, &y, n);
         /* reductions repeat exactly: the same dot twice */
         double r0 = 0, r1 = 1;
         op = "dot repeats";

@@ -1,4 +1,5 @@
-/* kernels/cpu/optim_cpu.c: the optimisers' element ops: the Adam step, the dot product, y = a x + b y. */
+/* kernels/cpu/optim_cpu.c: the optimisers' element ops: the Adam step, the dot product, y = a x + b y,
+ * and projected L-BFGS's box [0, 1] (the held pixels, the projected step). */
 #include <math.h>
 
 #include "../../util/mem.h"
@@ -59,6 +60,31 @@ nst_status cpu_axpby(nst_backend *be, float *y, const float *x, size_t n, float 
     } else {
 #pragma omp parallel for simd schedule(static)
         for (size_t i = 0; i < n; i++) y[i] = a * x[i] + b * y[i];
+    }
+    return NST_OK;
+}
+
+/* A pixel on a bound that its gradient pushes against (descent would leave [0, 1]). */
+static inline int held(float x, float g) { return (x <= 0.f && g > 0.f) || (x >= 1.f && g < 0.f); }
+
+nst_status cpu_box_hold(nst_backend *be, float *v, const float *x, const float *g, size_t n)
+{
+    (void)be;
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++)
+        if (held(x[i], g[i])) v[i] = 0.f;
+    return NST_OK;
+}
+
+nst_status cpu_box_step(nst_backend *be, float *x, float *d, size_t n, float t)
+{
+    (void)be;
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        float xi = x[i] + t * d[i];
+        xi = xi < 0.f ? 0.f : (xi > 1.f ? 1.f : xi);
+        d[i] = xi - x[i];
+        x[i] = xi;
     }
     return NST_OK;
 }

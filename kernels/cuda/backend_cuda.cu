@@ -130,7 +130,7 @@ static const nst_backend_ops cuda_ops = {
     cuda_conv_create, cuda_conv_destroy, cuda_conv_forward, cuda_conv_backward_data,
     cuda_relu_backward, cuda_pool_forward, cuda_pool_backward, cuda_preprocess, cuda_preprocess_backward,
     cuda_gram_accumulate, cuda_gram_diff, cuda_gram_backward,
-    cuda_mse, cuda_tv, cuda_adam, cuda_sumsq, cuda_dot, cuda_axpby,
+    cuda_mse, cuda_tv, cuda_adam, cuda_sumsq, cuda_dot, cuda_axpby, cuda_box_hold, cuda_box_step,
     cu_read, cu_write, cu_range_push, cu_range_pop,
 };
 

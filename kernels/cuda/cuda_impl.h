@@ -184,6 +184,8 @@ nst_status cuda_tv(nst_backend *, const nst_tensor *img, nst_rect own, nst_rect 
 nst_status cuda_sumsq(nst_backend *, const nst_tensor *t, nst_rect own, double *out);
 nst_status cuda_dot(nst_backend *, const float *a, const float *b, size_t n, double *out);
 nst_status cuda_axpby(nst_backend *, float *y, const float *x, size_t n, float a, float b);
+nst_status cuda_box_hold(nst_backend *, float *v, const float *x, const float *g, size_t n);
+nst_status cuda_box_step(nst_backend *, float *x, float *d, size_t n, float t);
 nst_status cuda_adam(nst_backend *, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *);
 
 #endif

@@ -246,6 +246,43 @@ nst_status cuda_axpby(nst_backend *be, float *y, const float *x, size_t n, float
     return NST_OK;
 }
 
+/* Projected L-BFGS's box [0, 1], as kernels/cpu/optim_cpu.c: the held pixels, the projected step */
+__global__ void k_box_hold(float *v, const float *x, const float *g, size_t n)
+{
+    GRID_STRIDE(i, n)
+    {
+        float xi = x[i], gi = g[i];
+        if ((xi <= 0.f && gi > 0.f) || (xi >= 1.f && gi < 0.f)) v[i] = 0.f;
+    }
+}
+
+nst_status cuda_box_hold(nst_backend *be, float *v, const float *x, const float *g, size_t n)
+{
+    if (!n) return NST_OK;
+    k_box_hold<<<cuda_blocks(n, 256), 256, 0, cuda_of(be)->stream>>>(v, x, g, n);
+    LAUNCH_TRY("box_hold");
+    return NST_OK;
+}
+
+__global__ void k_box_step(float *x, float *d, size_t n, float t)
+{
+    GRID_STRIDE(i, n)
+    {
+        float x0 = x[i], xi = x0 + t * d[i];
+        xi = xi < 0.f ? 0.f : (xi > 1.f ? 1.f : xi);
+        d[i] = xi - x0;
+        x[i] = xi;
+    }
+}
+
+nst_status cuda_box_step(nst_backend *be, float *x, float *d, size_t n, float t)
+{
+    if (!n) return NST_OK;
+    k_box_step<<<cuda_blocks(n, 256), 256, 0, cuda_of(be)->stream>>>(x, d, n, t);
+    LAUNCH_TRY("box_step");
+    return NST_OK;
+}
+
 /* PyTorch's order of operations, as kernels/cpu/optim_cpu.c */
 __global__ void k_adam(float *x, const float *g, float *m, float *v, size_t n, float b1, float b2, float eps, float step, float rbc2,
                        int clamp)

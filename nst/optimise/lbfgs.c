@@ -2,17 +2,18 @@
 #include "lbfgs.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../../util/mem.h"
 #include "../state/checkpoint.h"
-#include <stdio.h>
 
-nst_status nst_lbfgs_init(nst_lbfgs *L, nst_backend *be, nst_collectives coll, int m, double step, int nlocal,
+nst_status nst_lbfgs_init(nst_lbfgs *L, nst_backend *be, nst_collectives coll, int m, double step, int box, int nlocal,
                           const int *tile_index, int ntiles, const size_t *n)
 {
     memset(L, 0, sizeof *L);
     L->be = be;
+    L->box = box;
     L->coll = coll;
     L->m = m;
     L->step = step;
@@ -83,35 +84,38 @@ static nst_status global_dots(nst_lbfgs *L, float *const *a0, float *const *b0, 
 static float *const *S(const nst_lbfgs *L, int j) { return L->s + (size_t)j * L->nlocal; }
 static float *const *Y(const nst_lbfgs *L, int j) { return L->y + (size_t)j * L->nlocal; }
 
-nst_status nst_lbfgs_step(nst_lbfgs *L, float *const *x, float *const *g)
+/* The curvature pair of the last step: s = the step taken (in d), y = g - g_prev. */
+static nst_status keep_pair(nst_lbfgs *L, float *const *g)
 {
     nst_backend *be = L->be;
     const int nl = L->nlocal;
     double r[2];
-
-    /* the pair of the last step: s = the step taken (in d), y = g - g_prev */
-    if (L->iter > 0) {
-        int slot = (L->newest + 1) % L->m;
-        for (int i = 0; i < nl; i++) {
-            float *t = L->s[slot * nl + i]; /* the step is already in d: swap buffers instead of copying */
-            L->s[slot * nl + i] = L->d[i];
-            L->d[i] = t;
-            NST_TRY(be->ops->axpby(be, L->y[slot * nl + i], g[i], L->n[i], 1.f, 0.f));
-            NST_TRY(be->ops->axpby(be, L->y[slot * nl + i], L->gprev[i], L->n[i], -1.f, 1.f));
-        }
-        NST_TRY(global_dots(L, Y(L, slot), S(L, slot), Y(L, slot), Y(L, slot), 2, r));
-        if (r[0] > 1e-10 && r[1] > 0) { /* curvature: keep the pair */
-            L->newest = slot;
-            L->rho[slot] = 1.0 / r[0];
-            L->gamma = r[0] / r[1];
-            if (L->k < L->m) L->k++;
-        } else if (L->k == L->m) { /* the slot held the oldest pair, now overwritten */
-            L->k = L->m - 1;
-        }
+    int slot = (L->newest + 1) % L->m;
+    for (int i = 0; i < nl; i++) {
+        float *t = L->s[slot * nl + i]; /* the step is already in d: swap buffers instead of copying */
+        L->s[slot * nl + i] = L->d[i];
+        L->d[i] = t;
+        NST_TRY(be->ops->axpby(be, L->y[slot * nl + i], g[i], L->n[i], 1.f, 0.f));
+        NST_TRY(be->ops->axpby(be, L->y[slot * nl + i], L->gprev[i], L->n[i], -1.f, 1.f));
     }
-    for (int i = 0; i < nl; i++) NST_TRY(be->ops->axpby(be, L->gprev[i], g[i], L->n[i], 1.f, 0.f));
+    NST_TRY(global_dots(L, Y(L, slot), S(L, slot), Y(L, slot), Y(L, slot), 2, r));
+    if (r[0] > 1e-10 && r[1] > 0) { /* curvature: keep the pair */
+        L->newest = slot;
+        L->rho[slot] = 1.0 / r[0];
+        L->gamma = r[0] / r[1];
+        if (L->k < L->m) L->k++;
+    } else if (L->k == L->m) { /* the slot held the oldest pair, now overwritten */
+        L->k = L->m - 1;
+    }
+    return NST_OK;
+}
 
-    /* two-loop recursion: d = -H g */
+/* The two-loop recursion: d = -H g. */
+static nst_status two_loop(nst_lbfgs *L, float *const *g)
+{
+    nst_backend *be = L->be;
+    const int nl = L->nlocal;
+    double r[1];
     for (int i = 0; i < nl; i++) NST_TRY(be->ops->axpby(be, L->d[i], g[i], L->n[i], -1.f, 0.f));
     for (int c = 0; c < L->k; c++) { /* newest to oldest */
         int j = (L->newest - c + L->m) % L->m;
@@ -127,6 +131,23 @@ nst_status nst_lbfgs_step(nst_lbfgs *L, float *const *x, float *const *g)
         double beta = L->rho[j] * r[0];
         for (int i = 0; i < nl; i++) NST_TRY(be->ops->axpby(be, L->d[i], L->s[j * nl + i], L->n[i], (float)(L->alpha[j] - beta), 1.f));
     }
+    return NST_OK;
+}
+
+nst_status nst_lbfgs_step(nst_lbfgs *L, float *const *x, float *const *g)
+{
+    nst_backend *be = L->be;
+    const int nl = L->nlocal;
+    double r[2];
+    if (L->iter > 0) NST_TRY(keep_pair(L, g));
+    for (int i = 0; i < nl; i++) NST_TRY(be->ops->axpby(be, L->gprev[i], g[i], L->n[i], 1.f, 0.f));
+    /* the held pixels (on a bound their gradient pushes against) leave the gradient, and the
+     * direction (gprev keeps the whole gradient, which tells them) */
+    if (L->box)
+        for (int i = 0; i < nl; i++) NST_TRY(be->ops->box_hold(be, g[i], x[i], g[i], L->n[i]));
+    NST_TRY(two_loop(L, g));
+    if (L->box)
+        for (int i = 0; i < nl; i++) NST_TRY(be->ops->box_hold(be, L->d[i], x[i], L->gprev[i], L->n[i]));
 
     /* a descent direction, or start over from the gradient */
     NST_TRY(global_dots(L, g, L->d, g, g, 2, r));
@@ -140,10 +161,14 @@ nst_status nst_lbfgs_step(nst_lbfgs *L, float *const *x, float *const *g)
         double gn = sqrt(r[1]);
         t = L->step * (gn > 1.0 ? 1.0 / gn : 1.0);
     }
-    /* take the step; d keeps it for the next pair */
+    /* take the step (projected into the box); d keeps the step taken for the next pair */
     for (int i = 0; i < nl; i++) {
-        NST_TRY(be->ops->axpby(be, L->d[i], L->d[i], L->n[i], 0.f, (float)t));
-        NST_TRY(be->ops->axpby(be, x[i], L->d[i], L->n[i], 1.f, 1.f));
+        if (L->box) {
+            NST_TRY(be->ops->box_step(be, x[i], L->d[i], L->n[i], (float)t));
+        } else {
+            NST_TRY(be->ops->axpby(be, L->d[i], L->d[i], L->n[i], 0.f, (float)t));
+            NST_TRY(be->ops->axpby(be, x[i], L->d[i], L->n[i], 1.f, 1.f));
+        }
     }
     L->iter++;
     return NST_OK;

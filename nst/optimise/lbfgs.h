@@ -9,9 +9,15 @@
  *
  * No line search (as neural-style's L-BFGS): the quasi-Newton step scaled by optim.lbfgs_step,
  * the first step a gradient step of length min(1, 1/||g||) times that. A pair is kept only when
- * y.s > 0 (curvature); a direction that is not a descent direction resets the history. Pixels are
- * not projected to [0, 1] during the run (the output is clamped); projecting would break the
- * curvature pairs.
+ * y.s > 0 (curvature); a direction that is not a descent direction resets the history.
+ *
+ * In the box [0, 1] (optim.clamp, the default): a pixel on a bound that its gradient pushes
+ * against is held: it leaves the gradient the recursion sees and the direction, and the step is
+ * projected into the box. The pair keeps the step actually taken (s = the new x minus the old),
+ * so y.s stays the curvature along the path the pixels moved. The image the optimiser reports is
+ * then the one written: an unprojected iterate leaves [0, 1], and the output, clamped, would be
+ * another picture with another loss (hundreds of times higher, measured). Every operation is
+ * per pixel or a tile-ordered dot product, so the tiling stays exact.
  */
 #ifndef NST_LBFGS_H
 #define NST_LBFGS_H
@@ -33,12 +39,13 @@ typedef struct {
     double *part;            /* partials: 2 x ntiles */
     long long iter;
     int resets;              /* directions that were not descent directions */
+    int box;                 /* pixels kept in [0, 1] (projected steps, held bounds) */
 } nst_lbfgs;
 
 /* Bytes per optimised value the state holds (for the planner): 2 m + 2 floats. */
 static inline size_t nst_lbfgs_bytes_per_value(int m) { return (size_t)(2 * m + 2) * sizeof(float); }
 
-nst_status nst_lbfgs_init(nst_lbfgs *L, nst_backend *be, nst_collectives coll, int m, double step, int nlocal,
+nst_status nst_lbfgs_init(nst_lbfgs *L, nst_backend *be, nst_collectives coll, int m, double step, int box, int nlocal,
                           const int *tile_index, int ntiles, const size_t *n);
 /* One step: x[i] (local tile i, n[i] values) moves along the L-BFGS direction from the gradient
  * g[i] at x. Collective. */

@@ -43,7 +43,7 @@ size_t nst_layout_memory(const nst_grid *g, const int *owner, int r, int cheap, 
         nst_rect w = nst_grid_window(g, t), c = nst_grid_core(g, t);
         size_t wpx = (size_t)w.w * w.h, cpx = (size_t)c.w * c.h;
         b += 24 * wpx + targets_bytes(spec, net, w.h, w.w);
-        b += cheap ? 24 * wpx : opt_px_bytes * cpx;
+        b += cheap ? (opt_px_bytes - 24) * wpx : opt_px_bytes * cpx; /* cheap: over the window, whose img and dimg are x and g */
         size_t a = acts_bytes(net, w.h, w.w);
         if (gram == NST_GRAM_RESIDENT)
             b += a;
@@ -307,9 +307,9 @@ static nst_status plan_optimiser(tile_plan *p)
     const nst_config *cfg = p->cfg;
     nst_layout *L = p->L;
     /* the optimiser's state per owned pixel (exact mode): the pixels and their gradient, then Adam's
-     * m and v, or L-BFGS's history pairs, direction and previous gradient */
+     * m and v, or L-BFGS's history pairs, direction and previous gradient; and the moving average */
     L->lbfgs = strcmp(cfg->optim_method, "lbfgs") == 0;
-    L->opt_px_bytes = 24 + (L->lbfgs ? 3 * nst_lbfgs_bytes_per_value((int)cfg->optim_lbfgs_history) : 24);
+    L->opt_px_bytes = 24 + (L->lbfgs ? 3 * nst_lbfgs_bytes_per_value((int)cfg->optim_lbfgs_history) : 24) + (cfg->optim_average > 0 ? 12 : 0);
     if (L->lbfgs && L->cheap)
         return nst_fail(NST_EINPUT, "%s: optim.method = lbfgs needs tiling.mode = exact (the cheap mode's lagged Gram changes the "
                                     "objective under L-BFGS's curvature pairs)",

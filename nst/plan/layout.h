@@ -37,7 +37,7 @@ typedef struct {
     int blend_cosine;
     int blend_width;    /* feather ramp width in pixels (cheap mode) */
     int lbfgs;          /* optim.method = lbfgs */
-    size_t opt_px_bytes; /* optimiser state per owned pixel, exact mode (x, g, and Adam's m, v or L-BFGS's history) */
+    size_t opt_px_bytes; /* optimiser state per owned pixel, exact mode (x, g, and Adam's m, v or L-BFGS's history; the average) */
     nst_gram_strategy gram;
     int nranks, rank;
     int *owner;         /* per tile */

@@ -54,6 +54,11 @@ static nst_status tiles_state(nst_render_state *rs, const nst_ckpt_io *io)
         NST_TRY(nst_ckpt_io_buffer(io, name, rs->ts[i].v.data, bytes));
     }
     if (L->lbfgs) NST_TRY(nst_lbfgs_state(rs->lb, io));
+    for (int i = 0; rs->ctx->cfg->optim_average > 0 && i < L->nlocal; i++) {
+        snprintf(name, sizeof name, "avg/%d", i);
+        NST_TRY(nst_ckpt_io_buffer(io, name, rs->ts[i].a.data, nst_tensor_elems(&rs->ts[i].a) * sizeof(float)));
+    }
+    NST_TRY(nst_stop_state(rs->stop, io));
     return nst_objective_state(rs->obj, io);
 }
 
@@ -122,7 +127,7 @@ nst_status nst_render_preview(const nst_render_ctx *ctx, nst_tile *tiles, nst_ti
     double t0 = nst_now();
     float **px = nst_calloc(sizeof(float *) * ((size_t)L->nlocal + 1), "preview pixels");
     nst_rect *cores = nst_calloc(sizeof(nst_rect) * ((size_t)L->nlocal + 1), "preview cores");
-    nst_status s = px && cores ? nst_render_download_cores(ctx, tiles, ts, px) : NST_ENOMEM;
+    nst_status s = px && cores ? nst_render_download_cores(ctx, tiles, ts, done, px) : NST_ENOMEM;
     for (int i = 0; cores && i < L->nlocal; i++) cores[i] = tiles[i].core;
     s = nst_render_agree(ctx, s);
     if (s == NST_OK) s = nst_snapshot_write(ctx->preview_path, ctx->preview_side, ctx->img_w, ctx->img_h, cores, px, L->nlocal);

@@ -446,6 +446,16 @@ static nst_status try_targets(level_attempt *a, nst_level_report *r)
     return s;
 }
 
+/* The level's steps, which the stopping rule may have cut short: the ranks without tiles (which
+ * waited) learn them from the others, who all decided the same. */
+static nst_status agree_steps(nst_render_stats *st)
+{
+    double mine[2] = {(double)st->steps, st->stopped}, mn[2], mx[2], sum[2];
+    NST_TRY(nst_comm_stats(mine, mn, mx, sum, 2));
+    st->steps = (long long)mx[0], st->stopped = mx[1] > 0;
+    return NST_OK;
+}
+
 /* The render, on the ranks that have tiles; then the checkpoint's generation to every rank. */
 static nst_status try_render(level_attempt *a, int resuming, nst_adam_state *state_out, nst_level_report *r)
 {
@@ -462,6 +472,7 @@ static nst_status try_render(level_attempt *a, int resuming, nst_adam_state *sta
         ctx.guides = &a->guides;
     }
     nst_status s = render_level(&ctx, a->content, a->have_init ? a->init : NULL, a->cores, &r->stats, &r->ranks);
+    if (s == NST_OK) s = agree_steps(&r->stats);
     char phase[32];
     snprintf(phase, sizeof phase, "level %d rendered", a->k % 1000 + 1);
     nst_backend_mark(c->be, phase);
@@ -575,10 +586,10 @@ static void levels_resumed(levels_run *lr)
         nst_level_report *r = &lr->rep[k];
         const nst_ckpt_level *lv = &ck->levels[k];
         memset(r, 0, sizeof *r);
-        r->w = p->w[k], r->h = p->h[k], r->iterations = p->iterations[k], r->tiles = lv->tiles, r->ranks = lv->ranks;
+        r->w = p->w[k], r->h = p->h[k], r->iterations = lv->iterations, r->planned = p->iterations[k], r->tiles = lv->tiles, r->ranks = lv->ranks;
         r->first.total = lv->first, r->last.total = lv->last, r->seconds = lv->seconds;
         r->gram = "-";
-        lr->adam_t += p->iterations[k];
+        lr->adam_t += lv->iterations; /* the steps it took (the stopping rule may have cut them) */
         if (p->n > 1) nst_info("level %d/%d: %dx%d, finished before the checkpoint (loss %.5e -> %.5e)\n", k + 1, p->n, r->w, r->h, lv->first, lv->last);
     }
 }
@@ -645,6 +656,7 @@ static void level_done(const levels_run *lr, int k, nst_status s, double t0)
     const nst_level_plan *p = lr->p;
     nst_level_report *r = &lr->rep[k];
     r->first = r->stats.first, r->last = r->stats.last;
+    if (s == NST_OK) r->iterations = r->stats.steps; /* planned before, taken now */
     r->seconds = nst_now() - t0;
     if (s == NST_OK && lr->c->ckpt) {
         nst_ckpt_level lv = {p->w[k], p->h[k], r->tiles, r->ranks, r->iterations, r->first.total, r->last.total, r->seconds};
@@ -673,7 +685,7 @@ static nst_status level_handover(levels_run *lr, int k, nst_status s, level_stat
     }
     bufs_free(&ls->bufs, ls->L.nlocal);
     lr->prev = ls->L, lr->pcores = kept, lr->pstate = ls->state_out, lr->pw = lr->p->w[k], lr->ph = lr->p->h[k];
-    lr->adam_t += lr->p->iterations[k];
+    lr->adam_t += lr->rep[k].iterations;
     return NST_OK;
 }
 
@@ -686,7 +698,7 @@ static nst_status one_level(levels_run *lr, int k)
     const int resuming = ck && ck->resume && k == lr->k0;
     nst_level_report *r = &lr->rep[k];
     memset(r, 0, sizeof *r);
-    r->w = p->w[k], r->h = p->h[k], r->iterations = p->iterations[k];
+    r->w = p->w[k], r->h = p->h[k], r->iterations = r->planned = p->iterations[k];
     if (p->n > 1) nst_info("level %d/%d: %dx%d, %lld iterations\n", k + 1, p->n, p->w[k], p->h[k], p->iterations[k]);
     level_state ls;
     memset(&ls, 0, sizeof ls);

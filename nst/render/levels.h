@@ -51,7 +51,8 @@ nst_status nst_levels_plan(const nst_config *cfg, const nst_loss_spec *spec, int
 typedef struct {
     int w, h, tiles, ranks, tile_w, tile_h, halo;
     int halvings;            /* times the tiles were halved after an allocation failure */
-    long long iterations;
+    long long iterations;    /* the steps taken: the plan's, or fewer where the stopping rule ended the level */
+    long long planned;       /* the plan's */
     const char *gram;
     nst_loss_terms first, last;
     double seconds;          /* the level, from layout to result */

@@ -67,6 +67,8 @@ typedef struct {
     nst_acts shared;   /* one set of activations for every tile (not resident Gram) */
     nst_exchange ex;
     nst_lbfgs lb;
+    nst_stop stop;     /* the level's stopping rule (optim.stop_tolerance) */
+    long long stop_at; /* the iteration it ended the level at, before that step; -1: it did not */
     nst_tile_state *ts;
     nst_tile *tiles;
     int have_net, have_obj, have_shared;
@@ -121,6 +123,8 @@ static nst_status render_setup(render_run *r, float **content, float **init)
     if (s == NST_OK) s = nst_objective_finish_targets(&r->obj);
     if (s == NST_OK) s = nst_exchange_plan(L, &r->ex);
     if (s == NST_OK && L->lbfgs) s = nst_render_lbfgs_setup(ctx, r->ts, &r->lb);
+    if (s == NST_OK && ctx->spec->nstyle > 0) /* (the rule reads the style term: none, no rule) */
+        s = nst_stop_init(&r->stop, ctx->cfg->optim_stop_tolerance, (int)ctx->cfg->optim_stop_window, ctx->cfg->optim_stop_min);
     return nst_render_agree(ctx, s);
 }
 
@@ -131,7 +135,7 @@ static nst_status render_resume(render_run *r, nst_status s)
     const nst_render_ctx *ctx = r->ctx;
     r->t_start = ctx->state_in ? ctx->state_in->t : 0;
     r->it0 = 0;
-    nst_render_state rs = {ctx, r->ts, &r->lb, &r->obj, 0, &r->st->first};
+    nst_render_state rs = {ctx, r->ts, &r->lb, &r->stop, &r->obj, 0, &r->st->first};
     r->rs = rs;
     if (s == NST_OK && ctx->ckpt && ctx->ckpt->resume && ctx->ckpt->level == ctx->level) {
         s = nst_render_agree(ctx, nst_render_load_state(&r->rs));
@@ -246,6 +250,10 @@ static nst_status render_iteration(render_run *r, long long it)
     nst_status s = iter_objective(r, iter_exchange(r, it), &terms);
     if (s == NST_OK && it == 0) s = keep_first_gradient(r, &terms);
     if (s == NST_OK) s = iter_report(r, it, &terms);
+    if (s == NST_OK && nst_stop_feed(&r->stop, terms.style)) { /* the level ends here, before this step */
+        r->stop_at = it;
+        return NST_OK;
+    }
     if (s == NST_OK) s = iter_step(r, it);
     if (s == NST_OK) s = iter_boundary(r, it);
     return s;
@@ -285,15 +293,33 @@ static nst_status render_loop(render_run *r, nst_status s)
     r->t_mark = t_loop; /* s/iter of a row: since the previous row */
     r->mark = r->it0;
     watch_begin(r);
-    for (long long it = r->it0; s == NST_OK && it < ctx->iterations; it++) {
+    r->stop_at = -1;
+    for (long long it = r->it0; s == NST_OK && it < ctx->iterations && r->stop_at < 0; it++) {
         s = render_iteration(r, it);
         if (s == NST_OK) nst_watchdog_beat(it + 1);
     }
     nst_watchdog_disarm();
     double t_end = nst_now();
     st->seconds = t_end - t_loop - st->checkpoint_seconds - st->preview_seconds;
-    st->iterations = ctx->iterations - r->it0;
+    st->steps = r->stop_at >= 0 ? r->stop_at : ctx->iterations;
+    st->iterations = st->steps - r->it0;
+    st->stopped = r->stop_at >= 0;
+    if (s == NST_OK && st->stopped)
+        nst_info("level %d: stopped after %lld of %lld iterations: the style loss's mean over the last %d fell %.3g%% below the %d before "
+                 "(optim.stop_tolerance = %g%%)\n", ctx->level + 1, st->steps, ctx->iterations, r->stop.window, 100 * r->stop.last_drop,
+                 r->stop.window, 100 * r->stop.tolerance);
     return s;
+}
+
+/* The level's result in the pixels: the average (optim.average), and clamped into [0, 1] where the
+ * steps may have left it (optim.clamp = false) or rounding may (the average's bias correction):
+ * every output and the next level see it clamped, so its loss is taken clamped. */
+static nst_status render_result(render_run *r)
+{
+    const nst_render_ctx *ctx = r->ctx;
+    nst_status s = nst_render_take_average(ctx, r->ts, r->st->steps);
+    if (s == NST_OK && (!ctx->cfg->optim_clamp || ctx->cfg->optim_average > 0)) s = nst_render_project(ctx, r->ts);
+    return nst_render_agree(ctx, s);
 }
 
 /* The loss of the result: windows made current, one more forward. */
@@ -301,7 +327,7 @@ static nst_status render_final_loss(render_run *r)
 {
     const nst_render_ctx *ctx = r->ctx;
     nst_render_stats *st = r->st;
-    const long long iters = ctx->iterations;
+    const long long iters = st->steps;
     nst_status s = nst_exchange_refresh(ctx, r->tiles, r->ts, &r->ex);
     nst_loss_terms terms;
     if (s == NST_OK) s = nst_objective_eval(&r->obj, r->tiles, ctx->layout->nlocal, 0, NULL, &terms);
@@ -322,7 +348,7 @@ static nst_status keep_adam_state(render_run *r)
     nst_backend *be = ctx->be;
     nst_adam_state *so = ctx->state_out;
     nst_status s = NST_OK;
-    so->t = r->t_start + ctx->iterations;
+    so->t = r->t_start + r->st->steps;
     so->m = nst_calloc(sizeof(float *) * 2 * ((size_t)L->nlocal + 1), "Adam state");
     so->v = so->m ? so->m + L->nlocal + 1 : NULL;
     if (!so->m) s = NST_ENOMEM;
@@ -345,6 +371,7 @@ static void render_teardown(render_run *r)
     r->st->bytes_peak = ctx->be->bytes_peak;
     if (L->lbfgs && r->lb.resets) nst_info("L-BFGS: %d direction%s reset to the gradient (not a descent direction)\n", r->lb.resets, r->lb.resets == 1 ? "" : "s");
     nst_lbfgs_free(&r->lb);
+    nst_stop_free(&r->stop);
     nst_exchange_free(&r->ex);
     for (int i = 0; r->ts && i < L->nlocal; i++) nst_render_tile_teardown(ctx, &r->obj, &r->tiles[i], &r->ts[i]);
     nst_free(r->ts);
@@ -374,8 +401,9 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
     s = render_resume(&r, s);
     st->setup_seconds = nst_now() - t0;
     s = render_loop(&r, s);
+    if (s == NST_OK) s = render_result(&r);
     if (s == NST_OK) s = render_final_loss(&r);
-    if (s == NST_OK) s = nst_render_download_cores(ctx, r.tiles, r.ts, out); /* the cores of the result */
+    if (s == NST_OK) s = nst_render_download_cores(ctx, r.tiles, r.ts, -1, out); /* the cores of the result */
     if (s == NST_OK && ctx->state_out && !ctx->layout->lbfgs) s = keep_adam_state(&r);
     render_teardown(&r);
     return s;

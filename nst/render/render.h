@@ -25,7 +25,9 @@
 #include "../optimise/timers.h"
 
 typedef struct {
-    long long iterations;
+    long long iterations;       /* run by this call (from a resumed checkpoint's iteration on) */
+    long long steps;            /* the level's optimiser steps in all: its iterations, or fewer */
+    int stopped;                /* when the stopping rule ended it (optim.stop_tolerance) */
     nst_loss_terms first, last; /* at the initial image and at the result */
     double seconds;             /* the iteration loop */
     double setup_seconds;       /* network, targets, tiles */

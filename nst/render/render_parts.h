@@ -5,12 +5,14 @@
 #define NST_RENDER_PARTS_H
 
 #include "../optimise/lbfgs.h"
+#include "../optimise/stop.h"
 #include "render.h"
 
 /* Parallel to the tiles: what the optimiser owns for each local tile. */
 typedef struct {
     nst_tensor x, g; /* the optimised pixels and their gradient: the core (exact) or the window (cheap) */
     nst_tensor m, v; /* Adam */
+    nst_tensor a;    /* optim.average: the moving average of x, not yet bias-corrected */
 } nst_tile_state;
 
 /* The worst status of all ranks (one process: its own). */
@@ -28,10 +30,15 @@ void nst_render_tile_teardown(const nst_render_ctx *ctx, nst_objective *obj, nst
 /* Adam's step t on every local tile, or one L-BFGS step over all of them. */
 nst_status nst_render_step(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *st, nst_lbfgs *lb, long long t);
 nst_status nst_render_lbfgs_setup(const nst_render_ctx *ctx, nst_tile_state *st, nst_lbfgs *lb);
+/* optim.clamp = false: the result clamped into [0, 1] (its gradient buffers overwritten), as it is written. */
+nst_status nst_render_project(const nst_render_ctx *ctx, nst_tile_state *st);
 /* optim.iterations = 0: the initial image's cores (content and init consumed). Collective. */
 nst_status nst_render_initial(const nst_render_ctx *ctx, float **content, float **init, float **out, nst_render_stats *st);
-/* out[i] (allocated here): local tile i's core pixels as they stand. */
-nst_status nst_render_download_cores(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *ts, float **out);
+/* out[i] (allocated here): local tile i's core pixels as they stand; with avg_steps >= 0 and
+ * optim.average, the bias-corrected average after that many steps of the level instead. */
+nst_status nst_render_download_cores(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *ts, long long avg_steps, float **out);
+/* optim.average: the bias-corrected average after `steps` steps becomes the pixels (the result). */
+nst_status nst_render_take_average(const nst_render_ctx *ctx, nst_tile_state *st, long long steps);
 
 /* ---- iteration boundaries: checkpoints, signals, previews (boundary.c) --------------------------- */
 
@@ -40,6 +47,7 @@ typedef struct {
     const nst_render_ctx *ctx;
     nst_tile_state *ts;
     nst_lbfgs *lb;
+    nst_stop *stop;
     nst_objective *obj;
     long long t_start;
     nst_loss_terms *first;

@@ -4,6 +4,7 @@
  * 0's result, the initial image (see render_parts.h). */
 #include "render_parts.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "../../util/log.h"
@@ -59,6 +60,10 @@ nst_status nst_render_tile_setup(const nst_render_ctx *ctx, nst_objective *obj, 
     if (s == NST_OK) s = be->ops->upload(be, ts->x.data, x0, n, NST_F32);
     if (s == NST_OK && !L->lbfgs) s = nst_tensor_alloc(be, opt.h, opt.w, 3, NST_F32, &ts->m);
     if (s == NST_OK && !L->lbfgs) s = nst_tensor_alloc(be, opt.h, opt.w, 3, NST_F32, &ts->v);
+    if (s == NST_OK && cfg->optim_average > 0) { /* the average starts at the initial pixels (bias-corrected: x0) */
+        s = nst_tensor_alloc(be, opt.h, opt.w, 3, NST_F32, &ts->a);
+        if (s == NST_OK) s = be->ops->axpby(be, ts->a.data, ts->x.data, n, (float)(1.0 - cfg->optim_average), 0.f);
+    }
     if (s == NST_OK && !L->lbfgs && ctx->state_in) { /* the previous level's moments, upsampled */
         s = be->ops->upload(be, ts->m.data, ctx->state_in->m[li], n, NST_F32);
         if (s == NST_OK) s = be->ops->upload(be, ts->v.data, ctx->state_in->v[li], n, NST_F32);
@@ -75,10 +80,27 @@ void nst_render_tile_teardown(const nst_render_ctx *ctx, nst_objective *obj, nst
     }
     nst_tensor_free(ctx->be, &ts->m);
     nst_tensor_free(ctx->be, &ts->v);
+    nst_tensor_free(ctx->be, &ts->a);
     if (tile->img.data) nst_tile_free(obj, tile);
 }
 
-/* Adam on the owned pixels of every local tile, or an L-BFGS step over all of them. */
+/* One L-BFGS step over the local tiles' pixels. */
+static nst_status lbfgs_step(const nst_layout *L, nst_tile_state *st, nst_lbfgs *lb)
+{
+    float **x = nst_alloc_array((size_t)L->nlocal + 1, 2 * sizeof(float *), "L-BFGS vectors");
+    if (!x) return NST_ENOMEM;
+    float **g = x + L->nlocal + 1;
+    for (int i = 0; i < L->nlocal; i++) {
+        x[i] = st[i].x.data;
+        g[i] = st[i].g.data;
+    }
+    nst_status s = nst_lbfgs_step(lb, x, g);
+    nst_free(x);
+    return s;
+}
+
+/* Adam on the owned pixels of every local tile, or an L-BFGS step over all of them; then the
+ * moving average when optim.average is set. */
 nst_status nst_render_step(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *st, nst_lbfgs *lb, long long t)
 {
     const nst_config *cfg = ctx->cfg;
@@ -92,17 +114,37 @@ nst_status nst_render_step(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_
         if (!L->lbfgs)
             NST_TRY(be->ops->adam(be, st[i].x.data, st[i].g.data, st[i].m.data, st[i].v.data, nst_tensor_elems(&st[i].x), &ap));
     }
-    if (!L->lbfgs) return NST_OK;
-    float **x = nst_alloc_array((size_t)L->nlocal + 1, 2 * sizeof(float *), "L-BFGS vectors");
-    if (!x) return NST_ENOMEM;
-    float **g = x + L->nlocal + 1;
-    for (int i = 0; i < L->nlocal; i++) {
-        x[i] = st[i].x.data;
-        g[i] = st[i].g.data;
+    if (L->lbfgs) NST_TRY(lbfgs_step(L, st, lb));
+    const double beta = cfg->optim_average;
+    for (int i = 0; beta > 0 && i < L->nlocal; i++) /* the moving average: a = beta a + (1 - beta) x */
+        NST_TRY(be->ops->axpby(be, st[i].a.data, st[i].x.data, nst_tensor_elems(&st[i].x), (float)(1.0 - beta), (float)beta));
+    return NST_OK;
+}
+
+/* optim.average: after `steps` steps of the level, the bias-corrected average a / (1 - beta^(steps + 1))
+ * (the first term is the initial pixels' own) becomes the pixels: the level's result. */
+nst_status nst_render_take_average(const nst_render_ctx *ctx, nst_tile_state *st, long long steps)
+{
+    const double beta = ctx->cfg->optim_average;
+    if (beta <= 0) return NST_OK;
+    const float scale = (float)(1.0 / (1.0 - pow(beta, (double)steps + 1.0)));
+    for (int i = 0; i < ctx->layout->nlocal; i++)
+        NST_TRY(ctx->be->ops->axpby(ctx->be, st[i].x.data, st[i].a.data, nst_tensor_elems(&st[i].x), scale, 0.f));
+    return NST_OK;
+}
+
+/* optim.clamp = false: the pixels were free to leave [0, 1]; the result is clamped before its loss
+ * is taken, since every output and the next level see it clamped: the loss reported is the
+ * picture's. (A zeroed step projects x alone.) */
+nst_status nst_render_project(const nst_render_ctx *ctx, nst_tile_state *st)
+{
+    nst_backend *be = ctx->be;
+    for (int i = 0; i < ctx->layout->nlocal; i++) {
+        size_t n = nst_tensor_elems(&st[i].x);
+        NST_TRY(be->ops->zero(be, st[i].g.data, n * sizeof(float)));
+        NST_TRY(be->ops->box_step(be, st[i].x.data, st[i].g.data, n, 0.f));
     }
-    nst_status s = nst_lbfgs_step(lb, x, g);
-    nst_free(x);
-    return s;
+    return NST_OK;
 }
 
 /* L-BFGS over the local tiles' cores. */
@@ -112,7 +154,7 @@ nst_status nst_render_lbfgs_setup(const nst_render_ctx *ctx, nst_tile_state *st,
     size_t *n = nst_alloc_array((size_t)L->nlocal + 1, sizeof(size_t), "L-BFGS sizes");
     if (!n) return NST_ENOMEM;
     for (int i = 0; i < L->nlocal; i++) n[i] = nst_tensor_elems(&st[i].x);
-    nst_status s = nst_lbfgs_init(lb, ctx->be, ctx->coll, (int)ctx->cfg->optim_lbfgs_history, ctx->cfg->optim_lbfgs_step, L->nlocal,
+    nst_status s = nst_lbfgs_init(lb, ctx->be, ctx->coll, (int)ctx->cfg->optim_lbfgs_history, ctx->cfg->optim_lbfgs_step, ctx->cfg->optim_clamp, L->nlocal,
                                   L->local, L->grid.ntiles, n);
     nst_free(n);
     return s;
@@ -152,21 +194,29 @@ nst_status nst_render_initial(const nst_render_ctx *ctx, float **content, float 
     return nst_render_agree(ctx, s);
 }
 
-/* out[i] (allocated here): local tile i's core pixels as they stand. */
-nst_status nst_render_download_cores(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *ts, float **out)
+/* out[i] (allocated here): local tile i's core pixels as they stand; with avg_steps >= 0 and
+ * optim.average, the bias-corrected average after that many steps instead (a preview's picture). */
+nst_status nst_render_download_cores(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *ts, long long avg_steps, float **out)
 {
     const nst_layout *L = ctx->layout;
     nst_backend *be = ctx->be;
+    const double beta = ctx->cfg->optim_average;
+    const int avg = avg_steps >= 0 && beta > 0;
     nst_status s = NST_OK;
     for (int i = 0; s == NST_OK && i < L->nlocal; i++) {
         nst_rect core = tiles[i].core;
-        out[i] = nst_alloc_array((size_t)nst_rect_area(core) * 3, sizeof(float), "a tile's result");
+        size_t n = (size_t)nst_rect_area(core) * 3;
+        out[i] = nst_alloc_array(n, sizeof(float), "a tile's result");
         if (!out[i])
             s = NST_ENOMEM;
         else if (L->cheap)
-            s = be->ops->download_rect(be, &tiles[i].img, tiles[i].own_px, out[i]);
+            s = be->ops->download_rect(be, avg ? &ts[i].a : &tiles[i].img, tiles[i].own_px, out[i]);
         else
-            s = be->ops->download(be, out[i], ts[i].x.data, (size_t)nst_rect_area(core) * 3, NST_F32);
+            s = be->ops->download(be, out[i], avg ? ts[i].a.data : ts[i].x.data, n, NST_F32);
+        if (s == NST_OK && avg) {
+            const float scale = (float)(1.0 / (1.0 - pow(beta, (double)avg_steps + 1.0)));
+            for (size_t j = 0; j < n; j++) out[i][j] *= scale;
+        }
     }
     return s;
 }

@@ -305,11 +305,13 @@ static void record_render(FILE *f, const nst_layout *L, const nst_job_result *re
     fprintf(f, "  \"seconds_total\": %.6f,\n  \"levels\": [", res->seconds);
     for (int k = 0; k < res->nlevels; k++) {
         const nst_level_report *lr = &res->levels[k];
-        fprintf(f, "%s\n    {\"width\": %d, \"height\": %d, \"iterations\": %lld, \"tiles\": %d, \"tile_w\": %d, \"tile_h\": %d, "
-                   "\"tile_halvings\": %d, \"ranks\": %d, \"seconds\": %.6f, \"style_seconds\": %.6f, \"style_tiles\": %d, "
-                   "\"style_from_cache\": %d, \"previews\": %d, \"loss_first\": %.9g, \"loss_last\": %.9g}",
-                k ? "," : "", lr->w, lr->h, lr->iterations, lr->tiles, lr->tile_w, lr->tile_h, lr->halvings, lr->ranks, lr->seconds,
-                lr->style_seconds, lr->style_tiles, lr->style_cached, lr->stats.previews, lr->first.total, lr->last.total);
+        fprintf(f, "%s\n    {\"width\": %d, \"height\": %d, \"iterations\": %lld, \"iterations_planned\": %lld, \"stopped\": %s, "
+                   "\"tiles\": %d, \"tile_w\": %d, \"tile_h\": %d, \"tile_halvings\": %d, \"ranks\": %d, \"seconds\": %.6f, "
+                   "\"style_seconds\": %.6f, \"style_tiles\": %d, \"style_from_cache\": %d, \"previews\": %d, \"loss_first\": %.9g, "
+                   "\"loss_last\": %.9g}",
+                k ? "," : "", lr->w, lr->h, lr->iterations, lr->planned, lr->iterations < lr->planned ? "true" : "false", lr->tiles,
+                lr->tile_w, lr->tile_h, lr->halvings, lr->ranks, lr->seconds, lr->style_seconds, lr->style_tiles, lr->style_cached,
+                lr->stats.previews, lr->first.total, lr->last.total);
     }
     fprintf(f, "\n  ],\n");
 }

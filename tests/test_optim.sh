@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# tests/test_optim.sh: the optimisers end to end.
+#
+#   tests/test_optim.sh NSTBATCH IMAGE_DIFF
+#
+# On the demo at 128x96 (random VGG-19 at width 1/8, 16-bit PNG):
+# - the picture reported is the picture written: for Adam and L-BFGS, each with optim.clamp on and
+#   off, and with optim.average, the written image scored again (a render of it with one iteration:
+#   its first objective) equals the level's last logged loss to within what the output's 16-bit
+#   quantisation explains (the gradient's L1 norm there times half a step, twice over);
+# - the stopping rule and the average keep the tiling exact: 2 ranks on 48 px tiles equal one tile
+#   on one rank bit for bit, and stop at the same iteration; in a 2-level pyramid the rule ends the
+#   first level early, the run record says so (iterations, iterations_planned, stopped), and the
+#   second level runs in full;
+# - bad values of the new keys are one clear error each.
+NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
+. "$(dirname "$0")/lib.sh" test_optim
+
+{ demo_pair; printf '[output]\nwidth = 128\nheight = 96\nbits = 16\noverwrite = true\npreview = 0\n'
+  printf '[model]\nrandom_width_divisor = 8\n[optim]\niterations = 40\n[pyramid]\nlevels = 1\n'
+  printf '[run]\ndevice = cpu\nthreads = 1\nprint_every = 0\nprogress = lines\n'; } >"$T/o.ini"
+
+# nst NAME RANKS ARGS...: the demo into NAME.png with a run record NAME.json; log NAME.log, status rc
+nst() {
+  local name=$1 np=$2; shift 2
+  (cd "$T" && timeout 300 mpirun --oversubscribe --bind-to none -np "$np" "$NST" o.ini --set output.path="$name.png" \
+      --set run.record="$name.json" "$@") >"$T/$name.log" 2>&1
+  rc=$?
+}
+# last_loss NAME: the last level's loss_last from NAME.json
+last_loss() { sed -n 's/.*"loss_last": \([^}]*\)}.*/\1/p' "$T/$1.json" | tail -n 1; }
+
+# ---- the picture reported is the picture written ---------------------------------------------------
+reported_is_written() {
+  local name=$1; shift
+  nst "$name" 1 "$@"
+  [ $rc -eq 0 ] || { bad "$name: render" "exit $rc" "$(tail -n 5 "$T/$name.log")"; return; }
+  nst "${name}_re" 1 "$@" --set optim.init=image --set optim.init_path="$name.png" --set optim.iterations=1 \
+      --set run.first_gradient="${name}_re.grad"
+  [ $rc -eq 0 ] || { bad "$name: scoring the output again" "exit $rc" "$(tail -n 5 "$T/${name}_re.log")"; return; }
+  local logged re; logged=$(last_loss "$name"); re=$("$DIFF" --l1 "$T/${name}_re.grad")
+  # |L(x) - L(written)| <= ||grad||_1 * (half a 16-bit step), to first order; twice that, and the
+  # loss's own fp32 rounding (1e-6 of it), for the rest
+  if awk -v a="$logged" -v b="$(cut -d' ' -f2 <<<"$re")" -v g="$(cut -d' ' -f4 <<<"$re")" \
+       'BEGIN { d = a - b; if (d < 0) d = -d; bound = 2 * g * 0.5 / 65535 + 1e-6 * a; printf "%.3g (bound %.3g)", d, bound; exit !(a != "" && d <= bound) }' \
+       >"$T/$name.verdict"; then
+    ok "$name: the written image scores $(cut -d' ' -f2 <<<"$re"), the log said $logged: differ by $(cat "$T/$name.verdict")"
+  else bad "$name: the written image is not the reported one" "logged $logged, written ${re}: $(cat "$T/$name.verdict")"; fi
+}
+reported_is_written adam
+reported_is_written adam_free --set optim.clamp=false
+reported_is_written lbfgs --set optim.method=lbfgs
+reported_is_written lbfgs_free --set optim.method=lbfgs --set optim.clamp=false
+reported_is_written adam_average --set optim.average=0.9
+reported_is_written lbfgs_average --set optim.method=lbfgs --set optim.average=0.9
+
+# ---- the stopping rule and the average on tiles ---------------------------------------------------
+# tolerance 12 % over windows of 5 after 40 iterations: it fires late in 160 here (at 104, Zen 3),
+# and at 30 the second level of the pyramid below is too short for it
+rule=(--set optim.average=0.9 --set optim.stop_tolerance=0.12 --set optim.stop_window=5 --set optim.stop_min=40 --set optim.iterations=160)
+stopped_at() { sed -n 's/.*stopped after \([0-9]*\) of.*/\1/p' "$T/$1.log" | head -n 1; }
+nst rule1 1 "${rule[@]}"
+nst rule2 2 "${rule[@]}" --set tiling.tile_size=48
+a1=$(stopped_at rule1) a2=$(stopped_at rule2)
+if [ -n "$a1" ] && [ "$a1" -gt 40 ] && [ "$a1" -lt 160 ] && [ "$a1" = "$a2" ]; then
+  same "averaged, stopped at $a1 of 160 on both: 2 ranks on 48 px tiles == one tile" rule1.png rule2.png
+else bad "the stopping rule on tiles" "stopped at '$a1' (1 rank) and '$a2' (2 ranks)" "$(tail -n 4 "$T/rule1.log"; tail -n 4 "$T/rule2.log")"; fi
+
+nst levels 2 "${rule[@]}" --set pyramid.levels=2 --set pyramid.iterations=120,30 --set tiling.tile_size=48
+first=$(grep -o '"iterations": [0-9]*, "iterations_planned": [0-9]*, "stopped": [a-z]*' "$T/levels.json" | head -n 1)
+second=$(grep -o '"iterations": [0-9]*, "iterations_planned": [0-9]*, "stopped": [a-z]*' "$T/levels.json" | sed -n 2p)
+if [ $rc -eq 0 ] && [[ "$first" =~ \"iterations\":\ ([0-9]+),\ \"iterations_planned\":\ 120,\ \"stopped\":\ true ]] && [ "${BASH_REMATCH[1]}" -lt 120 ] &&
+   [ "$second" = '"iterations": 30, "iterations_planned": 30, "stopped": false' ]; then
+  ok "2 levels: the rule ends level 1 early and the record says so ($first), level 2 runs its 30"
+else bad "the stopping rule in a pyramid" "exit $rc; level 1: '$first'; level 2: '$second'" "$(tail -n 6 "$T/levels.log")"; fi
+
+# ---- bad values ----------------------------------------------------------------------------------
+for kv in optim.average=1 optim.stop_tolerance=-0.1 optim.stop_window=0 optim.stop_min=-1; do
+  nst bad 1 --set "$kv"
+  if one_error bad 2 "${kv%%=*}"; then ok "$kv: exit 2, one line naming the key"
+  else bad "$kv" "exit $rc" "$(cat "$T/bad.log")"; fi
+done
+
+finish
