@@ -35,7 +35,7 @@ median() { sort -g | awk '{ a[NR] = $1 } END { if (NR) print (NR % 2) ? a[(NR + 
 # spi SIZE PRECISION: one render's median s/iter
 spi() {
   "$NST" "$T/b.ini" --set run.precision="$2" --set output.width="${1%x*}" --set output.height="${1#*x}" \
-    --set optim.iterations=$((ITERS + 2)) >"$T/run.log" 2>&1 || { cat "$T/run.log" >&2; return 1; }
+    --set optim.method=adam --set optim.iterations=$((ITERS + 2)) >"$T/run.log" 2>&1 || { cat "$T/run.log" >&2; return 1; }
   awk -v n="$((ITERS + 2))" '$1 ~ /^[0-9]+$/ && NF >= 6 && $1 >= 2 && $1 < n && $6 ~ /^[0-9.]+$/ { print $6 }' "$T/run.log" | median
 }
 "$NST" "$T/b.ini" --set optim.iterations=0 --set output.width=64 --set output.height=48 >"$T/probe.log" 2>&1

@@ -39,7 +39,7 @@ render() {
   local name=$1 c=$2 s=$3; shift 3
   local log
   log=$(./nstbatch configs/demo.ini --set content.path="$(readlink -f "$c")" --set style.path="$(readlink -f "$s")" \
-        --set model.weights="$T/w4.h5" --set output.size="$size" --set optim.iterations="$iters" --set output.bits=16 \
+        --set model.weights="$T/w4.h5" --set output.size="$size" --set optim.method=adam --set optim.iterations="$iters" --set output.bits=16 \
         --set run.print_every=50 --set output.path="$T/$name.tif" --set run.record="$T/$name.json" "$@" 2>&1)
   printf '### %s\n%s\n' "$name" "$log" >>"$raw"
   sed -n 's/.*"last": {"total": \([^,]*\).*/\1/p' "$T/$name.json"
@@ -73,7 +73,7 @@ if [ ${#pairs[@]} -gt 1 ]; then
   ./nstbatch --make-weights random "$T/w1.h5" --seed 1 >/dev/null
   start=$(date +%s)
   log=$(./nstbatch configs/demo.ini --set content.path="$(readlink -f "$c")" --set style.path="$(readlink -f "$s")" \
-        --set model.weights="$T/w1.h5" --set output.size="$long_size" --set optim.iterations="$long_iters" --set run.print_every=1 \
+        --set model.weights="$T/w1.h5" --set output.size="$long_size" --set optim.method=adam --set optim.iterations="$long_iters" --set run.print_every=1 \
         --set run.precision=bf16 --set output.path="$T/long.tif" --set run.record="$T/long.json" 2>&1)
   secs=$(( $(date +%s) - start ))
   printf '### long bf16 render\n%s\n' "$log" >>"$raw"

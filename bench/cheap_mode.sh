@@ -16,7 +16,7 @@ trap 'rm -rf "$T"' EXIT
 iters=${ITERS:-200}
 json() { sed -n "s/.*\"$2\": \"\{0,1\}\([^\",}]*\).*/\1/p" "$1" | head -n 1; }
 last() { sed -n 's/.*"last": {"total": \([^,]*\).*/\1/p' "$1"; }
-base=(configs/demo.ini --set model.random_width_divisor=4 --set optim.iterations="$iters" --set output.bits=16
+base=(configs/demo.ini --set model.random_width_divisor=4 --set optim.method=adam --set optim.iterations="$iters" --set output.bits=16
       --set output.width=384 --set output.height=256 --set run.print_every=0)
 runs=("exact_1tile 1"
       "exact_tiles128 2 --set tiling.tile_size=128"

@@ -71,7 +71,7 @@ run_round() {
   # ---- nstbatch -------------------------------------------------------------------------------
   for p in "${nst_precs[@]}"; do
     log=$(OMP_NUM_THREADS=$threads ./nstbatch configs/demo.ini --set model.weights="$T/w.h5" --set output.width="$W" \
-          --set output.height="$H" --set optim.iterations="$iters" --set run.print_every=1 --set output.path="$T/out.png" \
+          --set output.height="$H" --set optim.method=adam --set optim.iterations="$iters" --set run.print_every=1 --set output.path="$T/out.png" \
           --set run.threads="$threads" --set run.device=cpu --set run.precision=$p --set run.record="$T/rec.json" 2>&1)
     printf '### nstbatch %s %s\n%s\n' "$p" "$size" "$log" >>"$raw"
     style_size=$(sed -n 's/^style: .* -> \([0-9]*x[0-9]*\)$/\1/p' <<<"$log")
@@ -142,7 +142,7 @@ done
 first=${sizes%% *} pp=${nst_precs[-1]}
 profile_run() {
   NSTBATCH_PROFILE=1 OMP_NUM_THREADS=$threads ./nstbatch configs/demo.ini --set model.weights="$T/w.h5" --set output.width="${first%x*}" \
-    --set output.height="${first#*x}" --set optim.iterations="$1" --set run.print_every=0 --set output.path="$T/out.png" \
+    --set output.height="${first#*x}" --set optim.method=adam --set optim.iterations="$1" --set run.print_every=0 --set output.path="$T/out.png" \
     --set run.threads="$threads" --set run.device=cpu --set run.precision="$pp" 2>&1 | sed -n '/^profile:/,$p'
 }
 prof_short=$(profile_run 4) prof=$(profile_run $((4 + iters)))

@@ -99,7 +99,7 @@ nst_run() {
   local w=${1%x*} h=${1#*x}
   rm -f "$T/rec.json"
   $LAUNCH "$NST" "$T/bench.ini" --set output.width="$w" --set output.height="$h" --set tiling.tile_size="$((w > h ? w : h))" \
-    --set optim.iterations="$2" --set run.record="$T/rec.json" >"$T/run.log" 2>&1
+    --set optim.method=adam --set optim.iterations="$2" --set run.record="$T/rec.json" >"$T/run.log" 2>&1
 }
 rows=()
 for S in $SIZES; do

@@ -22,7 +22,7 @@ for width in 4 1; do
   for ((r = 0; r < reps; r++)); do
     for mode in blend masks; do
       masks=$([ $mode = masks ] && echo configs/demo/sky.png,configs/demo/ground.png || true)
-      ./nstbatch configs/masks.ini --set style.masks="$masks" --set model.random_width_divisor="$width" --set optim.iterations="$iters" \
+      ./nstbatch configs/masks.ini --set style.masks="$masks" --set model.random_width_divisor="$width" --set optim.method=adam --set optim.iterations="$iters" \
           --set output.path="$T/$mode.png" --set run.record="$T/$mode.json" -q
       json "$T/$mode.json" seconds_per_iteration >>"$T/$mode.$width"
       json "$T/$mode.json" peak_bytes_max >"$T/$mode.$width.mem"

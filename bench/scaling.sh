@@ -42,7 +42,7 @@ run() {
   local name=$1 n=$2 w=$3 h=$4 threads over=""
   threads=$(( cores / n )); [ "$threads" -lt 1 ] && threads=1
   [ "$n" -gt "$cores" ] && over="--oversubscribe"
-  local args=(configs/demo.ini --set output.width="$w" --set output.height="$h" --set optim.iterations="$iters"
+  local args=(configs/demo.ini --set output.width="$w" --set output.height="$h" --set optim.method=adam --set optim.iterations="$iters"
               --set model.random_width_divisor="$div" --set run.threads="$threads" --set run.print_every=0
               --set output.path="$T/$name.png" --set run.record="$T/$name.json")
   [ -n "${TILE:-}" ] && args+=(--set tiling.tile_size="$TILE")

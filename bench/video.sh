@@ -32,6 +32,7 @@ path = clip/frame_%05d.png
 [style]
 path = $ROOT/configs/demo/style.png
 [optim]
+method = adam
 iterations = $N
 [run]
 print_every = 1

@@ -25,6 +25,7 @@
 #include "../tiler/rect.h"
 #include "../util/status.h"
 #include "precision.h"
+#include "xsum.h"
 
 typedef struct {
     int h, w, c;
@@ -108,17 +109,21 @@ typedef struct {
      * f's dtype, then the product as without a mask) */
     nst_status (*gram_backward)(nst_backend *, const nst_tensor *f, nst_rect seed, const nst_tensor *m, const float *d,
                                 float scale, nst_tensor *df);
-    /* *sumsq = sum over p in own of m_p sum_c (f - p)^2; if df: df += (scale m_p) (f - p) over seed */
+    /* The loss sums add into exact accumulators (kernels/xsum.h). On the CPU each position's (or
+     * pixel's) own sum is taken in double, in order, and the positions' sums exactly, so a tiled
+     * image's sums equal the whole image's bit for bit; the CUDA backend adds its reduction's
+     * double, tile by tile. */
+    /* *sumsq += sum over p in own of m_p sum_c (f - p)^2; if df: df += (scale m_p) (f - p) over seed */
     nst_status (*mse)(nst_backend *, const nst_tensor *f, const nst_tensor *p, nst_rect own, nst_rect seed, const nst_tensor *m,
-                      float scale, double *sumsq, nst_tensor *df);
-    /* Squared total variation of img (fp32, c = 3): *sum over pairs (p, right or lower neighbour)
-     * with p in own of (x_q - x_p)^2; if dimg: dimg += scale * d(sum)/dx over seed. */
-    nst_status (*tv)(nst_backend *, const nst_tensor *img, nst_rect own, nst_rect seed, float scale, double *sum,
+                      float scale, nst_xsum *sumsq, nst_tensor *df);
+    /* Squared total variation of img (fp32, c = 3): *sum += the sum over pairs (p, right or lower
+     * neighbour) with p in own of (x_q - x_p)^2; if dimg: dimg += scale * d(sum)/dx over seed. */
+    nst_status (*tv)(nst_backend *, const nst_tensor *img, nst_rect own, nst_rect seed, float scale, nst_xsum *sum,
                      nst_tensor *dimg);
     /* Adam on n fp32 values */
     nst_status (*adam)(nst_backend *, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *);
-    /* *out = sum over own of t^2 */
-    nst_status (*sumsq)(nst_backend *, const nst_tensor *t, nst_rect own, double *out);
+    /* *out += sum over own of t^2 (each position's channels in double, the positions exactly) */
+    nst_status (*sumsq)(nst_backend *, const nst_tensor *t, nst_rect own, nst_xsum *out);
     /* *out = sum a[i] * b[i] (fp32 arrays), independent of the thread count */
     nst_status (*dot)(nst_backend *, const float *a, const float *b, size_t n, double *out);
     /* y = a * x + b * y on n fp32 values (x may be y): the L-BFGS vector updates */
@@ -145,6 +150,12 @@ typedef struct {
      * zeros, NST_GRAM_ENONFINITE with a NaN or infinity (or a mask weight outside [0, 1]); where
      * it exceeds e the call added nothing valid (the caller sums again with e = that bound). */
     nst_status (*gram_fixed)(nst_backend *, const nst_tensor *f, nst_rect own, const nst_tensor *m, int e, int64_t *acc, int *emax);
+    /* acc += a . b, grouped the same way on every tiling (NULL where a backend has none: the CUDA
+     * one): a and b hold a tile's pixels, h rows of w x 3 values; each row's products are added in
+     * double over runs of `seg` pixels from the row's start, in order, and the runs' sums exactly
+     * (kernels/xsum.h). Tiles whose rows start at multiples of seg in the image then add up to the
+     * whole image's sum, bit for bit. */
+    nst_status (*dot_exact)(nst_backend *, const float *a, const float *b, int w, int h, int seg, nst_xsum *acc);
 } nst_backend_ops;
 
 #define NST_GRAM_EMIN (-1000)

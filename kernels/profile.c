@@ -104,11 +104,11 @@ static nst_status p_gram_backward(nst_backend *be, const nst_tensor *f, nst_rect
     TIMED(be, "gram_backward", f->c, 0, REAL(be)->gram_backward(be, f, seed, m, d, scale, df));
 }
 static nst_status p_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *pt, nst_rect own, nst_rect seed, const nst_tensor *m,
-                        float scale, double *ss, nst_tensor *df)
+                        float scale, nst_xsum *ss, nst_tensor *df)
 {
     TIMED(be, "mse", f->c, 0, REAL(be)->mse(be, f, pt, own, seed, m, scale, ss, df));
 }
-static nst_status p_tv(nst_backend *be, const nst_tensor *img, nst_rect own, nst_rect seed, float scale, double *sum, nst_tensor *dimg)
+static nst_status p_tv(nst_backend *be, const nst_tensor *img, nst_rect own, nst_rect seed, float scale, nst_xsum *sum, nst_tensor *dimg)
 {
     TIMED(be, "tv", 0, 0, REAL(be)->tv(be, img, own, seed, scale, sum, dimg));
 }
@@ -116,7 +116,7 @@ static nst_status p_adam(nst_backend *be, float *x, const float *g, float *m, fl
 {
     TIMED(be, "adam", 0, 0, REAL(be)->adam(be, x, g, m, v, n, ap));
 }
-static nst_status p_sumsq(nst_backend *be, const nst_tensor *t, nst_rect own, double *out)
+static nst_status p_sumsq(nst_backend *be, const nst_tensor *t, nst_rect own, nst_xsum *out)
 {
     TIMED(be, "sumsq", t->c, 0, REAL(be)->sumsq(be, t, own, out));
 }

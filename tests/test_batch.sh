@@ -62,7 +62,7 @@ if grep -q 'level 1/3 done.*on fewer ranks' "$T/pyr.log"; then ok "the one-tile 
 nlev=$(grep -o '"loss_last": [0-9.e+-]*' "$T/out/pyr.json" | wc -l)
 [ "$nlev" = 3 ] && ok "the run record lists 3 levels with their losses" || bad "run record levels" "$nlev" "$(cat "$T/out/pyr.json")"
 nst pyrc 2 base.ini --set output.path=out/pyrc.tif --set output.width=192 --set output.height=128 --set pyramid.levels=3 \
-  --set tiling.tile_size=64 --set pyramid.state=carry
+  --set tiling.tile_size=64 --set pyramid.state=carry --set optim.method=adam
 [ $rc -eq 0 ] && grep -q "Adam state at a level change: carry" "$T/pyrc.log" && ok "pyramid.state = carry renders (Adam's moments upsampled)" \
   || bad "pyramid.state = carry" "exit $rc" "$(cat "$T/pyrc.log")"
 
@@ -193,7 +193,7 @@ if grep -q "style targets.*computed over tiles" "$T/stt.log" && grep -q "style t
 same "style targets over tiles render what whole-image targets do" out/stw.tif out/stt.tif
 
 # ---- L-BFGS ------------------------------------------------------------------------------------------
-nst adam 1 base.ini --set output.path=out/adam.tif --set output.width=192 --set output.height=128 --set optim.iterations=100 --set run.print_every=5
+nst adam 1 base.ini --set output.path=out/adam.tif --set output.width=192 --set output.height=128 --set optim.iterations=100 --set run.print_every=5 --set optim.method=adam
 nst lb1 1 base.ini --set output.path=out/lb1.tif --set output.width=192 --set output.height=128 --set optim.iterations=100 --set run.print_every=5 --set optim.method=lbfgs --set tiling.tile_size=64
 nst lb4 4 base.ini --set output.path=out/lb4.tif --set output.width=192 --set output.height=128 --set optim.iterations=100 --set run.print_every=5 --set optim.method=lbfgs --set tiling.tile_size=64
 target=$(awk '$1 == 100 { print $2 }' "$T/adam.log" | tail -n 1)

@@ -55,6 +55,8 @@ fi
 side="the GPU"; [ -n "$STAND_IN" ] && side="the CPU capped at $STAND_IN (stand-in)"
 echo "    device side: $side${PLANT:+, planted defect: $PLANT}"
 
+# Adam (not auto's L-BFGS): the checks judge the first objective, before any step, and the memory
+# limits below are sized for Adam's state
 cat >"$T/g.ini" <<EOF
 [content]
 path = $ROOT/configs/demo/content.png
@@ -68,6 +70,7 @@ overwrite = true
 [model]
 random_width_divisor = 8
 [optim]
+method = adam
 iterations = 1
 init = noise
 [run]

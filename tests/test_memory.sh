@@ -30,6 +30,7 @@ preview = 0
 [model]
 random_width_divisor = 4
 [optim]
+method = adam
 iterations = 0
 [pyramid]
 levels = 2

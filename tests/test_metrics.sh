@@ -41,6 +41,7 @@ preview = 0
 [model]
 random_width_divisor = 8
 [optim]
+method = adam
 iterations = 60
 [tiling]
 tile_size = 64
@@ -135,7 +136,8 @@ nst nogpu env LD_LIBRARY_PATH=/nonexistent "$NST" m.ini --set output.path=nogpu.
 
 # ---- progress ------------------------------------------------------------------------------------------
 nst live "$NST" m.ini --set output.path=live.png --set run.progress=live --set optim.iterations=200 --set run.print_every=100
-if [ $rc -eq 0 ] && grep -a -q $'\r\033\\[Klevel 2/2  iteration [0-9]*/200  loss .* MPit/s  ETA [0-9]' "$T/live.log"; then
+# (level 2 runs 100: pyramid.decay halves the coarser level's 200)
+if [ $rc -eq 0 ] && grep -a -q $'\r\033\\[Klevel 2/2  iteration [0-9]*/100  loss .* MPit/s  ETA [0-9]' "$T/live.log"; then
   ok "run.progress = live: a status line redrawn in place with level, iteration, loss, MPit/s, ETA"
 else bad "live progress" "exit $rc" "$(tr '\r' '\n' <"$T/live.log" | tail -n 5)"; fi
 rows=$(tr '\r' '\n' <"$T/live.log" | sed 's/\x1b\[K//g' | grep -a -E '^ +100 ')

@@ -457,13 +457,14 @@ typedef struct {
 static double loss_f(void *p, const float *x)
 {
     loss_ctx *c = p;
-    double s = 0;
+    nst_xsum s;
+    nst_xsum_zero(&s);
     put(&c->tf, x);
     if (c->tv)
         be->ops->tv(be, &c->tf, c->own, c->own, 1.f, &s, NULL);
     else
         be->ops->mse(be, &c->tf, &c->tp, c->own, c->own, c->m, 1.f, &s, NULL);
-    return s;
+    return nst_xsum_value(&s);
 }
 
 static void t_mse_and_tv_finite_differences_and_regions(void)
@@ -478,10 +479,12 @@ static void t_mse_and_tv_finite_differences_and_regions(void)
         loss_ctx lc = {tens(h, w, c), tens(h, w, c), whole, tv, NULL};
         put(&lc.tp, p);
         nst_tensor tg = tens(h, w, c);
-        double s = 0, naive = 0;
+        double naive = 0;
+        nst_xsum sx;
+        nst_xsum_zero(&sx);
         put(&lc.tf, f);
         if (tv) {
-            be->ops->tv(be, &lc.tf, whole, whole, 1.f, &s, &tg);
+            be->ops->tv(be, &lc.tf, whole, whole, 1.f, &sx, &tg);
             for (int y = 0; y < h; y++)
                 for (int x = 0; x < w; x++)
                     for (int k = 0; k < c; k++) {
@@ -490,18 +493,21 @@ static void t_mse_and_tv_finite_differences_and_regions(void)
                         if (y + 1 < h) naive += pow(f[((size_t)(y + 1) * w + x) * c + k] - v, 2);
                     }
         } else {
-            be->ops->mse(be, &lc.tf, &lc.tp, whole, whole, NULL, 2.f, &s, &tg); /* scale 2: the gradient of the sum */
+            be->ops->mse(be, &lc.tf, &lc.tp, whole, whole, NULL, 2.f, &sx, &tg); /* scale 2: the gradient of the sum */
             for (size_t i = 0; i < n; i++) naive += pow((double)f[i] - p[i], 2);
         }
+        const double s = nst_xsum_value(&sx);
         CHECK_NEAR(s, naive, 1e-9 * fmax(1, naive), tv ? "tv value" : "mse value");
         get(&tg, g);
         double e = fd_worst(&lc, loss_f, f, g, n, 1e-1f, 4, 16); /* quadratic */
         CHECK(e <= 1e-3, "%s finite differences: rel err %.3g", tv ? "tv" : "mse", e);
 
-        /* Tiling semantics: values over owned parts add up to the whole, and the gradient seeded
-         * on a part equals the whole gradient there (and is untouched elsewhere). */
+        /* Tiling semantics: values over owned parts add up to the whole, bit for bit (the sums are
+         * exact), and the gradient seeded on a part equals the whole gradient there (and is
+         * untouched elsewhere). */
         nst_rect left = {0, 0, 4, h}, right = {4, 0, w - 4, h};
-        double sl, sr;
+        nst_xsum sl, sr;
+        nst_xsum_zero(&sl), nst_xsum_zero(&sr);
         nst_tensor tg2 = tens(h, w, c);
         if (tv) {
             be->ops->tv(be, &lc.tf, left, left, 1.f, &sl, &tg2);
@@ -510,7 +516,8 @@ static void t_mse_and_tv_finite_differences_and_regions(void)
             be->ops->mse(be, &lc.tf, &lc.tp, left, left, NULL, 2.f, &sl, &tg2);
             be->ops->mse(be, &lc.tf, &lc.tp, right, right, NULL, 2.f, &sr, NULL);
         }
-        CHECK_NEAR(sl + sr, s, 1e-9 * fmax(1, s), "parts add up to the whole");
+        nst_xsum_merge(&sl, &sr);
+        CHECK(nst_xsum_value(&sl) == s, "parts add up to the whole: %.17g against %.17g", nst_xsum_value(&sl), s);
         get(&tg2, g2);
         for (int y = 0; y < h; y++)
             for (int x = 0; x < w; x++)
@@ -809,9 +816,12 @@ static void t_masked_mse_vs_naive_and_finite_differences(void)
     put(&lc.tf, f), put(&lc.tp, p);
     for (int k = 0; k < 2; k++) {
         nst_rect r = lc.own = regions[k];
-        double s = 0, naive = 0, worst = 0;
+        double naive = 0, worst = 0;
+        nst_xsum sx;
+        nst_xsum_zero(&sx);
         be->ops->zero(be, tg.data, n * sizeof(float));
-        CHECK(be->ops->mse(be, &lc.tf, &lc.tp, r, r, &m, 2.f, &s, &tg) == NST_OK, "%s", nst_fail_message());
+        CHECK(be->ops->mse(be, &lc.tf, &lc.tp, r, r, &m, 2.f, &sx, &tg) == NST_OK, "%s", nst_fail_message());
+        const double s = nst_xsum_value(&sx);
         get(&tg, g);
         for (int y = 0; y < h; y++)
             for (int x = 0; x < w; x++)
@@ -837,7 +847,8 @@ static void ones_vs_none(nst_dtype dt, int h, int w, int c, nst_rect r)
 {
     size_t n = (size_t)h * w * c, cc = (size_t)c * c;
     float *v = buf(n), *d = buf(cc), *o[2] = {buf(n), buf(n)};
-    double *g[2] = {nst_calloc(cc * sizeof(double), "test"), nst_calloc(cc * sizeof(double), "test")}, s[2];
+    double *g[2] = {nst_calloc(cc * sizeof(double), "test"), nst_calloc(cc * sizeof(double), "test")};
+    nst_xsum s[2];
     test_fill(v, n, 95, -1, 2);
     test_fill(d, cc, 96, -1, 1);
     for (int i = 0; i < c; i++)
@@ -852,6 +863,7 @@ static void ones_vs_none(nst_dtype dt, int h, int w, int c, nst_rect r)
     for (int op = 0; op < 3; op++) {
         for (int k = 0; k < 2; k++) {
             const nst_tensor *m = k ? &ones : NULL;
+            nst_xsum_zero(&s[k]);
             be->ops->upload(be, df[k].data, v, n, dt);
             nst_status st = op == 0   ? be->ops->gram_accumulate(be, &f, r, m, g[k])
                             : op == 1 ? be->ops->gram_backward(be, &f, r, m, d, 0.75f, &df[k])
@@ -862,7 +874,7 @@ static void ones_vs_none(nst_dtype dt, int h, int w, int c, nst_rect r)
         int differ = 0;
         for (size_t i = 0; i < n; i++) differ += memcmp(&o[0][i], &o[1][i], sizeof(float)) != 0;
         if (op == 0) differ = memcmp(g[0], g[1], cc * sizeof(double)) != 0;
-        if (op == 2) differ += memcmp(&s[0], &s[1], sizeof(double)) != 0;
+        if (op == 2) differ += nst_xsum_value(&s[0]) != nst_xsum_value(&s[1]);
         CHECK(differ == 0, "%s %s region %dx%d+%d+%d: a mask of ones differs from none (%d values)", dn,
               op == 0 ? "gram_accumulate" : op == 1 ? "gram_backward" : "mse", r.w, r.h, r.x, r.y, differ);
     }
@@ -888,7 +900,9 @@ static void t_bad_masks_are_refused(void)
     bad[0] = tens(h, w + 1, 1), bad[1] = tens(h - 1, w, 1), bad[2] = tens(h, w, 2);
     CHECK(nst_tensor_alloc(be, h, w, 1, NST_BF16, &bad[3]) == NST_OK, "tensor");
     float d[9] = {0};
-    double g[9] = {0}, s = 0;
+    double g[9] = {0};
+    nst_xsum s;
+    nst_xsum_zero(&s);
     nst_rect all = nst_tensor_rect(&f);
     const char *what[] = {"wider", "shorter", "2 channels", "bf16"};
     for (int k = 0; k < 4; k++) {
@@ -936,18 +950,22 @@ static void t_reductions_are_exact_enough_and_thread_independent(void)
     float *a = buf(n), *b = buf(n);
     test_fill(a, n, 30, -1, 1);
     test_fill(b, n, 31, -1, 1);
-    double d, ss;
+    double d;
+    nst_xsum x, x1;
+    nst_xsum_zero(&x), nst_xsum_zero(&x1);
     be->ops->dot(be, a, b, n, &d);
     CHECK_NEAR(d, dotd(a, b, n), 1e-9, "dot");
     nst_tensor t = {1, (int)(n / 1), 1, NST_F32, a};
-    be->ops->sumsq(be, &t, nst_tensor_rect(&t), &ss);
+    be->ops->sumsq(be, &t, nst_tensor_rect(&t), &x);
+    const double ss = nst_xsum_value(&x);
     CHECK_NEAR(ss, dotd(a, a, n), 1e-8, "sumsq");
-    /* the same sums on one thread: bit-identical (per-row/chunk partials added in order) */
+    /* the same sums on one thread: bit-identical (dot: chunk partials added in order; sumsq exact) */
     int saved = omp_get_max_threads();
     omp_set_num_threads(1);
-    double d1, ss1;
+    double d1;
     be->ops->dot(be, a, b, n, &d1);
-    be->ops->sumsq(be, &t, nst_tensor_rect(&t), &ss1);
+    be->ops->sumsq(be, &t, nst_tensor_rect(&t), &x1);
+    const double ss1 = nst_xsum_value(&x1);
     omp_set_num_threads(saved);
     CHECK(d1 == d && ss1 == ss, "1 thread: dot %.17g vs %.17g, sumsq %.17g vs %.17g", d1, d, ss1, ss);
     nst_free(a), nst_free(b);

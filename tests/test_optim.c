@@ -119,6 +119,82 @@ static void t_restored_history_decides_the_same(void)
     CHECK(ref > 300, "the reference fired at %lld (about W / tolerance - a = 490 expected)", ref);
 }
 
+/* ---- exact sums ------------------------------------------------------------------------------- */
+
+static uint64_t xrng = 88172645463325252ull;
+static uint64_t next_u64(void) { xrng ^= xrng << 13, xrng ^= xrng >> 7, xrng ^= xrng << 17; return xrng; }
+/* a double of random sign, mantissa and exponent in [lo, hi) */
+static double wide(int lo, int hi)
+{
+    double m = (double)(next_u64() >> 11) / 9007199254740992.0 + 0.5;
+    return ldexp(next_u64() & 1 ? -m : m, lo + (int)(next_u64() % (uint64_t)(hi - lo)));
+}
+
+static void t_xsum_exact(void)
+{
+    enum { N = 20000 };
+    static double v[N];
+    nst_xsum a, b, c, d;
+    nst_xsum_zero(&a);
+    __int128 exact = 0; /* integers below 2^50: their sum is exact in __int128 */
+    for (int i = 0; i < N; i++) {
+        v[i] = (double)((int64_t)(next_u64() >> 14) - ((int64_t)1 << 49));
+        exact += (__int128)v[i];
+        nst_xsum_add(&a, v[i]);
+    }
+    CHECK(nst_xsum_value(&a) == (double)exact, "integers: %.17g, exactly %.17g", nst_xsum_value(&a), (double)exact);
+    /* any order, any split: the same integer, the same double */
+    for (int i = 0; i < N; i++) v[i] = wide(-1074, 1000);
+    nst_xsum_zero(&a), nst_xsum_zero(&b), nst_xsum_zero(&c), nst_xsum_zero(&d);
+    for (int i = 0; i < N; i++) nst_xsum_add(&a, v[i]);
+    for (int i = N - 1; i >= 0; i--) nst_xsum_add(i % 3 ? &b : &c, v[i]);
+    nst_xsum_merge(&c, &b);
+    nst_xsum_normalize(&a), nst_xsum_normalize(&c);
+    CHECK(memcmp(a.limb, c.limb, sizeof a.limb) == 0 && nst_xsum_value(&a) == nst_xsum_value(&c), "reversed and split in two: %.17g vs %.17g",
+          nst_xsum_value(&a), nst_xsum_value(&c));
+    for (int i = 0; i < N; i++) nst_xsum_add(&d, -v[i]);
+    nst_xsum_merge(&d, &a);
+    CHECK(nst_xsum_value(&d) == 0, "x - x over 2098 binades: %.17g", nst_xsum_value(&d));
+    /* cancellation, and a negative sum */
+    nst_xsum_zero(&a);
+    nst_xsum_add(&a, 1e300), nst_xsum_add(&a, 1.0), nst_xsum_add(&a, -1e300), nst_xsum_add(&a, 0x1p-1074);
+    CHECK(nst_xsum_value(&a) == 1.0, "1e300 + 1 - 1e300 + 2^-1074: %.17g", nst_xsum_value(&a));
+    nst_xsum_zero(&a);
+    nst_xsum_add(&a, -1.5), nst_xsum_add(&a, 0.25), nst_xsum_add(&a, -0x1p-60);
+    CHECK(nst_xsum_value(&a) == -1.25 - 0x1p-60, "-1.5 + 0.25 - 2^-60: %.17g", nst_xsum_value(&a));
+    nst_xsum_add(&a, NAN);
+    CHECK(isnan(nst_xsum_value(&a)), "a NaN added reads NaN");
+}
+
+/* dot_exact over a 37 x 6 image: the whole against tiles cut at multiples of the runs (4 px) and at
+ * any row, on 1 and 3 threads: the same bits. */
+static void t_dot_exact_on_tiles(void)
+{
+    nst_backend *be = NULL;
+    if (nst_backend_open("cpu", 3, &be) != NST_OK) SKIP("no CPU backend: %s", nst_fail_message());
+    enum { W = 37, H = 6, SEG = 4 };
+    static float a[W * H * 3], b[W * H * 3], ta[W * H * 3], tb[W * H * 3];
+    for (int i = 0; i < W * H * 3; i++) a[i] = (float)wide(-30, 30), b[i] = (float)wide(-30, 30);
+    nst_xsum whole, tiled;
+    nst_xsum_zero(&whole), nst_xsum_zero(&tiled);
+    be->ops->dot_exact(be, a, b, W, H, SEG, &whole);
+    const int xs[] = {0, 12, 20, W}, ys[] = {0, 1, 4, H};
+    for (int ty = 0; ty < 3; ty++)
+        for (int tx = 0; tx < 3; tx++) { /* the tile's rows, packed as a tile's core is */
+            int w = xs[tx + 1] - xs[tx], h = ys[ty + 1] - ys[ty], k = 0;
+            for (int y = ys[ty]; y < ys[ty + 1]; y++)
+                for (int x = xs[tx]; x < xs[tx + 1]; x++)
+                    for (int c = 0; c < 3; c++, k++) ta[k] = a[(y * W + x) * 3 + c], tb[k] = b[(y * W + x) * 3 + c];
+            be->ops->dot_exact(be, ta, tb, w, h, SEG, &tiled);
+        }
+    double vw = nst_xsum_value(&whole), vt = nst_xsum_value(&tiled);
+    CHECK(vw == vt, "9 tiles %.17g, whole %.17g", vt, vw);
+    double plain = 0;
+    for (int i = 0; i < W * H * 3; i++) plain += (double)a[i] * b[i];
+    CHECK(fabs(vw - plain) <= 1e-12 * fabs(plain) + 1e-300, "the exact dot %.17g, a plain double sum %.17g", vw, plain);
+    nst_backend_close(be);
+}
+
 /* ---- the box ops ---------------------------------------------------------------------------- */
 
 static void t_box_ops(void)
@@ -147,7 +223,7 @@ static void t_box_ops(void)
 /* ---- projected L-BFGS -------------------------------------------------------------------------- */
 
 /* f(x) = sum w_i (x_i - c_i)^2: c partly below 0 and above 1, w spread over two decades. */
-#define NQ 600
+#define NQ 603 /* 3 tiles of 67 pixels */
 static float qc[NQ], qw[NQ];
 
 static void quadratic_setup(void)
@@ -170,11 +246,13 @@ static void run_lbfgs(nst_backend *be, int box, int tiles, int steps, float *x)
     nst_lbfgs L;
     nst_collectives none;
     memset(&none, 0, sizeof none);
-    CHECK(nst_lbfgs_init(&L, be, none, 5, 1.0, box, tiles, index, tiles, n) == NST_OK, "init");
+    int w[8];
+    for (int t = 0; t < tiles; t++) w[t] = per / 3; /* one row of per / 3 pixels a tile; runs of 1 pixel */
+    CHECK(nst_lbfgs_init(&L, be, none, 5, 1.0, box, tiles, index, tiles, n, w, 1) == NST_OK, "init");
     for (int i = 0; i < NQ; i++) x[i] = 0.5f;
     for (int k = 0; k < steps; k++) {
         for (int i = 0; i < NQ; i++) g[i] = 2.f * qw[i] * (x[i] - qc[i]);
-        CHECK(nst_lbfgs_step(&L, xs, gs) == NST_OK, "step %d", k);
+        CHECK(nst_lbfgs_step(&L, xs, gs, NST_OK) == NST_OK, "step %d", k);
     }
     nst_lbfgs_free(&L);
 }
@@ -212,6 +290,8 @@ int main(void)
     RUN(t_one_spike_cannot_stop_a_falling_loss);
     RUN(t_nan_and_off);
     RUN(t_restored_history_decides_the_same);
+    RUN(t_xsum_exact);
+    RUN(t_dot_exact_on_tiles);
     RUN(t_box_ops);
     RUN(t_projected_lbfgs);
     return test_report("test_optim");

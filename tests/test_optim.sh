@@ -8,16 +8,18 @@
 #   off, and with optim.average, the written image scored again (a render of it with one iteration:
 #   its first objective) equals the level's last logged loss to within what the output's 16-bit
 #   quantisation explains (the gradient's L1 norm there times half a step, twice over);
-# - the stopping rule and the average keep the tiling exact: 2 ranks on 48 px tiles equal one tile
-#   on one rank bit for bit, and stop at the same iteration; in a 2-level pyramid the rule ends the
-#   first level early, the run record says so (iterations, iterations_planned, stopped), and the
-#   second level runs in full;
+# - optim.method = auto is L-BFGS in exact mode and Adam in cheap mode;
+# - L-BFGS (its dot products exact), the stopping rule and the average keep the tiling exact: 2
+#   ranks on 48 px tiles equal one tile on one rank bit for bit, log the same losses to the last
+#   bit (17 digits), and stop at the same iteration; in a 2-level pyramid the rule ends the first
+#   level early, the run record says so (iterations, iterations_planned, stopped), and the second
+#   level runs in full;
 # - bad values of the new keys are one clear error each.
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_optim
 
 { demo_pair; printf '[output]\nwidth = 128\nheight = 96\nbits = 16\noverwrite = true\npreview = 0\n'
-  printf '[model]\nrandom_width_divisor = 8\n[optim]\niterations = 40\n[pyramid]\nlevels = 1\n'
+  printf '[model]\nrandom_width_divisor = 8\n[optim]\nmethod = adam\niterations = 40\n[pyramid]\nlevels = 1\n'
   printf '[run]\ndevice = cpu\nthreads = 1\nprint_every = 0\nprogress = lines\n'; } >"$T/o.ini"
 
 # nst NAME RANKS ARGS...: the demo into NAME.png with a run record NAME.json; log NAME.log, status rc
@@ -54,16 +56,34 @@ reported_is_written lbfgs_free --set optim.method=lbfgs --set optim.clamp=false
 reported_is_written adam_average --set optim.average=0.9
 reported_is_written lbfgs_average --set optim.method=lbfgs --set optim.average=0.9
 
-# ---- the stopping rule and the average on tiles ---------------------------------------------------
-# tolerance 12 % over windows of 5 after 40 iterations: it fires late in 160 here (at 104, Zen 3),
-# and at 30 the second level of the pyramid below is too short for it
-rule=(--set optim.average=0.9 --set optim.stop_tolerance=0.12 --set optim.stop_window=5 --set optim.stop_min=40 --set optim.iterations=160)
+# ---- auto ----------------------------------------------------------------------------------------
+nst auto 1 --set optim.method=auto --set optim.iterations=1
+nst auto_cheap 1 --set optim.method=auto --set optim.iterations=1 --set tiling.mode=cheap
+if grep -q '^optim: *lbfgs (auto)' "$T/auto.log" && grep -q '^optim: *adam (auto)' "$T/auto_cheap.log"; then
+  ok "optim.method = auto: L-BFGS in exact mode, Adam in cheap mode"
+else bad "optim.method = auto" "$(grep '^optim:' "$T/auto.log" "$T/auto_cheap.log")"; fi
+
+# ---- exact on tiles: L-BFGS, the stopping rule and the average ------------------------------------
 stopped_at() { sed -n 's/.*stopped after \([0-9]*\) of.*/\1/p' "$T/$1.log" | head -n 1; }
+losses() { grep -o '"loss_first": [^,]*, "loss_last": [^}]*' "$T/$1.json"; }
+# same_losses NAME A B: the two renders' records hold the same losses, all 17 digits
+same_losses() {
+  if [ -n "$(losses "$2")" ] && [ "$(losses "$2")" = "$(losses "$3")" ]; then ok "$1: the same losses to the last bit ($(losses "$2"))"
+  else bad "$1: the losses differ" "$(losses "$2") against $(losses "$3")"; fi
+}
+nst lb1 1 --set optim.method=lbfgs --set optim.iterations=60
+nst lb2 2 --set optim.method=lbfgs --set optim.iterations=60 --set tiling.tile_size=48
+same "L-BFGS, 60 iterations: 2 ranks on 48 px tiles == one tile" lb1.png lb2.png
+same_losses "L-BFGS on tiles" lb1 lb2
+# tolerance 6 % over windows of 5 after 40 iterations: it fires late in 160 here (at 121, Zen 3),
+# and at 30 the second level of the pyramid below is too short for it
+rule=(--set optim.average=0.9 --set optim.stop_tolerance=0.06 --set optim.stop_window=5 --set optim.stop_min=40 --set optim.iterations=160)
 nst rule1 1 "${rule[@]}"
 nst rule2 2 "${rule[@]}" --set tiling.tile_size=48
 a1=$(stopped_at rule1) a2=$(stopped_at rule2)
 if [ -n "$a1" ] && [ "$a1" -gt 40 ] && [ "$a1" -lt 160 ] && [ "$a1" = "$a2" ]; then
   same "averaged, stopped at $a1 of 160 on both: 2 ranks on 48 px tiles == one tile" rule1.png rule2.png
+  same_losses "the stopping rule on tiles" rule1 rule2
 else bad "the stopping rule on tiles" "stopped at '$a1' (1 rank) and '$a2' (2 ranks)" "$(tail -n 4 "$T/rule1.log"; tail -n 4 "$T/rule2.log")"; fi
 
 nst levels 2 "${rule[@]}" --set pyramid.levels=2 --set pyramid.iterations=120,30 --set tiling.tile_size=48

@@ -170,6 +170,7 @@ static void check_adam_steps(nst_config *cfg, const nst_loss_spec *spec, const n
     cfg->optim_eps = attr_d("/torch", "adam_eps");
     cfg->run_print_every = 0;
     snprintf(cfg->optim_init, sizeof cfg->optim_init, "image");
+    snprintf(cfg->optim_method, sizeof cfg->optim_method, "adam"); /* the fixture's optimiser (auto is L-BFGS) */
     nst_image out;
     nst_render_stats st;
     nst_log_set_quiet(1);

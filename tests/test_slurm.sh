@@ -50,6 +50,7 @@ preview = 0
 [model]
 random_width_divisor = 8
 [optim]
+method = adam
 iterations = 100
 [tiling]
 tile_size = 64

@@ -71,6 +71,9 @@ nst_status nst_frame_render(const nst_frame_env *e, const nst_frame_inputs *fi, 
     if (s != NST_OK) return s;
     *cfg = *e->cfg;
     if (flags[0]) snprintf(cfg->optim_init, sizeof cfg->optim_init, "image");
+    /* optim.method = auto is Adam for a clip's frames: the temporal term, the warm starts and
+     * their iteration counts were measured with it (bench/results/video.md), L-BFGS was not */
+    if (strcmp(cfg->optim_method, "auto") == 0) snprintf(cfg->optim_method, sizeof cfg->optim_method, "adam");
 
     nst_inputs in;
     nst_temporal_sources ts = {NULL, NULL};
@@ -93,7 +96,7 @@ nst_status nst_frame_render(const nst_frame_env *e, const nst_frame_inputs *fi, 
     if (s == NST_OK) s = gather(&L, cores, e->W, e->H, out);
     if (s == NST_OK) {
         st->first = rep[0].first, st->last = rep[p.n - 1].last;
-        for (int k = 0; k < p.n; k++) st->iterations += p.iterations[k];
+        for (int k = 0; k < p.n; k++) st->iterations += rep[k].iterations; /* taken: the stopping rule may cut them */
     }
     for (int i = 0; cores && i < L.nlocal; i++) nst_free(cores[i]);
     nst_free(cores);

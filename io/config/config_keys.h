@@ -83,7 +83,7 @@ NST_KEY(model, random_width_divisor, INT, "1", 1, 64, "", "channel-width divisor
 NST_KEY(model, pooling, ENUM, "max", 0, 0, "max|avg", "pooling layers of the network")
 
 /* [optim] */
-NST_KEY(optim, method, ENUM, "adam", 0, 0, "adam|lbfgs", "optimiser of the image pixels: Adam, or L-BFGS (exact tiling; history sharded by tile, dot products over all ranks)")
+NST_KEY(optim, method, ENUM, "auto", 0, 0, "auto|adam|lbfgs", "optimiser of the image pixels: Adam, or L-BFGS (exact tiling only; projected into [0,1], history sharded by tile, dot products added exactly over tiles and ranks); auto: L-BFGS for a still image in exact mode (it reaches a given loss in about a third of Adam's time: bench/results/quality.md), Adam in cheap mode and for a clip's frames")
 NST_KEY(optim, iterations, INT, "500", 0, 100000000, "", "optimiser iterations")
 NST_KEY(optim, lr, FLOAT, "0.02", 1e-9, 10, "", "Adam learning rate, in image units (pixels in [0,1])")
 NST_KEY(optim, beta1, FLOAT, "0.9", 0, 0.999999, "", "Adam first-moment decay")
@@ -95,7 +95,7 @@ NST_KEY(optim, clamp, BOOL, "true", 0, 0, "", "keep pixels in [0,1] after every 
 NST_KEY(optim, lbfgs_history, INT, "10", 1, 1000, "", "L-BFGS history length: pairs kept, each 24 bytes per owned pixel (counted by the planner)")
 NST_KEY(optim, lbfgs_step, FLOAT, "1", 1e-6, 100, "", "L-BFGS step length (1: the quasi-Newton step; no line search)")
 NST_KEY(optim, average, FLOAT, "0", 0, 0.9999, "", "decay of an exponential moving average of the pixels over each level's iterations (bias-corrected, as Adam's moments); the average is the level's result: its output, its reported loss and the next level's start; 0: the last iterate")
-NST_KEY(optim, stop_tolerance, FLOAT, "0", 0, 1, "", "end a level early once its style loss has stopped falling: when the mean of the last optim.stop_window losses is less than this fraction below the mean of the window before them, after at least optim.stop_min iterations; 0: every level runs its iterations")
+NST_KEY(optim, stop_tolerance, FLOAT, "0", 0, 1, "", "end a level early once its loss has stopped falling: when the mean of the last optim.stop_window losses is within this fraction of the mean of the window before them, after at least optim.stop_min iterations; 0: every level runs its iterations")
 NST_KEY(optim, stop_window, INT, "25", 1, 100000, "", "iterations in each of the stopping rule's two windows")
 NST_KEY(optim, stop_min, INT, "100", 0, 100000000, "", "iterations a level runs before the stopping rule may end it")
 
@@ -109,10 +109,12 @@ NST_KEY(tiling, blend, ENUM, "cosine", 0, 0, "cosine|linear", "feather ramp for 
 NST_KEY(tiling, blend_width, INTWORD, "auto", 1, 100000, "auto", "width of the cheap mode's feather ramp in pixels, from a window's inner edge (twice the halo spans the whole overlap); auto: the halo")
 
 /* [pyramid] */
-NST_KEY(pyramid, levels, INTWORD, "1", 1, 16, "auto", "coarse-to-fine levels, each factor times smaller than the next, the finest the output; 1: no pyramid; auto: as many as keep the coarsest level's short side at least pyramid.min_size")
+NST_KEY(pyramid, levels, INTWORD, "1", 1, 16, "auto", "coarse-to-fine levels, the finest the output; N: each factor times smaller than the next; 1: no pyramid; auto: coarse levels of fixed long sides, pyramid.min_size times factor^k, each at least sqrt(factor) below the output's long side, then the output")
 NST_KEY(pyramid, factor, FLOAT, "2", 1.1, 8, "", "size ratio between successive levels")
-NST_KEY(pyramid, min_size, INT, "256", 16, 1000000, "", "with pyramid.levels = auto: the coarsest level's short side is at least this")
-NST_KEY(pyramid, iterations, LIST, "", 0, 0, "", "iterations per level, coarse to fine, comma-separated; empty: optim.iterations on every level")
+NST_KEY(pyramid, min_size, INT, "256", 16, 1000000, "", "with pyramid.levels = auto: the coarsest level's long side")
+NST_KEY(pyramid, iterations, LIST, "", 0, 0, "", "iterations per level, coarse to fine, comma-separated; empty: optim.iterations at the coarsest level, each finer level pyramid.decay times the one before, at least pyramid.min_iterations")
+NST_KEY(pyramid, decay, FLOAT, "0.5", 0.01, 1, "", "without pyramid.iterations: each level's iterations over the coarser level's (1: optim.iterations on every level)")
+NST_KEY(pyramid, min_iterations, INT, "100", 0, 100000000, "", "without pyramid.iterations: the fewest iterations of a level (optim.iterations if that is fewer)")
 NST_KEY(pyramid, state, ENUM, "reset", 0, 0, "reset|carry", "Adam's moments at a level change: reset, or carried (upsampled like the pixels); L-BFGS always starts a new history")
 
 /* [color] */

@@ -113,8 +113,8 @@ static void cpu_range_push(nst_backend *be, const char *name) { (void)be, (void)
 static void cpu_range_pop(nst_backend *be) { (void)be; }
 
 /* ---- the device-fault test hook ---------------------------------------------------------------- */
-/* NSTBATCH_DEVICE_FAULT=OP:N: the N-th call (from 1) of op OP (dot, gram_diff, upload_rect, read or
- * write) in this process fails as a device fault (kernels/backend.h), as a sticky CUDA error would
+/* NSTBATCH_DEVICE_FAULT=OP:N: the N-th call (from 1) of op OP (dot, for dot and dot_exact; gram_diff,
+ * upload_rect, read or write) in this process fails as a device fault (kernels/backend.h), as a sticky CUDA error would
  * surface in an op that sits between two collectives. Set it on one rank with mpirun's MPMD form:
  * mpirun -np 1 nstbatch a.ini : -np 1 env NSTBATCH_DEVICE_FAULT=dot:3 nstbatch a.ini */
 static struct {
@@ -155,6 +155,13 @@ static nst_status hooked_dot(nst_backend *be, const float *a, const float *b, si
     return cpu_dot(be, a, b, n, out);
 }
 
+/* L-BFGS's exact dot products count as op "dot" too */
+static nst_status hooked_dot_exact(nst_backend *be, const float *a, const float *b, int w, int h, int seg, nst_xsum *acc)
+{
+    NST_TRY(fault_check("dot"));
+    return cpu_dot_exact(be, a, b, w, h, seg, acc);
+}
+
 static nst_status hooked_gram_diff(nst_backend *be, const double *g, const double *g_prev, double g_scale, const float *a, int c,
                                    float *d, double *sumsq)
 {
@@ -190,6 +197,7 @@ static const nst_backend_ops cpu_ops = {
     .preprocess_backward = cpu_preprocess_backward,
     .gram_accumulate = cpu_gram_accumulate,
     .gram_fixed = cpu_gram_fixed,
+    .dot_exact = hooked_dot_exact,
     .gram_diff = hooked_gram_diff,
     .gram_backward = cpu_gram_backward,
     .mse = cpu_mse,

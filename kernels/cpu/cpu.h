@@ -81,13 +81,14 @@ nst_status cpu_pool_backward(nst_backend *, nst_pool_kind, const nst_tensor *x, 
                              const nst_tensor *dy, nst_tensor *dx);
 
 nst_status cpu_mse(nst_backend *, const nst_tensor *f, const nst_tensor *p, nst_rect own, nst_rect seed, const nst_tensor *m,
-                   float scale, double *sumsq, nst_tensor *df);
-nst_status cpu_tv(nst_backend *, const nst_tensor *img, nst_rect own, nst_rect seed, float scale, double *sum,
+                   float scale, nst_xsum *sumsq, nst_tensor *df);
+nst_status cpu_tv(nst_backend *, const nst_tensor *img, nst_rect own, nst_rect seed, float scale, nst_xsum *sum,
                   nst_tensor *dimg);
-nst_status cpu_sumsq(nst_backend *, const nst_tensor *t, nst_rect own, double *out);
+nst_status cpu_sumsq(nst_backend *, const nst_tensor *t, nst_rect own, nst_xsum *out);
 nst_status cpu_dot(nst_backend *, const float *a, const float *b, size_t n, double *out);
 nst_status cpu_axpby(nst_backend *, float *y, const float *x, size_t n, float a, float b);
 nst_status cpu_box_hold(nst_backend *, float *v, const float *x, const float *g, size_t n);
+nst_status cpu_dot_exact(nst_backend *, const float *a, const float *b, int w, int h, int seg, nst_xsum *acc);
 nst_status cpu_box_step(nst_backend *, float *x, float *d, size_t n, float t);
 nst_status cpu_adam(nst_backend *, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *);
 

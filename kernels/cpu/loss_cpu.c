@@ -1,34 +1,51 @@
 /* kernels/cpu/loss_cpu.c: the local loss terms and their gradients: mean-squared feature error
  * (content), squared total variation of the image, and the sum of squares. Features and their
  * gradients are fp32 or bf16 (read into fp32, the gradient rounded once per update), the image
- * fp32. Sums are taken per row in double and the rows added in order: bit-identical for any
- * thread count. */
+ * fp32. Each position's (pixel's) terms are added in double in order, and the positions' sums
+ * exactly (kernels/xsum.h), one accumulator a thread: the same bits for any thread count, and for
+ * a tiled image the whole image's. */
+#include <omp.h>
 #include <stdlib.h>
 
 #include "../../util/mem.h"
 #include "cpu.h"
 
-/* Sum the per-row partials in order. */
-static double ordered_sum(const double *rows, int n)
+/* One accumulator a thread, merged into out when the threads are done (exact: in any order). */
+typedef struct {
+    nst_xsum *part;
+    int n;
+} thread_sums;
+
+static nst_status sums_open(thread_sums *t)
 {
-    double s = 0;
-    for (int i = 0; i < n; i++) s += rows[i];
-    return s;
+    t->n = omp_get_max_threads();
+    t->part = nst_alloc_array((size_t)t->n, sizeof(nst_xsum), "per-thread sums");
+    if (!t->part) return NST_ENOMEM;
+    for (int i = 0; i < t->n; i++) nst_xsum_zero(&t->part[i]);
+    return NST_OK;
 }
 
-/* One row of the loss terms (the dtype a literal: see pool_cpu.c): the sum of (f - p)^2 over n
- * elements from off, and df += scale (f - p) there. A mask m (NULL at the unmasked calls, which
- * then inline without it) weights each position's c elements by its value w as (w d) d and
- * (scale w) d: exact for w = 1, so an all-ones mask gives the unmasked bits. */
-static inline __attribute__((always_inline)) double mse_row(const void *f, const void *p, const float *m, size_t off, size_t n, int c,
-                                                            int bf)
+static void sums_close(thread_sums *t, nst_xsum *out)
 {
-    double s = 0;
-    for (size_t i = off; i < off + n; i++) {
-        double d = (double)cpu_ld(f, i, bf) - cpu_ld(p, i, bf);
-        s += m ? ((double)m[i / (size_t)c] * d) * d : d * d;
+    for (int i = 0; i < t->n; i++) nst_xsum_merge(out, &t->part[i]);
+    nst_free(t->part);
+}
+
+/* One row of the loss terms (the dtype a literal: see pool_cpu.c): each position's sum of
+ * (f - p)^2 over its c elements into acc, over n elements from off. A mask m (NULL at the
+ * unmasked calls, which then inline without it) weights each position's elements by its value w
+ * as (w d) d: exact for w = 1, so an all-ones mask gives the unmasked bits. */
+static inline __attribute__((always_inline)) void mse_row(const void *f, const void *p, const float *m, size_t off, size_t n, int c,
+                                                          int bf, nst_xsum *acc)
+{
+    for (size_t i = off; i < off + n; i += (size_t)c) {
+        double s = 0;
+        for (size_t k = i; k < i + (size_t)c; k++) {
+            double d = (double)cpu_ld(f, k, bf) - cpu_ld(p, k, bf);
+            s += m ? ((double)m[i / (size_t)c] * d) * d : d * d;
+        }
+        nst_xsum_add(acc, s);
     }
-    return s;
 }
 
 static inline __attribute__((always_inline)) void mse_grad_row(const void *f, const void *p, const float *m, void *df, size_t off,
@@ -40,21 +57,23 @@ static inline __attribute__((always_inline)) void mse_grad_row(const void *f, co
     }
 }
 
-static inline __attribute__((always_inline)) double sumsq_row(const void *t, size_t off, size_t n, int bf)
+static inline __attribute__((always_inline)) void sumsq_row(const void *t, size_t off, size_t n, int c, int bf, nst_xsum *acc)
 {
-    double s = 0;
-    for (size_t i = off; i < off + n; i++) {
-        double v = cpu_ld(t, i, bf);
-        s += v * v;
+    for (size_t i = off; i < off + n; i += (size_t)c) {
+        double s = 0;
+        for (size_t k = i; k < i + (size_t)c; k++) {
+            double v = cpu_ld(t, k, bf);
+            s += v * v;
+        }
+        nst_xsum_add(acc, s);
     }
-    return s;
 }
 
 /* row y of region r starts at element off of f (c channels per position) */
 #define ROW_OFF(f, r, y) (((size_t)((r).y + (y)) * (f)->w + (r).x) * (f)->c)
 
 nst_status cpu_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *p, nst_rect own, nst_rect seed, const nst_tensor *m,
-                   float scale, double *sumsq, nst_tensor *df)
+                   float scale, nst_xsum *sumsq, nst_tensor *df)
 {
     (void)be;
     NST_TRY(cpu_check_same_dt(f, p, "mse"));
@@ -63,19 +82,23 @@ nst_status cpu_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *p, ns
     if (p->h != f->h || p->w != f->w || p->c != f->c) return nst_fail(NST_ERUNTIME, "mse: target shape differs");
     const int bf = f->dt == NST_BF16, c = f->c;
     const float *w = m ? m->data : NULL;
-    double *rows = nst_alloc_array((size_t)(own.h > 0 ? own.h : 1), sizeof(double), "row sums");
-    if (!rows) return NST_ENOMEM;
+    thread_sums ts;
+    NST_TRY(sums_open(&ts));
     const size_t n = (size_t)own.w * c;
 #pragma omp parallel for schedule(static)
     for (int y = 0; y < own.h; y++) {
         size_t off = ROW_OFF(f, own, y);
-        if (w)
-            rows[y] = bf ? mse_row(f->data, p->data, w, off, n, c, 1) : mse_row(f->data, p->data, w, off, n, c, 0);
+        nst_xsum *acc = &ts.part[omp_get_thread_num()];
+        if (w && bf)
+            mse_row(f->data, p->data, w, off, n, c, 1, acc);
+        else if (w)
+            mse_row(f->data, p->data, w, off, n, c, 0, acc);
+        else if (bf)
+            mse_row(f->data, p->data, NULL, off, n, c, 1, acc);
         else
-            rows[y] = bf ? mse_row(f->data, p->data, NULL, off, n, c, 1) : mse_row(f->data, p->data, NULL, off, n, c, 0);
+            mse_row(f->data, p->data, NULL, off, n, c, 0, acc);
     }
-    *sumsq = ordered_sum(rows, own.h);
-    nst_free(rows);
+    sums_close(&ts, sumsq);
     if (!df) return NST_OK;
     NST_TRY(cpu_check_same_dt(f, df, "mse"));
     NST_TRY(cpu_check_region(f, seed, "mse"));
@@ -96,7 +119,7 @@ nst_status cpu_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *p, ns
     return NST_OK;
 }
 
-nst_status cpu_tv(nst_backend *be, const nst_tensor *img, nst_rect own, nst_rect seed, float scale, double *sum,
+nst_status cpu_tv(nst_backend *be, const nst_tensor *img, nst_rect own, nst_rect seed, float scale, nst_xsum *sum,
                   nst_tensor *dimg)
 {
     (void)be;
@@ -104,14 +127,15 @@ nst_status cpu_tv(nst_backend *be, const nst_tensor *img, nst_rect own, nst_rect
     NST_TRY(cpu_check_region(img, own, "tv"));
     const int W = img->w, H = img->h, C = img->c;
     const float *x = img->data;
-    double *rows = nst_alloc_array((size_t)(own.h > 0 ? own.h : 1), sizeof(double), "row sums");
-    if (!rows) return NST_ENOMEM;
+    thread_sums ts;
+    NST_TRY(sums_open(&ts));
 #pragma omp parallel for schedule(static)
     for (int yy = 0; yy < own.h; yy++) {
         int y = own.y + yy;
-        double s = 0;
-        for (int xx = own.x; xx < own.x + own.w; xx++) {
+        nst_xsum *acc = &ts.part[omp_get_thread_num()];
+        for (int xx = own.x; xx < own.x + own.w; xx++) { /* a pixel's pairs in double, the pixels exactly */
             const float *p = x + ((size_t)y * W + xx) * C;
+            double s = 0;
             for (int c = 0; c < C; c++) {
                 if (xx + 1 < W) {
                     double d = (double)p[C + c] - p[c];
@@ -122,11 +146,10 @@ nst_status cpu_tv(nst_backend *be, const nst_tensor *img, nst_rect own, nst_rect
                     s += d * d;
                 }
             }
+            nst_xsum_add(acc, s);
         }
-        rows[yy] = s;
     }
-    *sum = ordered_sum(rows, own.h);
-    nst_free(rows);
+    sums_close(&ts, sum);
     if (!dimg) return NST_OK;
     NST_TRY(cpu_check_f32(dimg, "tv"));
     NST_TRY(cpu_check_region(img, seed, "tv"));
@@ -151,21 +174,23 @@ nst_status cpu_tv(nst_backend *be, const nst_tensor *img, nst_rect own, nst_rect
     return NST_OK;
 }
 
-nst_status cpu_sumsq(nst_backend *be, const nst_tensor *t, nst_rect own, double *out)
+nst_status cpu_sumsq(nst_backend *be, const nst_tensor *t, nst_rect own, nst_xsum *out)
 {
     (void)be;
     NST_TRY(cpu_check_act(t, "sumsq"));
     NST_TRY(cpu_check_region(t, own, "sumsq"));
-    double *rows = nst_alloc_array((size_t)(own.h > 0 ? own.h : 1), sizeof(double), "row sums");
-    if (!rows) return NST_ENOMEM;
+    thread_sums ts;
+    NST_TRY(sums_open(&ts));
     const int bf = t->dt == NST_BF16;
     const size_t n = (size_t)own.w * t->c;
 #pragma omp parallel for schedule(static)
     for (int y = 0; y < own.h; y++) {
         size_t off = ((size_t)(own.y + y) * t->w + own.x) * t->c;
-        rows[y] = bf ? sumsq_row(t->data, off, n, 1) : sumsq_row(t->data, off, n, 0);
+        if (bf)
+            sumsq_row(t->data, off, n, t->c, 1, &ts.part[omp_get_thread_num()]);
+        else
+            sumsq_row(t->data, off, n, t->c, 0, &ts.part[omp_get_thread_num()]);
     }
-    *out = ordered_sum(rows, own.h);
-    nst_free(rows);
+    sums_close(&ts, out);
     return NST_OK;
 }

@@ -1,6 +1,8 @@
-/* kernels/cpu/optim_cpu.c: the optimisers' element ops: the Adam step, the dot product, y = a x + b y,
- * and projected L-BFGS's box [0, 1] (the held pixels, the projected step). */
+/* kernels/cpu/optim_cpu.c: the optimisers' element ops: the Adam step, the dot product (and its exact
+ * grouping for tiles), y = a x + b y, and projected L-BFGS's box [0, 1] (the held pixels, the
+ * projected step). */
 #include <math.h>
+#include <omp.h>
 
 #include "../../util/mem.h"
 #include "cpu.h"
@@ -61,6 +63,31 @@ nst_status cpu_axpby(nst_backend *be, float *y, const float *x, size_t n, float 
 #pragma omp parallel for simd schedule(static)
         for (size_t i = 0; i < n; i++) y[i] = a * x[i] + b * y[i];
     }
+    return NST_OK;
+}
+
+nst_status cpu_dot_exact(nst_backend *be, const float *a, const float *b, int w, int h, int seg, nst_xsum *acc)
+{
+    (void)be;
+    if (seg < 1) return nst_fail(NST_ERUNTIME, "dot_exact: runs of %d pixels", seg);
+    const int nt = omp_get_max_threads();
+    nst_xsum *part = nst_alloc_array((size_t)nt, sizeof(nst_xsum), "exact dot partials");
+    if (!part) return NST_ENOMEM;
+#pragma omp parallel num_threads(nt)
+    {
+        nst_xsum *mine = &part[omp_get_thread_num()];
+        nst_xsum_zero(mine);
+#pragma omp for schedule(static)
+        for (int y = 0; y < h; y++)
+            for (int x0 = 0; x0 < w; x0 += seg) { /* one run: its products in double, in order */
+                const size_t from = ((size_t)y * w + x0) * 3, to = ((size_t)y * w + (x0 + seg < w ? x0 + seg : w)) * 3;
+                double r = 0;
+                for (size_t i = from; i < to; i++) r += (double)a[i] * b[i];
+                nst_xsum_add(mine, r);
+            }
+    }
+    for (int t = 0; t < nt; t++) nst_xsum_merge(acc, &part[t]); /* exact: any order */
+    nst_free(part);
     return NST_OK;
 }
 

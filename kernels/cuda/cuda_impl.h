@@ -179,9 +179,9 @@ nst_status cuda_gram_backward(nst_backend *, const nst_tensor *f, nst_rect seed,
                               nst_tensor *df);
 
 nst_status cuda_mse(nst_backend *, const nst_tensor *f, const nst_tensor *p, nst_rect own, nst_rect seed, const nst_tensor *m,
-                    float scale, double *sumsq, nst_tensor *df);
-nst_status cuda_tv(nst_backend *, const nst_tensor *img, nst_rect own, nst_rect seed, float scale, double *sum, nst_tensor *dimg);
-nst_status cuda_sumsq(nst_backend *, const nst_tensor *t, nst_rect own, double *out);
+                    float scale, nst_xsum *sumsq, nst_tensor *df);
+nst_status cuda_tv(nst_backend *, const nst_tensor *img, nst_rect own, nst_rect seed, float scale, nst_xsum *sum, nst_tensor *dimg);
+nst_status cuda_sumsq(nst_backend *, const nst_tensor *t, nst_rect own, nst_xsum *out);
 nst_status cuda_dot(nst_backend *, const float *a, const float *b, size_t n, double *out);
 nst_status cuda_axpby(nst_backend *, float *y, const float *x, size_t n, float a, float b);
 nst_status cuda_box_hold(nst_backend *, float *v, const float *x, const float *g, size_t n);

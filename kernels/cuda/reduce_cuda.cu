@@ -65,12 +65,11 @@ template <typename T> __global__ void k_sumsq(const T *t, region g, size_t n, do
     block_sum(s, part);
 }
 
-nst_status cuda_sumsq(nst_backend *be, const nst_tensor *t, nst_rect own, double *out)
+nst_status cuda_sumsq(nst_backend *be, const nst_tensor *t, nst_rect own, nst_xsum *out)
 {
     NST_TRY(cuda_check(t, "sumsq"));
     NST_TRY(cuda_check_region(t, own, "sumsq"));
     size_t n = (size_t)nst_rect_area(own) * t->c;
-    *out = 0;
     if (!n) return NST_OK;
     cuda_impl *im = cuda_of(be);
     unsigned b = red_blocks(n);
@@ -78,9 +77,10 @@ nst_status cuda_sumsq(nst_backend *be, const nst_tensor *t, nst_rect own, double
 #define SS(T) (k_sumsq<T><<<b, RED_THREADS, 0, im->stream>>>((const T *)t->data, g, n, im->red), 0)
     CUDA_DISPATCH(t->dt, SS);
 #undef SS
-    NST_TRY(cuda_reduce_finish(be, b, out));
+    double sum;
+    NST_TRY(cuda_reduce_finish(be, b, &sum));
     float s = cuda_act_scale(im, t->dt);
-    *out /= (double)s * s;
+    nst_xsum_add(out, sum / ((double)s * s)); /* the tile's double, added exactly (not tile-exact: see backend.h) */
     return NST_OK;
 }
 
@@ -110,7 +110,7 @@ template <typename T> __global__ void k_mse_grad(const T *f, const T *p, const f
 }
 
 nst_status cuda_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *p, nst_rect own, nst_rect seed, const nst_tensor *mask,
-                    float scale, double *sumsq, nst_tensor *df)
+                    float scale, nst_xsum *sumsq, nst_tensor *df)
 {
     NST_TRY(cuda_check(f, "mse"));
     NST_TRY(cuda_check(p, "mse"));
@@ -121,16 +121,16 @@ nst_status cuda_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *p, n
     cuda_impl *im = cuda_of(be);
     const float *w = mask ? (const float *)mask->data : NULL;
     size_t n = (size_t)nst_rect_area(own) * f->c;
-    *sumsq = 0;
     if (n) {
         unsigned b = red_blocks(n);
         region g = region_of(f, own);
 #define MSE(T) (k_mse<T><<<b, RED_THREADS, 0, im->stream>>>((const T *)f->data, (const T *)p->data, w, g, n, im->red), 0)
         CUDA_DISPATCH(f->dt, MSE);
 #undef MSE
-        NST_TRY(cuda_reduce_finish(be, b, sumsq));
+        double sum;
+        NST_TRY(cuda_reduce_finish(be, b, &sum));
         float s = cuda_act_scale(im, f->dt);
-        *sumsq /= (double)s * s;
+        nst_xsum_add(sumsq, sum / ((double)s * s));
     }
     if (!df) return NST_OK;
     NST_TRY(cuda_check(df, "mse"));
@@ -187,18 +187,19 @@ __global__ void k_tv_grad(const float *x, int W, int H, int C, region g, size_t 
     }
 }
 
-nst_status cuda_tv(nst_backend *be, const nst_tensor *img, nst_rect own, nst_rect seed, float scale, double *sum, nst_tensor *dimg)
+nst_status cuda_tv(nst_backend *be, const nst_tensor *img, nst_rect own, nst_rect seed, float scale, nst_xsum *sum, nst_tensor *dimg)
 {
     NST_TRY(cuda_check(img, "tv"));
     NST_TRY(cuda_check_region(img, own, "tv"));
     if (img->dt != NST_F32) return nst_fail(NST_ERUNTIME, "tv: fp32 images only");
     cuda_impl *im = cuda_of(be);
     size_t n = (size_t)nst_rect_area(own) * img->c;
-    *sum = 0;
     if (n) {
         unsigned b = red_blocks(n);
         k_tv<<<b, RED_THREADS, 0, im->stream>>>((const float *)img->data, img->w, img->h, img->c, region_of(img, own), n, im->red);
-        NST_TRY(cuda_reduce_finish(be, b, sum));
+        double d;
+        NST_TRY(cuda_reduce_finish(be, b, &d));
+        nst_xsum_add(sum, d);
     }
     if (!dimg) return NST_OK;
     NST_TRY(cuda_check(dimg, "tv"));

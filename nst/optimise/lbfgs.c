@@ -9,7 +9,7 @@
 #include "../state/checkpoint.h"
 
 nst_status nst_lbfgs_init(nst_lbfgs *L, nst_backend *be, nst_collectives coll, int m, double step, int box, int nlocal,
-                          const int *tile_index, int ntiles, const size_t *n)
+                          const int *tile_index, int ntiles, const size_t *n, const int *w, int seg)
 {
     memset(L, 0, sizeof *L);
     L->be = be;
@@ -28,10 +28,17 @@ nst_status nst_lbfgs_init(nst_lbfgs *L, nst_backend *be, nst_collectives coll, i
     L->rho = nst_calloc(sizeof(double) * (size_t)m, "L-BFGS scalars");
     L->alpha = nst_calloc(sizeof(double) * (size_t)m, "L-BFGS scalars");
     L->part = nst_calloc(sizeof(double) * 2 * ((size_t)ntiles + 1), "L-BFGS partial sums");
-    if (!L->tile || !L->n || !L->s || !L->y || !L->d || !L->gprev || !L->rho || !L->alpha || !L->part) return NST_ENOMEM;
+    L->w = nst_alloc_array((size_t)nlocal + 1, sizeof(int), "L-BFGS widths");
+    L->xs = nst_calloc(sizeof *L->xs, "L-BFGS exact sums");
+    L->xp = nst_calloc(sizeof(float *) * 2 * ((size_t)nlocal + 1), "L-BFGS vectors");
+    if (L->xp) L->gp = L->xp + nlocal + 1;
+    L->seg = seg;
+    if (!L->tile || !L->n || !L->s || !L->y || !L->d || !L->gprev || !L->rho || !L->alpha || !L->part || !L->w || !L->xs || !L->xp) return NST_ENOMEM;
     for (int i = 0; i < nlocal; i++) {
         L->tile[i] = tile_index[i];
         L->n[i] = n[i];
+        L->w[i] = w[i];
+        if (w[i] < 1 || n[i] % (3 * (size_t)w[i])) return nst_fail(NST_ERUNTIME, "L-BFGS: tile %d holds %zu values, not rows of %d pixels", i, n[i], w[i]);
         size_t bytes = n[i] * sizeof(float);
         NST_TRY(be->ops->alloc(be, bytes, (void **)&L->d[i]));
         NST_TRY(be->ops->alloc(be, bytes, (void **)&L->gprev[i]));
@@ -55,29 +62,75 @@ void nst_lbfgs_free(nst_lbfgs *L)
         }
     }
     nst_free(L->tile), nst_free(L->n), nst_free(L->s), nst_free(L->y), nst_free(L->d), nst_free(L->gprev);
-    nst_free(L->rho), nst_free(L->alpha), nst_free(L->part);
+    nst_free(L->rho), nst_free(L->alpha), nst_free(L->part), nst_free(L->w), nst_free(L->xs), nst_free(L->xp);
     memset(L, 0, sizeof *L);
 }
 
-/* out[j] = sum over all tiles of a_j . b_j for j < nd (nd <= 2), the same whichever rank holds
- * which tile: per-tile partials, added over ranks by tile, then in tile order. */
-static nst_status global_dots(nst_lbfgs *L, float *const *a0, float *const *b0, float *const *a1, float *const *b1, int nd,
-                              double *out)
+/* A local op under the step's deferred status: once one fails on this rank the rest of its local
+ * work is skipped, but every collective still runs, carrying the failure (global_dots), so that no
+ * rank waits in a sum another has left; the caller's agreement names the rank that failed. */
+#define LOCAL(st, call)                                                                           \
+    do {                                                                                          \
+        if (*(st) == NST_OK) *(st) = (call);                                                      \
+    } while (0)
+
+/* After a sum over ranks that carried `failed` ranks: this rank's status (a rank that heard of
+ * another's failure fails too, without a message of its own). */
+static void heard(nst_status *st, double failed)
+{
+    if (*st == NST_OK && failed > 0) *st = NST_ERUNTIME;
+}
+
+/* out[j] = sum over all tiles of a_j . b_j for j < nd (nd <= 2), added exactly over runs, threads,
+ * tiles and ranks: the same on every tiling (see lbfgs.h). */
+static void exact_dots(nst_lbfgs *L, float *const *a0, float *const *b0, float *const *a1, float *const *b1, int nd, double *out,
+                       nst_status *st)
 {
     nst_backend *be = L->be;
-    const size_t nt = (size_t)L->ntiles;
-    memset(L->part, 0, sizeof(double) * 2 * nt);
-    for (int i = 0; i < L->nlocal; i++) {
-        NST_TRY(be->ops->dot(be, a0[i], b0[i], L->n[i], &L->part[L->tile[i]]));
-        if (nd > 1) NST_TRY(be->ops->dot(be, a1[i], b1[i], L->n[i], &L->part[nt + (size_t)L->tile[i]]));
-    }
-    if (L->coll.sum_doubles) NST_TRY(L->coll.sum_doubles(L->coll.ctx, L->part, (size_t)nd * nt));
+    float *const *a[2] = {a0, a1}, *const *b[2] = {b0, b1};
+    for (int j = 0; j < 2; j++) nst_xsum_zero(&L->xs->acc[j]);
     for (int j = 0; j < nd; j++) {
-        double s = 0;
-        for (size_t t = 0; t < nt; t++) s += L->part[(size_t)j * nt + t];
-        out[j] = s;
+        for (int i = 0; i < L->nlocal; i++)
+            LOCAL(st, be->ops->dot_exact(be, a[j][i], b[j][i], L->w[i], (int)(L->n[i] / 3 / (size_t)L->w[i]), L->seg, &L->xs->acc[j]));
+        nst_xsum_normalize(&L->xs->acc[j]);
     }
-    return NST_OK;
+    L->xs->failed = *st != NST_OK;
+    if (L->coll.sum_int64) { /* both accumulators and the failure word: one message */
+        nst_status m = L->coll.sum_int64(L->coll.ctx, (int64_t *)L->xs, sizeof *L->xs / sizeof(int64_t));
+        if (*st == NST_OK) *st = m;
+    }
+    heard(st, (double)L->xs->failed);
+    for (int j = 0; j < nd; j++) out[j] = nst_xsum_value(&L->xs->acc[j]);
+}
+
+/* out[j] = sum over all tiles of a_j . b_j for j < nd (nd <= 2): exactly where the backend can;
+ * else the same whichever rank holds which tile: per-tile partials, added over ranks by tile, then
+ * in tile order. Collective whatever *st says (see LOCAL). */
+static void global_dots(nst_lbfgs *L, float *const *a0, float *const *b0, float *const *a1, float *const *b1, int nd, double *out,
+                        nst_status *st)
+{
+    nst_backend *be = L->be;
+    if (be->ops->dot_exact && (L->coll.sum_int64 || !L->coll.sum_doubles)) {
+        exact_dots(L, a0, b0, a1, b1, nd, out, st);
+        return;
+    }
+    const size_t nt = (size_t)L->ntiles;
+    memset(L->part, 0, sizeof(double) * (2 * nt + 1));
+    for (int i = 0; i < L->nlocal; i++) {
+        LOCAL(st, be->ops->dot(be, a0[i], b0[i], L->n[i], &L->part[L->tile[i]]));
+        if (nd > 1) LOCAL(st, be->ops->dot(be, a1[i], b1[i], L->n[i], &L->part[nt + (size_t)L->tile[i]]));
+    }
+    L->part[(size_t)nd * nt] = *st != NST_OK; /* the failure word, after the partials */
+    if (L->coll.sum_doubles) {
+        nst_status m = L->coll.sum_doubles(L->coll.ctx, L->part, (size_t)nd * nt + 1);
+        if (*st == NST_OK) *st = m;
+    }
+    heard(st, L->part[(size_t)nd * nt]);
+    for (int j = 0; j < nd; j++) {
+        double sum = 0;
+        for (size_t t = 0; t < nt; t++) sum += L->part[(size_t)j * nt + t];
+        out[j] = sum;
+    }
 }
 
 /* The local tiles' slices of history slot j. */
@@ -85,7 +138,7 @@ static float *const *S(const nst_lbfgs *L, int j) { return L->s + (size_t)j * L-
 static float *const *Y(const nst_lbfgs *L, int j) { return L->y + (size_t)j * L->nlocal; }
 
 /* The curvature pair of the last step: s = the step taken (in d), y = g - g_prev. */
-static nst_status keep_pair(nst_lbfgs *L, float *const *g)
+static void keep_pair(nst_lbfgs *L, float *const *g, nst_status *st)
 {
     nst_backend *be = L->be;
     const int nl = L->nlocal;
@@ -95,10 +148,10 @@ static nst_status keep_pair(nst_lbfgs *L, float *const *g)
         float *t = L->s[slot * nl + i]; /* the step is already in d: swap buffers instead of copying */
         L->s[slot * nl + i] = L->d[i];
         L->d[i] = t;
-        NST_TRY(be->ops->axpby(be, L->y[slot * nl + i], g[i], L->n[i], 1.f, 0.f));
-        NST_TRY(be->ops->axpby(be, L->y[slot * nl + i], L->gprev[i], L->n[i], -1.f, 1.f));
+        LOCAL(st, be->ops->axpby(be, L->y[slot * nl + i], g[i], L->n[i], 1.f, 0.f));
+        LOCAL(st, be->ops->axpby(be, L->y[slot * nl + i], L->gprev[i], L->n[i], -1.f, 1.f));
     }
-    NST_TRY(global_dots(L, Y(L, slot), S(L, slot), Y(L, slot), Y(L, slot), 2, r));
+    global_dots(L, Y(L, slot), S(L, slot), Y(L, slot), Y(L, slot), 2, r, st);
     if (r[0] > 1e-10 && r[1] > 0) { /* curvature: keep the pair */
         L->newest = slot;
         L->rho[slot] = 1.0 / r[0];
@@ -107,71 +160,76 @@ static nst_status keep_pair(nst_lbfgs *L, float *const *g)
     } else if (L->k == L->m) { /* the slot held the oldest pair, now overwritten */
         L->k = L->m - 1;
     }
-    return NST_OK;
 }
 
 /* The two-loop recursion: d = -H g. */
-static nst_status two_loop(nst_lbfgs *L, float *const *g)
+static void two_loop(nst_lbfgs *L, float *const *g, nst_status *st)
 {
     nst_backend *be = L->be;
     const int nl = L->nlocal;
     double r[1];
-    for (int i = 0; i < nl; i++) NST_TRY(be->ops->axpby(be, L->d[i], g[i], L->n[i], -1.f, 0.f));
+    for (int i = 0; i < nl; i++) LOCAL(st, be->ops->axpby(be, L->d[i], g[i], L->n[i], -1.f, 0.f));
     for (int c = 0; c < L->k; c++) { /* newest to oldest */
         int j = (L->newest - c + L->m) % L->m;
-        NST_TRY(global_dots(L, S(L, j), L->d, NULL, NULL, 1, r));
+        global_dots(L, S(L, j), L->d, NULL, NULL, 1, r, st);
         L->alpha[j] = L->rho[j] * r[0];
-        for (int i = 0; i < nl; i++) NST_TRY(be->ops->axpby(be, L->d[i], L->y[j * nl + i], L->n[i], (float)-L->alpha[j], 1.f));
+        for (int i = 0; i < nl; i++) LOCAL(st, be->ops->axpby(be, L->d[i], L->y[j * nl + i], L->n[i], (float)-L->alpha[j], 1.f));
     }
     if (L->k > 0)
-        for (int i = 0; i < nl; i++) NST_TRY(be->ops->axpby(be, L->d[i], L->d[i], L->n[i], 0.f, (float)L->gamma));
+        for (int i = 0; i < nl; i++) LOCAL(st, be->ops->axpby(be, L->d[i], L->d[i], L->n[i], 0.f, (float)L->gamma));
     for (int c = L->k - 1; c >= 0; c--) { /* oldest to newest */
         int j = (L->newest - c + L->m) % L->m;
-        NST_TRY(global_dots(L, Y(L, j), L->d, NULL, NULL, 1, r));
+        global_dots(L, Y(L, j), L->d, NULL, NULL, 1, r, st);
         double beta = L->rho[j] * r[0];
-        for (int i = 0; i < nl; i++) NST_TRY(be->ops->axpby(be, L->d[i], L->s[j * nl + i], L->n[i], (float)(L->alpha[j] - beta), 1.f));
+        for (int i = 0; i < nl; i++) LOCAL(st, be->ops->axpby(be, L->d[i], L->s[j * nl + i], L->n[i], (float)(L->alpha[j] - beta), 1.f));
     }
-    return NST_OK;
 }
 
-nst_status nst_lbfgs_step(nst_lbfgs *L, float *const *x, float *const *g)
+/* Take the step t d (projected into the box); d keeps the step taken for the next pair. */
+static void take_step(nst_lbfgs *L, float *const *x, double t, nst_status *st)
+{
+    nst_backend *be = L->be;
+    for (int i = 0; i < L->nlocal; i++) {
+        if (L->box) {
+            LOCAL(st, be->ops->box_step(be, x[i], L->d[i], L->n[i], (float)t));
+        } else {
+            LOCAL(st, be->ops->axpby(be, L->d[i], L->d[i], L->n[i], 0.f, (float)t));
+            LOCAL(st, be->ops->axpby(be, x[i], L->d[i], L->n[i], 1.f, 1.f));
+        }
+    }
+}
+
+nst_status nst_lbfgs_step(nst_lbfgs *L, float *const *x, float *const *g, nst_status pending)
 {
     nst_backend *be = L->be;
     const int nl = L->nlocal;
+    nst_status st = pending;
     double r[2];
-    if (L->iter > 0) NST_TRY(keep_pair(L, g));
-    for (int i = 0; i < nl; i++) NST_TRY(be->ops->axpby(be, L->gprev[i], g[i], L->n[i], 1.f, 0.f));
+    if (L->iter > 0) keep_pair(L, g, &st);
+    for (int i = 0; i < nl; i++) LOCAL(&st, be->ops->axpby(be, L->gprev[i], g[i], L->n[i], 1.f, 0.f));
     /* the held pixels (on a bound their gradient pushes against) leave the gradient, and the
      * direction (gprev keeps the whole gradient, which tells them) */
     if (L->box)
-        for (int i = 0; i < nl; i++) NST_TRY(be->ops->box_hold(be, g[i], x[i], g[i], L->n[i]));
-    NST_TRY(two_loop(L, g));
+        for (int i = 0; i < nl; i++) LOCAL(&st, be->ops->box_hold(be, g[i], x[i], g[i], L->n[i]));
+    two_loop(L, g, &st);
     if (L->box)
-        for (int i = 0; i < nl; i++) NST_TRY(be->ops->box_hold(be, L->d[i], x[i], L->gprev[i], L->n[i]));
+        for (int i = 0; i < nl; i++) LOCAL(&st, be->ops->box_hold(be, L->d[i], x[i], L->gprev[i], L->n[i]));
 
     /* a descent direction, or start over from the gradient */
-    NST_TRY(global_dots(L, g, L->d, g, g, 2, r));
+    global_dots(L, g, L->d, g, g, 2, r, &st);
     double t = L->step;
     if (L->k == 0 || r[0] >= 0) {
         if (L->k > 0) {
             L->resets++;
             L->k = 0;
-            for (int i = 0; i < nl; i++) NST_TRY(be->ops->axpby(be, L->d[i], g[i], L->n[i], -1.f, 0.f));
+            for (int i = 0; i < nl; i++) LOCAL(&st, be->ops->axpby(be, L->d[i], g[i], L->n[i], -1.f, 0.f));
         }
         double gn = sqrt(r[1]);
         t = L->step * (gn > 1.0 ? 1.0 / gn : 1.0);
     }
-    /* take the step (projected into the box); d keeps the step taken for the next pair */
-    for (int i = 0; i < nl; i++) {
-        if (L->box) {
-            NST_TRY(be->ops->box_step(be, x[i], L->d[i], L->n[i], (float)t));
-        } else {
-            NST_TRY(be->ops->axpby(be, L->d[i], L->d[i], L->n[i], 0.f, (float)t));
-            NST_TRY(be->ops->axpby(be, x[i], L->d[i], L->n[i], 1.f, 1.f));
-        }
-    }
+    take_step(L, x, t, &st);
     L->iter++;
-    return NST_OK;
+    return st;
 }
 
 /* ---- checkpoint --------------------------------------------------------------------------------- */

@@ -2,10 +2,13 @@
  *
  * The history (s, y pairs) and the search direction are sharded like the pixels: each rank keeps
  * the values of its tiles' cores. The two-loop recursion needs only dot products, summed over
- * all tiles: every tile's partial sum is computed over its own values, the partials are added
- * over ranks as a vector indexed by tile (each entry has one contributor, so the sum is exact),
- * and then added in tile order. A dot product is therefore the same number whichever rank holds
- * which tile: a render on 1 rank and on 4 ranks with the same tiles takes identical steps.
+ * all tiles. Where the backend has exact dots (the CPU's dot_exact): each row of a core adds its
+ * products in double over runs of `seg` pixels (the tiles' alignment, so runs fall at the same
+ * image columns on every tiling), and the runs' sums are added exactly (kernels/xsum.h) over
+ * threads, tiles and ranks: a dot product is the same number on any tiling and any rank count,
+ * so L-BFGS keeps tiled == one tile bit for bit. Elsewhere (CUDA, not tile-exact anyway) every
+ * tile's partial sum is added over ranks as a vector indexed by tile and then in tile order: the
+ * same number whichever rank holds which tile.
  *
  * No line search (as neural-style's L-BFGS): the quasi-Newton step scaled by optim.lbfgs_step,
  * the first step a gradient step of length min(1, 1/||g||) times that. A pair is kept only when
@@ -32,6 +35,12 @@ typedef struct {
     int nlocal, ntiles;      /* this rank's tiles; tiles of the whole grid (partials by tile) */
     int *tile;               /* grid index of each local tile */
     size_t *n;               /* values per local tile */
+    int *w, seg;             /* its width in pixels, and the runs of the exact dots */
+    float **xp, **gp;        /* room for the step's pixel and gradient pointers, one per local tile */
+    struct {
+        nst_xsum acc[2];     /* the exact dots' accumulators */
+        int64_t failed;      /* and the ranks that failed, summed in the same message */
+    } *xs;
     float **s, **y;          /* [slot * nlocal + i]: backend buffers */
     float **d, **gprev;      /* per local tile: the direction, then the step taken; the previous gradient */
     double *rho, *alpha;     /* per slot */
@@ -45,11 +54,16 @@ typedef struct {
 /* Bytes per optimised value the state holds (for the planner): 2 m + 2 floats. */
 static inline size_t nst_lbfgs_bytes_per_value(int m) { return (size_t)(2 * m + 2) * sizeof(float); }
 
+/* nlocal tiles: grid index, values n[i] = w[i] x rows x 3; seg: the pixels each run of a row adds in
+ * double before the exact sum (a divisor of every core's column in the image). */
 nst_status nst_lbfgs_init(nst_lbfgs *L, nst_backend *be, nst_collectives coll, int m, double step, int box, int nlocal,
-                          const int *tile_index, int ntiles, const size_t *n);
+                          const int *tile_index, int ntiles, const size_t *n, const int *w, int seg);
 /* One step: x[i] (local tile i, n[i] values) moves along the L-BFGS direction from the gradient
- * g[i] at x. Collective. */
-nst_status nst_lbfgs_step(nst_lbfgs *L, float *const *x, float *const *g);
+ * g[i] at x. Collective, and every rank makes the same collective calls whatever fails: pending (a
+ * failure of this rank before the step) or a failing op skips the rest of its local work but not
+ * the sums, which tell the other ranks; all then return a failure (only the rank that failed with
+ * a message of its own, for nst_comm_agree to pass on). */
+nst_status nst_lbfgs_step(nst_lbfgs *L, float *const *x, float *const *g, nst_status pending);
 void nst_lbfgs_free(nst_lbfgs *L);
 
 /* The whole state (history ring, direction, previous gradient, scalars) to a checkpoint file, or

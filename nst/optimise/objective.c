@@ -63,6 +63,8 @@ nst_status nst_objective_init_guided(nst_objective *o, const nst_loss_spec *spec
     }
     /* lagged sums the Gram inside its one pass, where a pass cannot run again: fp64 sums there */
     o->fixed = be->ops->gram_fixed && strategy != NST_GRAM_LAGGED;
+    if (coll.sum_doubles && !coll.sum_int64)
+        return nst_fail(NST_ERUNTIME, "objective: the collectives lack the exact sums of the loss terms (sum_int64)");
     if (o->fixed && coll.sum_grams && !(coll.sum_int64 && coll.max_ints))
         return nst_fail(NST_ERUNTIME, "objective: the collectives lack those of the fixed-point Gram sums (sum_int64, max_ints)");
     for (int q = 0; o->fixed && q < o->ngram; q++) {
@@ -255,9 +257,7 @@ nst_status nst_tile_set_content(nst_objective *o, nst_tile *t, const float *wind
         const nst_tensor *f = &t->acts->out[l];
         NST_TRY(nst_tensor_alloc(be, f->h, f->w, f->c, f->dt, &t->target[l]));
         NST_TRY(be->ops->copy_rect(be, f, nst_tensor_rect(f), &t->target[l], 0, 0));
-        double ss;
-        NST_TRY(be->ops->sumsq(be, f, t->own[l], &ss));
-        o->normP[k] += ss;
+        NST_TRY(be->ops->sumsq(be, f, t->own[l], &o->normP_sum[k]));
     }
     return NST_OK;
 }
@@ -360,9 +360,18 @@ static const nst_tensor *content_mask(const nst_objective *o, const nst_tile *t,
     return o->guides.content ? mask_at(t, o->guides.n, l) : NULL;
 }
 
+/* out[k] = the values of n exact sums after they are added over ranks (as integers: exact). */
+static nst_status sum_exact(nst_objective *o, nst_xsum *x, int n, double *out)
+{
+    for (int k = 0; k < n; k++) nst_xsum_normalize(&x[k]);
+    if (n && o->coll.sum_int64) NST_TRY(o->coll.sum_int64(o->coll.ctx, (int64_t *)x, (size_t)n * NST_XSUM_WORDS));
+    for (int k = 0; k < n; k++) out[k] = nst_xsum_value(&x[k]);
+    return NST_OK;
+}
+
 nst_status nst_objective_finish_targets(nst_objective *o)
 {
-    if (o->coll.sum_doubles && o->spec->ncontent) NST_TRY(o->coll.sum_doubles(o->coll.ctx, o->normP, (size_t)o->spec->ncontent));
+    NST_TRY(sum_exact(o, o->normP_sum, o->spec->ncontent, o->normP));
     if (o->coll.sum_doubles && o->guides.n) NST_TRY(o->coll.sum_doubles(o->coll.ctx, o->M, (size_t)o->ngram));
     return NST_OK;
 }
@@ -400,11 +409,9 @@ static nst_status seed_layer(void *user, int layer, nst_tensor *grad)
     }
     for (int k = 0; k < spec->ncontent; k++) {
         if (spec->content[k] != layer) continue;
-        double ss;
         float scale = (float)(2.0 * spec->content_weight / fmax(o->normP[k], NORM_FLOOR));
-        NST_TRY(be->ops->mse(be, f, &t->target[layer], t->own[layer], t->seed[layer], content_mask(o, t, layer), scale, &ss,
-                             grad));
-        o->content_pending[k] += ss;
+        NST_TRY(be->ops->mse(be, f, &t->target[layer], t->own[layer], t->seed[layer], content_mask(o, t, layer), scale,
+                             &o->pending[k], grad));
     }
     return NST_OK;
 }
@@ -439,15 +446,13 @@ static nst_status backward_tile(nst_objective *o, nst_tile *t, int grad)
     be->ops->range_pop(be);
     NST_TRY(s);
     if (o->spec->tv_weight > 0) {
-        double sum, scale = o->spec->tv_weight / (3.0 * o->img_w * o->img_h);
-        NST_TRY(be->ops->tv(be, &t->img, t->own_px, t->seed_px, (float)scale, &sum, grad ? &t->dimg : NULL));
-        o->tv_pending += sum;
+        double scale = o->spec->tv_weight / (3.0 * o->img_w * o->img_h);
+        NST_TRY(be->ops->tv(be, &t->img, t->own_px, t->seed_px, (float)scale, &o->pending[o->spec->ncontent], grad ? &t->dimg : NULL));
     }
     if (t->temporal_target.data) { /* owned pixels' sum; the gradient over the optimised (seed) pixels */
-        double sum, scale = 2.0 * o->spec->temporal_weight / (3.0 * o->img_w * o->img_h);
-        NST_TRY(be->ops->mse(be, &t->img, &t->temporal_target, t->own_px, t->seed_px, &t->temporal_c, (float)scale, &sum,
-                             grad ? &t->dimg : NULL));
-        o->temporal_pending += sum;
+        double scale = 2.0 * o->spec->temporal_weight / (3.0 * o->img_w * o->img_h);
+        NST_TRY(be->ops->mse(be, &t->img, &t->temporal_target, t->own_px, t->seed_px, &t->temporal_c, (float)scale,
+                             &o->pending[o->spec->ncontent + 1], grad ? &t->dimg : NULL));
     }
     return NST_OK;
 }
@@ -563,9 +568,7 @@ nst_status nst_objective_eval(nst_objective *o, nst_tile *tiles, int ntiles, int
     nst_status s = NST_OK;
     double mark = nst_now();
     memset(terms, 0, sizeof *terms);
-    memset(o->content_pending, 0, sizeof o->content_pending);
-    o->tv_pending = 0;
-    o->temporal_pending = 0;
+    for (int k = 0; k < spec->ncontent + 2; k++) nst_xsum_zero(&o->pending[k]);
 
     if (!grad || o->strategy != NST_GRAM_LAGGED || !o->have_D) {
         /* forward of every tile, Gram sums, then the global statistic */
@@ -620,10 +623,7 @@ nst_status nst_objective_eval(nst_objective *o, nst_tile *tiles, int ntiles, int
     }
     /* the local sums, added over ranks */
     double sums[NST_VGG_NLAYERS + 2];
-    for (int k = 0; k < spec->ncontent; k++) sums[k] = o->content_pending[k];
-    sums[spec->ncontent] = o->tv_pending;
-    sums[spec->ncontent + 1] = o->temporal_pending;
-    if (o->coll.sum_doubles) NST_TRY(o->coll.sum_doubles(o->coll.ctx, sums, (size_t)spec->ncontent + 2));
+    NST_TRY(sum_exact(o, o->pending, spec->ncontent + 2, sums));
     for (int k = 0; k < spec->ncontent; k++) {
         terms->content_layer[k] = spec->content_weight * sums[k] / fmax(o->normP[k], NORM_FLOOR);
         terms->content += terms->content_layer[k];

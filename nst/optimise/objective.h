@@ -114,7 +114,10 @@ typedef struct {
     int have_D;                       /* lagged: D holds the previous iteration's G/M - A */
     double normA[NST_MAX_GRAMS];      /* ||A||^2 */
     double normP[NST_VGG_NLAYERS];    /* ||P||^2 over the whole image, by content index */
-    double content_pending[NST_VGG_NLAYERS], tv_pending, temporal_pending;
+    nst_xsum normP_sum[NST_VGG_NLAYERS]; /* its sums over this rank's tiles, until they are added over ranks */
+    /* an evaluation's sums over this rank's tiles: each content layer's, then TV's and the temporal
+     * term's; exact (kernels/xsum.h), so their total over tiles and ranks is the whole image's */
+    nst_xsum pending[NST_VGG_NLAYERS + 2];
     /* Resident and two-pass on a backend with fixed-point Gram sums (the CPU: gram_fixed): the
      * sums as integers, exact in any order, so a tiled image's global Gram is the whole image's
      * bits by construction. Each slot's features are bounded by 2^gram_e (the last iteration's

@@ -1,17 +1,16 @@
 /* nst/optimise/stop.h: the stopping rule of a level (optim.stop_tolerance, .stop_window, .stop_min).
  *
- * A level ends early once its style loss has stopped falling: after at least stop_min iterations
- * (and two windows), when the mean of the last `window` losses is within `tolerance` (a fraction)
- * of the mean of the `window` before them. Only a plateau fires it: a window with a spike, or a
- * loss still falling or climbing, differs by more; the minimum keeps a level from ending in its
- * first transient.
+ * A level ends early once its loss has stopped falling: after at least stop_min iterations (and two
+ * windows), when the mean of the last `window` losses is within `tolerance` (a fraction) of the
+ * mean of the `window` before them. Only a plateau fires it: a window with a spike, or a loss still
+ * falling or climbing, differs by more; the minimum keeps a level from ending in its first
+ * transient.
  *
- * Why the style term and not the total: the rule must end a level at the same iteration on every
- * tiling, or tiled would not equal one tile. On the CPU the style term is computed from the Gram
- * sums in fixed point (exact, whatever the tiling), then identically on every rank; the content and
- * TV sums are added in an order that follows the tiles, so their last bits depend on the tiling.
- * Every rank holds the same terms (the sums are added in rank order and broadcast), so every rank
- * decides the same with no message. Without style layers the rule does not apply.
+ * The rule must end a level at the same iteration on every tiling, or tiled would not equal one
+ * tile: it reads the total loss, which on the CPU is the same number whatever the tiling (the Gram
+ * sums in fixed point; the content, TV and temporal sums exact, kernels/xsum.h; the rest computed
+ * alike from them). Every rank holds the same terms (its sums are added exactly, or in rank order,
+ * and the results broadcast), so every rank decides the same with no message.
  *
  * The history (the last two windows) is part of a checkpoint, so a resumed level stops where the
  * uninterrupted one would.

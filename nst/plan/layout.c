@@ -300,6 +300,12 @@ static nst_status plan_halo(tile_plan *p)
     return NST_OK;
 }
 
+const char *nst_optim_method(const nst_config *cfg)
+{
+    if (strcmp(cfg->optim_method, "auto") != 0) return cfg->optim_method;
+    return strcmp(cfg->tiling_mode, "cheap") == 0 ? "adam" : "lbfgs";
+}
+
 /* The optimiser's state per owned pixel, the cheap mode's blend ramp and the halo exchange period,
  * with the combinations of method and mode that do not go together refused. */
 static nst_status plan_optimiser(tile_plan *p)
@@ -308,7 +314,7 @@ static nst_status plan_optimiser(tile_plan *p)
     nst_layout *L = p->L;
     /* the optimiser's state per owned pixel (exact mode): the pixels and their gradient, then Adam's
      * m and v, or L-BFGS's history pairs, direction and previous gradient; and the moving average */
-    L->lbfgs = strcmp(cfg->optim_method, "lbfgs") == 0;
+    L->lbfgs = strcmp(nst_optim_method(cfg), "lbfgs") == 0;
     L->opt_px_bytes = 24 + (L->lbfgs ? 3 * nst_lbfgs_bytes_per_value((int)cfg->optim_lbfgs_history) : 24) + (cfg->optim_average > 0 ? 12 : 0);
     if (L->lbfgs && L->cheap)
         return nst_fail(NST_EINPUT, "%s: optim.method = lbfgs needs tiling.mode = exact (the cheap mode's lagged Gram changes the "

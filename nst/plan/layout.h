@@ -71,6 +71,10 @@ nst_status nst_layout_plan_tiles(const nst_config *cfg, const nst_loss_spec *spe
 void nst_layout_free(nst_layout *L);
 
 /* Bytes of rank r's backend buffers for a grid, owners and strategy (the model above). */
+/* optim.method as it applies: auto is L-BFGS in exact mode and Adam in cheap mode (whose lagged Gram
+ * L-BFGS cannot take); "adam" or "lbfgs". */
+const char *nst_optim_method(const nst_config *cfg);
+
 size_t nst_layout_memory(const nst_grid *g, const int *owner, int r, int cheap, size_t opt_px_bytes, nst_gram_strategy gram,
                          const nst_loss_spec *spec, const nst_net *net);
 /* Bytes rank r holds in host memory while a level renders, besides the backend's buffers: its

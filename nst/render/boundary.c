@@ -6,7 +6,10 @@
 
 #include <signal.h>
 #include <stdio.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../mpi/comm.h"
 #include "../../mpi/watchdog.h"
@@ -120,20 +123,47 @@ nst_status nst_render_boundary(const nst_render_ctx *ctx, nst_render_state *rs, 
                     sig == SIGTERM ? " (after Ctrl-C mpirun reports its own status, 1; tools/nstbatch-mpirun keeps 75)" : "");
 }
 
+/* The benchmark's hook NSTBATCH_SNAPSHOTS=DIR (bench/quality.sh): every preview is also kept whole,
+ * at its level's size in 16 bits, as DIR/L<level>_<iteration>.png, and rank 0 adds a line to
+ * DIR/index.tsv: level, iteration, the wall clock (seconds since the epoch) when this preview
+ * began, and the seconds every earlier preview and snapshot of this process took, which the
+ * benchmark takes off the render's time. */
+static double preview_seconds_so_far;
+
+static nst_status keep_snapshot(const nst_render_ctx *ctx, const nst_rect *cores, float *const *px, long long done, double began)
+{
+    const char *dir = getenv("NSTBATCH_SNAPSHOTS");
+    if (!dir || !dir[0]) return NST_OK;
+    const nst_layout *L = ctx->layout;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/L%d_%06lld.png", dir, ctx->level + 1, done);
+    NST_TRY(nst_snapshot_write(path, INT_MAX, 16, ctx->img_w, ctx->img_h, cores, px, L->nlocal));
+    if (nst_comm_rank() != 0) return NST_OK;
+    snprintf(path, sizeof path, "%s/index.tsv", dir);
+    FILE *f = fopen(path, "a");
+    if (!f) return nst_fail(NST_ERUNTIME, "NSTBATCH_SNAPSHOTS: cannot append to %s", path);
+    fprintf(f, "%d\t%lld\t%.6f\t%.6f\n", ctx->level + 1, done, began, preview_seconds_so_far);
+    return fclose(f) == 0 ? NST_OK : nst_fail(NST_ERUNTIME, "NSTBATCH_SNAPSHOTS: cannot write %s", path);
+}
+
 /* output.save_every: the image as it stands, as the preview (after `done` iterations). Collective. */
 nst_status nst_render_preview(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *ts, long long done, nst_render_stats *st)
 {
     const nst_layout *L = ctx->layout;
     double t0 = nst_now();
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
     float **px = nst_calloc(sizeof(float *) * ((size_t)L->nlocal + 1), "preview pixels");
     nst_rect *cores = nst_calloc(sizeof(nst_rect) * ((size_t)L->nlocal + 1), "preview cores");
     nst_status s = px && cores ? nst_render_download_cores(ctx, tiles, ts, done, px) : NST_ENOMEM;
     for (int i = 0; cores && i < L->nlocal; i++) cores[i] = tiles[i].core;
     s = nst_render_agree(ctx, s);
-    if (s == NST_OK) s = nst_snapshot_write(ctx->preview_path, ctx->preview_side, ctx->img_w, ctx->img_h, cores, px, L->nlocal);
+    if (s == NST_OK) s = nst_snapshot_write(ctx->preview_path, ctx->preview_side, 8, ctx->img_w, ctx->img_h, cores, px, L->nlocal);
+    if (s == NST_OK) s = nst_render_agree(ctx, keep_snapshot(ctx, cores, px, done, (double)wall.tv_sec + 1e-9 * (double)wall.tv_nsec));
     for (int i = 0; px && i < L->nlocal; i++) nst_free(px[i]);
     nst_free(px);
     nst_free(cores);
+    preview_seconds_so_far += nst_now() - t0;
     if (s != NST_OK) return s;
     st->previews++;
     st->preview_seconds += nst_now() - t0;

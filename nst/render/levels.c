@@ -15,33 +15,70 @@
 #include "../inputs/color.h"
 #include "../plan/move.h"
 
-nst_status nst_levels_plan(const nst_config *cfg, const nst_loss_spec *spec, int W, int H, nst_level_plan *p)
+/* pyramid.levels = auto: coarse levels of fixed long sides, pyramid.min_size times factor^k, each
+ * at least sqrt(factor) below the output's long side (a step smaller than that would cost a level
+ * nearly at full size for little), and each with a short side the deepest layer can take; then
+ * the output. Fixed sizes: a 1k preview and a 16k print of one job share their coarse levels,
+ * which set the large structures. Returns the count; the sizes in p. */
+static int auto_levels(const nst_config *cfg, int W, int H, int min_side, nst_level_plan *p)
 {
-    memset(p, 0, sizeof *p);
-    const double f = cfg->pyramid_factor;
-    const int shortest = W < H ? W : H;
-    int n;
-    if (cfg->pyramid_levels == NST_WORD(0)) { /* auto: the coarsest short side at least pyramid.min_size */
-        n = 1;
-        while (n < NST_MAX_LEVELS && shortest / pow(f, n) >= (double)cfg->pyramid_min_size) n++;
-    } else {
-        n = (int)cfg->pyramid_levels;
+    const double f = cfg->pyramid_factor, L = W > H ? W : H;
+    int n = 0;
+    for (double side = cfg->pyramid_min_size; n < NST_MAX_LEVELS - 1 && side * sqrt(f) <= L; side *= f) {
+        int w = (int)lround(W * side / L), h = (int)lround(H * side / L);
+        if (w < min_side || h < min_side) continue;
+        p->w[n] = w, p->h[n] = h, n++;
     }
-    p->n = n;
-    const int m = nst_loss_spec_min_side(spec);
+    p->w[n] = W, p->h[n] = H;
+    return n + 1;
+}
+
+/* pyramid.levels = N: N levels, each factor times smaller than the next, the last the output. */
+static nst_status counted_levels(const nst_config *cfg, int n, int W, int H, int min_side, const nst_loss_spec *spec, nst_level_plan *p)
+{
+    const double f = cfg->pyramid_factor;
     for (int k = 0; k < n; k++) {
         double d = pow(f, n - 1 - k);
         p->w[k] = k == n - 1 ? W : (int)lround(W / d);
         p->h[k] = k == n - 1 ? H : (int)lround(H / d);
         if (p->w[k] < 1) p->w[k] = 1;
         if (p->h[k] < 1) p->h[k] = 1;
-        if (p->w[k] < m || p->h[k] < m)
+        if (p->w[k] < min_side || p->h[k] < min_side)
             return nst_fail(NST_EINPUT,
                             "%s: pyramid.levels = %d with pyramid.factor = %g makes level 1 %dx%d; the deepest layer in use (%s) needs "
                             "at least %dx%d: fewer levels or a smaller factor",
-                            nst_config_origin(cfg, NST_K_pyramid_levels), n, f, p->w[0], p->h[0], nst_vgg_layer_at(spec->deepest)->relu, m, m);
-        p->iterations[k] = cfg->optim_iterations;
+                            nst_config_origin(cfg, NST_K_pyramid_levels), n, f, p->w[0], p->h[0], nst_vgg_layer_at(spec->deepest)->relu,
+                            min_side, min_side);
     }
+    return NST_OK;
+}
+
+/* Without pyramid.iterations: optim.iterations at the coarsest level (a lone level's count), each
+ * finer level pyramid.decay times the one before, but none fewer than pyramid.min_iterations (or
+ * optim.iterations, if that is fewer). The finer levels refine what the coarse ones set, and each
+ * costs about factor^2 times the one before. */
+static void schedule(const nst_config *cfg, nst_level_plan *p)
+{
+    const long long floor = cfg->pyramid_min_iterations < cfg->optim_iterations ? cfg->pyramid_min_iterations : cfg->optim_iterations;
+    double its = (double)cfg->optim_iterations;
+    for (int k = 0; k < p->n; k++, its *= cfg->pyramid_decay) {
+        long long v = llround(its);
+        p->iterations[k] = v > floor ? v : floor;
+    }
+}
+
+nst_status nst_levels_plan(const nst_config *cfg, const nst_loss_spec *spec, int W, int H, nst_level_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    const int m = nst_loss_spec_min_side(spec);
+    if (cfg->pyramid_levels == NST_WORD(0)) {
+        p->n = auto_levels(cfg, W, H, m, p);
+    } else {
+        p->n = (int)cfg->pyramid_levels;
+        NST_TRY(counted_levels(cfg, p->n, W, H, m, spec, p));
+    }
+    const int n = p->n;
+    schedule(cfg, p);
     if (cfg->pyramid_iterations[0]) {
         char list[NST_CFG_STR_MAX];
         snprintf(list, sizeof list, "%s", cfg->pyramid_iterations);
@@ -719,7 +756,7 @@ nst_status nst_levels_run(const nst_levels_ctx *c, const nst_level_plan *p, nst_
     levels_run lr;
     memset(&lr, 0, sizeof lr);
     lr.c = c, lr.p = p, lr.rep = rep;
-    lr.carry = strcmp(cfg->pyramid_state, "carry") == 0 && strcmp(cfg->optim_method, "adam") == 0;
+    lr.carry = strcmp(cfg->pyramid_state, "carry") == 0 && strcmp(nst_optim_method(cfg), "adam") == 0;
     nst_status s = NST_OK;
     nst_ckpt *ck = c->ckpt;
     lr.k0 = ck && ck->resume ? ck->level : 0; /* a resume starts at the checkpoint's level */

@@ -123,8 +123,7 @@ static nst_status render_setup(render_run *r, float **content, float **init)
     if (s == NST_OK) s = nst_objective_finish_targets(&r->obj);
     if (s == NST_OK) s = nst_exchange_plan(L, &r->ex);
     if (s == NST_OK && L->lbfgs) s = nst_render_lbfgs_setup(ctx, r->ts, &r->lb);
-    if (s == NST_OK && ctx->spec->nstyle > 0) /* (the rule reads the style term: none, no rule) */
-        s = nst_stop_init(&r->stop, ctx->cfg->optim_stop_tolerance, (int)ctx->cfg->optim_stop_window, ctx->cfg->optim_stop_min);
+    if (s == NST_OK) s = nst_stop_init(&r->stop, ctx->cfg->optim_stop_tolerance, (int)ctx->cfg->optim_stop_window, ctx->cfg->optim_stop_min);
     return nst_render_agree(ctx, s);
 }
 
@@ -197,7 +196,7 @@ static nst_status iter_step(render_run *r, long long it)
     nst_status s = injected_fault(it);
     injected_delay(it);
     be->ops->range_push(be, "optimiser");
-    if (s == NST_OK) s = nst_render_step(r->ctx, r->tiles, r->ts, &r->lb, r->t_start + it + 1);
+    s = nst_render_step(r->ctx, r->tiles, r->ts, &r->lb, r->t_start + it + 1, s);
     be->ops->range_pop(be);
     s = nst_render_agree(r->ctx, s);
     if (s == NST_OK) r->st->stepped = 1;
@@ -250,7 +249,7 @@ static nst_status render_iteration(render_run *r, long long it)
     nst_status s = iter_objective(r, iter_exchange(r, it), &terms);
     if (s == NST_OK && it == 0) s = keep_first_gradient(r, &terms);
     if (s == NST_OK) s = iter_report(r, it, &terms);
-    if (s == NST_OK && nst_stop_feed(&r->stop, terms.style)) { /* the level ends here, before this step */
+    if (s == NST_OK && nst_stop_feed(&r->stop, terms.total)) { /* the level ends here, before this step */
         r->stop_at = it;
         return NST_OK;
     }
@@ -305,7 +304,7 @@ static nst_status render_loop(render_run *r, nst_status s)
     st->iterations = st->steps - r->it0;
     st->stopped = r->stop_at >= 0;
     if (s == NST_OK && st->stopped)
-        nst_info("level %d: stopped after %lld of %lld iterations: the style loss's mean over the last %d fell %.3g%% below the %d before "
+        nst_info("level %d: stopped after %lld of %lld iterations: the loss's mean over the last %d fell %.3g%% below the %d before "
                  "(optim.stop_tolerance = %g%%)\n", ctx->level + 1, st->steps, ctx->iterations, r->stop.window, 100 * r->stop.last_drop,
                  r->stop.window, 100 * r->stop.tolerance);
     return s;

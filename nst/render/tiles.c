@@ -84,37 +84,31 @@ void nst_render_tile_teardown(const nst_render_ctx *ctx, nst_objective *obj, nst
     if (tile->img.data) nst_tile_free(obj, tile);
 }
 
-/* One L-BFGS step over the local tiles' pixels. */
-static nst_status lbfgs_step(const nst_layout *L, nst_tile_state *st, nst_lbfgs *lb)
+/* One L-BFGS step over the local tiles' pixels; its collectives run whatever `pending` says. */
+static nst_status lbfgs_step(const nst_layout *L, nst_tile_state *st, nst_lbfgs *lb, nst_status pending)
 {
-    float **x = nst_alloc_array((size_t)L->nlocal + 1, 2 * sizeof(float *), "L-BFGS vectors");
-    if (!x) return NST_ENOMEM;
-    float **g = x + L->nlocal + 1;
-    for (int i = 0; i < L->nlocal; i++) {
-        x[i] = st[i].x.data;
-        g[i] = st[i].g.data;
-    }
-    nst_status s = nst_lbfgs_step(lb, x, g);
-    nst_free(x);
-    return s;
+    for (int i = 0; i < L->nlocal; i++) lb->xp[i] = st[i].x.data, lb->gp[i] = st[i].g.data;
+    return nst_lbfgs_step(lb, lb->xp, lb->gp, pending);
 }
 
 /* Adam on the owned pixels of every local tile, or an L-BFGS step over all of them; then the
  * moving average when optim.average is set. */
-nst_status nst_render_step(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *st, nst_lbfgs *lb, long long t)
+nst_status nst_render_step(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *st, nst_lbfgs *lb, long long t, nst_status pending)
 {
     const nst_config *cfg = ctx->cfg;
     const nst_layout *L = ctx->layout;
     nst_backend *be = ctx->be;
     nst_adam_params ap = {(float)cfg->optim_lr, (float)cfg->optim_beta1, (float)cfg->optim_beta2, (float)cfg->optim_eps, t,
                           cfg->optim_clamp};
-    for (int i = 0; i < L->nlocal; i++) {
+    nst_status s = pending; /* L-BFGS makes its collective calls whatever this rank's status */
+    for (int i = 0; s == NST_OK && i < L->nlocal; i++) {
         if (!L->cheap) /* the gradient of the owned pixels: the core of the window's gradient */
-            NST_TRY(be->ops->copy_rect(be, &tiles[i].dimg, tiles[i].own_px, &st[i].g, 0, 0));
-        if (!L->lbfgs)
-            NST_TRY(be->ops->adam(be, st[i].x.data, st[i].g.data, st[i].m.data, st[i].v.data, nst_tensor_elems(&st[i].x), &ap));
+            s = be->ops->copy_rect(be, &tiles[i].dimg, tiles[i].own_px, &st[i].g, 0, 0);
+        if (s == NST_OK && !L->lbfgs)
+            s = be->ops->adam(be, st[i].x.data, st[i].g.data, st[i].m.data, st[i].v.data, nst_tensor_elems(&st[i].x), &ap);
     }
-    if (L->lbfgs) NST_TRY(lbfgs_step(L, st, lb));
+    if (L->lbfgs) s = lbfgs_step(L, st, lb, s);
+    NST_TRY(s);
     const double beta = cfg->optim_average;
     for (int i = 0; beta > 0 && i < L->nlocal; i++) /* the moving average: a = beta a + (1 - beta) x */
         NST_TRY(be->ops->axpby(be, st[i].a.data, st[i].x.data, nst_tensor_elems(&st[i].x), (float)(1.0 - beta), (float)beta));
@@ -152,11 +146,14 @@ nst_status nst_render_lbfgs_setup(const nst_render_ctx *ctx, nst_tile_state *st,
 {
     const nst_layout *L = ctx->layout;
     size_t *n = nst_alloc_array((size_t)L->nlocal + 1, sizeof(size_t), "L-BFGS sizes");
-    if (!n) return NST_ENOMEM;
-    for (int i = 0; i < L->nlocal; i++) n[i] = nst_tensor_elems(&st[i].x);
-    nst_status s = nst_lbfgs_init(lb, ctx->be, ctx->coll, (int)ctx->cfg->optim_lbfgs_history, ctx->cfg->optim_lbfgs_step, ctx->cfg->optim_clamp, L->nlocal,
-                                  L->local, L->grid.ntiles, n);
-    nst_free(n);
+    int *w = nst_alloc_array((size_t)L->nlocal + 1, sizeof(int), "L-BFGS widths");
+    nst_status s = n && w ? NST_OK : NST_ENOMEM;
+    for (int i = 0; s == NST_OK && i < L->nlocal; i++) n[i] = nst_tensor_elems(&st[i].x), w[i] = st[i].x.w;
+    /* runs of the alignment: every core starts at a multiple of it, whatever the tiling */
+    if (s == NST_OK)
+        s = nst_lbfgs_init(lb, ctx->be, ctx->coll, (int)ctx->cfg->optim_lbfgs_history, ctx->cfg->optim_lbfgs_step, ctx->cfg->optim_clamp,
+                           L->nlocal, L->local, L->grid.ntiles, n, w, L->align);
+    nst_free(n), nst_free(w);
     return s;
 }
 

@@ -307,8 +307,8 @@ static void record_render(FILE *f, const nst_layout *L, const nst_job_result *re
         const nst_level_report *lr = &res->levels[k];
         fprintf(f, "%s\n    {\"width\": %d, \"height\": %d, \"iterations\": %lld, \"iterations_planned\": %lld, \"stopped\": %s, "
                    "\"tiles\": %d, \"tile_w\": %d, \"tile_h\": %d, \"tile_halvings\": %d, \"ranks\": %d, \"seconds\": %.6f, "
-                   "\"style_seconds\": %.6f, \"style_tiles\": %d, \"style_from_cache\": %d, \"previews\": %d, \"loss_first\": %.9g, "
-                   "\"loss_last\": %.9g}",
+                   "\"style_seconds\": %.6f, \"style_tiles\": %d, \"style_from_cache\": %d, \"previews\": %d, \"loss_first\": %.17g, "
+                   "\"loss_last\": %.17g}",
                 k ? "," : "", lr->w, lr->h, lr->iterations, lr->planned, lr->iterations < lr->planned ? "true" : "false", lr->tiles,
                 lr->tile_w, lr->tile_h, lr->halvings, lr->ranks, lr->seconds, lr->style_seconds, lr->style_tiles, lr->style_cached,
                 lr->stats.previews, lr->first.total, lr->last.total);
@@ -506,8 +506,10 @@ static void job_describe(const job_run *j)
     nst_info("loss:    %s\n", loss);
     long long total_its = 0;
     for (int k = 0; k < plan->n; k++) total_its += plan->iterations[k];
-    nst_info("optim:   %s, %lld iterations%s, lr %g, init %s%s%s\n", cfg->optim_method, total_its, plan->n > 1 ? " over the levels" : "",
-             cfg->optim_lr, cfg->optim_init,
+    const char *method = nst_optim_method(cfg);
+    const int lbfgs = strcmp(method, "lbfgs") == 0;
+    nst_info("optim:   %s%s, %lld iterations%s, %s %g, init %s%s%s\n", method, strcmp(cfg->optim_method, "auto") ? "" : " (auto)", total_its,
+             plan->n > 1 ? " over the levels" : "", lbfgs ? "step" : "lr", lbfgs ? cfg->optim_lbfgs_step : cfg->optim_lr, cfg->optim_init,
              strcmp(cfg->color_mode, "none") ? "; color " : "", strcmp(cfg->color_mode, "none") ? cfg->color_mode : "");
     if (plan->n > 1) {
         char sizes[512];
@@ -515,7 +517,7 @@ static void job_describe(const job_run *j)
         for (int k = 0; k < plan->n && n < sizeof sizes; k++)
             n += (size_t)snprintf(sizes + n, sizeof sizes - n, "%s%dx%d (%lld)", k ? ", " : "", plan->w[k], plan->h[k], plan->iterations[k]);
         nst_info("pyramid: %d levels, factor %g: %s; Adam state at a level change: %s\n", plan->n, cfg->pyramid_factor, sizes,
-                 strcmp(cfg->optim_method, "adam") ? "a new L-BFGS history" : cfg->pyramid_state);
+                 lbfgs ? "a new L-BFGS history" : cfg->pyramid_state);
     }
     nst_info("output:  %s (%d-bit%s, %d px tiles)%s%s\n", files, out->bits,
              out->want[NST_OUT_TIFF] ? (out->tiff.codec == NST_TC_JPEG ? ", TIFF jpeg" : out->tiff.codec == NST_TC_NONE ? ", TIFF uncompressed" : "") : "",

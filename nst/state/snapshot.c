@@ -84,7 +84,7 @@ static int add(const grid *g, const unsigned char *m, size_t bytes, double *acc)
 }
 
 /* Rank 0: the means (each block's sum over its area) written to path. */
-static nst_status finish(const grid *g, const double *acc, const char *path)
+static nst_status finish(const grid *g, const double *acc, const char *path, int bits)
 {
     int *cw = nst_calloc(sizeof(int) * ((size_t)g->pw + g->ph), "the preview's blocks");
     nst_image img = {0};
@@ -99,14 +99,14 @@ static nst_status finish(const grid *g, const double *acc, const char *path)
                     size_t i = ((size_t)y * g->pw + x) * 3 + c;
                     img.px[i] = (float)(acc[i] / ((double)cw[x] * ch[y]));
                 }
-        s = nst_image_write(path, &img, 8, 1, NULL);
+        s = nst_image_write(path, &img, bits, 1, NULL);
     }
     nst_image_free(&img);
     nst_free(cw);
     return s;
 }
 
-nst_status nst_snapshot_write(const char *path, int side, int img_w, int img_h, const nst_rect *cores, float *const *px, int n)
+nst_status nst_snapshot_write(const char *path, int side, int bits, int img_w, int img_h, const nst_rect *cores, float *const *px, int n)
 {
     const int rank = nst_comm_rank(), size = nst_comm_size();
     grid g = {img_w, img_h, img_w, img_h};
@@ -138,7 +138,7 @@ nst_status nst_snapshot_write(const char *path, int side, int img_w, int img_h, 
         nst_free(m);
     }
     if (s == NST_OK) { /* the render goes on without its preview: a warning, not an error */
-        nst_status w = !acc ? nst_fail(NST_ENOMEM, "out of memory for the preview") : !ok ? nst_fail(NST_ERUNTIME, "malformed partial sums") : finish(&g, acc, path);
+        nst_status w = !acc ? nst_fail(NST_ENOMEM, "out of memory for the preview") : !ok ? nst_fail(NST_ERUNTIME, "malformed partial sums") : finish(&g, acc, path, bits);
         if (w != NST_OK) nst_warn("the preview %s (output.save_every) was not written: %s\n", path, nst_fail_message());
         nst_fail_clear();
     }

@@ -15,7 +15,8 @@
 
 /* The preview of an img_w x img_h image (at most `side` px long; a smaller image keeps its
  * size) from this rank's n cores: cores[i] in image coordinates, px[i] its RGB pixels, row-major
- * fp32 in [0, 1]. Written by the group's rank 0 to `path`. Collective over the current group. */
-nst_status nst_snapshot_write(const char *path, int side, int img_w, int img_h, const nst_rect *cores, float *const *px, int n);
+ * fp32 in [0, 1]. Written by the group's rank 0 to `path` with `bits` (8 or 16) per sample.
+ * Collective over the current group. */
+nst_status nst_snapshot_write(const char *path, int side, int bits, int img_w, int img_h, const nst_rect *cores, float *const *px, int n);
 
 #endif
