@@ -25,6 +25,7 @@
 #   make bench-batch    one batch of small jobs (packed and not) against a loop of runs
 #   make bench-ckpt     checkpoint layout: per-rank files against one parallel HDF5 file
 #   make bench-dryrun   --dry-run's time estimate against the real render
+#   make bench-quality  time to quality: nstbatch against two PyTorch tools at their defaults (peers in bench/peers/)
 #   make weights    download the Keras VGG-19 weights into models/ (checks the MD5)
 #   make install PREFIX=DIR  nstbatch and its tools in DIR/bin, the manual page, the Slurm templates, the docs
 #   make viewer     npm ci in viewer/: OpenSeadragon for the Deep Zoom viewer page (make all does it where npm is)
@@ -135,7 +136,7 @@ TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.
 TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/draw_mask $(BUILD)/tools/make_test_clip $(BUILD)/tools/nstbatch-flicker $(BUILD)/tools/demo_figure $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run \
            $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 
-.PHONY: install install-viewer viewer viewer-if-online all demo demo-video demo-video-figure demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-avx2 bench-auto bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-masks bench-io bench-dzi bench-video bench-batch bench-ckpt bench-dryrun weights deps test-deps check-deps clean demo-images gpu-bundle gpu-bundle-lean
+.PHONY: install install-viewer viewer viewer-if-online all demo demo-video demo-video-figure demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-avx2 bench-auto bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-masks bench-io bench-dzi bench-video bench-batch bench-ckpt bench-dryrun bench-quality weights deps test-deps check-deps clean demo-images gpu-bundle gpu-bundle-lean
 all: check-deps nstbatch nstbatch-dzi nstbatch-view $(if $(NPM),viewer-if-online)
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
@@ -469,6 +470,11 @@ bench-video: all demo-images $(BUILD)/tools/make_test_clip
 # --dry-run's estimate against the render it predicts (bench/results/dryrun.md)
 bench-dryrun: all demo-images
 	bench/dryrun_accuracy.sh
+
+# time to quality: nstbatch and two PyTorch tools at their defaults, one network, one float64 scorer
+# (bench/results/quality.md; the peers' checkouts in PEERS, default bench/peers/; SIZES, FULL=1, TOOLS, VARIANTS)
+bench-quality: all
+	bench/quality.sh
 
 # per-rank checkpoint files against one parallel HDF5 file (bench/results/checkpoint.md)
 bench-ckpt: $(BUILD)/bench/checkpoint_format

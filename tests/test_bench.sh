@@ -11,7 +11,11 @@
 # - bench/torch_gatys.py --random (no files) on the CPU in fp32 and bf16 autocast, channels_last:
 #   one JSON line with a positive median (SKIP without PyTorch in /usr/bin/python3);
 # - bench/gpu_iteration.sh with DEVICE=cpu at a 64 px tile: its table has a row with numbers from
-#   both sides and the convolution table (SKIP without PyTorch).
+#   both sides and the convolution table (SKIP without PyTorch);
+# - bench/quality.sh at 96x64, nstbatch for 30 iterations: its snapshots scored, the float64 scorer
+#   within 1e-4 of nstbatch's own final loss terms (the 16-bit output's quantisation); exit 2 and one
+#   line without its peers; with them in PEERS (else SKIP), each peer for 30 iterations a level
+#   (QUICK_ITERS), and each fair adapter's own objective within 1e-5 of the scorer's total.
 set -u
 NST=$(readlink -f "$1") CONV=$(readlink -f "$2") GRAM=$(readlink -f "$3")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,6 +25,52 @@ pass=0 fail=0 skip=0
 ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
 bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
 skipped() { skip=$((skip + 1)); printf '  SKIP %s: %s\n' "$1" "$2"; }
+
+# bench/quality.sh at 96x64: nstbatch for 30 iterations (fp32: the scorer is held to its logged loss),
+# and with the peers in PEERS each of them for 30 iterations a level
+quality_plumbing() {
+  local peers=${PEERS:-$ROOT/bench/peers} tools="" content=$ROOT/configs/demo/content.png style=$ROOT/configs/demo/style.png
+  local q=$T/quality out status tsv diffs
+  out=$(PEERS=$T/none TOOLS=kc "$ROOT/bench/quality.sh" "$q/none" 2>&1); status=$?
+  if [ $status -eq 2 ] && [ "$(wc -l <<<"$out")" -eq 1 ] && grep -q 'git clone https://github.com/crowsonkb/style-transfer-pytorch' <<<"$out"; then
+    ok "quality.sh without its peers: exit 2, one line saying how to get them"
+  else
+    bad "quality.sh without its peers" "exit $status" "$out"
+  fi
+  if [ -d "$peers/style-transfer-pytorch" ] && [ -d "$peers/neural-style-pt" ]; then
+    tools="kc pt kc-whole pt-whole"
+  else
+    skipped "quality.sh's peers (kc, pt, kc-whole, pt-whole)" "no style-transfer-pytorch and neural-style-pt in $peers (bench/quality.sh says how to get them)"
+  fi
+  if [ ! -f "$content" ]; then # without the demo's images (make demo-images), neural-style-pt's
+    [ -n "$tools" ] || { skipped "quality.sh" "neither the demo's images (make demo-images) nor the peers"; return 0; }
+    content="" style=""
+  fi
+  out=$(SIZES=96x64 TOOLS="$tools" QUICK_ITERS=30 VARIANTS='q30:--set pyramid.levels=1 --set optim.iterations=30 --set run.precision=fp32' \
+        PEERS="$peers" CONTENT="$content" STYLE="$style" WORK="$q/work" NST="$NST" timeout 300 "$ROOT/bench/quality.sh" "$q" 2>&1); status=$?
+  tsv=$q/quality.tsv
+  # nstbatch's own final loss against the scorer on its 16-bit output: each term within 1e-4
+  diffs=$(awk -F'\t' '$2 == "nstbatch-q30" && ($3 == "final" || $3 == "logged") { for (k = 10; k <= 13; k++) v[$3, k] = $k }
+          END { for (k = 10; k <= 13; k++) { d = v["final", k] - v["logged", k]; if (d < 0) d = -d
+                printf "%.1e ", v["logged", k] ? d / v["logged", k] : d } }' "$tsv" 2>/dev/null)
+  if [ $status -eq 0 ] && grep -q '^| nstbatch-q30 | ' "$q/quality.md" && grep -q "$(printf '^96x64\tnstbatch-q30\tsnap\t1\t25\t')" "$tsv" &&
+     [ -n "$diffs" ] && awk -v d="$diffs" 'BEGIN { n = split(d, a, " "); for (i = 1; i <= n; i++) if (a[i] + 0 > 1e-4) exit 1; exit n != 4 }'; then
+    ok "quality.sh, nstbatch at 96x64: snapshots scored, the scorer against nstbatch's final loss (total, content, style, tv): $diffs"
+  else
+    bad "quality.sh, nstbatch" "exit $status, scorer against nstbatch's final loss: ${diffs:-none}" "$out"
+  fi
+  [ -n "$tools" ] || return 0
+  # every peer scored; each fair adapter's own objective within 1e-5 of the total the scorer finds
+  local finals worst
+  finals=$(awk -F'\t' '$3 == "final"' "$tsv" | cut -f2 | sort | tr '\n' ' ')
+  worst=$(cut -f7 "$q/work/checks.tsv" 2>/dev/null | sort -g | tail -n 1)
+  if [ $status -eq 0 ] && [ "$finals" = "kc kc-whole nstbatch-q30 pt pt-whole " ] && [ "$(wc -l <"$q/work/checks.tsv")" -eq 8 ] &&
+     awk -v w="$worst" 'BEGIN { exit !(w != "" && w + 0 <= 1e-5) }' && grep -q "^| nstbatch run | within 0 %: s | work |" "$q/quality.md"; then
+    ok "quality.sh, the peers at 96x64: every run scored, the fair adapters' objectives against the scorer within $worst of the total"
+  else
+    bad "quality.sh, the peers" "exit $status, finals: $finals, worst check: ${worst:-none}" "$out$(cat "$q/work/checks.tsv" 2>/dev/null)"
+  fi
+}
 
 out=$("$CONV" --device cpu --tile 32 --reps 1 --layers 5 2>"$T/conv.json"); status=$?
 rows=$(grep -cE '^\| conv[1-5]_[1-4] \| [0-9]+x[0-9]+ \| [0-9]+ -> [0-9]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' <<<"$out")
@@ -80,6 +130,7 @@ else
   else
     bad "gpu_iteration.sh's profile table" "no conv_forward, conv_backward_data or gram_backward row" "$(grep -A12 'Where an iteration' "$T/results/gpu_iteration.md" 2>/dev/null)"
   fi
+  quality_plumbing
 fi
 echo "test_bench: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
