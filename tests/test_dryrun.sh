@@ -10,6 +10,8 @@
 #   while the estimate was right).
 # - A gigapixel print on 2 ranks is planned (its time is printed, not judged); where it fits no
 #   plan, each level says what it would need and the run exits 2 at start.
+# - optim.method = auto plans a level with Adam where L-BFGS's state fits no tiling of the budget,
+#   and says so; optim.method = lbfgs is refused there.
 NST=$(readlink -f "$1")
 . "$(dirname "$0")/lib.sh" test_dryrun
 # the demo on the CPU on any host: the estimate is checked against a CPU run, and 2 ranks on a
@@ -44,5 +46,18 @@ if { [ $rc -eq 0 ] || { [ $rc -eq 2 ] && grep -q 'does not fit: .* needs .* GiB 
    [ ! -e "$T/giga.tif" ]; then
   ok "a 40000x26667 print on 2 ranks planned in $secs s ($([ $rc -eq 0 ] && echo fits || sed -n 's/.*\(needs [0-9.]* GiB on its busiest rank\).*, or \([0-9]* ranks\) with.*/\1, or \2/p' "$T/giga.log" | head -n 1))"
 else bad "a gigapixel dry run" "exit $rc in $secs s" "$(grep -v '^ ' "$T/giga.log" | tail -n 6)"; fi
+
+# ---- optim.method = auto where L-BFGS's state does not fit ------------------------------------------
+# 4096x2731 on one rank in 3 GiB (a network of width 1/8): L-BFGS's history (288 B per owned pixel) fits no tiling, Adam's
+# state (48 B) does, so auto plans the level with Adam and says so; lbfgs itself is refused
+for m in auto lbfgs; do
+  (cd "$T" && timeout 600 "$NST" "${DEMO[@]}" --dry-run --set output.path="$T/mem.tif" --set output.size=4096 \
+      --set run.memory_gb=3 --set optim.iterations=2 --set model.random_width_divisor=8 --set optim.method=$m) >"$T/mem_$m.log" 2>&1
+  eval "rc_$m=$?"
+done
+if [ "$rc_auto" -eq 0 ] && grep -q "^level 1/1: 4096x2731, .*, with Adam (optim.method = auto: L-BFGS's state fits no tiling)" "$T/mem_auto.log" &&
+   [ "$rc_lbfgs" -eq 2 ] && grep -q '^level 1/1: 4096x2731, 2 iterations: does not fit' "$T/mem_lbfgs.log"; then
+  ok "optim.method = auto in 3 GiB at 4096x2731: Adam, as L-BFGS's state fits no tiling (lbfgs itself: exit 2, does not fit)"
+else bad "auto where L-BFGS does not fit" "auto: exit $rc_auto, lbfgs: exit $rc_lbfgs" "$(grep -E '^(level|optim|nstbatch)' "$T/mem_auto.log" "$T/mem_lbfgs.log")"; fi
 
 finish

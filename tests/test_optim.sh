@@ -14,9 +14,11 @@
 #   bit (17 digits), and stop at the same iteration; in a 2-level pyramid the rule ends the first
 #   level early, the run record says so (iterations, iterations_planned, stopped), and the second
 #   level runs in full;
+# - pyramid.levels = auto: a print starts from its preview (a 256x192 render's second level equals
+#   the 128x96 render bit for bit);
 # - bad values of the new keys are one clear error each.
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
-. "$(dirname "$0")/lib.sh" test_optim
+. "$(dirname "$0")/lib.sh" test_optim_cli
 
 { demo_pair; printf '[output]\nwidth = 128\nheight = 96\nbits = 16\noverwrite = true\npreview = 0\n'
   printf '[model]\nrandom_width_divisor = 8\n[optim]\nmethod = adam\niterations = 40\n[pyramid]\nlevels = 1\n'
@@ -93,6 +95,18 @@ if [ $rc -eq 0 ] && [[ "$first" =~ \"iterations\":\ ([0-9]+),\ \"iterations_plan
    [ "$second" = '"iterations": 30, "iterations_planned": 30, "stopped": false' ]; then
   ok "2 levels: the rule ends level 1 early and the record says so ($first), level 2 runs its 30"
 else bad "the stopping rule in a pyramid" "exit $rc; level 1: '$first'; level 2: '$second'" "$(tail -n 6 "$T/levels.log")"; fi
+
+# ---- a print starts from its preview --------------------------------------------------------------
+# pyramid.levels = auto puts the coarse levels at fixed sizes (here 64 and 128 px long): the 128x96
+# render is, bit for bit, the second level of the 256x192 one (NSTBATCH_SNAPSHOTS keeps each level's
+# result), which then only refines it
+fixed=(--set optim.method=auto --set pyramid.levels=auto --set pyramid.min_size=64 --set optim.iterations=30)
+mkdir -p "$T/snaps"
+nst preview 1 "${fixed[@]}"
+NSTBATCH_SNAPSHOTS="$T/snaps" nst print 1 "${fixed[@]}" --set output.width=256 --set output.height=192
+if [ $rc -eq 0 ] && grep -q 'pyramid: 3 levels, factor 2: 64x48 (30), 128x96 (30), 256x192 (30)' "$T/print.log" && [ -f "$T/snaps/L2_end.png" ]; then
+  same "pyramid.levels = auto: a 256x192 render's second level is the 128x96 render, bit for bit" preview.png snaps/L2_end.png
+else bad "fixed-size levels" "exit $rc" "$(grep -E 'pyramid:|error' "$T/print.log")"; fi
 
 # ---- bad values ----------------------------------------------------------------------------------
 for kv in optim.average=1 optim.stop_tolerance=-0.1 optim.stop_window=0 optim.stop_min=-1; do

@@ -306,16 +306,21 @@ const char *nst_optim_method(const nst_config *cfg)
     return strcmp(cfg->tiling_mode, "cheap") == 0 ? "adam" : "lbfgs";
 }
 
+/* The optimiser's state per owned pixel (exact mode): the pixels and their gradient, then Adam's m
+ * and v, or L-BFGS's history pairs, direction and previous gradient; and the moving average. */
+static size_t optimiser_px_bytes(const nst_config *cfg, int lbfgs)
+{
+    return 24 + (lbfgs ? 3 * nst_lbfgs_bytes_per_value((int)cfg->optim_lbfgs_history) : 24) + (cfg->optim_average > 0 ? 12 : 0);
+}
+
 /* The optimiser's state per owned pixel, the cheap mode's blend ramp and the halo exchange period,
  * with the combinations of method and mode that do not go together refused. */
 static nst_status plan_optimiser(tile_plan *p)
 {
     const nst_config *cfg = p->cfg;
     nst_layout *L = p->L;
-    /* the optimiser's state per owned pixel (exact mode): the pixels and their gradient, then Adam's
-     * m and v, or L-BFGS's history pairs, direction and previous gradient; and the moving average */
     L->lbfgs = strcmp(nst_optim_method(cfg), "lbfgs") == 0;
-    L->opt_px_bytes = 24 + (L->lbfgs ? 3 * nst_lbfgs_bytes_per_value((int)cfg->optim_lbfgs_history) : 24) + (cfg->optim_average > 0 ? 12 : 0);
+    L->opt_px_bytes = optimiser_px_bytes(cfg, L->lbfgs);
     if (L->lbfgs && L->cheap)
         return nst_fail(NST_EINPUT, "%s: optim.method = lbfgs needs tiling.mode = exact (the cheap mode's lagged Gram changes the "
                                     "objective under L-BFGS's curvature pairs)",
@@ -481,6 +486,11 @@ static nst_status plan_commit(tile_plan *p)
              p->best_h, p->tk == NST_WORD(0) ? " (least work on the slowest rank)" : "", nst_gram_strategy_name(p->best_g),
              gib(p->best_mem), gib(req->budget),
              strcmp(p->cfg->tiling_gram, "auto") == 0 && p->best_g == NST_GRAM_TWO_PASS ? " (resident did not fit)" : "");
+    if (L->lbfgs_unfit) {
+        size_t n = strlen(L->why);
+        snprintf(L->why + n, sizeof L->why - n, "; optim.method = auto: Adam, as L-BFGS's state (%zu B per owned pixel) fits no tiling",
+                 L->lbfgs_unfit);
+    }
     return NST_OK;
 }
 
@@ -506,6 +516,15 @@ nst_status nst_layout_plan_tiles(const nst_config *cfg, const nst_loss_spec *spe
     plan_gram_strategies(&p);
     NST_TRY(tile_candidates(&p));
     NST_TRY(choose_tiles(&p));
+    if (!p.best_w && L->lbfgs && strcmp(cfg->optim_method, "auto") == 0) {
+        /* auto: where L-BFGS's history does not fit the budget at any tile size (it is per owned
+         * pixel, so tiles cannot shrink it: a print on few ranks), Adam's, 6x smaller at the default history. Every
+         * rank plans from the same numbers, so all choose the same. */
+        L->lbfgs = 0;
+        L->lbfgs_unfit = optimiser_px_bytes(cfg, 1);
+        L->opt_px_bytes = optimiser_px_bytes(cfg, 0);
+        NST_TRY(choose_tiles(&p));
+    }
     if (!p.best_w)
         return no_fit(cfg, spec, net, W, H, nranks, req->budget, p.halo, L->align, L->cheap, L->opt_px_bytes, p.tk, p.least);
     return plan_commit(&p);

@@ -36,7 +36,8 @@ typedef struct {
     int exchange_every;
     int blend_cosine;
     int blend_width;    /* feather ramp width in pixels (cheap mode) */
-    int lbfgs;          /* optim.method = lbfgs */
+    int lbfgs;          /* this level runs L-BFGS */
+    size_t lbfgs_unfit; /* optim.method = auto and L-BFGS's state per owned pixel (this many bytes) fit no tiling: Adam */
     size_t opt_px_bytes; /* optimiser state per owned pixel, exact mode (x, g, and Adam's m, v or L-BFGS's history; the average) */
     nst_gram_strategy gram;
     int nranks, rank;
@@ -72,7 +73,8 @@ void nst_layout_free(nst_layout *L);
 
 /* Bytes of rank r's backend buffers for a grid, owners and strategy (the model above). */
 /* optim.method as it applies: auto is L-BFGS in exact mode and Adam in cheap mode (whose lagged Gram
- * L-BFGS cannot take); "adam" or "lbfgs". */
+ * L-BFGS cannot take); "adam" or "lbfgs". A level's plan may still turn auto's L-BFGS into Adam
+ * where its state fits no tiling (nst_layout.lbfgs_unfit). */
 const char *nst_optim_method(const nst_config *cfg);
 
 size_t nst_layout_memory(const nst_grid *g, const int *owner, int r, int cheap, size_t opt_px_bytes, nst_gram_strategy gram,

@@ -127,7 +127,8 @@ nst_status nst_render_boundary(const nst_render_ctx *ctx, nst_render_state *rs, 
  * at its level's size in 16 bits, as DIR/L<level>_<iteration>.png, and rank 0 adds a line to
  * DIR/index.tsv: level, iteration, the wall clock (seconds since the epoch) when this preview
  * began, and the seconds every earlier preview and snapshot of this process took, which the
- * benchmark takes off the render's time. */
+ * benchmark takes off the render's time. Each level's result is kept too, as DIR/L<level>_end.png
+ * (not in the index: the benchmark scores the outputs; tests compare levels). */
 static double preview_seconds_so_far;
 
 static nst_status keep_snapshot(const nst_render_ctx *ctx, const nst_rect *cores, float *const *px, long long done, double began)
@@ -144,6 +145,27 @@ static nst_status keep_snapshot(const nst_render_ctx *ctx, const nst_rect *cores
     if (!f) return nst_fail(NST_ERUNTIME, "NSTBATCH_SNAPSHOTS: cannot append to %s", path);
     fprintf(f, "%d\t%lld\t%.6f\t%.6f\n", ctx->level + 1, done, began, preview_seconds_so_far);
     return fclose(f) == 0 ? NST_OK : nst_fail(NST_ERUNTIME, "NSTBATCH_SNAPSHOTS: cannot write %s", path);
+}
+
+nst_status nst_render_snapshot_end(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *ts)
+{
+    const char *dir = getenv("NSTBATCH_SNAPSHOTS");
+    if (!dir || !dir[0]) return NST_OK;
+    const nst_layout *L = ctx->layout;
+    double t0 = nst_now();
+    float **px = nst_calloc(sizeof(float *) * ((size_t)L->nlocal + 1), "snapshot pixels");
+    nst_rect *cores = nst_calloc(sizeof(nst_rect) * ((size_t)L->nlocal + 1), "snapshot cores");
+    nst_status s = px && cores ? nst_render_download_cores(ctx, tiles, ts, -1, px) : NST_ENOMEM;
+    for (int i = 0; cores && i < L->nlocal; i++) cores[i] = tiles[i].core;
+    s = nst_render_agree(ctx, s);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/L%d_end.png", dir, ctx->level + 1);
+    if (s == NST_OK) s = nst_snapshot_write(path, INT_MAX, 16, ctx->img_w, ctx->img_h, cores, px, L->nlocal);
+    for (int i = 0; px && i < L->nlocal; i++) nst_free(px[i]);
+    nst_free(px);
+    nst_free(cores);
+    preview_seconds_so_far += nst_now() - t0;
+    return s;
 }
 
 /* output.save_every: the image as it stands, as the preview (after `done` iterations). Collective. */

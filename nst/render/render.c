@@ -402,6 +402,7 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
     s = render_loop(&r, s);
     if (s == NST_OK) s = render_result(&r);
     if (s == NST_OK) s = render_final_loss(&r);
+    if (s == NST_OK) s = nst_render_snapshot_end(ctx, r.tiles, r.ts);
     if (s == NST_OK) s = nst_render_download_cores(ctx, r.tiles, r.ts, -1, out); /* the cores of the result */
     if (s == NST_OK && ctx->state_out && !ctx->layout->lbfgs) s = keep_adam_state(&r);
     render_teardown(&r);

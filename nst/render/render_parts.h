@@ -59,6 +59,9 @@ typedef struct {
 nst_status nst_render_load_state(nst_render_state *rs);
 /* After `done` iterations: a checkpoint when due; on a signal or low memory, the stop. */
 nst_status nst_render_boundary(const nst_render_ctx *ctx, nst_render_state *rs, long long done, nst_render_stats *st);
+/* NSTBATCH_SNAPSHOTS=DIR (a test and benchmark hook): the level's result as DIR/L<level>_end.png,
+ * 16-bit at the level's size. Collective; nothing without the variable. */
+nst_status nst_render_snapshot_end(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *ts);
 /* output.save_every's preview of the image as it stands. Collective. */
 nst_status nst_render_preview(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *ts, long long done, nst_render_stats *st);
 

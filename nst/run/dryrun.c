@@ -183,9 +183,9 @@ nst_status nst_dry_run(const nst_levels_ctx *c, const nst_level_plan *p, const n
         char tiles[96];
         nst_layout_describe_tiles(&L.grid, tiles, sizeof tiles);
         nst_info("level %d/%d: %dx%d, %lld iterations: %s, halo %d px, Gram %s; %.3g GiB per rank "
-                 "(backend %.3g) of %.3g GiB; about %.0f s (%.3g s per iteration)\n",
+                 "(backend %.3g) of %.3g GiB%s; about %.0f s (%.3g s per iteration)\n",
                  k + 1, p->n, p->w[k], p->h[k], p->iterations[k], tiles, L.grid.halo, nst_gram_strategy_name(L.gram), gib((double)L.mem_total), gib((double)L.mem_max),
-                 gib((double)L.mem_budget), secs, iter);
+                 gib((double)L.mem_budget), L.lbfgs_unfit ? ", with Adam (optim.method = auto: L-BFGS's state fits no tiling)" : "", secs, iter);
         nst_layout_free(&L);
     }
     if (!unfit)
