@@ -93,11 +93,21 @@ def thresholds(tools, nst, target, what, peer):
         hit = first_within(tools[t], target["total"], 0)
         r.append("**%.3f**" % (hit["elapsed_s"] / target["elapsed_s"]) if hit else
                  "not reached (final %+.1f %%)" % (100 * (final(tools[t])["total"] / target["total"] - 1)))
+        r.append(split(hit, target))
         rows.append(r)
     head = ["nstbatch run"]
     for p in THRESHOLDS:
         head += ["within %d %%: s" % p, "work"]
-    return table(head + ["time to %s / %s's time to it" % (what, peer)], rows) + [""]
+    return table(head + ["time to %s / %s's time to it" % (what, peer), "= work ratio x time per unit of work ratio"], rows) + [""]
+
+
+def split(hit, target):
+    """The time ratio told apart: the schedule's part (work over the peer's work) and the kernels' part
+    (seconds per final-size-equivalent iteration over the peer's)."""
+    if not hit or not hit["work"] or not target["work"]:
+        return "-"
+    w = hit["work"] / target["work"]
+    return "%.3f x %.3f" % (w, (hit["elapsed_s"] / hit["work"]) / (target["elapsed_s"] / target["work"]))
 
 
 def size_section(size, tools, info, configs):
