@@ -7,7 +7,8 @@
 #
 # One start of the hosts for every check (small renders: 192x128, the random VGG-19 at width 1/8,
 # one thread per rank, fp32, 16-bit outputs); every wait polls with a generous bound:
-# - mpirun starts ranks on both hosts, each with its own hostname and /tmp;
+# - mpirun starts ranks on both hosts, each with its own hostname and /tmp, and each sees the
+#   checkout, the build and the test's folder at their own paths, also where they are under /tmp;
 # - 2 hosts x 2 ranks: the tiled render's TIFF pyramid (every level) and HDF5 (h5diff), written by
 #   ranks on both hosts to the shared folder, equal one rank's; a rank kept busy 20 s by
 #   NSTBATCH_SLOW is a slow iteration, not a stall: the watchdog (auto, its floor at 3 s through
@@ -39,12 +40,16 @@ slurm_up=0
 teardown() {
   [ $slurm_up = 1 ] && "$ROOT/tests/slurm/start_local.sh" --stop "$T/slurm" >/dev/null 2>&1
   "$HOSTS" down "$HD"
-  rm -rf "$T"
+  rm -rf "$T" ${V:+"$V"}
 }
 trap teardown EXIT
 trap 'exit 143' TERM INT # the EXIT trap tears the hosts down on these too
 
-if ! "$HOSTS" up "$HD" 2 "$T" 2>"$T/up.err"; then
+# every host sees the test's folder, the checkout, the build and the programs at their own paths,
+# wherever they are (under /tmp too, which each host replaces with its own); V stands for a
+# checkout under /tmp whatever this one's folder (a folder of its own, not inside T, as a clone)
+V=$(mktemp -d /tmp/nstbatch-checkout.XXXXXX) && mkdir -p "$V/tests/hosts" && cp "$ROOT"/tests/hosts/*.sh "$V/tests/hosts/"
+if ! "$HOSTS" up "$HD" 2 "$T" "$ROOT" "$B" "$(dirname "$NST")" "$(dirname "$DIFF")" "$V" 2>"$T/up.err"; then
   skip "two hosts: $(tail -n 1 "$T/up.err")"
   finish
   exit
@@ -94,6 +99,11 @@ if [ "$(sort <<<"$out" | uniq -c | awk '{ print $1 $2 }' | tr '\n' ' ')" = "2nst
    [ -e "$HD/scratch-nsth-b/$mark" ] && [ ! -e "/tmp/$mark" ]; then
   ok "mpirun on nsth-a starts 2 ranks on nsth-a and 2 on nsth-b (tests/hosts/agent.sh), each host with its own hostname and /tmp"
 else bad "ranks on two hosts" "" "$out"; fi
+seen=$(for h in nsth-a nsth-b; do on $h sh -c "test -x '$ROOT/tests/hosts/agent.sh' && test -x '$NST' && test -x '$DIFF' && echo $h"; done 2>&1)
+out=$(on nsth-a env OMPI_MCA_plm_rsh_agent="$V/tests/hosts/agent.sh" timeout 60 mpirun --hostfile "$T/hostfile" -np 4 hostname 2>&1)
+if [ "$seen" = "$(printf 'nsth-a\nnsth-b')" ] && [ "$(sort <<<"$out" | uniq -c | awk '{ print $1 $2 }' | tr '\n' ' ')" = "2nsth-a 2nsth-b " ]; then
+  ok "both hosts see the checkout ($ROOT) and the build at their own paths; with the launcher in a checkout under /tmp, ranks start on both"
+else bad "the shared folders on the hosts" "" "$seen"$'\n'"$out"; fi
 
 # ---- renders on 2 hosts x 2 ranks equal one rank --------------------------------------------------
 # the reference at the path the render writes (HDF5 keeps the config, output.path included), then moved

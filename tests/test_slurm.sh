@@ -122,25 +122,46 @@ for t in one-node-srun one-node-mpirun cpu-cluster; do
   else bad "sbatch $t.sbatch" "$why" "$(cat "$T/$t.out" 2>/dev/null)"; fi
 done
 
-# the time limit: signalled, checkpointed, requeued, resumed
-sed 's/^iterations = 100$/iterations = 3200/' "$T/job.ini" >"$T/long.ini"
+# the time limit: signalled, checkpointed, requeued, resumed. The job's work follows this machine's
+# rate, not a count sized on a fast machine: renders of 20 and 80 iterations on 2 ranks give the
+# seconds an iteration (their difference leaves the start-up out), and the job gets 120 s of them
+# (400 iterations at least). A run of the job computes for less than its 1-minute limit, so no run
+# can finish it even on a machine twice as fast as measured, and Slurm signals each run, by
+# construction; on a slow or loaded machine it still needs only a few runs.
+t_of() {
+  local t0; t0=$(date +%s.%N)
+  (cd "$T" && mpirun --oversubscribe --bind-to none -np 2 "$NST" job.ini --set optim.iterations="$1" --set output.path=out/rate.tif) >"$T/rate.log" 2>&1
+  awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }'
+}
+t20=$(t_of 20) t80=$(t_of 80)
+per_it=$(awk -v a="$t20" -v b="$t80" 'BEGIN { s = (b - a) / 60; print (s < 1e-3 ? 1e-3 : s) }')
+its=$(awk -v s="$per_it" 'BEGIN { n = int(120 / s); print (n < 400 ? 400 : n) }')
+sed "s/^iterations = 100\$/iterations = $its/" "$T/job.ini" >"$T/long.ini"
 # the uninterrupted reference renders meanwhile, beside the job (the job waits for its limit
-# anyway; sharing the cores only slows its render, which the signal must come before)
-(cd "$T" && timeout 600 mpirun --oversubscribe --bind-to none -np 2 "$NST" long.ini --set output.path=out/longref.tif) >"$T/longref.log" 2>&1 &
+# anyway; sharing the cores only slows its render, which the signal must come before); its bound is
+# ten times its measured length, and a minute
+(cd "$T" && timeout "$(awk -v n="$its" -v s="$per_it" 'BEGIN { print int(10 * n * s + 60) }')" mpirun --oversubscribe --bind-to none -np 2 "$NST" long.ini \
+    --set output.path=out/longref.tif) >"$T/longref.log" 2>&1 &
 longref=$!
-# a 1-minute limit, USR1 55 s before it, against a render of 60 to 100 s (3200 iterations): no run
+# a 1-minute limit, USR1 55 s before it, against a render of about 120 s ($its iterations): no run
 # of the job can finish within its limit, so Slurm signals each one, by construction. Its warning
 # USR1 comes when its periodic check runs (21 to 31 s into the run in 8 runs of make test); on this
 # loaded one-node cluster it came twice after the run's end or not before the limit, and then the
 # TERM Slurm sends at the limit is the signal: launch.sh forwards either, the ranks checkpoint and
 # the job is requeued. The line says which came.
 J=$(cd "$T" && sbatch --parsable --time=1 --signal=B:USR1@55 -o "$T/limit.out" --export=ALL,CKPT="$T/ck-limit" "$T/one-node-srun.sbatch" long.ini \
-    --set output.path="$T/out/limit.tif" --set checkpoint.every=200)
-state="" restarts=0 waited=0
-for ((i = 0; i < 480; i++)); do
+    --set output.path="$T/out/limit.tif" --set checkpoint.every=$((its / 10)))
+state="" restarts=0 waited=0 seen="" moved=$SECONDS
+# waits on progress, not a stopwatch: on a slow or loaded machine a run computes only a few seconds
+# before its signal, so the job needs more runs; the test gives up only when neither its state, its
+# restarts nor its checkpoint's iteration moved for 240 s (a requeue's begin time is about 2 minutes)
+while [ $((SECONDS - moved)) -le 240 ]; do
   info=$(scontrol show job "$J" 2>/dev/null)
   state=$(grep -o 'JobState=[A-Z_]*' <<<"$info" | cut -d= -f2) restarts=$(grep -o 'Restarts=[0-9]*' <<<"$info" | cut -d= -f2)
-  case "$state" in COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | "") break ;; esac
+  # an empty answer is scontrol's between a requeue's steps (seen once), not the job's end
+  case "$state" in COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY) break ;; esac
+  now="$state $restarts $(sed -n 's/^iteration = //p' "$T/ck-limit/manifest" 2>/dev/null)"
+  [ "$now" = "$seen" ] || { seen=$now; moved=$SECONDS; }
   # a requeued job waits its begin time out (about 2 minutes, for the node to finish with its
   # previous run): the test does not, but waits for the node to be idle again (a job started on a
   # node still completing the previous run fails to launch)
@@ -154,7 +175,7 @@ wait $longref || bad "uninterrupted reference" "mpirun failed" "$(tail -n 5 "$T/
 usr1=$(grep -c "got SIGUSR1: forwarding it" "$T/limit.out") term=$(grep -c "got SIGTERM: forwarding it" "$T/limit.out")
 if [ "$state" = COMPLETED ] && [ "${restarts:-0}" -ge 1 ] && [ $((usr1 + term)) -ge 1 ] && grep -q "requeueing job $J" "$T/limit.out" \
   && grep -q "resumed: level 1 at iteration" "$T/limit.out"; then
-  ok "a 1-minute limit: signalled by Slurm (USR1 $usr1 times, TERM at the limit $term), checkpoint, requeue ($restarts), resume at iteration $(grep -o 'resumed: level 1 at iteration [0-9]*' "$T/limit.out" | tail -n 1 | awk '{print $NF}')"
+  ok "a 1-minute limit on $its iterations (120 s at $per_it s each, measured): signalled by Slurm (USR1 $usr1 times, TERM at the limit $term), checkpoint, requeue ($restarts), resume at iteration $(grep -o 'resumed: level 1 at iteration [0-9]*' "$T/limit.out" | tail -n 1 | awk '{print $NF}')"
   same "... and the requeued job's image == the uninterrupted render" out/limit.tif out/longref.tif
 else bad "time limit and requeue" "state '$state', restarts '$restarts'" "$(grep -v '^ *[0-9]' "$T/limit.out" | tail -n 8; grep -E "JobId=$J |job $J|JobId=$J\b" "$T/slurm/log/slurmctld.log" | tail -n 12)"; fi
 

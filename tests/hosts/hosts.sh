@@ -8,8 +8,10 @@
 # the machine's own namespaces but the namespaces' names in /run/netns, which carry this run's
 # prefix, so two runs side by side do not meet.
 #
-#   tests/hosts/hosts.sh up DIR N SHARED   N hosts (2 or 3) nsth-a, nsth-b, ... at 10.213.0.1, .2, ...;
-#                                          SHARED is seen by every host at its own path; writes
+#   tests/hosts/hosts.sh up DIR N SHARED...   N hosts (2 or 3) nsth-a, nsth-b, ... at 10.213.0.1, .2, ...;
+#                                          each SHARED folder (the test's folder, the checkout, the
+#                                          build: any of them may live under /tmp) is seen by every
+#                                          host at its own path; writes
 #                                          DIR/hosts ("NAME NETNS ADDRESS"); exit 3 with the reason
 #                                          when the namespaces cannot be made here
 #   tests/hosts/hosts.sh down DIR          every process of every host SIGKILLed, the namespaces gone
@@ -35,9 +37,10 @@ host_pids() {
   [ -n "$n" ] && ip netns pids "$n" 2>/dev/null | grep -vx "${k:-none}"
 }
 
-# host_up NAME INDEX SHARED: the host's link, then its keeper in new UTS and mount namespaces
+# host_up NAME INDEX SHARED...: the host's link, then its keeper in new UTS and mount namespaces
 host_up() {
-  local h=$1 i=$2 shared=$3 n mnt
+  local h=$1 i=$2 n mnt shared
+  shift 2
   n="$(cat "$D/prefix")-$h"
   ip netns add "$n" 2>"$D/ip.err" || skip "ip netns add: $(tail -n 1 "$D/ip.err")"
   echo "$h $n 10.213.0.$((i + 1))" >>"$D/hosts"
@@ -47,13 +50,16 @@ host_up() {
   ip -n "$n" addr add "10.213.0.$((i + 1))/24" dev eth0
   ip -n "$n" link set eth0 up
   ip -n "$n" link set lo up
-  # the host's /tmp: its scratch folder, with the shared folder (when under /tmp) at its own path
+  # the host's /tmp: its scratch folder, with each shared folder under /tmp bound in at its own
+  # path (outside /tmp the host sees the machine's own folders already)
   mkdir -p "$D/scratch-$h"
   mnt="mount --rbind '$D/scratch-$h' /tmp"
-  case $shared in /tmp/?*)
-    mkdir -p "$D/scratch-$h/${shared#/tmp/}"
-    mnt="mount --bind '$shared' '$D/scratch-$h/${shared#/tmp/}' && $mnt" ;;
-  esac
+  for shared in "$@"; do
+    case $shared in /tmp/?*)
+      mkdir -p "$D/scratch-$h/${shared#/tmp/}"
+      mnt="mount --bind '$shared' '$D/scratch-$h/${shared#/tmp/}' && $mnt" ;;
+    esac
+  done
   nsenter --net="/run/netns/$n" unshare --uts --mount --propagation private \
     sh -c "hostname $h && $mnt && echo \$\$ >'$D/keeper-$h.new' && exec sleep infinity" </dev/null >/dev/null 2>"$D/mnt.err" &
   for _ in $(seq 100); do [ -s "$D/keeper-$h.new" ] && break; sleep 0.05; done
@@ -62,15 +68,18 @@ host_up() {
 }
 
 up() {
-  local n=$1 shared i
-  shared=$(readlink -f "$2")
+  local n=$1 i s shared=()
+  shift
+  # each folder once, and none inside another (its parent's bind shows it)
+  for s in "$@"; do shared+=("$(readlink -f "$s")"); done
+  mapfile -t shared < <(printf '%s\n' "${shared[@]}" | LC_ALL=C sort -u | awk '{ for (i = 1; i <= n; i++) if (index($0, k[i] "/") == 1) next; k[++n] = $0; print }')
   [ "$(id -u)" -eq 0 ] || skip "not root (network namespaces need it)"
   for b in ip nsenter unshare; do command -v $b >/dev/null || skip "$b not installed (iproute2, util-linux)"; done
   echo "nsth$$" >"$D/prefix"
   : >"$D/hosts"
   ip netns add "$(switch)" 2>"$D/ip.err" || skip "ip netns add: $(tail -n 1 "$D/ip.err")"
   ip -n "$(switch)" link add br0 type bridge 2>"$D/ip.err" && ip -n "$(switch)" link set br0 up || skip "no bridge: $(tail -n 1 "$D/ip.err")"
-  for ((i = 0; i < n; i++)); do host_up "nsth-$(printf "\\x$(printf %x $((97 + i)))")" $i "$shared"; done
+  for ((i = 0; i < n; i++)); do host_up "nsth-$(printf "\\x$(printf %x $((97 + i)))")" $i "${shared[@]}"; done
 }
 
 down() {
@@ -87,7 +96,7 @@ down() {
 }
 
 case $cmd in
-  up) up "${3:-2}" "${4:?hosts.sh up DIR N SHARED}" ;;
+  up) : "${4:?hosts.sh up DIR N SHARED...}"; up "${@:3}" ;;
   down) down ;;
   exec) h=$3; shift 3; exec nsenter -t "$(keeper "$h")" --net --uts --mount --wd="$PWD" -- "$@" ;;
   cut) ip -n "$(switch)" link set "port-$3" down ;;
