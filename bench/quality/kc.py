@@ -16,19 +16,17 @@ Snapshots: the EMA (what KC outputs) every 25 iterations of every scale (record.
 --quick N: N iterations at every scale (plumbing only: not KC's defaults).
 --check FILE: the fair variant's second objective (its own total, the terms, the image) as JSON and .npy.
 """
-import argparse
-import json
 import os
 import sys
 import time
 import types
 
-import numpy as np
 import torch
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import objective as ob  # noqa: E402
+import record  # noqa: E402
 from record import Recorder  # noqa: E402
 
 NAME_OF = {i: n for n, i in ob.TV_INDEX.items()}
@@ -115,21 +113,12 @@ class NstTV(nn.Module):
 
 def write_check(path, total):
     """The checked objective as KC summed it, its terms with nstbatch's weights, and the image."""
-    np.save(path[:-5] + ".npy", PROBE["x"][0].permute(1, 2, 0).numpy())
     terms = {"content": ob.CONTENT_WEIGHT * PROBE["content"], "style": ob.STYLE_WEIGHT * PROBE["style"], "tv": ob.TV_WEIGHT * PROBE["tv"]}
-    with open(path, "w") as f:
-        json.dump({"tool": "kc", "total": total, **terms, "image": os.path.basename(path[:-5] + ".npy")}, f)
+    record.write_check(path, "kc", total, terms, PROBE["x"])
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    for k in ("--peer", "--weights", "--content", "--style", "--out"):
-        ap.add_argument(k, required=True)
-    ap.add_argument("--variant", choices=["fair", "whole"], required=True)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--quick", type=int, default=0)
-    ap.add_argument("--check")
-    a = ap.parse_args()
+    a = record.adapter_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)  # as KC's command line does
     from PIL import Image

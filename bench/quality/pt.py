@@ -17,18 +17,16 @@ save_iter set to 25; its deprocess (the clamped image) recorded instead of writt
 --quick N: N iterations (plumbing only: not PT's default).
 --check FILE: the fair variant's first objective (its own total, the terms, the image) as JSON and .npy.
 """
-import argparse
-import json
 import os
 import sys
 import time
 
-import numpy as np
 import torch
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import objective as ob  # noqa: E402
+import record  # noqa: E402
 from record import Recorder  # noqa: E402
 
 CAFFE_MEAN = [103.939, 116.779, 123.68]  # PT's preprocess: BGR order
@@ -160,9 +158,7 @@ def checked_optimizer(ns, path):
                 terms = {"content": 0.0, "style": 0.0, "tv": 0.0}
                 for m in LOSSES:
                     terms[{Content: "content", Style: "style", TV: "tv"}[type(m)]] += float(m.loss)
-                np.save(path[:-5] + ".npy", x[0].permute(1, 2, 0).numpy())
-                with open(path, "w") as f:
-                    json.dump({"tool": "pt", "total": float(loss), **terms, "image": os.path.basename(path[:-5] + ".npy")}, f)
+                record.write_check(path, "pt", loss, terms, x)
                 done.append(1)
                 return loss
             return step(first)
@@ -172,14 +168,7 @@ def checked_optimizer(ns, path):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    for k in ("--peer", "--weights", "--content", "--style", "--out"):
-        ap.add_argument(k, required=True)
-    ap.add_argument("--variant", choices=["fair", "whole"], required=True)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--quick", type=int, default=0)
-    ap.add_argument("--check")
-    a = ap.parse_args()
+    a = record.adapter_args()
     torch.set_num_threads(a.threads)
     from PIL import Image
     w, h = Image.open(a.content).size

@@ -46,3 +46,26 @@ class Recorder:
         self.spent += time.time() - began
         with open(os.path.join(self.dir, "snapshot_seconds"), "w") as f:
             f.write("%.6f\n" % self.spent)
+
+
+def adapter_args():
+    """The command line every peer adapter (kc.py, pt.py) takes from bench/quality.sh."""
+    import argparse
+    ap = argparse.ArgumentParser()
+    for k in ("--peer", "--weights", "--content", "--style", "--out"):
+        ap.add_argument(k, required=True)
+    ap.add_argument("--variant", choices=["fair", "whole"], required=True)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--quick", type=int, default=0)
+    ap.add_argument("--check")
+    return ap.parse_args()
+
+
+def write_check(path, tool, total, terms, x):
+    """An adapter's own objective on an image (1 x 3 x H x W in [0,1], saved beside PATH as .npy),
+    as JSON at PATH, for score.py check."""
+    import json
+    image = path[:-5] + ".npy"
+    np.save(image, x[0].permute(1, 2, 0).numpy())
+    with open(path, "w") as f:
+        json.dump({"tool": tool, "total": float(total), **terms, "image": os.path.basename(image)}, f)
