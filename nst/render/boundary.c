@@ -123,6 +123,26 @@ nst_status nst_render_boundary(const nst_render_ctx *ctx, nst_render_state *rs, 
                     sig == SIGTERM ? " (after Ctrl-C mpirun reports its own status, 1; tools/nstbatch-mpirun keeps 75)" : "");
 }
 
+/* Every local tile's core pixels (after `done` iterations; -1: the level's result) and its rect,
+ * agreed over the ranks; freed with free_cores whatever the status. Collective. */
+static nst_status download_cores(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *ts, long long done, float ***px,
+                                 nst_rect **cores)
+{
+    const int n = ctx->layout->nlocal;
+    *px = nst_calloc(sizeof(float *) * ((size_t)n + 1), "snapshot pixels");
+    *cores = nst_calloc(sizeof(nst_rect) * ((size_t)n + 1), "snapshot cores");
+    nst_status s = *px && *cores ? nst_render_download_cores(ctx, tiles, ts, done, *px) : NST_ENOMEM;
+    for (int i = 0; *cores && i < n; i++) (*cores)[i] = tiles[i].core;
+    return nst_render_agree(ctx, s);
+}
+
+static void free_cores(int n, float **px, nst_rect *cores)
+{
+    for (int i = 0; px && i < n; i++) nst_free(px[i]);
+    nst_free(px);
+    nst_free(cores);
+}
+
 /* The benchmark's hook NSTBATCH_SNAPSHOTS=DIR (bench/quality.sh): every preview is also kept whole,
  * at its level's size in 16 bits, as DIR/L<level>_<iteration>.png, and rank 0 adds a line to
  * DIR/index.tsv: level, iteration, the wall clock (seconds since the epoch) when this preview
@@ -151,19 +171,14 @@ nst_status nst_render_snapshot_end(const nst_render_ctx *ctx, nst_tile *tiles, n
 {
     const char *dir = getenv("NSTBATCH_SNAPSHOTS");
     if (!dir || !dir[0]) return NST_OK;
-    const nst_layout *L = ctx->layout;
     double t0 = nst_now();
-    float **px = nst_calloc(sizeof(float *) * ((size_t)L->nlocal + 1), "snapshot pixels");
-    nst_rect *cores = nst_calloc(sizeof(nst_rect) * ((size_t)L->nlocal + 1), "snapshot cores");
-    nst_status s = px && cores ? nst_render_download_cores(ctx, tiles, ts, -1, px) : NST_ENOMEM;
-    for (int i = 0; cores && i < L->nlocal; i++) cores[i] = tiles[i].core;
-    s = nst_render_agree(ctx, s);
+    float **px;
+    nst_rect *cores;
+    nst_status s = download_cores(ctx, tiles, ts, -1, &px, &cores);
     char path[4200];
     snprintf(path, sizeof path, "%s/L%d_end.png", dir, ctx->level + 1);
-    if (s == NST_OK) s = nst_snapshot_write(path, INT_MAX, 16, ctx->img_w, ctx->img_h, cores, px, L->nlocal);
-    for (int i = 0; px && i < L->nlocal; i++) nst_free(px[i]);
-    nst_free(px);
-    nst_free(cores);
+    if (s == NST_OK) s = nst_snapshot_write(path, INT_MAX, 16, ctx->img_w, ctx->img_h, cores, px, ctx->layout->nlocal);
+    free_cores(ctx->layout->nlocal, px, cores);
     preview_seconds_so_far += nst_now() - t0;
     return s;
 }
@@ -175,16 +190,12 @@ nst_status nst_render_preview(const nst_render_ctx *ctx, nst_tile *tiles, nst_ti
     double t0 = nst_now();
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
-    float **px = nst_calloc(sizeof(float *) * ((size_t)L->nlocal + 1), "preview pixels");
-    nst_rect *cores = nst_calloc(sizeof(nst_rect) * ((size_t)L->nlocal + 1), "preview cores");
-    nst_status s = px && cores ? nst_render_download_cores(ctx, tiles, ts, done, px) : NST_ENOMEM;
-    for (int i = 0; cores && i < L->nlocal; i++) cores[i] = tiles[i].core;
-    s = nst_render_agree(ctx, s);
+    float **px;
+    nst_rect *cores;
+    nst_status s = download_cores(ctx, tiles, ts, done, &px, &cores);
     if (s == NST_OK) s = nst_snapshot_write(ctx->preview_path, ctx->preview_side, 8, ctx->img_w, ctx->img_h, cores, px, L->nlocal);
     if (s == NST_OK) s = nst_render_agree(ctx, keep_snapshot(ctx, cores, px, done, (double)wall.tv_sec + 1e-9 * (double)wall.tv_nsec));
-    for (int i = 0; px && i < L->nlocal; i++) nst_free(px[i]);
-    nst_free(px);
-    nst_free(cores);
+    free_cores(L->nlocal, px, cores);
     preview_seconds_so_far += nst_now() - t0;
     if (s != NST_OK) return s;
     st->previews++;
