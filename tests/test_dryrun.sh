@@ -52,7 +52,7 @@ else bad "a gigapixel dry run" "exit $rc in $secs s" "$(grep -v '^ ' "$T/giga.lo
 # state (48 B) does, so auto plans the level with Adam and says so; lbfgs itself is refused
 for m in auto lbfgs; do
   (cd "$T" && timeout 600 "$NST" "${DEMO[@]}" --dry-run --set output.path="$T/mem.tif" --set output.size=4096 \
-      --set run.memory_gb=3 --set optim.iterations=2 --set model.random_width_divisor=8 --set optim.method=$m) >"$T/mem_$m.log" 2>&1
+      --set run.memory_gb=3 --set run.precision=fp32 --set optim.iterations=2 --set model.random_width_divisor=8 --set optim.method=$m) >"$T/mem_$m.log" 2>&1
   eval "rc_$m=$?"
 done
 if [ "$rc_auto" -eq 0 ] && grep -q "^level 1/1: 4096x2731, .*, with Adam (optim.method = auto: L-BFGS's state fits no tiling)" "$T/mem_auto.log" &&

@@ -3,7 +3,7 @@
 #
 #   tests/test_optim.sh NSTBATCH IMAGE_DIFF
 #
-# On the demo at 128x96 (random VGG-19 at width 1/8, 16-bit PNG):
+# On the demo at 128x96 (random VGG-19 at width 1/8, fp32 on every CPU, 16-bit PNG):
 # - the picture reported is the picture written: for Adam and L-BFGS, each with optim.clamp on and
 #   off, and with optim.average, the written image scored again (a render of it with one iteration:
 #   its first objective) equals the level's last logged loss to within what the output's 16-bit
@@ -22,7 +22,7 @@ NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 
 { demo_pair; printf '[output]\nwidth = 128\nheight = 96\nbits = 16\noverwrite = true\npreview = 0\n'
   printf '[model]\nrandom_width_divisor = 8\n[optim]\nmethod = adam\niterations = 40\n[pyramid]\nlevels = 1\n'
-  printf '[run]\ndevice = cpu\nthreads = 1\nprint_every = 0\nprogress = lines\n'; } >"$T/o.ini"
+  printf '[run]\ndevice = cpu\nprecision = fp32\nthreads = 1\nprint_every = 0\nprogress = lines\n'; } >"$T/o.ini"
 
 # nst NAME RANKS ARGS...: the demo into NAME.png with a run record NAME.json; log NAME.log, status rc
 nst() {
