@@ -15,13 +15,19 @@
 #      dense peak of an H100/H200: 989.4), the backend's peak bytes per megapixel against the
 #      layout's memory model for the same tile (run record: peak_bytes_max, model_peak_bytes_max);
 #   3. the same iteration in PyTorch (bench/torch_gatys.py: bf16 autocast, channels_last,
-#      cudnn.benchmark, same network shapes, same losses), as a ratio;
+#      cudnn.benchmark, same network shapes, same losses), in each of $VARIANTS (default on CUDA:
+#      eager, graph = the whole iteration captured as a CUDA graph, compile = torch.compile
+#      reduce-overhead, compile-max = torch.compile max-autotune), each its own process under
+#      VARIANT_TIMEOUT seconds (900); the ratio is against the fastest variant that ran, and a
+#      variant that did not run says why. The compiled variants first compile all sizes side by side
+#      (PRECOMPILE_S, 300 s at most), filling Inductor's caches (TORCHINDUCTOR_CACHE_DIR) so that the
+#      timed runs, one at a time, load their kernels instead of compiling them;
 #   3b. where the largest size's iteration goes, op by op (two NSTBATCH_PROFILE=1 runs, 4 and 4 + ITERS
 #      iterations, their difference: bench/profile_table.sh);
 #   4. the largest single tile nstbatch renders (doubling from 4096, then bisection to 256 px; a
 #      try that needed its tiles halved does not count) against the largest image PyTorch fits.
 # Both sides use the full-width VGG-19 with seeded random weights (the FLOPs of the real one).
-# Knobs: SIZES, ITERS (10), PRECISION (bf16; fp32 on the CPU), DEVICE (cuda; cpu runs the script's plumbing on a
+# Knobs: SIZES, ITERS (10), VARIANTS, VARIANT_TIMEOUT, PRECOMPILE_S, CONV_LAYERS (1: part 1), PRECISION (bf16; fp32 on the CPU), DEVICE (cuda; cpu runs the script's plumbing on a
 # machine without a GPU, as tests/test_bench.sh does), FIND_MAX (1), PROFILE (1), CONV_TILE (1024),
 # NST (./nstbatch), CONV (build/bench/conv_layers), PY (python3 with torch), LAUNCH (""), PY_ENV (a command
 # put before PY, e.g. "env -u LD_LIBRARY_PATH": PyTorch with its own libraries, not a bundle's),
@@ -34,13 +40,17 @@ CONV=$(readlink -f "${CONV:-$ROOT/build/bench/conv_layers}")
 PY=${PY:-python3}
 PY_ENV=${PY_ENV:-}
 LAUNCH=${LAUNCH:-} # e.g. "mpirun -np 1" where a singleton MPI start is not possible
-SIZES=${SIZES:-1024 2048 4096}
+SIZES=$(for S in ${SIZES:-1024 2048 4096}; do case $S in *x*) echo "$S" ;; *) echo "${S}x$S" ;; esac; done) # S: S x S
 ITERS=${ITERS:-10}
 DEVICE=${DEVICE:-cuda}
 PRECISION=${PRECISION:-$([ "$DEVICE" = cpu ] && echo fp32 || echo bf16)}
 FIND_MAX=${FIND_MAX:-1}
 PROFILE=${PROFILE:-1}
 CONV_TILE=${CONV_TILE:-1024}
+CONV_LAYERS=${CONV_LAYERS:-1}
+VARIANTS=${VARIANTS:-$([ "$DEVICE" = cpu ] && echo eager || echo eager graph compile compile-max)}
+VARIANT_TIMEOUT=${VARIANT_TIMEOUT:-900}
+PRECOMPILE_S=${PRECOMPILE_S:-300}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -66,7 +76,7 @@ log "### PyTorch $torch_ver"
 # ---- 1. per-layer convolutions ----------------------------------------------------------------
 # bf16 with bias+ReLU fused into cuDNN's call, and with them as a separate kernel (NSTBATCH_CUDA_FUSE=0)
 conv_tables=""
-for run in bf16:1 bf16:0 fp32:1; do
+for run in $([ "$CONV_LAYERS" = 1 ] && echo bf16:1 bf16:0 fp32:1); do
   p=${run%:*} fuse=${run#*:}
   [ "$DEVICE" = cpu ] && [ "$run" != fp32:1 ] && continue # the CPU backend computes in fp32 only
   t=$(NSTBATCH_CUDA_FUSE=$fuse "$CONV" --device "$DEVICE" --precision "$p" --tile "$CONV_TILE" --reps "$ITERS" 2>>"$raw")
@@ -101,7 +111,42 @@ nst_run() {
   $LAUNCH "$NST" "$T/bench.ini" --set output.width="$w" --set output.height="$h" --set tiling.tile_size="$((w > h ? w : h))" \
     --set optim.method=adam --set optim.iterations="$2" --set run.record="$T/rec.json" >"$T/run.log" 2>&1
 }
-rows=()
+# in_group SECONDS CMD...: CMD in a session of its own, and the whole session killed after SECONDS
+# or when CMD ends: a timed-out compile leaves no Inductor worker behind to load the GPU (or hold the
+# output open) while the next runs are timed; CMD's exit status, 124 when it ran over
+in_group() {
+  local s=$1 pid killer st
+  shift
+  setsid "$@" &
+  pid=$!
+  ( trap 'kill $sp; exit 0' TERM # (its sleep ends with it)
+    sleep "$s" & sp=$!; wait $sp
+    touch "$T/over.$pid"; kill -TERM -- -"$pid"
+    sleep 10 & sp=$!; wait $sp
+    kill -KILL -- -"$pid" ) >/dev/null 2>&1 &
+  killer=$!
+  st=0
+  wait "$pid" || st=$?
+  kill "$killer" 2>/dev/null || true
+  wait "$killer" 2>/dev/null || true
+  kill -KILL -- -"$pid" 2>/dev/null || true # whatever CMD left running in its session
+  [ -e "$T/over.$pid" ] && st=124
+  return $st
+}
+# PyTorch's side: bench/torch_gatys.py --variant V --size S1,S2,... --iters N, one JSON line a size
+TORCH=($PY_ENV "$PY" "$ROOT/bench/torch_gatys.py" --random --device "$DEVICE" $([ "$PRECISION" != bf16 ] || echo --bf16) --channels-last --cudnn-benchmark)
+json_field() { sed -n "s/.*\"$1\": \([0-9.eE+-]*\).*/\1/p" | tail -n 1; }
+# why_not STATUS OUTPUT: a table cell saying why a variant has no time (its last error line, cut short)
+why_not() {
+  case $1 in
+    124) echo "not run: over VARIANT_TIMEOUT=$VARIANT_TIMEOUT s for all sizes" ;;
+    0) echo "no time: the run ended before this size" ;;
+    *) echo "failed (exit $1): $(grep -E 'Error|error' <<<"$2" | tail -n 1 | tr '|' '/' | cut -c1-120)" ;;
+  esac
+}
+
+# ---- 2. nstbatch, every size ----------------------------------------------------------------------
+declare -A NSTS GBMP
 for S in $SIZES; do
   W=${S%x*} H=${S#*x}
   mp=$(awk -v w="$W" -v h="$H" 'BEGIN { printf "%.4f", w * h / 1e6 }')
@@ -109,21 +154,63 @@ for S in $SIZES; do
     log "### nstbatch $S"$'\n'"$(cat "$T/run.log")"
     # progress rows: iteration loss content style tv s/iter MPit/s ETA; rows 2 .. ITERS+1 are ITERS whole
     # iterations after the warm-ups (row 0's objective, row 1); the final row is one more forward
-    nst=$(awk -v n="$((ITERS + 2))" '$1 ~ /^[0-9]+$/ && NF >= 6 && $1 >= 2 && $1 < n && $6 ~ /^[0-9.]+$/ { print $6 }' "$T/run.log" | median)
+    NSTS[$S]=$(awk -v n="$((ITERS + 2))" '$1 ~ /^[0-9]+$/ && NF >= 6 && $1 >= 2 && $1 < n && $6 ~ /^[0-9.]+$/ { print $6 }' "$T/run.log" | median)
     peak=$(json_num peak_bytes_max "$T/rec.json") model=$(json_num model_peak_bytes_max "$T/rec.json")
-    gbmp=$(awk -v b="$peak" -v m="$mp" -v x="$model" 'BEGIN { printf "%.3f (model %.3f)", b / 1e9 / m, x / 1e9 / m }')
+    GBMP[$S]=$(awk -v b="$peak" -v m="$mp" -v x="$model" 'BEGIN { printf "%.3f (model %.3f)", b / 1e9 / m, x / 1e9 / m }')
     [ -n "${KEEP_RECORD:-}" ] && cp "$T/rec.json" "$KEEP_RECORD" # the last size's record: its device diagnostics
   else
     log "### nstbatch $S FAILED"$'\n'"$(cat "$T/run.log")"
-    nst="" gbmp="-"
+    NSTS[$S]="" GBMP[$S]="-"
   fi
-  tj=$($PY_ENV "$PY" "$ROOT/bench/torch_gatys.py" --random --device "$DEVICE" $([ "$PRECISION" = bf16 ] && echo --bf16) --channels-last \
-       --cudnn-benchmark --size "${W}x${H}" --style-size "${W}x${H}" --iters "$ITERS" 2>&1) || true
-  log "### pytorch $S"$'\n'"$tj"
-  pt=$(sed -n 's/.*"s_per_iter_median": \([0-9.eE+-]*\).*/\1/p' <<<"$tj")
-  ptpeak=$(sed -n 's/.*"peak_bytes": \([0-9]*\).*/\1/p' <<<"$tj")
-  f() { [ -n "$1" ] && awk "BEGIN { printf \"$2\", ($3) }" || echo "-"; }
-  rows+=("| $W x $H | $(f "$nst" %.4f "$nst") | $(f "$nst" %.1f "$mp / ${nst:-1}") | $(f "$nst" %.1f%% "$PEAK_TFLOPS > 0 ? 100 * $mp * 1.514 / ${nst:-1} / $PEAK_TFLOPS : 0") | $gbmp | $(f "$pt" %.4f "$pt") | $(f "$pt" %.1f "$mp / ${pt:-1}") | $(f "$ptpeak" %.3f "${ptpeak:-0} / 1e9 / $mp") | $([ -n "$nst" ] && [ -n "$pt" ] && f 1 **%.2fx** "$pt / $nst" || echo "-") |")
+done
+
+# ---- 3. PyTorch, every variant ------------------------------------------------------------------
+# The compiled variants' kernels are first compiled side by side, one process a size, each capped at
+# PRECOMPILE_S; the timed runs (one process a variant, all sizes, nothing else on the GPU) then load
+# them from Inductor's cache instead of compiling them
+export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-$T/inductor} TORCHINDUCTOR_FX_GRAPH_CACHE=1 TORCHINDUCTOR_AUTOGRAD_CACHE=1
+precompiled=""
+if compiled=$(printf '%s\n' $VARIANTS | grep '^compile') && [ "$PRECOMPILE_S" -gt 0 ]; then
+  t0=$(date +%s)
+  for V in $compiled; do
+    for S in $SIZES; do
+      { st=0; in_group "$PRECOMPILE_S" "${TORCH[@]}" --variant "$V" --size "$S" --iters 1 >"$T/pre.$V.$S.log" 2>&1 || st=$?; echo "exit $st" >>"$T/pre.$V.$S.log"; } &
+    done
+  done
+  wait
+  for f in "$T"/pre.*.log; do log "### precompile ${f#"$T"/pre.}"$'\n'"$(tail -n 3 "$f")"; done
+  precompiled="The compiled variants were first compiled for every size side by side ($(( $(date +%s) - t0 )) s, each capped at $PRECOMPILE_S s; exit 124 in the log: not finished), filling Inductor's caches; their timed runs, alone on the GPU, then loaded the kernels (max-autotune timed its candidates beside the other compiles). The seconds in brackets are each timed size's warm-ups (compiling or loading, capturing)."
+fi
+declare -A CELL PT PTPEAK PTVAR
+csizes=$(echo $SIZES | tr ' ' ',')
+for V in $VARIANTS; do
+  status=0
+  in_group "$VARIANT_TIMEOUT" "${TORCH[@]}" --variant "$V" --size "$csizes" --iters "$ITERS" >"$T/torch.log" 2>&1 || status=$?
+  tj=$(cat "$T/torch.log")
+  log "### pytorch $V (exit $status)"$'\n'"$tj"
+  for S in $SIZES; do
+    line=$(grep -F "\"size\": \"$S\"" <<<"$tj" | tail -n 1 || true)
+    t=$(json_field s_per_iter_median <<<"$line")
+    if [ -n "$t" ]; then
+      CELL[$V.$S]=$(awk -v t="$t" -v w="$(json_field warmup_s <<<"$line")" 'BEGIN { printf "%.4f (%.0f s)", t, w }')
+      # the fastest variant that ran is the peer
+      if [ -z "${PT[$S]:-}" ] || awk -v a="$t" -v b="${PT[$S]}" 'BEGIN { exit !(a < b) }'; then
+        PT[$S]=$t PTPEAK[$S]=$(json_field peak_bytes <<<"$line") PTVAR[$S]=$V
+      fi
+    else
+      CELL[$V.$S]=$(why_not "$status" "$tj")
+    fi
+  done
+done
+rows=() vrows=()
+f() { [ -n "$1" ] && awk "BEGIN { printf \"$2\", ($3) }" || echo "-"; }
+for S in $SIZES; do
+  W=${S%x*} H=${S#*x} nst=${NSTS[$S]} pt=${PT[$S]:-} ptpeak=${PTPEAK[$S]:-}
+  mp=$(awk -v w="$W" -v h="$H" 'BEGIN { printf "%.4f", w * h / 1e6 }')
+  rows+=("| $W x $H | $(f "$nst" %.4f "$nst") | $(f "$nst" %.1f "$mp / ${nst:-1}") | $(f "$nst" %.1f%% "$PEAK_TFLOPS > 0 ? 100 * $mp * 1.514 / ${nst:-1} / $PEAK_TFLOPS : 0") | ${GBMP[$S]} | ${PTVAR[$S]:--} | $(f "$pt" %.4f "$pt") | $(f "$pt" %.1f "$mp / ${pt:-1}") | $(f "$ptpeak" %.3f "${ptpeak:-0} / 1e9 / $mp") | $([ -n "$nst" ] && [ -n "$pt" ] && f 1 **%.2fx** "$pt / $nst" || echo "-") |")
+  vrow="| $W x $H |"
+  for V in $VARIANTS; do vrow+=" ${CELL[$V.$S]} |"; done
+  vrows+=("$vrow")
 done
 
 # ---- 3b. where the largest size's iteration goes ----------------------------------------------------
@@ -168,14 +255,21 @@ fi
   echo '```'
   echo
   echo "Network: full-width VGG-19 to relu5_1, seeded random weights, on both sides; content relu4_2, style relu1_1..relu5_1, TV, Adam."
-  echo "nstbatch: one tile of S x S (no halo), run.precision = $PRECISION. PyTorch: $([ "$PRECISION" = bf16 ] && echo "bf16 autocast" || echo fp32), channels_last, cudnn.benchmark."
+  echo "nstbatch: one tile of S x S (no halo), run.precision = $PRECISION. PyTorch: $([ "$PRECISION" = bf16 ] && echo "bf16 autocast" || echo fp32), channels_last, cudnn.benchmark, the fastest of its variants that ran (table below)."
   echo "s/iter: median of $ITERS iterations after 2 warm-ups. MFU: 1.514 MFLOP/px/iteration (docs/PERFORMANCE.md) x MP-it/s over the peak."
   echo "GB/MP: peak device bytes (nstbatch: its arena's peak use, run record, and in brackets the layout's memory model for the tile, docs/PERFORMANCE.md; PyTorch: max_memory_allocated) over the tile's megapixels."
   echo
-  echo "| tile | nstbatch s/iter | MP-it/s | MFU | GB/MP | PyTorch s/iter | MP-it/s | GB/MP | PyTorch / nstbatch |"
-  echo "|---|---|---|---|---|---|---|---|---|"
+  echo "| tile | nstbatch s/iter | MP-it/s | MFU | GB/MP | fastest PyTorch | s/iter | MP-it/s | GB/MP | PyTorch / nstbatch |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
   echo
+  echo "PyTorch's variants (bench/torch_gatys.py --variant), s/iter (warm-up seconds):"
+  echo
+  echo "| tile |$(printf ' %s |' $VARIANTS)"
+  echo "|---|$(printf -- '---|%.0s' $VARIANTS)"
+  printf '%s\n' "${vrows[@]}"
+  echo
+  [ -n "$precompiled" ] && echo "$precompiled" && echo
   if [ -n "$proftable" ]; then
     echo "Where an iteration's time goes at $PS (\`NSTBATCH_PROFILE=1\`, a synchronise after every op: a run of $((4 + ITERS)) iterations less one of 4, per iteration; by op):"
     echo
@@ -186,9 +280,11 @@ fi
   fi
   echo "Largest image in one piece: $maxrow."
   echo
-  echo "## Convolutions (nstbatch's cuDNN calls, tile $CONV_TILE)"
-  echo
-  printf '%s' "$conv_tables"
+  if [ -n "$conv_tables" ]; then
+    echo "## Convolutions (nstbatch's cuDNN calls, tile $CONV_TILE)"
+    echo
+    printf '%s' "$conv_tables"
+  fi
   echo "Raw output: gpu_iteration.log"
 } >"$OUT/gpu_iteration.md"
 cat "$OUT/gpu_iteration.md"

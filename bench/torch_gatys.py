@@ -14,9 +14,19 @@ Same network (the nstbatch-layout weights file, read with h5py, or random weight
 shapes), same layers (content relu4_2; style relu1_1, relu2_1, relu3_1, relu4_1, relu5_1), same
 relative losses and TV, Adam on the pixels, max pooling; fp32, or bf16 autocast (--bf16: the
 convolutions and Gram matmuls in bf16 with fp32 accumulation, as nstbatch's bf16 precision).
-Timing: per iteration (forward, losses, backward, Adam step), after two warm-up iterations, each
-ended by a device synchronize, median of the timed ones. Prints one JSON line with the peak memory
-(peak_bytes: the device allocator's peak on CUDA, the process's peak resident set on the CPU).
+Timing: per iteration (forward, losses, backward, Adam step), after warm-up iterations (2 eager, 3
+for the others: compile, then record), each ended by a device synchronize, median of the timed ones.
+Prints one JSON line with the peak memory (peak_bytes: the device allocator's peak on CUDA, the
+process's peak resident set on the CPU) and the warm-ups' seconds (warmup_s: compiling, capturing).
+
+--variant (CUDA, except eager), the ways a PyTorch user makes this iteration fast:
+    eager         as written: one launch per op, weights recast by autocast each forward
+    graph         the whole iteration (forward, backward, Adam with capturable state, clamp) captured
+                  once in a torch.cuda.CUDAGraph and replayed: no per-op launch cost
+    compile       torch.compile(mode="reduce-overhead") of the objective: Inductor's fused element
+                  kernels, forward and backward as CUDA graphs; fused Adam outside them
+    compile-max   torch.compile(mode="max-autotune"): the same, with each matmul and convolution's
+                  kernel chosen by timing among cuBLAS/cuDNN and Triton templates
 """
 import argparse
 import gc
@@ -70,6 +80,7 @@ def file_net(path):
 class Gatys:
     def __init__(self, a, net, W, H, SW, SH):
         dev = torch.device(a.device)
+        self.variant = a.variant
         convs, self.bgr, self.scale, mean, std = net
         self.convs = {n: (w.to(dev), b.to(dev)) for n, (w, b) in convs.items()}
         self.mean, self.std = mean.to(dev), std.to(dev)
@@ -93,10 +104,21 @@ class Gatys:
             self.nP = {l: (self.P[l].float() ** 2).sum() for l in CONTENT}
             del fc
         self.x = content.clone().requires_grad_(True)
-        self.opt = torch.optim.Adam([self.x], lr=0.02)
+        # capturable: the step count lives on the device (a graph replays it); fused: one kernel
+        extra = {"graph": dict(capturable=True), "compile": dict(fused=True), "compile-max": dict(fused=True)}
+        self.opt = torch.optim.Adam([self.x], lr=0.02, **extra.get(a.variant, {}))
+        self.objective = self.loss
+        if a.variant.startswith("compile"):
+            # weights and targets never change: static to the CUDA graphs, not copied in each replay
+            for t in [*(w for wb in self.convs.values() for w in wb), *self.A.values(), *self.P.values(), self.mean, self.std]:
+                torch._dynamo.mark_static_address(t)
+            # static shapes: each size its own graphs, as a renderer with one tile shape would have
+            self.objective = torch.compile(self.loss, mode="max-autotune" if a.variant == "compile-max" else "reduce-overhead",
+                                           dynamic=False)
 
     def autocast(self):
-        return torch.autocast(self.dev.type, dtype=torch.bfloat16, enabled=self.bf16)
+        # a captured graph must not keep autocast's cast-weight cache across the capture's end
+        return torch.autocast(self.dev.type, dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=self.variant != "graph")
 
     def features(self, x):
         with self.autocast():
@@ -118,18 +140,43 @@ class Gatys:
         with self.autocast():
             return (fm @ fm.t()).float() / m
 
-    def step(self):
-        x, W, H = self.x, self.W, self.H
-        self.opt.zero_grad()
+    def loss(self, x):
+        W, H = self.W, self.H
         f = self.features(x)
         loss = sum(((f[l].float() - self.P[l].float()) ** 2).sum() / self.nP[l] for l in CONTENT)
         loss = loss + 1000 * sum(((self.gram(f[l]) - self.A[l]) ** 2).sum() / self.nA[l] for l in STYLE)
-        loss = loss + 10 * (((x[:, :, :, 1:] - x[:, :, :, :-1]) ** 2).sum() + ((x[:, :, 1:, :] - x[:, :, :-1, :]) ** 2).sum()) / (3 * W * H)
+        return loss + 10 * (((x[:, :, :, 1:] - x[:, :, :, :-1]) ** 2).sum() + ((x[:, :, 1:, :] - x[:, :, :-1, :]) ** 2).sum()) / (3 * W * H)
+
+    def iterate(self):
+        """One iteration, eagerly (the objective compiled or not); the loss tensor."""
+        if self.variant.startswith("compile"):
+            torch.compiler.cudagraph_mark_step_begin()  # the previous replay's outputs may be overwritten
+        self.opt.zero_grad(set_to_none=True)
+        loss = self.objective(self.x)
         loss.backward()
         self.opt.step()
         with torch.no_grad():
-            x.clamp_(0, 1)
-        return loss.detach()
+            self.x.clamp_(0, 1)
+        return loss.detach().clone()
+
+    def capture(self):
+        """graph: warm up on a side stream (the documented recipe), then capture one whole iteration."""
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                self.iterate()
+        torch.cuda.current_stream().wait_stream(s)
+        self.graph = torch.cuda.CUDAGraph()
+        self.opt.zero_grad(set_to_none=True)
+        with torch.cuda.graph(self.graph):
+            self.static_loss = self.iterate()
+
+    def step(self):
+        if self.variant != "graph":
+            return self.iterate()
+        self.graph.replay()
+        return self.static_loss
 
     def sync(self):
         if self.dev.type == "cuda":
@@ -140,9 +187,13 @@ def measure(a, net, W, H, SW, SH, iters):
     if a.device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     g = Gatys(a, net, W, H, SW, SH)
-    for _ in range(2):
+    t = time.perf_counter()
+    if a.variant == "graph":
+        g.capture()
+    for _ in range(2 if a.variant == "eager" else 3):
         g.step()
     g.sync()
+    warmup = time.perf_counter() - t
     times, last = [], None
     for _ in range(iters):
         t = time.perf_counter()
@@ -157,7 +208,7 @@ def measure(a, net, W, H, SW, SH, iters):
         x = g.x.detach().float().clamp(0, 1)[0].permute(1, 2, 0).cpu().numpy()
         tifffile.imwrite(a.save, (x * 65535 + 0.5).astype(np.uint16))
     del g
-    return times, peak, float(last) if last is not None else None
+    return times, peak, float(last) if last is not None else None, warmup
 
 
 def fits(a, net, n):
@@ -179,7 +230,7 @@ def main():
     ap.add_argument("--content")
     ap.add_argument("--style")
     ap.add_argument("--random", action="store_true", help="seeded random full-width weights and random images: no files")
-    ap.add_argument("--size", default="512x512")
+    ap.add_argument("--size", default="512x512", help="WxH, or several: 512x384,1024x768 (one JSON line each)")
     ap.add_argument("--style-size")
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--threads", type=int, default=0, help="CPU threads (0: PyTorch's default)")
@@ -187,6 +238,8 @@ def main():
     ap.add_argument("--bf16", action="store_true", help="bf16 autocast")
     ap.add_argument("--channels-last", action="store_true")
     ap.add_argument("--cudnn-benchmark", action="store_true")
+    ap.add_argument("--variant", default="eager", choices=["eager", "graph", "compile", "compile-max"],
+                    help="how PyTorch runs the iteration (see the top of this file)")
     ap.add_argument("--find-max", action="store_true", help="the largest square image that fits (CUDA)")
     ap.add_argument("--save", help="write the image after the last step here (16-bit TIFF)")
     a = ap.parse_args()
@@ -194,11 +247,13 @@ def main():
         ap.error("give --weights, --content and --style, or --random")
     if a.find_max and a.device != "cuda":
         ap.error("--find-max needs --device cuda")
+    if a.variant != "eager" and a.device != "cuda":
+        ap.error(f"--variant {a.variant} needs --device cuda (CUDA graphs)")
     if a.threads:
         torch.set_num_threads(a.threads)
     torch.backends.cudnn.benchmark = a.cudnn_benchmark
     net = random_net(1) if a.random else file_net(a.weights)
-    info = {"device": a.device, "bf16": a.bf16, "channels_last": a.channels_last, "cudnn_benchmark": a.cudnn_benchmark,
+    info = {"variant": a.variant, "device": a.device, "bf16": a.bf16, "channels_last": a.channels_last, "cudnn_benchmark": a.cudnn_benchmark,
             "torch": torch.__version__}
     if a.device == "cuda":
         info.update(gpu=torch.cuda.get_device_name(), cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version())
@@ -212,12 +267,20 @@ def main():
         info.update(max_square=lo, max_megapixels=lo * lo / 1e6)
         print(json.dumps(info))
         return
-    W, H = map(int, a.size.split("x"))
-    SW, SH = map(int, (a.style_size or a.size).split("x"))
-    times, peak, loss = measure(a, net, W, H, SW, SH, a.iters)
-    info.update(size=a.size, threads=torch.get_num_threads(), iters=a.iters, s_per_iter_median=statistics.median(times),
-                s_per_iter_mean=statistics.mean(times), peak_bytes=peak, loss_last_step=loss)
-    print(json.dumps(info))
+    # one line a size: several sizes in one process pay PyTorch's start (seconds on a GPU node) once
+    for size in a.size.split(","):
+        W, H = map(int, size.split("x"))
+        SW, SH = map(int, (a.style_size or size).split("x"))
+        times, peak, loss, warmup = measure(a, net, W, H, SW, SH, a.iters)
+        info.update(size=size, threads=torch.get_num_threads(), iters=a.iters, s_per_iter_median=statistics.median(times),
+                    s_per_iter_mean=statistics.mean(times), s_per_iter_min=min(times), peak_bytes=peak, loss_last_step=loss,
+                    warmup_s=round(warmup, 2))
+        print(json.dumps(info), flush=True)
+        gc.collect()
+        if a.variant.startswith("compile"):
+            torch._dynamo.reset()  # the next size compiles (or loads) its own static-shape graphs
+        if a.device == "cuda":
+            torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":

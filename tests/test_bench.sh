@@ -114,13 +114,28 @@ else
       bad "torch_gatys.py --random $flags" "exit $status" "$out"
     fi
   done
-  out=$(DEVICE=cpu SIZES=64 ITERS=2 FIND_MAX=0 CONV_TILE=32 PY=/usr/bin/python3 NST="$NST" CONV="$CONV" \
+  # VARIANTS: graph needs CUDA, so on the CPU its cell must say why it has no time, and eager is the peer
+  out=$(DEVICE=cpu SIZES=64 ITERS=2 FIND_MAX=0 CONV_TILE=32 VARIANTS="eager graph" PY=/usr/bin/python3 NST="$NST" CONV="$CONV" \
         timeout 600 "$ROOT/bench/gpu_iteration.sh" "$T/results" 2>"$T/stderr"); status=$?
-  row=$(grep -E '^\| 64 x 64 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+% \| [0-9.]+ \(model [0-9.]+\) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| \*\*[0-9.]+x\*\* \|$' "$T/results/gpu_iteration.md" 2>/dev/null)
-  if [ $status -eq 0 ] && [ -n "$row" ] && grep -q '^| \*\*all 13\*\*' "$T/results/gpu_iteration.md" && [ -s "$T/results/gpu_iteration.log" ]; then
-    ok "gpu_iteration.sh (DEVICE=cpu, 64 px): $row"
+  row=$(grep -E '^\| 64 x 64 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+% \| [0-9.]+ \(model [0-9.]+\) \| eager \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| \*\*[0-9.]+x\*\* \|$' "$T/results/gpu_iteration.md" 2>/dev/null)
+  vrow=$(grep -E '^\| 64 x 64 \| [0-9.]+ \([0-9]+ s\) \| failed \(exit 2\): .*needs --device cuda.* \|$' "$T/results/gpu_iteration.md" 2>/dev/null)
+  if [ $status -eq 0 ] && [ -n "$row" ] && [ -n "$vrow" ] && grep -q '^| \*\*all 13\*\*' "$T/results/gpu_iteration.md" && [ -s "$T/results/gpu_iteration.log" ]; then
+    ok "gpu_iteration.sh (DEVICE=cpu, 64 px): $row; variants $vrow"
   else
     bad "gpu_iteration.sh" "exit $status" "$out$(tail -n 20 "$T/stderr")"
+  fi
+  # a variant that hangs (a stand-in python that never answers and leaves a child behind, as a stuck
+  # compile leaves its workers): its cell says so, and nothing of its session is left running
+  printf '#!/bin/sh\n[ "$1" = -c ] && { echo "stand-in"; exit 0; }\nsleep 317 &\nexec sleep 318\n' >"$T/hangpy" && chmod +x "$T/hangpy"
+  out=$(DEVICE=cpu SIZES=48x32 ITERS=2 FIND_MAX=0 PROFILE=0 CONV_LAYERS=0 VARIANTS=eager VARIANT_TIMEOUT=2 PY="$T/hangpy" NST="$NST" \
+        timeout 300 "$ROOT/bench/gpu_iteration.sh" "$T/hang" 2>&1); status=$?
+  cell=$(grep -E '^\| 48 x 32 \| not run: over VARIANT_TIMEOUT=2 s for all sizes \|$' "$T/hang/gpu_iteration.md" 2>/dev/null)
+  left=$(pgrep -f 'sleep 31[78]' || true)
+  if [ $status -eq 0 ] && [ -n "$cell" ] && [ -z "$left" ]; then
+    ok "gpu_iteration.sh: a variant over VARIANT_TIMEOUT is named in its cell, and its whole session is gone"
+  else
+    bad "gpu_iteration.sh with a hanging variant" "exit $status; cell '$cell'; left running: ${left:-none}" "$out"
+    [ -n "$left" ] && kill $left
   fi
   # its profile: two runs' difference per op (its plumbing: at 64 px on a shared machine the
   # difference of two short runs can have either sign, so no value is judged)
