@@ -15,8 +15,9 @@
 #            tiles, on 2 ranks sharing the GPU, tiles halved, 20 Adam steps     -> renders.txt
 #            (--cpu: with the CPU capped one instruction-set level down as the "GPU")
 #   ops      build/tests/test_backend_ops: every op against the CPU in fp32     -> ops.txt
-#   bench    bench/gpu_iteration.sh at 512x384 and 1024x768 against PyTorch on the same GPU
-#            (bf16 autocast, channels_last, cudnn.benchmark): s/iter, MFU, GB per MP against the
+#   bench    bench/gpu_iteration.sh at 512x384 and 1024x768 against PyTorch on the same GPU, eager
+#            and as one CUDA graph (bf16 autocast, channels_last, cudnn.benchmark; torch.compile is
+#            make bench-gpu's, minutes of compiling): s/iter, MFU, GB per MP against the
 #            model; its raw log, the table, the last run's record (with the device diagnostics)
 #                                                                               -> bench.txt, bench.md,
 #                                                                                  record.json
@@ -103,7 +104,11 @@ renders_step() {
 bench_step() {
   local sizes="512x384 1024x768" iters=10 dev=cuda conv=1024
   [ "$MODE" = cpu ] && sizes="96x64 128x96" iters=3 dev=cpu conv=64
-  SIZES=$sizes ITERS=$iters DEVICE=$dev FIND_MAX=0 CONV_TILE=$conv PY=$PY PY_ENV="env LD_LIBRARY_PATH=$ORIG_LD" \
+  # PyTorch eager and as one CUDA graph: torch.compile's minutes of compiling belong to make bench-gpu
+  local variants="eager graph"
+  [ "$MODE" = cpu ] && variants=eager
+  SIZES=$sizes ITERS=$iters DEVICE=$dev FIND_MAX=0 CONV_TILE=$conv VARIANTS=$variants VARIANT_TIMEOUT=100 \
+    PY=$PY PY_ENV="env LD_LIBRARY_PATH=$ORIG_LD" \
     KEEP_RECORD="$OUT/record.json" bench/gpu_iteration.sh "$OUT/.bench" || return
   mv "$OUT/.bench/gpu_iteration.md" "$OUT/bench.md" # (its raw log is this step's output, bench.txt)
 }
