@@ -8,6 +8,8 @@
 #   are test_gpu_standin's), summary.txt has a line per step (name, status, seconds) and the
 #   verdict, at most 8 files;
 # - a budget too small for any step: each is skipped, named, and nothing fails;
+# - a step stopped at its cap while still printing is CAPPED (not a failure, the cause named), one
+#   silent at its cap a TIMEOUT (a failure);
 # - the renders step, with a Gram allreduce planted missing (the tiling checks alone): exit 1, FAIL in
 #   the summary;
 # - STEPS picks steps (a second try runs only what failed); no OUT: exit 2 with how to call it.
@@ -30,6 +32,18 @@ sed 's/^/    | /' "$T/all/summary.txt"
 run_fc late FIRST_CONTACT_SECONDS=1
 if [ $rc -eq 0 ] && [ "$(grep -c 'SKIP .*too little time left' "$T/late/summary.txt")" -eq 5 ]; then ok "a 1 s budget: every step skipped and named, exit 0"
 else bad "a 1 s budget" "exit $rc" "$(cat "$T/late.log")"; fi
+
+# a step at its cap (the env step's, 6 s of a 45 s budget): still printing, it is CAPPED, no failure,
+# and the line says why and what to set; silent after its first line, it is a TIMEOUT, a failure
+run_fc talk STEPS=env FIRST_CONTACT_SECONDS=45 FC_PLANT=env:talk
+if [ $rc -eq 0 ] && line talk env | grep -q 'CAPPED .*stopped at its 6 s cap while still working .*a slow or loaded machine (load [0-9.]* on [0-9]* cores), not a failure; for its verdict: STEPS=env FIRST_CONTACT_SECONDS=90' &&
+   grep -q 'no step failed; a step CAPPED while working' "$T/talk/summary.txt"; then
+  ok "a step still printing at its cap: CAPPED, exit 0, $(line talk env | cut -c1-90)..."
+else bad "a step working at its cap" "exit $rc" "$(cat "$T/talk.log")"; fi
+run_fc hang STEPS=env FIRST_CONTACT_SECONDS=45 FC_PLANT=env:hang
+if [ $rc -eq 1 ] && line hang env | grep -q 'TIMEOUT .*stopped at its 6 s cap, silent for its last [0-9]* s' && grep -q 'a step FAILED' "$T/hang/summary.txt"; then
+  ok "a step silent at its cap: TIMEOUT, exit 1, $(line hang env | cut -c1-80)"
+else bad "a step silent at its cap" "exit $rc" "$(cat "$T/hang.log")"; fi
 
 run_fc planted STEPS=renders PLANT=allreduce ONLY=tiling
 if [ $rc -eq 1 ] && line planted renders | grep -q 'FAIL' && line planted env | grep -q 'SKIP .*not in STEPS' && grep -q 'STAND_IN=' "$T/planted/summary.txt" &&
