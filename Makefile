@@ -133,7 +133,7 @@ LIB_SRC := $(call lib_src,$(VIDEO_SKIP))
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(patsubst %,$(BUILD)/obj/%.o,$(basename $(CUDA_OBJ) $(OPENCV_OBJ)))
 LIB     := $(BUILD)/libnst.a
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))  # test_gram_tiled runs under mpirun
-TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/draw_mask $(BUILD)/tools/make_test_clip $(BUILD)/tools/nstbatch-flicker $(BUILD)/tools/demo_figure $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run \
+TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/draw_mask $(BUILD)/tools/make_test_clip $(BUILD)/tools/nstbatch-flicker $(BUILD)/tools/demo_figure $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run $(BUILD)/tests/idle_timeout \
            $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 
 .PHONY: install install-viewer viewer viewer-if-online all demo demo-video demo-video-figure demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-avx2 bench-auto bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-masks bench-io bench-dzi bench-video bench-batch bench-ckpt bench-dryrun bench-quality weights deps test-deps check-deps clean demo-images gpu-bundle gpu-bundle-lean
@@ -258,6 +258,10 @@ $(BUILD)/tests/rss_run: tests/rss_run.c
 	@mkdir -p $(dir $@)
 	$(Q)cc -O2 -o $@ $<
 
+$(BUILD)/tests/idle_timeout: tests/idle_timeout.c
+	@mkdir -p $(dir $@)
+	$(Q)cc -O2 -Wall -Wextra -o $@ $<
+
 # a stand-in NVML for the GPU-monitoring tests (no GPU in CI)
 $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1: tests/fake_nvml.c
 	@mkdir -p $(dir $@)
@@ -342,7 +346,7 @@ LEAN_CFLAGS := $(CORE_CFLAGS) $(BUILD_FLAGS_DEF)
 LEAN_LDLIBS := $(filter-out -Wl$(comma)-rpath$(comma)%,$(CORE_LDLIBS))
 LEAN_STAMP := $(BUNDLE_DIR)/flavour-$(shell echo '$(CC) $(LEAN_CFLAGS)' | cksum | cut -d' ' -f1)
 LEAN_PROGS := $(addprefix $(BUNDLE_DIR)/bin/,nstbatch test_backend_ops image_diff conv_layers)
-BUNDLE_IN  := $(wildcard scripts/*.sh scripts/gpu-bundle/* configs/demo/*.png) tests/test_gpu_render.sh tests/lib.sh \
+BUNDLE_IN  := $(wildcard scripts/*.sh scripts/gpu-bundle/* configs/demo/*.png) tests/test_gpu_render.sh tests/lib.sh tests/idle.sh \
               bench/gpu_iteration.sh bench/profile_table.sh bench/torch_gatys.py configs/demo.ini
 -include $(patsubst %.c,$(BUNDLE_DIR)/obj/%.d,$(LEAN_OWN))
 
@@ -377,7 +381,12 @@ $(BUNDLE_DIR)/bin/cudnn-version: tools/cudnn_version.c
 	@$(if $(Q),echo "  CC    $@")
 	$(Q)$(CC) -std=gnu11 -O2 -Wall -Wextra -I$(CUDA_HOME)/include -o $@ $< -ldl
 
-$(BUNDLE_TAR): $(LEAN_PROGS) $(BUNDLE_DIR)/bin/cudnn-version $(BUNDLE_IN)
+# the suites' bound (tests/idle.sh), which test_gpu_render.sh puts on its renders
+$(BUNDLE_DIR)/bin/idle_timeout: tests/idle_timeout.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -O2 -Wall -Wextra -o $@ $<
+
+$(BUNDLE_TAR): $(LEAN_PROGS) $(BUNDLE_DIR)/bin/cudnn-version $(BUNDLE_DIR)/bin/idle_timeout $(BUNDLE_IN)
 	@echo "gpu-bundle: compiled again without FFmpeg and OpenCV: $(LEAN_OWN); the rest from $(BUILD)/obj"
 	$(Q)scripts/make-gpu-bundle.sh $(BUNDLE_DIR) $(VERSION)
 

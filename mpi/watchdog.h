@@ -64,5 +64,7 @@ void nst_watchdog_saved(const char *what);
  * auto (0): 20 times the slowest iteration seen so far, at least 5 minutes, and 30 minutes before
  * the first iteration has finished (it warms up: JIT, autotuning, first touches). Pure. */
 double nst_watchdog_limit(double setting, double slowest, int seen);
+/* This rank's limit now (in a loop or a phase, as its clock judges; 0 when nothing is watched). */
+double nst_watchdog_limit_now(void);
 
 #endif

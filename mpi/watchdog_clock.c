@@ -228,6 +228,13 @@ void wd_clock_read(wd_clock *c)
     pthread_mutex_unlock(&clk.mu);
 }
 
+double nst_watchdog_limit_now(void)
+{
+    wd_clock c;
+    wd_clock_read(&c);
+    return c.since < 0 ? 0 : c.limit;
+}
+
 void wd_clock_extend(void)
 {
     pthread_mutex_lock(&clk.mu);

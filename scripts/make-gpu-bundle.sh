@@ -71,11 +71,12 @@ mkdir -p "$S/runtime/lib" "$S/runtime/openmpi/bin" "$S/runtime/openmpi/lib/openm
 echo "# what each file of the bundle is a copy of (made by scripts/make-gpu-bundle.sh)" >"$S/runtime/SOURCES.txt"
 
 # ---- the programs and the files the GPU checks read, where the checkout has them -------------
-for p in nstbatch:nstbatch test_backend_ops:build/tests/test_backend_ops image_diff:build/tests/image_diff conv_layers:build/bench/conv_layers; do
+for p in nstbatch:nstbatch test_backend_ops:build/tests/test_backend_ops image_diff:build/tests/image_diff conv_layers:build/bench/conv_layers \
+         idle_timeout:build/tests/idle_timeout; do
   [ -x "$D/bin/${p%%:*}" ] || die "$D/bin/${p%%:*} is missing: run make gpu-bundle"
   put "$D/bin/${p%%:*}" "$S/${p#*:}"
 done
-(cd "$ROOT" && for f in scripts/* tests/test_gpu_render.sh tests/lib.sh bench/gpu_iteration.sh bench/profile_table.sh bench/torch_gatys.py configs/demo.ini LICENSE; do
+(cd "$ROOT" && for f in scripts/* tests/test_gpu_render.sh tests/lib.sh tests/idle.sh bench/gpu_iteration.sh bench/profile_table.sh bench/torch_gatys.py configs/demo.ini LICENSE; do
    [ -e "$f" ] || die "$ROOT/$f is missing"
    mkdir -p "$S/$(dirname "$f")" && cp -a "$f" "$S/$f"
  done)

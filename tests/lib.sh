@@ -7,6 +7,7 @@ SUITE=$1
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 T=$(mktemp -d "/tmp/nstbatch-$SUITE.XXXXXX")
 trap 'rm -rf "$T"' EXIT
+. "$ROOT/tests/idle.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 pass=0 fail=0 skipped=0
 ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
@@ -16,7 +17,7 @@ skip() { skipped=$((skipped + 1)); printf '  SKIP %s\n' "$1"; }
 # run_nst INI LOG ARGS...: one rank of $NST on T/INI, run in T, output in T/LOG.log, status in $rc
 run_nst() {
   local ini=$1 log=$2; shift 2
-  (cd "$T" && timeout 300 "$NST" "$ini" "$@") >"$T/$log.log" 2>&1
+  (cd "$T" && "$IDLE" 300 "$NST" "$ini" "$@") >"$T/$log.log" 2>&1
   rc=$?
 }
 # one_error LOG STATUS FRAGMENT: exit STATUS and exactly one "nstbatch: error:" line in T/LOG.log,

@@ -47,7 +47,7 @@ EOF
 # nst LOG RANKS ARGS...: run nstbatch in T, output to T/LOG.log, exit status in $rc
 nst() {
   local log=$1 ranks=$2; shift 2
-  (cd "$T" && timeout 300 mpirun --oversubscribe --bind-to none -np "$ranks" "$NST" "$@") >"$T/$log.log" 2>&1
+  (cd "$T" && "$IDLE" 300 mpirun --oversubscribe --bind-to none -np "$ranks" "$NST" "$@") >"$T/$log.log" 2>&1
   rc=$?
 }
 
@@ -121,7 +121,7 @@ if [ $rc -eq 2 ] && [ -f "$T/out/one.tif" ] && [ -f "$T/out/two.tif" ] && grep -
   ok "unreadable inputs: the other jobs complete, the failed ones are reported, exit 2"
 else bad "a batch with unreadable inputs" "exit $rc" "$(cat "$T/fail.log")"; fi
 { cat "$T/base.ini"; printf '[job.one]\noutput.path = out/f1.tif\n[job.two]\noutput.path = out/f2.tif\n'; } >"$T/fault.ini"
-out=$(cd "$T" && NSTBATCH_FAULT=0:1 timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" fault.ini --set optim.iterations=2 2>&1)
+out=$(cd "$T" && NSTBATCH_FAULT=0:1 "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" fault.ini --set optim.iterations=2 2>&1)
 if grep -q "^nstbatch: warning: job 'one' failed: rank 0: injected fault" <<<"$out" && ! grep -q '^\[[a-z]*\] nstbatch: warning' <<<"$out"; then
   ok "a job failing while rendering: one warning naming it, not prefixed twice"
 else bad "a job's failure line" "" "$(grep -n 'warning\|error' <<<"$out")"; fi

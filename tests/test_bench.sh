@@ -19,6 +19,7 @@
 set -u
 NST=$(readlink -f "$1") CONV=$(readlink -f "$2") GRAM=$(readlink -f "$3")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/tests/idle.sh"
 T=$(mktemp -d /tmp/nstbatch-bench.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 pass=0 fail=0 skip=0
@@ -47,7 +48,7 @@ quality_plumbing() {
     content="" style=""
   fi
   out=$(SIZES=96x64 TOOLS="$tools" QUICK_ITERS=30 VARIANTS='q30:--set pyramid.levels=1 --set optim.iterations=30 --set run.precision=fp32' \
-        PEERS="$peers" CONTENT="$content" STYLE="$style" WORK="$q/work" NST="$NST" timeout 300 "$ROOT/bench/quality.sh" "$q" 2>&1); status=$?
+        PEERS="$peers" CONTENT="$content" STYLE="$style" WORK="$q/work" NST="$NST" "$IDLE" 300 "$ROOT/bench/quality.sh" "$q" 2>&1); status=$?
   tsv=$q/quality.tsv
   # nstbatch's own final loss against the scorer on its 16-bit output: each term within 1e-4
   diffs=$(awk -F'\t' '$2 == "nstbatch-q30" && ($3 == "final" || $3 == "logged") { for (k = 10; k <= 13; k++) v[$3, k] = $k }
@@ -116,7 +117,7 @@ else
   done
   # VARIANTS: graph needs CUDA, so on the CPU its cell must say why it has no time, and eager is the peer
   out=$(DEVICE=cpu SIZES=64 ITERS=2 FIND_MAX=0 CONV_TILE=32 VARIANTS="eager graph" PY=/usr/bin/python3 NST="$NST" CONV="$CONV" \
-        timeout 600 "$ROOT/bench/gpu_iteration.sh" "$T/results" 2>"$T/stderr"); status=$?
+        "$IDLE" 600 "$ROOT/bench/gpu_iteration.sh" "$T/results" 2>"$T/stderr"); status=$?
   row=$(grep -E '^\| 64 x 64 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+% \| [0-9.]+ \(model [0-9.]+\) \| eager \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| \*\*[0-9.]+x\*\* \|$' "$T/results/gpu_iteration.md" 2>/dev/null)
   vrow=$(grep -E '^\| 64 x 64 \| [0-9.]+ \([0-9]+ s\) \| failed \(exit 2\): .*needs --device cuda.* \|$' "$T/results/gpu_iteration.md" 2>/dev/null)
   if [ $status -eq 0 ] && [ -n "$row" ] && [ -n "$vrow" ] && grep -q '^| \*\*all 13\*\*' "$T/results/gpu_iteration.md" && [ -s "$T/results/gpu_iteration.log" ]; then
@@ -128,7 +129,7 @@ else
   # compile leaves its workers): its cell says so, and nothing of its session is left running
   printf '#!/bin/sh\n[ "$1" = -c ] && { echo "stand-in"; exit 0; }\nsleep 317 &\nexec sleep 318\n' >"$T/hangpy" && chmod +x "$T/hangpy"
   out=$(DEVICE=cpu SIZES=48x32 ITERS=2 FIND_MAX=0 PROFILE=0 CONV_LAYERS=0 VARIANTS=eager VARIANT_TIMEOUT=2 PY="$T/hangpy" NST="$NST" \
-        timeout 300 "$ROOT/bench/gpu_iteration.sh" "$T/hang" 2>&1); status=$?
+        "$IDLE" 300 "$ROOT/bench/gpu_iteration.sh" "$T/hang" 2>&1); status=$?
   cell=$(grep -E '^\| 48 x 32 \| not run: over VARIANT_TIMEOUT=2 s for all sizes \|$' "$T/hang/gpu_iteration.md" 2>/dev/null)
   left=$(pgrep -f 'sleep 31[78]' || true)
   if [ $status -eq 0 ] && [ -n "$cell" ] && [ -z "$left" ]; then

@@ -69,7 +69,7 @@ one_error avx2 2 "run.precision = bf16 on this CPU ($under2): oneDNN has no bf16
 # auto resolving differently (bf16 here, fp32 under the cap), or, where auto is fp32 on both, the
 # same precision at two levels: either way one line, exit 2, nothing written
 if cpu_has avx2 && cpu_has avx512f; then
-  out=$(cd "$T" && timeout 120 mpirun --oversubscribe -np 1 "$NST" b.ini --set output.path=mixed.tif : \
+  out=$(cd "$T" && "$IDLE" 120 mpirun --oversubscribe -np 1 "$NST" b.ini --set output.path=mixed.tif : \
         -np 1 env ONEDNN_MAX_CPU_ISA=AVX2 "$NST" b.ini --set output.path=mixed.tif 2>&1); rc=$?
   if [ $native -eq 1 ]; then why='the ranks resolved run.precision = auto differently (fp32 on some, bf16 on others: their CPUs differ)'
   else why="the ranks' CPUs compute at different instruction-set levels.*rank 1 on .*, AVX2 (jit:avx2; own kernels AVX2).*set ONEDNN_MAX_CPU_ISA"; fi
@@ -77,7 +77,7 @@ if cpu_has avx2 && cpu_has avx512f; then
     ok "two ranks at two levels ($([ $native -eq 1 ] && echo "auto: bf16 and fp32" || echo "fp32 on AVX-512 and AVX2")): exit 2, one line, no output"
   else bad "mixed levels" "exit $rc" "$out"; fi
   # one precision pinned: the levels still differ, and the line names each rank's node and level
-  out=$(cd "$T" && timeout 120 mpirun --oversubscribe -np 1 "$NST" b.ini --set output.path=mixed.tif --set run.precision=fp32 : \
+  out=$(cd "$T" && "$IDLE" 120 mpirun --oversubscribe -np 1 "$NST" b.ini --set output.path=mixed.tif --set run.precision=fp32 : \
         -np 1 env ONEDNN_MAX_CPU_ISA=AVX2 "$NST" b.ini --set output.path=mixed.tif --set run.precision=fp32 2>&1); rc=$?
   if [ $rc -eq 2 ] && [ "$(grep -c '^nstbatch: error:' <<<"$out")" -eq 1 ] && [ ! -e "$T/mixed.tif" ] &&
      grep -q "at different instruction-set levels.*rank 0 on $(hostname).*rank 1 on $(hostname), AVX2" <<<"$out"; then
@@ -88,9 +88,9 @@ if cpu_has avx2 && cpu_has avx512f; then
   # gives the bits of two uncapped ranks
   if [ $native -eq 1 ]; then
     fp=(b.ini --set run.precision=fp32 --set optim.iterations=5)
-    out=$(cd "$T" && timeout 120 mpirun --oversubscribe -np 1 "$NST" "${fp[@]}" --set output.path=fp_mixed.tif : \
+    out=$(cd "$T" && "$IDLE" 120 mpirun --oversubscribe -np 1 "$NST" "${fp[@]}" --set output.path=fp_mixed.tif : \
           -np 1 env ONEDNN_MAX_CPU_ISA=AVX512_CORE "$NST" "${fp[@]}" --set output.path=fp_mixed.tif 2>&1); rc=$?
-    out2=$(cd "$T" && timeout 120 mpirun --oversubscribe -np 2 "$NST" "${fp[@]}" --set output.path=fp_same.tif 2>&1); rc2=$?
+    out2=$(cd "$T" && "$IDLE" 120 mpirun --oversubscribe -np 2 "$NST" "${fp[@]}" --set output.path=fp_same.tif 2>&1); rc2=$?
     if [ $rc -eq 0 ] && [ $rc2 -eq 0 ]; then same "fp32 on AVX512_CORE_BF16 and AVX512_CORE: the same arithmetic, so the job runs, with the bits of two uncapped ranks" fp_mixed.tif fp_same.tif
     else bad "fp32 on AVX512_CORE_BF16 and AVX512_CORE" "exit $rc / $rc2" "$out$out2"; fi
   fi
@@ -124,7 +124,7 @@ if [ $native -eq 1 ]; then
   else bad "style cache by precision" "" "$(grep -h 'style targets' "$T/c16.log" "$T/c32.log")"; fi
   # an unfinished checkpoint of auto = bf16 (a fault at iteration 10 stops the render after the one
   # at 5), then auto resolving to fp32 on the "same" config
-  out=$(cd "$T" && NSTBATCH_FAULT=0:10 timeout 60 "$NST" b.ini --set checkpoint.path=ck --set checkpoint.every=5 --set optim.iterations=20 \
+  out=$(cd "$T" && NSTBATCH_FAULT=0:10 "$IDLE" 60 "$NST" b.ini --set checkpoint.path=ck --set checkpoint.every=5 --set optim.iterations=20 \
         --set output.path=k.tif 2>&1)
   ONEDNN_MAX_CPU_ISA=AVX512_CORE nst k32 --set checkpoint.path=ck --set checkpoint.every=5 --set optim.iterations=20 --set output.path=k.tif
   one_error k32 2 "holds an unfinished checkpoint of a different render (it has 'arithmetic = cpu bf16' where this run has 'arithmetic = cpu fp32', at level 1, iteration 10)" &&

@@ -20,6 +20,7 @@
 set -u
 NST=$(readlink -f "$1") MKTIFF=$(readlink -f "$2") RSS=$(readlink -f "$3")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/tests/idle.sh"
 T=$(mktemp -d /tmp/nstbatch-bigio.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
@@ -62,7 +63,7 @@ whole=$((W * H * 12))
 declare -A peak base
 for n in 2 4; do
   mkdir -p "$T/base$n"
-  (cd "$T" && timeout 600 mpirun --oversubscribe -np $n "$RSS" "$T/base$n" "$NST" io.ini --set content.path=small.tif >/dev/null 2>&1)
+  (cd "$T" && "$IDLE" 600 mpirun --oversubscribe -np $n "$RSS" "$T/base$n" "$NST" io.ini --set content.path=small.tif >/dev/null 2>&1)
   for r in $(seq 0 $((n - 1))); do
     kib=$(cat "$T/base$n/rss.$r" 2>/dev/null || echo 0)
     [ "$kib" -gt "${base[$n]:-0}" ] && base[$n]=$kib
@@ -71,7 +72,7 @@ done
 for n in 2 4; do
   mkdir -p "$T/rss$n"
   start=$(date +%s.%N)
-  out=$(cd "$T" && timeout 600 mpirun --oversubscribe -np $n "$RSS" "$T/rss$n" "$NST" io.ini --set run.record=r$n.json 2>&1); status=$?
+  out=$(cd "$T" && "$IDLE" 600 mpirun --oversubscribe -np $n "$RSS" "$T/rss$n" "$NST" io.ini --set run.record=r$n.json 2>&1); status=$?
   secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   if [ $status -ne 0 ]; then bad "$n ranks: 100 MP through both writers" "exit status $status" "$out"; continue; fi
   json() { sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p" "$T/r$n.json" | head -n 1; }

@@ -27,6 +27,7 @@
 set -u
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/tests/idle.sh"
 T=$(mktemp -d /tmp/nstbatch-ckpt.XXXXXX)
 trap 'pkill -KILL -f "$T/" 2>/dev/null; rm -rf "$T"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
@@ -63,13 +64,13 @@ EOF
 # nst LOG ARGS...: nstbatch on 2 ranks in T, log in T/LOG.log, exit status in $rc
 nst() {
   local log=$1; shift
-  (cd "$T" && timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" "$@") >"$T/$log.log" 2>&1
+  (cd "$T" && "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" "$@") >"$T/$log.log" 2>&1
   rc=$?
 }
 # nst_bg LOG ARGS...: the same in the background; its mpirun's pid in $bg
 nst_bg() {
   local log=$1; shift
-  (cd "$T" && exec timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" "$@") >"$T/$log.log" 2>&1 &
+  (cd "$T" && exec "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" "$@") >"$T/$log.log" 2>&1 &
   bg=$!
 }
 same() { # same NAME A B: image_diff says max 0
@@ -85,14 +86,8 @@ wait_for() {
   return 1
 }
 # wait_iter LOG N: until the log shows a row of iteration >= N
-wait_iter() {
-  local i
-  for ((i = 0; i < 600; i++)); do
-    awk -v n="$2" '$1 ~ /^[0-9]+$/ && $1 + 0 >= n { f = 1 } END { exit !f }' "$T/$1.log" 2>/dev/null && return 0
-    sleep 0.05
-  done
-  return 1
-}
+reached() { awk -v n="$2" '$1 ~ /^[0-9]+$/ && $1 + 0 >= n { f = 1 } END { exit !f }' "$T/$1.log" 2>/dev/null; }
+wait_iter() { grown_wait 120 "$T/$1.log" reached "$1" "$2"; } # (bounded by the log's growth)
 
 # ---- resume equality -----------------------------------------------------------------------------
 # interrupted NAME SETS...: stop a render 3 times (SIGTERM at iteration >= 40; SIGTERM while a
@@ -155,15 +150,15 @@ nst v1 ck.ini --set output.path=out/v1.tif --set checkpoint.path=ck_v1
   || bad "format-1 manifest" "exit $rc" "$(grep -i 'resum\|error' "$T/v1.log")"
 # Ctrl-C: to mpirun itself (it sends every rank SIGTERM and exits 1: Open MPI's status), and to
 # tools/nstbatch-mpirun (it asks the ranks with USR1: exit 75); both leave a checkpoint to resume.
-# timeout --foreground: without it timeout sends the signal to the group too, and a second SIGINT
-# makes mpirun kill the ranks at once, as a second Ctrl-C would
-(cd "$T" && exec timeout --foreground 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" ck.ini --set output.path=out/int.tif \
+# ($IDLE passes the signal to mpirun alone, as `timeout --foreground` does: sent to the group too,
+# a second SIGINT would make mpirun kill the ranks at once, as a second Ctrl-C would)
+(cd "$T" && exec "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" ck.ini --set output.path=out/int.tif \
     --set checkpoint.path=ck_int) >"$T/int.log" 2>&1 &
 bg=$!
 wait_iter int 40; kill -INT $bg; wait $bg; r=$?
 [ $r -eq 1 ] && grep -q "stopped by SIGTERM.*checkpoint written to ck_int" "$T/int.log" && grep -q '^state = running' "$T/ck_int/manifest" &&
   ok "SIGINT to mpirun: the ranks checkpoint and stop; mpirun exits 1 (Open MPI's status for a job it ends)" || bad "SIGINT to mpirun" "exit $r" "$(tail -n 4 "$T/int.log")"
-(cd "$T" && exec timeout --foreground 300 "$ROOT/tools/nstbatch-mpirun" --oversubscribe --bind-to none -np 2 "$NST" ck.ini --set output.path=out/wint.tif \
+(cd "$T" && exec "$IDLE" 300 "$ROOT/tools/nstbatch-mpirun" --oversubscribe --bind-to none -np 2 "$NST" ck.ini --set output.path=out/wint.tif \
     --set checkpoint.path=ck_wint) >"$T/wint.log" 2>&1 &
 bg=$!
 wait_iter wint 40; kill -INT $bg; wait $bg; r=$?
@@ -187,7 +182,7 @@ nst input ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_usr1
 [ $rc -eq 2 ] && grep -q "file content.path .*content.png: size [0-9]*, mtime" "$T/input.log" && ok "a changed input file (mtime) is refused (exit 2)" \
   || bad "changed input" "exit $rc" "$(tail -n 3 "$T/input.log")"
 touch -d "@$(sed -n 's/.*content.png: size [0-9]*, mtime \([0-9]*\)$/\1/p' "$T/ck_usr1/manifest" | head -n 1)" "$T/content.png"
-(cd "$T" && timeout 120 mpirun --oversubscribe --bind-to none -np 1 "$NST" ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_usr1) >"$T/ranks.log" 2>&1; r=$?
+(cd "$T" && "$IDLE" 120 mpirun --oversubscribe --bind-to none -np 1 "$NST" ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_usr1) >"$T/ranks.log" 2>&1; r=$?
 [ $r -eq 2 ] && grep -q "written by 2 ranks and this run has 1: launch with 2 ranks" "$T/ranks.log" && ok "another rank count is refused (exit 2)" \
   || bad "rank count" "exit $r" "$(tail -n 3 "$T/ranks.log")"
 cp -a "$T/ck_usr1" "$T/ck_bad"
@@ -216,7 +211,7 @@ nst bref batch.ini --set checkpoint.path=ck_bref
 for n in a b c d; do mv "$T/out/b_$n.tif" "$T/out/bref_$n.tif" 2>/dev/null; done
 [ $rc -eq 0 ] || bad "batch reference" "exit $rc" "$(tail -n 8 "$T/bref.log")"
 nst_bg b1 batch.ini
-for _ in $(seq 600); do grep -q "^\[[cd]\] checkpoint:" "$T/b1.log" && break; sleep 0.05; done
+grown_wait 120 "$T/b1.log" grep -q "^\[[cd]\] checkpoint:" "$T/b1.log"
 pkill -USR1 -P $bg; wait $bg; r=$?
 ndone=$(grep -c '"status": "done"' "$T/out/bsum.json" 2>/dev/null) nstop=$(grep -c '"status": "stopped"' "$T/out/bsum.json" 2>/dev/null)
 [ $r -eq 75 ] && [ "${nstop:-0}" -ge 1 ] && ok "a batch signalled: exit 75, $ndone done, $nstop stopped and checkpointed" || bad "batch signal" "exit $r" "$(tail -n 10 "$T/b1.log")"

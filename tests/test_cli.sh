@@ -11,6 +11,7 @@ set -u
 NST=$(readlink -f "$1")
 LABEL=${2:-test_cli}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/tests/idle.sh"
 T=$(mktemp -d /tmp/nstbatch-cli.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
@@ -24,7 +25,7 @@ bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] 
 case_() {
   local name=$1 want=$2 frag=$3; shift 4
   local out status
-  out=$(cd "$T" && timeout 120 "$@" 2>&1); status=$?
+  out=$(cd "$T" && "$IDLE" 120 "$@" 2>&1); status=$?
   local errors; errors=$(grep -c '^nstbatch: error:' <<<"$out")
   if [ "$status" -ne "$want" ]; then bad "$name" "exit status $status, expected $want" "$out"; return; fi
   if grep -q -E 'AddressSanitizer|runtime error|LeakSanitizer|Segmentation|core dumped' <<<"$out"; then bad "$name" "sanitizer report or crash" "$out"; return; fi
@@ -209,7 +210,7 @@ case_ "weights missing" 2 "model.weights: missing.h5: cannot open" -- "$NST" ok.
 # jf.0), which one that ends removes under another that starts (MPI_Init then fails): each run must
 # keep its session under a base of its own, TMPDIR/nstbatch-mpi.*, and leave TMPDIR empty
 mkdir -p "$T/tmpd"
-(cd "$T" && TMPDIR="$T/tmpd" timeout 120 "$NST" ok.ini --set optim.iterations=40 --set output.size=64 --set output.overwrite=true >"$T/single.log" 2>&1) &
+(cd "$T" && TMPDIR="$T/tmpd" "$IDLE" 120 "$NST" ok.ini --set optim.iterations=40 --set output.size=64 --set output.overwrite=true >"$T/single.log" 2>&1) &
 seen=""
 for ((i = 0; i < 600; i++)); do
   seen=$(cd "$T/tmpd" && ls -d nstbatch-mpi.*/ompi.*/jf.0 ompi.* 2>/dev/null | tr '\n' ' ')

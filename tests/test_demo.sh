@@ -34,7 +34,8 @@ check "it writes the Deep Zoom pyramid and the content's (levels 0..9, the top o
 VIEW=$(dirname "$NST")/nstbatch-view
 if [ -x "$VIEW" ] && [ -f "$dz.dzi" ]; then
   vout=$(mktemp); "$VIEW" "$dz.dzi" >"$vout" 2>&1 & vpid=$!
-  port=; for _ in $(seq 50); do port=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\)/stylised.html.*|\1|p' "$vout"); [ -n "$port" ] && break; sleep 0.1; done
+  # its line, while it lives (a start has no progress to follow: 60 s, hundreds of times its usual)
+  port=; for _ in $(seq 600); do port=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\)/stylised.html.*|\1|p' "$vout"); [ -n "$port" ] && break; kill -0 $vpid 2>/dev/null || break; sleep 0.1; done
   page=$(curl -s "http://127.0.0.1:$port/stylised.html") tile=$(curl -s -o /dev/null -w '%{http_code} %{size_download}' "http://127.0.0.1:$port/stylised_files/9/0_0.jpg")
   kill -INT $vpid; wait $vpid; vrc=$?; rm -f "$vout"
   check "nstbatch-view stylised.dzi serves the page and the tiles (port ${port:-none}; tile: $tile), and stops on Ctrl-C" \

@@ -23,7 +23,7 @@ est() { sed -n 's/^estimate: about \([0-9.]*\) s for .*/\1/p' "$T/$1.log"; }
 # compare NAME ARGS...: a dry run of the demo config with ARGS
 compare() {
   local name=$1; shift
-  (cd "$T" && timeout 300 "$NST" "${DEMO[@]}" --set output.path="$T/$name.png" --dry-run "$@") >"$T/$name-dry.log" 2>&1
+  (cd "$T" && "$IDLE" 300 "$NST" "${DEMO[@]}" --set output.path="$T/$name.png" --dry-run "$@") >"$T/$name-dry.log" 2>&1
   local rc=$?
   if [ $rc -eq 0 ] && [ ! -e "$T/$name.png" ] && grep -q '^level 1/' "$T/$name-dry.log" && grep -q "PNG  $T/$name.png: " "$T/$name-dry.log"; then
     ok "$name: --dry-run prints the plan and the outputs, writes nothing ($(grep '^estimate:' "$T/$name-dry.log"))"
@@ -38,7 +38,7 @@ compare pyramid --set output.size=2048 --set pyramid.levels=2 --set pyramid.iter
 
 # ---- a gigapixel plan on 2 ranks ----------------------------------------------------------------------
 start=$(date +%s.%N)
-(cd "$T" && timeout 600 mpirun --oversubscribe --bind-to none -np 2 "$NST" "${DEMO[@]}" --dry-run \
+(cd "$T" && "$IDLE" 600 mpirun --oversubscribe --bind-to none -np 2 "$NST" "${DEMO[@]}" --dry-run \
     --set output.path="$T/giga.tif" --set output.size=40000 --set model.random_width_divisor=1) >"$T/giga.log" 2>&1
 rc=$?
 secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
@@ -51,7 +51,7 @@ else bad "a gigapixel dry run" "exit $rc in $secs s" "$(grep -v '^ ' "$T/giga.lo
 # 4096x2731 on one rank in 3 GiB (a network of width 1/8): L-BFGS's history (288 B per owned pixel) fits no tiling, Adam's
 # state (48 B) does, so auto plans the level with Adam and says so; lbfgs itself is refused
 for m in auto lbfgs; do
-  (cd "$T" && timeout 600 "$NST" "${DEMO[@]}" --dry-run --set output.path="$T/mem.tif" --set output.size=4096 \
+  (cd "$T" && "$IDLE" 600 "$NST" "${DEMO[@]}" --dry-run --set output.path="$T/mem.tif" --set output.size=4096 \
       --set run.memory_gb=3 --set run.precision=fp32 --set optim.iterations=2 --set model.random_width_divisor=8 --set optim.method=$m) >"$T/mem_$m.log" 2>&1
   eval "rc_$m=$?"
 done

@@ -15,6 +15,7 @@
 set -u
 NST=$(readlink -f "$1") DZI=$(readlink -f "$2") MKTIFF=$(readlink -f "$3")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/tests/idle.sh"
 T=$(mktemp -d /tmp/nstbatch-dzi.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
@@ -62,7 +63,7 @@ EOF
 run() {
   local name=$1 ranks=$2; shift 2
   local out status
-  out=$(cd "$T" && timeout 300 mpirun --oversubscribe -np "$ranks" "$NST" out.ini --set output.path="$name.dzi" "$@" 2>&1); status=$?
+  out=$(cd "$T" && "$IDLE" 300 mpirun --oversubscribe -np "$ranks" "$NST" out.ini --set output.path="$name.dzi" "$@" 2>&1); status=$?
   echo "$out" >"$T/$name.log"
   if [ $status -ne 0 ]; then bad "$name renders" "exit status $status" "$out"; return 1; fi
   return 0
@@ -154,7 +155,7 @@ fi
 # ---- nothing half-written: a rank failing while writing ------------------------------------------
 if [ -f "$T/r1.dzi" ]; then
   cp -a "$T/r1_files" "$T/keep_files" && cp "$T/r1.dzi" "$T/keep.dzi"
-  out=$(cd "$T" && NSTBATCH_FAULT=1:output timeout 300 mpirun --oversubscribe -np 2 "$NST" out.ini --set output.path=r1.dzi --set optim.iterations=1 2>&1); status=$?
+  out=$(cd "$T" && NSTBATCH_FAULT=1:output "$IDLE" 300 mpirun --oversubscribe -np 2 "$NST" out.ini --set output.path=r1.dzi --set optim.iterations=1 2>&1); status=$?
   if [ $status -ne 0 ] && cmp -s "$T/r1.dzi" "$T/keep.dzi" && diff -r "$T/r1_files" "$T/keep_files" >/dev/null && ! ls -a "$T" | grep -q 'nstbatch-'; then
     ok "a rank failing while writing (exit $status): the earlier r1.dzi and r1_files intact, no temporary left"
   else bad "a rank failing while writing" "exit $status; the earlier pyramid changed or a temporary is left" "$(ls -a "$T"; echo "$out" | tail -3)"; fi

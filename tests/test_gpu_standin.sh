@@ -16,7 +16,7 @@ if grep -qw avx512f /proc/cpuinfo; then LEVEL=AVX2; elif grep -qw avx2 /proc/cpu
 
 # standin LOG [PLANT]: the GPU render checks with the stand-in, output in T/LOG.log, status in rc
 standin() {
-  STAND_IN=$LEVEL PLANT=${2:-} ONLY=${2:+tiling} timeout 900 "$ROOT/tests/test_gpu_render.sh" "$NST" "$DIFF" >"$T/$1.log" 2>&1
+  STAND_IN=$LEVEL PLANT=${2:-} ONLY=${2:+tiling} "$IDLE" 900 "$ROOT/tests/test_gpu_render.sh" "$NST" "$DIFF" >"$T/$1.log" 2>&1
   rc=$?
 }
 failed() { grep -E '^  FAIL ' "$T/$1.log" | cut -c8- | sed 's/:.*//'; } # the failed checks' names

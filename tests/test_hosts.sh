@@ -12,7 +12,7 @@
 # - 2 hosts x 2 ranks: the tiled render's TIFF pyramid (every level) and HDF5 (h5diff), written by
 #   ranks on both hosts to the shared folder, equal one rank's; a rank kept busy 20 s by
 #   NSTBATCH_SLOW is a slow iteration, not a stall: the watchdog (auto, its floor at 3 s through
-#   NSTBATCH_STALL_FLOOR) says so and waits;
+#   NSTBATCH_STALL_FLOOR; the delay 3 times its limit) says so and waits;
 # - a batch packed into 2 groups that each span both hosts (mpirun --map-by node) and a clip whose
 #   2 shots go to groups on different hosts: each image or frame equals one rank's;
 # - a network MPI cannot use: Open MPI's TCP ports refused by both hosts (tests/hosts/hosts.sh
@@ -61,15 +61,11 @@ on() { local h=$1; shift; (cd "$T" && exec "$HOSTS" exec "$HD" "$h" env "${MPIEN
 printf 'nsth-a slots=2\nnsth-b slots=2\n' >"$T/hostfile"
 printf 'nsth-a slots=4\n' >"$T/hostfile-a"
 # across LOG ARGS...: nstbatch on 2 hosts x 2 ranks, mpirun on nsth-a; T/LOG.log, status in rc
-across() { local log=$1; shift; on nsth-a timeout 300 mpirun --hostfile "$T/hostfile" -np 4 --bind-to none "$@" >"$T/$log.log" 2>&1; rc=$?; }
-# wait_iter LOG N: until T/LOG shows a row of iteration >= N (at most 3 minutes)
-wait_iter() {
-  for ((i = 0; i < 1800; i++)); do
-    awk -v n="$2" '$1 ~ /^[0-9]+$/ && $1 + 0 >= n { f = 1 } END { exit !f }' "$T/$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  return 1
-}
+across() { local log=$1; shift; on nsth-a "$IDLE" 300 mpirun --hostfile "$T/hostfile" -np 4 --bind-to none "$@" >"$T/$log.log" 2>&1; rc=$?; }
+# wait_iter LOG N: until T/LOG shows a row of iteration >= N (bounded by the log's growth: 3 minutes
+# without a line)
+reached() { awk -v n="$2" '$1 ~ /^[0-9]+$/ && $1 + 0 >= n { f = 1 } END { exit !f }' "$T/$1" 2>/dev/null; }
+wait_iter() { grown_wait 180 "$T/$1" reached "$1" "$2"; }
 mkdir -p "$T/out" "$T/ref"
 { demo_pair; cat <<EOF
 [output]
@@ -94,13 +90,13 @@ EOF
 
 # ---- the hosts ------------------------------------------------------------------------------------
 mark=nsth-mark-$$
-out=$(on nsth-a timeout 60 mpirun --hostfile "$T/hostfile" -np 4 sh -c "hostname; touch /tmp/$mark" 2>&1)
+out=$(on nsth-a "$IDLE" 60 mpirun --hostfile "$T/hostfile" -np 4 sh -c "hostname; touch /tmp/$mark" 2>&1)
 if [ "$(sort <<<"$out" | uniq -c | awk '{ print $1 $2 }' | tr '\n' ' ')" = "2nsth-a 2nsth-b " ] && [ -e "$HD/scratch-nsth-a/$mark" ] &&
    [ -e "$HD/scratch-nsth-b/$mark" ] && [ ! -e "/tmp/$mark" ]; then
   ok "mpirun on nsth-a starts 2 ranks on nsth-a and 2 on nsth-b (tests/hosts/agent.sh), each host with its own hostname and /tmp"
 else bad "ranks on two hosts" "" "$out"; fi
 seen=$(for h in nsth-a nsth-b; do on $h sh -c "test -x '$ROOT/tests/hosts/agent.sh' && test -x '$NST' && test -x '$DIFF' && echo $h"; done 2>&1)
-out=$(on nsth-a env OMPI_MCA_plm_rsh_agent="$V/tests/hosts/agent.sh" timeout 60 mpirun --hostfile "$T/hostfile" -np 4 hostname 2>&1)
+out=$(on nsth-a env OMPI_MCA_plm_rsh_agent="$V/tests/hosts/agent.sh" "$IDLE" 60 mpirun --hostfile "$T/hostfile" -np 4 hostname 2>&1)
 if [ "$seen" = "$(printf 'nsth-a\nnsth-b')" ] && [ "$(sort <<<"$out" | uniq -c | awk '{ print $1 $2 }' | tr '\n' ' ')" = "2nsth-a 2nsth-b " ]; then
   ok "both hosts see the checkout ($ROOT) and the build at their own paths; with the launcher in a checkout under /tmp, ranks start on both"
 else bad "the shared folders on the hosts" "" "$seen"$'\n'"$out"; fi
@@ -109,7 +105,9 @@ else bad "the shared folders on the hosts" "" "$seen"$'\n'"$out"; fi
 # the reference at the path the render writes (HDF5 keeps the config, output.path included), then moved
 run_nst job.ini ref --set output.path=out/p.tif --set output.format=tiff,hdf5 --set output.tile_size=32
 mv "$T/out/p.tif" "$T/out/p.h5" "$T/ref/" || bad "the one-rank reference" "exit $rc" "$(tail -n 5 "$T/ref.log")"
-NSTBATCH_STALL_FLOOR=3 NSTBATCH_SLOW=1:20:20 across tiled "$NST" job.ini --set output.path=out/p.tif --set output.format=tiff,hdf5 --set output.tile_size=32
+# rank 1 computes 3 times the watchdog's limit at iteration 20 (x3: derived from the measured
+# iterations, 20x the slowest so far, at least the floor of 3 s), however slow the machine is
+NSTBATCH_STALL_FLOOR=3 NSTBATCH_SLOW=1:20:x3 across tiled "$NST" job.ini --set output.path=out/p.tif --set output.format=tiff,hdf5 --set output.tile_size=32
 levels=$(/usr/bin/python3 -c '
 import sys, numpy, tifffile
 a, b = (tifffile.TiffFile(f).series[0].levels for f in sys.argv[1:3])
@@ -123,7 +121,7 @@ if [ $rc -eq 0 ] && grep -q '^ *hosts: 2: nsth-a (ranks 0-1), nsth-b (ranks 2-3)
   esac
 else bad "2 hosts x 2 ranks" "exit $rc" "$(grep -v '^ *[0-9]' "$T/tiled.log" | tail -n 12)"; fi
 if [ $rc -eq 0 ] && grep -q 'warning: no iteration has finished for [0-9]* s, but still computing (not waiting inside MPI): rank 1 on nsth-a: a slow iteration, not a stall; waiting on' "$T/tiled.log"; then
-  ok "a rank computing 20 s in one iteration (auto, its floor at 3 s): named as slow, not a stall; the render goes on"
+  ok "a rank computing 3x the watchdog's limit in one iteration ($(grep -o 'computes [0-9.]* s' "$T/tiled.log" | head -n 1); auto, its floor at 3 s): named as slow, not a stall; the render goes on"
 else bad "a slow but moving iteration" "exit $rc" "$(grep -i 'warning\|error' "$T/tiled.log" | tail -n 5)"; fi
 
 # a batch whose 2 groups each span both hosts (ranks alternate between the hosts)
@@ -131,7 +129,7 @@ else bad "a slow but moving iteration" "exit $rc" "$(grep -i 'warning\|error' "$
   for n in a b; do printf '[job.%s]\noutput.path = out/b_%s.tif\nstyle.weight = %s\n' $n $n $([ $n = a ] && echo 500 || echo 4000); done; } >"$T/batch.ini"
 run_nst batch.ini bref
 for n in a b; do mv "$T/out/b_$n.tif" "$T/ref/b_$n.tif" 2>/dev/null; done
-on nsth-a timeout 300 mpirun --hostfile "$T/hostfile" --map-by node -np 4 --bind-to none "$NST" batch.ini >"$T/batch.log" 2>&1; rc=$?
+on nsth-a "$IDLE" 300 mpirun --hostfile "$T/hostfile" --map-by node -np 4 --bind-to none "$NST" batch.ini >"$T/batch.log" 2>&1; rc=$?
 if [ $rc -eq 0 ] && grep -q 'hosts: 2: nsth-a (ranks 0, 2), nsth-b (ranks 1, 3)' "$T/batch.log" && grep -q 'packed into 2 groups of 2 ranks' "$T/batch.log"; then
   for n in a b; do same "a batch in 2 groups of 2 ranks, each group on both hosts: job $n == 1 rank" out/b_$n.tif ref/b_$n.tif; done
 else bad "a batch across hosts" "exit $rc" "$(grep -v '^ *[0-9]' "$T/batch.log" | tail -n 10)"; fi
@@ -233,7 +231,7 @@ if conf=$("$ROOT/tests/slurm/start_local.sh" "$T/slurm" --hosts "$HD" 2>"$T/slur
   # enters it 3 s late (planted), and rank 0 on nsth-a must wait for it. A PMIx fence without data is
   # node-local under Slurm 22.05 (rank 0 went through at once), and Open MPI 4.1.4's own is such a
   # fence: ranks of one node then sent to ranks of the other still inside MPI_Init, which crashed
-  on nsth-a timeout 120 srun --mpi=pmix --nodes=2 --ntasks-per-node=2 --cpus-per-task=1 --partition=test --export=ALL,NSTBATCH_PLANT=late \
+  on nsth-a "$IDLE" 120 srun --mpi=pmix --nodes=2 --ntasks-per-node=2 --cpus-per-task=1 --partition=test --export=ALL,NSTBATCH_PLANT=late \
     "$NST" job.ini --set output.path=out/late.tif >"$T/late.log" 2>&1; rc=$?
   waited=$(sed -n 's/^nstbatch: planted late: rank 0 waited \([0-9.]*\) s in the barrier after MPI_Init (made)$/\1/p' "$T/late.log")
   if [ $rc -eq 0 ] && [ -n "$waited" ] && awk -v w="$waited" 'BEGIN { exit !(w >= 2.5) }' && [ -s "$T/out/late.tif" ]; then
@@ -272,7 +270,7 @@ fi
 # iterations; sets rc and took (seconds from the action to the end)
 faulty() {
   local log=$1 action=$2 pid; shift 2
-  on nsth-a timeout 300 "$ROOT/tools/nstbatch-mpirun" --hostfile "$T/hostfile" -np 4 --bind-to none "$NST" "$@" >"$T/$log.log" 2>&1 &
+  on nsth-a "$IDLE" 300 "$ROOT/tools/nstbatch-mpirun" --hostfile "$T/hostfile" -np 4 --bind-to none "$NST" "$@" >"$T/$log.log" 2>&1 &
   pid=$!
   wait_iter "$log.log" 40 || bad "$log" "no iteration 40 seen" "$(tail -n 5 "$T/$log.log")"
   local t0=$SECONDS
@@ -289,7 +287,7 @@ if [ $rc -eq 75 ] && grep -q "lost ranks 2, 3 on nsth-b at level 1, iteration [0
    grep -q "the checkpoint of level 1, iteration $it in ck-lost is in force" "$T/lost.log" && [ "$files" = 4 ] && grep -q '^state = running' "$T/ck-lost/manifest"; then
   ok "every process of nsth-b killed mid-render: the job ended in $took s, exit 75 (mpirun said $(sed -n 's/^nstbatch-mpirun: mpirun reported exit \([0-9]*\).*/\1/p' "$T/lost.log")), naming ranks 2, 3 on nsth-b; the checkpoint of iteration $it (4 files) kept"
 else bad "a lost node" "exit $rc after $took s, checkpoint iteration '$it', $files files" "$(grep -v '^ *[0-9]' "$T/lost.log" | grep -v '^\*\|^ *$' | tail -n 12)"; fi
-on nsth-a timeout 300 mpirun --hostfile "$T/hostfile-a" -np 4 --bind-to none "$NST" "${LONG[@]}" --set output.path=out/lost.tif --set checkpoint.path=ck-lost >"$T/lost2.log" 2>&1; rc=$?
+on nsth-a "$IDLE" 300 mpirun --hostfile "$T/hostfile-a" -np 4 --bind-to none "$NST" "${LONG[@]}" --set output.path=out/lost.tif --set checkpoint.path=ck-lost >"$T/lost2.log" 2>&1; rc=$?
 if [ $rc -eq 0 ] && grep -q "resumed: level 1 at iteration $it of 120" "$T/lost2.log"; then
   same "... rerun on nsth-a alone (4 ranks): resumed at iteration $it, the uninterrupted render's image" out/lost.tif ref/long.tif
 else bad "the rerun after a lost node" "exit $rc" "$(grep -v '^ *[0-9]' "$T/lost2.log" | tail -n 8)"; fi
@@ -317,10 +315,10 @@ else bad "the rerun after a cut" "exit $rc" "$(grep -v '^ *[0-9]' "$T/cut2.log" 
 # the link cut outside the iterations: rank 2 (nsth-b) computes 15 s as the set-up begins (the hook
 # NSTBATCH_FREEZE, forwarded by mpirun -x), the link is cut meanwhile, and the others wait inside
 # the set-up's first collective; the phase's limit is auto's, 5 s through the floor hook
-on nsth-a timeout 300 "$ROOT/tools/nstbatch-mpirun" --hostfile "$T/hostfile" -np 4 --bind-to none -x NSTBATCH_FREEZE=2:setup:15 \
+on nsth-a "$IDLE" 300 "$ROOT/tools/nstbatch-mpirun" --hostfile "$T/hostfile" -np 4 --bind-to none -x NSTBATCH_FREEZE=2:setup:15 \
   -x NSTBATCH_STALL_FLOOR=5 "$NST" job.ini --set output.path=out/cutsetup.tif >"$T/cutsetup.log" 2>&1 &
 pid=$!
-for ((i = 0; i < 1800; i++)); do grep -q 'NSTBATCH_FREEZE: rank 2 computes' "$T/cutsetup.log" && break; sleep 0.1; done
+grown_wait 180 "$T/cutsetup.log" grep -q 'NSTBATCH_FREEZE: rank 2 computes' "$T/cutsetup.log"
 t0=$SECONDS
 cut_b
 wait $pid; rc=$? took=$((SECONDS - t0))

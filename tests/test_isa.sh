@@ -60,7 +60,7 @@ MASKS=(--set style.path="$ROOT/configs/demo/style.png,$ROOT/configs/demo/style2.
 # suite NAME BINARY: a C suite at the level; its summary line
 suite() {
   local out
-  out=$(ONEDNN_MAX_CPU_ISA=$isa timeout 900 "$2" 2>&1); local st=$?
+  out=$(ONEDNN_MAX_CPU_ISA=$isa "$IDLE" 900 "$2" 2>&1); local st=$?
   local line
   line=$(grep -E "^$1: [0-9]+ passed, 0 failed" <<<"$out")
   if [ $st -eq 0 ] && [ -n "$line" ]; then ok "$isa: $line ($(grep -m1 -oE '(own kernels|cpu fp32): .*' <<<"$out" | cut -c1-90))"
@@ -69,7 +69,7 @@ suite() {
 # render NAME RANKS ARGS...: T/NAME.tif at the level
 render() {
   local name=$1 ranks=$2; shift 2
-  (cd "$T" && ONEDNN_MAX_CPU_ISA=$isa timeout 600 mpirun --oversubscribe --bind-to none -np "$ranks" "$NST" r.ini \
+  (cd "$T" && ONEDNN_MAX_CPU_ISA=$isa "$IDLE" 600 mpirun --oversubscribe --bind-to none -np "$ranks" "$NST" r.ini \
      --set output.path="$name.tif" "$@") >"$T/$name.log" 2>&1
 }
 # same NAME A B: two renders' files hold the same image, bit for bit

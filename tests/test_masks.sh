@@ -76,7 +76,7 @@ EOF
 run() {
   local name=$1 ranks=$2; shift 2
   local out status
-  out=$(cd "$T" && timeout 300 mpirun --oversubscribe --bind-to none -np "$ranks" "$NST" masks.ini --set output.path="$name.tif" \
+  out=$(cd "$T" && "$IDLE" 300 mpirun --oversubscribe --bind-to none -np "$ranks" "$NST" masks.ini --set output.path="$name.tif" \
         --set run.record="$name.json" "$@" 2>&1); status=$?
   echo "$out" >"$T/$name.log"
   if [ $status -ne 0 ] || [ ! -f "$T/$name.tif" ]; then bad "$name renders" "exit status $status" "$out"; return 1; fi
@@ -93,7 +93,7 @@ declare -A cases=(
 )
 for prec in fp32 bf16; do
   if [ "$prec" = bf16 ]; then
-    why=$(cd "$T" && timeout 60 "$NST" masks.ini --set run.precision=bf16 --set optim.iterations=0 --set output.path=probe.tif 2>&1 |
+    why=$(cd "$T" && "$IDLE" 60 "$NST" masks.ini --set run.precision=bf16 --set optim.iterations=0 --set output.path=probe.tif 2>&1 |
           grep -m1 'run.precision = bf16 on this CPU')
     if [ -n "$why" ]; then skip "bf16 masks: $why"; continue; fi
   fi
@@ -148,7 +148,7 @@ else bad "content mask on a style layer" "style term $(first_style cm_none) with
 MARGIN=0.1
 run regions 1 --set optim.iterations=60 --set content.mask= --set tiling.tile_size=320
 evaluate() { # evaluate NAME STYLE MASK: the style loss of regions.tif with STYLE in MASK's region
-  (cd "$T" && timeout 120 "$NST" masks.ini --set optim.init=image --set optim.init_path=regions.tif --set optim.iterations=1 \
+  (cd "$T" && "$IDLE" 120 "$NST" masks.ini --set optim.init=image --set optim.init_path=regions.tif --set optim.iterations=1 \
      --set content.weight=0 --set tv.weight=0 --set content.mask= --set style.path="$2" --set style.masks="$3" \
      --set output.path="$1.tif" --set run.record="$1.json") >"$T/$1.log" 2>&1
   sed -n 's/.*"first": {[^}]*"style": \([^,}]*\).*/\1/p' "$T/$1.json"
@@ -165,7 +165,7 @@ fi
 # ---- checkpoints -----------------------------------------------------------------------------------
 ck=(--set tiling.mode=cheap --set tiling.tile_size=96 --set optim.iterations=80 --set checkpoint.every=10 --set run.print_every=10)
 run ck_ref 2 "${ck[@]}"
-(cd "$T" && exec timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" masks.ini "${ck[@]}" --set output.path=ck.tif \
+(cd "$T" && exec "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" masks.ini "${ck[@]}" --set output.path=ck.tif \
    --set checkpoint.path=ck) >"$T/ck_1.log" 2>&1 &
 bg=$!
 for ((i = 0; i < 600; i++)); do
@@ -177,12 +177,12 @@ wait $bg
 r1=$?
 # a changed mask file: the stopped render is not resumed with it
 cp -p "$T/right.png" "$T/right_copy.png" && cp "$T/left.png" "$T/right.png"
-out=$(cd "$T" && timeout 120 mpirun --oversubscribe --bind-to none -np 2 "$NST" masks.ini "${ck[@]}" --set output.path=ck.tif \
+out=$(cd "$T" && "$IDLE" 120 mpirun --oversubscribe --bind-to none -np 2 "$NST" masks.ini "${ck[@]}" --set output.path=ck.tif \
       --set checkpoint.path=ck 2>&1); r3=$?
 mv "$T/right_copy.png" "$T/right.png"
 if [ $r3 -eq 2 ] && grep -q 'file style.masks .*right.png: size [0-9]*, mtime' <<<"$out" && [ ! -e "$T/ck.tif" ]; then ok "a changed mask file: the resume is refused, naming style.masks and the file"
 else bad "a changed mask at resume" "exit $r3" "$out"; fi
-out=$(cd "$T" && timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" masks.ini "${ck[@]}" --set output.path=ck.tif \
+out=$(cd "$T" && "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" masks.ini "${ck[@]}" --set output.path=ck.tif \
       --set checkpoint.path=ck 2>&1); r2=$?
 if [ $r1 -ne 0 ] && grep -q "stopped by SIGTERM" "$T/ck_1.log" && [ $r2 -eq 0 ] && grep -q "resum" <<<"$out"; then
   same "a masked cheap render stopped by SIGTERM and resumed (the original masks back) == the uninterrupted render" ck_ref.tif ck.tif
@@ -194,7 +194,7 @@ fi
 mkdir -p "$T/cache"
 { cat "$T/masks.ini"; printf '[batch]\nstyle_cache = cache\n\n[job.split]\noutput.path = job_split.tif\n\n'
   printf '[job.swapped]\noutput.path = job_swapped.tif\nstyle.masks = right.png, left.png\ncontent.mask =\n'; } >"$T/batch.ini"
-out=$(cd "$T" && timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" batch.ini 2>&1); rc=$?
+out=$(cd "$T" && "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" batch.ini 2>&1); rc=$?
 echo "$out" >"$T/batch.log"
 if [ $rc -eq 0 ] && grep -q "2 jobs: 2 done, 0 failed" <<<"$out"; then
   run alone_split 2 &&

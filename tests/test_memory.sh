@@ -65,7 +65,7 @@ trap 'for g in "${groups[@]}"; do rmdir "$g" 2>/dev/null; done; rm -rf "$T"' EXI
 # in_group GROUP LOG ARGS...: nstbatch in T inside the group, log in T/LOG.log, exit status in $rc
 in_group() {
   local g=$1 log=$2; shift 2
-  (cd "$T" && timeout 300 sh -c 'g=$1; shift; echo $$ >"$g/cgroup.procs" && exec "$@"' sh "$g" "$NST" m.ini "$@") >"$T/$log.log" 2>&1
+  (cd "$T" && "$IDLE" 300 sh -c 'g=$1; shift; echo $$ >"$g/cgroup.procs" && exec "$@"' sh "$g" "$NST" m.ini "$@") >"$T/$log.log" 2>&1
   rc=$?
 }
 if make_group big 700; then
@@ -113,15 +113,15 @@ one_error huge 2 "run.memory_gb = 100000 for each of this node's 1 rank is more 
 
 # ---- short of memory while rendering: checkpoint and stop, then resume -------------------------------
 args=(--set output.width=192 --set output.height=128 --set pyramid.levels=1 --set pyramid.iterations=12 --set tiling.tile_size=64)
-(cd "$T" && timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" m.ini "${args[@]}" --set output.path=ref.tif) >"$T/ref.log" 2>&1
-(cd "$T" && NSTBATCH_LOW_MEMORY=1:6 timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" m.ini "${args[@]}" \
+(cd "$T" && "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" m.ini "${args[@]}" --set output.path=ref.tif) >"$T/ref.log" 2>&1
+(cd "$T" && NSTBATCH_LOW_MEMORY=1:6 "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" m.ini "${args[@]}" \
     --set output.path=low.tif --set checkpoint.path=ck --set checkpoint.every=100) >"$T/low.log" 2>&1
 rc=$?
 if [ $rc -eq 1 ] && [ "$(grep -c '^nstbatch: error:' "$T/low.log")" -eq 1 ] && [ ! -e "$T/low.tif" ] &&
    grep -q "stopped at level 1, iteration 6 of 12 before the system would kill the job: rank 1's node has 0 MiB of memory left.*checkpoint written to ck" "$T/low.log"; then
   ok "a rank short of memory at iteration 6: every rank stops, one line, a checkpoint"
 else bad "short of memory" "exit $rc" "$(cat "$T/low.log")"; fi
-(cd "$T" && timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" m.ini "${args[@]}" --set output.path=low.tif \
+(cd "$T" && "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" m.ini "${args[@]}" --set output.path=low.tif \
     --set checkpoint.path=ck --set checkpoint.every=100) >"$T/resume.log" 2>&1
 rc=$?
 if [ $rc -eq 0 ] && grep -q 'resum' "$T/resume.log" && [ "$("$DIFF" "$T/ref.tif" "$T/low.tif")" = "max 0 mean 0" ]; then

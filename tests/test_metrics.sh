@@ -18,6 +18,7 @@
 set -u
 NST=$(readlink -f "$1") NVML=$(readlink -f "$2")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/tests/idle.sh"
 T=$(mktemp -d /tmp/nstbatch-metrics.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
@@ -54,7 +55,7 @@ print_every = 20
 EOF
 nst() { # nst LOG ARGS...
   local log=$1; shift
-  (cd "$T" && timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$@") >"$T/$log.log" 2>"$T/$log.err"
+  (cd "$T" && "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 2 "$@") >"$T/$log.log" 2>"$T/$log.err"
   rc=$?
 }
 
@@ -156,7 +157,7 @@ if [ "$(awk '{ print $1 }' <<<"$etas")" = null ] && [ "$(awk '{ print $NF }' <<<
 else bad "pyramid ETA" "eta_s: $etas"; fi
 # run.progress = auto on a terminal without a launcher (a singleton, whose MPI start sets PMIX_RANK too)
 if command -v script >/dev/null; then
-  (cd "$T" && COLUMNS=60 timeout 120 script -qec "stty cols 60; $NST m.ini --set output.path=tty.png --set optim.iterations=200 --set run.print_every=100 --set pyramid.levels=1" /dev/null) >"$T/tty.log" 2>&1
+  (cd "$T" && COLUMNS=60 "$IDLE" 120 script -qec "stty cols 60; $NST m.ini --set output.path=tty.png --set optim.iterations=200 --set run.print_every=100 --set pyramid.levels=1" /dev/null) >"$T/tty.log" 2>&1
   widest=$(tr '\r' '\n' <"$T/tty.log" | sed 's/\x1b\[K//g' | grep -a '^level 1/1' | awk '{ print length($0) }' | sort -n | tail -n 1)
   if grep -a -q $'\r\033\\[Klevel 1/1  iteration' "$T/tty.log" && [ -n "$widest" ] && [ "$widest" -lt 60 ]; then
     ok "run.progress = auto on a terminal, run directly: the live line, cut to the terminal's 60 columns ($widest)"

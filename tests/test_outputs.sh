@@ -15,6 +15,7 @@
 set -u
 NST=$(readlink -f "$1") MKTIFF=$(readlink -f "$2")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/tests/idle.sh"
 CHECK="$ROOT/tests/check_outputs.py"
 T=$(mktemp -d /tmp/nstbatch-outputs.XXXXXX)
 trap 'rm -rf "$T"' EXIT
@@ -67,7 +68,7 @@ EOF
 run() {
   local name=$1 ranks=$2; shift 2
   local out status
-  out=$(cd "$T" && timeout 300 mpirun --oversubscribe -np "$ranks" "$NST" out.ini --set output.path="$name.png" "$@" 2>&1); status=$?
+  out=$(cd "$T" && "$IDLE" 300 mpirun --oversubscribe -np "$ranks" "$NST" out.ini --set output.path="$name.png" "$@" 2>&1); status=$?
   echo "$out" >"$T/$name.log"
   if [ $status -ne 0 ]; then bad "$name renders" "exit status $status" "$out"; return 1; fi
   return 0
@@ -170,7 +171,7 @@ else
 fi
 rm -f "$T"/.keep.* "$T/keep.h5"
 
-out=$(cd "$T" && NSTBATCH_FAULT=1:output timeout 120 mpirun --oversubscribe -np 2 "$NST" out.ini --set output.path=keep.tif 2>&1); status=$?
+out=$(cd "$T" && NSTBATCH_FAULT=1:output "$IDLE" 120 mpirun --oversubscribe -np 2 "$NST" out.ini --set output.path=keep.tif 2>&1); status=$?
 errors=$(grep -c '^nstbatch: error:' <<<"$out")
 if [ $status -eq 1 ] && [ "$errors" -eq 1 ] && grep -q "injected fault while writing the output" <<<"$out" && cmp -s "$T/keep.tif" "$T/keep.orig" \
    && [ ! -e "$T/keep.h5" ] && [ ! -e "$T/keep.png" ] && [ ! -e "$T/keep.preview.png" ] && ! ls -a "$T" | grep -q 'nstbatch-.*\.tmp'; then

@@ -20,7 +20,7 @@ cp -r "$ROOT/configs/demo" "$T/demo"
 # run NAME RANKS ARGS...: the demo at 192x128 into NAME.*, log NAME.log, status in rc
 run() {
   local name=$1 np=$2; shift 2
-  (cd "$T" && timeout 300 mpirun --oversubscribe --bind-to none -np "$np" "$NST" p.ini --set run.device=cpu --set output.size=192 \
+  (cd "$T" && "$IDLE" 300 mpirun --oversubscribe --bind-to none -np "$np" "$NST" p.ini --set run.device=cpu --set output.size=192 \
       --set output.path="$name.png" --set run.print_every=0 "$@") >"$T/$name.log" 2>&1
   rc=$?
 }

@@ -15,7 +15,8 @@
 . "$(dirname "$0")/lib.sh" test_runner
 
 # the copy: run.sh with everything from its "suites=(" line to its first function replaced
-mkdir -p "$T/r/tests"
+mkdir -p "$T/r/tests" "$T/r/build/tests"
+cp "$IDLE" "$T/r/build/tests/" # the copy's bound on each suite (tests/idle.sh)
 src=$(cat "$ROOT/tests/run.sh")
 head=${src%%$'\n'suites=(*} tail=${src#*$'\n'# run_suite NAME}
 if [ "$head" = "$src" ] || [ "$tail" = "$src" ]; then
@@ -34,7 +35,7 @@ touch "$T/\$1.here"; i=0
 while [ ! -e "$T/\$2.here" ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done
 [ -e "$T/\$2.here" ] && echo "\$1: 1 passed, 0 failed, 0 skipped" || echo "\$1: 0 passed, 1 failed, 0 skipped"
 EOF
-# killer: kills its worker, its parent's parent (timeout's parent: field 4 of /proc/PID/stat)
+# killer: kills its worker, its parent's parent (idle_timeout's parent: field 4 of /proc/PID/stat)
 printf '#!/bin/sh\necho "half an output"\nkill -9 $(cut -d" " -f4 /proc/$PPID/stat)\n' >"$T/killer.sh"
 printf '#!/bin/sh\necho "no summary here"\n' >"$T/mute.sh"
 # awk, slow to write a suite's status line: a runner that reads a status file before it is whole
@@ -60,7 +61,7 @@ for lanes in 1 2 3; do
   meet=0 && [ $lanes = 2 ] && meet=1
   rm -f "$T"/*.here
   { printf '%s\n' "$head"; list $meet; printf '# run_suite NAME%s\n' "$tail"; } >"$T/r/tests/run.sh"
-  out=$(PATH="$T/bin:$PATH" TEST_LANES=$lanes timeout 120 bash "$T/r/tests/run.sh" 2>&1); rc=$?
+  out=$(PATH="$T/bin:$PATH" TEST_LANES=$lanes NST_IDLE= "$IDLE" 120 bash "$T/r/tests/run.sh" 2>&1); rc=$?
   # the headers in the list's order (the beside suite last with 2 lanes or more), each suite's lines under its own
   order=$(sed -n 's/^== \([a-z0-9_]*\).*/\1/p' <<<"$out" | tr '\n' ' ')
   want="s_slow s_fast s_fails s_mute $([ $meet = 1 ] && echo 's_meet_a s_meet_b ')s_status s_killed s_last s_beside "

@@ -25,7 +25,7 @@ MPI=(mpirun --oversubscribe --bind-to none)
 # st LOG ARGS...: the self-test with ARGS (a command before --, e.g. mpirun), output in T/LOG.log
 st() {
   local log=$1; shift
-  (cd "$T" && timeout --foreground 300 "$@") >"$T/$log.log" 2>&1
+  (cd "$T" && "$IDLE" 300 "$@") >"$T/$log.log" 2>&1
   rc=$?
 }
 row() { grep -E "^  $2 " "$T/$1.log"; } # row LOG OP: the table's row for OP

@@ -19,6 +19,7 @@
 set -u
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/tests/idle.sh"
 T=$(mktemp -d /tmp/nstbatch-slurm.XXXXXX)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 pass=0 fail=0 skip=0
@@ -66,7 +67,7 @@ out=$(cd "$T" && env SLURM_STEP_NUM_TASKS=4 SLURM_PROCID=0 "$NST" job.ini --set 
   && [ "$(grep -c error <<<"$out")" = 1 ] && ok "the srun singleton trap: one line, exit 2" || bad "singleton trap" "exit $r" "$out"
 out=$(cd "$T" && env SLURM_STEP_NUM_TASKS=4 SLURM_PROCID=3 "$NST" job.ini --set output.path=out/x.tif 2>&1); r=$?
 [ $r -eq 2 ] && [ -z "$out" ] && ok "... and only the launcher's task 0 prints it" || bad "singleton trap, task 3" "exit $r" "$out"
-out=$(cd "$T" && timeout 60 mpirun --oversubscribe --bind-to none -np 2 "$NST" --expect-ranks 3 job.ini --set output.path=out/x.tif 2>&1); r=$?
+out=$(cd "$T" && "$IDLE" 60 mpirun --oversubscribe --bind-to none -np 2 "$NST" --expect-ranks 3 job.ini --set output.path=out/x.tif 2>&1); r=$?
 [ $r -eq 2 ] && [ "$(grep -c "expect-ranks 3: MPI started 2 ranks" <<<"$out")" = 1 ] && ok "--expect-ranks 3 on 2 ranks: one line, exit 2" || bad "--expect-ranks" "exit $r" "$out"
 for t in "$ROOT"/slurm/*.sbatch; do
   n=$(basename "$t")
@@ -113,7 +114,7 @@ run_job() {
   states=$(grep -o 'JobState=[A-Z_]*' <<<"$info" | sort -u | tr '\n' ' ')
   if [ "$states" = "JobState=COMPLETED " ]; then r=0; else why="job $j ended ${states:-unknown to scontrol}"; fi
 }
-(cd "$T" && timeout 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" job.ini --set output.path=out/ref.tif) >"$T/ref.log" 2>&1 || bad "reference render" "mpirun failed" "$(cat "$T/ref.log")"
+(cd "$T" && "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" job.ini --set output.path=out/ref.tif) >"$T/ref.log" 2>&1 || bad "reference render" "mpirun failed" "$(cat "$T/ref.log")"
 for t in one-node-srun one-node-mpirun cpu-cluster; do
   run_job -o "$T/$t.out" --export=ALL,CKPT="$T/ck-$t" "$T/$t.sbatch" job.ini --set output.path="$T/out/$t.tif"
   if [ $r -eq 0 ] && grep -q "2 ranks" "$T/$t.out" && grep -q '^self-test passed: .* on 2 ranks' "$T/$t.out" &&

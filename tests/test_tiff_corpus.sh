@@ -12,6 +12,7 @@
 set -u
 NST=$(readlink -f "$1") FUZZ=$(readlink -f "$2")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/tests/idle.sh"
 C="$ROOT/tests/fuzz/corpus_tiff_bad"
 T=$(mktemp -d /tmp/nstbatch-tiffcorpus.XXXXXX)
 trap 'rm -rf "$T"' EXIT
@@ -24,7 +25,7 @@ bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] 
 printf '[style]\npath = %s/configs/demo/style.png\n[output]\npath = out.tif\npreview = 0\n[optim]\niterations = 0\n[run]\ndevice = cpu\n' "$ROOT" >"$T/c.ini"
 while IFS='|' read -r name frag; do
   case "$name" in ''|\#*) continue ;; esac
-  out=$(cd "$T" && timeout 60 "$NST" c.ini --set content.path="$C/$name" 2>&1); status=$?
+  out=$(cd "$T" && "$IDLE" 60 "$NST" c.ini --set content.path="$C/$name" 2>&1); status=$?
   errors=$(grep -c '^nstbatch: error:' <<<"$out")
   if grep -q -E 'AddressSanitizer|runtime error|Sanitizer|Segmentation|core dumped|allocation-size-too-big|rss-limit' <<<"$out"; then
     bad "$name" "crash, sanitizer report or allocation past the cap (status $status)" "$out"
@@ -38,7 +39,7 @@ while IFS='|' read -r name frag; do
   rm -f "$T/out.tif"
 done <"$C/EXPECTED"
 
-out=$(timeout 120 "$FUZZ" -malloc_limit_mb=300 -rss_limit_mb=1024 "$C"/*.tif 2>&1); status=$?
+out=$("$IDLE" 120 "$FUZZ" -malloc_limit_mb=300 -rss_limit_mb=1024 "$C"/*.tif 2>&1); status=$?
 if [ $status -eq 0 ]; then
   ok "the libFuzzer region-reader target runs all $(ls "$C"/*.tif | wc -l) files under the caps"
 else

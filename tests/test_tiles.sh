@@ -17,6 +17,7 @@
 set -u
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/tests/idle.sh"
 T=$(mktemp -d /tmp/nstbatch-tiles.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
@@ -49,7 +50,7 @@ EOF
 run() {
   local name=$1 ranks=$2; shift 2
   local out status
-  out=$(cd "$T" && timeout 300 mpirun --oversubscribe -np "$ranks" "$NST" tiles.ini --set output.path="$name.tif" \
+  out=$(cd "$T" && "$IDLE" 300 mpirun --oversubscribe -np "$ranks" "$NST" tiles.ini --set output.path="$name.tif" \
         --set run.record="$name.json" "$@" 2>&1); status=$?
   echo "$out" >"$T/$name.log"
   if [ $status -ne 0 ] || [ ! -f "$T/$name.tif" ]; then bad "$name renders" "exit status $status" "$out"; return 1; fi
@@ -72,7 +73,7 @@ for prec in fp32 bf16; do
   if [ "$prec" = bf16 ]; then
     refname=ref_bf16
     # a CPU without bf16 convolutions in oneDNN refuses bf16 at start: skip, saying so
-    why=$(cd "$T" && timeout 60 "$NST" tiles.ini --set run.precision=bf16 --set optim.iterations=0 --set output.path=probe.tif 2>&1 |
+    why=$(cd "$T" && "$IDLE" 60 "$NST" tiles.ini --set run.precision=bf16 --set optim.iterations=0 --set output.path=probe.tif 2>&1 |
           grep -m1 'run.precision = bf16 on this CPU')
     if [ -n "$why" ]; then skipped=$((skipped + 1)); echo "  SKIP bf16 tiles: $why"; continue; fi
     run ref_bf16 1 --set tiling.tile_size=320 --set run.precision=bf16 || continue
@@ -134,7 +135,7 @@ done
 
 # ---- a failing rank stops every rank, with one message ------------------------------------------
 start=$(date +%s)
-out=$(cd "$T" && NSTBATCH_FAULT=1:5 timeout 120 mpirun --oversubscribe -np 2 "$NST" tiles.ini --set tiling.tile_size=96 \
+out=$(cd "$T" && NSTBATCH_FAULT=1:5 "$IDLE" 120 mpirun --oversubscribe -np 2 "$NST" tiles.ini --set tiling.tile_size=96 \
       --set output.path=failed.tif 2>&1); status=$?
 secs=$(( $(date +%s) - start ))
 errors=$(grep -c '^nstbatch: error:' <<<"$out")
@@ -150,11 +151,11 @@ fi
 # products (before their sum over ranks), the Gram difference (after the Gram allreduce), the halo
 # exchange's upload (after the messages). A device fault aborts every rank; returned as an error,
 # it left the other rank waiting in a collective until the timeout. mpirun's MPMD form sets the
-# variable on rank 1 only; timeout --foreground signals mpirun alone (a 20 s render; 60 s = a hang).
+# variable on rank 1 only (a 20 s render; 60 s without a line of output = a hang, exit 124).
 fault_run() { # fault_run NAME FAULT ARGS...: 2 ranks, FAULT on rank 1; output in $out, status in $status, seconds in $secs
   local name=$1 fault=$2 start; shift 2
   start=$(date +%s)
-  out=$(cd "$T" && timeout --foreground 60 mpirun --oversubscribe -np 1 "$NST" tiles.ini --set tiling.tile_size=96 --set output.path="$name.tif" "$@" : \
+  out=$(cd "$T" && "$IDLE" 60 mpirun --oversubscribe -np 1 "$NST" tiles.ini --set tiling.tile_size=96 --set output.path="$name.tif" "$@" : \
         -np 1 env NSTBATCH_DEVICE_FAULT="$fault" "$NST" tiles.ini --set tiling.tile_size=96 --set output.path="$name.tif" "$@" 2>&1); status=$?
   secs=$(( $(date +%s) - start ))
 }
@@ -193,7 +194,7 @@ if run shallow_ref 1 --set tiling.tile_size=320 "${shallow[@]}"; then
     fi
   fi
   export NSTBATCH_MEMORY_LIMIT_MB=4
-  out=$(cd "$T" && timeout 300 mpirun --oversubscribe -np 2 "$NST" tiles.ini --set output.path=nofit.tif --set tiling.tile_size=160 \
+  out=$(cd "$T" && "$IDLE" 300 mpirun --oversubscribe -np 2 "$NST" tiles.ini --set output.path=nofit.tif --set tiling.tile_size=160 \
         "${shallow[@]}" 2>&1); status=$?
   unset NSTBATCH_MEMORY_LIMIT_MB
   if [ $status -eq 1 ] && [ "$(grep -c '^nstbatch: error:' <<<"$out")" -eq 1 ] && [ ! -e "$T/nofit.tif" ] &&
@@ -206,7 +207,7 @@ fi
 
 # ---- the tiled Gram equals the whole-image Gram ------------------------------------------------------
 for ranks in 1 2; do
-  out=$(timeout 300 mpirun --oversubscribe -np "$ranks" "$(dirname "$DIFF")/test_gram_tiled" 2>&1); status=$?
+  out=$("$IDLE" 300 mpirun --oversubscribe -np "$ranks" "$(dirname "$DIFF")/test_gram_tiled" 2>&1); status=$?
   line=$(grep -E '^gram' <<<"$out" | paste -sd '|' | sed 's/|/; /')
   if [ $status -eq 0 ] && [ "$(grep -cE '^gram(:| \(guided)' <<<"$out")" = 2 ]; then ok "$ranks rank(s): $line"
   else bad "tiled Gram on $ranks rank(s)" "status $status" "$out"; fi

@@ -40,7 +40,7 @@ flow_backward = clip/bwd_%05d.flo
 iterations = 30
 detect_cuts = false
 INI
-run() { (cd "$T" && timeout 300 "$@") >"$T/last.log" 2>&1; }
+run() { (cd "$T" && "$IDLE" 300 "$@") >"$T/last.log" 2>&1; }
 # same_frames A B: every frame of A has B's pixels (the files differ: each stores its own config)
 same_frames() { local a=$1 b=$2 n=0; for f in "$T/$a"/*.png; do [ "$("$B/tests/image_diff" "$f" "$T/$b/$(basename "$f")")" = "max 0 mean 0" ] || return 1; n=$((n + 1)); done; [ $n -eq 6 ]; }
 mean_err() { sed -n 's/^clip:    mean warping error \([0-9.e+-]*\) .*/\1/p' "$T/$1"; }

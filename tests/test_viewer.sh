@@ -26,13 +26,14 @@ servers=()
 trap 'for p in "${servers[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
 
 # serve NAME OUTPUT ARGS...: start nstbatch-view OUTPUT ARGS... --log, its stdout in T/NAME.out and
-# its log in T/NAME.log; sets pid and port once it prints its line (5 s at most)
+# its log in T/NAME.log; sets pid and port once it prints its line (while it lives; a start has no
+# progress to follow: 60 s at most, hundreds of times its usual)
 serve() {
   local name=$1; shift
   "$VIEW" "$@" --log >"$T/$name.out" 2>"$T/$name.log" &
   pid=$! port=
   servers+=("$pid")
-  for _ in $(seq 50); do
+  for _ in $(seq 600); do
     port=$(sed -n 's|^nstbatch-view: serving .* at http://127\.0\.0\.1:\([0-9]*\)/.* (Ctrl-C stops)$|\1|p' "$T/$name.out")
     [ -n "$port" ] && return 0
     kill -0 "$pid" 2>/dev/null || return 1
@@ -44,7 +45,7 @@ serve() {
 http() {
   exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
   printf '%b' "$2" >&3
-  timeout 5 cat <&3
+  "$IDLE" 5 cat <&3
   exec 3<&-
 }
 # stopped PID SIGNAL: the server stops on SIGNAL and exits 0
@@ -163,7 +164,7 @@ main_pid=$pid main_port=$port
 # the page in Chromium: (a) tiles served, (b) pixels, (c) the console, (d) the content side
 browser_checks() {
   t=$(date +%s.%N)
-  out=$(cd "$ROOT/tests/browser" && timeout 120 node view_test.js "http://127.0.0.1:$port/out.html" "$T" 2>&1); brc=$?
+  out=$(cd "$ROOT/tests/browser" && "$IDLE" 120 node view_test.js "http://127.0.0.1:$port/out.html" "$T" 2>&1); brc=$?
   browser_s=$(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   echo "$out" | tail -n 1 >"$T/result.json"
   if [ $brc -ne 0 ] || [ "$(r r.fatal)" != undefined ]; then

@@ -19,7 +19,7 @@
 #   a phase's wait for one rank's work is no stall: the render ends normally, its image equal to
 #   the same render's without the delay.
 # - the whole job suspended 15 s mid-render and resumed: no stall (the clocks start again).
-# Every run is bounded (timeout 120 s): before phases were watched, each frozen case waited until
+# Every run is bounded ("$IDLE" 120 s): before phases were watched, each frozen case waited until
 # it was killed.
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_watchdog
@@ -29,7 +29,7 @@ NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 # three LOG FREEZE ARGS...: 3 ranks with that freeze (empty: none), T/LOG.log, status in rc, seconds in took
 three() {
   local log=$1 freeze=$2 t0=$SECONDS; shift 2
-  (cd "$T" && NSTBATCH_STALL_FLOOR=3 NSTBATCH_FREEZE=$freeze timeout 120 mpirun --oversubscribe --bind-to none -np 3 "$NST" w.ini "$@") \
+  (cd "$T" && NSTBATCH_STALL_FLOOR=3 NSTBATCH_FREEZE=$freeze "$IDLE" 120 mpirun --oversubscribe --bind-to none -np 3 "$NST" w.ini "$@") \
     >"$T/$log.log" 2>&1
   rc=$? took=$((SECONDS - t0))
 }
@@ -78,7 +78,7 @@ else bad "a rank computing in the set-up" "exit $rc after $took s" "$(grep -v '^
 # the whole job suspended for 15 s mid-render (SIGSTOP to every rank and mpirun, as a scheduler's
 # suspend does) and resumed: every clock ran past its limit meanwhile, but no rank could run, so
 # the watchdog starts its clocks again rather than ending the job
-(cd "$T" && NSTBATCH_STALL_FLOOR=3 timeout 180 mpirun --oversubscribe --bind-to none -np 3 "$NST" w.ini --set optim.iterations=300 \
+(cd "$T" && NSTBATCH_STALL_FLOOR=3 "$IDLE" 180 mpirun --oversubscribe --bind-to none -np 3 "$NST" w.ini --set optim.iterations=300 \
   --set run.print_every=10 --set output.path=susp.png) >"$T/susp.log" 2>&1 &
 pid=$!
 for ((i = 0; i < 1200; i++)); do grep -q '^ *50 ' "$T/susp.log" && break; sleep 0.1; done

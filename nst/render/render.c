@@ -46,14 +46,23 @@ static nst_status injected_fault(long long it)
 
 /* The test hook NSTBATCH_SLOW=RANK:ITERATION:SECONDS: that rank spends that long computing (not
  * waiting in MPI) before that iteration's step, as a slow but moving rank would, so that the tests
- * can check that the stall watchdog waits for it. */
+ * can check that the stall watchdog waits for it. RANK:ITERATION:xK spends K times the watchdog's
+ * limit at that moment (20x the slowest iteration so far, at least the floor), so that the delay
+ * outlasts the limit however slow a loaded machine makes the iterations. */
 static void injected_delay(long long it)
 {
     const char *f = getenv("NSTBATCH_SLOW");
     int rank;
     long long at;
     double secs;
-    if (f && sscanf(f, "%d:%lld:%lf", &rank, &at, &secs) == 3 && rank == nst_comm_rank() && at == it) nst_sleep(secs);
+    char x = 0;
+    if (!f || sscanf(f, "%d:%lld:", &rank, &at) != 2 || rank != nst_comm_rank() || at != it) return;
+    const char *v = strrchr(f, ':') + 1;
+    if (sscanf(v, "x%lf", &secs) == 1) x = 1;
+    else if (sscanf(v, "%lf", &secs) != 1) return;
+    if (x) secs *= nst_watchdog_limit_now();
+    fprintf(stderr, "nstbatch: test hook NSTBATCH_SLOW: rank %d computes %.1f s before iteration %lld\n", rank, secs, it);
+    nst_sleep(secs);
 }
 
 /* ---- the render, phase by phase ---------------------------------------------------------------- */

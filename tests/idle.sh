@@ -1,0 +1,20 @@
+# tests/idle.sh, sourced by every shell suite (through tests/lib.sh, or after its ROOT is set): IDLE,
+# the bound each suite puts on a command. `"$IDLE" N CMD...` (build/tests/idle_timeout) ends CMD
+# only after N seconds in which it printed nothing, so every such bound is on progress, not on wall
+# time: a render prints a row every run.print_every iterations, so a slow or loaded machine
+# lengthens the run without ending it, and a hang still ends after N silent seconds (exit 124).
+IDLE=${NST_IDLE:-$ROOT/build/tests/idle_timeout}
+[ -x "$IDLE" ] || { echo "$0: $IDLE is missing: make test builds it (or set NST_IDLE)" >&2; exit 1; }
+# grown_wait N FILE CMD...: waits, 0.1 s at a time, until CMD succeeds (0), or until FILE (a
+# render's log, say) has not grown for N seconds (1): a wait bounded by the work's progress
+grown_wait() {
+  local n=$1 f=$2 size s last=$SECONDS
+  shift 2
+  size=$(stat -c %s "$f" 2>/dev/null || echo 0)
+  until "$@"; do
+    s=$(stat -c %s "$f" 2>/dev/null || echo 0)
+    [ "$s" != "$size" ] && size=$s last=$SECONDS
+    [ $((SECONDS - last)) -ge "$n" ] && return 1
+    sleep 0.1
+  done
+}
