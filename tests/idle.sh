@@ -5,6 +5,8 @@
 # lengthens the run without ending it, and a hang still ends after N silent seconds (exit 124).
 IDLE=${NST_IDLE:-$ROOT/build/tests/idle_timeout}
 [ -x "$IDLE" ] || { echo "$0: $IDLE is missing: make test builds it (or set NST_IDLE)" >&2; exit 1; }
+# bytes GLOB: the total size of the files matching GLOB (0 with none): a job's outputs, say
+bytes() { local n=0 f; for f in $1; do [ -f "$f" ] && n=$((n + $(stat -c %s "$f"))); done; echo "$n"; }
 # grown_wait N FILE CMD...: waits, 0.1 s at a time, until CMD succeeds (0), or until FILE (a
 # render's log, say) has not grown for N seconds (1): a wait bounded by the work's progress
 grown_wait() {

@@ -79,11 +79,10 @@ same() { # same NAME A B: image_diff says max 0
 }
 # ranks SIG: send SIG to this test's nstbatch ranks (not mpirun), as Slurm does on preemption
 ranks() { pkill "-$1" -f "^$NST .*ck.ini" 2>/dev/null; }
-# wait_for FILE_GLOB SECONDS: until a file matching the glob exists
+# wait_for FILE_GLOB LOG: until a file matching the glob exists (bounded by LOG's growth)
+exists() { compgen -G "$1" >/dev/null; }
 wait_for() {
-  local i
-  for ((i = 0; i < $2 * 20; i++)); do compgen -G "$1" >/dev/null && return 0; sleep 0.05; done
-  return 1
+  grown_wait 120 "$2" exists "$1"
 }
 # wait_iter LOG N: until the log shows a row of iteration >= N
 reached() { awk -v n="$2" '$1 ~ /^[0-9]+$/ && $1 + 0 >= n { f = 1 } END { exit !f }' "$T/$1.log" 2>/dev/null; }
@@ -106,14 +105,14 @@ interrupted() {
   else bad "$name: SIGTERM stop" "exit $r1, manifest iteration '$it1'" "$(tail -n 5 "$T/${name}_1.log")"; fi
   # 2. SIGTERM while a checkpoint is being written (the write is held 1 s): it completes, then the stop
   NSTBATCH_CKPT_PAUSE=1 nst_bg ${name}_2 ck.ini "${sets[@]}"
-  wait_for "$T/$ck/*.tmp-*" 60; ranks TERM; wait $bg; local r2=$?
+  wait_for "$T/$ck/*.tmp-*" "$T/${name}_2.log"; ranks TERM; wait $bg; local r2=$?
   if [ $r2 -ne 0 ] && grep -q "resumed: level" "$T/${name}_2.log" && grep -q "stopped by SIGTERM" "$T/${name}_2.log" && ! compgen -G "$T/$ck/*.tmp-*" >/dev/null; then
     ok "$name: SIGTERM during a checkpoint write: the write completes, the run stops at the next boundary ($(sed -n 's/^iteration = //p' "$T/$ck/manifest"))"
   else bad "$name: SIGTERM during a write" "exit $r2" "$(tail -n 6 "$T/${name}_2.log")"; fi
   # 3. SIGKILL while a checkpoint is being written: the previous generation stays in force
   local gen; gen=$(sed -n 's/^generation = //p' "$T/$ck/manifest")
   NSTBATCH_CKPT_PAUSE=2 nst_bg ${name}_3 ck.ini "${sets[@]}"
-  wait_for "$T/$ck/*.tmp-*" 60; sleep 0.2; ranks KILL; wait $bg
+  wait_for "$T/$ck/*.tmp-*" "$T/${name}_3.log"; sleep 0.2; ranks KILL; wait $bg
   local gen2 files; gen2=$(sed -n 's/^generation = //p' "$T/$ck/manifest")
   files=$(ls "$T/$ck" | grep -c "^g$(printf %08d "$gen2")-r")
   if [ "$gen2" = "$gen" ] && [ "$files" = 2 ]; then ok "$name: SIGKILL in a checkpoint write: generation $gen2 and its 2 files stay in force"

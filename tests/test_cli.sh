@@ -212,11 +212,8 @@ case_ "weights missing" 2 "model.weights: missing.h5: cannot open" -- "$NST" ok.
 mkdir -p "$T/tmpd"
 (cd "$T" && TMPDIR="$T/tmpd" "$IDLE" 120 "$NST" ok.ini --set optim.iterations=40 --set output.size=64 --set output.overwrite=true >"$T/single.log" 2>&1) &
 seen=""
-for ((i = 0; i < 600; i++)); do
-  seen=$(cd "$T/tmpd" && ls -d nstbatch-mpi.*/ompi.*/jf.0 ompi.* 2>/dev/null | tr '\n' ' ')
-  [ -n "$seen" ] && break
-  sleep 0.05
-done
+sessions() { seen=$(cd "$T/tmpd" && ls -d nstbatch-mpi.*/ompi.*/jf.0 ompi.* 2>/dev/null | tr '\n' ' '); [ -n "$seen" ]; }
+grown_wait 120 "$T/single.log" sessions # (bounded by the render's log growing)
 seen=${seen% }
 wait $!; st=$?
 left=$(ls -A "$T/tmpd")

@@ -199,11 +199,14 @@ LONG=(long.ini --set checkpoint.every=20)
 # ---- a two-node Slurm ----------------------------------------------------------------------------
 # job_state J: "STATE RESTARTS" of job J
 job_state() { on nsth-a scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*\|Restarts=[0-9]*' | cut -d= -f2 | tr '\n' ' '; }
-# wait_job J: until job J has ended (at most 5 minutes); a job requeued after a stop is started
-# again at once when both nodes are idle (Slurm would hold it about two minutes); state, restarts
+# wait_job J: until job J has ended (bounded by its output growing: 5 minutes without a byte); a job
+# requeued after a stop is started again at once when both nodes are idle (Slurm would hold it about
+# two minutes); state, restarts
 wait_job() {
-  local waited=0
-  for ((i = 0; i < 1500; i++)); do
+  local waited=0 out size=-1 s last=$SECONDS
+  out=$(on nsth-a scontrol show job "$1" 2>/dev/null | sed -n 's/.*StdOut=\([^ ]*\).*/\1/p' | head -n 1)
+  while [ $((SECONDS - last)) -lt 300 ]; do
+    s=$(bytes "$out"); [ "$s" != "$size" ] && size=$s last=$SECONDS
     read -r state restarts <<<"$(job_state "$1")"
     case "$state" in COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | "") return ;; esac
     if [ "$state" = PENDING ] && [ "${restarts:-0}" -gt $waited ] && [ "$(on nsth-a sinfo -h -N -o %t | sort -u)" = idle ]; then
@@ -250,7 +253,7 @@ if conf=$("$ROOT/tests/slurm/start_local.sh" "$T/slurm" --hosts "$HD" 2>"$T/slur
   fi
   t0=$SECONDS
   [ -n "$frozen" ] && kill -STOP "$frozen"
-  for ((i = 0; i < 900; i++)); do grep -q 'requeueing job' "$T/frozen.out" && break; sleep 0.2; done
+  grown_wait 180 "$T/frozen.out" grep -q 'requeueing job' "$T/frozen.out" # (bounded by the job's output growing)
   took=$((SECONDS - t0))
   wait_job "$J"
   if [ -n "$frozen" ] && [ "$state" = COMPLETED ] && [ "${restarts:-0}" -ge 1 ] && grep -q 'no answer from rank 3 on nsth-b: stopped' "$T/frozen.out" &&
@@ -302,6 +305,7 @@ if [ $rc -eq 75 ] && grep -q "stalled at level 1, iteration [0-9]*: no iteration
 else bad "a cut network" "exit $rc after $took s" "$(grep -v '^ *[0-9]' "$T/cut.log" | grep -v '^\*\|^ *$' | tail -n 12)"; fi
 # with the link back, what was left on nsth-b (its daemon, waiting for mpirun) ends by itself
 left_on_b() {
+  # (Open MPI's daemon ends itself once it sees the link: no progress to follow; 60 s, many times that)
   for ((i = 0; i < 600; i++)); do [ -z "$("$HOSTS" pids "$HD" nsth-b)" ] && break; sleep 0.1; done
   local left; left=$("$HOSTS" pids "$HD" nsth-b | xargs -r ps -o comm= -p | tr '\n' ' ')
   [ -z "$left" ] && ok "... with the link back, nothing of the job is left on nsth-b" || { bad "leftovers on nsth-b" "$left"; "$HOSTS" kill "$HD" nsth-b >/dev/null; }

@@ -168,10 +168,8 @@ run ck_ref 2 "${ck[@]}"
 (cd "$T" && exec "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" masks.ini "${ck[@]}" --set output.path=ck.tif \
    --set checkpoint.path=ck) >"$T/ck_1.log" 2>&1 &
 bg=$!
-for ((i = 0; i < 600; i++)); do
-  awk '$1 ~ /^[0-9]+$/ && $1 + 0 >= 30 { f = 1 } END { exit !f }' "$T/ck_1.log" 2>/dev/null && break
-  sleep 0.05
-done
+past30() { awk '$1 ~ /^[0-9]+$/ && $1 + 0 >= 30 { f = 1 } END { exit !f }' "$T/ck_1.log" 2>/dev/null; }
+grown_wait 120 "$T/ck_1.log" past30 # (bounded by the render's log growing)
 pkill -TERM -f "^$NST masks.ini .*checkpoint.path=ck" 2>/dev/null
 wait $bg
 r1=$?

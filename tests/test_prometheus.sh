@@ -52,6 +52,7 @@ prometheus --config.file="$T/prom/prometheus.yml" --storage.tsdb.path="$T/prom/d
 pids+=($!)
 # api PATH [PARAM=VALUE...]: a GET of Prometheus's HTTP API, the parameters URL-encoded
 api() { local path=$1 args=(); shift; for a in "$@"; do args+=(--data-urlencode "$a"); done; curl -s -G --max-time 5 "http://127.0.0.1:$PP/api/v1/$path" "${args[@]}"; }
+# (daemons starting: no progress to follow, so 30 s and 20 s, many times their usual second)
 for ((i = 0; i < 60; i++)); do curl -s --max-time 2 "http://127.0.0.1:$PP/-/ready" | grep -q Ready && break; sleep 0.5; done
 if ! curl -s --max-time 2 "http://127.0.0.1:$PP/-/ready" | grep -q Ready; then
   bad "Prometheus did not start" "" "$(tail -n 5 "$T/prom.log"; tail -n 3 "$T/node.log")"

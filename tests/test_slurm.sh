@@ -100,11 +100,14 @@ export NSTBATCH_HOME=$ROOT
 # COMPLETED. A job that can never start here (its pending reason says the partition or node cannot
 # hold it) is cancelled at once, with the reason in $why, instead of pending until a timeout.
 run_job() {
-  local j info states reason
+  local j info states reason out="" a prev="" size=-1 s last=$SECONDS
   r=1 why=""
+  for a in "$@"; do [ "$prev" = -o ] && out=$(sed 's/%[aAj]/*/g' <<<"$a"); prev=$a; done # its output files
   j=$(cd "$T" && sbatch --parsable "$@" 2>&1) || { why="sbatch refused it: $j"; return; }
   j=${j%%;*}
-  for ((i = 0; i < 600; i++)); do
+  # bounded by the job's output growing: 5 minutes without a byte (or without its end)
+  while [ $((SECONDS - last)) -lt 300 ]; do
+    s=$(bytes "$out"); [ "$s" != "$size" ] && size=$s last=$SECONDS
     reason=$(squeue -h -r -j "$j" -t PENDING -o %r 2>/dev/null | grep -m1 -E 'PartitionConfig|PartitionNodeLimit|BadConstraints|ReqNodeNotAvail|NodeDown|InvalidAccount|InvalidQOS')
     if [ -n "$reason" ]; then scancel "$j"; why="job $j can never start here: pending with reason $reason (see sinfo -N -l)"; return; fi
     [ -z "$(squeue -h -r -j "$j" -o %i 2>/dev/null)" ] && break

@@ -93,7 +93,7 @@ else bad "tiles" "frames differ or the render failed" "$(tail -n 5 "$T/last.log"
 mkdir -p "$T/res"
 (cd "$T" && exec "$NST" v.ini --set output.path=res/%05d.png --set output.bits=16 --set video.work=res.work) >"$T/res1.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 600); do [ -e "$T/res.work/frame_00000001.png" ] && break; sleep 0.05; done
+grown_wait 120 "$T/res1.log" test -e "$T/res.work/frame_00000001.png" # (bounded by the log's growth)
 kill -TERM $pid 2>/dev/null; wait $pid; rc=$?
 run "$NST" v.ini --set output.path=res/%05d.png --set output.bits=16 --set video.work=res.work
 if [ $rc -eq 75 ] && grep -q 'resuming at frame' "$T/last.log" && same_frames one res; then ok "SIGTERM after frame 2: exit 75; resumed, the frames of an uninterrupted render"
@@ -104,7 +104,7 @@ else bad "resume" "exit $rc, then: $(grep -c resuming "$T/last.log") resume line
 mkdir -p "$T/kil"
 (cd "$T" && exec "$NST" v.ini --set output.path=kil/%05d.png --set output.bits=16 --set video.work=kil.work) >"$T/kil1.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 600); do [ -e "$T/kil.work/frame_00000002.png" ] && break; sleep 0.05; done
+grown_wait 120 "$T/kil1.log" test -e "$T/kil.work/frame_00000002.png"
 kill -KILL $pid 2>/dev/null; wait $pid 2>/dev/null
 run "$NST" v.ini --set output.path=kil/%05d.png --set output.bits=16 --set video.work=kil.work
 if grep -q 'resuming at frame' "$T/last.log" && same_frames one kil; then ok "SIGKILL after frame 3: resumed from the work directory, the frames of an uninterrupted render"
@@ -120,7 +120,7 @@ if [ $rc1 -eq 0 ] && [ -e "$T/mp.log" ] && same_frames mp1 mp2; then ok "3 passe
 else bad "multi-pass" "exit $rc1" "$(grep -E '^(pass|shot|clip)' "$T/last.log" | tail -n 6)"; fi
 (cd "$T" && exec "$NST" v.ini "${MP[@]}" --set output.path=mp3/%05d.png --set video.work=mp3.work) >"$T/mp3a.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 600); do [ -e "$T/mp3.work/state_p2_00000003.f32" ] && break; sleep 0.05; done
+grown_wait 120 "$T/mp3a.log" test -e "$T/mp3.work/state_p2_00000003.f32"
 kill -TERM $pid 2>/dev/null; wait $pid; rc=$?
 run "$NST" v.ini "${MP[@]}" --set output.path=mp3/%05d.png --set video.work=mp3.work
 if [ $rc -eq 75 ] && same_frames mp1 mp3; then ok "3 passes stopped by SIGTERM in the second: exit 75; resumed, the uninterrupted frames"
