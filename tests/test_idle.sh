@@ -15,7 +15,7 @@ start=$(date +%s.%N)
 "$IDLE" 2 sh -c 'for i in 1 2 3 4 5 6 7 8; do echo o$i; echo e$i >&2; sleep 0.5; done; exit 3' >"$T/o" 2>"$T/e"; rc=$?
 secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 if [ $rc -eq 3 ] && [ "$(tr '\n' ' ' <"$T/o")" = "o1 o2 o3 o4 o5 o6 o7 o8 " ] && [ "$(tr '\n' ' ' <"$T/e")" = "e1 e2 e3 e4 e5 e6 e7 e8 " ] &&
-   awk -v s="$secs" 'BEGIN { exit !(s > 4) }'; then
+   awk -v s="$secs" 'BEGIN { exit !(s > 3) }'; then
   ok "a command printing every 0.5 s runs ${secs} s under a 2 s bound; stdout and stderr apart; its status 3"
 else bad "a talking command" "exit $rc after $secs s" "$(cat "$T/o" "$T/e")"; fi
 
