@@ -16,6 +16,7 @@
 #   make bench-bf16 what bf16 changes in a render: losses and images against fp32, a 1000-iteration bf16 render
 #   make bench-conv the convolution measurement behind the oneDNN choice
 #   make bench-gpu  one GPU: convolutions per layer, the iteration against PyTorch, memory, largest tile
+#   make bench-gpu-frame  one GPU: a 3840x2160 frame tiled and in one tile, seconds and SSIM
 #   make bench-scaling  strong and weak scaling over 1, 2 and 4 ranks
 #   make bench-cheap    the cheap tiling mode against the exact one
 #   make bench-masks    masked renders against the same styles blended
@@ -136,7 +137,7 @@ TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.
 TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/draw_mask $(BUILD)/tools/make_test_clip $(BUILD)/tools/nstbatch-flicker $(BUILD)/tools/demo_figure $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run $(BUILD)/tests/idle_timeout \
            $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 
-.PHONY: install install-viewer viewer viewer-if-online all demo demo-video demo-video-figure demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-avx2 bench-auto bench-bf16 bench-gpu bench-conv bench-scaling bench-cheap bench-masks bench-io bench-dzi bench-video bench-batch bench-ckpt bench-dryrun bench-quality weights deps test-deps check-deps clean demo-images gpu-bundle gpu-bundle-lean
+.PHONY: install install-viewer viewer viewer-if-online all demo demo-video demo-video-figure demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-avx2 bench-auto bench-bf16 bench-gpu bench-gpu-frame bench-conv bench-scaling bench-cheap bench-masks bench-io bench-dzi bench-video bench-batch bench-ckpt bench-dryrun bench-quality weights deps test-deps check-deps clean demo-images gpu-bundle gpu-bundle-lean
 all: check-deps nstbatch nstbatch-dzi nstbatch-view $(if $(NPM),viewer-if-online)
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
@@ -346,7 +347,7 @@ LEAN_CFLAGS := $(CORE_CFLAGS) $(BUILD_FLAGS_DEF)
 LEAN_LDLIBS := $(filter-out -Wl$(comma)-rpath$(comma)%,$(CORE_LDLIBS))
 LEAN_STAMP := $(BUNDLE_DIR)/flavour-$(shell echo '$(CC) $(LEAN_CFLAGS)' | cksum | cut -d' ' -f1)
 LEAN_PROGS := $(addprefix $(BUNDLE_DIR)/bin/,nstbatch test_backend_ops image_diff conv_layers)
-BUNDLE_IN  := $(wildcard scripts/*.sh scripts/gpu-bundle/* configs/demo/*.png) tests/test_gpu_render.sh tests/lib.sh tests/idle.sh \
+BUNDLE_IN  := $(wildcard scripts/*.sh scripts/gpu-bundle/* configs/demo/*.png) tests/test_gpu_render.sh tests/lib.sh tests/idle.sh bench/gpu_frame.sh \
               bench/gpu_iteration.sh bench/profile_table.sh bench/torch_gatys.py configs/demo.ini
 -include $(patsubst %.c,$(BUNDLE_DIR)/obj/%.d,$(LEAN_OWN))
 
@@ -500,6 +501,9 @@ bench-auto: all demo-images
 
 bench-gpu: all demo-images $(BUILD)/bench/conv_layers
 	bench/gpu_iteration.sh
+# a 3840x2160 frame on one GPU, in 1024 px tiles and in one tile: seconds, s/iter, SSIM between them
+bench-gpu-frame: all demo-images $(BUILD)/tests/image_diff
+	bench/gpu_frame.sh
 $(BUILD)/bench/conv_layers: bench/conv_layers.c bench/bench_ops.h $(LIB)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLCFLAGS) -o $@ $< $(LIB) $(LDLIBS)

@@ -76,7 +76,7 @@ for p in nstbatch:nstbatch test_backend_ops:build/tests/test_backend_ops image_d
   [ -x "$D/bin/${p%%:*}" ] || die "$D/bin/${p%%:*} is missing: run make gpu-bundle"
   put "$D/bin/${p%%:*}" "$S/${p#*:}"
 done
-(cd "$ROOT" && for f in scripts/* tests/test_gpu_render.sh tests/lib.sh tests/idle.sh bench/gpu_iteration.sh bench/profile_table.sh bench/torch_gatys.py configs/demo.ini LICENSE; do
+(cd "$ROOT" && for f in scripts/* tests/test_gpu_render.sh tests/lib.sh tests/idle.sh bench/gpu_frame.sh bench/gpu_iteration.sh bench/profile_table.sh bench/torch_gatys.py configs/demo.ini LICENSE; do
    [ -e "$f" ] || die "$ROOT/$f is missing"
    mkdir -p "$S/$(dirname "$f")" && cp -a "$f" "$S/$f"
  done)

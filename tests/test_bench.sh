@@ -125,6 +125,14 @@ else
   else
     bad "gpu_iteration.sh" "exit $status" "$out$(tail -n 20 "$T/stderr")"
   fi
+  # bench/gpu_frame.sh's plumbing on the CPU, where tiles are exact: the tiled frame's SSIM against
+  # the one-tile frame is 1, and both rows have their numbers
+  out=$(DEVICE=cpu W=96 H=64 TILE=48 ITERATIONS=4 PRECISION=fp32 NST="$NST" DIFF="$(dirname "$CONV")/../tests/image_diff" \
+        "$IDLE" 300 "$ROOT/bench/gpu_frame.sh" "$T/frame" 2>&1); status=$?
+  rows=$(grep -cE '^\| exact mode, .* \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' "$T/frame/gpu_frame.md" 2>/dev/null)
+  if [ $status -eq 0 ] && [ "$rows" = 2 ] && grep -q '^SSIM of the tiled frame against the one-tile frame (image_diff --ssim, luminance): 1.000000\.$' "$T/frame/gpu_frame.md"; then
+    ok "gpu_frame.sh (DEVICE=cpu, 96x64 in 48 px tiles): 2 rows, SSIM 1.000000 (exact tiles)"
+  else bad "gpu_frame.sh" "exit $status, $rows rows" "$out"; fi
   # a variant that hangs (a stand-in python that never answers and leaves a child behind, as a stuck
   # compile leaves its workers): its cell says so, and nothing of its session is left running
   printf '#!/bin/sh\n[ "$1" = -c ] && { echo "stand-in"; exit 0; }\nsleep 317 &\nexec sleep 318\n' >"$T/hangpy" && chmod +x "$T/hangpy"
