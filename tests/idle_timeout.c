@@ -39,12 +39,13 @@ static double now(void)
     return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-/* Copies what fd has to out; 0 at its end (or a read error), 1 otherwise. */
+/* Copies what fd has to out: 1 when it carried bytes, 0 at its end (or a read error), -1 when a
+ * signal interrupted the read (no bytes: not progress). */
 static int pass(int fd, int out)
 {
     char buf[65536];
     ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0) return errno == EINTR || errno == EAGAIN;
+    if (n < 0) return errno == EINTR || errno == EAGAIN ? -1 : 0;
     for (ssize_t done = 0; done < n;) {
         ssize_t w = write(out, buf + done, (size_t)(n - done));
         if (w < 0 && errno != EINTR) break; /* our reader has gone: keep draining the child */
@@ -101,8 +102,9 @@ int main(int argc, char **argv)
         const int n = poll(p, 2, exited ? 0 : 200);
         for (int i = 0; i < 2; i++)
             if (n > 0 && p[i].fd >= 0 && (p[i].revents & (POLLIN | POLLHUP | POLLERR))) {
-                if (pass(p[i].fd, i + 1)) last = now();
-                else close(p[i].fd), p[i].fd = -1;
+                const int r = pass(p[i].fd, i + 1);
+                if (r > 0) last = now();
+                else if (r == 0) close(p[i].fd), p[i].fd = -1;
             }
         const double t = now();
         if (exited && !ended) ended = t;
