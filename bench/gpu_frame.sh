@@ -38,8 +38,12 @@ frame() {
   sed -n 's/^done: .* (\([0-9.]*\) s\/iteration, \([0-9.]*\) megapixel-iterations\/s).*/\1 \2/p' "$T/$1.log" |
     awk -v s="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')" '{ print s, $1, $2 }'
 }
-read -r ts tsi tmp <<<"$(frame tiled "$TILE")"
-read -r os osi omp <<<"$(frame whole $((W > H ? W : H)))"
+# row NAME SECONDS S/ITER MP-IT/S: the table's row of T/NAME.log's render
+row() { echo "| $(sed -n 's/^tiling: *//p' "$T/$1.log" | head -n 1) | $2 | $3 | $4 |"; }
+# last_loss NAME: the total loss of T/NAME.log's last progress row
+last_loss() { awk '$1 ~ /^[0-9]+$/ { l = $2 } END { print l }' "$T/$1.log"; }
+tiled=$(frame tiled "$TILE")
+whole=$(frame whole $((W > H ? W : H)))
 ssim=$("$DIFF" --ssim "$T/tiled.tif" "$T/whole.tif" | awk '{ print $2 }')
 {
   echo "# One frame on one GPU: tiled and in one tile"
@@ -54,10 +58,10 @@ ssim=$("$DIFF" --ssim "$T/tiled.tif" "$T/whole.tif" | awk '{ print $2 }')
   echo
   echo "| tiling | whole command s | s/iter | MP-it/s |"
   echo "|---|---|---|---|"
-  echo "| $(sed -n 's/^tiling: *//p' "$T/tiled.log" | head -n 1) | $ts | $tsi | $tmp |"
-  echo "| $(sed -n 's/^tiling: *//p' "$T/whole.log" | head -n 1) | $os | $osi | $omp |"
+  row tiled $tiled
+  row whole $whole
   echo
   echo "SSIM of the tiled frame against the one-tile frame (image_diff --ssim, luminance): $ssim."
-  echo "Final losses (total), tiled / one tile: $(awk '$1 ~ /^[0-9]+$/ { l = $2 } END { print l }' "$T/tiled.log") / $(awk '$1 ~ /^[0-9]+$/ { l = $2 } END { print l }' "$T/whole.log")."
+  echo "Final losses (total), tiled / one tile: $(last_loss tiled) / $(last_loss whole)."
 } >"$OUT/gpu_frame.md"
 cat "$OUT/gpu_frame.md"

@@ -103,7 +103,10 @@ precision = $PRECISION
 print_every = 1
 EOF
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR) print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-json_num() { sed -n "s/.*\"$1\": \([0-9.eE+-]*\).*/\1/p" "$2" | head -n 1; }
+# json_num KEY [FILE]: the number at KEY in FILE (or stdin), its first occurrence
+json_num() { sed -n "s/.*\"$1\": \([0-9.eE+-]*\).*/\1/p" "${2:--}" | head -n 1; }
+# mp_of WxH: its megapixels
+mp_of() { awk -v s="$1" 'BEGIN { split(s, d, "x"); printf "%.4f", d[1] * d[2] / 1e6 }'; }
 # nst_run S ITERATIONS: one tile of S (WxH, or S x S); log in T/run.log, record in T/rec.json; exit status returned
 nst_run() {
   local w=${1%x*} h=${1#*x}
@@ -135,7 +138,6 @@ in_group() {
 }
 # PyTorch's side: bench/torch_gatys.py --variant V --size S1,S2,... --iters N, one JSON line a size
 TORCH=($PY_ENV "$PY" "$ROOT/bench/torch_gatys.py" --random --device "$DEVICE" $([ "$PRECISION" != bf16 ] || echo --bf16) --channels-last --cudnn-benchmark)
-json_field() { sed -n "s/.*\"$1\": \([0-9.eE+-]*\).*/\1/p" | tail -n 1; }
 # why_not STATUS OUTPUT: a table cell saying why a variant has no time (its last error line, cut short)
 why_not() {
   case $1 in
@@ -148,8 +150,7 @@ why_not() {
 # ---- 2. nstbatch, every size ----------------------------------------------------------------------
 declare -A NSTS GBMP
 for S in $SIZES; do
-  W=${S%x*} H=${S#*x}
-  mp=$(awk -v w="$W" -v h="$H" 'BEGIN { printf "%.4f", w * h / 1e6 }')
+  mp=$(mp_of "$S")
   if nst_run "$S" $((ITERS + 2)); then
     log "### nstbatch $S"$'\n'"$(cat "$T/run.log")"
     # progress rows: iteration loss content style tv s/iter MPit/s ETA; rows 2 .. ITERS+1 are ITERS whole
@@ -190,12 +191,12 @@ for V in $VARIANTS; do
   log "### pytorch $V (exit $status)"$'\n'"$tj"
   for S in $SIZES; do
     line=$(grep -F "\"size\": \"$S\"" <<<"$tj" | tail -n 1 || true)
-    t=$(json_field s_per_iter_median <<<"$line")
+    t=$(json_num s_per_iter_median <<<"$line")
     if [ -n "$t" ]; then
-      CELL[$V.$S]=$(awk -v t="$t" -v w="$(json_field warmup_s <<<"$line")" 'BEGIN { printf "%.4f (%.0f s)", t, w }')
+      CELL[$V.$S]=$(awk -v t="$t" -v w="$(json_num warmup_s <<<"$line")" 'BEGIN { printf "%.4f (%.0f s)", t, w }')
       # the fastest variant that ran is the peer
       if [ -z "${PT[$S]:-}" ] || awk -v a="$t" -v b="${PT[$S]}" 'BEGIN { exit !(a < b) }'; then
-        PT[$S]=$t PTPEAK[$S]=$(json_field peak_bytes <<<"$line") PTVAR[$S]=$V
+        PT[$S]=$t PTPEAK[$S]=$(json_num peak_bytes <<<"$line") PTVAR[$S]=$V
       fi
     else
       CELL[$V.$S]=$(why_not "$status" "$tj")
@@ -205,8 +206,7 @@ done
 rows=() vrows=()
 f() { [ -n "$1" ] && awk "BEGIN { printf \"$2\", ($3) }" || echo "-"; }
 for S in $SIZES; do
-  W=${S%x*} H=${S#*x} nst=${NSTS[$S]} pt=${PT[$S]:-} ptpeak=${PTPEAK[$S]:-}
-  mp=$(awk -v w="$W" -v h="$H" 'BEGIN { printf "%.4f", w * h / 1e6 }')
+  W=${S%x*} H=${S#*x} nst=${NSTS[$S]} pt=${PT[$S]:-} ptpeak=${PTPEAK[$S]:-} mp=$(mp_of "$S")
   rows+=("| $W x $H | $(f "$nst" %.4f "$nst") | $(f "$nst" %.1f "$mp / ${nst:-1}") | $(f "$nst" %.1f%% "$PEAK_TFLOPS > 0 ? 100 * $mp * 1.514 / ${nst:-1} / $PEAK_TFLOPS : 0") | ${GBMP[$S]} | ${PTVAR[$S]:--} | $(f "$pt" %.4f "$pt") | $(f "$pt" %.1f "$mp / ${pt:-1}") | $(f "$ptpeak" %.3f "${ptpeak:-0} / 1e9 / $mp") | $([ -n "$nst" ] && [ -n "$pt" ] && f 1 **%.2fx** "$pt / $nst" || echo "-") |")
   vrow="| $W x $H |"
   for V in $VARIANTS; do vrow+=" ${CELL[$V.$S]} |"; done

@@ -8,13 +8,14 @@ IDLE=${NST_IDLE:-$ROOT/build/tests/idle_timeout}
 # bytes GLOB: the total size of the files matching GLOB (0 with none): a job's outputs, say
 bytes() { local n=0 f; for f in $1; do [ -f "$f" ] && n=$((n + $(stat -c %s "$f"))); done; echo "$n"; }
 # grown_wait N FILE CMD...: waits, 0.1 s at a time, until CMD succeeds (0), or until FILE (a
-# render's log, say) has not grown for N seconds (1): a wait bounded by the work's progress
+# render's log, say; a glob adds its files up) has not grown for N seconds (1): a wait bounded by
+# the work's progress
 grown_wait() {
   local n=$1 f=$2 size s last=$SECONDS
   shift 2
-  size=$(stat -c %s "$f" 2>/dev/null || echo 0)
+  size=$(bytes "$f")
   until "$@"; do
-    s=$(stat -c %s "$f" 2>/dev/null || echo 0)
+    s=$(bytes "$f")
     [ "$s" != "$size" ] && size=$s last=$SECONDS
     [ $((SECONDS - last)) -ge "$n" ] && return 1
     sleep 0.1

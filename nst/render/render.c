@@ -55,12 +55,10 @@ static void injected_delay(long long it)
     int rank;
     long long at;
     double secs;
-    char x = 0;
     if (!f || sscanf(f, "%d:%lld:", &rank, &at) != 2 || rank != nst_comm_rank() || at != it) return;
     const char *v = strrchr(f, ':') + 1;
-    if (sscanf(v, "x%lf", &secs) == 1) x = 1;
+    if (sscanf(v, "x%lf", &secs) == 1) secs *= nst_watchdog_limit_now();
     else if (sscanf(v, "%lf", &secs) != 1) return;
-    if (x) secs *= nst_watchdog_limit_now();
     fprintf(stderr, "nstbatch: test hook NSTBATCH_SLOW: rank %d computes %.1f s before iteration %lld\n", rank, secs, it);
     nst_sleep(secs);
 }
