@@ -4,7 +4,9 @@
 #   tests/test_checkpoint.sh NSTBATCH IMAGE_DIFF
 #
 # 2-rank CPU renders of the demo images (random VGG-19 width 1/8, one thread per rank, 16-bit TIFF;
-# Adam unless a case says otherwise):
+# Adam unless a case says otherwise; 120 iterations: the signals come at iteration 40 and the
+# checkpoints every 20, so each stop and resume happens well before the end, and a longer render
+# would check nothing more):
 # - resume equality: a render stopped by SIGTERM (sent to the ranks, as Slurm's preemption does) at
 #   a few points, one of them while a checkpoint is being written, and one killed with SIGKILL in
 #   the middle of a checkpoint, resumed each time, ends bit-identical (image_diff max 0) to an
@@ -52,7 +54,7 @@ preview = 0
 random_width_divisor = 8
 [optim]
 method = adam
-iterations = 240
+iterations = 120
 [tiling]
 tile_size = 64
 [run]
@@ -125,13 +127,13 @@ interrupted() {
   else bad "$name: after the end" "manifest/files" "$(ls "$T/$ck"; head -5 "$T/$ck/manifest")"; fi
 }
 interrupted adam
-interrupted carry --set pyramid.levels=2 --set pyramid.state=carry --set pyramid.iterations=80,240
+interrupted carry --set pyramid.levels=2 --set pyramid.state=carry --set pyramid.iterations=80,120
 interrupted cheap --set tiling.mode=cheap
 # L-BFGS (its history) with the average and the stopping rule (the rule's history): windows of 80,
 # so that a resume that lost the last 160 losses could not stop where the uninterrupted render does
 # (the windows' drop falls through 0.3 near iteration 208 of 240 on an AVX2 EPYC, and is 0.13 at 240;
 # fp32 on every CPU, so that bf16's auto precision does not move that curve)
-interrupted lbfgs --set run.precision=fp32 --set optim.method=lbfgs --set optim.average=0.9 --set optim.stop_tolerance=0.3 --set optim.stop_window=80 --set optim.stop_min=100
+interrupted lbfgs --set optim.iterations=240 --set run.precision=fp32 --set optim.method=lbfgs --set optim.average=0.9 --set optim.stop_tolerance=0.3 --set optim.stop_window=80 --set optim.stop_min=100
 if at=$(sed -n 's/.*stopped after \([0-9]*\) of 240.*/\1/p' "$T/ref_lbfgs.log" | head -n 1) && [ -n "$at" ]; then
   ok "lbfgs: the stopping rule ended the reference at iteration $at of 240, and the resumed render with it"
 else bad "lbfgs: the stopping rule did not fire in the reference" "" "$(tail -n 4 "$T/ref_lbfgs.log")"; fi
@@ -203,7 +205,7 @@ nst tweak ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_usr1 --
   && ok "a finished job with a changed key renders again without --restart, and records the new config" || bad "the artist's loop" "exit $rc" "$(tail -n 4 "$T/tweak.log")"
 
 # ---- a batch stopped by a signal -------------------------------------------------------------------
-{ sed 's/^iterations = 240$/iterations = 120/' "$T/ck.ini"
+{ sed 's/^iterations = 120$/iterations = 60/' "$T/ck.ini"
   printf '[checkpoint]\npath = ck_batch\nevery = 25\n[batch]\nsummary = out/bsum.json\n'
   w=500; for n in a b c d; do printf '[job.%s]\noutput.path = out/b_%s.tif\nstyle.weight = %s\n' $n $n $w; w=$((w * 2)); done; } >"$T/batch.ini"
 nst bref batch.ini --set checkpoint.path=ck_bref
