@@ -8,7 +8,9 @@
 #
 # Lanes: the suites below run on TEST_LANES workers (default 2), each taking the next suite of the
 # list as it finishes one, their output printed in the list's order as each suite ends; and beside
-# them, from the start, `beside` one after another. On 2 cores one worker leaves a core half idle:
+# them, from the start, `beside`'s chains, each one suite after another. The list begins with the
+# longest suites (by their times in docs/TESTS.md), so that none starts last and leaves one lane
+# alone with it at the end. On 2 cores one worker leaves a core half idle:
 # the suites wait on mpirun's start, on signals, on sleeps bounded for a loaded machine, so one lane
 # used 1.05 cores on average (its CPU seconds over its wall seconds, Zen 5). Every suite has its own
 # temporary folder (tests/lib.sh) and ports; none writes where another reads. The suites beside are
@@ -33,61 +35,63 @@ R=$(mktemp -d "${TMPDIR:-/tmp}/nstbatch-run.XXXXXX") || exit 1
 trap 'rm -rf "$R"' EXIT
 suites=(
   "test_idle|tests/test_idle.sh"
+  "test_checkpoint|tests/test_checkpoint.sh ./nstbatch $B/tests/image_diff"
+  "test_demo|tests/test_demo.sh ./nstbatch $B/tests/png_probe"
+  "test_masks|tests/test_masks.sh ./nstbatch $B"
+  "test_tiles|tests/test_tiles.sh ./nstbatch $B/tests/image_diff"
+  "test_gpu_standin|tests/test_gpu_standin.sh ./nstbatch $B/tests/image_diff"
+  "test_first_contact|tests/test_first_contact.sh"
+  "test_bigio|tests/test_bigio.sh ./nstbatch $B/tools/make_test_tiff $B/tests/rss_run"
+  "test_isa|tests/test_isa.sh ./nstbatch $B"
+  "test_batch|tests/test_batch.sh ./nstbatch $B/tests/image_diff"
+  "test_dryrun|tests/test_dryrun.sh ./nstbatch"
+  "test_cli_asan|tests/test_cli.sh $B/asan/nstbatch test_cli_asan"
+  "test_optim_cli|tests/test_optim.sh ./nstbatch $B/tests/image_diff"
+  "test_metrics|tests/test_metrics.sh ./nstbatch $B/tests/fake-nvml"
+  "test_bench|tests/test_bench.sh ./nstbatch $B/bench/conv_layers $B/bench/gram_layers"
+  "test_outputs|tests/test_outputs.sh ./nstbatch $B/tools/make_test_tiff"
+  "test_video_clip|tests/test_video.sh ./nstbatch $B"
+  "test_cli|tests/test_cli.sh ./nstbatch test_cli"
+  "test_viewer|tests/test_viewer.sh ./nstbatch $B"
+  "test_memory|tests/test_memory.sh ./nstbatch $B/tests/image_diff"
+  "test_fuzz|tests/test_fuzz.sh $B"
+  "test_gpu_bundle|tests/test_gpu_bundle.sh $B/gpu-bundle"
+  "test_preview|tests/test_preview.sh ./nstbatch $B/tests/image_diff $B/tests/png_probe"
+  "test_tiff_corpus|tests/test_tiff_corpus.sh $B/asan/nstbatch $B/fuzz/fuzz_tiff"
+  "test_prometheus|tests/test_prometheus.sh ./nstbatch $B/tests/fake-nvml"
+  "test_selftest|tests/test_selftest.sh ./nstbatch $B/asan/nstbatch"
+  "test_dzi|tests/test_dzi.sh ./nstbatch ./nstbatch-dzi $B/tools/make_test_tiff"
+  "test_gram_fixed|$B/tests/test_gram_fixed"
+  "test_runner|tests/test_runner.sh"
+  "test_backend_ops|$B/tests/test_backend_ops"
+  "test_install|tests/test_install.sh $B"
+  "test_layout|tests/test_layout.sh"
+  "test_video_io|$B/tests/test_video_io"
   "test_config|$B/tests/test_config"
   "test_geometry|$B/tests/test_geometry"
   "test_ops|$B/tests/test_ops"
-  "test_gram_fixed|$B/tests/test_gram_fixed"
   "test_optim|$B/tests/test_optim"
   "test_device|mpirun --oversubscribe --bind-to none -np 3 $B/tests/test_device"
-  "test_backend_ops|$B/tests/test_backend_ops"
   "test_cuda_none|env LD_LIBRARY_PATH=$B/tests/fake-nvml $B/tests/test_cuda_none"
   "test_bf16|$B/tests/test_bf16"
-  "test_selftest|tests/test_selftest.sh ./nstbatch $B/asan/nstbatch"
   "test_bf16_cli|tests/test_bf16.sh ./nstbatch $B/tests/image_diff"
   "test_gpu_render|tests/test_gpu_render.sh ./nstbatch $B/tests/image_diff"
-  "test_gpu_standin|tests/test_gpu_standin.sh ./nstbatch $B/tests/image_diff"
-  "test_first_contact|tests/test_first_contact.sh"
-  "test_gpu_bundle|tests/test_gpu_bundle.sh $B/gpu-bundle"
-  "test_bench|tests/test_bench.sh ./nstbatch $B/bench/conv_layers $B/bench/gram_layers"
   "test_loss_grad|$B/tests/test_loss_grad"
   "test_images|$B/tests/test_images"
   "test_flo|$B/tests/test_flo"
   "test_video|$B/tests/test_video"
-  "test_video_io|$B/tests/test_video_io"
-  "test_video_clip|tests/test_video.sh ./nstbatch $B"
   "test_flow|tests/test_flow.sh $B"
   "test_weights|$B/tests/test_weights"
   "test_reference|$B/tests/test_reference tests/fixtures"
   "test_tiler|$B/tests/test_tiler"
   "test_color|$B/tests/test_color"
-  "test_cli|tests/test_cli.sh ./nstbatch test_cli"
-  "test_cli_asan|tests/test_cli.sh $B/asan/nstbatch test_cli_asan"
-  "test_demo|tests/test_demo.sh ./nstbatch $B/tests/png_probe"
-  "test_viewer|tests/test_viewer.sh ./nstbatch $B"
-  "test_install|tests/test_install.sh $B"
   "test_docs|tests/test_docs.sh ./nstbatch"
-  "test_layout|tests/test_layout.sh"
-  "test_runner|tests/test_runner.sh"
-  "test_tiles|tests/test_tiles.sh ./nstbatch $B/tests/image_diff"
-  "test_optim_cli|tests/test_optim.sh ./nstbatch $B/tests/image_diff"
-  "test_isa|tests/test_isa.sh ./nstbatch $B"
-  "test_masks|tests/test_masks.sh ./nstbatch $B"
-  "test_memory|tests/test_memory.sh ./nstbatch $B/tests/image_diff"
-  "test_dryrun|tests/test_dryrun.sh ./nstbatch"
-  "test_preview|tests/test_preview.sh ./nstbatch $B/tests/image_diff $B/tests/png_probe"
-  "test_batch|tests/test_batch.sh ./nstbatch $B/tests/image_diff"
-  "test_checkpoint|tests/test_checkpoint.sh ./nstbatch $B/tests/image_diff"
-  "test_metrics|tests/test_metrics.sh ./nstbatch $B/tests/fake-nvml"
-  "test_prometheus|tests/test_prometheus.sh ./nstbatch $B/tests/fake-nvml"
-  "test_outputs|tests/test_outputs.sh ./nstbatch $B/tools/make_test_tiff"
-  "test_dzi|tests/test_dzi.sh ./nstbatch ./nstbatch-dzi $B/tools/make_test_tiff"
-  "test_bigio|tests/test_bigio.sh ./nstbatch $B/tools/make_test_tiff $B/tests/rss_run"
-  "test_tiff_corpus|tests/test_tiff_corpus.sh $B/asan/nstbatch $B/fuzz/fuzz_tiff"
-  "test_fuzz|tests/test_fuzz.sh $B"
 )
+# (the beside suites in chains, each one suite after another; "--" starts the next chain)
 beside=(
   "test_slurm|tests/test_slurm.sh ./nstbatch $B/tests/image_diff"
   "test_hosts|tests/test_hosts.sh ./nstbatch $B/tests/image_diff $B"
+  "--"
   "test_watchdog|tests/test_watchdog.sh ./nstbatch $B/tests/image_diff"
 )
 # run_suite NAME CMD: the suite's output in R/NAME.out, its status and times in R/NAME.end (written
@@ -123,9 +127,17 @@ report() {
 lanes=${TEST_LANES:-2}
 case $lanes in '' | *[!0-9]* | 0) echo "tests/run.sh: TEST_LANES=$lanes: give a number of lanes, 1 or more" >&2; exit 2 ;; esac
 if [ "$lanes" = 1 ]; then
-  suites+=("${beside[@]}") beside=()
+  for entry in "${beside[@]}"; do [ "$entry" = -- ] || suites+=("$entry"); done
+  beside=()
 fi
-(for entry in "${beside[@]}"; do run_suite "${entry%%|*}" "${entry#*|}"; done) &
+# the beside chains: test_slurm and test_hosts both start Slurm daemons, so one after the other;
+# test_watchdog, which only waits out its stopped ranks, in a chain of its own
+chain=()
+for entry in "${beside[@]}" --; do
+  if [ "$entry" != -- ]; then chain+=("$entry"); continue; fi
+  [ ${#chain[@]} -gt 0 ] && (for e in "${chain[@]}"; do run_suite "${e%%|*}" "${e#*|}"; done) &
+  chain=()
+done
 # worker: take the next suite's number from R/next (under a lock) until none is left
 worker() {
   local i
@@ -145,6 +157,7 @@ for entry in "${suites[@]}"; do
 done
 wait # (the lanes)
 for entry in "${beside[@]}"; do
+  [ "$entry" = -- ] && continue
   echo "== ${entry%%|*} (beside the others)"
   report "${entry%%|*}"
 done

@@ -9,7 +9,8 @@
 # - read a suite's status line only once it is whole: the copy's awk writes it slowly, so a runner
 #   that read it early would fail here every time.
 # With 2 lanes two suites each wait for the other (60 s at most: bounded, not timed), so both pass
-# only if they run at the same time. TEST_LANES=0 is refused with one line.
+# only if they run at the same time; so do two beside suites in two chains ("--" between them) with
+# 2 and 3 lanes, and with 1 lane a lone "--" is no suite. TEST_LANES=0 is refused with one line.
 #
 #   tests/test_runner.sh
 . "$(dirname "$0")/lib.sh" test_runner
@@ -44,7 +45,8 @@ mkdir -p "$T/bin"
 printf '#!/bin/sh\ncase "$*" in *"cpu %%.1f"*) sleep 0.5 ;; esac\nexec %s "$@"\n' "$(command -v awk)" >"$T/bin/awk"
 chmod +x "$T"/*.sh "$T/bin/awk"
 F=$T/fake.sh
-list() { # list MEET: the suite lists, with the two suites that meet where MEET is 1
+list() { # list MEET BMEET: the suite lists, with the two suites that meet where MEET is 1, and two
+  # beside suites in two chains that meet where BMEET is 1 (else a lone "--" that must be harmless)
   echo 'suites=('
   echo "  \"s_slow|$F s_slow 1 1 0 0\""
   echo "  \"s_fast|$F s_fast 0 2 0 1\""
@@ -55,16 +57,20 @@ list() { # list MEET: the suite lists, with the two suites that meet where MEET 
   echo "  \"s_killed|$T/killer.sh\""
   echo "  \"s_last|$F s_last 0 1 0 0\""
   echo ')'
-  echo "beside=(\"s_beside|$F s_beside 0.5 5 0 0\")"
+  if [ "$2" = 1 ]; then
+    echo "beside=(\"s_bmeet_a|$T/meet.sh s_bmeet_a s_bmeet_b\" \"s_beside|$F s_beside 0.5 5 0 0\" -- \"s_bmeet_b|$T/meet.sh s_bmeet_b s_bmeet_a\")"
+  else echo "beside=(\"s_beside|$F s_beside 0.5 5 0 0\" --)"; fi
 }
 for lanes in 1 2 3; do
   meet=0 && [ $lanes = 2 ] && meet=1
+  bmeet=0 && [ $lanes -gt 1 ] && bmeet=1
   rm -f "$T"/*.here
-  { printf '%s\n' "$head"; list $meet; printf '# run_suite NAME%s\n' "$tail"; } >"$T/r/tests/run.sh"
+  { printf '%s\n' "$head"; list $meet $bmeet; printf '# run_suite NAME%s\n' "$tail"; } >"$T/r/tests/run.sh"
   out=$(PATH="$T/bin:$PATH" TEST_LANES=$lanes NST_IDLE= "$IDLE" 120 bash "$T/r/tests/run.sh" 2>&1); rc=$?
   # the headers in the list's order (the beside suite last with 2 lanes or more), each suite's lines under its own
   order=$(sed -n 's/^== \([a-z0-9_]*\).*/\1/p' <<<"$out" | tr '\n' ' ')
-  want="s_slow s_fast s_fails s_mute $([ $meet = 1 ] && echo 's_meet_a s_meet_b ')s_status s_killed s_last s_beside "
+  want="s_slow s_fast s_fails s_mute $([ $meet = 1 ] && echo 's_meet_a s_meet_b ')s_status s_killed s_last "
+  want+=$([ $bmeet = 1 ] && echo 's_bmeet_a s_beside s_bmeet_b ' || echo 's_beside ')
   if [ "$order" = "$want" ]; then ok "$lanes lane(s): the suites' output in the list's order"; else bad "$lanes lane(s): order" "got '$order', want '$want'" "$out"; fi
   misplaced=$(awk '/^== /{cur=$2} /says hello/{if ($1 != "ok" || $2 != cur) print}' <<<"$out")
   [ -z "$misplaced" ] && ok "$lanes lane(s): each suite's lines under its own header" || bad "$lanes lane(s): lines under another header" "$misplaced" "$out"
@@ -72,7 +78,7 @@ for lanes in 1 2 3; do
   # s_fails' 1, s_mute, s_status, s_killed; skipped: s_fast's 1. With 1 lane the killed worker was
   # the only one: the suites after it (s_beside its list's last) never start and count as failures.
   if [ $lanes = 1 ]; then want="7 passed, 6 failed, 1 skipped" lost="s_killed s_last s_beside"
-  else want="$((13 + 2 * meet)) passed, 4 failed, 1 skipped" lost="s_killed"; fi
+  else want="$((13 + 2 * meet + 2 * bmeet)) passed, 4 failed, 1 skipped" lost="s_killed"; fi
   last=$(tail -n 1 <<<"$out") named=1
   for b in "s_mute (exit status 0, no summary)" "s_status (exit status 3)" $(printf '%s\n' $lost | sed 's/$/#(did#not#end)/'); do
     grep -qxF "broken: ${b//#/ }" <<<"$out" || named=0
