@@ -15,7 +15,8 @@
 #   level early, the run record says so (iterations, iterations_planned, stopped), and the second
 #   level runs in full;
 # - pyramid.levels = auto: a print starts from its preview (a 256x192 render's second level equals
-#   the 128x96 render bit for bit);
+#   the 128x96 render bit for bit), and where the output's height is rounded from a 3:2 content
+#   (256x171, 512x341) the preview's levels are the print's first;
 # - bad values of the new keys are one clear error each.
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_optim_cli
@@ -107,6 +108,16 @@ NSTBATCH_SNAPSHOTS="$T/snaps" nst print 1 "${fixed[@]}" --set output.width=256 -
 if [ $rc -eq 0 ] && grep -q 'pyramid: 3 levels, factor 2: 64x48 (30), 128x96 (30), 256x192 (30)' "$T/print.log" && [ -f "$T/snaps/L2_end.png" ]; then
   same "pyramid.levels = auto: a 256x192 render's second level is the 128x96 render, bit for bit" preview.png snaps/L2_end.png
 else bad "fixed-size levels" "exit $rc" "$(grep -E 'pyramid:|error' "$T/print.log")"; fi
+# the same sizes where the output's height is rounded from the content's 3:2: a 256 px preview
+# (256x171) and a 512 px print (512x341); sized from the rounded outputs, their 128 px levels were
+# 128x86 and 128x85 (as 1024x683 and 4096x2731 gave 512x342 and 512x341)
+levels_of() { sed -n 's/^level [0-9]*\/[0-9]*: \([0-9]*x[0-9]*\),.*/\1/p' "$T/$1.log" | tr '\n' ' '; }
+nst dry_preview 1 "${fixed[@]}" --set output.width=256 --set output.height=0 --dry-run
+nst dry_print 1 "${fixed[@]}" --set output.width=512 --set output.height=0 --dry-run
+lp=$(levels_of dry_preview) lq=$(levels_of dry_print)
+if [ "$lp" = "64x43 128x85 256x171 " ] && [ "$lq" = "${lp}512x341 " ]; then
+  ok "pyramid.levels = auto on a 3:2 picture: the 256 px preview's levels (${lp% }) are the 512 px print's first"
+else bad "fixed-size levels of a 3:2 picture" "preview: '$lp'; print: '$lq'" "$(cat "$T/dry_print.log")"; fi
 
 # ---- bad values ----------------------------------------------------------------------------------
 for kv in optim.average=1 optim.stop_tolerance=-0.1 optim.stop_window=0 optim.stop_min=-1; do

@@ -82,7 +82,7 @@ static nst_status group_open(const nst_config *cfg, const nst_loss_spec *spec, n
     if (spec->nstyle > 0) s = nst_styles_open(cfg, &g->styles);
     if (s == NST_OK) s = nst_masks_open(cfg, g->styles.n, su->clip.w, su->clip.h, &g->masks);
     nst_level_plan p; /* a cold frame's pyramid: its coarsest level is the smallest the styles meet */
-    if (s == NST_OK) s = nst_comm_agree(nst_levels_plan(cfg, spec, su->W, su->H, &p));
+    if (s == NST_OK) s = nst_comm_agree(nst_levels_plan(cfg, spec, su->W, su->H, su->W, su->H, &p));
     if (s == NST_OK && g->styles.n > 0)
         s = nst_comm_agree(nst_styles_check(cfg, spec, &g->styles, p.w[0] > p.h[0] ? p.w[0] : p.h[0], su->W > su->H ? su->W : su->H));
     if (s == NST_OK) {

@@ -39,7 +39,7 @@ static nst_status gather(const nst_layout *L, float **cores, int W, int H, nst_i
 /* The frame's level plan: a cold frame's from the config (its pyramid), a warm frame's one level. */
 static nst_status plan(const nst_frame_env *e, const nst_loss_spec *spec, int warm, long long its, nst_level_plan *p)
 {
-    if (!warm) return nst_comm_agree(nst_levels_plan(e->cfg, spec, e->W, e->H, p));
+    if (!warm) return nst_comm_agree(nst_levels_plan(e->cfg, spec, e->W, e->H, e->W, e->H, p)); /* (a clip's frames: one size) */
     memset(p, 0, sizeof *p);
     p->n = 1, p->w[0] = e->W, p->h[0] = e->H, p->iterations[0] = its;
     return NST_OK;

@@ -34,6 +34,13 @@ void nst_output_size(const nst_config *cfg, int cw, int ch, int *w, int *h)
     if (*h < 1) *h = 1;
 }
 
+void nst_output_aspect(const nst_config *cfg, int cw, int ch, int *aw, int *ah)
+{
+    const int both = cfg->output_width > 0 && cfg->output_height > 0;
+    *aw = both ? (int)cfg->output_width : cw;
+    *ah = both ? (int)cfg->output_height : ch;
+}
+
 static nst_source_limits limits(const nst_config *cfg)
 {
     return nst_source_default_limits(cfg->input_max_megapixels, cfg->input_max_whole_megapixels);
@@ -64,12 +71,13 @@ nst_status nst_inputs_open(const nst_config *cfg, const nst_loss_spec *spec, nst
 {
     memset(in, 0, sizeof *in);
     double t0 = nst_now();
-    int info[4] = {0, 0, 0, 0}; /* W, H, content random access, init random access */
+    int info[6] = {0, 0, 0, 0, 0, 0}; /* W, H, content random access, init random access, AW, AH */
     nst_status s = NST_OK;
     if (nst_comm_rank() == 0) {
         s = nst_open_input(cfg, NST_K_content_path, cfg->content_path, &in->content);
         if (s == NST_OK) {
             nst_output_size(cfg, in->content->w, in->content->h, &in->W, &in->H);
+            nst_output_aspect(cfg, in->content->w, in->content->h, &in->AW, &in->AH);
             nst_info("content: %s (%dx%d, %s%s) -> %dx%d\n", cfg->content_path, in->content->w, in->content->h,
                      in->content->info.detail, in->content->random_access ? ", read by region" : "", in->W, in->H);
             s = check_min_side(spec, "the output", in->W, in->H);
@@ -86,6 +94,8 @@ nst_status nst_inputs_open(const nst_config *cfg, const nst_loss_spec *spec, nst
         info[0] = in->W;
         info[1] = in->H;
         info[2] = s == NST_OK && in->content->random_access;
+        info[4] = in->AW;
+        info[5] = in->AH;
     }
     s = nst_comm_agree(s);
     if (s == NST_OK) s = nst_comm_bcast(info, sizeof info, 0);
@@ -93,6 +103,8 @@ nst_status nst_inputs_open(const nst_config *cfg, const nst_loss_spec *spec, nst
     in->H = info[1];
     in->content_random = info[2];
     in->init_random = info[3];
+    in->AW = info[4];
+    in->AH = info[5];
     in->seconds += nst_now() - t0;
     return s;
 }

@@ -20,6 +20,7 @@
 
 typedef struct {
     int W, H;            /* the output size */
+    int AW, AH;          /* its aspect before rounding (nst_output_aspect): what pyramid.levels = auto sizes from */
     nst_source *content; /* rank 0 from nst_inputs_open; every rank once it reads windows, when random access */
     nst_source *init;    /* optim.init_path, the same way */
     int content_random;  /* the content is a TIFF, read by region on every rank */
@@ -52,6 +53,11 @@ nst_status nst_open_input(const nst_config *cfg, int key, const char *path, nst_
  * stay rank 0's, NULL on the others. Collective. */
 nst_status nst_bcast_keeping_sources(nst_status s, void *obj, size_t bytes, nst_source **src, int n);
 
+/* The size whose ratio is the output's aspect before rounding: the content's (cw x ch), where the
+ * output's size follows it, else output.width x output.height. Levels sized from it (not from the
+ * rounded output) are the same for a preview and a print of one picture: 1024x683 and 4096x2731 of
+ * a 3:2 picture would otherwise give 512x342 and 512x341. */
+void nst_output_aspect(const nst_config *cfg, int cw, int ch, int *aw, int *ah);
 /* Output size from output.width/height/size and the content's aspect. */
 void nst_output_size(const nst_config *cfg, int cw, int ch, int *w, int *h);
 

@@ -19,13 +19,15 @@
  * at least sqrt(factor) below the output's long side (a step smaller than that would cost a level
  * nearly at full size for little), and each with a short side the deepest layer can take; then
  * the output. Fixed sizes: a 1k preview and a 16k print of one job share their coarse levels,
- * which set the large structures. Returns the count; the sizes in p. */
-static int auto_levels(const nst_config *cfg, int W, int H, int min_side, nst_level_plan *p)
+ * which set the large structures. The short sides come from the aspect before rounding (aw x ah),
+ * a function of the picture and the side alone, so the preview's and the print's agree. Returns
+ * the count; the sizes in p. */
+static int auto_levels(const nst_config *cfg, int W, int H, int aw, int ah, int min_side, nst_level_plan *p)
 {
-    const double f = cfg->pyramid_factor, L = W > H ? W : H;
+    const double f = cfg->pyramid_factor, L = W > H ? W : H, AL = aw > ah ? aw : ah;
     int n = 0;
     for (double side = cfg->pyramid_min_size; n < NST_MAX_LEVELS - 1 && side * sqrt(f) <= L; side *= f) {
-        int w = (int)lround(W * side / L), h = (int)lround(H * side / L);
+        int w = (int)lround(aw * side / AL), h = (int)lround(ah * side / AL);
         if (w < min_side || h < min_side) continue;
         p->w[n] = w, p->h[n] = h, n++;
     }
@@ -67,12 +69,12 @@ static void schedule(const nst_config *cfg, nst_level_plan *p)
     }
 }
 
-nst_status nst_levels_plan(const nst_config *cfg, const nst_loss_spec *spec, int W, int H, nst_level_plan *p)
+nst_status nst_levels_plan(const nst_config *cfg, const nst_loss_spec *spec, int W, int H, int aw, int ah, nst_level_plan *p)
 {
     memset(p, 0, sizeof *p);
     const int m = nst_loss_spec_min_side(spec);
     if (cfg->pyramid_levels == NST_WORD(0)) {
-        p->n = auto_levels(cfg, W, H, m, p);
+        p->n = auto_levels(cfg, W, H, aw > 0 && ah > 0 ? aw : W, aw > 0 && ah > 0 ? ah : H, m, p);
     } else {
         p->n = (int)cfg->pyramid_levels;
         NST_TRY(counted_levels(cfg, p->n, W, H, m, spec, p));

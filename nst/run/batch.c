@@ -112,10 +112,12 @@ static nst_status probe_one(const nst_batch *b, int j, nst_config *cfg, row *r)
         return NST_OK; /* finished by an earlier run: its outputs exist, nothing to check; the job says so when it runs */
     NST_TRY(nst_job_check(cfg, &spec, &out));
     NST_TRY(nst_open_input(cfg, NST_K_content_path, cfg->content_path, &src));
+    int aw, ah;
     nst_output_size(cfg, src->w, src->h, &r->w, &r->h);
+    nst_output_aspect(cfg, src->w, src->h, &aw, &ah);
     nst_source_close(src);
     NST_TRY(nst_output_spec_check_size(cfg, &out, r->w, r->h));
-    NST_TRY(nst_levels_plan(cfg, &spec, r->w, r->h, &plan));
+    NST_TRY(nst_levels_plan(cfg, &spec, r->w, r->h, aw, ah, &plan));
     for (int k = 0; k < plan.n; k++) r->cost += (double)plan.w[k] * plan.h[k] * (double)(plan.iterations[k] > 0 ? plan.iterations[k] : 1);
     return NST_OK;
 }

@@ -474,7 +474,7 @@ static nst_status job_plan(job_run *j, nst_status s)
     nst_backend *be = j->be;
     nst_level_plan *plan = &j->plan;
     const int W = j->in.W, H = j->in.H;
-    if (s == NST_OK) s = nst_comm_agree(nst_levels_plan(cfg, &j->spec, W, H, plan));
+    if (s == NST_OK) s = nst_comm_agree(nst_levels_plan(cfg, &j->spec, W, H, j->in.AW, j->in.AH, plan));
     if (s == NST_OK) nst_progress_job(j->env->progress, j->env->name, plan->n, plan->w, plan->h, plan->iterations);
     if (s == NST_OK && j->styles.n > 0)
         s = nst_comm_agree(nst_styles_check(cfg, &j->spec, &j->styles, plan->w[0] > plan->h[0] ? plan->w[0] : plan->h[0], W > H ? W : H));
