@@ -7,6 +7,7 @@
 #   make demo-video-figure  make demo-video, then docs/video.jpg (frames and their warping error, temporal against independent)
 #   make demo-masks  the same for configs/masks.ini: two styles split by a drawn mask
 #   make demo-masks-figure  make demo-masks, then docs/masks.jpg (content | mask | result)
+#   make print-figure  a print and its preview: the demo at 1024 and 4096 px, docs/print.jpg and bench/results/print_preview.md
 #   make test       install missing Debian packages, build, run the test suite
 #   make asan       build/asan/nstbatch with AddressSanitizer + UBSan
 #   make fuzz       the libFuzzer targets (clang)
@@ -137,7 +138,7 @@ TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.
 TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/draw_mask $(BUILD)/tools/make_test_clip $(BUILD)/tools/nstbatch-flicker $(BUILD)/tools/demo_figure $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run $(BUILD)/tests/idle_timeout \
            $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 
-.PHONY: install install-viewer viewer viewer-if-online all demo demo-video demo-video-figure demo-figure demo-masks demo-masks-figure test test-run asan fuzz bench bench-avx2 bench-auto bench-bf16 bench-gpu bench-gpu-frame bench-conv bench-scaling bench-cheap bench-masks bench-io bench-dzi bench-video bench-batch bench-ckpt bench-dryrun bench-quality weights deps test-deps check-deps clean demo-images gpu-bundle gpu-bundle-lean
+.PHONY: install install-viewer viewer viewer-if-online all demo demo-video demo-video-figure demo-figure demo-masks demo-masks-figure print-figure test test-run asan fuzz bench bench-avx2 bench-auto bench-bf16 bench-gpu bench-gpu-frame bench-conv bench-scaling bench-cheap bench-masks bench-io bench-dzi bench-video bench-batch bench-ckpt bench-dryrun bench-quality weights deps test-deps check-deps clean demo-images gpu-bundle gpu-bundle-lean
 all: check-deps nstbatch nstbatch-dzi nstbatch-view $(if $(NPM),viewer-if-online)
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
@@ -432,6 +433,12 @@ demo-masks: deps
 # that it has not drifted from the render
 demo-figure: demo $(BUILD)/tools/demo_figure
 	$(BUILD)/tools/demo_figure configs/demo configs/demo/stylised.png docs/demo.jpg
+
+# a print and its preview (docs/print.jpg, bench/results/print_preview.md): the demo at 1024 and
+# 4096 px, one level and pyramid.levels = auto, the print brought down against its preview (SSIM);
+# about 20 minutes on 2 cores (PREVIEW, PRINT, ITERS, MINITS, DIVISOR, NP: scripts/print-figure.sh)
+print-figure: all demo-images $(BUILD)/tests/image_diff
+	scripts/print-figure.sh
 
 # the README's masks picture (docs/masks.jpg): content | sky mask | result of make demo-masks
 demo-masks-figure: demo-masks $(BUILD)/tools/demo_figure

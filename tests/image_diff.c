@@ -4,6 +4,8 @@
  * the chroma (YIQ I and Q) of each pixel instead: does a keep b's colours? With --ssim the mean
  * structural similarity of the two images' luminance (Wang et al. 2004: 11x11 Gaussian window,
  * sigma 1.5, K1 = 0.01, K2 = 0.03, data range 1, windows inside the image), printed "ssim S".
+ * With --fit (before --chroma or --ssim, or alone), b is first resized to a's size by nstbatch's
+ * own resampler (io/image/resample.h, Lanczos-3): a print against its preview.
  * With --gradient, a and b are first-gradient files (run.first_gradient, io/gradient_file.h), a the
  * reference: the verdict of kernels/check/check.h's nst_first_verdict_judge in the less precise of
  * their two precisions, printed "share S over T rms (allowed A), loss within E (tolerance L, TERM),
@@ -12,7 +14,7 @@
  * gradient, which bounds how far the loss moves when every sample moves by at most q: G q, to
  * first order (tests/test_optim.sh: an output's quantisation).
  *
- *   image_diff [--chroma | --ssim] a.tif b.tif
+ *   image_diff [--fit] [--chroma | --ssim] a.tif b.tif
  *   image_diff --gradient [--exact] a.grad b.grad
  *   image_diff --l1 a.grad */
 #include <math.h>
@@ -21,6 +23,7 @@
 
 #include "../io/gradient_file.h"
 #include "../io/image/image.h"
+#include "../io/image/resample.h"
 #include "../kernels/check/check.h"
 
 #include "../util/mem.h"
@@ -104,13 +107,21 @@ int main(int argc, char **argv)
         if (argc != 4 + exact) return fprintf(stderr, "usage: image_diff --gradient [--exact] A.grad B.grad\n"), 2;
         return gradients(exact, argv[argc - 2], argv[argc - 1]);
     }
+    int fit = argc >= 4 && strcmp(argv[1], "--fit") == 0;
+    if (fit) argv++, argc--;
     int chroma = argc == 4 && strcmp(argv[1], "--chroma") == 0, structural = argc == 4 && strcmp(argv[1], "--ssim") == 0;
     if (chroma || structural) argv++, argc--;
-    if (argc != 3) return fprintf(stderr, "usage: image_diff [--chroma | --ssim] A B | --gradient [--exact] A.grad B.grad | --l1 A.grad\n"), 2;
+    if (argc != 3) return fprintf(stderr, "usage: image_diff [--fit] [--chroma | --ssim] A B | --gradient [--exact] A.grad B.grad | --l1 A.grad\n"), 2;
     nst_image a, b;
     nst_read_limits lim = nst_default_limits(1024);
     if (nst_image_read(argv[1], &lim, &a, NULL) != NST_OK || nst_image_read(argv[2], &lim, &b, NULL) != NST_OK)
         return fprintf(stderr, "image_diff: %s\n", nst_fail_message()), 2;
+    if (fit && (a.w != b.w || a.h != b.h)) {
+        nst_image r;
+        if (nst_image_resize(&b, a.w, a.h, &r) != NST_OK) return fprintf(stderr, "image_diff: %s\n", nst_fail_message()), 2;
+        nst_image_free(&b);
+        b = r;
+    }
     if (a.w != b.w || a.h != b.h) return fprintf(stderr, "image_diff: %dx%d vs %dx%d\n", a.w, a.h, b.w, b.h), 2;
     if (structural) {
         double *la = luminance(&a), *lb = luminance(&b);
