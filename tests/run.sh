@@ -26,6 +26,8 @@ export NST_IDLE=${NST_IDLE:-$(readlink -f "$B/tests/idle_timeout")}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # PMIx without munge for the suites' own ranks (why: tests/idle.sh), test_device's too
 export PMIX_MCA_psec=${PMIX_MCA_psec:-native}
+# OpenMP's waiting threads sleep instead of spinning: the lanes share the cores (why: tests/idle.sh)
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 # a rank waiting inside MPI yields its core instead of spinning: the suites run more ranks than
 # the machine has cores, and in two lanes (measured: a bf16 suite beside test_slurm took 10 times
 # its time alone with spinning ranks, 2 to 3 times with yielding ones). The results do not change.
