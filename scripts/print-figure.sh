@@ -69,6 +69,8 @@ render preview_one "$PREVIEW" 1
 render print_one "$PRINT" 1
 render preview_auto "$PREVIEW" auto
 render print_auto "$PRINT" auto
+# work NAME: its megapixel-iterations, the sum over levels of pixels x iterations (the cost, on any machine)
+work() { levels "$1" | tr ',' '\n' | awk '{ split($1, d, "x"); sub("x", "", $2); w += d[1] * d[2] * $2 } END { printf "%.0f", w / 1e6 }'; }
 ssim() { "$DIFF" --fit --ssim "$T/$1.png" "$T/$2.png" | sed 's/^ssim //'; }
 s_one=$(ssim preview_one print_one) s_auto=$(ssim preview_auto print_auto)
 s_cross=$(ssim preview_one preview_auto)
@@ -91,12 +93,13 @@ cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
   echo "$NP rank(s) on $cpu ($(nproc) cores), \`style.scale = 1\`. The print brought down to the preview's size by"
   echo "nstbatch's resampler, against the preview: luminance SSIM (\`image_diff --fit --ssim\`)."
   echo
-  echo "| schedule | preview: levels | print: levels | preview s | print s | SSIM print vs preview |"
+  echo "| schedule | preview: levels | print: levels | work, preview / print (MP-iterations) | wall s, preview / print | SSIM print vs preview |"
   echo "|---|---|---|---|---|---|"
-  echo "| one level (the default) | $(levels preview_one) | $(levels print_one) | $(cat "$T/preview_one.s") | $(cat "$T/print_one.s") | $s_one |"
-  echo "| \`pyramid.levels = auto\` | $(levels preview_auto) | $(levels print_auto) | $(cat "$T/preview_auto.s") | $(cat "$T/print_auto.s") | $s_auto |"
+  echo "| one level (the default) | $(levels preview_one) | $(levels print_one) | $(work preview_one) / $(work print_one) | $(cat "$T/preview_one.s") / $(cat "$T/print_one.s") | $s_one |"
+  echo "| \`pyramid.levels = auto\` | $(levels preview_auto) | $(levels print_auto) | $(work preview_auto) / $(work print_auto) | $(cat "$T/preview_auto.s") / $(cat "$T/print_auto.s") | $s_auto |"
   echo
-  echo "For scale: the two previews against each other (one level against auto), SSIM $s_cross."
+  echo "For scale: the two previews against each other (one level against auto), SSIM $s_cross. The wall"
+  echo "seconds are this run's${LOAD_NOTE:+ ($LOAD_NOTE)}; the work (pixels times iterations, summed over levels) is the cost on any machine."
   echo "The figure: docs/print.jpg (rows: one level, auto; panels: the preview, the print brought down,"
   echo "the print's detail at 1:1, the preview's same detail enlarged)."
 } >"$RESULTS"
