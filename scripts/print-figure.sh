@@ -7,7 +7,7 @@
 # the print's first levels are then the preview's, bit for bit). style.scale is 1 in all four: the
 # style image is resized with the output, as by default. Each print is brought down to its preview's
 # size by nstbatch's own resampler and compared with it (image_diff --fit --ssim, luminance SSIM).
-# The figure has a row per schedule: the preview, the print brought down, the print's 1:1 detail
+# The figure has a row per schedule: the preview, the print brought down, the print's detail
 # around the house (a quarter of its width, shown at PANEL px), and the same quarter of the preview
 # enlarged to that size.
 #
@@ -82,7 +82,7 @@ row() { # row PREVIEW_INPUT PRINT_INPUT LABEL
     "[$3q2]$crop,scale=$PANEL:-2:flags=lanczos[$3c];[$3p2]$crop,scale=$PANEL:-2:flags=lanczos[$3d];[$3a][$3b][$3c][$3d]hstack=4[$3]"
 }
 ffmpeg -v error -y -i "$T/preview_one.png" -i "$T/print_one.png" -i "$T/preview_auto.png" -i "$T/print_auto.png" \
-  -filter_complex "$(row 0 1 r0);$(row 2 3 r1);[r0][r1]vstack=2" -q:v 4 "$OUT"
+  -filter_complex "$(row 0 1 r0);$(row 2 3 r1);[r0][r1]vstack=2" -q:v 7 "$OUT"
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 {
@@ -101,7 +101,7 @@ cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
   echo "For scale: the two previews against each other (one level against auto), SSIM $s_cross. The wall"
   echo "seconds are this run's${LOAD_NOTE:+ ($LOAD_NOTE)}; the work (pixels times iterations, summed over levels) is the cost on any machine."
   echo "The figure: docs/print.jpg (rows: one level, auto; panels: the preview, the print brought down,"
-  echo "the print's detail at 1:1, the preview's same detail enlarged)."
+  echo "the print's detail (a quarter of its width), the preview's same detail enlarged)."
 } >"$RESULTS"
 cat "$RESULTS"
 echo "wrote $OUT and $RESULTS"
