@@ -6,6 +6,8 @@
 #
 # - conv_layers on the CPU backend: one row per layer with positive TFLOP/s, a total row, a JSON
 #   line per layer; refuses a bad flag with its usage (exit 2);
+# - image_diff --fit (make print-figure's comparison): the demo's content enlarged twice by vips and
+#   brought back to its size by nstbatch's resampler is nearly itself (SSIM >= 0.95);
 # - gram_layers on the CPU backend, plain and masked: the five style layers at their resolutions
 #   with positive GFLOP/s both ways, a total row, a JSON line per layer; its usage on a bad size;
 # - bench/torch_gatys.py --random (no files) on the CPU in fp32 and bf16 autocast, channels_last:
@@ -156,5 +158,15 @@ else
   fi
   quality_plumbing
 fi
+# image_diff --fit (make print-figure's comparison): b resized to a's size by nstbatch's resampler.
+# The demo's content made twice as large by vips (Lanczos-3) and brought back is the content again,
+# nearly (ringing at the edges, 8 bits); without --fit the sizes differ: exit 2
+D="$(dirname "$CONV")/../tests/image_diff" C="$ROOT/configs/demo/content.png"
+if command -v vips >/dev/null && [ -f "$C" ] && vips resize "$C" "$T/big.png" 2 --kernel lanczos3 2>/dev/null; then
+  fit=$("$D" --fit --ssim "$C" "$T/big.png" 2>&1) plain=$("$D" --ssim "$C" "$T/big.png" 2>&1); prc=$?
+  if awk -v s="${fit#ssim }" 'BEGIN { exit !(s >= 0.95 && s <= 1) }' && [ $prc -eq 2 ] && [ "$plain" = "image_diff: 384x256 vs 768x512" ]; then
+    ok "image_diff --fit: the content enlarged twice by vips and brought back, $fit; without --fit, exit 2 naming both sizes"
+  else bad "image_diff --fit" "with --fit: '$fit'; without: exit $prc, '$plain'"; fi
+else skipped "image_diff --fit" "no vips (libvips-tools) or no demo content (make demo-images)"; fi
 echo "test_bench: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
