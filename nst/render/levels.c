@@ -74,7 +74,7 @@ nst_status nst_levels_plan(const nst_config *cfg, const nst_loss_spec *spec, int
     memset(p, 0, sizeof *p);
     const int m = nst_loss_spec_min_side(spec);
     if (cfg->pyramid_levels == NST_WORD(0)) {
-        p->n = auto_levels(cfg, W, H, aw > 0 && ah > 0 ? aw : W, aw > 0 && ah > 0 ? ah : H, m, p);
+        p->n = auto_levels(cfg, W, H, aw, ah, m, p);
     } else {
         p->n = (int)cfg->pyramid_levels;
         NST_TRY(counted_levels(cfg, p->n, W, H, m, spec, p));

@@ -45,8 +45,8 @@ typedef struct {
     long long iterations[NST_MAX_LEVELS];
 } nst_level_plan;
 
-/* The levels for a W x H output whose aspect before rounding is aw x ah (nst_output_aspect; W, H
- * where there is no other). Errors name pyramid.levels / pyramid.iterations. */
+/* The levels for a W x H output whose aspect before rounding is aw x ah (nst_output_aspect; a
+ * clip's frames pass W, H). Errors name pyramid.levels / pyramid.iterations. */
 nst_status nst_levels_plan(const nst_config *cfg, const nst_loss_spec *spec, int W, int H, int aw, int ah, nst_level_plan *p);
 
 typedef struct {
