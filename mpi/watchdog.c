@@ -153,11 +153,12 @@ static void start_round(double limit, int from, int phase, int presence)
     }
 }
 
-/* Every live rank answered, and nst_watchdog_moving says the job moves: in a loop, one (rank 0
- * too) has computed outside MPI for half the limit or more, a slow iteration (said once per run);
- * in a phase, one computes or came out of MPI lately (said nowhere: a phase's waits for one rank's
- * work, such as rank 0 writing an image, are what phases do), or a rank without a lifeline, whose
- * state rank 0 cannot know, may be at work. The ranks' clocks start again. */
+/* Every live rank answered, and nst_watchdog_moving says the job moves: a rank (rank 0 too)
+ * computes, or began its wait inside MPI lately; or, in a phase, a rank without a lifeline, whose
+ * state rank 0 cannot know, may be at work. In a loop that is a slow iteration, said once per run,
+ * naming the ranks that have computed for half the limit (or those that just did); in a phase
+ * nothing is said (a phase's waits for one rank's work, such as rank 0 writing an image, are what
+ * phases do). The ranks' clocks start again. */
 static int slow_but_moving(const char *silent)
 {
     const uint32_t mine = wd_my_state();
@@ -170,19 +171,27 @@ static int slow_but_moving(const char *silent)
         return 0;
     }
     int n = 0;
-    for (int i = 0; i < wd.n; i++) { /* working: the loop's rule, for one rank's answer */
+    for (int i = 0; i < wd.n; i++)
         if (wd.answered[i]) heard[n++] = wd.state[i];
-        working[i] = wd.answered[i] && nst_watchdog_moving(0, wd.round_limit, wd.state[i], NULL, 0);
+    const int moving = nst_watchdog_moving(wd.round_limit, mine, heard, n) || (wd.round_phase && wd.unlinked > 0);
+    /* the ranks to name: those computing for half the limit; where none is, those moving at all */
+    int zero = nst_watchdog_slow(wd.round_limit, mine), slow = zero;
+    for (int i = 0; i < wd.n; i++) slow |= working[i] = wd.answered[i] && nst_watchdog_slow(wd.round_limit, wd.state[i]);
+    if (!slow) {
+        zero = nst_watchdog_moving(wd.round_limit, mine, NULL, 0);
+        for (int i = 0; i < wd.n; i++) working[i] = wd.answered[i] && nst_watchdog_moving(wd.round_limit, wd.state[i], NULL, 0);
     }
-    const int moving = nst_watchdog_moving(wd.round_phase, wd.round_limit, mine, heard, n) || (wd.round_phase && wd.unlinked > 0);
-    const int zero = nst_watchdog_moving(0, wd.round_limit, mine, NULL, 0);
     free(heard);
     if (moving && !wd.round_phase && !wd.warned) {
         ranks_by_host(working, who, sizeof who);
         char all[1200];
         snprintf(all, sizeof all, "%s%s%s%s", zero ? "rank 0 on " : "", zero ? nst_comm_host() : "", zero && who[0] ? "; " : "", who);
-        nst_warn("no iteration has finished for %.0f s, but still computing (not waiting inside MPI): %s: a slow iteration, not a "
-                 "stall; waiting on\n", wd.round_limit, all);
+        if (slow)
+            nst_warn("no iteration has finished for %.0f s, but still computing (not waiting inside MPI): %s: a slow iteration, not "
+                     "a stall; waiting on\n", wd.round_limit, all);
+        else
+            nst_warn("no iteration has finished for %.0f s, but computing within the last %.0f s: %s: a slow iteration ending, not "
+                     "a stall; waiting on\n", wd.round_limit, wd.round_limit / 2, all);
         wd.warned = 1;
     }
     free(working);
@@ -219,12 +228,9 @@ static void stall_verdict(const char *silent)
         snprintf(what, sizeof what, "no answer from %s: stopped (a frozen process or host) or cut off by the network", who);
     else if (wd.n == 0)
         snprintf(what, sizeof what, "no other rank could be asked why (none reached rank 0's lifeline over TCP at the start)");
-    else if (wd.round_phase)
+    else
         snprintf(what, sizeof what, "every rank answers, and each has waited inside MPI for %g s or more: they wait for each other "
                  "inside MPI, whose network has stopped", wd.round_limit / 2);
-    else
-        snprintf(what, sizeof what, "every rank answers, and none has computed for %g s: they wait for each other inside MPI, whose "
-                 "network has stopped", wd.round_limit / 2);
     wd_saved_read(saved, sizeof saved);
     what_ran_out(&c, out, sizeof out);
     if (c.since >= 0)

@@ -10,8 +10,8 @@
  *   their host;
  * - no iteration has finished for run.stall_timeout seconds: rank 0 asks every rank whether it
  *   is alive and what it does, names the ranks that do not answer (stopped, or cut off by the
- *   network) and ends the job; while a rank answers that it has been computing (not waiting in
- *   MPI) for that long, the iteration is slow but moving and the watchdog waits on;
+ *   network) and ends the job; while a rank answers that it is computing (not waiting in MPI), or
+ *   began its wait lately, the iteration is slow but moving and the watchdog waits on;
  * - outside the loops (from the end of the ranks' first exchange, which first_contact.c bounds):
  *   a wait inside MPI passes the phase's limit, and rank 0's questions find a rank silent, or
  *   every rank waiting inside MPI; or rank 0's own questions, once per limit, find a rank silent.
@@ -52,10 +52,12 @@ void nst_watchdog_setting(double setting);
  * limit set for short iterations does not judge a long broadcast or gather. Pure. */
 double nst_watchdog_phase_limit(double setting, double slowest, int seen);
 /* A round's answers (bit 31: inside MPI; below it, seconds in that state) say the job is moving:
- * in a render loop when a rank has computed for half the limit or more; in a phase also when a
- * rank is computing at all, or has been inside MPI for less than half the limit. Every rank
- * answered (a silent rank is a stall either way); mine is rank 0's own state. Pure. */
-int nst_watchdog_moving(int phase, double limit, unsigned mine, const unsigned *state, int n);
+ * a rank is computing, or has been inside MPI for less than half the limit; in a loop and in a phase
+ * alike. Every rank answered (a silent rank is a stall either way); mine is rank 0's own state. Pure.
+ * nst_watchdog_slow: the answer of a rank that has computed for half the limit or more (the slow
+ * iteration's rank the warning names). */
+int nst_watchdog_moving(double limit, unsigned mine, const unsigned *state, int n);
+int nst_watchdog_slow(double limit, unsigned st);
 /* What a run started again resumes from, for the messages ("the checkpoint of level 1, iteration
  * 60 in ck is in force"). */
 void nst_watchdog_saved(const char *what);

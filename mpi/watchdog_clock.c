@@ -101,19 +101,28 @@ uint32_t wd_my_state(void)
 }
 
 /* The answers hold whole seconds, rounded down: a rank has computed for secs to secs + 1 s, or
- * waited inside MPI that long. Each test leans to "moving", so that rounding never ends a job. */
-int nst_watchdog_moving(int phase, double limit, unsigned mine, const unsigned *state, int n)
+ * waited inside MPI that long. Each test leans to "moving", so that rounding never ends a job. The
+ * rule is the same in a loop and in a phase: a rank computing at all came out of MPI since its last
+ * wait, and one back inside MPI for less than half the limit computed until lately. In a loop this
+ * matters at a slow iteration's end: the slow rank, done with its work, computes the rest of its
+ * step or has just joined the others' collective while the clock runs out (a loaded machine made
+ * exactly that a stall). A stopped network still ends the job: every rank then waits inside MPI,
+ * the last one since at most an iteration (1/20 of the auto limit) after the stop, or since the
+ * previous round's extension. */
+int nst_watchdog_moving(double limit, unsigned mine, const unsigned *state, int n)
 {
     const double half = limit / 2;
     int moving = 0;
     for (int i = -1; i < n; i++) {
         const unsigned st = i < 0 ? mine : state[i];
         const double secs = (double)(st & 0x7fffffffu);
-        if (st & 0x80000000u) moving |= phase && secs < half; /* came out of MPI lately: it moves */
-        else moving |= phase || secs + 1 > half;               /* computing */
+        moving |= !(st & 0x80000000u) || secs < half; /* computing, or back inside MPI lately */
     }
     return moving;
 }
+
+/* A slow iteration's rank, for the warning: computing, not waiting inside MPI, for half the limit. */
+int nst_watchdog_slow(double limit, unsigned st) { return !(st & 0x80000000u) && (double)(st & 0x7fffffffu) + 1 > limit / 2; }
 
 /* ---- the render's clock (written by the main thread, read by the watchdog) --------------------------- */
 

@@ -248,23 +248,26 @@ static void t_watchdog_phase_limit(void)
     CHECK(nst_watchdog_phase_limit(0, 60, 1) == 1200, "auto after iterations of a minute: %g", nst_watchdog_phase_limit(0, 60, 1));
 }
 
-/* A round's answers (bit 31: inside MPI; below: seconds in that state), limit 8 s (half: 4). In a
- * loop only a rank computing for half the limit moves the job; in a phase any rank computing, or
- * back from MPI less than half the limit ago, does; every rank inside MPI for half of it or more is
- * a stalled network either way. */
+/* A round's answers (bit 31: inside MPI; below: seconds in that state), limit 8 s (half: 4), the
+ * same rule in a loop and a phase: a rank computing at all, or back inside MPI less than half the
+ * limit ago, moves the job (a slow iteration's rank just done with its work, as a loaded machine
+ * once showed to be a false stall); every rank inside MPI for half of it or more is a stalled
+ * network. nst_watchdog_slow names the ranks that computed for half the limit. */
 static void t_watchdog_moving(void)
 {
     const unsigned in = 0x80000000u;
-    const unsigned waiting[2] = {in | 9, in | 4}, one_busy[2] = {in | 9, 5}, one_new[2] = {in | 9, 1}, one_back[2] = {in | 9, in | 1};
-    CHECK(!nst_watchdog_moving(0, 8, in | 9, waiting, 2) && !nst_watchdog_moving(1, 8, in | 9, waiting, 2), "every rank inside MPI 4 s or more: a stall");
-    CHECK(nst_watchdog_moving(0, 8, in | 9, one_busy, 2) && nst_watchdog_moving(1, 8, in | 9, one_busy, 2), "a rank computing 5 s: moving");
-    CHECK(!nst_watchdog_moving(0, 8, in | 9, one_new, 2), "in a loop, a rank computing 1 s: not enough");
-    CHECK(nst_watchdog_moving(1, 8, in | 9, one_new, 2), "in a phase, a rank computing at all: moving");
-    CHECK(!nst_watchdog_moving(0, 8, in | 9, one_back, 2) && nst_watchdog_moving(1, 8, in | 9, one_back, 2),
-          "a rank back inside MPI 1 s ago: moving in a phase only");
-    CHECK(nst_watchdog_moving(1, 8, 0, waiting, 2) && nst_watchdog_moving(0, 8, 6, waiting, 2) && !nst_watchdog_moving(0, 8, 3, waiting, 2),
+    const unsigned waiting[2] = {in | 9, in | 4}, one_busy[2] = {in | 9, 5}, one_new[2] = {in | 9, 1}, one_back[2] = {in | 9, in | 1},
+                   one_edge[2] = {in | 9, in | 3};
+    CHECK(!nst_watchdog_moving(8, in | 9, waiting, 2), "every rank inside MPI 4 s or more: a stall");
+    CHECK(nst_watchdog_moving(8, in | 9, one_busy, 2), "a rank computing 5 s: moving");
+    CHECK(nst_watchdog_moving(8, in | 9, one_new, 2), "a rank computing 1 s (out of MPI since): moving");
+    CHECK(nst_watchdog_moving(8, in | 9, one_back, 2), "a rank back inside MPI 1 s ago (it computed until then): moving");
+    CHECK(nst_watchdog_moving(8, in | 9, one_edge, 2), "3 s inside MPI (3 to 4 s, rounded down): moving");
+    CHECK(nst_watchdog_moving(8, 0, waiting, 2) && nst_watchdog_moving(8, in | 2, waiting, 2) && !nst_watchdog_moving(8, in | 5, waiting, 2),
           "rank 0's own state counts as any rank's");
-    CHECK(!nst_watchdog_moving(1, 8, in | 4, NULL, 0), "a world of rank 0 alone inside MPI: a stall");
+    CHECK(!nst_watchdog_moving(8, in | 4, NULL, 0) && nst_watchdog_moving(8, 0, NULL, 0), "a world of rank 0 alone: inside MPI a stall, computing not");
+    CHECK(nst_watchdog_slow(8, 4) && nst_watchdog_slow(8, 5) && !nst_watchdog_slow(8, 3) && !nst_watchdog_slow(8, in | 9),
+          "the slow ranks named: computing 4 s or more of a limit of 8 (3 s: not)");
 }
 
 /* The ranks' first exchange: every pair up to 256 ranks; beyond, the pairs at distances 2^k (both
