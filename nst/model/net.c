@@ -79,12 +79,15 @@ static size_t grad_elems(const nst_net *net, size_t amax, int h, int w)
 
 size_t nst_acts_bytes(const nst_net *net, int h, int w)
 {
+    /* nst_net_shape's sizes in one pass (the planner calls this for every window of every tiling
+     * it weighs: layer by layer from the input, it took most of a 40000 px dry run's minute) */
     size_t el = 0, amax = 0;
+    int oh = h, ow = w;
     for (int i = 0; i < net->nlayers; i++) {
-        int oh, ow, oc;
-        nst_net_shape(net, i, h, w, &oh, &ow, &oc);
-        el += (size_t)oh * ow * oc;
-        if ((size_t)oh * ow * oc > amax) amax = (size_t)oh * ow * oc;
+        if (nst_vgg_layer_at(i)->op == NST_OP_POOL) oh /= 2, ow /= 2;
+        const size_t n = (size_t)oh * ow * net->width[i];
+        el += n;
+        if (n > amax) amax = n;
     }
     return (size_t)h * w * 3 * nst_dtype_size(net->be->in_dtype) + (el + 2 * grad_elems(net, amax, h, w)) * nst_dtype_size(net->be->act_dtype);
 }

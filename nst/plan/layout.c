@@ -37,14 +37,15 @@ static size_t targets_bytes(const nst_loss_spec *spec, const nst_net *net, int h
 size_t nst_layout_memory(const nst_grid *g, const int *owner, int r, int cheap, size_t opt_px_bytes, nst_gram_strategy gram,
                          const nst_loss_spec *spec, const nst_net *net)
 {
-    size_t b = 0, shared = 0;
+    size_t b = 0, shared = 0, a = 0, tb = 0;
+    int lh = -1, lw = -1; /* the previous window's size: a row's tiles mostly share one (the planner weighs thousands) */
     for (int t = 0; t < g->ntiles; t++) {
         if (owner[t] != r) continue;
         nst_rect w = nst_grid_window(g, t), c = nst_grid_core(g, t);
         size_t wpx = (size_t)w.w * w.h, cpx = (size_t)c.w * c.h;
-        b += 24 * wpx + targets_bytes(spec, net, w.h, w.w);
+        if (w.h != lh || w.w != lw) lh = w.h, lw = w.w, a = acts_bytes(net, w.h, w.w), tb = targets_bytes(spec, net, w.h, w.w);
+        b += 24 * wpx + tb;
         b += cheap ? (opt_px_bytes - 24) * wpx : opt_px_bytes * cpx; /* cheap: over the window, whose img and dimg are x and g */
-        size_t a = acts_bytes(net, w.h, w.w);
         if (gram == NST_GRAM_RESIDENT)
             b += a;
         else if (a > shared)

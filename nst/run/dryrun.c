@@ -149,6 +149,40 @@ static nst_status calibrate_all(const nst_levels_ctx *c, int side, calibration *
     return NST_OK;
 }
 
+/* Whether every level has a plan within the budget (each planned and dropped again): a render that
+ * would stop at start gets no calibration, which on a CPU with full-width weights takes most of a
+ * minute for an estimate it would not print. Collective (as the plans are). */
+static int all_levels_fit(const nst_levels_ctx *c, const nst_level_plan *p)
+{
+    int fit = 1;
+    for (int k = 0; k < p->n; k++) {
+        nst_layout L;
+        memset(&L, 0, sizeof L);
+        if (nst_levels_plan_layout(c, p, k, &L) != NST_OK) fit = 0, nst_fail_clear();
+        nst_layout_free(&L);
+    }
+    return fit;
+}
+
+/* Level k's line: its plan, its memory and, with a calibration, its seconds. */
+static nst_status describe_level(const nst_levels_ctx *c, const nst_level_plan *p, int k, const nst_layout *L, const calibration *cal,
+                                 double *total)
+{
+    char tiles[96], time[96] = "";
+    if (cal) {
+        double secs = 0, iter = 0;
+        NST_TRY(nst_comm_agree(level_seconds(c, p, k, L, cal, &secs, &iter)));
+        *total += secs;
+        snprintf(time, sizeof time, "; about %.0f s (%.3g s per iteration)", secs, iter);
+    }
+    nst_layout_describe_tiles(&L->grid, tiles, sizeof tiles);
+    nst_info("level %d/%d: %dx%d, %lld iterations: %s, halo %d px, Gram %s; %.3g GiB per rank (backend %.3g) of %.3g GiB%s%s\n", k + 1, p->n,
+             p->w[k], p->h[k], p->iterations[k], tiles, L->grid.halo, nst_gram_strategy_name(L->gram), gib((double)L->mem_total),
+             gib((double)L->mem_max), gib((double)L->mem_budget),
+             L->lbfgs_unfit ? ", with Adam (optim.method = auto: L-BFGS's state fits no tiling)" : "", time);
+    return NST_OK;
+}
+
 nst_status nst_dry_run(const nst_levels_ctx *c, const nst_level_plan *p, const nst_output_spec *out, int W, int H)
 {
     const double t_start = nst_now();
@@ -157,10 +191,15 @@ nst_status nst_dry_run(const nst_levels_ctx *c, const nst_level_plan *p, const n
         side = fmin(side, fmax(p->w[k], p->h[k]));
     side = side < 16 ? 16 : side / 16 * 16;
     calibration cal = {0};
-    NST_TRY(calibrate_all(c, side, &cal));
-    nst_info("dry run: nothing is rendered or written. Calibration: %d iterations of a %dx%d tile on every rank (%s): %.3g s per "
-             "megapixel of window per iteration, %.2g s of set-up per new shape, %.2g s per GiB of fresh buffers (the slowest rank)\n",
-             CAL_ITERS, side, side, c->be->description, cal.per_px * 1e6, cal.setup, cal.per_byte * (double)(1u << 30));
+    const int fits = all_levels_fit(c, p);
+    if (fits) {
+        NST_TRY(calibrate_all(c, side, &cal));
+        nst_info("dry run: nothing is rendered or written. Calibration: %d iterations of a %dx%d tile on every rank (%s): %.3g s per "
+                 "megapixel of window per iteration, %.2g s of set-up per new shape, %.2g s per GiB of fresh buffers (the slowest rank)\n",
+                 CAL_ITERS, side, side, c->be->description, cal.per_px * 1e6, cal.setup, cal.per_byte * (double)(1u << 30));
+    } else {
+        nst_info("dry run: nothing is rendered or written; no time estimate (and no calibration): a level fits no plan\n");
+    }
     double total = 0;
     int unfit = 0;
     for (int k = 0; k < p->n; k++) {
@@ -173,20 +212,9 @@ nst_status nst_dry_run(const nst_levels_ctx *c, const nst_level_plan *p, const n
             unfit++;
             continue;
         }
-        double secs = 0, iter = 0;
-        nst_status s = nst_comm_agree(level_seconds(c, p, k, &L, &cal, &secs, &iter));
-        if (s != NST_OK) {
-            nst_layout_free(&L);
-            return s;
-        }
-        total += secs;
-        char tiles[96];
-        nst_layout_describe_tiles(&L.grid, tiles, sizeof tiles);
-        nst_info("level %d/%d: %dx%d, %lld iterations: %s, halo %d px, Gram %s; %.3g GiB per rank "
-                 "(backend %.3g) of %.3g GiB%s; about %.0f s (%.3g s per iteration)\n",
-                 k + 1, p->n, p->w[k], p->h[k], p->iterations[k], tiles, L.grid.halo, nst_gram_strategy_name(L.gram), gib((double)L.mem_total), gib((double)L.mem_max),
-                 gib((double)L.mem_budget), L.lbfgs_unfit ? ", with Adam (optim.method = auto: L-BFGS's state fits no tiling)" : "", secs, iter);
+        nst_status s = describe_level(c, p, k, &L, fits ? &cal : NULL, &total);
         nst_layout_free(&L);
+        if (s != NST_OK) return s;
     }
     if (!unfit)
         nst_info("estimate: about %.0f s for the %d level%s (the output's writing not included); the dry run took %.1f s\n", total, p->n,
