@@ -152,8 +152,10 @@ nst v1 ck.ini --set output.path=out/v1.tif --set checkpoint.path=ck_v1
 # Ctrl-C: to mpirun itself (it sends every rank SIGTERM and exits 1: Open MPI's status), and to
 # tools/nstbatch-mpirun (it asks the ranks with USR1: exit 75); both leave a checkpoint to resume.
 # ($IDLE passes the signal to mpirun alone, as `timeout --foreground` does: sent to the group too,
-# a second SIGINT would make mpirun kill the ranks at once, as a second Ctrl-C would)
-(cd "$T" && exec "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" ck.ini --set output.path=out/int.tif \
+# a second SIGINT would make mpirun kill the ranks at once, as a second Ctrl-C would; mpirun's
+# SIGKILL follows its SIGTERM after odls_base_sigkill_timeout, whose default of 1 s is the ranks'
+# time to checkpoint, and which tests/idle.sh sets to 0 for the suites' failing runs)
+(cd "$T" && OMPI_MCA_odls_base_sigkill_timeout=1 exec "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" ck.ini --set output.path=out/int.tif \
     --set checkpoint.path=ck_int) >"$T/int.log" 2>&1 &
 bg=$!
 wait_iter int 40; kill -INT $bg; wait $bg; r=$?
