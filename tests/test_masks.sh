@@ -64,7 +64,7 @@ preview = 0
 [model]
 random_width_divisor = 8
 [optim]
-iterations = 20
+iterations = 10
 [run]
 device = cpu
 threads = 1

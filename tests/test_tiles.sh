@@ -3,7 +3,8 @@
 #
 #   tests/test_tiles.sh NSTBATCH IMAGE_DIFF
 #
-# One small render (the demo's images at 320x240, the random VGG-19 at width 1/8, 20 Adam steps,
+# One small render (the demo's images at 320x240, the random VGG-19 at width 1/8, 10 steps of
+# the default optimiser, L-BFGS: the contract holds from the first step, and 10 carry its history;
 # 16-bit TIFF output, one thread per rank so every run does the same arithmetic) as one tile on
 # one rank, many tiles on one rank (resident and two-pass Gram), and many tiles on 2 and 4 ranks
 # (mpirun --oversubscribe), in fp32 and in bf16 (SKIP where the CPU has no bf16): in exact mode
@@ -38,7 +39,7 @@ overwrite = true
 [model]
 random_width_divisor = 8
 [optim]
-iterations = 20
+iterations = 10
 [run]
 device = cpu
 threads = 1
