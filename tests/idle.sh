@@ -20,9 +20,9 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 # mpirun ends a job whose rank exited non-zero with SIGTERM, a wait, SIGKILL and a wait, each wait
 # odls_base_sigkill_timeout (1 s): every refused config, bad flag or planted fault through mpirun
 # took 2.1 s instead of 0.15 (test_cli: 64 s -> 46 s). Nothing is lost: nstbatch's ranks agree on
-# their status before any exits, so they have all finished when one exits. The one case that
-# needs the grace, Ctrl-C to mpirun (the ranks checkpoint on its SIGTERM), sets Open MPI's default
-# again (test_checkpoint).
+# their status before any exits, so they have all finished when one exits. The cases that need
+# the grace set Open MPI's default again: Ctrl-C to mpirun (the ranks checkpoint on its SIGTERM,
+# test_checkpoint) and a lost host (the survivors name it before mpirun's SIGKILL, test_hosts).
 export OMPI_MCA_odls_base_sigkill_timeout=${OMPI_MCA_odls_base_sigkill_timeout:-0}
 # bytes GLOB: the total size of the files matching GLOB (0 with none): a job's outputs, say
 bytes() { local n=0 f; for f in $1; do [ -f "$f" ] && n=$((n + $(stat -c %s "$f"))); done; echo "$n"; }
