@@ -164,11 +164,24 @@ def cmd_same(a, b, levels="all"):
                                                         len(la), "" if len(la) == 1 else "s"))
 
 
+def level0(path):
+    """Level 0 alone (the reduced levels are cmd_formats'): a 100 MP pyramid's others took a fifth
+    of the check."""
+    if path.endswith(".h5"):
+        with h5py.File(path, "r") as f:
+            return f["level0"][()]
+    with tifffile.TiffFile(path) as t:
+        try:
+            return t.pages[0].asarray()
+        except ValueError:  # a codec tifffile lacks here (tiff_levels)
+            return vips_level(path, 0, t.pages[0].bitspersample)
+
+
 def cmd_input(stem, inp):
     img = tifffile.imread(inp)
-    for ext, levels in ((".tif", lambda: tiff_levels(stem + ".tif")[0]), (".h5", lambda: h5_levels(stem + ".h5"))):
+    for ext in (".tif", ".h5"):
         if os.path.exists(stem + ext):
-            out = levels()[0]
+            out = level0(stem + ext)
             report(np.array_equal(out, img), "%s%s level 0 equals the %dx%d input" % (os.path.basename(stem), ext, img.shape[1], img.shape[0]))
 
 
