@@ -190,7 +190,7 @@ static int slow_but_moving(const char *silent)
             nst_warn("no iteration has finished for %.0f s, but still computing (not waiting inside MPI): %s: a slow iteration, not "
                      "a stall; waiting on\n", wd.round_limit, all);
         else
-            nst_warn("no iteration has finished for %.0f s, but computing within the last %.0f s: %s: a slow iteration ending, not "
+            nst_warn("no iteration has finished for %.0f s, but computing within the last %.3g s: %s: a slow iteration ending, not "
                      "a stall; waiting on\n", wd.round_limit, wd.round_limit / 2, all);
         wd.warned = 1;
     }

@@ -46,6 +46,9 @@ void nst_watchdog_disarm(void);
  * NSTBATCH_FREEZE=RANK:KEY stops that rank (SIGSTOP) as the phase begins, RANK:KEY:SECONDS keeps
  * it computing that long; a comma-separated list sets several ranks. */
 void nst_watchdog_phase(const char *key, const char *what, int encloses);
+/* The test hook's stopped network (NSTBATCH_SLOW=RANK:ITERATION:hang, nst/render/render.c): this
+ * rank waits as if inside MPI, for ever, until the job is ended. */
+_Noreturn void nst_watchdog_hang(void);
 /* run.stall_timeout (0: auto), once the config is read: the phases before the first loop use it. */
 void nst_watchdog_setting(double setting);
 /* A phase's limit: the larger of run.stall_timeout (setting, 0: auto) and auto's limit, so that a

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "../util/timer.h"
@@ -91,6 +92,11 @@ static void mpi_update(int step, int progress)
 
 void nst_watchdog_mpi(int enter) { mpi_update(enter ? 1 : -1, 0); }
 void nst_watchdog_mpi_progress(void) { mpi_update(0, 1); }
+_Noreturn void nst_watchdog_hang(void)
+{
+    nst_watchdog_mpi(1);
+    for (;;) sleep(60); /* (a signal's handler returns here: still waiting) */
+}
 void wd_mpi_reset(void) { atomic_store(&mpi_word, now_ms() << 16); }
 
 uint32_t wd_my_state(void)

@@ -18,6 +18,9 @@
 # - a rank computing 10 s in the set-up (over three times the limit, NSTBATCH_FREEZE=1:setup:10):
 #   a phase's wait for one rank's work is no stall: the render ends normally, its image equal to
 #   the same render's without the delay.
+# - in the render loop, rank 1 waiting as if inside MPI from iteration 10 on (NSTBATCH_SLOW=1:10:hang,
+#   a network that stopped under the job while every lifeline answers): the others wait for it
+#   inside MPI, and rank 0 says so after the limit, exit 75, no image;
 # - the whole job suspended 15 s mid-render and resumed: no stall (the clocks start again).
 # Every run is bounded ("$IDLE" 120 s): before phases were watched, each frozen case waited until
 # it was killed.
@@ -76,6 +79,10 @@ three busy 1:setup:10 --set output.path=busy.png
 if [ $rc -eq 0 ] && ! grep -q 'stalled\|error' "$T/busy.log" && [ "$took" -ge 10 ]; then
   same "rank 1 computing 10 s in the set-up (limit 3 s): no stall, the render ends in $took s, its image the plain render's" plain.png busy.png
 else bad "a rank computing in the set-up" "exit $rc after $took s" "$(grep -v '^ *[0-9]' "$T/busy.log" | tail -n 8)"; fi
+# every rank inside MPI in the loop (rank 1 waits there for ever): a stopped network, named
+NSTBATCH_SLOW=1:10:hang three hang "" --set optim.iterations=30 --set output.path=hang.png
+stalled "every rank waiting inside MPI at iteration 10 (rank 1 for ever): a stopped network" hang hang.png \
+  "stalled at level 1, iteration 10: no iteration finished for [0-9]* s (.*); every rank answers, and each has waited inside MPI for [0-9.]* s or more: .*whose network has stopped"
 # the whole job suspended for 15 s mid-render (SIGSTOP to every rank and mpirun, as a scheduler's
 # suspend does) and resumed: every clock ran past its limit meanwhile, but no rank could run, so
 # the watchdog starts its clocks again rather than ending the job

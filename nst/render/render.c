@@ -48,7 +48,8 @@ static nst_status injected_fault(long long it)
  * waiting in MPI) before that iteration's step, as a slow but moving rank would, so that the tests
  * can check that the stall watchdog waits for it. RANK:ITERATION:xK spends K times the watchdog's
  * limit at that moment (20x the slowest iteration so far, at least the floor), so that the delay
- * outlasts the limit however slow a loaded machine makes the iterations. */
+ * outlasts the limit however slow a loaded machine makes the iterations. RANK:ITERATION:hang
+ * waits there as if inside MPI, for ever: to the watchdog, a network that stopped under the job. */
 static void injected_delay(long long it)
 {
     const char *f = getenv("NSTBATCH_SLOW");
@@ -57,6 +58,10 @@ static void injected_delay(long long it)
     double secs;
     if (!f || sscanf(f, "%d:%lld:", &rank, &at) != 2 || rank != nst_comm_rank() || at != it) return;
     const char *v = strrchr(f, ':') + 1;
+    if (strcmp(v, "hang") == 0) {
+        fprintf(stderr, "nstbatch: test hook NSTBATCH_SLOW: rank %d waits as if inside MPI from iteration %lld on\n", rank, it);
+        nst_watchdog_hang();
+    }
     if (sscanf(v, "x%lf", &secs) == 1) secs *= nst_watchdog_limit_now();
     else if (sscanf(v, "%lf", &secs) != 1) return;
     fprintf(stderr, "nstbatch: test hook NSTBATCH_SLOW: rank %d computes %.1f s before iteration %lld\n", rank, secs, it);
