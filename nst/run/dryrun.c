@@ -149,21 +149,6 @@ static nst_status calibrate_all(const nst_levels_ctx *c, int side, calibration *
     return NST_OK;
 }
 
-/* Whether every level has a plan within the budget (each planned and dropped again): a render that
- * would stop at start gets no calibration, which on a CPU with full-width weights takes most of a
- * minute for an estimate it would not print. Collective (as the plans are). */
-static int all_levels_fit(const nst_levels_ctx *c, const nst_level_plan *p)
-{
-    int fit = 1;
-    for (int k = 0; k < p->n; k++) {
-        nst_layout L;
-        memset(&L, 0, sizeof L);
-        if (nst_levels_plan_layout(c, p, k, &L) != NST_OK) fit = 0, nst_fail_clear();
-        nst_layout_free(&L);
-    }
-    return fit;
-}
-
 /* Level k's line: its plan, its memory and, with a calibration, its seconds. */
 static nst_status describe_level(const nst_levels_ctx *c, const nst_level_plan *p, int k, const nst_layout *L, const calibration *cal,
                                  double *total)
@@ -183,6 +168,24 @@ static nst_status describe_level(const nst_levels_ctx *c, const nst_level_plan *
     return NST_OK;
 }
 
+#define WHY_MAX 2048 /* a failure's message, as util/status.c keeps it */
+
+/* Every level planned once (collective, as the plans are): L[k], or why[k] where level k fits no
+ * plan ("" where it fits); the count of those. */
+static int plan_levels(const nst_levels_ctx *c, const nst_level_plan *p, nst_layout *L, char (*why)[WHY_MAX])
+{
+    int unfit = 0;
+    for (int k = 0; k < p->n; k++) {
+        memset(&L[k], 0, sizeof L[k]);
+        why[k][0] = 0;
+        if (nst_levels_plan_layout(c, p, k, &L[k]) == NST_OK) continue;
+        snprintf(why[k], WHY_MAX, "%s", nst_fail_message());
+        nst_fail_clear();
+        unfit++;
+    }
+    return unfit;
+}
+
 nst_status nst_dry_run(const nst_levels_ctx *c, const nst_level_plan *p, const nst_output_spec *out, int W, int H)
 {
     const double t_start = nst_now();
@@ -190,32 +193,31 @@ nst_status nst_dry_run(const nst_levels_ctx *c, const nst_level_plan *p, const n
     for (int k = 0; k < p->n; k++) /* no larger than the largest level */
         side = fmin(side, fmax(p->w[k], p->h[k]));
     side = side < 16 ? 16 : side / 16 * 16;
+    nst_layout L[NST_MAX_LEVELS];
+    char why[NST_MAX_LEVELS][WHY_MAX];
+    /* a render that would stop at start gets no calibration: on a CPU with full-width weights it
+     * takes most of a minute, for an estimate that would not be printed */
+    const int unfit = plan_levels(c, p, L, why);
     calibration cal = {0};
-    const int fits = all_levels_fit(c, p);
-    if (fits) {
-        NST_TRY(calibrate_all(c, side, &cal));
-        nst_info("dry run: nothing is rendered or written. Calibration: %d iterations of a %dx%d tile on every rank (%s): %.3g s per "
-                 "megapixel of window per iteration, %.2g s of set-up per new shape, %.2g s per GiB of fresh buffers (the slowest rank)\n",
-                 CAL_ITERS, side, side, c->be->description, cal.per_px * 1e6, cal.setup, cal.per_byte * (double)(1u << 30));
+    nst_status s = NST_OK;
+    if (!unfit) {
+        s = calibrate_all(c, side, &cal);
+        if (s == NST_OK)
+            nst_info("dry run: nothing is rendered or written. Calibration: %d iterations of a %dx%d tile on every rank (%s): %.3g s per "
+                     "megapixel of window per iteration, %.2g s of set-up per new shape, %.2g s per GiB of fresh buffers (the slowest rank)\n",
+                     CAL_ITERS, side, side, c->be->description, cal.per_px * 1e6, cal.setup, cal.per_byte * (double)(1u << 30));
     } else {
         nst_info("dry run: nothing is rendered or written; no time estimate (and no calibration): a level fits no plan\n");
     }
     double total = 0;
-    int unfit = 0;
-    for (int k = 0; k < p->n; k++) {
-        nst_layout L;
-        memset(&L, 0, sizeof L);
-        if (nst_levels_plan_layout(c, p, k, &L) != NST_OK) { /* say why, and go on with the other levels */
-            nst_info("level %d/%d: %dx%d, %lld iterations: does not fit: %s\n", k + 1, p->n, p->w[k], p->h[k], p->iterations[k],
-                     nst_fail_message());
-            nst_fail_clear();
-            unfit++;
-            continue;
-        }
-        nst_status s = describe_level(c, p, k, &L, fits ? &cal : NULL, &total);
-        nst_layout_free(&L);
-        if (s != NST_OK) return s;
+    for (int k = 0; s == NST_OK && k < p->n; k++) {
+        if (why[k][0]) /* say why, and go on with the other levels */
+            nst_info("level %d/%d: %dx%d, %lld iterations: does not fit: %s\n", k + 1, p->n, p->w[k], p->h[k], p->iterations[k], why[k]);
+        else
+            s = describe_level(c, p, k, &L[k], unfit ? NULL : &cal, &total);
     }
+    for (int k = 0; k < p->n; k++) nst_layout_free(&L[k]);
+    if (s != NST_OK) return s;
     if (!unfit)
         nst_info("estimate: about %.0f s for the %d level%s (the output's writing not included); the dry run took %.1f s\n", total, p->n,
                  p->n == 1 ? "" : "s", nst_now() - t_start);
