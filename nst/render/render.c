@@ -12,6 +12,8 @@
 #include "../../mpi/watchdog.h"
 #include "../../util/log.h"
 #include "../../util/mem.h"
+#include "../../util/signals.h"
+#include "../../util/timer.h"
 #include "../report/first_gradient.h"
 #include "../report/progress.h"
 #include "../state/checkpoint.h"
@@ -49,22 +51,32 @@ static nst_status injected_fault(long long it)
  * can check that the stall watchdog waits for it. RANK:ITERATION:xK spends K times the watchdog's
  * limit at that moment (20x the slowest iteration so far, at least the floor), so that the delay
  * outlasts the limit however slow a loaded machine makes the iterations. RANK:ITERATION:hang
- * waits there as if inside MPI, for ever: to the watchdog, a network that stopped under the job. */
-static void injected_delay(long long it)
+ * waits there as if inside MPI, for ever: to the watchdog, a network that stopped under the job.
+ * RANK:ITERATION:signal computes there until a signal asks for a stop (10 minutes at most), in a
+ * run that did not resume a checkpoint: the run a time limit stops, with no CPU spent to make it
+ * long (the resumed run goes on past it). RANK * is every rank. */
+static void injected_delay(long long it, int resumed)
 {
     const char *f = getenv("NSTBATCH_SLOW");
-    int rank;
+    int rank = -1;
     long long at;
     double secs;
-    if (!f || sscanf(f, "%d:%lld:", &rank, &at) != 2 || rank != nst_comm_rank() || at != it) return;
+    if (!f || (f[0] == '*' ? sscanf(f, "*:%lld:", &at) != 1 : sscanf(f, "%d:%lld:", &rank, &at) != 2) || at != it) return;
+    if (rank >= 0 && rank != nst_comm_rank()) return;
     const char *v = strrchr(f, ':') + 1;
     if (strcmp(v, "hang") == 0) {
-        fprintf(stderr, "nstbatch: test hook NSTBATCH_SLOW: rank %d waits as if inside MPI from iteration %lld on\n", rank, it);
+        fprintf(stderr, "nstbatch: test hook NSTBATCH_SLOW: rank %d waits as if inside MPI from iteration %lld on\n", nst_comm_rank(), it);
         nst_watchdog_hang();
+    }
+    if (strcmp(v, "signal") == 0) {
+        if (resumed) return;
+        fprintf(stderr, "nstbatch: test hook NSTBATCH_SLOW: rank %d computes before iteration %lld until a signal comes\n", nst_comm_rank(), it);
+        for (double t0 = nst_now(); !nst_signal_pending() && nst_now() - t0 < 600;) nst_sleep(0.05);
+        return;
     }
     if (sscanf(v, "x%lf", &secs) == 1) secs *= nst_watchdog_limit_now();
     else if (sscanf(v, "%lf", &secs) != 1) return;
-    fprintf(stderr, "nstbatch: test hook NSTBATCH_SLOW: rank %d computes %.1f s before iteration %lld\n", rank, secs, it);
+    fprintf(stderr, "nstbatch: test hook NSTBATCH_SLOW: rank %d computes %.1f s before iteration %lld\n", nst_comm_rank(), secs, it);
     nst_sleep(secs);
 }
 
@@ -206,7 +218,7 @@ static nst_status iter_step(render_run *r, long long it)
     nst_backend *be = r->ctx->be;
     double m0 = nst_now();
     nst_status s = injected_fault(it);
-    injected_delay(it);
+    injected_delay(it, r->it0 > 0);
     be->ops->range_push(be, "optimiser");
     s = nst_render_step(r->ctx, r->tiles, r->ts, &r->lb, r->t_start + it + 1, s);
     be->ops->range_pop(be);
