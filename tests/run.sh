@@ -8,7 +8,7 @@
 #
 # Lanes: the suites below run on TEST_LANES workers (default 2), each taking the next suite of the
 # list as it finishes one, their output printed in the list's order as each suite ends; and beside
-# them, from the start, `beside`'s chains, each one suite after another. The list begins with the
+# them, from the start, `beside`'s chains, each one suite after another, then a lane. The list begins with the
 # longest suites (by their times in docs/TESTS.md), so that none starts last and leaves one lane
 # alone with it at the end. On 2 cores one worker leaves a core half idle:
 # the suites wait on mpirun's start, on signals, on sleeps bounded for a loaded machine, so one lane
@@ -132,14 +132,6 @@ if [ "$lanes" = 1 ]; then
   for entry in "${beside[@]}"; do [ "$entry" = -- ] || suites+=("$entry"); done
   beside=()
 fi
-# the beside chains: test_slurm and test_hosts both start Slurm daemons, so one after the other;
-# test_watchdog, which only waits out its stopped ranks, in a chain of its own
-chain=()
-for entry in "${beside[@]}" --; do
-  if [ "$entry" != -- ]; then chain+=("$entry"); continue; fi
-  [ ${#chain[@]} -gt 0 ] && (for e in "${chain[@]}"; do run_suite "${e%%|*}" "${e#*|}"; done) &
-  chain=()
-done
 # worker: take the next suite's number from R/next (under a lock) until none is left
 worker() {
   local i
@@ -150,6 +142,17 @@ worker() {
   done
 }
 echo 0 >"$R/next"
+# the beside chains: test_slurm and test_hosts both start Slurm daemons, so one after the other;
+# test_watchdog, which only waits out its stopped ranks, in a chain of its own. A chain that has
+# ended works on as a lane: the list's tail is short suites that wait on mpirun's start and on
+# their renders' ends, which the cores can overlap (the last 5 minutes of a run at 765d183 left
+# the cores 10 to 45 % idle with two lanes)
+chain=()
+for entry in "${beside[@]}" --; do
+  if [ "$entry" != -- ]; then chain+=("$entry"); continue; fi
+  [ ${#chain[@]} -gt 0 ] && (for e in "${chain[@]}"; do run_suite "${e%%|*}" "${e#*|}"; done; worker) &
+  chain=()
+done
 for ((w = 0; w < lanes; w++)); do worker & done
 for entry in "${suites[@]}"; do
   echo "== ${entry%%|*}"

@@ -9,8 +9,9 @@
 # - read a suite's status line only once it is whole: the copy's awk writes it slowly, so a runner
 #   that read it early would fail here every time.
 # With 2 lanes two suites each wait for the other (60 s at most: bounded, not timed), so both pass
-# only if they run at the same time; so do two beside suites in two chains ("--" between them) with
-# 2 and 3 lanes, and with 1 lane a lone "--" is no suite. TEST_LANES=0 is refused with one line.
+# only if they run at the same time, and three suites each wait for the two others, which pass only
+# if a beside chain that has ended takes suites of the list too; so do two beside suites in two
+# chains ("--" between them) with 2 and 3 lanes, and with 1 lane a lone "--" is no suite. TEST_LANES=0 is refused with one line.
 #
 #   tests/test_runner.sh
 . "$(dirname "$0")/lib.sh" test_runner
@@ -29,12 +30,13 @@ cat >"$T/fake.sh" <<'EOF'
 #!/bin/sh
 sleep "$2"; echo "  ok   $1 says hello"; echo "$1: $3 passed, $4 failed, $5 skipped"; exit "${6:-0}"
 EOF
-# meet NAME OTHER: creates NAME's flag, then passes once OTHER's exists (60 s at most)
+# meet NAME OTHER...: creates NAME's flag, then passes once every OTHER's exists (60 s at most)
 cat >"$T/meet.sh" <<EOF
 #!/bin/sh
-touch "$T/\$1.here"; i=0
-while [ ! -e "$T/\$2.here" ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done
-[ -e "$T/\$2.here" ] && echo "\$1: 1 passed, 0 failed, 0 skipped" || echo "\$1: 0 passed, 1 failed, 0 skipped"
+me=\$1; shift; touch "$T/\$me.here"; i=0
+all() { for o in "\$@"; do [ -e "$T/\$o.here" ] || return 1; done; }
+while ! all "\$@" && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done
+all "\$@" && echo "\$me: 1 passed, 0 failed, 0 skipped" || echo "\$me: 0 passed, 1 failed, 0 skipped"
 EOF
 # killer: kills its worker, its parent's parent (idle_timeout's parent: field 4 of /proc/PID/stat)
 printf '#!/bin/sh\necho "half an output"\nkill -9 $(cut -d" " -f4 /proc/$PPID/stat)\n' >"$T/killer.sh"
@@ -53,6 +55,8 @@ list() { # list MEET BMEET: the suite lists, with the two suites that meet where
   echo "  \"s_fails|$F s_fails 0.4 1 1 0 1\""
   echo "  \"s_mute|$T/mute.sh\""
   [ "$1" = 1 ] && echo "  \"s_meet_a|$T/meet.sh s_meet_a s_meet_b\"" && echo "  \"s_meet_b|$T/meet.sh s_meet_b s_meet_a\""
+  # three that meet: with 2 lanes, only if a beside chain that has ended works on as a lane
+  [ "$1" = 1 ] && for t in a b c; do echo "  \"s_trio_$t|$T/meet.sh s_trio_$t $(printf 's_trio_%s ' a b c | sed "s/s_trio_$t //")\""; done
   echo "  \"s_status|$F s_status 0.2 3 0 0 3\""
   echo "  \"s_killed|$T/killer.sh\""
   echo "  \"s_last|$F s_last 0 1 0 0\""
@@ -69,7 +73,7 @@ for lanes in 1 2 3; do
   out=$(PATH="$T/bin:$PATH" TEST_LANES=$lanes NST_IDLE= "$IDLE" 120 bash "$T/r/tests/run.sh" 2>&1); rc=$?
   # the headers in the list's order (the beside suite last with 2 lanes or more), each suite's lines under its own
   order=$(sed -n 's/^== \([a-z0-9_]*\).*/\1/p' <<<"$out" | tr '\n' ' ')
-  want="s_slow s_fast s_fails s_mute $([ $meet = 1 ] && echo 's_meet_a s_meet_b ')s_status s_killed s_last "
+  want="s_slow s_fast s_fails s_mute $([ $meet = 1 ] && echo 's_meet_a s_meet_b s_trio_a s_trio_b s_trio_c ')s_status s_killed s_last "
   want+=$([ $bmeet = 1 ] && echo 's_bmeet_a s_beside s_bmeet_b ' || echo 's_beside ')
   if [ "$order" = "$want" ]; then ok "$lanes lane(s): the suites' output in the list's order"; else bad "$lanes lane(s): order" "got '$order', want '$want'" "$out"; fi
   misplaced=$(awk '/^== /{cur=$2} /says hello/{if ($1 != "ok" || $2 != cur) print}' <<<"$out")
@@ -78,7 +82,7 @@ for lanes in 1 2 3; do
   # s_fails' 1, s_mute, s_status, s_killed; skipped: s_fast's 1. With 1 lane the killed worker was
   # the only one: the suites after it (s_beside its list's last) never start and count as failures.
   if [ $lanes = 1 ]; then want="7 passed, 6 failed, 1 skipped" lost="s_killed s_last s_beside"
-  else want="$((13 + 2 * meet + 2 * bmeet)) passed, 4 failed, 1 skipped" lost="s_killed"; fi
+  else want="$((13 + 5 * meet + 2 * bmeet)) passed, 4 failed, 1 skipped" lost="s_killed"; fi
   last=$(tail -n 1 <<<"$out") named=1
   for b in "s_mute (exit status 0, no summary)" "s_status (exit status 3)" $(printf '%s\n' $lost | sed 's/$/#(did#not#end)/'); do
     grep -qxF "broken: ${b//#/ }" <<<"$out" || named=0
