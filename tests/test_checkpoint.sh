@@ -4,9 +4,10 @@
 #   tests/test_checkpoint.sh NSTBATCH IMAGE_DIFF
 #
 # 2-rank CPU renders of the demo images (random VGG-19 width 1/8, one thread per rank, 16-bit TIFF;
-# Adam unless a case says otherwise; 120 iterations: the signals come at iteration 40 and the
-# checkpoints every 20, so each stop and resume happens well before the end, and a longer render
-# would check nothing more):
+# Adam unless a case says otherwise; 60 iterations, the checkpoints every 10. A render to be
+# signalled waits before iteration 20's step until the signal comes (the test hook
+# NSTBATCH_SLOW=*:20:signal, on that run only), so the signal comes mid-render by construction,
+# however fast or loaded the machine, and no render is longer than its check needs):
 # - resume equality: a render stopped by SIGTERM (sent to the ranks, as Slurm's preemption does) at
 #   a few points, one of them while a checkpoint is being written, and one killed with SIGKILL in
 #   the middle of a checkpoint, resumed each time, ends bit-identical (image_diff max 0) to an
@@ -54,13 +55,13 @@ preview = 0
 random_width_divisor = 8
 [optim]
 method = adam
-iterations = 120
+iterations = 60
 [tiling]
 tile_size = 64
 [run]
 device = cpu
 threads = 1
-print_every = 40
+print_every = 20
 EOF
 
 # nst LOG ARGS...: nstbatch on 2 ranks in T, log in T/LOG.log, exit status in $rc
@@ -86,22 +87,21 @@ exists() { compgen -G "$1" >/dev/null; }
 wait_for() {
   grown_wait 120 "$2" exists "$1"
 }
-# wait_iter LOG N: until the log shows a row of iteration >= N
-reached() { awk -v n="$2" '$1 ~ /^[0-9]+$/ && $1 + 0 >= n { f = 1 } END { exit !f }' "$T/$1.log" 2>/dev/null; }
-wait_iter() { grown_wait 120 "$T/$1.log" reached "$1" "$2"; } # (bounded by the log's growth)
+# paused LOG: until the render of LOG waits for its signal (NSTBATCH_SLOW=*:N:signal, render.c)
+paused() { grown_wait 120 "$T/$1.log" grep -q "until a signal comes" "$T/$1.log"; } # (bounded by the log's growth)
 
 # ---- resume equality -----------------------------------------------------------------------------
-# interrupted NAME SETS...: stop a render 3 times (SIGTERM at iteration >= 40; SIGTERM while a
-# checkpoint is being written; SIGKILL while one is being written), resume it each time, and compare
-# its image with NAME's uninterrupted reference.
+# interrupted NAME SETS...: stop a render 3 times (SIGTERM at iteration STOP_AT, 20 unless set;
+# SIGTERM while a checkpoint is being written; SIGKILL while one is being written), resume it each
+# time, and compare its image with NAME's uninterrupted reference. Checkpoints every EVERY (10).
 interrupted() {
   local name=$1; shift
-  local ck="ck_$name" sets=("$@" --set output.path=out/$name.tif --set checkpoint.path=ck_$name --set checkpoint.every=20)
+  local ck="ck_$name" sets=("$@" --set output.path=out/$name.tif --set checkpoint.path=ck_$name --set checkpoint.every=${EVERY:-10})
   nst ref_$name ck.ini "$@" --set output.path=out/ref_$name.tif
   [ $rc -eq 0 ] || { bad "$name: reference render" "exit $rc" "$(cat "$T/ref_$name.log")"; return; }
-  # 1. SIGTERM to the ranks after iteration 40
-  nst_bg ${name}_1 ck.ini "${sets[@]}"
-  wait_iter ${name}_1 40; ranks TERM; wait $bg; local r1=$?
+  # 1. SIGTERM to the ranks as they wait before iteration STOP_AT's step
+  NSTBATCH_SLOW="*:${STOP_AT:-20}:signal" nst_bg ${name}_1 ck.ini "${sets[@]}"
+  paused ${name}_1; ranks TERM; wait $bg; local r1=$?
   local it1; it1=$(sed -n 's/^iteration = //p' "$T/$ck/manifest")
   if [ $r1 -ne 0 ] && grep -q "stopped by SIGTERM" "$T/${name}_1.log" && [ -n "$it1" ]; then ok "$name: SIGTERM to the ranks: checkpoint at iteration $it1, stopped"
   else bad "$name: SIGTERM stop" "exit $r1, manifest iteration '$it1'" "$(tail -n 5 "$T/${name}_1.log")"; fi
@@ -127,22 +127,22 @@ interrupted() {
   else bad "$name: after the end" "manifest/files" "$(ls "$T/$ck"; head -5 "$T/$ck/manifest")"; fi
 }
 interrupted adam
-interrupted carry --set pyramid.levels=2 --set pyramid.state=carry --set pyramid.iterations=80,120
+interrupted carry --set pyramid.levels=2 --set pyramid.state=carry --set pyramid.iterations=40,60
 interrupted cheap --set tiling.mode=cheap
 # L-BFGS (its history) with the average and the stopping rule (the rule's history): windows of 40,
 # so that a resume that lost the last 80 losses could not stop where the uninterrupted render does:
-# the last resume starts near iteration 60, so without its history the rule could fire at 140 at the
+# stopped at 40 with checkpoints every 20, the last resume starts near iteration 60, so without its history the rule could fire at 140 at the
 # earliest, and the reference's windows' drop falls through 0.4 at iteration 126 (AVX2 EPYC; it
 # falls by 0.017 an iteration there, and is 0.10 at 160, so every CPU's rounding stops it well
 # before both); fp32 on every CPU, so that bf16's auto precision does not move that curve
-interrupted lbfgs --set optim.iterations=160 --set run.precision=fp32 --set optim.method=lbfgs --set optim.average=0.9 --set optim.stop_tolerance=0.4 --set optim.stop_window=40 --set optim.stop_min=100
+STOP_AT=40 EVERY=20 interrupted lbfgs --set optim.iterations=160 --set run.precision=fp32 --set optim.method=lbfgs --set optim.average=0.9 --set optim.stop_tolerance=0.4 --set optim.stop_window=40 --set optim.stop_min=100
 if at=$(sed -n 's/.*stopped after \([0-9]*\) of 160.*/\1/p' "$T/ref_lbfgs.log" | head -n 1) && [ -n "$at" ] && [ "$at" -lt 140 ]; then
   ok "lbfgs: the stopping rule ended the reference at iteration $at of 160 (before 140, where a resume without its history could), and the resumed render with it"
 else bad "lbfgs: the stopping rule did not fire in the reference" "" "$(tail -n 4 "$T/ref_lbfgs.log")"; fi
 
 # ---- exit statuses ------------------------------------------------------------------------------------
-nst_bg usr1 ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_usr1
-wait_iter usr1 40; pkill -USR1 -P $bg; wait $bg; r=$?
+NSTBATCH_SLOW='*:20:signal' nst_bg usr1 ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_usr1
+paused usr1; pkill -USR1 -P $bg; wait $bg; r=$?
 [ $r -eq 75 ] && grep -q "stopped by SIGUSR1" "$T/usr1.log" && ok "SIGUSR1 to mpirun: checkpoint and exit status 75" || bad "SIGUSR1 exit status" "exit $r" "$(tail -n 4 "$T/usr1.log")"
 # the manifest counts levels from 1, as the log does; a format-1 manifest (counted from 0) still resumes
 grep -q '^format = 2$' "$T/ck_usr1/manifest" && grep -q '^level = 1$' "$T/ck_usr1/manifest" && ok "the manifest says level = 1, as the log does" \
@@ -157,23 +157,23 @@ nst v1 ck.ini --set output.path=out/v1.tif --set checkpoint.path=ck_v1
 # a second SIGINT would make mpirun kill the ranks at once, as a second Ctrl-C would; mpirun's
 # SIGKILL follows its SIGTERM after odls_base_sigkill_timeout, whose default of 1 s is the ranks'
 # time to checkpoint, and which tests/idle.sh sets to 0 for the suites' failing runs)
-(cd "$T" && OMPI_MCA_odls_base_sigkill_timeout=1 exec "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" ck.ini --set output.path=out/int.tif \
+(cd "$T" && OMPI_MCA_odls_base_sigkill_timeout=1 NSTBATCH_SLOW='*:20:signal' exec "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" ck.ini --set output.path=out/int.tif \
     --set checkpoint.path=ck_int) >"$T/int.log" 2>&1 &
 bg=$!
-wait_iter int 40; kill -INT $bg; wait $bg; r=$?
+paused int; kill -INT $bg; wait $bg; r=$?
 [ $r -eq 1 ] && grep -q "stopped by SIGTERM.*checkpoint written to ck_int" "$T/int.log" && grep -q '^state = running' "$T/ck_int/manifest" &&
   ok "SIGINT to mpirun: the ranks checkpoint and stop; mpirun exits 1 (Open MPI's status for a job it ends)" || bad "SIGINT to mpirun" "exit $r" "$(tail -n 4 "$T/int.log")"
-(cd "$T" && exec "$IDLE" 300 "$ROOT/tools/nstbatch-mpirun" --oversubscribe --bind-to none -np 2 "$NST" ck.ini --set output.path=out/wint.tif \
+(cd "$T" && NSTBATCH_SLOW='*:20:signal' exec "$IDLE" 300 "$ROOT/tools/nstbatch-mpirun" --oversubscribe --bind-to none -np 2 "$NST" ck.ini --set output.path=out/wint.tif \
     --set checkpoint.path=ck_wint) >"$T/wint.log" 2>&1 &
 bg=$!
-wait_iter wint 40; kill -INT $bg; wait $bg; r=$?
+paused wint; kill -INT $bg; wait $bg; r=$?
 nst wint_resume ck.ini --set output.path=out/wint.tif --set checkpoint.path=ck_wint
 if [ $r -eq 75 ] && grep -q "stopped by SIGUSR1.*checkpoint written to ck_wint" "$T/wint.log" && [ $rc -eq 0 ] && grep -q resum "$T/wint_resume.log"; then
   ok "SIGINT to tools/nstbatch-mpirun: checkpoint, exit 75, and the run resumes from it"
 else bad "SIGINT to tools/nstbatch-mpirun" "exit $r, resume $rc" "$(tail -n 4 "$T/wint.log")"; fi
 same "the render interrupted by Ctrl-C and resumed equals the uninterrupted one" out/ref_adam.tif out/wint.tif
-nst_bg nockpt ck.ini --set output.path=out/nockpt.tif
-wait_iter nockpt 40; ranks TERM; wait $bg; r=$?
+NSTBATCH_SLOW='*:20:signal' nst_bg nockpt ck.ini --set output.path=out/nockpt.tif
+paused nockpt; ranks TERM; wait $bg; r=$?
 [ $r -eq 1 ] && grep -q "checkpoint.path is not set, so nothing was saved" "$T/nockpt.log" && [ ! -e "$T/out/nockpt.tif" ] \
   && ok "SIGTERM without checkpoint.path: exit 1, 'nothing was saved', no output" || bad "SIGTERM without checkpoint.path" "exit $r" "$(tail -n 4 "$T/nockpt.log")"
 
@@ -209,7 +209,7 @@ nst tweak ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_usr1 --
   && ok "a finished job with a changed key renders again without --restart, and records the new config" || bad "the artist's loop" "exit $rc" "$(tail -n 4 "$T/tweak.log")"
 
 # ---- a batch stopped by a signal -------------------------------------------------------------------
-{ sed 's/^iterations = 120$/iterations = 60/' "$T/ck.ini"
+{ cat "$T/ck.ini"
   printf '[checkpoint]\npath = ck_batch\nevery = 25\n[batch]\nsummary = out/bsum.json\n'
   w=500; for n in a b c d; do printf '[job.%s]\noutput.path = out/b_%s.tif\nstyle.weight = %s\n' $n $n $w; w=$((w * 2)); done; } >"$T/batch.ini"
 nst bref batch.ini --set checkpoint.path=ck_bref
