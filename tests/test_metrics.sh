@@ -97,10 +97,11 @@ else bad "metrics.prometheus" "'$bad_lines'" "$(head -n 20 "$T/m.prom")"; fi
 grep -qi "gpu\|nvml" "$T/plain.err" && bad "CPU run with metrics.gpu = auto" "mentions GPUs" "$(cat "$T/plain.err")" || ok "a CPU run (metrics.gpu = auto) says nothing about GPUs"
 
 # ---- GPU monitoring with the stand-in NVML -----------------------------------------------------------
-# (400 iterations: the last level runs for seconds, longer than NVML's 1 s utilisation window after
-# its start, from when utilisation is judged)
-nst gpu env LD_LIBRARY_PATH="$NVML" FAKE_NVML_UTIL=40 FAKE_NVML_TEMP=91 "$NST" m.ini --set output.path=gpu.png --set metrics.gpu=on \
-  --set metrics.gpu_interval=0.05 --set metrics.path=g.jsonl --set run.record=grec.json --set optim.iterations=400
+# (the last level must outlast NVML's 1 s utilisation window after its start, from when utilisation
+# is judged: every rank waits 1.5 s before iteration 10's step of each level, NSTBATCH_SLOW, so it
+# does on any machine without rendering more; 400 iterations did it before)
+nst gpu env LD_LIBRARY_PATH="$NVML" FAKE_NVML_UTIL=40 FAKE_NVML_TEMP=91 NSTBATCH_SLOW='*:10:1.5' "$NST" m.ini --set output.path=gpu.png \
+  --set metrics.gpu=on --set metrics.gpu_interval=0.05 --set metrics.path=g.jsonl --set run.record=grec.json
 nwarn=$(grep -c "warning: GPU" "$T/gpu.err")
 if [ $rc -eq 0 ] && grep -q "GPU utilisation under 70%: the least busy GPU averaged 40%" "$T/gpu.err" && grep -q "GPU temperature over 85 C: 91 C" "$T/gpu.err" \
   && [ "$nwarn" = 2 ]; then ok "NVML (stand-in): warnings for utilisation 40% and 91 C, once each per job"
