@@ -8,8 +8,8 @@
 #
 # Lanes: the suites below run on TEST_LANES workers (default 2), each taking the next suite of the
 # list as it finishes one, their output printed in the list's order as each suite ends; and beside
-# them, from the start, `beside`'s chains, each one suite after another, then a lane. The list begins with the
-# longest suites (by their times in docs/TESTS.md), so that none starts last and leaves one lane
+# them, from the start, `beside`'s chains, each one suite after another, then a lane. The list
+# begins with the longest suites (by their times in docs/TESTS.md), so that none starts last and leaves one lane
 # alone with it at the end. On 2 cores one worker leaves a core half idle:
 # the suites wait on mpirun's start, on signals, on sleeps bounded for a loaded machine, so one lane
 # used 1.05 cores on average (its CPU seconds over its wall seconds, Zen 5). Every suite has its own
