@@ -133,9 +133,9 @@ interrupted cheap --set tiling.mode=cheap
 # so that a resume that lost the last 80 losses could not stop where the uninterrupted render does:
 # stopped at 40 with checkpoints every 20, the last resume starts near iteration 60, so without its
 # history the rule could fire at 140 at the earliest, and the reference's windows' drop falls
-# through 0.4 at iteration 126 (AVX2 EPYC; it
-# falls by 0.017 an iteration there, and is 0.10 at 160, so every CPU's rounding stops it well
-# before both); fp32 on every CPU, so that bf16's auto precision does not move that curve
+# through 0.4 at iteration 126 (AVX2 EPYC; it falls by 0.017 an iteration there, and is 0.10 at
+# 160, so every CPU's rounding stops it well before both); fp32 on every CPU, so that bf16's auto
+# precision does not move that curve
 STOP_AT=40 EVERY=20 interrupted lbfgs --set optim.iterations=160 --set run.precision=fp32 --set optim.method=lbfgs --set optim.average=0.9 --set optim.stop_tolerance=0.4 --set optim.stop_window=40 --set optim.stop_min=100
 if at=$(sed -n 's/.*stopped after \([0-9]*\) of 160.*/\1/p' "$T/ref_lbfgs.log" | head -n 1) && [ -n "$at" ] && [ "$at" -lt 140 ]; then
   ok "lbfgs: the stopping rule ended the reference at iteration $at of 160 (before 140, where a resume without its history could), and the resumed render with it"
