@@ -59,6 +59,7 @@ nst_status nst_comm_mpi_fail(int rc, const char *call)
 }
 
 #define MPI_TRY NST_MPI_TRY
+#define MPI_TRY_WAIT NST_MPI_TRY_WAIT
 
 static char own_tmpdir[512]; /* a singleton's session base (singleton_isolated), removed at the end */
 
@@ -268,9 +269,10 @@ const char *nst_comm_host(void) { return host; }
 nst_status nst_comm_bcast(void *buf, size_t bytes, int root)
 {
     unsigned char *p = buf;
+    MPI_Request r;
     while (bytes > 0) { /* MPI counts are int: send in chunks of 1 GiB */
         int n = bytes > (1u << 30) ? (1 << 30) : (int)bytes;
-        MPI_TRY(MPI_Bcast(p, n, MPI_BYTE, root, cur));
+        MPI_TRY_WAIT(MPI_Ibcast(p, n, MPI_BYTE, root, cur, &r), &r);
         p += n;
         bytes -= (size_t)n;
     }
@@ -280,9 +282,10 @@ nst_status nst_comm_bcast(void *buf, size_t bytes, int root)
 nst_status nst_comm_merge_bytes(void *buf, size_t bytes)
 {
     unsigned char *p = buf;
+    MPI_Request r;
     while (bytes > 0) {
         int n = bytes > (1u << 30) ? (1 << 30) : (int)bytes;
-        MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, p, n, MPI_BYTE, MPI_BOR, cur));
+        MPI_TRY_WAIT(MPI_Iallreduce(MPI_IN_PLACE, p, n, MPI_BYTE, MPI_BOR, cur, &r), &r);
         p += n;
         bytes -= (size_t)n;
     }
@@ -292,7 +295,8 @@ nst_status nst_comm_merge_bytes(void *buf, size_t bytes)
 nst_status nst_comm_bcast_alloc(unsigned char **buf, size_t *len, int root)
 {
     unsigned long long n = cur_rank == root ? *len : 0;
-    MPI_TRY(MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, root, cur));
+    MPI_Request r;
+    MPI_TRY_WAIT(MPI_Ibcast(&n, 1, MPI_UNSIGNED_LONG_LONG, root, cur, &r), &r);
     if (cur_rank != root) {
         *len = (size_t)n;
         *buf = nst_alloc(n ? (size_t)n : 1, "a broadcast buffer");
@@ -306,9 +310,10 @@ nst_status nst_comm_bcast_alloc(unsigned char **buf, size_t *len, int root)
 nst_status nst_comm_send(const void *buf, size_t bytes, int dest)
 {
     const unsigned char *p = buf;
+    MPI_Request r;
     do {
         int n = bytes > CHUNK ? (int)CHUNK : (int)bytes;
-        MPI_TRY(MPI_Send(p, n, MPI_BYTE, dest, 7, cur));
+        MPI_TRY_WAIT(MPI_Isend(p, n, MPI_BYTE, dest, 7, cur, &r), &r);
         p += n;
         bytes -= (size_t)n;
     } while (bytes > 0);
@@ -318,9 +323,10 @@ nst_status nst_comm_send(const void *buf, size_t bytes, int dest)
 nst_status nst_comm_recv(void *buf, size_t bytes, int src)
 {
     unsigned char *p = buf;
+    MPI_Request r;
     do {
         int n = bytes > CHUNK ? (int)CHUNK : (int)bytes;
-        MPI_TRY(MPI_Recv(p, n, MPI_BYTE, src, 7, cur, MPI_STATUS_IGNORE));
+        MPI_TRY_WAIT(MPI_Irecv(p, n, MPI_BYTE, src, 7, cur, &r), &r);
         p += n;
         bytes -= (size_t)n;
     } while (bytes > 0);
@@ -350,7 +356,7 @@ nst_status nst_comm_exchange(const nst_comm_msg *sends, int nsend, const nst_com
     /* request by request, so that the watchdog sees a long exchange (a level's move, the output's
      * gather: gigabytes over a slow network) moving, not stalled */
     for (int left = n, k = 0; rc == MPI_SUCCESS && left > 0; left -= k) {
-        rc = MPI_Waitsome(n, req, &k, done, MPI_STATUSES_IGNORE);
+        rc = nst_mpi_waitsome(n, req, &k, done);
         if (rc != MPI_SUCCESS || k == MPI_UNDEFINED) break;
         nst_watchdog_mpi_progress();
     }
@@ -369,19 +375,19 @@ nst_status nst_comm_check(nst_status mine)
 {
     if (cur_size == 1) return mine;
     int me = (int)mine, worst = 0;
-    nst_watchdog_mpi(1);
-    int rc = MPI_Allreduce(&me, &worst, 1, MPI_INT, MPI_MAX, cur);
-    nst_watchdog_mpi(0);
-    if (rc != MPI_SUCCESS) nst_comm_abort(1, "MPI_Allreduce failed while ranks checked their status");
+    MPI_Request r;
+    int rc = NST_MPI_MARKED(nst_mpi_wait(MPI_Iallreduce(&me, &worst, 1, MPI_INT, MPI_MAX, cur, &r), &r));
+    if (rc != MPI_SUCCESS) nst_comm_abort(1, "MPI_Iallreduce failed while ranks checked their status");
     return (nst_status)worst;
 }
 
 nst_status nst_comm_stats(const double *in, double *mn, double *mx, double *sum, size_t n)
 {
     if (n > INT_MAX) return nst_fail(NST_ERUNTIME, "nst_comm_stats: too many values");
-    MPI_TRY(MPI_Allreduce(in, mn, (int)n, MPI_DOUBLE, MPI_MIN, cur));
-    MPI_TRY(MPI_Allreduce(in, mx, (int)n, MPI_DOUBLE, MPI_MAX, cur));
-    MPI_TRY(MPI_Allreduce(in, sum, (int)n, MPI_DOUBLE, MPI_SUM, cur));
+    MPI_Request r;
+    MPI_TRY_WAIT(MPI_Iallreduce(in, mn, (int)n, MPI_DOUBLE, MPI_MIN, cur, &r), &r);
+    MPI_TRY_WAIT(MPI_Iallreduce(in, mx, (int)n, MPI_DOUBLE, MPI_MAX, cur, &r), &r);
+    MPI_TRY_WAIT(MPI_Iallreduce(in, sum, (int)n, MPI_DOUBLE, MPI_SUM, cur, &r), &r);
     return NST_OK;
 }
 
@@ -389,23 +395,23 @@ nst_status nst_comm_agree(nst_status mine)
 {
     if (cur_size == 1) return mine;
     /* the lowest rank that failed with a message of its own (ranks that only heard of a failure
-     * through nst_comm_check have none), and the worst status */
-    int me[2] = {mine != NST_OK && nst_fail_pending() ? cur_rank : cur_size, (int)mine}, all[2];
-    nst_watchdog_mpi(1);
-    int rc = MPI_Allreduce(&me[0], &all[0], 1, MPI_INT, MPI_MIN, cur);
-    if (rc == MPI_SUCCESS) rc = MPI_Allreduce(&me[1], &all[1], 1, MPI_INT, MPI_MAX, cur);
-    nst_watchdog_mpi(0);
-    if (rc != MPI_SUCCESS) nst_comm_abort(1, "MPI_Allreduce failed while ranks agreed on a status");
+     * through nst_comm_check have none), and the worst status, in one reduction: the worst status
+     * as the least of its negation */
+    int me[2] = {mine != NST_OK && nst_fail_pending() ? cur_rank : cur_size, -(int)mine}, all[2];
+    MPI_Request r;
+    int rc = NST_MPI_MARKED(nst_mpi_wait(MPI_Iallreduce(me, all, 2, MPI_INT, MPI_MIN, cur, &r), &r));
+    if (rc != MPI_SUCCESS) nst_comm_abort(1, "MPI_Iallreduce failed while ranks agreed on a status");
+    all[1] = -all[1];
     if (all[1] == NST_OK) return NST_OK;
     if (all[0] == cur_size) { /* failed, but nobody said why: the lowest failing rank speaks */
         me[0] = mine != NST_OK ? cur_rank : cur_size;
-        if (NST_MPI_MARKED(MPI_Allreduce(&me[0], &all[0], 1, MPI_INT, MPI_MIN, cur)) != MPI_SUCCESS)
-            nst_comm_abort(1, "MPI_Allreduce failed while ranks agreed on a status");
+        if (NST_MPI_MARKED(nst_mpi_wait(MPI_Iallreduce(&me[0], &all[0], 1, MPI_INT, MPI_MIN, cur, &r), &r)) != MPI_SUCCESS)
+            nst_comm_abort(1, "MPI_Iallreduce failed while ranks agreed on a status");
     }
     char msg[2048];
     snprintf(msg, sizeof msg, "%s", nst_fail_message());
-    if (NST_MPI_MARKED(MPI_Bcast(msg, sizeof msg, MPI_CHAR, all[0], cur)) != MPI_SUCCESS)
-        nst_comm_abort(1, "MPI_Bcast failed while ranks agreed on a status");
+    if (NST_MPI_MARKED(nst_mpi_wait(MPI_Ibcast(msg, sizeof msg, MPI_CHAR, all[0], cur, &r), &r)) != MPI_SUCCESS)
+        nst_comm_abort(1, "MPI_Ibcast failed while ranks agreed on a status");
     msg[sizeof msg - 1] = 0;
     nst_fail_clear();
     return nst_fail((nst_status)all[1], "%s", msg);
@@ -423,13 +429,14 @@ nst_status nst_comm_sum_doubles(double *buf, size_t n)
         all = nst_alloc_array((size_t)cur_size * n, sizeof(double), "a reduction buffer");
         if (!all) nst_comm_abort(1, "out of memory for a reduction buffer on rank 0");
     }
-    MPI_TRY(MPI_Gather(buf, (int)n, MPI_DOUBLE, all, (int)n, MPI_DOUBLE, 0, cur));
+    MPI_Request r;
+    MPI_TRY_WAIT(MPI_Igather(buf, (int)n, MPI_DOUBLE, all, (int)n, MPI_DOUBLE, 0, cur, &r), &r);
     if (cur_rank == 0) { /* buf already holds rank 0's part: add ranks 1.. in order */
-        for (int r = 1; r < cur_size; r++)
-            for (size_t i = 0; i < n; i++) buf[i] += all[(size_t)r * n + i];
+        for (int q = 1; q < cur_size; q++)
+            for (size_t i = 0; i < n; i++) buf[i] += all[(size_t)q * n + i];
         nst_free(all);
     }
-    MPI_TRY(MPI_Bcast(buf, (int)n, MPI_DOUBLE, 0, cur));
+    MPI_TRY_WAIT(MPI_Ibcast(buf, (int)n, MPI_DOUBLE, 0, cur, &r), &r);
     return NST_OK;
 }
 
@@ -437,7 +444,8 @@ nst_status nst_comm_sum_int64(int64_t *buf, size_t n)
 {
     if (cur_size == 1 || n == 0) return NST_OK;
     if (n > INT_MAX) return nst_fail(NST_ERUNTIME, "sum of %zu integers is too large for one call", n);
-    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_INT64_T, MPI_SUM, cur));
+    MPI_Request r;
+    MPI_TRY_WAIT(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_INT64_T, MPI_SUM, cur, &r), &r);
     return NST_OK;
 }
 
@@ -445,7 +453,8 @@ nst_status nst_comm_max_ints(int *buf, size_t n)
 {
     if (cur_size == 1 || n == 0) return NST_OK;
     if (n > INT_MAX) return nst_fail(NST_ERUNTIME, "maximum of %zu integers is too large for one call", n);
-    MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_INT, MPI_MAX, cur));
+    MPI_Request r;
+    MPI_TRY_WAIT(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_INT, MPI_MAX, cur, &r), &r);
     return NST_OK;
 }
 

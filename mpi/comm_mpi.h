@@ -38,6 +38,14 @@ void nst_watchdog_aborting(void);
 _Noreturn void nst_watchdog_end(const char *line);
 double nst_watchdog_floor(void);
 
+/* Waits that test and nap instead of spinning (patience.h), each as MPI_Wait, MPI_Waitsome and
+ * MPI_Waitall would (statuses ignored). nst_mpi_wait takes the return code of the call that
+ * started the request (an error from the start returns it, with no wait), so that a start and
+ * its wait read as one call: NST_MPI_TRY_WAIT below. */
+int nst_mpi_wait(int rc, MPI_Request *req);
+int nst_mpi_waitsome(int n, MPI_Request *req, int *count, int *idx);
+int nst_mpi_waitall(int n, MPI_Request *req);
+
 /* A blocking MPI call marked for the watchdog, as an expression: the call's return code. */
 #define NST_MPI_MARKED(call)                                                                      \
     __extension__({                                                                               \
@@ -51,6 +59,14 @@ double nst_watchdog_floor(void);
     do {                                                                                          \
         int rc_ = NST_MPI_MARKED(call);                                                           \
         if (rc_ != MPI_SUCCESS) return nst_comm_mpi_fail(rc_, #call);                             \
+    } while (0)
+
+/* A non-blocking call (START, which makes *REQ) and its patient wait, marked for the watchdog as
+ * one blocking call; a failure is named after START. */
+#define NST_MPI_TRY_WAIT(start, req)                                                              \
+    do {                                                                                          \
+        int rc_ = NST_MPI_MARKED(nst_mpi_wait((start), (req)));                                   \
+        if (rc_ != MPI_SUCCESS) return nst_comm_mpi_fail(rc_, #start);                            \
     } while (0)
 
 #endif

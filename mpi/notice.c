@@ -54,12 +54,13 @@ nst_status nst_notice_finish(void)
     int *counts = calloc((size_t)n, sizeof *counts);
     if (!counts) return nst_fail(NST_ENOMEM, "out of memory finishing the stop notices");
     for (int r = 0; sent_to && r < n; r++) counts[r] = sent_to[r];
-    int rc = NST_MPI_MARKED(MPI_Allreduce(MPI_IN_PLACE, counts, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    MPI_Request r;
+    int rc = NST_MPI_MARKED(nst_mpi_wait(MPI_Iallreduce(MPI_IN_PLACE, counts, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r), &r));
     int expected = counts[me];
     free(counts);
-    if (rc != MPI_SUCCESS) return nst_comm_mpi_fail(rc, "MPI_Allreduce(stop notices)");
+    if (rc != MPI_SUCCESS) return nst_comm_mpi_fail(rc, "MPI_Iallreduce(stop notices)");
     while (received < expected) NST_TRY(take_one());
-    if (nreqs) NST_MPI_TRY(MPI_Waitall(nreqs, reqs, MPI_STATUSES_IGNORE));
+    if (nreqs) NST_MPI_TRY(nst_mpi_waitall(nreqs, reqs));
     free(reqs);
     free(sent_to);
     reqs = NULL, sent_to = NULL;

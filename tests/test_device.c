@@ -2,18 +2,21 @@
  * GPU: the arena sub-allocator (kernels/arena.c), the binding policy over made-up views of a node's
  * GPUs, shared-GPU detection and the free-memory agreement (mpi/gpu_bind.c, run under mpirun with
  * 3 ranks and made-up UUIDs), the precision names, and the stall watchdog's limit (mpi/watchdog.c;
- * its thread runs in every multi-rank test, this one included), and the barrier after MPI_Init
- * (mpi/launch_fence.c). */
+ * its thread runs in every multi-rank test, this one included), the barrier after MPI_Init
+ * (mpi/launch_fence.c), and the waits that nap instead of spinning (mpi/patience.c). */
 #include "../kernels/arena.h"
 #include "../kernels/backend.h"
 #include "../mpi/comm.h"
 #include "../mpi/first_contact.h"
 #include "../mpi/launch_fence.h"
+#include "../mpi/patience.h"
 #include "../mpi/watchdog.h"
 #include "../util/mem.h"
+#include "../util/timer.h"
 #include "test.h"
 
 #include <dlfcn.h>
+#include <time.h>
 
 static void t_arena_first_fit_alignment_and_coalescing(void)
 {
@@ -322,6 +325,45 @@ static void t_launch_fence(void)
     CHECK(r == 1, "the PMIx fence with data collection made on every rank (%d%s%s)", r, why[0] ? ": " : "", why);
 }
 
+/* The waits' schedule (mpi/patience.h): tests without a nap for the first 2 ms, so ranks in step
+ * meet as soon as in MPI_Wait; then naps of 1/64 of the time waited, 50 us to 2 ms, so a wait ends
+ * at most that much after its request completed. */
+static void t_patience_schedule(void)
+{
+    CHECK(nst_patience_nap(0) == 0 && nst_patience_nap(0.0019) == 0, "no nap in the first 2 ms");
+    CHECK(nst_patience_nap(0.002) == 50e-6, "the shortest nap, 50 us: %g", nst_patience_nap(0.002));
+    CHECK(nst_patience_nap(0.064) == 0.001, "1/64 of the time waited: %g", nst_patience_nap(0.064));
+    CHECK(nst_patience_nap(30) == 0.002 && nst_patience_nap(1e9) == 0.002, "the longest nap, 2 ms");
+    int late = 0;
+    for (double w = 0.002; w < 100; w *= 1.01) late += nst_patience_nap(w) > 50e-6 + w / 64 || nst_patience_nap(w) > 0.002;
+    CHECK(late == 0, "%d waits could end later than 1/64 of their length (or 50 us) after their request", late);
+}
+
+/* Process CPU seconds (every thread: MPI's and the watchdog's too). */
+static double cpu_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Ranks waiting in a collective for a rank that is late (0.6 s asleep) nap (mpi/patience.c): their
+ * CPU time over the wait is a small share of it, where MPI_Allreduce's spin took a core each; the
+ * late rank's status still reaches every rank. */
+static void t_waits_nap(void)
+{
+    if (nst_comm_world_size() < 2) SKIP("one rank: nobody waits (run under mpirun -np 3)");
+    const int r = nst_comm_world_rank();
+    CHECK(nst_comm_check(NST_OK) == NST_OK, "the ranks line up");
+    const double t0 = nst_now(), c0 = cpu_seconds();
+    if (r == 0) nst_sleep(0.6);
+    const nst_status s = nst_comm_check(r == 0 ? NST_EINPUT : NST_OK);
+    double share = r == 0 ? 0 : (cpu_seconds() - c0) / (nst_now() - t0), lo, hi, sum;
+    CHECK(nst_comm_stats(&share, &lo, &hi, &sum, 1) == NST_OK, "%s", nst_fail_message());
+    CHECK(s == NST_EINPUT, "rank %d: the late rank's status reached it (%d)", r, (int)s);
+    CHECK(hi < 0.25, "the waiting ranks took up to %.0f %% of a core while they waited 0.6 s (a spinning wait: about 100 %%)", 100 * hi);
+}
+
 int main(int argc, char **argv)
 {
     if (nst_comm_init(&argc, &argv) != NST_OK) return printf("MPI: %s\n", nst_fail_message()), 1;
@@ -344,6 +386,8 @@ int main(int argc, char **argv)
     RUN(t_watchdog_moving);
     RUN(t_first_contact_peers);
     RUN(t_launch_fence);
+    RUN(t_patience_schedule);
+    RUN(t_waits_nap);
     nst_comm_finalize();
     return test_report("test_device");
 }
