@@ -4,8 +4,8 @@
 #   tests/test_checkpoint.sh NSTBATCH IMAGE_DIFF
 #
 # 2-rank CPU renders of the demo images (random VGG-19 width 1/8, one thread per rank, 16-bit TIFF;
-# Adam unless a case says otherwise; 60 iterations, the checkpoints every 10. A render to be
-# signalled waits before iteration 20's step until the signal comes (the test hook
+# Adam unless a case says otherwise; 60 iterations (a batch's jobs 30), the checkpoints every 10.
+# A render to be signalled waits before iteration 20's step until the signal comes (the test hook
 # NSTBATCH_SLOW=*:20:signal, on that run only), so the signal comes mid-render by construction,
 # however fast or loaded the machine, and no render is longer than its check needs):
 # - resume equality: a render stopped by SIGTERM (sent to the ranks, as Slurm's preemption does) at
@@ -210,8 +210,11 @@ nst tweak ck.ini --set output.path=out/usr1.tif --set checkpoint.path=ck_usr1 --
   && ok "a finished job with a changed key renders again without --restart, and records the new config" || bad "the artist's loop" "exit $rc" "$(tail -n 4 "$T/tweak.log")"
 
 # ---- a batch stopped by a signal -------------------------------------------------------------------
-{ cat "$T/ck.ini"
-  printf '[checkpoint]\npath = ck_batch\nevery = 25\n[batch]\nsummary = out/bsum.json\n'
+# 4 jobs of 30 iterations (a and b side by side on 1 rank each, then c and d), checkpoints every
+# 10: the signal comes once c or d has written one, about 20 iterations before their end, on any
+# machine: the test polls every 0.1 s, and a slower machine slows the iterations too
+{ sed 's/^iterations = 60$/iterations = 30/' "$T/ck.ini"
+  printf '[checkpoint]\npath = ck_batch\nevery = 10\n[batch]\nsummary = out/bsum.json\n'
   w=500; for n in a b c d; do printf '[job.%s]\noutput.path = out/b_%s.tif\nstyle.weight = %s\n' $n $n $w; w=$((w * 2)); done; } >"$T/batch.ini"
 nst bref batch.ini --set checkpoint.path=ck_bref
 for n in a b c d; do mv "$T/out/b_$n.tif" "$T/out/bref_$n.tif" 2>/dev/null; done
