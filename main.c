@@ -279,10 +279,14 @@ int main(int argc, char **argv)
     const int launched_as = launch_rank();
     /* before MPI starts: a singleton's start sets PMIX_RANK as a launcher would */
     const int launched = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK") || getenv("SLURM_STEP_ID");
+    /* a stop signal from the launcher as the ranks start (Slurm's --signal can come at any time)
+     * is recorded, not the default action's end of the rank; and again after MPI_Init, in case it
+     * took them: SIGUSR1/SIGTERM are ours */
+    nst_signals_install();
     s = nst_comm_init(&argc, &argv);
     if (s != NST_OK) return fail_exit(s);
     nst_log_set_rank(nst_comm_rank());
-    nst_signals_install(); /* after MPI_Init: SIGUSR1/SIGTERM are ours */
+    nst_signals_install();
     /* from the ranks' first exchange (bounded in nst_comm_init) to the end, the stall watchdog
      * watches every phase: render loops by their iterations, the rest by MPI's waits */
     nst_watchdog_phase("setup", "in the set-up (config, device, weights, inputs, style targets)", 0);

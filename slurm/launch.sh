@@ -23,7 +23,9 @@
 # With --self-test REPORT, the job's first start (not a requeued one, whose allocation was checked
 # when it began) runs the same step with `--self-test --report REPORT` before the render, and
 # stops with its status when it fails: a bad GPU, driver or NCCL is found in a minute, not an hour
-# into the render. A signal during the self-test requeues the job at once (no render could finish).
+# into the render. A signal during the self-test requeues the job at once (no render could finish),
+# and so does a USR1 that ended the step itself (exit 138: it reached the ranks before they could
+# take it, as they started).
 # NSTBATCH_MAX_REQUEUES (default 20) bounds the requeues (SLURM_RESTART_COUNT).
 set -u
 if [ -z "${SLURM_JOB_ID:-}" ]; then
@@ -114,4 +116,7 @@ running=$(grep -l '^state = running' "$ckpt/manifest" "$ckpt"/*/manifest 2>/dev/
 if [ "$rc" -eq 75 ] || { [ -n "$forwarded" ] && [ "$rc" -ne 0 ] && [ -n "$running" ]; }; then
   requeue "checkpointed in $ckpt (exit $rc)"
 fi
+# USR1 ended the step itself (128 + 10): it came as the ranks started, before they could take it
+[ "$forwarded" = USR1 ] && [ "$rc" -eq 138 ] && requeue "signalled as the ranks started, before they could checkpoint (exit $rc)"
+
 exit "$rc"

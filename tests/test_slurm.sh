@@ -5,7 +5,8 @@
 #
 # Without Slurm: the srun singleton trap and --expect-ranks are refused with one line (exit 2);
 # every template parses (bash -n), refuses to run outside Slurm, marks its site lines # EDIT and
-# opens with the napkin arithmetic.
+# opens with the napkin arithmetic; slurm/launch.sh requeues a job whose step a forwarded USR1
+# ended (exit 138: the ranks had not yet taken the signal), through a stand-in scontrol.
 # With Slurm (tests/slurm/start_local.sh starts munge, slurmctld and slurmd on localhost; SKIP with
 # the reason when it cannot), each template runs with its GPU lines removed and 2 tasks of 1 CPU:
 # - one-node-srun.sbatch (srun --mpi=pmix) and one-node-mpirun.sbatch, submitted and waited for,
@@ -80,6 +81,21 @@ for t in "$ROOT"/slurm/*.sbatch; do
 done
 out=$(env -u SLURM_JOB_ID "$ROOT/slurm/launch.sh" ck mpirun "$NST" 2>&1); r=$?
 [ $r -eq 2 ] && grep -q "not inside a Slurm job" <<<"$out" && ok "slurm/launch.sh refuses to run outside Slurm" || bad "launch.sh outside Slurm" "exit $r" "$out"
+# a USR1 that reaches the step before its ranks can take it ends the step (128 + 10): launch.sh
+# requeues the job. The step: a process that takes USR1's default action; scontrol: a stand-in on
+# PATH that records the requeue; then the test ends launch.sh's wait for Slurm, as Slurm would
+mkdir -p "$T/fakebin"
+printf '#!/bin/sh\necho "scontrol $*" >>"%s/requeued"\n' "$T" >"$T/fakebin/scontrol"
+chmod +x "$T/fakebin/scontrol"
+(cd "$T" && exec env PATH="$T/fakebin:$PATH" SLURM_JOB_ID=77 SLURM_RESTART_COUNT=0 "$ROOT/slurm/launch.sh" ck-early sleep 30) >"$T/early.log" 2>&1 &
+lp=$!
+grown_wait 10 "$T/early.log" pgrep -P $lp -x sleep >/dev/null # the step has started (bounded by the log's growth)
+kill -USR1 $lp
+grown_wait 10 "$T/early.log" test -s "$T/requeued"
+pkill -P $lp; kill $lp 2>/dev/null; wait $lp
+if grep -q '^scontrol requeue 77$' "$T/requeued" 2>/dev/null && grep -q 'signalled as the ranks started, before they could checkpoint (exit 138)' "$T/early.log"; then
+  ok "slurm/launch.sh: a USR1 that ends the step as its ranks start (exit 138) requeues the job"
+else bad "a USR1 before the ranks' handler" "$(cat "$T/requeued" 2>/dev/null)" "$(cat "$T/early.log")"; fi
 
 # ---- a real Slurm ------------------------------------------------------------------------------------
 if ! conf=$("$ROOT/tests/slurm/start_local.sh" "$T/slurm" 2>"$T/slurm.err"); then
@@ -136,7 +152,9 @@ done
 # 8 runs of make test); on this loaded one-node cluster it came twice after the run's end or not
 # before the limit, and then the TERM Slurm sends at the limit is the signal: launch.sh forwards
 # either, the ranks checkpoint and the job is requeued. The line says which came. (A run
-# signalled before iteration 5, on a very slow start, stops at its next boundary just the same.)
+# signalled before iteration 5, on a very slow start, stops at its next boundary just the same;
+# one signalled before its ranks could take the signal is requeued without a checkpoint, and its
+# next run is signalled in turn.)
 J=$(cd "$T" && NSTBATCH_SLOW='*:5:signal' sbatch --parsable --time=1 --signal=B:USR1@55 -o "$T/limit.out" --export=ALL,CKPT="$T/ck-limit" \
     "$T/one-node-srun.sbatch" job.ini --set output.path="$T/out/limit.tif" --set checkpoint.every=40)
 state="" restarts=0 waited=0 seen="" moved=$SECONDS lifted=""
@@ -152,12 +170,14 @@ while [ $((SECONDS - moved)) -le 240 ]; do
   [ "$now" = "$seen" ] || { seen=$now; moved=$SECONDS; }
   # a requeued job waits its begin time out (about 2 minutes, for the node to finish with its
   # previous run): the test does not, but waits for the node to be idle again (a job started on a
-  # node still completing the previous run fails to launch). One signalled run is the case, so the
-  # first requeue also lifts the limit to 30 minutes: the resumed run renders the rest in one go
-  # (it does within its minute too, but the limit is not the resumed run's to test)
+  # node still completing the previous run fails to launch). One signalled run that checkpointed is
+  # the case, so the first requeue after a checkpoint also lifts the limit to 30 minutes: the
+  # resumed run renders the rest in one go (it does within its minute too, but the limit is not the
+  # resumed run's to test). A run signalled as its ranks started was requeued with no checkpoint
+  # (slurm/launch.sh); its next run keeps the limit, to be signalled as it waits
   if [ "$state" = PENDING ] && [ "${restarts:-0}" -gt $waited ] && [ "$(sinfo -h -o %t | head -n 1)" = idle ]; then
     sleep 2
-    [ $waited -eq 0 ] && scontrol update JobId="$J" TimeLimit=30 2>/dev/null && lifted=" (the limit then lifted)"
+    [ -z "$lifted" ] && [ -s "$T/ck-limit/manifest" ] && scontrol update JobId="$J" TimeLimit=30 2>/dev/null && lifted=" (the limit then lifted)"
     scontrol update JobId="$J" StartTime=now 2>/dev/null && waited=$restarts
   fi
   sleep 0.5
