@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../util/log.h"
@@ -213,17 +212,9 @@ void nst_comm_group_free(nst_group *g)
 nst_status nst_comm_idle_barrier(void)
 {
     if (cur_size == 1) return NST_OK;
-    MPI_Request req;
-    MPI_TRY(MPI_Ibarrier(cur, &req));
-    int done = 0, rc = MPI_SUCCESS;
-    struct timespec nap = {0, 1000000}; /* 1 ms: a waiting rank leaves its core to the ranks at work */
-    nst_watchdog_mpi(1); /* asleep between the tests, but waiting for the others all along */
-    while (!done && rc == MPI_SUCCESS) {
-        rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-        if (!done) nanosleep(&nap, NULL);
-    }
-    nst_watchdog_mpi(0);
-    return rc == MPI_SUCCESS ? NST_OK : nst_comm_mpi_fail(rc, "MPI_Test(idle barrier)");
+    MPI_Request r;
+    MPI_TRY_WAIT(MPI_Ibarrier(cur, &r), &r); /* asleep between the tests (patience.h), a waiting rank to the watchdog */
+    return NST_OK;
 }
 /* ", 5" or "-7" after rank `from`: the run of ranks on host h that starts there; its end in *end. */
 static int host_run(const char *h, int from, int *end)

@@ -17,18 +17,6 @@ static void nap_since(double t0)
     nanosleep(&t, NULL); /* a signal ends it early: the next test comes sooner, no harm */
 }
 
-int nst_mpi_wait(int rc, MPI_Request *req)
-{
-    if (rc != MPI_SUCCESS) return rc;
-    const double t0 = nst_now();
-    for (;;) {
-        int done = 0;
-        rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS || done) return rc;
-        nap_since(t0);
-    }
-}
-
 int nst_mpi_waitsome(int n, MPI_Request *req, int *count, int *idx)
 {
     const double t0 = nst_now();
@@ -48,3 +36,6 @@ int nst_mpi_waitall(int n, MPI_Request *req)
         nap_since(t0);
     }
 }
+
+/* (MPI_Testall of one request is MPI_Test) */
+int nst_mpi_wait(int rc, MPI_Request *req) { return rc != MPI_SUCCESS ? rc : nst_mpi_waitall(1, req); }

@@ -14,7 +14,7 @@
 #   write the same image as mpirun -np 2 outside Slurm (a job that can never start on this node is
 #   cancelled at once with its pending reason, not waited for);
 # - a job with a 1-minute limit and --signal=B:USR1@55 is signalled, checkpoints, requeues itself
-#   (slurm/launch.sh), resumes (its limit lifted at the first requeue: one more run) and ends
+#   (slurm/launch.sh), resumes (its limit lifted at the first requeue after a checkpoint) and ends
 #   bit-identical to the uninterrupted render;
 # - array.sbatch splits a manifest over 2 elements, each a packed batch;
 # - a job asking for more CPUs than the node has fails within a minute, with the reason.
