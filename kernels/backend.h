@@ -100,6 +100,12 @@ typedef struct {
      * (added chunk by chunk, tile by tile, rank by rank) round to the same fp32 matrix as the
      * whole image's. */
     nst_status (*gram_accumulate)(nst_backend *, const nst_tensor *f, nst_rect own, const nst_tensor *m, double *g);
+    /* Loss sums stay in backend memory. The sums these ops produce (gram_diff's *sumsq, and the
+     * nst_xsum accumulators of mse, tv and sumsq) are written or added where they are, in backend
+     * memory (host memory on the CPU, device memory on a GPU), with no wait for the device: an
+     * iteration reads them with one `read` only where it reports, checkpoints or decides a stop
+     * (nst/optimise/objective.h). A GPU backend adds a reduction's double into the accumulator on
+     * the device (kernels/xsum_core.h: the integer arithmetic the CPU runs). */
     /* d = g * g_scale - a (c x c, fp32, symmetric, from g's upper triangle); *sumsq = sum of d^2.
      * With g_prev (the previous iteration's sums, for the lagged Gram) d is taken at the linear
      * extrapolation 2 g - g_prev, while *sumsq stays that of g: the loss of the current image. */
@@ -156,7 +162,18 @@ typedef struct {
      * (kernels/xsum.h). Tiles whose rows start at multiples of seg in the image then add up to the
      * whole image's sum, bit for bit. */
     nst_status (*dot_exact)(nst_backend *, const float *a, const float *b, int w, int h, int seg, nst_xsum *acc);
+
+    /* Phase clocks on the backend's queue, for the phase timers without a wait per phase
+     * (nst/optimise/timers.h). stamp: when the work queued before it is done, the time since the
+     * previous stamp is added to clock `slot` (0 <= slot < NST_CLOCKS; -1: to none): a GPU
+     * measures it on the device (its global nanosecond timer, in a one-thread kernel), the CPU,
+     * whose ops are done when they return, on the host's clock. clocks_read: waits, sets sec[i]
+     * to clock i's seconds (i < n) and sets the clocks to zero. */
+    nst_status (*stamp)(nst_backend *, int slot);
+    nst_status (*clocks_read)(nst_backend *, int n, double *sec);
 } nst_backend_ops;
+
+#define NST_CLOCKS 16
 
 #define NST_GRAM_EMIN (-1000)
 #define NST_GRAM_LO_BITS 40 /* gram_fixed's lo plane holds [0, 2^40); the value is lo + 2^40 hi */
@@ -211,6 +228,11 @@ struct nst_backend {
      * memory now (0, or -1). */
     void (*report)(nst_backend *, char *out, size_t cap);
     int (*device_free)(nst_backend *, size_t *free_b, size_t *total_b);
+    /* Waits of the host for the backend (a GPU's stream synchronised: every read, download,
+     * upload, write, synchronize, dot and clocks_read), and of them the reads of results to the
+     * host. The CPU counts the same calls, so a CPU run shows where a GPU run would wait: an
+     * iteration between two reports makes none (nst/render/render.c counts them). */
+    long long host_waits, host_reads;
     nst_memory_mark marks[NST_MAX_MARKS]; /* nst_backend_mark's */
     int nmarks;
     void (*destroy)(nst_backend *);
@@ -268,6 +290,13 @@ nst_status nst_tensor_check(const nst_tensor *t, const char *op);
 nst_status nst_tensor_check_region(const nst_tensor *t, nst_rect r, const char *op);
 /* m is NULL or a mask for f: fp32, one channel, f's height and width (the ops' masks) */
 nst_status nst_tensor_check_mask(const nst_tensor *f, const nst_tensor *m, const char *op);
+
+/* A backend op that makes the host wait for the device; read: it brings a result to the host. */
+static inline void nst_backend_count_wait(nst_backend *be, int read)
+{
+    be->host_waits++;
+    be->host_reads += read != 0;
+}
 
 /* Allocate a tensor of h x w x c in the backend's activation dtype (data zero-filled). */
 nst_status nst_tensor_alloc(nst_backend *be, int h, int w, int c, nst_dtype dt, nst_tensor *t);

@@ -17,8 +17,9 @@
 # - The tiling at depth 5 (to relu3_1, 24 px halo) in fp32: one tile, 32 px tiles, 32 px tiles on
 #   2 ranks sharing the GPU (the host-staged Gram sums), tiles halved under an allocation limit,
 #   against the CPU's one tile; bf16 tiles against bf16 one tile.
-# - gpu.share = false refusing two ranks on one GPU; a 20-iteration render whose loss falls;
-#   compute-sanitizer memcheck where it exists.
+# - gpu.share = false refusing two ranks on one GPU; a 20-iteration render whose loss falls; no
+#   wait for the device between two rows (the run record's host_waits); compute-sanitizer memcheck
+#   where it exists.
 #
 # STAND_IN=LEVEL replaces the GPU by the CPU capped at that instruction-set level
 # (ONEDNN_MAX_CPU_ISA, run.device = cpu): other rounding, the same promises, so every check must
@@ -33,7 +34,7 @@
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_gpu_render
 STAND_IN=${STAND_IN:-} PLANT=${PLANT:-} ONLY=${ONLY:-}
-CHECKS=13
+CHECKS=14
 
 if [ -z "$STAND_IN" ]; then
   gpus=$("$NST" --version | sed -n 's/.*GPUs visible now: \([0-9]*\).*/\1/p')
@@ -165,6 +166,13 @@ if [ "$rc" -eq 0 ] && awk -v a="$first" -v b="$last" 'BEGIN { exit !(a + 0 > 0 &
    ! grep -qiE 'nan|inf' <(grep -E '^ +[0-9]+ ' "$T/loop.log"); then
   ok "20 Adam steps: loss $first -> $last, every row finite"
 else bad "20 Adam steps" "exit $rc, loss $first -> $last" "$(cat "$T/loop.log")"; fi
+# between two rows the host waits for the device nowhere: the loss stays there (kernels/backend.h;
+# the run record counts the waits of the iterations that report nothing)
+dev quiet 1 auto --set optim.iterations=20 --set run.print_every=10 --set run.record=quiet.json
+w=$(sed -n 's/.*"host_waits": {"quiet_iterations": \([0-9]*\), "waits_max": \([0-9]*\).*/\1 \2/p' "$T/quiet.json" 2>/dev/null)
+if [ "$rc" -eq 0 ] && [ "${w% *}" -gt 0 ] 2>/dev/null && [ "${w#* }" -eq 0 ]; then
+  ok "20 Adam steps, rows every 10: no host wait in the ${w% *} iterations between rows"
+else bad "host waits between rows" "exit $rc; quiet iterations and waits: '$w'" "$(tail -n 5 "$T/quiet.log")"; fi
 
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -n "$STAND_IN" ]; then skip "compute-sanitizer: a GPU's"

@@ -164,6 +164,22 @@ static void t_xsum_exact(void)
     CHECK(nst_xsum_value(&a) == -1.25 - 0x1p-60, "-1.5 + 0.25 - 2^-60: %.17g", nst_xsum_value(&a));
     nst_xsum_add(&a, NAN);
     CHECK(isnan(nst_xsum_value(&a)), "a NaN added reads NaN");
+    /* the 64-bit limb split (kernels/xsum_core.h, shared with the CUDA kernels) against 128-bit
+     * shifts, every exponent */
+    int bad = 0;
+    for (int i = 0; i < N && !bad; i++) {
+        double x = wide(-1074, 1024);
+        uint64_t bits;
+        memcpy(&bits, &x, sizeof bits);
+        nst_xsum_zero(&a);
+        nst_xsum_add(&a, x);
+        int field = (int)((bits >> 52) & 0x7ff), p = (field ? field : 1) - 1075 - NST_XSUM_BASE;
+        uint64_t m = (bits & ((1ULL << 52) - 1)) | (field ? 1ULL << 52 : 0);
+        unsigned __int128 w = (unsigned __int128)m << (p & 31);
+        int64_t want[3] = {(int64_t)(w & 0xffffffffu), (int64_t)((w >> 32) & 0xffffffffu), (int64_t)(w >> 64)};
+        for (int k = 0; k < 3; k++) bad |= a.limb[(p >> 5) + k] != (x < 0 ? -want[k] : want[k]);
+    }
+    CHECK(!bad, "the 64-bit limb split equals the 128-bit shift over every binade");
 }
 
 /* dot_exact over a 37 x 6 image: the whole against tiles cut at multiples of the runs (4 px) and at

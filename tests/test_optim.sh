@@ -17,6 +17,8 @@
 # - pyramid.levels = auto: a print starts from its preview (a 256x192 render's second level equals
 #   the 128x96 render bit for bit), and where the output's height is rounded from a 3:2 content
 #   (256x171, 512x341) the preview's levels are the print's first;
+# - an iteration between two rows makes the host wait for the backend nowhere (Adam, 1 and 2
+#   ranks), a check that fails with the loss read every iteration (planted) and counts L-BFGS's dots;
 # - bad values of the new keys are one clear error each.
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_optim_cli
@@ -118,6 +120,34 @@ lp=$(levels_of dry_preview) lq=$(levels_of dry_print)
 if [ "$lp" = "64x43 128x85 256x171 " ] && [ "$lq" = "${lp}512x341 " ]; then
   ok "pyramid.levels = auto on a 3:2 picture: the 256 px preview's levels (${lp% }) are the 512 px print's first"
 else bad "fixed-size levels of a 3:2 picture" "preview: '$lp'; print: '$lq'" "$(cat "$T/dry_print.log")"; fi
+
+# ---- the loss stays on the device between rows ------------------------------------------------------
+# An iteration that reports nothing makes the host wait for the backend nowhere (kernels/backend.h:
+# the CPU counts the calls that would wait on a GPU; the run record's host_waits): Adam on 1 rank
+# and on 2 (their halo exchange and Gram sums go through the host between ranks: counted apart);
+# with the old behaviour planted back (NSTBATCH_PLANT=readback: the loss read every iteration) the
+# count is not 0, so the check can fail; L-BFGS reads its dot products every iteration (counted).
+waits() { sed -n 's/.*"host_waits": {"quiet_iterations": \([0-9]*\), "waits_max": \([0-9]*\), "staged_max": \([0-9]*\)}.*/\1 \2 \3/p' "$T/$1.json"; }
+quiet_case() { # NAME RANKS WANT(zero|some) STAGED(zero|some) ARGS...
+  local name=$1 np=$2 want=$3 staged=$4; shift 4
+  nst "$name" "$np" --set optim.iterations=12 --set run.print_every=5 "$@"
+  local w; w=$(waits "$name"); read -r qi qw qs <<<"$w"
+  is() { [ "$1" = zero ] && [ "$2" -eq 0 ] || { [ "$1" = some ] && [ "$2" -gt 0 ]; }; }
+  # rows at iterations 0, 5 and 10: 9 iterations between them
+  if [ $rc -eq 0 ] && [ "${qi:-0}" -eq 9 ] && is "$want" "${qw:--1}" && is "$staged" "${qs:--1}"; then
+    ok "$name: $qw host waits in the $qi iterations between rows ($want), $qs staged between ranks ($staged)"
+  else bad "$name: host waits between rows" "exit $rc; quiet iterations, waits, staged: '${w}'; wanted 9, $want, $staged" "$(tail -n 5 "$T/$name.log")"; fi
+}
+quiet_case quiet_adam 1 zero zero
+quiet_case quiet_adam_2 2 zero some --set tiling.tile_size=48
+NSTBATCH_PLANT=readback quiet_case quiet_planted 1 some zero
+quiet_case quiet_lbfgs 1 some zero --set optim.method=lbfgs
+# The CUDA backend, which cannot run here, counts the same calls by construction: its sources
+# wait for the stream only in cuda_wait, which counts (teardown aside)
+waits_cu=$(grep -n 'Synchronize\|cudaMemcpy(\|cudaMemset(' "$ROOT"/kernels/cuda/*.cu | grep -v 'the counted wait\|not a counted wait')
+if [ -z "$waits_cu" ] && [ "$(grep -c 'the counted wait' "$ROOT/kernels/cuda/backend_cuda.cu")" -eq 1 ]; then
+  ok "kernels/cuda/ waits for its stream only through cuda_wait, which counts"
+else bad "kernels/cuda/ waits outside cuda_wait" "$waits_cu"; fi
 
 # ---- bad values ----------------------------------------------------------------------------------
 for kv in optim.average=1 optim.stop_tolerance=-0.1 optim.stop_window=0 optim.stop_min=-1; do

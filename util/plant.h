@@ -9,6 +9,8 @@
  *   late       the world's last rank enters the barrier after MPI_Init (mpi/launch_fence.c) 3 s
  *              late, and rank 0 says how long it waited there: not a defect, the case the
  *              barrier must hold (rank 0, on another node, waits the 3 s too)
+ *   readback   the objective reads its loss terms to the host in every iteration, rows or not
+ *              (nst/optimise/objective.c): the waits between rows that a GPU must not make
  * Used by tests/test_gpu_render.sh (PLANT=...), tests/test_selftest.sh and tests/test_hosts.sh.
  * Never set otherwise; a process with one warns once. */
 #ifndef NST_PLANT_H

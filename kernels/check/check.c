@@ -212,6 +212,59 @@ int nst_check_failures(const nst_check *c)
     return n;
 }
 
+typedef struct {
+    nst_xsum x[2];
+    double d;
+} dev_sums;
+
+static dev_sums *dev_sums_of(nst_check *c)
+{
+    nst_backend *D = c->dev;
+    if (c->dsum) return c->dsum;
+    nst_status s = D->ops->alloc(D, sizeof(dev_sums), &c->dsum);
+    if (s == NST_OK) s = D->ops->zero(D, c->dsum, sizeof(dev_sums));
+    if (s != NST_OK) {
+        ck_ran(c, "loss sums on the device", NST_OK, s);
+        if (c->dsum) D->ops->free(D, c->dsum);
+        c->dsum = NULL;
+    }
+    return c->dsum;
+}
+
+static void dev_sums_free(nst_check *c)
+{
+    if (c->dsum) c->dev->ops->free(c->dev, c->dsum);
+    c->dsum = NULL;
+}
+
+nst_xsum *ck_dev_sum(nst_check *c, int i)
+{
+    dev_sums *d = dev_sums_of(c);
+    return d ? &d->x[i] : NULL;
+}
+
+double *ck_dev_double(nst_check *c)
+{
+    dev_sums *d = dev_sums_of(c);
+    return d ? &d->d : NULL;
+}
+
+double ck_dev_take(nst_check *c, int i)
+{
+    nst_backend *D = c->dev;
+    nst_xsum h;
+    nst_xsum *x = ck_dev_sum(c, i);
+    if (!x || D->ops->read(D, &h, x, sizeof h) != NST_OK || D->ops->zero(D, x, sizeof h) != NST_OK) return NAN;
+    return nst_xsum_value(&h);
+}
+
+double ck_dev_double_read(nst_check *c)
+{
+    double v;
+    double *d = ck_dev_double(c);
+    return d && c->dev->ops->read(c->dev, &v, d, sizeof v) == NST_OK ? v : NAN;
+}
+
 nst_status nst_check_ops(nst_check *c)
 {
     static const struct {
@@ -230,6 +283,7 @@ nst_status nst_check_ops(nst_check *c)
         }
         groups[g].run(c);
     }
+    dev_sums_free(c);
     return c->dev->ops->synchronize(c->dev);
 }
 
@@ -238,6 +292,7 @@ nst_status nst_check_contracts(nst_check *c)
     if (!c->rng) c->rng = 12345;
     c->nrows = 0;
     ck_contracts(c);
+    dev_sums_free(c);
     return c->dev->ops->synchronize(c->dev);
 }
 

@@ -62,6 +62,7 @@ typedef struct nst_check {
     nst_check_row row[NST_CHECK_ROWS];
     int nrows;
     unsigned rng;
+    void *dsum;         /* the loss sums in the backend under test's memory (check.c) */
 } nst_check;
 
 /* Run every op group (conv, eltwise, gram, losses, optimiser, contracts), each only while

@@ -34,6 +34,14 @@ void ck_record(nst_check *c, const char *op, nst_tol_class k, double terms, doub
 /* Both ops ran: 1; else record a failed case for op with the failing side's message and 0. */
 int ck_ran(nst_check *c, const char *op, nst_status ref, nst_status dev);
 
+/* The backend under test adds its loss sums where they are, in its memory (kernels/backend.h):
+ * exact accumulator i (0 or 1) and a double there, zeroed (NULL when they could not be made:
+ * recorded); and their values read back (the accumulator zeroed again; NaN when a read fails). */
+nst_xsum *ck_dev_sum(nst_check *c, int i);
+double ck_dev_take(nst_check *c, int i);
+double *ck_dev_double(nst_check *c);
+double ck_dev_double_read(nst_check *c);
+
 /* round n host floats as the device stores activations (its weights, for the reference) */
 int ck_round_host(nst_check *c, float *v, size_t n);
 

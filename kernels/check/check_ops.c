@@ -188,24 +188,25 @@ static void losses_case(nst_check *c, int h, int w, nst_rect own, nst_rect seed)
     ok = ok && ck_pair_make(c, &df, h, w, 21, 1, -1, 1);
     ok = ok && ck_pair_make(c, &img, h, w, 3, 0, 0, 1);
     ok = ok && ck_pair_make(c, &dimg, h, w, 3, 0, -1, 1);
-    if (ok) {
+    nst_xsum *xb = ok ? ck_dev_sum(c, 0) : NULL; /* the device's sums in its memory */
+    if (ok && xb) {
         double a = 0, b = 0;
-        nst_xsum xa, xb;
-        nst_xsum_zero(&xa), nst_xsum_zero(&xb);
-        if (BOTH(c, R->ops->mse(R, &f.r, &p.r, own, seed, NULL, 0.5f, &xa, &df.r), D->ops->mse(D, &f.d, &p.d, own, seed, NULL, 0.5f, &xb, &df.d))) {
-            a = take(&xa), b = take(&xb);
+        nst_xsum xa;
+        nst_xsum_zero(&xa);
+        if (BOTH(c, R->ops->mse(R, &f.r, &p.r, own, seed, NULL, 0.5f, &xa, &df.r), D->ops->mse(D, &f.d, &p.d, own, seed, NULL, 0.5f, xb, &df.d))) {
+            a = take(&xa), b = ck_dev_take(c, 0);
             ck_record(c, "mse sum", NST_TOL_SUM, 1, fabs(a - b) / (a > 0 ? a : 1), "%dx%d", h, w);
             ck_record(c, "mse gradient", NST_TOL_ELEMENT, 1, ck_pair_err(c, &df), "%dx%d", h, w);
         }
         op = "tv";
-        if (BOTH(c, R->ops->tv(R, &img.r, own, seed, 0.3f, &xa, &dimg.r), D->ops->tv(D, &img.d, own, seed, 0.3f, &xb, &dimg.d))) {
-            a = take(&xa), b = take(&xb);
+        if (BOTH(c, R->ops->tv(R, &img.r, own, seed, 0.3f, &xa, &dimg.r), D->ops->tv(D, &img.d, own, seed, 0.3f, xb, &dimg.d))) {
+            a = take(&xa), b = ck_dev_take(c, 0);
             ck_record(c, "tv sum", NST_TOL_SUM, 1, fabs(a - b) / (a > 0 ? a : 1), "%dx%d", h, w);
             ck_record(c, "tv gradient", NST_TOL_F32_MATH, 1, ck_pair_err(c, &dimg), "%dx%d", h, w);
         }
         op = "sumsq";
-        if (BOTH(c, R->ops->sumsq(R, &f.r, own, &xa), D->ops->sumsq(D, &f.d, own, &xb))) {
-            a = take(&xa), b = take(&xb);
+        if (BOTH(c, R->ops->sumsq(R, &f.r, own, &xa), D->ops->sumsq(D, &f.d, own, xb))) {
+            a = take(&xa), b = ck_dev_take(c, 0);
             ck_record(c, op, NST_TOL_SUM, 1, fabs(a - b) / (a > 0 ? a : 1), "%dx%d", h, w);
         }
     }
@@ -242,20 +243,20 @@ static void masked_mse_case(nst_check *c, int h, int w, nst_rect own, nst_rect s
     const size_t n = (size_t)h * w * 21;
     float *o[2] = {nst_alloc_array(n + 1, sizeof(float), "df"), nst_alloc_array(n + 1, sizeof(float), "df")};
     double a = 0, b = 0;
-    nst_xsum xa, xb;
-    nst_xsum_zero(&xa), nst_xsum_zero(&xb);
-    if (ok && o[0] && o[1] && BOTH(c, R->ops->mse(R, &f.r, &p.r, own, seed, &m.r, 0.5f, &xa, &df.r),
-                                   D->ops->mse(D, &f.d, &p.d, own, seed, &m.d, 0.5f, &xb, &df.d))) {
-        a = take(&xa), b = take(&xb);
+    nst_xsum xa, *da = ok ? ck_dev_sum(c, 0) : NULL, *db = ok ? ck_dev_sum(c, 1) : NULL; /* the device's sums in its memory */
+    nst_xsum_zero(&xa);
+    if (ok && o[0] && o[1] && da && db && BOTH(c, R->ops->mse(R, &f.r, &p.r, own, seed, &m.r, 0.5f, &xa, &df.r),
+                                               D->ops->mse(D, &f.d, &p.d, own, seed, &m.d, 0.5f, db, &df.d))) {
+        a = take(&xa), b = ck_dev_take(c, 1);
         ck_record(c, "mse masked sum", NST_TOL_SUM, 1, fabs(a - b) / (a > 0 ? a : 1), "%dx%d", h, w);
         ck_record(c, "mse masked gradient", NST_TOL_ELEMENT, 1, ck_pair_err(c, &df), "%dx%d", h, w);
         /* df (the device's, holding values) copied: none on one, the ones on the other */
         op = "mask of ones = no mask";
         nst_status s = nst_tensor_alloc(D, h, w, 21, df.d.dt, &df1);
         if (s == NST_OK) s = D->ops->copy(D, df1.data, df.d.data, n * nst_dtype_size(df.d.dt));
-        if (s == NST_OK) s = D->ops->mse(D, &f.d, &p.d, own, seed, NULL, 0.5f, &xa, &df.d);
-        if (s == NST_OK) s = D->ops->mse(D, &f.d, &p.d, own, seed, &ones.d, 0.5f, &xb, &df1);
-        a = take(&xa), b = take(&xb);
+        if (s == NST_OK) s = D->ops->mse(D, &f.d, &p.d, own, seed, NULL, 0.5f, da, &df.d);
+        if (s == NST_OK) s = D->ops->mse(D, &f.d, &p.d, own, seed, &ones.d, 0.5f, db, &df1);
+        a = ck_dev_take(c, 0), b = ck_dev_take(c, 1);
         if (s == NST_OK && n) s = D->ops->download(D, o[0], df.d.data, n, df.d.dt);
         if (s == NST_OK && n) s = D->ops->download(D, o[1], df1.data, n, df1.dt);
         if (BOTH(c, NST_OK, s))

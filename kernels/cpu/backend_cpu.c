@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../../util/mem.h"
+#include "../../util/timer.h"
 #include "backend_cpu.h"
 #include "cpu.h"
 
@@ -59,9 +60,10 @@ static void cpu_free(nst_backend *be, void *ptr)
     nst_free(p);
 }
 
+/* The calls that on a GPU make the host wait are counted here as there (kernels/backend.h). */
 static nst_status cpu_upload(nst_backend *be, void *dst, const float *src, size_t n, nst_dtype dt)
 {
-    (void)be;
+    nst_backend_count_wait(be, 0);
     if (dt != NST_F32 && dt != NST_BF16) return nst_fail(NST_ERUNTIME, "upload: the CPU backend stores fp32 or bf16");
     cpu_from_f32(dst, src, n, dt);
     return NST_OK;
@@ -69,7 +71,7 @@ static nst_status cpu_upload(nst_backend *be, void *dst, const float *src, size_
 
 static nst_status cpu_download(nst_backend *be, float *dst, const void *src, size_t n, nst_dtype dt)
 {
-    (void)be;
+    nst_backend_count_wait(be, 1);
     if (dt != NST_F32 && dt != NST_BF16) return nst_fail(NST_ERUNTIME, "download: the CPU backend stores fp32 or bf16");
     cpu_to_f32(dst, src, n, dt);
     return NST_OK;
@@ -91,22 +93,47 @@ static nst_status cpu_copy(nst_backend *be, void *dst, const void *src, size_t b
 
 static nst_status cpu_sync(nst_backend *be)
 {
-    (void)be;
+    nst_backend_count_wait(be, 0);
     return NST_OK;
 }
 
 static nst_status cpu_read(nst_backend *be, void *host, const void *src, size_t bytes)
 {
-    (void)be;
+    nst_backend_count_wait(be, 1);
     memcpy(host, src, bytes);
     return NST_OK;
 }
 
 static nst_status cpu_write(nst_backend *be, void *dst, const void *host, size_t bytes)
 {
-    (void)be;
+    nst_backend_count_wait(be, 0);
     memcpy(dst, host, bytes);
     return NST_OK;
+}
+
+static nst_status cpu_stamp(nst_backend *be, int slot)
+{
+    cpu_impl *im = cpu_of(be);
+    if (slot < -1 || slot >= NST_CLOCKS) return nst_fail(NST_ERUNTIME, "stamp: clock %d (-1 to %d)", slot, NST_CLOCKS - 1);
+    const double now = nst_now();
+    if (slot >= 0 && im->last_stamp > 0) im->clock[slot] += now - im->last_stamp;
+    im->last_stamp = now;
+    return NST_OK;
+}
+
+static nst_status cpu_clocks_read(nst_backend *be, int n, double *sec)
+{
+    cpu_impl *im = cpu_of(be);
+    if (n < 0 || n > NST_CLOCKS) return nst_fail(NST_ERUNTIME, "clocks_read: %d clocks (0 to %d)", n, NST_CLOCKS);
+    nst_backend_count_wait(be, 1);
+    for (int i = 0; i < n; i++) sec[i] = im->clock[i], im->clock[i] = 0;
+    return NST_OK;
+}
+
+static nst_status counted_download_rect(nst_backend *be, const nst_tensor *src, nst_rect r, float *host)
+{
+    nst_backend_count_wait(be, 1);
+    return cpu_download_rect(be, src, r, host);
 }
 
 static void cpu_range_push(nst_backend *be, const char *name) { (void)be, (void)name; }
@@ -151,6 +178,7 @@ static nst_status hooked_write(nst_backend *be, void *dst, const void *host, siz
 
 static nst_status hooked_dot(nst_backend *be, const float *a, const float *b, size_t n, double *out)
 {
+    nst_backend_count_wait(be, 1);
     NST_TRY(fault_check("dot"));
     return cpu_dot(be, a, b, n, out);
 }
@@ -158,6 +186,7 @@ static nst_status hooked_dot(nst_backend *be, const float *a, const float *b, si
 /* L-BFGS's exact dot products count as op "dot" too */
 static nst_status hooked_dot_exact(nst_backend *be, const float *a, const float *b, int w, int h, int seg, nst_xsum *acc)
 {
+    nst_backend_count_wait(be, 1);
     NST_TRY(fault_check("dot"));
     return cpu_dot_exact(be, a, b, w, h, seg, acc);
 }
@@ -171,6 +200,7 @@ static nst_status hooked_gram_diff(nst_backend *be, const double *g, const doubl
 
 static nst_status hooked_upload_rect(nst_backend *be, const float *host, nst_tensor *dst, nst_rect r)
 {
+    nst_backend_count_wait(be, 0);
     NST_TRY(fault_check("upload_rect"));
     return cpu_upload_rect(be, host, dst, r);
 }
@@ -184,7 +214,7 @@ static const nst_backend_ops cpu_ops = {
     .copy = cpu_copy,
     .synchronize = cpu_sync,
     .copy_rect = cpu_copy_rect,
-    .download_rect = cpu_download_rect,
+    .download_rect = counted_download_rect,
     .upload_rect = hooked_upload_rect,
     .conv_create = cpu_conv_create,
     .conv_destroy = cpu_conv_destroy,
@@ -212,6 +242,8 @@ static const nst_backend_ops cpu_ops = {
     .write = hooked_write,
     .range_push = cpu_range_push,
     .range_pop = cpu_range_pop,
+    .stamp = cpu_stamp,
+    .clocks_read = cpu_clocks_read,
 };
 
 static void cpu_destroy(nst_backend *be)

@@ -29,6 +29,7 @@ typedef struct {
     size_t dscratch_cap;
     float *cscratch;   /* a band of the first conv's fp32 output */
     size_t cscratch_cap;
+    double clock[NST_CLOCKS], last_stamp; /* the phase clocks (the ops are done when they return) */
 } cpu_impl;
 
 static inline cpu_impl *cpu_of(nst_backend *be) { return (cpu_impl *)be->impl; }

@@ -90,25 +90,57 @@ static nst_status cu_copy(nst_backend *be, void *dst, const void *src, size_t by
     return NST_OK;
 }
 
-static nst_status cu_sync(nst_backend *be)
+nst_status cuda_wait(nst_backend *be, int read)
 {
-    CUDA_TRY(cudaStreamSynchronize(cuda_of(be)->stream));
+    nst_backend_count_wait(be, read);
+    CUDA_TRY(cudaStreamSynchronize(cuda_of(be)->stream)); /* the counted wait */
     return NST_OK;
 }
+
+static nst_status cu_sync(nst_backend *be) { return cuda_wait(be, 0); }
 
 static nst_status cu_read(nst_backend *be, void *host, const void *src, size_t bytes)
 {
     cuda_impl *im = cuda_of(be);
     CUDA_TRY(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, im->stream));
-    CUDA_TRY(cudaStreamSynchronize(im->stream));
-    return NST_OK;
+    return cuda_wait(be, 1);
 }
 
 static nst_status cu_write(nst_backend *be, void *dst, const void *host, size_t bytes)
 {
     cuda_impl *im = cuda_of(be);
     CUDA_TRY(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, im->stream));
-    CUDA_TRY(cudaStreamSynchronize(im->stream));
+    return cuda_wait(be, 0);
+}
+
+/* A stamp is a one-thread kernel reading the GPU's global nanosecond timer (PTX %globaltimer)
+ * when the stream reaches it: it adds the time since the last stamp to the slot's clock. */
+__global__ void k_stamp(unsigned long long *clocks, int slot)
+{
+    unsigned long long now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    if (slot >= 0 && clocks[0]) clocks[1 + slot] += now - clocks[0];
+    clocks[0] = now;
+}
+
+nst_status cuda_stamp(nst_backend *be, int slot)
+{
+    cuda_impl *im = cuda_of(be);
+    if (slot < -1 || slot >= NST_CLOCKS) return nst_fail(NST_ERUNTIME, "stamp: clock %d (-1 to %d)", slot, NST_CLOCKS - 1);
+    k_stamp<<<1, 1, 0, im->stream>>>(im->clocks, slot);
+    LAUNCH_TRY("stamp");
+    return NST_OK;
+}
+
+nst_status cuda_clocks_read(nst_backend *be, int n, double *sec)
+{
+    cuda_impl *im = cuda_of(be);
+    if (n < 0 || n > NST_CLOCKS) return nst_fail(NST_ERUNTIME, "clocks_read: %d clocks (0 to %d)", n, NST_CLOCKS);
+    unsigned long long ns[NST_CLOCKS];
+    if (n) CUDA_TRY(cudaMemcpyAsync(ns, im->clocks + 1, n * sizeof *ns, cudaMemcpyDeviceToHost, im->stream));
+    if (n) CUDA_TRY(cudaMemsetAsync(im->clocks + 1, 0, n * sizeof *ns, im->stream));
+    NST_TRY(cuda_wait(be, 1));
+    for (int i = 0; i < n; i++) sec[i] = ns[i] * 1e-9;
     return NST_OK;
 }
 
@@ -132,6 +164,8 @@ static const nst_backend_ops cuda_ops = {
     cuda_gram_accumulate, cuda_gram_diff, cuda_gram_backward,
     cuda_mse, cuda_tv, cuda_adam, cuda_sumsq, cuda_dot, cuda_axpby, cuda_box_hold, cuda_box_step,
     cu_read, cu_write, cu_range_push, cu_range_pop,
+    NULL, NULL, /* gram_fixed, dot_exact: the CPU's exact paths */
+    cuda_stamp, cuda_clocks_read,
 };
 
 /* ---- set-up ------------------------------------------------------------------------------------ */
@@ -139,7 +173,7 @@ static void cuda_destroy(nst_backend *be)
 {
     cuda_impl *im = cuda_of(be);
     if (im) {
-        if (im->stream) cudaStreamSynchronize(im->stream);
+        if (im->stream) cudaStreamSynchronize(im->stream); /* teardown: not a counted wait */
         if (im->red_host) cudaFreeHost(im->red_host);
         if (im->base) cudaFree(im->base);
         if (im->blas) im->cb->destroy(im->blas);
@@ -240,6 +274,8 @@ static nst_status open_arena(nst_backend *be, cuda_impl *im, const nst_backend_o
      * for fragmentation. */
     be->reserve = im->ws_limit + CUDA_CHUNK_ELEMS * 16 + 256 + ((size_t)1 << 20) + be->capacity / 24 + be->capacity / 32;
     NST_TRY(cu_alloc(be, sizeof(double) * (RED_BLOCKS + 1), (void **)&im->red));
+    NST_TRY(cu_alloc(be, sizeof(unsigned long long) * (NST_CLOCKS + 1), (void **)&im->clocks));
+    CUDA_TRY(cudaMemsetAsync(im->clocks, 0, sizeof(unsigned long long) * (NST_CLOCKS + 1), im->stream));
     CUDA_TRY(cudaMallocHost((void **)&im->red_host, sizeof(double)));
 
     *cap_out = cap, *sharers_out = sharers;

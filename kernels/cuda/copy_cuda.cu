@@ -88,7 +88,7 @@ nst_status cuda_download_rect(nst_backend *be, const nst_tensor *src, nst_rect r
                                      cudaMemcpyDeviceToHost, im->stream));
         }
     }
-    CUDA_TRY(cudaStreamSynchronize(im->stream));
+    NST_TRY(cuda_wait(be, 1));
     return NST_OK;
 }
 
@@ -112,7 +112,7 @@ nst_status cuda_upload_rect(nst_backend *be, const float *host, nst_tensor *dst,
             NST_TRY(cuda_copy_rect_raw(be, im->s1, p.w, nst_rect_make(0, 0, p.w, p.h), dst->data, dst->w, p.x, p.y, c, 4));
         }
     }
-    CUDA_TRY(cudaStreamSynchronize(im->stream)); /* host is pageable and the caller may reuse it */
+    NST_TRY(cuda_wait(be, 0)); /* host is pageable and the caller may reuse it */
     return NST_OK;
 }
 
@@ -165,7 +165,7 @@ nst_status cuda_upload_convert(nst_backend *be, void *dst, nst_dtype dt, const f
             NST_TRY(cuda_convert_to(be, (unsigned char *)dst + o * es, dt, (const float *)im->s1, k, scale));
         }
     }
-    CUDA_TRY(cudaStreamSynchronize(im->stream));
+    NST_TRY(cuda_wait(be, 0));
     return NST_OK;
 }
 
@@ -184,6 +184,6 @@ nst_status cuda_download_convert(nst_backend *be, float *host, const void *src, 
             CUDA_TRY(cudaMemcpyAsync(host + o, im->s1, k * sizeof(float), cudaMemcpyDeviceToHost, im->stream));
         }
     }
-    CUDA_TRY(cudaStreamSynchronize(im->stream));
+    NST_TRY(cuda_wait(be, 1));
     return NST_OK;
 }

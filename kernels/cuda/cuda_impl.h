@@ -54,6 +54,7 @@ typedef struct cuda_impl {
     float *gtmp;   size_t gtmp_cap;         /* the Gram backward's d in bf16 (c^2) */
     double *red;                            /* reduction partials (RED_BLOCKS + 1) */
     double *red_host;                       /* pinned: the result read back */
+    unsigned long long *clocks;             /* the phase clocks: [0] the last stamp's time, [1 + i] clock i (ns) */
     char *notes; size_t notes_len, notes_cap; /* the algorithms chosen, one line each (report_cuda.cu) */
 } cuda_impl;
 
@@ -136,9 +137,15 @@ __device__ __forceinline__ double block_tree_sum(double v)
 /* Copy r (all c channels) of src (sw wide) to dst (dw wide) at (dx, dy); element size es. */
 nst_status cuda_copy_rect_raw(nst_backend *be, const void *src, int sw, nst_rect r, void *dst, int dw, int dx, int dy, int c,
                               size_t es);
-/* Sum of n doubles produced by the kernel launched by the caller into impl->red partials:
- * finishes the reduction and reads it back (synchronises the stream). */
-nst_status cuda_reduce_finish(nst_backend *be, unsigned blocks, double *out);
+/* The host waits for the stream: every wait goes through here, counted (kernels/backend.h);
+ * read: a result comes to the host. */
+nst_status cuda_wait(nst_backend *be, int read);
+/* Finish a reduction whose kernel, launched by the caller, left `blocks` partials in impl->red:
+ * to the host (waits: L-BFGS's dots), or on the device with no wait: *out = the sum (out may be
+ * NULL), and the sum / div added into the exact accumulator acc (NULL: none), both in device
+ * memory (the loss sums, kernels/backend.h). */
+nst_status cuda_reduce_to_host(nst_backend *be, unsigned blocks, double *out);
+nst_status cuda_reduce_on_device(nst_backend *be, unsigned blocks, double *out, nst_xsum *acc, double div);
 /* checks of the interface's contracts */
 #define cuda_check nst_tensor_check
 #define cuda_check_region nst_tensor_check_region
@@ -187,5 +194,7 @@ nst_status cuda_axpby(nst_backend *, float *y, const float *x, size_t n, float a
 nst_status cuda_box_hold(nst_backend *, float *v, const float *x, const float *g, size_t n);
 nst_status cuda_box_step(nst_backend *, float *x, float *d, size_t n, float t);
 nst_status cuda_adam(nst_backend *, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *);
+nst_status cuda_stamp(nst_backend *, int i);
+nst_status cuda_clocks_read(nst_backend *, int n, double *sec);
 
 #endif

@@ -2,10 +2,12 @@
  * variation, sums of squares, dot products) and the optimiser's element ops (Adam, axpby).
  * Reductions sum in double: each thread over a grid stride, each block by a fixed tree, the
  * blocks' partials by one more block in index order; the launch shape depends on the element
- * count only, so a result repeats exactly from run to run. */
+ * count only, so a result repeats exactly from run to run. The loss sums stay on the device
+ * (kernels/backend.h); only the dot products (L-BFGS) come back to the host. */
 #include <math.h>
 
 #include "cuda_impl.h"
+#include "../xsum_core.h" /* after cuda_impl.h: xsum.h's functions keep their C linkage */
 
 
 static unsigned red_blocks(size_t n)
@@ -21,22 +23,34 @@ __device__ void block_sum(double v, double *out)
     if (threadIdx.x == 0) out[blockIdx.x] = s;
 }
 
-__global__ void k_finish(double *part, unsigned n)
+/* the partials' sum into part[RED_BLOCKS]; thread 0 also sets *out to it and adds it / div into
+ * the exact accumulator acc (either may be NULL): the CPU's integer arithmetic (xsum_core.h) */
+__global__ void k_finish(double *part, unsigned n, double *out, nst_xsum *acc, double div)
 {
     double v = 0;
     for (unsigned i = threadIdx.x; i < n; i += RED_THREADS) v += part[i];
     double s = block_tree_sum(v);
-    if (threadIdx.x == 0) part[RED_BLOCKS] = s;
+    if (threadIdx.x != 0) return;
+    part[RED_BLOCKS] = s;
+    if (out) *out = s;
+    if (acc) nst_xsum_add_bits(acc, (uint64_t)__double_as_longlong(s / div));
 }
 
-nst_status cuda_reduce_finish(nst_backend *be, unsigned blocks, double *out)
+nst_status cuda_reduce_on_device(nst_backend *be, unsigned blocks, double *out, nst_xsum *acc, double div)
 {
     cuda_impl *im = cuda_of(be);
     LAUNCH_TRY("reduce");
-    k_finish<<<1, RED_THREADS, 0, im->stream>>>(im->red, blocks);
+    k_finish<<<1, RED_THREADS, 0, im->stream>>>(im->red, blocks, out, acc, div);
     LAUNCH_TRY("reduce");
+    return NST_OK;
+}
+
+nst_status cuda_reduce_to_host(nst_backend *be, unsigned blocks, double *out)
+{
+    cuda_impl *im = cuda_of(be);
+    NST_TRY(cuda_reduce_on_device(be, blocks, NULL, NULL, 1.0));
     CUDA_TRY(cudaMemcpyAsync(im->red_host, im->red + RED_BLOCKS, sizeof(double), cudaMemcpyDeviceToHost, im->stream));
-    CUDA_TRY(cudaStreamSynchronize(im->stream));
+    NST_TRY(cuda_wait(be, 1));
     *out = *im->red_host;
     return NST_OK;
 }
@@ -77,11 +91,8 @@ nst_status cuda_sumsq(nst_backend *be, const nst_tensor *t, nst_rect own, nst_xs
 #define SS(T) (k_sumsq<T><<<b, RED_THREADS, 0, im->stream>>>((const T *)t->data, g, n, im->red), 0)
     CUDA_DISPATCH(t->dt, SS);
 #undef SS
-    double sum;
-    NST_TRY(cuda_reduce_finish(be, b, &sum));
-    float s = cuda_act_scale(im, t->dt);
-    nst_xsum_add(out, sum / ((double)s * s)); /* the tile's double, added exactly (not tile-exact: see backend.h) */
-    return NST_OK;
+    float s = cuda_act_scale(im, t->dt); /* the tile's double, added exactly (not tile-exact: see backend.h) */
+    return cuda_reduce_on_device(be, b, NULL, out, (double)s * s);
 }
 
 /* Content MSE. A mask m (NULL, or one weight per pixel: o / C of element o) weights each position
@@ -127,10 +138,8 @@ nst_status cuda_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *p, n
 #define MSE(T) (k_mse<T><<<b, RED_THREADS, 0, im->stream>>>((const T *)f->data, (const T *)p->data, w, g, n, im->red), 0)
         CUDA_DISPATCH(f->dt, MSE);
 #undef MSE
-        double sum;
-        NST_TRY(cuda_reduce_finish(be, b, &sum));
         float s = cuda_act_scale(im, f->dt);
-        nst_xsum_add(sumsq, sum / ((double)s * s));
+        NST_TRY(cuda_reduce_on_device(be, b, NULL, sumsq, (double)s * s));
     }
     if (!df) return NST_OK;
     NST_TRY(cuda_check(df, "mse"));
@@ -197,9 +206,7 @@ nst_status cuda_tv(nst_backend *be, const nst_tensor *img, nst_rect own, nst_rec
     if (n) {
         unsigned b = red_blocks(n);
         k_tv<<<b, RED_THREADS, 0, im->stream>>>((const float *)img->data, img->w, img->h, img->c, region_of(img, own), n, im->red);
-        double d;
-        NST_TRY(cuda_reduce_finish(be, b, &d));
-        nst_xsum_add(sum, d);
+        NST_TRY(cuda_reduce_on_device(be, b, NULL, sum, 1.0));
     }
     if (!dimg) return NST_OK;
     NST_TRY(cuda_check(dimg, "tv"));
@@ -227,7 +234,7 @@ nst_status cuda_dot(nst_backend *be, const float *a, const float *b, size_t n, d
     cuda_impl *im = cuda_of(be);
     unsigned blocks = red_blocks(n);
     k_dot<<<blocks, RED_THREADS, 0, im->stream>>>(a, b, n, im->red);
-    return cuda_reduce_finish(be, blocks, out);
+    return cuda_reduce_to_host(be, blocks, out);
 }
 
 __global__ void k_axpby(float *y, const float *x, size_t n, float a, float b)

@@ -373,13 +373,17 @@ static nst_status targets_from_sums(style_tiles *T, float **A, double *normA)
         }
         if (s == NST_OK && !T->zeros) s = zero_target(T);
         float *Ad = NULL;
+        double *norm = NULL; /* gram_diff's sum stays in backend memory (kernels/backend.h) */
         if (s == NST_OK) s = be->ops->alloc(be, cc * sizeof(float), (void **)&Ad);
-        if (s == NST_OK) s = be->ops->gram_diff(be, T->G[k], NULL, 1.0 / ((double)lh * lw), T->zeros, c, Ad, &normA[k]);
+        if (s == NST_OK) s = be->ops->alloc(be, sizeof(double), (void **)&norm);
+        if (s == NST_OK) s = be->ops->gram_diff(be, T->G[k], NULL, 1.0 / ((double)lh * lw), T->zeros, c, Ad, norm);
+        if (s == NST_OK) s = be->ops->read(be, &normA[k], norm, sizeof(double));
         if (s == NST_OK) {
             A[k] = nst_alloc_array(cc, sizeof(float), "style targets");
             s = A[k] ? be->ops->download(be, A[k], Ad, cc, NST_F32) : NST_ENOMEM;
         }
         if (Ad) be->ops->free(be, Ad);
+        if (norm) be->ops->free(be, norm);
     }
     return s;
 }

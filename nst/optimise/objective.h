@@ -95,6 +95,17 @@ typedef struct {
     double content_layer[NST_VGG_NLAYERS], style_layer[NST_VGG_NLAYERS]; /* weighted, in spec order */
 } nst_loss_terms;
 
+/* An evaluation's loss sums, in backend memory: the ops add into them there with no wait for the
+ * device (kernels/backend.h), and an iteration reads them to the host only when its terms are
+ * asked for (nst_objective_eval). */
+typedef struct {
+    /* this rank's tiles' sums: each content layer's, then TV's and the temporal term's; exact
+     * (kernels/xsum.h), so their total over tiles and ranks is the whole image's */
+    nst_xsum pending[NST_VGG_NLAYERS + 2];
+    nst_xsum normP[NST_VGG_NLAYERS]; /* ||P||^2's over this rank's tiles, until they are added over ranks */
+    double ss[NST_MAX_GRAMS];        /* each Gram slot's sum of squares of G/M - A at the current image */
+} nst_loss_sums;
+
 typedef struct {
     const nst_loss_spec *spec;
     nst_net *net;
@@ -114,10 +125,9 @@ typedef struct {
     int have_D;                       /* lagged: D holds the previous iteration's G/M - A */
     double normA[NST_MAX_GRAMS];      /* ||A||^2 */
     double normP[NST_VGG_NLAYERS];    /* ||P||^2 over the whole image, by content index */
-    nst_xsum normP_sum[NST_VGG_NLAYERS]; /* its sums over this rank's tiles, until they are added over ranks */
-    /* an evaluation's sums over this rank's tiles: each content layer's, then TV's and the temporal
-     * term's; exact (kernels/xsum.h), so their total over tiles and ranks is the whole image's */
-    nst_xsum pending[NST_VGG_NLAYERS + 2];
+    nst_loss_sums *sums;              /* backend memory (above) */
+    nst_loss_sums *host;              /* their copy as last read */
+    long long staged_waits;           /* host waits of the collectives staged through the host (the Gram sums' MPI path) */
     /* Resident and two-pass on a backend with fixed-point Gram sums (the CPU: gram_fixed): the
      * sums as integers, exact in any order, so a tiled image's global Gram is the whole image's
      * bits by construction. Each slot's features are bounded by 2^gram_e (the last iteration's
@@ -174,7 +184,10 @@ float nst_mask_quantise(float v);
 nst_status nst_objective_finish_targets(nst_objective *o);
 
 /* Evaluate L at the tiles' current pixels; with grad, each tile's dimg holds dL/dx on its seed
- * region. tm (may be NULL) accumulates per-phase times. Collective: every rank calls it. */
+ * region. tm (may be NULL) accumulates per-phase times. terms: the loss terms, read from the
+ * device and added over ranks; NULL: left on the device, and no wait for them (an iteration
+ * that neither reports nor decides anything). Collective: every rank calls it, with terms NULL
+ * on all ranks or on none. */
 nst_status nst_objective_eval(nst_objective *o, nst_tile *tiles, int ntiles, int grad, nst_timers *tm,
                               nst_loss_terms *terms);
 

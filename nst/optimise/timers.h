@@ -19,7 +19,13 @@ enum {
 
 typedef struct {
     double t[NST_T_COUNT];
-    nst_backend *sync; /* a GPU backend whose stream each lap waits for; NULL on the CPU */
+    /* With a backend (set by the render): each phase ends at a stamp on the backend's queue,
+     * which adds the phase's time to the backend's clock for it, and the clocks are read in one
+     * wait at nst_timers_flush (a report). On a GPU a phase is billed the time from the end of
+     * the last one's kernels to the end of its own, with no wait per phase, so an iteration
+     * between two reports waits for nothing (kernels/backend.h); on the CPU the clock is the
+     * host's. NULL: host time. */
+    nst_backend *be;
 } nst_timers;
 
 static inline const char *nst_timer_name(int i)
@@ -34,18 +40,14 @@ static inline const char *nst_timer_key(int i)
     return keys[i];
 }
 
-/* Add the time since *mark to phase p (tm may be NULL) and move the mark. A GPU backend's ops
- * only queue work on its stream, so the lap waits for the stream first: without it a phase's
- * kernels are billed to the next phase that waits for them (the forward's and the Grams' to the
- * Gram allreduce, Adam's to the next halo exchange). A sync costs microseconds, a phase
- * milliseconds. Its status is not needed here: a failed sync is a device fault, fatal to the job
- * (kernels/backend.h), and without the handler the stream's next op reports the sticky error. */
-static inline void nst_timer_lap(nst_timers *tm, int p, double *mark)
-{
-    if (tm && tm->sync) (void)tm->sync->ops->synchronize(tm->sync);
-    double now = nst_now();
-    if (tm) tm->t[p] += now - *mark;
-    *mark = now;
-}
+/* Phase p ends now: its time since *mark (the previous lap or start) is added to it, and the
+ * mark moves (tm may be NULL). With a backend the end is a stamp after the phase's queued work. */
+void nst_timer_lap(nst_timers *tm, int p, double *mark);
+/* A phase starts now: the time since the last lap is no phase's (reports, checkpoints). */
+void nst_timer_start(nst_timers *tm, double *mark);
+/* The backend's clocks added to the phases (one wait for the backend): before t[] is read. */
+nst_status nst_timers_flush(nst_timers *tm);
+/* Use be's clocks from now on (NULL: host time); t[] is kept. */
+nst_status nst_timers_use(nst_timers *tm, nst_backend *be);
 
 #endif

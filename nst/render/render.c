@@ -101,6 +101,7 @@ typedef struct {
     nst_render_state rs; /* what a checkpoint saves and restores */
     double t_mark;     /* printed rows: when, and at which iteration, the previous one was */
     long long mark;
+    long long staged;  /* host waits of the halo exchange (between ranks, through the host) */
 } render_run;
 
 /* The network, the objective with its style targets, the shared activations, every local tile
@@ -177,16 +178,31 @@ static nst_status iter_exchange(render_run *r, long long it)
     const nst_layout *L = r->ctx->layout;
     nst_backend *be = r->ctx->be;
     nst_status s = NST_OK;
-    double m0 = nst_now();
+    double m0;
+    nst_timer_start(&r->st->timers, &m0);
     be->ops->range_push(be, "halo exchange"); /* NVTX ranges: Nsight Systems shows the phases */
+    const long long w0 = be->host_waits; /* staged through the host between ranks: not the iteration's own */
     if (!L->cheap || (it > 0 && it % L->exchange_every == 0)) s = nst_exchange_refresh(r->ctx, r->tiles, r->ts, &r->ex);
+    r->staged += be->host_waits - w0;
     be->ops->range_pop(be);
     nst_timer_lap(&r->st->timers, NST_T_EXCHANGE, &m0);
     return s;
 }
 
+/* Whether iteration it reads its loss terms from the device: a row (printed, or the progress
+ * reporter's: it0 and every run.print_every), the first gradient's file (iteration 0), and every
+ * iteration while the stopping rule is on. The others leave them there and wait for nothing.
+ * Every rank decides alike (the terms are added over ranks). */
+static int wants_terms(const render_run *r, long long it)
+{
+    const long long every = r->ctx->cfg->run_print_every;
+    if (it == 0 || it == r->it0 || (every > 0 && it % every == 0)) return 1;
+    return r->stop.ring != NULL;
+}
+
 /* Forward, the Gram statistics summed over the ranks, backward: the loss and its gradient on
- * every local tile. Runs only when s is NST_OK (the NVTX range opens either way). */
+ * every local tile (terms NULL: the loss left on the device). Runs only when s is NST_OK (the
+ * NVTX range opens either way). */
 static nst_status iter_objective(render_run *r, nst_status s, nst_loss_terms *terms)
 {
     nst_backend *be = r->ctx->be;
@@ -196,14 +212,16 @@ static nst_status iter_objective(render_run *r, nst_status s, nst_loss_terms *te
     return s;
 }
 
-/* The iteration's row: to the progress reporter, or printed every run.print_every iterations. */
+/* The iteration's row: to the progress reporter, or printed every run.print_every iterations
+ * (terms NULL: not read, no row). The phase timers are read where there are terms. */
 static nst_status iter_report(render_run *r, long long it, const nst_loss_terms *terms)
 {
     const nst_render_ctx *ctx = r->ctx;
     const long long every = ctx->cfg->run_print_every;
+    if (terms) NST_TRY(nst_timers_flush(&r->st->timers));
     if (it == 0) r->st->first = *terms;
     if (ctx->progress) return nst_progress_iter(ctx->progress, it, terms, &r->st->timers, ctx->be->bytes_in_use, 0, 0);
-    if (it == 0 || (every > 0 && it % every == 0)) {
+    if (terms && (it == 0 || (every > 0 && it % every == 0))) {
         double now = nst_now();
         print_terms(it, terms, it > r->mark ? (now - r->t_mark) / (double)(it - r->mark) : 0);
         r->t_mark = now;
@@ -216,7 +234,8 @@ static nst_status iter_report(render_run *r, long long it, const nst_loss_terms 
 static nst_status iter_step(render_run *r, long long it)
 {
     nst_backend *be = r->ctx->be;
-    double m0 = nst_now();
+    double m0;
+    nst_timer_start(&r->st->timers, &m0);
     nst_status s = injected_fault(it);
     injected_delay(it, r->it0 > 0);
     be->ops->range_push(be, "optimiser");
@@ -270,14 +289,22 @@ static nst_status keep_first_gradient(render_run *r, const nst_loss_terms *terms
 static nst_status render_iteration(render_run *r, long long it)
 {
     nst_loss_terms terms;
-    nst_status s = iter_objective(r, iter_exchange(r, it), &terms);
+    const int read = wants_terms(r, it);
+    const long long w0 = r->ctx->be->host_waits, staged0 = r->staged + r->obj.staged_waits;
+    nst_status s = iter_objective(r, iter_exchange(r, it), read ? &terms : NULL);
     if (s == NST_OK && it == 0) s = keep_first_gradient(r, &terms);
-    if (s == NST_OK) s = iter_report(r, it, &terms);
-    if (s == NST_OK && nst_stop_feed(&r->stop, terms.total)) { /* the level ends here, before this step */
+    if (s == NST_OK) s = iter_report(r, it, read ? &terms : NULL);
+    if (s == NST_OK && read && nst_stop_feed(&r->stop, terms.total)) { /* the level ends here, before this step */
         r->stop_at = it;
         return NST_OK;
     }
     if (s == NST_OK) s = iter_step(r, it);
+    if (!read && s == NST_OK) { /* the waits of an iteration that read nothing, before its boundary (checkpoints wait) */
+        const long long staged = r->staged + r->obj.staged_waits - staged0;
+        r->st->quiet_iterations++;
+        r->st->quiet_waits += r->ctx->be->host_waits - w0 - staged;
+        r->st->quiet_staged += staged;
+    }
     if (s == NST_OK) s = iter_boundary(r, it);
     return s;
 }
@@ -322,6 +349,7 @@ static nst_status render_loop(render_run *r, nst_status s)
         if (s == NST_OK) nst_watchdog_beat(it + 1);
     }
     nst_watchdog_disarm();
+    if (s == NST_OK) s = nst_timers_flush(&st->timers); /* the last rows' phases */
     double t_end = nst_now();
     st->seconds = t_end - t_loop - st->checkpoint_seconds - st->preview_seconds;
     st->steps = r->stop_at >= 0 ? r->stop_at : ctx->iterations;
@@ -416,11 +444,11 @@ nst_status nst_render(const nst_render_ctx *ctx, float **content, float **init, 
     r.ctx = ctx;
     r.st = st;
     memset(st, 0, sizeof *st);
-    st->timers.sync = be->gpu_stream ? be : NULL; /* the phase timers wait for a GPU's stream (nst/optimise/timers.h) */
+    nst_status ts = nst_timers_use(&st->timers, be); /* on the backend's clocks: no wait per phase (nst/optimise/timers.h) */
     be->bytes_peak = be->bytes_in_use; /* the peak of this render (the style targets came and went before) */
     double t0 = nst_now();
 
-    nst_status s = render_setup(&r, content, init);
+    nst_status s = ts == NST_OK ? render_setup(&r, content, init) : ts;
     s = render_resume(&r, s);
     st->setup_seconds = nst_now() - t0;
     s = render_loop(&r, s);

@@ -39,6 +39,11 @@ typedef struct {
     int previews;
     long long resumed_at;       /* the iteration a resumed level started from (0: fresh) */
     int stepped;                /* an optimiser step was taken (all ranks agreed): a failure after it loses work */
+    /* The host's waits for the backend (kernels/backend.h) in the iterations that read no loss
+     * terms (neither a row nor a stopping decision), less those of the halo exchange and the
+     * Gram sums staged through the host between ranks: 0 by design, a GPU's stream never
+     * drained between two reports. quiet_staged: those excepted. */
+    long long quiet_iterations, quiet_waits, quiet_staged;
 } nst_render_stats;
 
 /* Adam's moments handed from one pyramid level to the next (pyramid.state = carry): per local

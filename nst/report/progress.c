@@ -396,6 +396,9 @@ nst_status nst_progress_iter(nst_progress *p, long long it, const nst_loss_terms
     int job_done = final && k == p->nlevels - 1;
     double eta = job_done ? 0 : rate_eta > 0 ? left / rate_eta : -1;
     char etas[32];
+    if (row && !t) return nst_fail(NST_ERUNTIME, "progress: the row of iteration %lld without its loss terms", it);
+    if (!t) t = &p->last_terms;
+    p->last_terms = *t;
     if (!row) { /* the live line, at most 5 times a second */
         if (p->live && !p->quiet && nst_log_is_root() && now - p->last_live >= 0.2) {
             fmt_eta(eta, etas, sizeof etas);

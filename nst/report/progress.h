@@ -43,6 +43,7 @@ typedef struct nst_progress {
     double last_rate;       /* pixel-iterations per second last measured (a new level starts from it) */
     long long level_it0, mark_it;
     nst_timers mark_tm;
+    nst_loss_terms last_terms;    /* the last row's: the live line between rows shows them */
     int live_shown;
     /* a clip render (video/): the last frame finished and its flicker */
     int video;
@@ -65,7 +66,8 @@ void nst_progress_job_end(nst_progress *p, const char *status, double seconds);
 void nst_progress_level(nst_progress *p, int k, long long it0);
 /* After iteration it's objective (terms at the image before its step), on every rank of the
  * level: the live line, and at a row (it == it0, every print_every, final) the row, the
- * reductions and the metrics. final: the result's terms after the last step. Collective at rows
+ * reductions and the metrics. t: the iteration's loss terms, NULL where they were not read (not a
+ * row: the live line shows the last row's). final: the result's terms after the last step. Collective at rows
  * when metrics are on. loop_spi: on the final row, the loop's own seconds per iteration (no
  * checkpoints or previews), shown as its s/iter (that row times one more forward, not an
  * iteration); 0 on other rows. */

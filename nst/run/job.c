@@ -180,6 +180,7 @@ typedef struct {
     double mn[NST_T_COUNT], mx[NST_T_COUNT], sum[NST_T_COUNT]; /* the phase timers */
     double mem_mn[3], mem_mx[3], mem_sum[3];                   /* modelled peak, backend peak, their ratio */
     double io_mn[NIO], io_mx[NIO], io_sum[NIO];
+    double quiet_mn[3], quiet_mx[3], quiet_sum[3];             /* iterations that read no loss, their waits, staged ones */
     int n;     /* ranks */
     double it; /* the last level's iterations (at least 1) */
     double mp; /* megapixels */
@@ -206,6 +207,8 @@ static nst_status report_gather(const nst_layout *L, const nst_job_result *res, 
     NST_TRY(nst_comm_stats(st->timers.t, fg->mn, fg->mx, fg->sum, NST_T_COUNT));
     NST_TRY(nst_comm_stats(mem, fg->mem_mn, fg->mem_mx, fg->mem_sum, 3));
     NST_TRY(nst_comm_stats(io, fg->io_mn, fg->io_mx, fg->io_sum, NIO));
+    double quiet[3] = {(double)st->quiet_iterations, (double)st->quiet_waits, (double)st->quiet_staged};
+    NST_TRY(nst_comm_stats(quiet, fg->quiet_mn, fg->quiet_mx, fg->quiet_sum, 3));
     fg->n = nst_comm_size();
     fg->it = st->iterations > 0 ? (double)st->iterations : 1;
     fg->mp = (double)res->width * res->height / 1e6;
@@ -297,7 +300,10 @@ static void record_render(FILE *f, const nst_layout *L, const nst_job_result *re
     for (int p = 0; p < NST_T_COUNT; p++)
         fprintf(f, "%s\n    \"%s\": {\"min\": %.7f, \"mean\": %.7f, \"max\": %.7f}", p ? "," : "", nst_timer_key(p), fg->mn[p] / it,
                 fg->sum[p] / fg->n / it, fg->mx[p] / it);
-    fprintf(f, "\n  },\n  \"memory\": {\"model_peak_bytes_max\": %.0f, \"peak_bytes_max\": %.0f, \"peak_over_model_max\": %.6f, "
+    /* the host's waits for the backend in iterations between reports: 0 by design (render.h) */
+    fprintf(f, "\n  },\n  \"host_waits\": {\"quiet_iterations\": %.0f, \"waits_max\": %.0f, \"staged_max\": %.0f},", fg->quiet_mx[0],
+            fg->quiet_mx[1], fg->quiet_mx[2]);
+    fprintf(f, "\n  \"memory\": {\"model_peak_bytes_max\": %.0f, \"peak_bytes_max\": %.0f, \"peak_over_model_max\": %.6f, "
                "\"peak_over_model_min\": %.6f, \"rss_peak_bytes_max\": %.0f, \"rss_peak_bytes_min\": %.0f, "
                "\"output_buffers_peak_bytes_max\": %.0f},\n",
             fg->mem_mx[0], fg->mem_mx[1], fg->mem_mx[2], fg->mem_mn[2], fg->io_mx[IO_RSS], fg->io_mn[IO_RSS], fg->io_mx[IO_OUTPEAK]);
