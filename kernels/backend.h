@@ -83,9 +83,12 @@ typedef struct {
     nst_status (*relu_backward)(nst_backend *, const nst_tensor *y, nst_tensor *dy);
     /* 2x2 stride-2 pooling, floor: y is (h/2) x (w/2) */
     nst_status (*pool_forward)(nst_backend *, nst_pool_kind, const nst_tensor *x, nst_tensor *y);
-    /* dx = gradient through the pool (overwrites dx; max routes to the first maximum) */
+    /* dx = gradient through the pool (overwrites dx; max routes to the first maximum). relu: x is
+     * a ReLU's output and dx the gradient at that ReLU's input, its backward folded in (dx = 0
+     * where x > 0 fails): one pass instead of two, the same bits as pool_backward then
+     * relu_backward (a select, never a product). */
     nst_status (*pool_backward)(nst_backend *, nst_pool_kind, const nst_tensor *x, const nst_tensor *y,
-                                const nst_tensor *dy, nst_tensor *dx);
+                                const nst_tensor *dy, nst_tensor *dx, int relu);
     /* x = network input of img (img: fp32, c = 3); and its gradient (dimg overwritten) */
     nst_status (*preprocess)(nst_backend *, const nst_preproc *, const nst_tensor *img, nst_tensor *x);
     nst_status (*preprocess_backward)(nst_backend *, const nst_preproc *, const nst_tensor *dx, nst_tensor *dimg);

@@ -74,9 +74,9 @@ static nst_status p_pool_forward(nst_backend *be, nst_pool_kind k, const nst_ten
     TIMED(be, "pool_forward", x->c, 0, REAL(be)->pool_forward(be, k, x, y));
 }
 static nst_status p_pool_backward(nst_backend *be, nst_pool_kind k, const nst_tensor *x, const nst_tensor *y, const nst_tensor *dy,
-                                  nst_tensor *dx)
+                                  nst_tensor *dx, int relu)
 {
-    TIMED(be, "pool_backward", x->c, 0, REAL(be)->pool_backward(be, k, x, y, dy, dx));
+    TIMED(be, relu ? "pool_backward+relu" : "pool_backward", x->c, 0, REAL(be)->pool_backward(be, k, x, y, dy, dx, relu));
 }
 static nst_status p_preprocess(nst_backend *be, const nst_preproc *pp, const nst_tensor *img, nst_tensor *x)
 {

@@ -280,7 +280,7 @@ static void t_pool_vs_naive_and_finite_differences(void)
                     }
             nst_tensor tdy = tens(oh, ow, c), tdx = tens(h, w, c);
             put(&tdy, r);
-            CHECK(be->ops->pool_backward(be, pc.kind, &pc.tx, &pc.ty, &tdy, &tdx) == NST_OK, "%s", nst_fail_message());
+            CHECK(be->ops->pool_backward(be, pc.kind, &pc.tx, &pc.ty, &tdy, &tdx, 0) == NST_OK, "%s", nst_fail_message());
             get(&tdx, g);
             double e = fd_worst(&pc, pool_f, x, g, nx, kind ? 1e-1f : 1e-4f, 4, 16);
             CHECK(e <= 1e-3, "%s pool %dx%dx%d finite differences: rel err %.3g", kind ? "avg" : "max", h, w, c, e);
@@ -298,10 +298,50 @@ static void t_max_pool_routes_to_first_maximum(void)
     put(&tx, x);
     put(&tdy, dy);
     be->ops->pool_forward(be, NST_POOL_MAX, &tx, &ty);
-    be->ops->pool_backward(be, NST_POOL_MAX, &tx, &ty, &tdy, &tdx);
+    be->ops->pool_backward(be, NST_POOL_MAX, &tx, &ty, &tdy, &tdx, 0);
     get(&tdx, dx);
     CHECK(dx[0] == 3.f && dx[1] == 0 && dx[2] == 0 && dx[3] == 0, "dx = %g %g %g %g", dx[0], dx[1], dx[2], dx[3]);
     nst_tensor_free(be, &tx), nst_tensor_free(be, &ty), nst_tensor_free(be, &tdy), nst_tensor_free(be, &tdx);
+}
+
+/* The ReLU below folded into the pooling's backward equals the two passes bit for bit: both kinds,
+ * fp32 and bf16, odd shapes (the dropped row and column), x with negatives, zeros, ties at 0 and a
+ * NaN; on every instruction-set clone the machine runs (kernels/cpu/pool_cpu.c). */
+static void t_pool_backward_folds_relu(void)
+{
+    const int shapes[][3] = {{2, 2, 1}, {7, 9, 3}, {16, 10, 8}, {5, 5, 16}, {9, 6, 33}};
+    int bad = 0, cases = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int dt = 0; dt < 2; dt++)
+            for (int kind = 0; kind < 2; kind++) {
+                int h = shapes[s][0], w = shapes[s][1], c = shapes[s][2];
+                nst_dtype t = dt ? NST_BF16 : NST_F32;
+                size_t nx = (size_t)h * w * c, ny = (size_t)(h / 2) * (w / 2) * c;
+                float *x = buf(nx), *r = buf(ny), *a = buf(nx), *b = buf(nx);
+                test_fill(x, nx, 40 + (unsigned)s, -1, 1);
+                for (size_t i = 0; i < nx; i += 5) x[i] = 0.f; /* ties at 0, and windows whose maximum is 0 */
+                x[nx / 2] = NAN;
+                test_fill(r, ny, 50 + (unsigned)s, -1, 1);
+                nst_tensor tx, ty, tdy, d1, d2;
+                nst_pool_kind pk = kind ? NST_POOL_AVG : NST_POOL_MAX;
+                nst_status st = nst_tensor_alloc(be, h, w, c, t, &tx);
+                if (st == NST_OK) st = nst_tensor_alloc(be, h / 2, w / 2, c, t, &ty);
+                if (st == NST_OK) st = nst_tensor_alloc(be, h / 2, w / 2, c, t, &tdy);
+                if (st == NST_OK) st = nst_tensor_alloc(be, h, w, c, t, &d1);
+                if (st == NST_OK) st = nst_tensor_alloc(be, h, w, c, t, &d2);
+                if (st == NST_OK) st = be->ops->upload(be, tx.data, x, nx, t);
+                if (st == NST_OK) st = be->ops->upload(be, tdy.data, r, ny, t);
+                if (st == NST_OK) st = be->ops->pool_forward(be, pk, &tx, &ty);
+                if (st == NST_OK) st = be->ops->pool_backward(be, pk, &tx, &ty, &tdy, &d1, 0);
+                if (st == NST_OK) st = be->ops->relu_backward(be, &tx, &d1);
+                if (st == NST_OK) st = be->ops->pool_backward(be, pk, &tx, &ty, &tdy, &d2, 1);
+                CHECK(st == NST_OK, "%s", nst_fail_message());
+                bad += memcmp(d1.data, d2.data, nx * nst_dtype_size(t)) != 0;
+                cases++;
+                nst_tensor_free(be, &tx), nst_tensor_free(be, &ty), nst_tensor_free(be, &tdy), nst_tensor_free(be, &d1), nst_tensor_free(be, &d2);
+                nst_free(x), nst_free(r), nst_free(a), nst_free(b);
+            }
+    CHECK(bad == 0, "pool_backward with the ReLU folded in differs from the two passes in %d of %d cases", bad, cases);
 }
 
 /* ---- preprocessing ---------------------------------------------------------------------------- */
@@ -1045,6 +1085,7 @@ int main(void)
     RUN(t_conv_relu_finite_differences);
     RUN(t_pool_vs_naive_and_finite_differences);
     RUN(t_max_pool_routes_to_first_maximum);
+    RUN(t_pool_backward_folds_relu);
     RUN(t_preprocess_and_adjoint);
     RUN(t_gram_regions_and_finite_differences);
     RUN(t_mse_and_tv_finite_differences_and_regions);

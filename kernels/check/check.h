@@ -39,7 +39,7 @@ double nst_tolerance(nst_tol_class k, nst_precision p, double terms);
 nst_tol_class nst_contract_class(const nst_backend *be, nst_tol_class inexact);
 const char *nst_tol_class_name(nst_tol_class k);
 
-#define NST_CHECK_ROWS 40
+#define NST_CHECK_ROWS 64
 
 /* One line of the report: an op (as compared), its worst error relative to its tolerance. */
 typedef struct {

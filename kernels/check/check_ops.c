@@ -73,9 +73,13 @@ static void pool_case(nst_check *c, nst_pool_kind pk, int h, int w, int ch)
             ck_record(c, op, NST_TOL_ELEMENT, 1, ck_pair_err(c, &y), "%s %dx%d", kind, h, w);
         if (ck_pair_make(c, &dy, h / 2, w / 2, ch, 1, -1, 1)) {
             if (ck_pair_make(c, &dx, h, w, ch, 1, 0, 0)) {
-                op = pk == NST_POOL_AVG ? "pool_backward avg" : "pool_backward max";
-                if (BOTH(c, R->ops->pool_backward(R, pk, &x.r, &y.r, &dy.r, &dx.r), D->ops->pool_backward(D, pk, &x.d, &y.d, &dy.d, &dx.d)))
-                    ck_record(c, op, NST_TOL_ELEMENT, 1, ck_pair_err(c, &dx), "%s %dx%d", kind, h, w);
+                for (int relu = 0; relu < 2; relu++) { /* and with the ReLU below folded in */
+                    op = pk == NST_POOL_AVG ? (relu ? "pool_backward avg+relu" : "pool_backward avg")
+                                            : (relu ? "pool_backward max+relu" : "pool_backward max");
+                    if (BOTH(c, R->ops->pool_backward(R, pk, &x.r, &y.r, &dy.r, &dx.r, relu),
+                             D->ops->pool_backward(D, pk, &x.d, &y.d, &dy.d, &dx.d, relu)))
+                        ck_record(c, op, NST_TOL_ELEMENT, 1, ck_pair_err(c, &dx), "%s %dx%d", kind, h, w);
+                }
                 ck_pair_free(c, &dx);
             }
             ck_pair_free(c, &dy);

@@ -79,7 +79,7 @@ nst_status cpu_preprocess_backward(nst_backend *, const nst_preproc *, const nst
 
 nst_status cpu_pool_forward(nst_backend *, nst_pool_kind, const nst_tensor *x, nst_tensor *y);
 nst_status cpu_pool_backward(nst_backend *, nst_pool_kind, const nst_tensor *x, const nst_tensor *y,
-                             const nst_tensor *dy, nst_tensor *dx);
+                             const nst_tensor *dy, nst_tensor *dx, int relu);
 
 nst_status cpu_mse(nst_backend *, const nst_tensor *f, const nst_tensor *p, nst_rect own, nst_rect seed, const nst_tensor *m,
                    float scale, nst_xsum *sumsq, nst_tensor *df);

@@ -75,9 +75,11 @@ nst_status cpu_pool_forward(nst_backend *be, nst_pool_kind kind, const nst_tenso
     return NST_OK;
 }
 
-/* input rows 2i and 2i + 1 of the gradient, from output row i (the dropped odd column gets 0) */
+/* input rows 2i and 2i + 1 of the gradient, from output row i (the dropped odd column gets 0);
+ * relu: each position's gradient kept only where its x > 0 (the ReLU below folded in: a select,
+ * as relu_backward's, so the same bits as the two passes) */
 static inline __attribute__((always_inline)) void bwd_rows(nst_pool_kind kind, const nst_tensor *x, const nst_tensor *y,
-                                                           const nst_tensor *dy, nst_tensor *dx, int i, int bf)
+                                                           const nst_tensor *dy, nst_tensor *dx, int i, int bf, int relu)
 {
     const int C = x->c, W = x->w;
     const void *in = x->data, *g = dy->data;
@@ -90,8 +92,15 @@ static inline __attribute__((always_inline)) void bwd_rows(nst_pool_kind kind, c
 #pragma omp simd
             for (int c = 0; c < C; c++) {
                 float v = 0.25f * cpu_ld(g, gy + c, bf);
-                cpu_st(out, p00 + c, v, bf), cpu_st(out, p01 + c, v, bf);
-                cpu_st(out, p10 + c, v, bf), cpu_st(out, p11 + c, v, bf);
+                if (relu) {
+                    cpu_st(out, p00 + c, cpu_ld(in, p00 + c, bf) > 0.f ? v : 0.f, bf);
+                    cpu_st(out, p01 + c, cpu_ld(in, p01 + c, bf) > 0.f ? v : 0.f, bf);
+                    cpu_st(out, p10 + c, cpu_ld(in, p10 + c, bf) > 0.f ? v : 0.f, bf);
+                    cpu_st(out, p11 + c, cpu_ld(in, p11 + c, bf) > 0.f ? v : 0.f, bf);
+                } else {
+                    cpu_st(out, p00 + c, v, bf), cpu_st(out, p01 + c, v, bf);
+                    cpu_st(out, p10 + c, v, bf), cpu_st(out, p11 + c, v, bf);
+                }
             }
             continue;
         }
@@ -100,9 +109,11 @@ static inline __attribute__((always_inline)) void bwd_rows(nst_pool_kind kind, c
             float v0 = cpu_ld(in, p00 + c, bf), v1 = cpu_ld(in, p01 + c, bf), v2 = cpu_ld(in, p10 + c, bf), v3 = cpu_ld(in, p11 + c, bf);
             /* the forward's chain of comparisons: the last one that held names the maximum. The
              * gradient's bits are routed with masks (no branches, so the loop vectorises) */
-            float m1 = v1 > v0 ? v1 : v0, m2 = v2 > m1 ? v2 : m1;
+            float m1 = v1 > v0 ? v1 : v0, m2 = v2 > m1 ? v2 : m1, m3 = v3 > m2 ? v3 : m2;
             uint32_t k1 = -(uint32_t)(v1 > v0), k2 = -(uint32_t)(v2 > m1), k3 = -(uint32_t)(v3 > m2);
             uint32_t d = cpu_bits(g, gy + c, bf);
+            /* folded ReLU: only the maximum's position gets d, and m3 is its x */
+            if (relu) d &= -(uint32_t)(m3 > 0.f);
             cpu_st_bits(out, p11 + c, d & k3, bf);
             cpu_st_bits(out, p10 + c, d & k2 & ~k3, bf);
             cpu_st_bits(out, p01 + c, d & k1 & ~k2 & ~k3, bf);
@@ -115,17 +126,21 @@ static inline __attribute__((always_inline)) void bwd_rows(nst_pool_kind kind, c
     }
 }
 
-POOL_CLONES static void bwd_rows_f32(nst_pool_kind kind, const nst_tensor *x, const nst_tensor *y, const nst_tensor *dy, nst_tensor *dx, int i)
-{
-    bwd_rows(kind, x, y, dy, dx, i, 0);
-}
-POOL_CLONES static void bwd_rows_bf16(nst_pool_kind kind, const nst_tensor *x, const nst_tensor *y, const nst_tensor *dy, nst_tensor *dx, int i)
-{
-    bwd_rows(kind, x, y, dy, dx, i, 1);
-}
+/* one clone per dtype and per relu (a literal in each, so the channel loops stay branch-free) */
+#define BWD_ROWS(NAME, BF, RELU)                                                                                                  \
+    POOL_CLONES static void NAME(nst_pool_kind kind, const nst_tensor *x, const nst_tensor *y, const nst_tensor *dy, nst_tensor *dx, \
+                                 int i)                                                                                           \
+    {                                                                                                                             \
+        bwd_rows(kind, x, y, dy, dx, i, BF, RELU);                                                                                \
+    }
+BWD_ROWS(bwd_rows_f32, 0, 0)
+BWD_ROWS(bwd_rows_bf16, 1, 0)
+BWD_ROWS(bwd_rows_f32_relu, 0, 1)
+BWD_ROWS(bwd_rows_bf16_relu, 1, 1)
+#undef BWD_ROWS
 
 nst_status cpu_pool_backward(nst_backend *be, nst_pool_kind kind, const nst_tensor *x, const nst_tensor *y,
-                             const nst_tensor *dy, nst_tensor *dx)
+                             const nst_tensor *dy, nst_tensor *dx, int relu)
 {
     (void)be;
     NST_TRY(check(x, y, "pool_backward"));
@@ -134,10 +149,10 @@ nst_status cpu_pool_backward(nst_backend *be, nst_pool_kind kind, const nst_tens
     const int bf = x->dt == NST_BF16;
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < y->h; i++) {
-        if (bf)
-            bwd_rows_bf16(kind, x, y, dy, dx, i);
+        if (relu)
+            (bf ? bwd_rows_bf16_relu : bwd_rows_f32_relu)(kind, x, y, dy, dx, i);
         else
-            bwd_rows_f32(kind, x, y, dy, dx, i);
+            (bf ? bwd_rows_bf16 : bwd_rows_f32)(kind, x, y, dy, dx, i);
     }
     if (x->h & 1) { /* the dropped odd last row */
         size_t rowlen = (size_t)x->w * x->c;

@@ -177,7 +177,7 @@ nst_status cuda_preprocess(nst_backend *, const nst_preproc *, const nst_tensor 
 nst_status cuda_preprocess_backward(nst_backend *, const nst_preproc *, const nst_tensor *dx, nst_tensor *dimg);
 nst_status cuda_pool_forward(nst_backend *, nst_pool_kind, const nst_tensor *x, nst_tensor *y);
 nst_status cuda_pool_backward(nst_backend *, nst_pool_kind, const nst_tensor *x, const nst_tensor *y, const nst_tensor *dy,
-                              nst_tensor *dx);
+                              nst_tensor *dx, int relu);
 
 nst_status cuda_gram_accumulate(nst_backend *, const nst_tensor *f, nst_rect own, const nst_tensor *m, double *g);
 nst_status cuda_gram_diff(nst_backend *, const double *g, const double *g_prev, double g_scale, const float *a, int c, float *d,

@@ -124,22 +124,25 @@ template <typename T> __global__ void k_pool_fwd(const T *x, int W, int C, T *y,
     }
 }
 
-template <typename T> __global__ void k_pool_bwd(const T *x, int H, int W, int C, const T *gy, int yh, int yw, T *dx, int avg)
+/* One thread per element of dx; I the index type: 32-bit where the tensor has fewer than 2^31
+ * elements (no 64-bit division per element), 64-bit otherwise. relu: the ReLU below folded in (a
+ * select on this element's own x: for max, the maximum's position is the only one that gets g). */
+template <typename T, typename I>
+__global__ void k_pool_bwd(const T *x, int H, int W, int C, const T *gy, int yh, int yw, T *dx, int avg, int relu)
 {
-    size_t n = (size_t)H * W * C;
-    GRID_STRIDE(i, n)
-    {
+    const I n = (I)H * W * C;
+    for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
         int c = (int)(i % C);
-        size_t q = i / C;
+        I q = i / C;
         int col = (int)(q % W), row = (int)(q / W);
         int r = row / 2, j = col / 2;
         float v = 0.f;
         if (r < yh && j < yw) {
-            float g = ld<T>(gy, ((size_t)r * yw + j) * C + c);
+            float g = ld<T>(gy, ((I)r * yw + j) * C + c);
             if (avg) {
                 v = 0.25f * g;
             } else {
-                size_t p00 = ((size_t)(2 * r) * W + 2 * j) * C + c, p01 = p00 + C, p10 = p00 + (size_t)W * C, p11 = p10 + C;
+                I p00 = ((I)(2 * r) * W + 2 * j) * C + c, p01 = p00 + C, p10 = p00 + (I)W * C, p11 = p10 + C;
                 float m = ld<T>(x, p00);
                 int arg = 0;
                 if (ld<T>(x, p01) > m) m = ld<T>(x, p01), arg = 1;
@@ -147,6 +150,7 @@ template <typename T> __global__ void k_pool_bwd(const T *x, int H, int W, int C
                 if (ld<T>(x, p11) > m) m = ld<T>(x, p11), arg = 3;
                 if (arg == (row & 1) * 2 + (col & 1)) v = g;
             }
+            if (relu && !(ld<T>(x, i) > 0.f)) v = 0.f;
         }
         st<T>(dx, i, v);
     }
@@ -176,7 +180,7 @@ nst_status cuda_pool_forward(nst_backend *be, nst_pool_kind kind, const nst_tens
 }
 
 nst_status cuda_pool_backward(nst_backend *be, nst_pool_kind kind, const nst_tensor *x, const nst_tensor *y, const nst_tensor *dy,
-                              nst_tensor *dx)
+                              nst_tensor *dx, int relu)
 {
     NST_TRY(pool_check(x, y, "pool_backward"));
     NST_TRY(pool_check(dx, dy, "pool_backward"));
@@ -184,7 +188,14 @@ nst_status cuda_pool_backward(nst_backend *be, nst_pool_kind kind, const nst_ten
     if (!n) return NST_OK;
     cudaStream_t s = cuda_of(be)->stream;
     int avg = kind == NST_POOL_AVG;
-#define PB(T) (k_pool_bwd<T><<<cuda_blocks(n, 256), 256, 0, s>>>((const T *)x->data, x->h, x->w, x->c, (const T *)dy->data, dy->h, dy->w, (T *)dx->data, avg), 0)
+    /* the 32-bit loop's i + stride stays below 2^31 + 2^28 (at most 2^20 blocks of 256): no wrap */
+    const int narrow = n < ((size_t)1 << 31);
+#define PB(T)                                                                                                                      \
+    ((narrow ? k_pool_bwd<T, unsigned><<<cuda_blocks(n, 256), 256, 0, s>>>((const T *)x->data, x->h, x->w, x->c, (const T *)dy->data, \
+                                                                          dy->h, dy->w, (T *)dx->data, avg, relu)                  \
+             : k_pool_bwd<T, size_t><<<cuda_blocks(n, 256), 256, 0, s>>>((const T *)x->data, x->h, x->w, x->c, (const T *)dy->data,   \
+                                                                        dy->h, dy->w, (T *)dx->data, avg, relu)),                 \
+     0)
     CUDA_DISPATCH(x->dt, PB);
 #undef PB
     LAUNCH_TRY("pool_backward");

@@ -14,6 +14,7 @@ static nst_status net_build(nst_backend *be, const nst_weights *w, int deepest, 
     memcpy(net->pre.mean, w->mean, sizeof w->mean);
     memcpy(net->pre.std, w->std, sizeof w->std);
     int width = 3;
+    memset(net->seeded, 1, sizeof net->seeded); /* until told otherwise, every layer may be seeded */
     for (int i = 0; i < net->nlayers; i++) {
         const nst_vgg_layer *L = nst_vgg_layer_at(i);
         if (L->op == NST_OP_CONV) {
@@ -157,11 +158,18 @@ static nst_tensor grad_view(const nst_acts *a, int k, const nst_tensor *t)
     return g;
 }
 
+void nst_net_set_seeded(nst_net *net, const int *layers, int n)
+{
+    memset(net->seeded, 0, sizeof net->seeded);
+    for (int i = 0; i < n; i++)
+        if (layers[i] >= 0 && layers[i] < NST_VGG_NLAYERS) net->seeded[layers[i]] = 1;
+}
+
 nst_status nst_net_backward(nst_net *net, nst_acts *a, nst_seed_fn seed, void *user, nst_tensor *dimg)
 {
     nst_backend *be = net->be;
     int top = net->nlayers - 1;
-    int k = 0;
+    int k = 0, folded = 0; /* folded: the pooling above applied this layer's ReLU backward */
     nst_tensor g = grad_view(a, k, &a->out[top]);
     NST_TRY(be->ops->zero(be, g.data, nst_tensor_elems(&g) * nst_dtype_size(g.dt)));
     for (int i = top; i >= 0; i--) {
@@ -170,10 +178,12 @@ nst_status nst_net_backward(nst_net *net, nst_acts *a, nst_seed_fn seed, void *u
         const nst_tensor *below = i > 0 ? &a->out[i - 1] : &a->in;
         nst_tensor gb = grad_view(a, 1 - k, below);
         if (L->op == NST_OP_CONV) {
-            NST_TRY(be->ops->relu_backward(be, &a->out[i], &g));
+            if (!folded) NST_TRY(be->ops->relu_backward(be, &a->out[i], &g));
             NST_TRY(be->ops->conv_backward_data(be, net->conv[L->conv], &g, &gb));
-        } else {
-            NST_TRY(be->ops->pool_backward(be, net->pool, below, &a->out[i], &g, &gb));
+            folded = 0;
+        } else { /* every conv's output is its ReLU's: fold it in where no seed adds at it */
+            folded = i > 0 && nst_vgg_layer_at(i - 1)->op == NST_OP_CONV && !net->seeded[i - 1];
+            NST_TRY(be->ops->pool_backward(be, net->pool, below, &a->out[i], &g, &gb, folded));
         }
         k = 1 - k;
         g = gb;

@@ -19,6 +19,11 @@ typedef struct {
     int width[NST_VGG_NLAYERS]; /* output channels of each layer */
     nst_pool_kind pool;
     nst_preproc pre;
+    /* The layers whose output the loss seeds gradients at (every layer until nst_net_set_seeded).
+     * The ReLU of a layer it does not seed, below a pooling, is folded into the pooling's backward
+     * (one pass over the largest activations instead of two); a seeded one keeps its own pass,
+     * since its seeds add after the pooling's gradient. */
+    unsigned char seeded[NST_VGG_NLAYERS];
 } nst_net;
 
 /* Activations of one window. The buffers are allocated for a largest shape (cap_h x cap_w) and
@@ -51,6 +56,8 @@ size_t nst_acts_bytes(const nst_net *net, int h, int w);
 
 /* img: fp32 h x w x 3 in [0,1], in the backend's memory. */
 nst_status nst_net_forward(nst_net *net, const nst_tensor *img, nst_acts *a);
+/* Only `layers` (n of them) are seeded from now on. */
+void nst_net_set_seeded(nst_net *net, const int *layers, int n);
 /* dimg (fp32 h x w x 3) is overwritten with the gradient of the seeded losses. */
 nst_status nst_net_backward(nst_net *net, nst_acts *a, nst_seed_fn seed, void *user, nst_tensor *dimg);
 

@@ -50,6 +50,10 @@ nst_status nst_objective_init_guided(nst_objective *o, const nst_loss_spec *spec
     if (strategy != NST_GRAM_RESIDENT && !shared) return nst_fail(NST_ERUNTIME, "objective: %s needs shared activations",
                                                                   nst_gram_strategy_name(strategy));
     nst_backend *be = net->be;
+    int seeded[2 * NST_VGG_NLAYERS], nseeded = 0; /* the layers the loss seeds (the others' ReLUs fold into poolings) */
+    for (int k = 0; k < spec->nstyle; k++) seeded[nseeded++] = spec->style[k];
+    for (int k = 0; k < spec->ncontent; k++) seeded[nseeded++] = spec->content[k];
+    nst_net_set_seeded(net, seeded, nseeded);
     o->host = nst_calloc(sizeof *o->host, "the loss sums");
     if (!o->host) return NST_ENOMEM;
     NST_TRY(be->ops->alloc(be, sizeof *o->sums, (void **)&o->sums));

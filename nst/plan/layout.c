@@ -69,7 +69,7 @@ size_t nst_layout_memory(const nst_grid *g, const int *owner, int r, int cheap, 
         int c = net->width[spec->style[k]];
         b += per * (size_t)c * c * (spec->nmask ? spec->nmask : 1);
     }
-    return b;
+    return b + sizeof(nst_loss_sums); /* the loss sums, in backend memory (nst/optimise/objective.h) */
 }
 
 static double gib(size_t b) { return (double)b / (double)(1ull << 30); }
