@@ -10,7 +10,9 @@
 #      (build/bench/conv_layers: nstbatch's own cuDNN calls);
 #   2. the whole Gatys iteration, one tile of S x S for S in $SIZES (default 1024 2048 4096; an entry
 #      WxH, e.g. 1024x768, is a W x H image): s/iter
-#      (median after two warm-ups, from the progress rows at run.print_every = 1), megapixel-
+#      (rows every ITERS iterations, as a render prints them: the iterations between rows read
+#      nothing back and, on a GPU, replay one recorded CUDA graph; the mean of the ITERS before the
+#      rows at 2 ITERS and 3 ITERS, their median; the run record's replays and host waits), megapixel-
 #      iterations/s, MFU (1.514 MFLOP per pixel per iteration over $PEAK_TFLOPS, default the bf16
 #      dense peak of an H100/H200: 989.4), the backend's peak bytes per megapixel against the
 #      layout's memory model for the same tile (run record: peak_bytes_max, model_peak_bytes_max);
@@ -107,12 +109,13 @@ median() { sort -g | awk '{ a[NR] = $1 } END { if (NR) print (NR % 2) ? a[(NR + 
 json_num() { sed -n "s/.*\"$1\": \([0-9.eE+-]*\).*/\1/p" "${2:--}" | head -n 1; }
 # mp_of WxH: its megapixels
 mp_of() { awk -v s="$1" 'BEGIN { split(s, d, "x"); printf "%.4f", d[1] * d[2] / 1e6 }'; }
-# nst_run S ITERATIONS: one tile of S (WxH, or S x S); log in T/run.log, record in T/rec.json; exit status returned
+# nst_run S ITERATIONS [ARGS...]: one tile of S (WxH, or S x S); log in T/run.log, record in T/rec.json; exit status returned
 nst_run() {
-  local w=${1%x*} h=${1#*x}
+  local w=${1%x*} h=${1#*x} n=$2
+  shift 2
   rm -f "$T/rec.json"
   $LAUNCH "$NST" "$T/bench.ini" --set output.width="$w" --set output.height="$h" --set tiling.tile_size="$((w > h ? w : h))" \
-    --set optim.method=adam --set optim.iterations="$2" --set run.record="$T/rec.json" >"$T/run.log" 2>&1
+    --set optim.method=adam --set optim.iterations="$n" --set run.record="$T/rec.json" "$@" >"$T/run.log" 2>&1
 }
 # in_group SECONDS CMD...: CMD in a session of its own, and the whole session killed after SECONDS
 # or when CMD ends: a timed-out compile leaves no Inductor worker behind to load the GPU (or hold the
@@ -148,20 +151,24 @@ why_not() {
 }
 
 # ---- 2. nstbatch, every size ----------------------------------------------------------------------
-declare -A NSTS GBMP
+declare -A NSTS GBMP QUIET
 for S in $SIZES; do
   mp=$(mp_of "$S")
-  if nst_run "$S" $((ITERS + 2)); then
+  # rows every ITERS iterations, as a render prints them (run.print_every): the iterations between
+  # two rows read nothing back (on a GPU they replay one recorded CUDA graph: gpu.graphs); the rows
+  # at 2 ITERS and 3 ITERS each time ITERS iterations after the warm-ups (row 0's objective, the
+  # recording), one of them a row's; their median
+  if nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS"; then
     log "### nstbatch $S"$'\n'"$(cat "$T/run.log")"
-    # progress rows: iteration loss content style tv s/iter MPit/s ETA; rows 2 .. ITERS+1 are ITERS whole
-    # iterations after the warm-ups (row 0's objective, row 1); the final row is one more forward
-    NSTS[$S]=$(awk -v n="$((ITERS + 2))" '$1 ~ /^[0-9]+$/ && NF >= 6 && $1 >= 2 && $1 < n && $6 ~ /^[0-9.]+$/ { print $6 }' "$T/run.log" | median)
+    # progress rows: iteration loss content style tv s/iter MPit/s ETA
+    NSTS[$S]=$(awk -v a="$((2 * ITERS))" -v b="$((3 * ITERS))" '$1 ~ /^[0-9]+$/ && NF >= 6 && ($1 == a || $1 == b) && $6 ~ /^[0-9.]+$/ { print $6 }' "$T/run.log" | median)
+    QUIET[$S]="$(json_num replayed "$T/rec.json") of $(json_num quiet_iterations "$T/rec.json") replayed, $(json_num waits_max "$T/rec.json") host waits"
     peak=$(json_num peak_bytes_max "$T/rec.json") model=$(json_num model_peak_bytes_max "$T/rec.json")
     GBMP[$S]=$(awk -v b="$peak" -v m="$mp" -v x="$model" 'BEGIN { printf "%.3f (model %.3f)", b / 1e9 / m, x / 1e9 / m }')
     [ -n "${KEEP_RECORD:-}" ] && cp "$T/rec.json" "$KEEP_RECORD" # the last size's record: its device diagnostics
   else
     log "### nstbatch $S FAILED"$'\n'"$(cat "$T/run.log")"
-    NSTS[$S]="" GBMP[$S]="-"
+    NSTS[$S]="" GBMP[$S]="-" QUIET[$S]="failed"
   fi
 done
 
@@ -256,12 +263,14 @@ fi
   echo
   echo "Network: full-width VGG-19 to relu5_1, seeded random weights, on both sides; content relu4_2, style relu1_1..relu5_1, TV, Adam."
   echo "nstbatch: one tile of S x S (no halo), run.precision = $PRECISION. PyTorch: $([ "$PRECISION" = bf16 ] && echo "bf16 autocast" || echo fp32), channels_last, cudnn.benchmark, the fastest of its variants that ran (table below)."
-  echo "s/iter: median of $ITERS iterations after 2 warm-ups. MFU: 1.514 MFLOP/px/iteration (docs/PERFORMANCE.md) x MP-it/s over the peak."
+  echo "s/iter: nstbatch with rows every $ITERS iterations (run.print_every), the mean of the $ITERS iterations before the rows at $((2 * ITERS)) and at $((3 * ITERS)) (one in $ITERS reads its loss for its row), their median; PyTorch, the median of $ITERS iterations after 2 warm-ups. MFU: 1.514 MFLOP/px/iteration (docs/PERFORMANCE.md) x MP-it/s over the peak."
   echo "GB/MP: peak device bytes (nstbatch: its arena's peak use, run record, and in brackets the layout's memory model for the tile, docs/PERFORMANCE.md; PyTorch: max_memory_allocated) over the tile's megapixels."
   echo
   echo "| tile | nstbatch s/iter | MP-it/s | MFU | GB/MP | fastest PyTorch | s/iter | MP-it/s | GB/MP | PyTorch / nstbatch |"
   echo "|---|---|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
+  echo
+  echo "nstbatch's iterations between rows (run record: cuda_graphs, host_waits):$(for S in $SIZES; do printf ' %s: %s;' "$S" "${QUIET[$S]}"; done)"
   echo
   echo "PyTorch's variants (bench/torch_gatys.py --variant), s/iter (warm-up seconds):"
   echo

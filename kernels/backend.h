@@ -46,9 +46,17 @@ typedef struct {
 
 typedef struct {
     float lr, beta1, beta2, eps;
-    long long t; /* step number, from 1 */
+    long long t; /* step number, from 1 (where no nst_adam_step is given) */
     int clamp;   /* project onto [0,1] after the step */
 } nst_adam_params;
+
+/* Adam's step in backend memory, so that a captured iteration (CUDA graphs) replays with the next
+ * step's bias corrections: the steps taken, and step t's lr / (1 - beta1^t) and
+ * 1 / sqrt(1 - beta2^t) as the adam op uses them. */
+typedef struct {
+    double t;
+    float step, rbc2;
+} nst_adam_step;
 
 typedef struct nst_backend nst_backend;
 typedef struct nst_profile nst_profile;
@@ -129,8 +137,11 @@ typedef struct {
      * neighbour) with p in own of (x_q - x_p)^2; if dimg: dimg += scale * d(sum)/dx over seed. */
     nst_status (*tv)(nst_backend *, const nst_tensor *img, nst_rect own, nst_rect seed, float scale, nst_xsum *sum,
                      nst_tensor *dimg);
-    /* Adam on n fp32 values */
-    nst_status (*adam)(nst_backend *, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *);
+    /* Adam on n fp32 values: step p->t, or s's (backend memory; NULL: p->t) */
+    nst_status (*adam)(nst_backend *, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *p,
+                       const nst_adam_step *s);
+    /* s->t += 1 and s's scalars for that step from p's lr and betas, on the device (no wait) */
+    nst_status (*adam_tick)(nst_backend *, const nst_adam_params *p, nst_adam_step *s);
     /* *out += sum over own of t^2 (each position's channels in double, the positions exactly) */
     nst_status (*sumsq)(nst_backend *, const nst_tensor *t, nst_rect own, nst_xsum *out);
     /* *out = sum a[i] * b[i] (fp32 arrays), independent of the thread count */
@@ -174,6 +185,17 @@ typedef struct {
      * to clock i's seconds (i < n) and sets the clocks to zero. */
     nst_status (*stamp)(nst_backend *, int slot);
     nst_status (*clocks_read)(nst_backend *, int n, double *sec);
+
+    /* CUDA graphs: one iteration recorded once and replayed (NULL where a backend has none: the
+     * CPU, whose ops run as they are called). graph_begin: the ops queued from now on are recorded,
+     * not run (no op may wait for the device meanwhile). graph_end: the recording becomes the
+     * backend's graph, replacing any; NST_OK, or NST_ERUNTIME, not a device fault, with why in
+     * nst_fail_message() where it cannot be (an op that failed while recording: a wait, or a
+     * library call that cannot be recorded), and nothing recorded ran: the caller runs the work
+     * itself. graph_launch: run the graph once, queued like any op. */
+    nst_status (*graph_begin)(nst_backend *);
+    nst_status (*graph_end)(nst_backend *);
+    nst_status (*graph_launch)(nst_backend *);
 } nst_backend_ops;
 
 #define NST_CLOCKS 16

@@ -112,9 +112,10 @@ static nst_status p_tv(nst_backend *be, const nst_tensor *img, nst_rect own, nst
 {
     TIMED(be, "tv", 0, 0, REAL(be)->tv(be, img, own, seed, scale, sum, dimg));
 }
-static nst_status p_adam(nst_backend *be, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *ap)
+static nst_status p_adam(nst_backend *be, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *ap,
+                         const nst_adam_step *as)
 {
-    TIMED(be, "adam", 0, 0, REAL(be)->adam(be, x, g, m, v, n, ap));
+    TIMED(be, "adam", 0, 0, REAL(be)->adam(be, x, g, m, v, n, ap, as));
 }
 static nst_status p_sumsq(nst_backend *be, const nst_tensor *t, nst_rect own, nst_xsum *out)
 {

@@ -18,8 +18,8 @@
 #   2 ranks sharing the GPU (the host-staged Gram sums), tiles halved under an allocation limit,
 #   against the CPU's one tile; bf16 tiles against bf16 one tile.
 # - gpu.share = false refusing two ranks on one GPU; a 20-iteration render whose loss falls; no
-#   wait for the device between two rows (the run record's host_waits); compute-sanitizer memcheck
-#   where it exists.
+#   wait for the device between two rows (the run record's host_waits); CUDA graphs on == off bit
+#   for bit; compute-sanitizer memcheck where it exists.
 #
 # STAND_IN=LEVEL replaces the GPU by the CPU capped at that instruction-set level
 # (ONEDNN_MAX_CPU_ISA, run.device = cpu): other rounding, the same promises, so every check must
@@ -34,7 +34,7 @@
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_gpu_render
 STAND_IN=${STAND_IN:-} PLANT=${PLANT:-} ONLY=${ONLY:-}
-CHECKS=14
+CHECKS=15
 
 if [ -z "$STAND_IN" ]; then
   gpus=$("$NST" --version | sed -n 's/.*GPUs visible now: \([0-9]*\).*/\1/p')
@@ -173,6 +173,21 @@ w=$(sed -n 's/.*"host_waits": {"quiet_iterations": \([0-9]*\), "waits_max": \([0
 if [ "$rc" -eq 0 ] && [ "${w% *}" -gt 0 ] 2>/dev/null && [ "${w#* }" -eq 0 ]; then
   ok "20 Adam steps, rows every 10: no host wait in the ${w% *} iterations between rows"
 else bad "host waits between rows" "exit $rc; quiet iterations and waits: '$w'" "$(tail -n 5 "$T/quiet.log")"; fi
+
+# CUDA graphs: 12 Adam steps with rows at 0 and 10, the quiet iterations recorded once (at 2) and
+# replayed, give the bits of the same render without graphs (the same kernels in the same order on
+# the same buffers; Adam's step count on the device)
+if [ -n "$STAND_IN" ]; then skip "CUDA graphs on == off: a GPU's"
+else
+  g=(--set optim.iterations=12 --set run.print_every=10 --set output.width=128 --set output.height=96)
+  dev graphs_on 1 fp32 "${g[@]}" --set gpu.graphs=true; rc_on=$rc
+  dev graphs_off 1 fp32 "${g[@]}" --set gpu.graphs=false
+  replayed=$(sed -n "s/^CUDA graphs: \([0-9]*\) of the level's 12 iterations replayed.*/\1/p" "$T/graphs_on.log")
+  v=$("$DIFF" "$T/graphs_on.tif" "$T/graphs_off.tif" 2>&1)
+  if [ "$rc_on" -eq 0 ] && [ "$rc" -eq 0 ] && [ "${replayed:-0}" -ge 8 ] && [ "$v" = "max 0 mean 0" ]; then
+    ok "CUDA graphs: $replayed of 12 iterations replayed, the image equal to the render without graphs bit for bit"
+  else bad "CUDA graphs on == off" "exit $rc_on / $rc, replayed '${replayed}', diff: $v" "$(grep -iE 'graph|error' "$T/graphs_on.log")"; fi
+fi
 
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -n "$STAND_IN" ]; then skip "compute-sanitizer: a GPU's"

@@ -969,7 +969,7 @@ static void t_adam_matches_the_formula(void)
     for (int t = 1; t <= 5; t++) {
         test_fill(g, n, 18 + t, -1, 1);
         p.t = t;
-        be->ops->adam(be, x, g, m, v, n, &p);
+        be->ops->adam(be, x, g, m, v, n, &p, NULL);
         for (size_t i = 0; i < n; i++) {
             rm[i] = 0.9 * rm[i] + 0.1 * g[i];
             rv[i] = 0.999 * rv[i] + 0.001 * (double)g[i] * g[i];
@@ -982,6 +982,31 @@ static void t_adam_matches_the_formula(void)
     for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(x[i] - rx[i]));
     CHECK(worst <= 1e-5, "adam: max |diff| %.3g", worst);
     nst_free(x), nst_free(g), nst_free(m), nst_free(v), nst_free(rx), nst_free(rm), nst_free(rv);
+}
+
+/* Adam with its step count in backend memory, ticked once a step (as a captured iteration replays
+ * it), gives the bits of the steps given one by one */
+static void t_adam_tick_is_the_step_given(void)
+{
+    const size_t n = 777;
+    float *x1 = buf(n), *x2 = buf(n), *g = buf(n), *m1 = buf(n), *m2 = buf(n), *v1 = buf(n), *v2 = buf(n);
+    test_fill(x1, n, 27, 0, 1);
+    memcpy(x2, x1, n * sizeof *x1);
+    memset(m1, 0, n * sizeof *m1), memset(m2, 0, n * sizeof *m2), memset(v1, 0, n * sizeof *v1), memset(v2, 0, n * sizeof *v2);
+    nst_adam_params p = {0.05f, 0.9f, 0.999f, 1e-8f, 0, 1};
+    nst_adam_step s = {2, 0, 0}; /* a level that starts after 2 steps */
+    for (int t = 3; t <= 9; t++) {
+        test_fill(g, n, 30 + t, -1, 1);
+        p.t = t;
+        be->ops->adam(be, x1, g, m1, v1, n, &p, NULL);
+        p.t = -1; /* not read */
+        be->ops->adam_tick(be, &p, &s);
+        be->ops->adam(be, x2, g, m2, v2, n, &p, &s);
+    }
+    CHECK(s.t == 9, "ticked to step %g", s.t);
+    CHECK(memcmp(x1, x2, n * sizeof *x1) == 0 && memcmp(m1, m2, n * sizeof *m1) == 0 && memcmp(v1, v2, n * sizeof *v1) == 0,
+          "steps 3 to 9 ticked on the backend equal the steps given");
+    nst_free(x1), nst_free(x2), nst_free(g), nst_free(m1), nst_free(m2), nst_free(v1), nst_free(v2);
 }
 
 static void t_reductions_are_exact_enough_and_thread_independent(void)
@@ -1090,6 +1115,7 @@ int main(void)
     RUN(t_gram_regions_and_finite_differences);
     RUN(t_mse_and_tv_finite_differences_and_regions);
     RUN(t_adam_matches_the_formula);
+    RUN(t_adam_tick_is_the_step_given);
     RUN(t_reductions_are_exact_enough_and_thread_independent);
     RUN(t_axpby);
     RUN(t_gram_sums_same_bits_on_every_path);

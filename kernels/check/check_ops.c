@@ -327,10 +327,24 @@ void ck_optimiser(nst_check *c)
             ck_record(c, op, NST_TOL_F32_MATH, 1, ck_pair_err(c, &y), "n %zu", n);
         nst_adam_params ap = {0.02f, 0.9f, 0.999f, 1e-8f, 7, 1};
         op = "adam";
-        if (ok && BOTH(c, R->ops->adam(R, x.r.data, g.r.data, m.r.data, v.r.data, n, &ap),
-                       D->ops->adam(D, x.d.data, g.d.data, m.d.data, v.d.data, n, &ap))) {
+        if (ok && BOTH(c, R->ops->adam(R, x.r.data, g.r.data, m.r.data, v.r.data, n, &ap, NULL),
+                       D->ops->adam(D, x.d.data, g.d.data, m.d.data, v.d.data, n, &ap, NULL))) {
             double e = ck_pair_err(c, &x), em = ck_pair_err(c, &m), ev = ck_pair_err(c, &v);
             ck_record(c, op, NST_TOL_F32_MATH, 1, fmax(e, fmax(em, ev)), "x, m, v; n %zu", n);
+        }
+        /* the next step with the device's own step count (adam_tick: 7 -> 8) against step 8 given */
+        nst_adam_step at = {7, 0, 0}, *ad = NULL;
+        op = "adam_tick";
+        if (ok && BOTH(c, NST_OK, D->ops->alloc(D, sizeof at, (void **)&ad))) {
+            ap.t = 8;
+            nst_status s = D->ops->write(D, ad, &at, sizeof at);
+            if (s == NST_OK) s = D->ops->adam_tick(D, &ap, ad);
+            if (s == NST_OK) s = D->ops->adam(D, x.d.data, g.d.data, m.d.data, v.d.data, n, &ap, ad);
+            if (BOTH(c, R->ops->adam(R, x.r.data, g.r.data, m.r.data, v.r.data, n, &ap, NULL), s)) {
+                double e = ck_pair_err(c, &x), em = ck_pair_err(c, &m), ev = ck_pair_err(c, &v);
+                ck_record(c, op, NST_TOL_F32_MATH, 1, fmax(e, fmax(em, ev)), "x, m, v; n %zu, step 7 -> 8", n);
+            }
+            D->ops->free(D, ad);
         }
         box_case(c, &x, &g, &m, &y, n);
         /* reductions repeat exactly: the same dot twice */

@@ -233,6 +233,7 @@ static const nst_backend_ops cpu_ops = {
     .mse = cpu_mse,
     .tv = cpu_tv,
     .adam = cpu_adam,
+    .adam_tick = cpu_adam_tick,
     .sumsq = cpu_sumsq,
     .dot = hooked_dot,
     .axpby = cpu_axpby,

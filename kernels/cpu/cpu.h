@@ -91,7 +91,9 @@ nst_status cpu_axpby(nst_backend *, float *y, const float *x, size_t n, float a,
 nst_status cpu_box_hold(nst_backend *, float *v, const float *x, const float *g, size_t n);
 nst_status cpu_dot_exact(nst_backend *, const float *a, const float *b, int w, int h, int seg, nst_xsum *acc);
 nst_status cpu_box_step(nst_backend *, float *x, float *d, size_t n, float t);
-nst_status cpu_adam(nst_backend *, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *);
+nst_status cpu_adam(nst_backend *, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *,
+                    const nst_adam_step *);
+nst_status cpu_adam_tick(nst_backend *, const nst_adam_params *, nst_adam_step *);
 
 /* Checks shared by the ops: fp32 tensors (images); activation tensors (fp32 or bf16); two
  * tensors of one op in one dtype; a region inside the tensor. */

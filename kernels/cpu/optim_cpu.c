@@ -9,15 +9,34 @@
 
 #define DOT_CHUNK 4096
 
-nst_status cpu_adam(nst_backend *be, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *p)
+/* step t's scalars: lr / bc1 and 1 / sqrt(bc2), bc = 1 - beta^t */
+static void adam_scalars(const nst_adam_params *p, double t, float *step, float *rbc2)
+{
+    const double bc1 = 1.0 - pow(p->beta1, t), bc2 = 1.0 - pow(p->beta2, t);
+    *step = (float)(p->lr / bc1), *rbc2 = (float)(1.0 / sqrt(bc2));
+}
+
+nst_status cpu_adam_tick(nst_backend *be, const nst_adam_params *p, nst_adam_step *s)
+{
+    (void)be;
+    s->t += 1;
+    adam_scalars(p, s->t, &s->step, &s->rbc2);
+    return NST_OK;
+}
+
+nst_status cpu_adam(nst_backend *be, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *p,
+                    const nst_adam_step *s)
 {
     (void)be;
     /* The update in PyTorch's order of operations (torch.optim.Adam):
      *   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2
      *   x -= (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps),  bc = 1 - beta^t */
     const float b1 = p->beta1, b2 = p->beta2, eps = p->eps;
-    const double bc1 = 1.0 - pow(p->beta1, (double)p->t), bc2 = 1.0 - pow(p->beta2, (double)p->t);
-    const float step = (float)(p->lr / bc1), rbc2 = (float)(1.0 / sqrt(bc2));
+    float step, rbc2;
+    if (s)
+        step = s->step, rbc2 = s->rbc2;
+    else
+        adam_scalars(p, (double)p->t, &step, &rbc2);
     const int clamp = p->clamp;
 #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) {

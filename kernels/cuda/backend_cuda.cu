@@ -17,8 +17,17 @@ extern "C" {
 /* A failed CUDA, cuDNN or cuBLAS call is a device fault: fatal to the job once the program has
  * installed its handler, or a peer may wait for this rank in a collective forever (kernels/backend.h).
  * The arena's out-of-memory is not reported here: cu_alloc returns NST_ENOMEM, which the planner handles. */
+/* While an iteration is recorded (graph_begin to graph_end) a failed call is the recording's
+ * (a call that cannot be captured): not a device fault; graph_end reports it and the caller runs
+ * the work itself. One process drives one GPU from one thread. */
+static int recording, recording_failed;
+
 nst_status cuda_fail(const char *lib, const char *call, const char *what, const char *file, int line)
 {
+    if (recording) {
+        recording_failed = 1;
+        return nst_fail(NST_ERUNTIME, "%s %s while recording a CUDA graph: %s (%s:%d)", lib, call, what, file, line);
+    }
     return nst_backend_fault("%s %s: %s (%s:%d)", lib, call, what, file, line);
 }
 
@@ -54,6 +63,11 @@ static void cu_free(nst_backend *be, void *ptr)
 nst_status cuda_scratch(nst_backend *be, void **buf, size_t *cap, size_t bytes)
 {
     if (bytes <= *cap) return NST_OK;
+    cuda_impl *im = cuda_of(be);
+    if (im->graph) { /* a recorded iteration uses the old scratch: it is dropped (graph_launch then says so) */
+        cudaGraphExecDestroy(im->graph);
+        im->graph = NULL;
+    }
     if (*buf) cu_free(be, *buf);
     *buf = NULL;
     *cap = 0;
@@ -144,6 +158,51 @@ nst_status cuda_clocks_read(nst_backend *be, int n, double *sec)
     return NST_OK;
 }
 
+/* ---- CUDA graphs ------------------------------------------------------------------------------ */
+/* Relaxed mode: the arena's bookkeeping and the libraries' own calls on the host are allowed while
+ * recording; what reaches the stream is recorded in order. */
+static nst_status cu_graph_begin(nst_backend *be)
+{
+    CUDA_TRY(cudaStreamBeginCapture(cuda_of(be)->stream, cudaStreamCaptureModeRelaxed));
+    recording = 1, recording_failed = 0;
+    return NST_OK;
+}
+
+static nst_status cu_graph_end(nst_backend *be)
+{
+    cuda_impl *im = cuda_of(be);
+    cudaGraph_t g = NULL;
+    cudaError_t e = cudaStreamEndCapture(im->stream, &g); /* ends it even when it was invalidated */
+    const int failed = recording_failed;
+    recording = 0, recording_failed = 0;
+    char why[256];
+    snprintf(why, sizeof why, "%s", failed ? nst_fail_message() : "");
+    if (failed) nst_fail_clear(); /* replaced by the message below */
+    cudaGetLastError(); /* a failed recording leaves no sticky error: the context is intact */
+    if (e != cudaSuccess || failed || !g) {
+        if (g) cudaGraphDestroy(g);
+        return nst_fail(NST_ERUNTIME, "the iteration could not be recorded as a CUDA graph: %s",
+                        failed ? why : e != cudaSuccess ? cudaGetErrorString(e) : "nothing was recorded");
+    }
+    if (im->graph) cudaGraphExecDestroy(im->graph), im->graph = NULL;
+    e = cudaGraphInstantiate(&im->graph, g, 0);
+    cudaGraphDestroy(g);
+    if (e != cudaSuccess) {
+        im->graph = NULL;
+        cudaGetLastError();
+        return nst_fail(NST_ERUNTIME, "the recorded iteration could not be instantiated as a CUDA graph: %s", cudaGetErrorString(e));
+    }
+    return NST_OK;
+}
+
+static nst_status cu_graph_launch(nst_backend *be)
+{
+    cuda_impl *im = cuda_of(be);
+    if (!im->graph) return nst_fail(NST_ERUNTIME, "graph_launch: no iteration was recorded");
+    CUDA_TRY(cudaGraphLaunch(im->graph, im->stream));
+    return NST_OK;
+}
+
 static void cu_range_push(nst_backend *be, const char *name)
 {
     (void)be;
@@ -162,10 +221,11 @@ static const nst_backend_ops cuda_ops = {
     cuda_conv_create, cuda_conv_destroy, cuda_conv_forward, cuda_conv_backward_data,
     cuda_relu_backward, cuda_pool_forward, cuda_pool_backward, cuda_preprocess, cuda_preprocess_backward,
     cuda_gram_accumulate, cuda_gram_diff, cuda_gram_backward,
-    cuda_mse, cuda_tv, cuda_adam, cuda_sumsq, cuda_dot, cuda_axpby, cuda_box_hold, cuda_box_step,
+    cuda_mse, cuda_tv, cuda_adam, cuda_adam_tick, cuda_sumsq, cuda_dot, cuda_axpby, cuda_box_hold, cuda_box_step,
     cu_read, cu_write, cu_range_push, cu_range_pop,
     NULL, NULL, /* gram_fixed, dot_exact: the CPU's exact paths */
     cuda_stamp, cuda_clocks_read,
+    cu_graph_begin, cu_graph_end, cu_graph_launch,
 };
 
 /* ---- set-up ------------------------------------------------------------------------------------ */
@@ -174,6 +234,7 @@ static void cuda_destroy(nst_backend *be)
     cuda_impl *im = cuda_of(be);
     if (im) {
         if (im->stream) cudaStreamSynchronize(im->stream); /* teardown: not a counted wait */
+        if (im->graph) cudaGraphExecDestroy(im->graph);
         if (im->red_host) cudaFreeHost(im->red_host);
         if (im->base) cudaFree(im->base);
         if (im->blas) im->cb->destroy(im->blas);

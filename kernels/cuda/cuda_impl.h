@@ -55,6 +55,7 @@ typedef struct cuda_impl {
     double *red;                            /* reduction partials (RED_BLOCKS + 1) */
     double *red_host;                       /* pinned: the result read back */
     unsigned long long *clocks;             /* the phase clocks: [0] the last stamp's time, [1 + i] clock i (ns) */
+    cudaGraphExec_t graph;                  /* the recorded iteration (graph_end), or NULL */
     char *notes; size_t notes_len, notes_cap; /* the algorithms chosen, one line each (report_cuda.cu) */
 } cuda_impl;
 
@@ -193,7 +194,9 @@ nst_status cuda_dot(nst_backend *, const float *a, const float *b, size_t n, dou
 nst_status cuda_axpby(nst_backend *, float *y, const float *x, size_t n, float a, float b);
 nst_status cuda_box_hold(nst_backend *, float *v, const float *x, const float *g, size_t n);
 nst_status cuda_box_step(nst_backend *, float *x, float *d, size_t n, float t);
-nst_status cuda_adam(nst_backend *, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *);
+nst_status cuda_adam(nst_backend *, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *,
+                     const nst_adam_step *);
+nst_status cuda_adam_tick(nst_backend *, const nst_adam_params *, nst_adam_step *);
 nst_status cuda_stamp(nst_backend *, int i);
 nst_status cuda_clocks_read(nst_backend *, int n, double *sec);
 

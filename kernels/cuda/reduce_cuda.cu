@@ -291,10 +291,12 @@ nst_status cuda_box_step(nst_backend *be, float *x, float *d, size_t n, float t)
     return NST_OK;
 }
 
-/* PyTorch's order of operations, as kernels/cpu/optim_cpu.c */
+/* PyTorch's order of operations, as kernels/cpu/optim_cpu.c; the step's scalars from s where given
+ * (the device's step count: a replayed graph takes the next step's) */
 __global__ void k_adam(float *x, const float *g, float *m, float *v, size_t n, float b1, float b2, float eps, float step, float rbc2,
-                       int clamp)
+                       int clamp, const nst_adam_step *s)
 {
+    if (s) step = s->step, rbc2 = s->rbc2;
     GRID_STRIDE(i, n)
     {
         float gi = g[i];
@@ -308,12 +310,32 @@ __global__ void k_adam(float *x, const float *g, float *m, float *v, size_t n, f
     }
 }
 
-nst_status cuda_adam(nst_backend *be, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *p)
+nst_status cuda_adam(nst_backend *be, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *p,
+                     const nst_adam_step *s)
 {
     if (!n) return NST_OK;
-    const double bc1 = 1.0 - pow(p->beta1, (double)p->t), bc2 = 1.0 - pow(p->beta2, (double)p->t);
-    k_adam<<<cuda_blocks(n, 256), 256, 0, cuda_of(be)->stream>>>(x, g, m, v, n, p->beta1, p->beta2, p->eps, (float)(p->lr / bc1),
-                                                                 (float)(1.0 / sqrt(bc2)), p->clamp);
+    float step = 0.f, rbc2 = 0.f; /* from s on the device where given */
+    if (!s) {
+        const double bc1 = 1.0 - pow(p->beta1, (double)p->t), bc2 = 1.0 - pow(p->beta2, (double)p->t);
+        step = (float)(p->lr / bc1), rbc2 = (float)(1.0 / sqrt(bc2));
+    }
+    k_adam<<<cuda_blocks(n, 256), 256, 0, cuda_of(be)->stream>>>(x, g, m, v, n, p->beta1, p->beta2, p->eps, step, rbc2, p->clamp, s);
     LAUNCH_TRY("adam");
+    return NST_OK;
+}
+
+/* the next step's scalars, as kernels/cpu/optim_cpu.c computes them (double, then fp32) */
+__global__ void k_adam_tick(nst_adam_step *s, float lr, float b1, float b2)
+{
+    const double t = s->t + 1, bc1 = 1.0 - pow((double)b1, t), bc2 = 1.0 - pow((double)b2, t);
+    s->t = t;
+    s->step = (float)(lr / bc1);
+    s->rbc2 = (float)(1.0 / sqrt(bc2));
+}
+
+nst_status cuda_adam_tick(nst_backend *be, const nst_adam_params *p, nst_adam_step *s)
+{
+    k_adam_tick<<<1, 1, 0, cuda_of(be)->stream>>>(s, p->lr, p->beta1, p->beta2);
+    LAUNCH_TRY("adam_tick");
     return NST_OK;
 }

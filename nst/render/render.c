@@ -12,6 +12,7 @@
 #include "../../mpi/watchdog.h"
 #include "../../util/log.h"
 #include "../../util/mem.h"
+#include "../../util/plant.h"
 #include "../../util/signals.h"
 #include "../../util/timer.h"
 #include "../report/first_gradient.h"
@@ -102,6 +103,9 @@ typedef struct {
     double t_mark;     /* printed rows: when, and at which iteration, the previous one was */
     long long mark;
     long long staged;  /* host waits of the halo exchange (between ranks, through the host) */
+    nst_adam_step *adam; /* Adam's step count in backend memory (ticked by every step, replayed ones too) */
+    int graphs;        /* the quiet iterations may be recorded and replayed (graphs_eligible) */
+    int have_graph;    /* the backend holds this render's recorded iteration */
 } render_run;
 
 /* The network, the objective with its style targets, the shared activations, every local tile
@@ -148,8 +152,23 @@ static nst_status render_setup(render_run *r, float **content, float **init)
     if (s == NST_OK) s = nst_objective_finish_targets(&r->obj);
     if (s == NST_OK) s = nst_exchange_plan(L, &r->ex);
     if (s == NST_OK && L->lbfgs) s = nst_render_lbfgs_setup(ctx, r->ts, &r->lb);
+    if (s == NST_OK && !L->lbfgs) s = ctx->be->ops->alloc(ctx->be, sizeof *r->adam, (void **)&r->adam);
     if (s == NST_OK) s = nst_stop_init(&r->stop, ctx->cfg->optim_stop_tolerance, (int)ctx->cfg->optim_stop_window, ctx->cfg->optim_stop_min);
     return nst_render_agree(ctx, s);
+}
+
+/* CUDA graphs (gpu.graphs): an iteration that reads nothing is recorded once, after two
+ * iterations ran (every convolution's algorithm chosen, every scratch buffer grown), and replayed:
+ * one launch instead of hundreds. Only where every such iteration makes the same calls with the
+ * same arguments (Adam's step count lives on the device): one rank (no exchange or Gram sums
+ * between ranks through the host), exact tiling (cheap mode exchanges every N iterations), Adam
+ * (L-BFGS reads its dot products), and no test hook acting at an iteration. */
+static int graphs_eligible(const render_run *r)
+{
+    const nst_render_ctx *ctx = r->ctx;
+    if (!ctx->cfg->gpu_graphs || !ctx->be->ops->graph_begin || !r->adam || ctx->be->profile) return 0; /* (the profile times op by op) */
+    if (nst_comm_size() > 1 || ctx->layout->cheap || ctx->layout->lbfgs || r->stop.ring) return 0;
+    return !getenv("NSTBATCH_FAULT") && !getenv("NSTBATCH_SLOW") && !nst_planted("readback");
 }
 
 /* Where the iterations start: the previous level's Adam step count, or the checkpoint being
@@ -169,6 +188,11 @@ static nst_status render_resume(render_run *r, nst_status s)
         r->st->resumed_at = r->it0;
     }
     r->rs.t_start = r->t_start;
+    if (s == NST_OK && r->adam) { /* the steps taken before this run's first iteration */
+        nst_adam_step a = {(double)(r->t_start + r->it0), 0.f, 0.f};
+        s = r->ctx->be->ops->write(r->ctx->be, r->adam, &a, sizeof a);
+    }
+    if (s == NST_OK) r->graphs = graphs_eligible(r);
     return s;
 }
 
@@ -231,15 +255,15 @@ static nst_status iter_report(render_run *r, long long it, const nst_loss_terms 
 }
 
 /* The optimiser's step on every local tile; every rank reaches the agreement, failed or not. */
-static nst_status iter_step(render_run *r, long long it)
+static nst_status iter_step(render_run *r, long long it, nst_status s)
 {
     nst_backend *be = r->ctx->be;
     double m0;
     nst_timer_start(&r->st->timers, &m0);
-    nst_status s = injected_fault(it);
+    if (s == NST_OK) s = injected_fault(it);
     injected_delay(it, r->it0 > 0);
     be->ops->range_push(be, "optimiser");
-    s = nst_render_step(r->ctx, r->tiles, r->ts, &r->lb, r->t_start + it + 1, s);
+    s = nst_render_step(r->ctx, r->tiles, r->ts, &r->lb, r->t_start + it + 1, r->adam, s);
     be->ops->range_pop(be);
     s = nst_render_agree(r->ctx, s);
     if (s == NST_OK) r->st->stepped = 1;
@@ -285,26 +309,66 @@ static nst_status keep_first_gradient(render_run *r, const nst_loss_terms *terms
     return s;
 }
 
+/* An iteration's work when it reads nothing: exchange, objective, step. */
+static nst_status quiet_work(render_run *r, long long it)
+{
+    nst_status s = iter_objective(r, iter_exchange(r, it), NULL);
+    return iter_step(r, it, s);
+}
+
+/* A quiet iteration: the recorded one replayed, or recorded now (then launched), or run as it is.
+ * A recording that fails ran nothing: the iteration runs as it is, and the level without graphs. */
+static nst_status quiet_iteration(render_run *r, long long it)
+{
+    nst_backend *be = r->ctx->be;
+    if (r->graphs && r->have_graph) {
+        if (be->ops->graph_launch(be) == NST_OK) {
+            r->st->graph_replays++;
+            return NST_OK;
+        }
+        nst_fail_clear(); /* dropped (its scratch grew on a row's extra work): recorded again */
+        r->have_graph = 0;
+    }
+    if (r->graphs && it >= r->it0 + 2) {
+        NST_TRY(be->ops->graph_begin(be));
+        nst_status s = quiet_work(r, it), e = be->ops->graph_end(be);
+        if (s == NST_OK && e == NST_OK) {
+            r->have_graph = 1;
+            r->st->graph_records++;
+            NST_TRY(be->ops->graph_launch(be));
+            r->st->graph_replays++;
+            return NST_OK;
+        }
+        nst_info("CUDA graphs: not used in this level: %s\n", nst_fail_message());
+        nst_fail_clear();
+        r->graphs = 0;
+    }
+    return quiet_work(r, it);
+}
+
 /* One iteration: exchange, objective, report, step, boundary; each runs only if the last went well. */
 static nst_status render_iteration(render_run *r, long long it)
 {
     nst_loss_terms terms;
-    const int read = wants_terms(r, it);
-    const long long w0 = r->ctx->be->host_waits, staged0 = r->staged + r->obj.staged_waits;
-    nst_status s = iter_objective(r, iter_exchange(r, it), read ? &terms : NULL);
-    if (s == NST_OK && it == 0) s = keep_first_gradient(r, &terms);
-    if (s == NST_OK) s = iter_report(r, it, read ? &terms : NULL);
-    if (s == NST_OK && read && nst_stop_feed(&r->stop, terms.total)) { /* the level ends here, before this step */
-        r->stop_at = it;
-        return NST_OK;
-    }
-    if (s == NST_OK) s = iter_step(r, it);
-    if (!read && s == NST_OK) { /* the waits of an iteration that read nothing, before its boundary (checkpoints wait) */
+    if (!wants_terms(r, it)) { /* nothing to report or decide before the step; its waits counted (render.h) */
+        const long long w0 = r->ctx->be->host_waits, staged0 = r->staged + r->obj.staged_waits;
+        nst_status s = quiet_iteration(r, it);
+        if (s == NST_OK) s = iter_report(r, it, NULL);
         const long long staged = r->staged + r->obj.staged_waits - staged0;
         r->st->quiet_iterations++;
         r->st->quiet_waits += r->ctx->be->host_waits - w0 - staged;
         r->st->quiet_staged += staged;
+        if (s == NST_OK) s = iter_boundary(r, it);
+        return s;
     }
+    nst_status s = iter_objective(r, iter_exchange(r, it), &terms);
+    if (s == NST_OK && it == 0) s = keep_first_gradient(r, &terms);
+    if (s == NST_OK) s = iter_report(r, it, &terms);
+    if (s == NST_OK && nst_stop_feed(&r->stop, terms.total)) { /* the level ends here, before this step */
+        r->stop_at = it;
+        return NST_OK;
+    }
+    if (s == NST_OK) s = iter_step(r, it, s);
     if (s == NST_OK) s = iter_boundary(r, it);
     return s;
 }
@@ -355,6 +419,8 @@ static nst_status render_loop(render_run *r, nst_status s)
     st->steps = r->stop_at >= 0 ? r->stop_at : ctx->iterations;
     st->iterations = st->steps - r->it0;
     st->stopped = r->stop_at >= 0;
+    if (s == NST_OK && st->graph_replays)
+        nst_info("CUDA graphs: %lld of the level's %lld iterations replayed as one recorded graph\n", st->graph_replays, st->iterations);
     if (s == NST_OK && st->stopped)
         nst_info("level %d: stopped after %lld of %lld iterations: the loss's mean over the last %d fell %.3g%% below the %d before "
                  "(optim.stop_tolerance = %g%%)\n", ctx->level + 1, st->steps, ctx->iterations, r->stop.window, 100 * r->stop.last_drop,
@@ -423,6 +489,7 @@ static void render_teardown(render_run *r)
     if (L->lbfgs && r->lb.resets) nst_info("L-BFGS: %d direction%s reset to the gradient (not a descent direction)\n", r->lb.resets, r->lb.resets == 1 ? "" : "s");
     nst_lbfgs_free(&r->lb);
     nst_stop_free(&r->stop);
+    if (r->adam) ctx->be->ops->free(ctx->be, r->adam);
     nst_exchange_free(&r->ex);
     for (int i = 0; r->ts && i < L->nlocal; i++) nst_render_tile_teardown(ctx, &r->obj, &r->tiles[i], &r->ts[i]);
     nst_free(r->ts);

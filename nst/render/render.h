@@ -44,6 +44,7 @@ typedef struct {
      * Gram sums staged through the host between ranks: 0 by design, a GPU's stream never
      * drained between two reports. quiet_staged: those excepted. */
     long long quiet_iterations, quiet_waits, quiet_staged;
+    long long graph_records, graph_replays; /* CUDA graphs (gpu.graphs): iterations recorded, and replayed */
 } nst_render_stats;
 
 /* Adam's moments handed from one pyramid level to the next (pyramid.state = carry): per local

@@ -29,7 +29,9 @@ nst_status nst_render_tile_setup(const nst_render_ctx *ctx, nst_objective *obj, 
 void nst_render_tile_teardown(const nst_render_ctx *ctx, nst_objective *obj, nst_tile *tile, nst_tile_state *ts);
 /* Adam's step t on every local tile, or one L-BFGS step over all of them. pending: this rank's
  * failure before the step (then no local work; L-BFGS still makes its collective calls). */
-nst_status nst_render_step(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *st, nst_lbfgs *lb, long long t, nst_status pending);
+/* adam: Adam's step count in backend memory, ticked here once a step (t is L-BFGS's count) */
+nst_status nst_render_step(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *st, nst_lbfgs *lb, long long t, nst_adam_step *adam,
+                           nst_status pending);
 nst_status nst_render_lbfgs_setup(const nst_render_ctx *ctx, nst_tile_state *st, nst_lbfgs *lb);
 /* optim.clamp = false: the result clamped into [0, 1] (its gradient buffers overwritten), as it is written. */
 nst_status nst_render_project(const nst_render_ctx *ctx, nst_tile_state *st);

@@ -93,7 +93,8 @@ static nst_status lbfgs_step(const nst_layout *L, nst_tile_state *st, nst_lbfgs 
 
 /* Adam on the owned pixels of every local tile, or an L-BFGS step over all of them; then the
  * moving average when optim.average is set. */
-nst_status nst_render_step(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *st, nst_lbfgs *lb, long long t, nst_status pending)
+nst_status nst_render_step(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *st, nst_lbfgs *lb, long long t, nst_adam_step *adam,
+                           nst_status pending)
 {
     const nst_config *cfg = ctx->cfg;
     const nst_layout *L = ctx->layout;
@@ -101,11 +102,12 @@ nst_status nst_render_step(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_
     nst_adam_params ap = {(float)cfg->optim_lr, (float)cfg->optim_beta1, (float)cfg->optim_beta2, (float)cfg->optim_eps, t,
                           cfg->optim_clamp};
     nst_status s = pending; /* L-BFGS makes its collective calls whatever this rank's status */
+    if (s == NST_OK && !L->lbfgs) s = be->ops->adam_tick(be, &ap, adam); /* step t on the device: a replayed iteration takes the next */
     for (int i = 0; s == NST_OK && i < L->nlocal; i++) {
         if (!L->cheap) /* the gradient of the owned pixels: the core of the window's gradient */
             s = be->ops->copy_rect(be, &tiles[i].dimg, tiles[i].own_px, &st[i].g, 0, 0);
         if (s == NST_OK && !L->lbfgs)
-            s = be->ops->adam(be, st[i].x.data, st[i].g.data, st[i].m.data, st[i].v.data, nst_tensor_elems(&st[i].x), &ap);
+            s = be->ops->adam(be, st[i].x.data, st[i].g.data, st[i].m.data, st[i].v.data, nst_tensor_elems(&st[i].x), &ap, adam);
     }
     if (L->lbfgs) s = lbfgs_step(L, st, lb, s);
     NST_TRY(s);
