@@ -222,8 +222,8 @@ best() { awk -v a="$1" -v b="$2" 'BEGIN { print (a < b) ? a : b }'; }
   echo
   echo "Where a ${pp} iteration's time goes at $first (\`NSTBATCH_PROFILE=1\`: a run of $((4 + iters)) iterations less one of 4, per iteration; by op):"
   echo
-  echo "| op | ms per iteration | share |"
-  echo "|---|---|---|"
+  echo "| op | ms per iteration | share | GB/s |"
+  echo "|---|---|---|---|"
   echo "$profile_table"
   echo
   echo "The Gram ops alone at $first (${pp}, \`gram_layers --size $first\`; the sums in fixed point, on fp64 multiply-adds rounded down; the backward in fp32 chains):"

@@ -282,8 +282,10 @@ fi
   if [ -n "$proftable" ]; then
     echo "Where an iteration's time goes at $PS (\`NSTBATCH_PROFILE=1\`, a synchronise after every op: a run of $((4 + ITERS)) iterations less one of 4, per iteration; by op):"
     echo
-    echo "| op | ms per iteration | share |"
-    echo "|---|---|---|"
+    echo "GB/s: the bytes an element pass must move at least (each input read once, each output written once) over its time, against the memory's bandwidth (an H200's HBM3e: 4800 GB/s); \"-\": an op bound by arithmetic (the convolutions, the Gram products)."
+    echo
+    echo "| op | ms per iteration | share | GB/s |"
+    echo "|---|---|---|---|"
     echo "$proftable"
     echo
   fi

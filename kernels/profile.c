@@ -2,9 +2,12 @@
  *
  * The backend's op table is replaced by one whose entries time the real op (after a synchronize,
  * so a GPU's queued work is billed to the op that queued it) and add the seconds to a row named
- * by the op and its channels ("conv_forward 64->128", "pool_backward 256"). The rows are printed
- * when the backend closes. It costs a clock read per op (and a sync on GPUs): for benchmarks and
- * profiles, not for production runs. */
+ * by the op and its channels ("conv_forward 64->128", "pool_backward 256"). The element passes
+ * (ReLU, pooling, preprocessing, losses, copies, Adam) also add the bytes they must move at least
+ * (each input read once, each output written once), so their rows give a bandwidth to set against
+ * the memory's (GB/s; "-" for the convolutions and Gram products, bound by arithmetic). The rows
+ * are printed when the backend closes. It costs a clock read per op (and a sync on GPUs): for
+ * benchmarks and profiles, not for production runs. */
 #include "profile.h"
 
 #include <stdio.h>
@@ -19,7 +22,7 @@
 typedef struct {
     char name[40];
     long long calls;
-    double seconds;
+    double seconds, bytes;
 } prof_row;
 
 struct nst_profile {
@@ -43,8 +46,8 @@ static prof_row *row_of(nst_profile *p, const char *op, int a, int b)
     return r;
 }
 
-/* time `call` (a real op) and bill it to (op, a, b) */
-#define TIMED(be, op, a, b, call)                                                                 \
+/* time `call` (a real op), moving `bytes` at least (0: an op bound by arithmetic), and bill it to (op, a, b) */
+#define TIMED_B(be, op, a, b, nbytes, call)                                                       \
     do {                                                                                          \
         nst_profile *p_ = (be)->profile;                                                          \
         double t0_ = nst_now();                                                                   \
@@ -53,8 +56,14 @@ static prof_row *row_of(nst_profile *p, const char *op, int a, int b)
         prof_row *r_ = row_of(p_, op, a, b);                                                      \
         r_->calls++;                                                                              \
         r_->seconds += nst_now() - t0_;                                                           \
+        r_->bytes += (double)(nbytes);                                                            \
         return s_;                                                                                \
     } while (0)
+#define TIMED(be, op, a, b, call) TIMED_B(be, op, a, b, 0, call)
+
+/* a tensor's bytes, and those of a region of it */
+static double tb(const nst_tensor *t) { return t ? (double)nst_tensor_elems(t) * nst_dtype_size(t->dt) : 0; }
+static double rb(const nst_tensor *t, nst_rect r) { return (double)nst_rect_area(r) * t->c * nst_dtype_size(t->dt); }
 #define REAL(be) (((nst_profile *)(be)->profile)->real)
 
 static nst_status p_conv_forward(nst_backend *be, nst_conv *c, const nst_tensor *x, nst_tensor *y, int relu)
@@ -67,24 +76,25 @@ static nst_status p_conv_backward_data(nst_backend *be, nst_conv *c, const nst_t
 }
 static nst_status p_relu_backward(nst_backend *be, const nst_tensor *y, nst_tensor *dy)
 {
-    TIMED(be, "relu_backward", y->c, 0, REAL(be)->relu_backward(be, y, dy));
+    TIMED_B(be, "relu_backward", y->c, 0, 3 * tb(y), REAL(be)->relu_backward(be, y, dy)); /* y, dy read; dy written */
 }
 static nst_status p_pool_forward(nst_backend *be, nst_pool_kind k, const nst_tensor *x, nst_tensor *y)
 {
-    TIMED(be, "pool_forward", x->c, 0, REAL(be)->pool_forward(be, k, x, y));
+    TIMED_B(be, "pool_forward", x->c, 0, tb(x) + tb(y), REAL(be)->pool_forward(be, k, x, y));
 }
 static nst_status p_pool_backward(nst_backend *be, nst_pool_kind k, const nst_tensor *x, const nst_tensor *y, const nst_tensor *dy,
                                   nst_tensor *dx, int relu)
 {
-    TIMED(be, relu ? "pool_backward+relu" : "pool_backward", x->c, 0, REAL(be)->pool_backward(be, k, x, y, dy, dx, relu));
+    TIMED_B(be, relu ? "pool_backward+relu" : "pool_backward", x->c, 0, tb(x) + tb(dy) + tb(dx),
+            REAL(be)->pool_backward(be, k, x, y, dy, dx, relu));
 }
 static nst_status p_preprocess(nst_backend *be, const nst_preproc *pp, const nst_tensor *img, nst_tensor *x)
 {
-    TIMED(be, "preprocess", 0, 0, REAL(be)->preprocess(be, pp, img, x));
+    TIMED_B(be, "preprocess", 0, 0, tb(img) + tb(x), REAL(be)->preprocess(be, pp, img, x));
 }
 static nst_status p_preprocess_backward(nst_backend *be, const nst_preproc *pp, const nst_tensor *dx, nst_tensor *dimg)
 {
-    TIMED(be, "preprocess_backward", 0, 0, REAL(be)->preprocess_backward(be, pp, dx, dimg));
+    TIMED_B(be, "preprocess_backward", 0, 0, tb(dx) + tb(dimg), REAL(be)->preprocess_backward(be, pp, dx, dimg));
 }
 static nst_status p_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect own, const nst_tensor *m, double *g)
 {
@@ -106,25 +116,26 @@ static nst_status p_gram_backward(nst_backend *be, const nst_tensor *f, nst_rect
 static nst_status p_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *pt, nst_rect own, nst_rect seed, const nst_tensor *m,
                         float scale, nst_xsum *ss, nst_tensor *df)
 {
-    TIMED(be, "mse", f->c, 0, REAL(be)->mse(be, f, pt, own, seed, m, scale, ss, df));
+    /* f and p over own; f, p and df read and df written over seed */
+    TIMED_B(be, "mse", f->c, 0, 2 * rb(f, own) + (df ? 4 * rb(f, seed) : 0), REAL(be)->mse(be, f, pt, own, seed, m, scale, ss, df));
 }
 static nst_status p_tv(nst_backend *be, const nst_tensor *img, nst_rect own, nst_rect seed, float scale, nst_xsum *sum, nst_tensor *dimg)
 {
-    TIMED(be, "tv", 0, 0, REAL(be)->tv(be, img, own, seed, scale, sum, dimg));
+    TIMED_B(be, "tv", 0, 0, rb(img, own) + (dimg ? 3 * rb(img, seed) : 0), REAL(be)->tv(be, img, own, seed, scale, sum, dimg));
 }
 static nst_status p_adam(nst_backend *be, float *x, const float *g, float *m, float *v, size_t n, const nst_adam_params *ap,
                          const nst_adam_step *as)
 {
-    TIMED(be, "adam", 0, 0, REAL(be)->adam(be, x, g, m, v, n, ap, as));
+    TIMED_B(be, "adam", 0, 0, 7.0 * 4 * (double)n, REAL(be)->adam(be, x, g, m, v, n, ap, as)); /* x, g, m, v read; x, m, v written */
 }
 static nst_status p_sumsq(nst_backend *be, const nst_tensor *t, nst_rect own, nst_xsum *out)
 {
-    TIMED(be, "sumsq", t->c, 0, REAL(be)->sumsq(be, t, own, out));
+    TIMED_B(be, "sumsq", t->c, 0, rb(t, own), REAL(be)->sumsq(be, t, own, out));
 }
-static nst_status p_zero(nst_backend *be, void *ptr, size_t bytes) { TIMED(be, "zero", 0, 0, REAL(be)->zero(be, ptr, bytes)); }
+static nst_status p_zero(nst_backend *be, void *ptr, size_t bytes) { TIMED_B(be, "zero", 0, 0, bytes, REAL(be)->zero(be, ptr, bytes)); }
 static nst_status p_copy_rect(nst_backend *be, const nst_tensor *src, nst_rect r, nst_tensor *dst, int dx, int dy)
 {
-    TIMED(be, "copy_rect", src->c, 0, REAL(be)->copy_rect(be, src, r, dst, dx, dy));
+    TIMED_B(be, "copy_rect", src->c, 0, 2 * rb(src, r), REAL(be)->copy_rect(be, src, r, dst, dx, dy));
 }
 
 nst_status nst_profile_attach(nst_backend *be)
@@ -171,10 +182,13 @@ void nst_profile_detach(nst_backend *be, FILE *f)
     qsort(p->row, (size_t)p->nrows, sizeof *p->row, by_seconds);
     if (f) {
         fprintf(f, "profile: %s; %.2f s in ops of %.2f s since the backend opened\n", be->description, total, life);
-        fprintf(f, "  %-28s %9s %10s %7s\n", "op", "calls", "seconds", "share");
-        for (int i = 0; i < p->nrows; i++)
-            fprintf(f, "  %-28s %9lld %10.4f %6.1f%%\n", p->row[i].name, p->row[i].calls, p->row[i].seconds,
-                    total > 0 ? 100 * p->row[i].seconds / total : 0);
+        fprintf(f, "  %-28s %9s %10s %7s %9s\n", "op", "calls", "seconds", "share", "GB/s");
+        for (int i = 0; i < p->nrows; i++) {
+            const prof_row *r = &p->row[i];
+            char bw[32] = "-";
+            if (r->bytes > 0 && r->seconds > 0) snprintf(bw, sizeof bw, "%.1f", r->bytes / r->seconds / 1e9);
+            fprintf(f, "  %-28s %9lld %10.4f %6.1f%% %9s\n", r->name, r->calls, r->seconds, total > 0 ? 100 * r->seconds / total : 0, bw);
+        }
     }
     be->ops = p->real;
     be->profile = NULL;

@@ -150,7 +150,7 @@ else
   fi
   # its profile: two runs' difference per op (its plumbing: at 64 px on a shared machine the
   # difference of two short runs can have either sign, so no value is judged)
-  prow=$(grep -E '^\| conv_forward \| -?[0-9.]+ \| -?[0-9.]+ % \|$' "$T/results/gpu_iteration.md" 2>/dev/null)
+  prow=$(grep -E '^\| conv_forward \| -?[0-9.]+ \| -?[0-9.]+ % \| - \|$' "$T/results/gpu_iteration.md" 2>/dev/null)
   if [ -n "$prow" ] && grep -q '^| conv_backward_data |' "$T/results/gpu_iteration.md" && grep -q '^| gram_backward |' "$T/results/gpu_iteration.md"; then
     ok "gpu_iteration.sh's profile table (4 and 4 + ITERS iterations): $prow"
   else
