@@ -11,7 +11,8 @@
 # tiling line, and the SSIM of the tiled frame against the one-tile frame (image_diff --ssim: 1 where
 # the tiles are exact, as on the CPU; on a GPU they agree within tolerances, and the iterations grow
 # the roundings). Knobs: W, H, TILE, ITERATIONS, PRECISION, DEVICE (cuda; cpu runs the plumbing at
-# small sizes, as tests/test_bench.sh does), NST (./nstbatch), DIFF (build/tests/image_diff).
+# small sizes, as tests/test_bench.sh does), GRAPHS (gpu.graphs: true), NST (./nstbatch), DIFF
+# (build/tests/image_diff).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=$(mkdir -p "${1:-$ROOT/bench/results}" && cd "${1:-$ROOT/bench/results}" && pwd)
@@ -20,6 +21,7 @@ DIFF=$(readlink -f "${DIFF:-$ROOT/build/tests/image_diff}")
 W=${W:-3840} H=${H:-2160} TILE=${TILE:-1024} ITERATIONS=${ITERATIONS:-250}
 DEVICE=${DEVICE:-cuda}
 PRECISION=${PRECISION:-bf16}
+GRAPHS=${GRAPHS:-true}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -30,7 +32,7 @@ frame() {
   t0=$(date +%s.%N)
   (cd "$ROOT/configs" && "$NST" demo.ini --set run.device="$DEVICE" --set run.precision="$PRECISION" \
      --set output.width="$W" --set output.height="$H" --set tiling.tile_size="$2" --set model.random_width_divisor=1 \
-     --set optim.method=adam --set optim.iterations="$ITERATIONS" --set run.print_every=50 --set output.preview=0 \
+     --set optim.method=adam --set optim.iterations="$ITERATIONS" --set run.print_every=50 --set output.preview=0 --set gpu.graphs="$GRAPHS" \
      --set output.path="$T/$1.tif" --set output.overwrite=true) >"$T/$1.log" 2>&1 ||
     { echo "gpu_frame: the $1 render failed:" >&2; tail -n 5 "$T/$1.log" >&2; exit 1; }
   t1=$(date +%s.%N)
@@ -48,7 +50,7 @@ ssim=$("$DIFF" --ssim "$T/tiled.tif" "$T/whole.tif" | awk '{ print $2 }')
 {
   echo "# One frame on one GPU: tiled and in one tile"
   echo
-  echo "Command: \`bench/gpu_frame.sh\`, $(date -u +%Y-%m-%d), W=$W H=$H TILE=$TILE ITERATIONS=$ITERATIONS PRECISION=$PRECISION DEVICE=$DEVICE."
+  echo "Command: \`bench/gpu_frame.sh\`, $(date -u +%Y-%m-%d), W=$W H=$H TILE=$TILE ITERATIONS=$ITERATIONS PRECISION=$PRECISION DEVICE=$DEVICE GRAPHS=$GRAPHS."
   echo
   echo '```'
   "$NST" --version 2>&1 | head -n 3
@@ -63,5 +65,6 @@ ssim=$("$DIFF" --ssim "$T/tiled.tif" "$T/whole.tif" | awk '{ print $2 }')
   echo
   echo "SSIM of the tiled frame against the one-tile frame (image_diff --ssim, luminance): $ssim."
   echo "Final losses (total), tiled / one tile: $(last_loss tiled) / $(last_loss whole)."
+  echo "CUDA graphs, tiled / one tile: $(grep -h '^CUDA graphs' "$T/tiled.log" | head -n 1 || echo none) / $(grep -h '^CUDA graphs' "$T/whole.log" | head -n 1 || echo none)."
 } >"$OUT/gpu_frame.md"
 cat "$OUT/gpu_frame.md"

@@ -12,7 +12,8 @@
 #      WxH, e.g. 1024x768, is a W x H image): s/iter
 #      (rows every ITERS iterations, as a render prints them: the iterations between rows read
 #      nothing back and, on a GPU, replay one recorded CUDA graph; the mean of the ITERS before the
-#      rows at 2 ITERS and 3 ITERS, their median; the run record's replays and host waits), megapixel-
+#      rows at 2 ITERS and 3 ITERS, their median, with gpu.graphs = true and, on CUDA, false; the run
+#      record's replays and host waits), megapixel-
 #      iterations/s, MFU (1.514 MFLOP per pixel per iteration over $PEAK_TFLOPS, default the bf16
 #      dense peak of an H100/H200: 989.4), the backend's peak bytes per megapixel against the
 #      layout's memory model for the same tile (run record: peak_bytes_max, model_peak_bytes_max);
@@ -158,11 +159,18 @@ for S in $SIZES; do
   # two rows read nothing back (on a GPU they replay one recorded CUDA graph: gpu.graphs); the rows
   # at 2 ITERS and 3 ITERS each time ITERS iterations after the warm-ups (row 0's objective, the
   # recording), one of them a row's; their median
-  if nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS"; then
+  # progress rows: iteration loss content style tv s/iter MPit/s ETA
+  rows_spi() { awk -v a="$((2 * ITERS))" -v b="$((3 * ITERS))" '$1 ~ /^[0-9]+$/ && NF >= 6 && ($1 == a || $1 == b) && $6 ~ /^[0-9.]+$/ { print $6 }' "$T/run.log" | median; }
+  # without CUDA graphs first (gpu.graphs' default), for the line below the table
+  off="-"
+  if [ "$DEVICE" = cuda ] && nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS" --set gpu.graphs=false; then
+    log "### nstbatch $S, gpu.graphs = false"$'\n'"$(cat "$T/run.log")"
+    off=$(rows_spi)
+  fi
+  if nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS" --set gpu.graphs=true; then
     log "### nstbatch $S"$'\n'"$(cat "$T/run.log")"
-    # progress rows: iteration loss content style tv s/iter MPit/s ETA
-    NSTS[$S]=$(awk -v a="$((2 * ITERS))" -v b="$((3 * ITERS))" '$1 ~ /^[0-9]+$/ && NF >= 6 && ($1 == a || $1 == b) && $6 ~ /^[0-9.]+$/ { print $6 }' "$T/run.log" | median)
-    QUIET[$S]="$(json_num replayed "$T/rec.json") of $(json_num quiet_iterations "$T/rec.json") replayed, $(json_num waits_max "$T/rec.json") host waits"
+    NSTS[$S]=$(rows_spi)
+    QUIET[$S]="$(json_num replayed "$T/rec.json") of $(json_num quiet_iterations "$T/rec.json") replayed, $(json_num waits_max "$T/rec.json") host waits, ${off:--} s/iter without graphs"
     peak=$(json_num peak_bytes_max "$T/rec.json") model=$(json_num model_peak_bytes_max "$T/rec.json")
     GBMP[$S]=$(awk -v b="$peak" -v m="$mp" -v x="$model" 'BEGIN { printf "%.3f (model %.3f)", b / 1e9 / m, x / 1e9 / m }')
     [ -n "${KEEP_RECORD:-}" ] && cp "$T/rec.json" "$KEEP_RECORD" # the last size's record: its device diagnostics
@@ -270,7 +278,7 @@ fi
   echo "|---|---|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
   echo
-  echo "nstbatch's iterations between rows (run record: cuda_graphs, host_waits):$(for S in $SIZES; do printf ' %s: %s;' "$S" "${QUIET[$S]}"; done)"
+  echo "nstbatch (gpu.graphs = true in the table)'s iterations between rows (run record: cuda_graphs, host_waits), and its s/iter with gpu.graphs = false:$(for S in $SIZES; do printf ' %s: %s;' "$S" "${QUIET[$S]}"; done)"
   echo
   echo "PyTorch's variants (bench/torch_gatys.py --variant), s/iter (warm-up seconds):"
   echo

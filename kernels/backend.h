@@ -192,10 +192,11 @@ typedef struct {
      * backend's graph, replacing any; NST_OK, or NST_ERUNTIME, not a device fault, with why in
      * nst_fail_message() where it cannot be (an op that failed while recording: a wait, or a
      * library call that cannot be recorded), and nothing recorded ran: the caller runs the work
-     * itself. graph_launch: run the graph once, queued like any op. */
+     * itself. graph_launch: run the graph once, queued like any op; *launched = 0 where there is
+     * none (never recorded, or dropped: a scratch buffer it used was reallocated since). */
     nst_status (*graph_begin)(nst_backend *);
     nst_status (*graph_end)(nst_backend *);
-    nst_status (*graph_launch)(nst_backend *);
+    nst_status (*graph_launch)(nst_backend *, int *launched);
 } nst_backend_ops;
 
 #define NST_CLOCKS 16

@@ -149,7 +149,7 @@ NST_KEY(checkpoint, minutes, FLOAT, "0", 0, 1000000, "", "checkpoint every M min
 NST_KEY(gpu, binding, ENUM, "auto", 0, 0, "auto|local_rank|visible0", "which GPU a rank drives: auto and local_rank = the rank's index among the ranks of its node, modulo the GPUs it sees; visible0 = the first GPU it sees (the launcher gives each rank its own, e.g. srun --gpus-per-task=1)")
 NST_KEY(gpu, share, BOOL, "false", 0, 0, "", "allow more ranks on a node than it has GPUs (ranks then share GPUs, split their memory, and the Gram allreduce goes through MPI instead of NCCL); otherwise that is an error")
 
-NST_KEY(gpu, graphs, BOOL, "true", 0, 0, "", "record an iteration that reports nothing once as a CUDA graph and replay it (one launch instead of hundreds), where every such iteration makes the same calls: one rank, exact tiling, Adam; an iteration that cannot be recorded runs as before, with a note")
+NST_KEY(gpu, graphs, BOOL, "false", 0, 0, "", "record an iteration that reports nothing once as a CUDA graph and replay it (one launch instead of hundreds), where every such iteration makes the same calls: one rank, exact tiling, Adam; an iteration that cannot be recorded runs as before, with a note. Off until measured on a GPU (docs/GPUS.md)")
 NST_KEY(gpu, nccl_timeout, FLOAT, "600", 1, 86400, "", "seconds an NCCL Gram allreduce may make no progress before every rank is aborted with one message (a dead or hung peer)")
 
 /* [metrics] */

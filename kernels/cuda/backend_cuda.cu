@@ -64,6 +64,10 @@ nst_status cuda_scratch(nst_backend *be, void **buf, size_t *cap, size_t bytes)
 {
     if (bytes <= *cap) return NST_OK;
     cuda_impl *im = cuda_of(be);
+    if (recording) { /* nodes recorded before would address the freed buffer: the recording fails instead */
+        recording_failed = 1;
+        return nst_fail(NST_ERUNTIME, "a scratch buffer had to grow to %zu bytes while an iteration was recorded", bytes);
+    }
     if (im->graph) { /* a recorded iteration uses the old scratch: it is dropped (graph_launch then says so) */
         cudaGraphExecDestroy(im->graph);
         im->graph = NULL;
@@ -133,7 +137,7 @@ __global__ void k_stamp(unsigned long long *clocks, int slot)
 {
     unsigned long long now;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    if (slot >= 0 && clocks[0]) clocks[1 + slot] += now - clocks[0];
+    if (slot >= 0 && clocks[0] && now > clocks[0]) clocks[1 + slot] += now - clocks[0]; /* (a timer that stepped back adds nothing) */
     clocks[0] = now;
 }
 
@@ -159,11 +163,13 @@ nst_status cuda_clocks_read(nst_backend *be, int n, double *sec)
 }
 
 /* ---- CUDA graphs ------------------------------------------------------------------------------ */
-/* Relaxed mode: the arena's bookkeeping and the libraries' own calls on the host are allowed while
- * recording; what reaches the stream is recorded in order. */
+/* Thread-local mode: a call that would run once instead of being recorded (a synchronous
+ * allocation, copy or memset inside a library) fails while recording, so the recording fails and
+ * the iteration runs as before, rather than a replay silently missing it. The arena's bookkeeping
+ * is host code alone. */
 static nst_status cu_graph_begin(nst_backend *be)
 {
-    CUDA_TRY(cudaStreamBeginCapture(cuda_of(be)->stream, cudaStreamCaptureModeRelaxed));
+    CUDA_TRY(cudaStreamBeginCapture(cuda_of(be)->stream, cudaStreamCaptureModeThreadLocal));
     recording = 1, recording_failed = 0;
     return NST_OK;
 }
@@ -195,11 +201,11 @@ static nst_status cu_graph_end(nst_backend *be)
     return NST_OK;
 }
 
-static nst_status cu_graph_launch(nst_backend *be)
+static nst_status cu_graph_launch(nst_backend *be, int *launched)
 {
     cuda_impl *im = cuda_of(be);
-    if (!im->graph) return nst_fail(NST_ERUNTIME, "graph_launch: no iteration was recorded");
-    CUDA_TRY(cudaGraphLaunch(im->graph, im->stream));
+    *launched = im->graph != NULL;
+    if (im->graph) CUDA_TRY(cudaGraphLaunch(im->graph, im->stream));
     return NST_OK;
 }
 

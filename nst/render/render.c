@@ -321,13 +321,14 @@ static nst_status quiet_work(render_run *r, long long it)
 static nst_status quiet_iteration(render_run *r, long long it)
 {
     nst_backend *be = r->ctx->be;
+    int launched = 0;
     if (r->graphs && r->have_graph) {
-        if (be->ops->graph_launch(be) == NST_OK) {
+        NST_TRY(be->ops->graph_launch(be, &launched));
+        if (launched) {
             r->st->graph_replays++;
             return NST_OK;
         }
-        nst_fail_clear(); /* dropped (its scratch grew on a row's extra work): recorded again */
-        r->have_graph = 0;
+        r->have_graph = 0; /* dropped (a scratch buffer grew on a row's extra work): recorded again */
     }
     if (r->graphs && it >= r->it0 + 2) {
         NST_TRY(be->ops->graph_begin(be));
@@ -335,8 +336,8 @@ static nst_status quiet_iteration(render_run *r, long long it)
         if (s == NST_OK && e == NST_OK) {
             r->have_graph = 1;
             r->st->graph_records++;
-            NST_TRY(be->ops->graph_launch(be));
-            r->st->graph_replays++;
+            NST_TRY(be->ops->graph_launch(be, &launched));
+            r->st->graph_replays += launched;
             return NST_OK;
         }
         nst_info("CUDA graphs: not used in this level: %s\n", nst_fail_message());
