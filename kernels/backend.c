@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cpu/backend_cpu.h"
+#include "graph_standin.h"
 #include "profile.h"
 #include "cuda/cuda.h"
 #include "../util/mem.h"
@@ -42,6 +43,15 @@ nst_status nst_backend_open_with(const nst_backend_options *o, nst_backend **out
 {
     NST_TRY(open_device(o, out));
     (*out)->limit = env_limit();
+    const char *gs = getenv("NSTBATCH_GRAPH_STANDIN"); /* a test hook: graphs' logic on the CPU */
+    if (gs && strcmp(gs, "1") == 0 && strcmp((*out)->name, "cpu") == 0) {
+        nst_status s = nst_graph_standin_attach(*out);
+        if (s != NST_OK) {
+            nst_backend_close(*out);
+            *out = NULL;
+            return s;
+        }
+    }
     const char *prof = getenv("NSTBATCH_PROFILE");
     if (prof && *prof && strcmp(prof, "0") != 0) {
         nst_status s = nst_profile_attach(*out);
@@ -117,6 +127,7 @@ nst_status nst_backend_open(const char *device, int threads, nst_backend **out)
 void nst_backend_close(nst_backend *be)
 {
     if (be && be->profile) nst_profile_detach(be, stderr);
+    if (be && be->graph_standin) nst_graph_standin_detach(be);
     if (be && be->destroy) be->destroy(be);
 }
 

@@ -249,6 +249,7 @@ struct nst_backend {
     char gpu_bus_id[32];
     void *gpu_stream;
     struct nst_profile *profile; /* NSTBATCH_PROFILE=1: per-op timers (kernels/profile.h) */
+    struct nst_graph_standin *graph_standin; /* NSTBATCH_GRAPH_STANDIN=1: CUDA graphs' semantics on the CPU (kernels/graph_standin.h) */
     /* Diagnostics for a first contact with a device (GPU backends; NULL on the CPU): the libraries
      * as loaded and the algorithms chosen per layer shape, as lines of text; the device's free
      * memory now (0, or -1). */

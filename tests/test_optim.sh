@@ -19,6 +19,9 @@
 #   (256x171, 512x341) the preview's levels are the print's first;
 # - an iteration between two rows makes the host wait for the backend nowhere (Adam, 1 and 2
 #   ranks), a check that fails with the loss read every iteration (planted) and counts L-BFGS's dots;
+# - CUDA graphs' recording and replay, run on the CPU through the graph stand-in: replays equal the
+#   render without graphs; a planted host-side Adam step makes them differ; a wait fails the
+#   recording, named, and the level runs as before;
 # - bad values of the new keys are one clear error each.
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_optim_cli
@@ -148,6 +151,29 @@ waits_cu=$(grep -n 'Synchronize\|cudaMemcpy(\|cudaMemset(' "$ROOT"/kernels/cuda/
 if [ -z "$waits_cu" ] && [ "$(grep -c 'the counted wait' "$ROOT/kernels/cuda/backend_cuda.cu")" -eq 1 ]; then
   ok "kernels/cuda/ waits for its stream only through cuda_wait, which counts"
 else bad "kernels/cuda/ waits outside cuda_wait" "$waits_cu"; fi
+
+# ---- CUDA graphs' logic, on the CPU ----------------------------------------------------------------
+# NSTBATCH_GRAPH_STANDIN=1 gives the CPU backend a GPU stream's semantics under capture
+# (kernels/graph_standin.h: recorded ops run only when the graph is launched), so that the render's
+# recording and replay (gpu.graphs) run here: 24 Adam steps on 48 px tiles with rows at 0, 10 and 20
+# replay 20 iterations and equal the render without graphs bit for bit; with Adam's step count from
+# the host (NSTBATCH_PLANT=adamhost) the replays repeat one step and the image differs (the check can
+# fail); with a wait in every iteration (NSTBATCH_PLANT=readback) the recording fails, the log says
+# why, and the level runs as before.
+gr=(--set optim.iterations=24 --set run.print_every=10 --set tiling.tile_size=48)
+NSTBATCH_GRAPH_STANDIN=1 nst graphs_off 1 "${gr[@]}" --set gpu.graphs=false
+NSTBATCH_GRAPH_STANDIN=1 nst graphs_on 1 "${gr[@]}" --set gpu.graphs=true
+if [ $rc -eq 0 ] && grep -q "^CUDA graphs: 20 of the level's 24 iterations replayed" "$T/graphs_on.log"; then
+  same "graph stand-in: 20 of 24 iterations replayed, the image equal to the render without graphs" graphs_on.png graphs_off.png
+else bad "graph stand-in: replays" "exit $rc" "$(grep -E 'CUDA graphs|error' "$T/graphs_on.log")"; fi
+NSTBATCH_PLANT=adamhost NSTBATCH_GRAPH_STANDIN=1 nst graphs_adam 1 "${gr[@]}" --set gpu.graphs=true
+d=$("$DIFF" "$T/graphs_adam.png" "$T/graphs_off.png" 2>&1)
+if [ $rc -eq 0 ] && [ "${d%% mean*}" != "max 0" ] && [ -n "$d" ]; then ok "graph stand-in: replays with Adam's step from the host differ ($d): the check fails"
+else bad "graph stand-in: a planted host step" "exit $rc; diff '$d' (the replays must differ)" "$(tail -n 3 "$T/graphs_adam.log")"; fi
+NSTBATCH_PLANT=readback NSTBATCH_GRAPH_STANDIN=1 nst graphs_wait 1 "${gr[@]}" --set gpu.graphs=true
+if [ $rc -eq 0 ] && grep -q "^CUDA graphs: not used in this level: read waits for the device while an iteration is recorded" "$T/graphs_wait.log"; then
+  same "graph stand-in: a wait inside the iteration fails the recording, named, and the level runs as before" graphs_wait.png graphs_off.png
+else bad "graph stand-in: a failed recording" "exit $rc" "$(grep -E 'CUDA graphs|error' "$T/graphs_wait.log")"; fi
 
 # ---- bad values ----------------------------------------------------------------------------------
 for kv in optim.average=1 optim.stop_tolerance=-0.1 optim.stop_window=0 optim.stop_min=-1; do

@@ -11,6 +11,8 @@
  *              barrier must hold (rank 0, on another node, waits the 3 s too)
  *   readback   the objective reads its loss terms to the host in every iteration, rows or not
  *              (nst/optimise/objective.c): the waits between rows that a GPU must not make
+ *   adamhost   Adam's step count goes in from the host (nst/render/tiles.c), as before it lived on
+ *              the device: a replayed iteration (gpu.graphs) repeats its recording's step
  * Used by tests/test_gpu_render.sh (PLANT=...), tests/test_selftest.sh and tests/test_hosts.sh.
  * Never set otherwise; a process with one warns once. */
 #ifndef NST_PLANT_H

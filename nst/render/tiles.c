@@ -9,6 +9,7 @@
 
 #include "../../util/log.h"
 #include "../../util/mem.h"
+#include "../../util/plant.h"
 #include "../../util/rng.h"
 
 void nst_noise_rect(float *out, nst_rect r, int W, unsigned long long seed)
@@ -103,6 +104,7 @@ nst_status nst_render_step(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_
                           cfg->optim_clamp};
     nst_status s = pending; /* L-BFGS makes its collective calls whatever this rank's status */
     if (s == NST_OK && !L->lbfgs) s = be->ops->adam_tick(be, &ap, adam); /* step t on the device: a replayed iteration takes the next */
+    if (nst_planted("adamhost")) adam = NULL; /* planted: the step from the host, which a replay repeats (the tests must catch it) */
     for (int i = 0; s == NST_OK && i < L->nlocal; i++) {
         if (!L->cheap) /* the gradient of the owned pixels: the core of the window's gradient */
             s = be->ops->copy_rect(be, &tiles[i].dimg, tiles[i].own_px, &st[i].g, 0, 0);
