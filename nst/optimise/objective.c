@@ -603,7 +603,6 @@ nst_status nst_objective_eval(nst_objective *o, nst_tile *tiles, int ntiles, int
 {
     nst_backend *be = o->net->be;
     nst_status s = NST_OK;
-    double mark = nst_now();
     NST_TRY(be->ops->zero(be, o->sums->pending, sizeof o->sums->pending));
 
     if (!grad || o->strategy != NST_GRAM_LAGGED || !o->have_D) {
@@ -619,43 +618,43 @@ nst_status nst_objective_eval(nst_objective *o, nst_tile *tiles, int ntiles, int
                 if (s == NST_OK && !grad) s = backward_tile(o, &tiles[i], 0);
             }
         }
-        nst_timer_lap(tm, NST_T_FORWARD, &mark);
+        nst_timer_lap(tm, NST_T_FORWARD);
         NST_TRY(check(o, s));
         NST_TRY(settle_bounds(o, tiles, ntiles));
-        nst_timer_lap(tm, NST_T_FORWARD, &mark);
+        nst_timer_lap(tm, NST_T_FORWARD);
         NST_TRY(reduce_grams(o, 0));
-        nst_timer_lap(tm, NST_T_GRAM_REDUCE, &mark);
+        nst_timer_lap(tm, NST_T_GRAM_REDUCE);
     }
     if (grad) {
         if (o->strategy == NST_GRAM_LAGGED) {
             /* one pass: forward (Gram sums of this iteration) and backward with the previous D */
             s = zero_grams(o);
-            nst_timer_start(tm, &mark);
+            nst_timer_start(tm);
             for (int i = 0; s == NST_OK && i < ntiles; i++) {
                 s = forward_tile(o, &tiles[i]);
                 if (s == NST_OK) s = gram_tile(o, &tiles[i]);
-                nst_timer_lap(tm, NST_T_FORWARD, &mark);
+                nst_timer_lap(tm, NST_T_FORWARD);
                 if (s == NST_OK) s = backward_tile(o, &tiles[i], 1);
-                nst_timer_lap(tm, NST_T_BACKWARD, &mark);
+                nst_timer_lap(tm, NST_T_BACKWARD);
             }
             NST_TRY(check(o, s));
             NST_TRY(reduce_grams(o, 1)); /* D for the next iteration; the loss of this one */
-            nst_timer_lap(tm, NST_T_GRAM_REDUCE, &mark);
+            nst_timer_lap(tm, NST_T_GRAM_REDUCE);
         } else {
             for (int i = 0; s == NST_OK && i < ntiles; i++) {
                 if (o->strategy == NST_GRAM_TWO_PASS) { /* pass two: the forward again, then the backward */
                     s = forward_tile(o, &tiles[i]);
-                    nst_timer_lap(tm, NST_T_FORWARD, &mark);
+                    nst_timer_lap(tm, NST_T_FORWARD);
                 }
                 if (s == NST_OK) s = backward_tile(o, &tiles[i], 1);
-                nst_timer_lap(tm, NST_T_BACKWARD, &mark);
+                nst_timer_lap(tm, NST_T_BACKWARD);
             }
             NST_TRY(check(o, s));
         }
     }
     if (terms) { /* the sums, read and added over ranks */
         NST_TRY(read_terms(o, terms));
-        nst_timer_lap(tm, NST_T_REDUCE, &mark);
+        nst_timer_lap(tm, NST_T_REDUCE);
     } else if (nst_planted("readback")) { /* planted: the tests must catch a read between rows */
         nst_loss_terms unused;
         NST_TRY(read_terms(o, &unused));

@@ -19,12 +19,11 @@ enum {
 
 typedef struct {
     double t[NST_T_COUNT];
-    /* With a backend (set by the render): each phase ends at a stamp on the backend's queue,
-     * which adds the phase's time to the backend's clock for it, and the clocks are read in one
-     * wait at nst_timers_flush (a report). On a GPU a phase is billed the time from the end of
-     * the last one's kernels to the end of its own, with no wait per phase, so an iteration
-     * between two reports waits for nothing (kernels/backend.h); on the CPU the clock is the
-     * host's. NULL: host time. */
+    /* Each phase ends at a stamp on the backend's queue, which adds the phase's time to the
+     * backend's clock for it; the clocks are read in one wait at nst_timers_flush (a report). On
+     * a GPU a phase is billed the time from the end of the last one's kernels to the end of its
+     * own, with no wait per phase, so an iteration between two reports waits for nothing
+     * (kernels/backend.h); on the CPU the clock is the host's. */
     nst_backend *be;
 } nst_timers;
 
@@ -40,14 +39,14 @@ static inline const char *nst_timer_key(int i)
     return keys[i];
 }
 
-/* Phase p ends now: its time since *mark (the previous lap or start) is added to it, and the
- * mark moves (tm may be NULL). With a backend the end is a stamp after the phase's queued work. */
-void nst_timer_lap(nst_timers *tm, int p, double *mark);
+/* Phase p ends when the work queued so far is done: its time since the previous lap or start is
+ * added to it (tm may be NULL: nothing). */
+void nst_timer_lap(nst_timers *tm, int p);
 /* A phase starts now: the time since the last lap is no phase's (reports, checkpoints). */
-void nst_timer_start(nst_timers *tm, double *mark);
+void nst_timer_start(nst_timers *tm);
 /* The backend's clocks added to the phases (one wait for the backend): before t[] is read. */
 nst_status nst_timers_flush(nst_timers *tm);
-/* Use be's clocks from now on (NULL: host time); t[] is kept. */
+/* Use be's clocks from now on; t[] is kept. */
 nst_status nst_timers_use(nst_timers *tm, nst_backend *be);
 
 #endif

@@ -202,14 +202,13 @@ static nst_status iter_exchange(render_run *r, long long it)
     const nst_layout *L = r->ctx->layout;
     nst_backend *be = r->ctx->be;
     nst_status s = NST_OK;
-    double m0;
-    nst_timer_start(&r->st->timers, &m0);
+    nst_timer_start(&r->st->timers);
     be->ops->range_push(be, "halo exchange"); /* NVTX ranges: Nsight Systems shows the phases */
     const long long w0 = be->host_waits; /* staged through the host between ranks: not the iteration's own */
     if (!L->cheap || (it > 0 && it % L->exchange_every == 0)) s = nst_exchange_refresh(r->ctx, r->tiles, r->ts, &r->ex);
     r->staged += be->host_waits - w0;
     be->ops->range_pop(be);
-    nst_timer_lap(&r->st->timers, NST_T_EXCHANGE, &m0);
+    nst_timer_lap(&r->st->timers, NST_T_EXCHANGE);
     return s;
 }
 
@@ -258,8 +257,7 @@ static nst_status iter_report(render_run *r, long long it, const nst_loss_terms 
 static nst_status iter_step(render_run *r, long long it, nst_status s)
 {
     nst_backend *be = r->ctx->be;
-    double m0;
-    nst_timer_start(&r->st->timers, &m0);
+    nst_timer_start(&r->st->timers);
     if (s == NST_OK) s = injected_fault(it);
     injected_delay(it, r->it0 > 0);
     be->ops->range_push(be, "optimiser");
@@ -267,7 +265,7 @@ static nst_status iter_step(render_run *r, long long it, nst_status s)
     be->ops->range_pop(be);
     s = nst_render_agree(r->ctx, s);
     if (s == NST_OK) r->st->stepped = 1;
-    nst_timer_lap(&r->st->timers, NST_T_OPTIM, &m0);
+    nst_timer_lap(&r->st->timers, NST_T_OPTIM);
     return s;
 }
 
@@ -369,7 +367,7 @@ static nst_status render_iteration(render_run *r, long long it)
         r->stop_at = it;
         return NST_OK;
     }
-    if (s == NST_OK) s = iter_step(r, it, s);
+    if (s == NST_OK) s = iter_step(r, it, NST_OK);
     if (s == NST_OK) s = iter_boundary(r, it);
     return s;
 }
