@@ -5,6 +5,7 @@
  *
  *   build/bench/conv_layers [--device auto|cpu|cuda] [--precision auto|fp32|tf32|bf16|fp16]
  *                           [--tile N | --size WxH] [--reps N] [--layers N (13: up to conv5_1)]
+ *                           [--algorithms heuristic|timed (gpu.conv_algorithms)]
  *
  * Each layer at its resolution (conv1_x at N, conv2_x at N/2, ... conv5_x at N/16) and full width,
  * conv1_1's input in the dtype the backend keeps the network's input in (fp32 in the CPU's bf16),
@@ -41,7 +42,7 @@ static double time_op(nst_backend *be, nst_conv *cv, nst_tensor *x, nst_tensor *
 int main(int argc, char **argv)
 {
     bench_name = "conv_layers";
-    const char *device = "auto", *prec = "auto";
+    const char *device = "auto", *prec = "auto", *algos = "heuristic";
     int tile = 1024, reps = 10, nlayers = 13; /* conv1_1 .. conv5_1: the network up to relu5_1 */
     int W = 0, H = 0;
     for (int i = 1; i < argc; i++) {
@@ -55,6 +56,7 @@ int main(int argc, char **argv)
         }
         else if (strcmp(a, "--reps") == 0) reps = atoi(v);
         else if (strcmp(a, "--layers") == 0) nlayers = atoi(v);
+        else if (strcmp(a, "--algorithms") == 0 && (strcmp(v, "heuristic") == 0 || strcmp(v, "timed") == 0)) algos = v;
         else goto usage;
         i++;
     }
@@ -63,10 +65,10 @@ int main(int argc, char **argv)
         goto usage;
 
     nst_backend_options o = {.device = device, .threads = 0, .precision = (nst_precision)nst_precision_parse(prec), .gpu = 0,
-                             .gpu_sharers = 1, .memory_gb = 0, .collective_ranks = 1};
+                             .gpu_sharers = 1, .memory_gb = 0, .collective_ranks = 1, .conv_timed = strcmp(algos, "timed") == 0};
     nst_backend *be;
     if (nst_backend_open_with(&o, &be) != NST_OK) bench_die("opening the backend");
-    printf("# conv layers, tile %dx%d: %s\n\n", W, H, be->description);
+    printf("# conv layers, tile %dx%d: %s%s\n\n", W, H, be->description, o.conv_timed ? ", algorithms timed (gpu.conv_algorithms = timed)" : "");
     printf("| layer | W x H | Cin -> Cout | GFLOP | forward ms | TFLOP/s | backward-data ms | TFLOP/s |\n|---|---|---|---|---|---|---|---|\n");
     double sum_f = 0, sum_b = 0, sum_flop = 0;
     int cin = 3, hw = W, hh = H;
@@ -107,6 +109,6 @@ int main(int argc, char **argv)
     return 0;
 usage:
     fprintf(stderr, "usage: conv_layers [--device auto|cpu|cuda] [--precision auto|fp32|tf32|bf16|fp16] [--tile N | --size WxH (multiples of 16)] "
-                    "[--reps N] [--layers 1..16]\n");
+                    "[--reps N] [--layers 1..16] [--algorithms heuristic|timed]\n");
     return 2;
 }

@@ -11,8 +11,9 @@
 # tiling line, and the SSIM of the tiled frame against the one-tile frame (image_diff --ssim: 1 where
 # the tiles are exact, as on the CPU; on a GPU they agree within tolerances, and the iterations grow
 # the roundings). Knobs: W, H, TILE, ITERATIONS, PRECISION, DEVICE (cuda; cpu runs the plumbing at
-# small sizes, as tests/test_bench.sh does), GRAPHS (gpu.graphs: true), NST (./nstbatch), DIFF
-# (build/tests/image_diff).
+# small sizes, as tests/test_bench.sh does), GRAPHS (gpu.graphs: true), CONV_ALGOS (gpu.conv_algorithms:
+# timed; the choices kept in one gpu.conv_choices file for both renders, so a render's seconds include
+# the timing of its tile shapes' algorithms once), NST (./nstbatch), DIFF (build/tests/image_diff).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=$(mkdir -p "${1:-$ROOT/bench/results}" && cd "${1:-$ROOT/bench/results}" && pwd)
@@ -22,6 +23,7 @@ W=${W:-3840} H=${H:-2160} TILE=${TILE:-1024} ITERATIONS=${ITERATIONS:-250}
 DEVICE=${DEVICE:-cuda}
 PRECISION=${PRECISION:-bf16}
 GRAPHS=${GRAPHS:-true}
+CONV_ALGOS=${CONV_ALGOS:-timed}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -33,7 +35,7 @@ frame() {
   (cd "$ROOT/configs" && "$NST" demo.ini --set run.device="$DEVICE" --set run.precision="$PRECISION" \
      --set output.width="$W" --set output.height="$H" --set tiling.tile_size="$2" --set model.random_width_divisor=1 \
      --set optim.method=adam --set optim.iterations="$ITERATIONS" --set run.print_every=50 --set output.preview=0 --set gpu.graphs="$GRAPHS" \
-     --set output.path="$T/$1.tif" --set output.overwrite=true) >"$T/$1.log" 2>&1 ||
+     --set gpu.conv_algorithms="$CONV_ALGOS" --set gpu.conv_choices="$T/conv_choices.txt" --set output.path="$T/$1.tif" --set output.overwrite=true) >"$T/$1.log" 2>&1 ||
     { echo "gpu_frame: the $1 render failed:" >&2; tail -n 5 "$T/$1.log" >&2; exit 1; }
   t1=$(date +%s.%N)
   # done: N iterations in S s (X s/iteration, Y megapixel-iterations/s); setup ...
@@ -50,7 +52,7 @@ ssim=$("$DIFF" --ssim "$T/tiled.tif" "$T/whole.tif" | awk '{ print $2 }')
 {
   echo "# One frame on one GPU: tiled and in one tile"
   echo
-  echo "Command: \`bench/gpu_frame.sh\`, $(date -u +%Y-%m-%d), W=$W H=$H TILE=$TILE ITERATIONS=$ITERATIONS PRECISION=$PRECISION DEVICE=$DEVICE GRAPHS=$GRAPHS."
+  echo "Command: \`bench/gpu_frame.sh\`, $(date -u +%Y-%m-%d), W=$W H=$H TILE=$TILE ITERATIONS=$ITERATIONS PRECISION=$PRECISION DEVICE=$DEVICE GRAPHS=$GRAPHS CONV_ALGOS=$CONV_ALGOS."
   echo
   echo '```'
   "$NST" --version 2>&1 | head -n 3

@@ -30,7 +30,8 @@
 #   4. the largest single tile nstbatch renders (doubling from 4096, then bisection to 256 px; a
 #      try that needed its tiles halved does not count) against the largest image PyTorch fits.
 # Both sides use the full-width VGG-19 with seeded random weights (the FLOPs of the real one).
-# Knobs: SIZES, ITERS (10), VARIANTS, VARIANT_TIMEOUT, PRECOMPILE_S, CONV_LAYERS (1: part 1), PRECISION (bf16; fp32 on the CPU), DEVICE (cuda; cpu runs the script's plumbing on a
+# Knobs: SIZES, ITERS (10), VARIANTS, VARIANT_TIMEOUT, PRECOMPILE_S, CONV_LAYERS (1: part 1), CONV_ALGOS
+# (timed: gpu.conv_algorithms of the iteration runs), PRECISION (bf16; fp32 on the CPU), DEVICE (cuda; cpu runs the script's plumbing on a
 # machine without a GPU, as tests/test_bench.sh does), FIND_MAX (1), PROFILE (1), CONV_TILE (1024),
 # NST (./nstbatch), CONV (build/bench/conv_layers), PY (python3 with torch), LAUNCH (""), PY_ENV (a command
 # put before PY, e.g. "env -u LD_LIBRARY_PATH": PyTorch with its own libraries, not a bundle's),
@@ -51,6 +52,7 @@ FIND_MAX=${FIND_MAX:-1}
 PROFILE=${PROFILE:-1}
 CONV_TILE=${CONV_TILE:-1024}
 CONV_LAYERS=${CONV_LAYERS:-1}
+CONV_ALGOS=${CONV_ALGOS:-timed} # gpu.conv_algorithms of the whole-iteration runs: the fastest, as PyTorch's cudnn.benchmark
 VARIANTS=${VARIANTS:-$([ "$DEVICE" = cpu ] && echo eager || echo eager graph compile compile-max)}
 VARIANT_TIMEOUT=${VARIANT_TIMEOUT:-900}
 PRECOMPILE_S=${PRECOMPILE_S:-300}
@@ -77,14 +79,15 @@ torch_ver=$($PY_ENV "$PY" -c 'import torch; print(torch.__version__, "CUDA", tor
 log "### PyTorch $torch_ver"
 
 # ---- 1. per-layer convolutions ----------------------------------------------------------------
-# bf16 with bias+ReLU fused into cuDNN's call, and with them as a separate kernel (NSTBATCH_CUDA_FUSE=0)
+# bf16 with bias+ReLU fused into cuDNN's call, and with them as a separate kernel
+# (NSTBATCH_CUDA_FUSE=0), with the algorithms of cuDNN's heuristics and timed (gpu.conv_algorithms)
 conv_tables=""
-for run in $([ "$CONV_LAYERS" = 1 ] && echo bf16:1 bf16:0 fp32:1); do
-  p=${run%:*} fuse=${run#*:}
-  [ "$DEVICE" = cpu ] && [ "$run" != fp32:1 ] && continue # the CPU backend computes in fp32 only
-  t=$(NSTBATCH_CUDA_FUSE=$fuse "$CONV" --device "$DEVICE" --precision "$p" --tile "$CONV_TILE" --reps "$ITERS" 2>>"$raw")
+for run in $([ "$CONV_LAYERS" = 1 ] && echo bf16:1:heuristic bf16:1:timed bf16:0:heuristic fp32:1:heuristic fp32:1:timed); do
+  p=${run%%:*} a=${run##*:} fuse=${run#*:}; fuse=${fuse%:*}
+  [ "$DEVICE" = cpu ] && [ "$run" != fp32:1:heuristic ] && continue # the CPU backend computes in fp32 only, chosen by oneDNN
+  t=$(NSTBATCH_CUDA_FUSE=$fuse "$CONV" --device "$DEVICE" --precision "$p" --tile "$CONV_TILE" --reps "$ITERS" --algorithms "$a" 2>>"$raw")
   [ "$fuse" = 0 ] && t=$(sed '1s/$/, bias+ReLU as a separate kernel (NSTBATCH_CUDA_FUSE=0)/' <<<"$t")
-  log "### conv_layers --precision $p --tile $CONV_TILE (NSTBATCH_CUDA_FUSE=$fuse)"$'\n'"$t"
+  log "### conv_layers --precision $p --tile $CONV_TILE --algorithms $a (NSTBATCH_CUDA_FUSE=$fuse)"$'\n'"$t"
   conv_tables+="$t"$'\n\n'
 done
 
@@ -116,7 +119,7 @@ nst_run() {
   shift 2
   rm -f "$T/rec.json"
   $LAUNCH "$NST" "$T/bench.ini" --set output.width="$w" --set output.height="$h" --set tiling.tile_size="$((w > h ? w : h))" \
-    --set optim.method=adam --set optim.iterations="$n" --set run.record="$T/rec.json" "$@" >"$T/run.log" 2>&1
+    --set optim.method=adam --set optim.iterations="$n" --set run.record="$T/rec.json" --set gpu.conv_algorithms="$CONV_ALGOS" "$@" >"$T/run.log" 2>&1
 }
 # in_group SECONDS CMD...: CMD in a session of its own, and the whole session killed after SECONDS
 # or when CMD ends: a timed-out compile leaves no Inductor worker behind to load the GPU (or hold the
@@ -278,6 +281,7 @@ fi
   echo "|---|---|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
   echo
+  echo "nstbatch ran with gpu.conv_algorithms = $CONV_ALGOS."
   echo "nstbatch (gpu.graphs = true in the table)'s iterations between rows (run record: cuda_graphs, host_waits), and its s/iter with gpu.graphs = false:$(for S in $SIZES; do printf ' %s: %s;' "$S" "${QUIET[$S]}"; done)"
   echo
   echo "PyTorch's variants (bench/torch_gatys.py --variant), s/iter (warm-up seconds):"

@@ -269,6 +269,24 @@ struct nst_backend {
  * ranks), at most the cores its affinity mask allows, at least 1. */
 int nst_default_threads(int ranks_on_node);
 
+/* A convolution algorithm chosen by timing (gpu.conv_algorithms = timed), keyed by what the timing
+ * holds for (the GPU model, the library's version, the precision: `device`, the backend's text), the
+ * direction (0 forward, 1 backward-data), the layer and the input size; algo and math are the
+ * library's numbers. The backend's caller keeps them (nst/run/conv_store.h: gpu.conv_choices' file),
+ * so a rerun takes the same algorithms without timing: find fills t's algo, math and ms and returns
+ * 1 where it knows t's key; add keeps a new timing. */
+typedef struct {
+    const char *device;
+    int dir, cin, cout, h, w;
+    int algo, math;
+    double ms;
+} nst_conv_timing;
+typedef struct {
+    int (*find)(void *user, nst_conv_timing *t);
+    void (*add)(void *user, const nst_conv_timing *t);
+    void *user;
+} nst_conv_memory;
+
 /* How to open a backend. */
 typedef struct {
     const char *device;      /* "auto" (CUDA where a usable GPU exists, else the CPU), "cpu", "cuda" */
@@ -280,6 +298,8 @@ typedef struct {
     int collective_ranks;    /* ranks the Gram sums span: above 1 on an unshared GPU, NCCL will need memory of its own */
     size_t gpu_free_bytes;   /* the GPU's free memory, agreed by the ranks sharing it once all their contexts exist
                               * (nst/run/device.c); each sizes its arena from 1/gpu_sharers of it. 0: measure at open */
+    int conv_timed;          /* gpu.conv_algorithms = timed: GPU convolution algorithms chosen by timing them, not by heuristics */
+    const nst_conv_memory *conv_memory; /* where timed choices are kept between runs (gpu.conv_choices); NULL: timed afresh */
 } nst_backend_options;
 
 /* Open a backend. be->choice says why run.device = auto chose it. NSTBATCH_MEMORY_LIMIT_MB (a test

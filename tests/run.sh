@@ -81,6 +81,7 @@ suites=(
   "test_loss_grad|$B/tests/test_loss_grad"
   "test_images|$B/tests/test_images"
   "test_flo|$B/tests/test_flo"
+  "test_conv_choices|$B/tests/test_conv_choices"
   "test_video|$B/tests/test_video"
   "test_flow|tests/test_flow.sh $B"
   "test_weights|$B/tests/test_weights"

@@ -1,7 +1,8 @@
 /* tests/test_backend_ops.c: every op of every reduced-precision backend against the CPU backend
  * in fp32, through the op harness (kernels/check/, the same table nstbatch --self-test runs): the
  * CPU in bf16 (here and in CI), and the CUDA backend in fp32, tf32, bf16 (bias+ReLU fused into
- * cuDNN's call and as a separate kernel) and fp16 where a GPU exists (SKIP where the machine has no
+ * cuDNN's call and as a separate kernel; the convolution algorithms by heuristics and by timing)
+ * and fp16 where a GPU exists (SKIP where the machine has no
  * NVIDIA device, saying why; FAIL where it has one that CUDA cannot use).
  * Then the harness is tested itself: the tolerances follow from the precisions, and a backend
  * with one op wrong by a little more than its tolerance, or writing a NaN, is caught. */
@@ -153,8 +154,10 @@ static void t_tolerances_follow_the_precision(void)
 static char skip_why[256];
 static int ngpu;
 static nst_cuda_state gpu_state;
-static const nst_precision precs[] = {NST_PREC_FP32, NST_PREC_TF32, NST_PREC_BF16, NST_PREC_FP16, NST_PREC_BF16};
-static const int fused[] = {1, 1, 1, 1, 0};
+static const nst_precision precs[] = {NST_PREC_FP32, NST_PREC_TF32, NST_PREC_BF16, NST_PREC_FP16, NST_PREC_BF16, NST_PREC_BF16, NST_PREC_FP32};
+static const int fused[] = {1, 1, 1, 1, 0, 1, 1};
+static const int timed[] = {0, 0, 0, 0, 0, 1, 1}; /* gpu.conv_algorithms = timed: cuDNN's Find's fastest (fp32: no TF32 taken) */
+#define NPASS (int)(sizeof precs / sizeof *precs)
 static int pass;
 
 static void t_cuda_against_cpu(void)
@@ -165,9 +168,10 @@ static void t_cuda_against_cpu(void)
     if (gpu_state == NST_CUDA_UNUSABLE) return;
     if (ngpu <= 0) SKIP("%s", skip_why);
     char label[32];
-    snprintf(label, sizeof label, "cuda %s%s", nst_precision_name(precs[pass]), fused[pass] ? "" : " unfused");
+    snprintf(label, sizeof label, "cuda %s%s%s", nst_precision_name(precs[pass]), fused[pass] ? "" : " unfused", timed[pass] ? " timed" : "");
     setenv("NSTBATCH_CUDA_FUSE", fused[pass] ? "1" : "0", 1);
-    nst_backend_options o = {.device = "cuda", .precision = precs[pass], .gpu_sharers = 1, .memory_gb = 2.0, .collective_ranks = 1};
+    nst_backend_options o = {.device = "cuda", .precision = precs[pass], .gpu_sharers = 1, .memory_gb = 2.0, .collective_ranks = 1,
+                             .conv_timed = timed[pass]};
     nst_backend *dev = NULL;
     CHECK(nst_backend_open_with(&o, &dev) == NST_OK, "opening %s: %s", label, nst_fail_message());
     if (!dev) return;
@@ -189,7 +193,7 @@ int main(void)
     RUN(t_harness_catches_errors);
     gpu_state = nst_cuda_probe_state(&ngpu, skip_why, sizeof skip_why);
     if (ngpu > 0 && !nst_cuda_has_ops()) ngpu = 0, snprintf(skip_why, sizeof skip_why, "this build has no CUDA backend");
-    for (pass = 0; pass < (ngpu > 0 ? 5 : 1); pass++) RUN(t_cuda_against_cpu);
+    for (pass = 0; pass < (ngpu > 0 ? NPASS : 1); pass++) RUN(t_cuda_against_cpu);
     nst_backend_close(cpu);
     return test_report("test_backend_ops");
 }

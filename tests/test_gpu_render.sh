@@ -19,12 +19,14 @@
 #   against the CPU's one tile; bf16 tiles against bf16 one tile.
 # - gpu.share = false refusing two ranks on one GPU; a 20-iteration render whose loss falls; no
 #   wait for the device between two rows (the run record's host_waits); CUDA graphs on == off bit
-#   for bit; compute-sanitizer memcheck where it exists.
+#   for bit; convolution algorithms chosen by timing (gpu.conv_algorithms = timed) against the CPU,
+#   and a rerun from their file (gpu.conv_choices) bit for bit; compute-sanitizer memcheck where it
+#   exists.
 #
 # STAND_IN=LEVEL replaces the GPU by the CPU capped at that instruction-set level
 # (ONEDNN_MAX_CPU_ISA, run.device = cpu): other rounding, the same promises, so every check must
 # pass (tests/test_gpu_standin.sh). bf16 runs at the machine's own level where LEVEL has none; tf32,
-# fp16, the unfused kernel, gpu.share and compute-sanitizer are the GPU's own and SKIP.
+# fp16, the unfused kernel, gpu.share, timed algorithms and compute-sanitizer are the GPU's own and SKIP.
 # PLANT=halo|allreduce plants that defect (util/plant.h) in the GPU side's renders: the checks that
 # guard it must then FAIL. ONLY=tiling runs the tiling checks alone (the planted-defect runs need
 # no more). GPU_RENDER_KEEP=DIR keeps the logs and the gradient files there.
@@ -34,7 +36,7 @@
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_gpu_render
 STAND_IN=${STAND_IN:-} PLANT=${PLANT:-} ONLY=${ONLY:-}
-CHECKS=15
+CHECKS=17
 
 if [ -z "$STAND_IN" ]; then
   gpus=$("$NST" --version | sed -n 's/.*GPUs visible now: \([0-9]*\).*/\1/p')
@@ -190,6 +192,26 @@ else
   if [ "$rc_on" -eq 0 ] && [ "$rc" -eq 0 ] && [ "$(wc -w <<<"$replayed")" -eq 2 ] && [ "$v" = "max 0 mean 0" ]; then
     ok "CUDA graphs: ${replayed% } of each level's 24 iterations replayed, the image equal to the render without graphs bit for bit"
   else bad "CUDA graphs on == off" "exit $rc_on / $rc, replayed per level '${replayed}', diff: $v" "$(grep -iE 'graph|error' "$T/graphs_on.log")"; fi
+fi
+
+# gpu.conv_algorithms = timed: the algorithms cuDNN's Find times fastest (deterministic ones without
+# transforms, as the heuristics') meet the same tolerance against the CPU; the file they are kept in
+# (gpu.conv_choices) makes a rerun take the same algorithms without timing: the same bits
+if [ -n "$STAND_IN" ]; then skip "timed convolution algorithms: cuDNN's"; skip "a rerun from gpu.conv_choices: cuDNN's"
+else
+  timed=("${SHALLOW[@]}" --set gpu.conv_algorithms=timed --set gpu.conv_choices="$T/choices.txt")
+  rm -f "$T/choices.txt"
+  dev timed 1 bf16 "${timed[@]}"
+  judge "bf16 with the convolution algorithms chosen by timing, against the CPU in fp32" ref_shallow timed
+  n1=$(grep -c '^forward ' "$T/choices.txt" 2>/dev/null); b1=$(grep -c '^backward-data ' "$T/choices.txt" 2>/dev/null)
+  cp "$T/choices.txt" "$T/choices.first" 2>/dev/null
+  dev timed_again 1 bf16 "${timed[@]}"
+  v=$("$DIFF" --gradient --exact "$T/timed.grad" "$T/timed_again.grad" 2>&1)
+  # the rerun timed nothing: a choice it did not take would have been timed again and written
+  if [ "$rc" -eq 0 ] && [ "${n1:-0}" -gt 0 ] && [ "${b1:-0}" -gt 0 ] && cmp -s "$T/choices.first" "$T/choices.txt"; then
+    case "$v" in *": ok") ok "a rerun from gpu.conv_choices ($n1 forward and $b1 backward-data choices timed once, none again): $v" ;;
+      *) bad "a rerun from gpu.conv_choices" "$v" ;; esac
+  else bad "a rerun from gpu.conv_choices" "exit $rc, '$n1' forward and '$b1' backward-data choices; the file after the rerun $(cmp -s "$T/choices.first" "$T/choices.txt" && echo unchanged || echo changed)" "$(diff "$T/choices.first" "$T/choices.txt" 2>&1 | tail -n 20)"; fi
 fi
 
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)

@@ -150,6 +150,8 @@ NST_KEY(gpu, binding, ENUM, "auto", 0, 0, "auto|local_rank|visible0", "which GPU
 NST_KEY(gpu, share, BOOL, "false", 0, 0, "", "allow more ranks on a node than it has GPUs (ranks then share GPUs, split their memory, and the Gram allreduce goes through MPI instead of NCCL); otherwise that is an error")
 
 NST_KEY(gpu, graphs, BOOL, "false", 0, 0, "", "record an iteration that reports nothing once as a CUDA graph and replay it (one launch instead of hundreds), where every such iteration makes the same calls: one rank, exact tiling, Adam; an iteration that cannot be recorded runs as before, with a note. Off until measured on a GPU (docs/GPUS.md)")
+NST_KEY(gpu, conv_algorithms, ENUM, "heuristic", 0, 0, "heuristic|timed", "how each convolution's cuDNN algorithm is chosen, per layer, direction and tile size, among the deterministic ones without transforms: heuristic (cuDNN's heuristics, no timing) or timed (cuDNN's Find runs each once and the fastest is taken; with gpu.conv_choices kept for reruns). Heuristic until timed is measured on a GPU (docs/GPUS.md)")
+NST_KEY(gpu, conv_choices, PATH, "", 0, 0, "", "with gpu.conv_algorithms = timed: a file of the timed choices, read at start and added to (per GPU model, cuDNN version and precision; ranks and jobs may share it), so that a rerun takes the same algorithms, the same bits, without timing; empty: timed afresh each run")
 NST_KEY(gpu, nccl_timeout, FLOAT, "600", 1, 86400, "", "seconds an NCCL Gram allreduce may make no progress before every rank is aborted with one message (a dead or hung peer)")
 
 /* [metrics] */

@@ -349,6 +349,17 @@ static nst_status open_arena(nst_backend *be, cuda_impl *im, const nst_backend_o
     return NST_OK;
 }
 
+/* gpu.conv_algorithms = timed: where the choices are kept, and what a timing holds for (one GPU
+ * model, one cuDNN, one precision) */
+static nst_status open_choices(cuda_impl *im, const nst_backend_options *o, const cudaDeviceProp *prop)
+{
+    im->conv_timed = o->conv_timed;
+    if (o->conv_memory) im->conv_memory = *o->conv_memory;
+    snprintf(im->conv_device, sizeof im->conv_device, "%.64s sm_%d%d | cuDNN %zu | %s", prop->name, prop->major, prop->minor,
+             cudnnGetVersion(), nst_precision_name(im->prec));
+    return NST_OK;
+}
+
 static nst_status open_impl(nst_backend *be, cuda_impl *im, const nst_backend_options *o)
 {
     CUDA_TRY(cudaSetDevice(o->gpu));
@@ -382,7 +393,7 @@ static nst_status open_impl(nst_backend *be, cuda_impl *im, const nst_backend_op
     be->gpu_stream = im->stream;
     snprintf(be->description, sizeof be->description, "CUDA, %s, GPU %d %.48s (%.16s), %.1f GiB arena%s", nst_precision_name(im->prec),
              o->gpu, prop.name, im->bus_id, (double)cap / (1ull << 30), sharers > 1 ? ", shared GPU" : "");
-    return NST_OK;
+    return open_choices(im, o, &prop);
 }
 
 extern "C" nst_status nst_cuda_backend_open(const nst_backend_options *o, nst_backend **out)

@@ -4,8 +4,11 @@
  * apply; its input and input gradient pass through padded scratch. Algorithms come from cuDNN's
  * heuristics: the first deterministic one (bit-for-bit reruns and tile invariance rule out
  * atomics-based backward algorithms) whose math type is allowed and whose workspace, asked of cuDNN
- * for that algorithm and math type, fits the limit; once per layer and input size, cached with the
- * shape's descriptors, and each call sets the descriptor's math type to its algorithm's. Bias and ReLU run inside cuDNN's call
+ * for that algorithm and math type, fits the limit; or, with gpu.conv_algorithms = timed, the
+ * fastest such one as cuDNN's Find times them on the layer's buffers, kept by the caller
+ * (nst_conv_memory: gpu.conv_choices' file) so that a rerun takes the same without timing. Once per layer, direction and
+ * input size, cached with the shape's descriptors; each call sets the descriptor's math type to its
+ * algorithm's. Bias and ReLU run inside cuDNN's call
  * (cudnnConvolutionBiasActivationForward: one pass over the output instead of two, which counts on
  * the memory-bound full-resolution layers); a layer whose configuration cuDNN does not support
  * there, or NSTBATCH_CUDA_FUSE=0, adds them with one kernel after the convolution. Both add the
@@ -31,7 +34,7 @@ typedef struct {
     cudnnConvolutionBwdDataAlgo_t bwd;
     cudnnMathType_t fwd_math, bwd_math; /* the math type each algorithm was chosen with */
     size_t fwd_ws, bwd_ws;
-    int have_bwd;
+    int have_fwd, have_bwd; /* each direction's algorithm is picked on its first call */
     int fused;            /* bias+ReLU in cuDNN's call: -1 untried, 1 works, 0 not supported for this shape */
 } conv_shape;
 
@@ -157,59 +160,176 @@ static int usable(cudnnStatus_t status, cudnnDeterminism_t det, cudnnMathType_t 
            (allowed != CUDNN_FMA_MATH || math == CUDNN_FMA_MATH); /* strict fp32: DEFAULT may mean TF32 on sm_80+ */
 }
 
-/* The first of perf[0..got) that is usable and whose workspace, asked of cuDNN with the descriptor
- * set to its math type (ws(algo, &bytes)), fits the limit; -1 if none. */
+/* Whether perf's algorithm may run here: usable, no transform, and its workspace, asked of cuDNN
+ * with the descriptor set to its math type (ws(algo, &bytes)), within the limit. */
+template <typename Perf, typename Ws> static int fits(cuda_impl *im, nst_conv *cv, const Perf &perf, Ws ws, size_t *bytes)
+{
+    if (!usable(perf.status, perf.determinism, perf.mathType, im->math) || transforms(perf.algo)) return 0;
+    if (cudnnSetConvolutionMathType(cv->cd, perf.mathType) != CUDNN_STATUS_SUCCESS) return 0;
+    return ws(perf.algo, bytes) == CUDNN_STATUS_SUCCESS && *bytes <= im->ws_limit;
+}
+
+/* The first of perf[0..got) that fits; -1 if none. */
 template <typename Perf, typename Ws> static int first_fit(cuda_impl *im, nst_conv *cv, const Perf *perf, int got, Ws ws, size_t *bytes)
 {
-    for (int i = 0; i < got; i++) {
-        if (!usable(perf[i].status, perf[i].determinism, perf[i].mathType, im->math) || transforms(perf[i].algo)) continue;
-        if (cudnnSetConvolutionMathType(cv->cd, perf[i].mathType) != CUDNN_STATUS_SUCCESS) continue;
-        if (ws(perf[i].algo, bytes) == CUDNN_STATUS_SUCCESS && *bytes <= im->ws_limit) return i;
-    }
+    for (int i = 0; i < got; i++)
+        if (fits(im, cv, perf[i], ws, bytes)) return i;
     return -1;
 }
 
-/* The forward algorithm of shape t (its descriptors made). */
-static nst_status pick_fwd(cuda_impl *im, nst_conv *cv, conv_shape *t)
+/* The fastest of Find's timings that fits; -1 if none (*n: how many fit). */
+template <typename Perf, typename Ws>
+static int fastest_fit(cuda_impl *im, nst_conv *cv, const Perf *perf, int got, Ws ws, size_t *bytes, int *n)
 {
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    int got = 0;
+    int best = -1;
+    size_t b = 0;
+    *n = 0;
+    for (int i = 0; i < got; i++)
+        if (fits(im, cv, perf[i], ws, &b) && ++*n && (best < 0 || perf[i].time < perf[best].time)) best = i, *bytes = b;
+    return best;
+}
+
+/* Whether a kept choice (algo, math) may run: the heuristics list algo for this shape as they
+ * list the ones they take (deterministic, supported), and math is allowed and its workspace within
+ * the limit, whatever the file says. The algorithm is matched alone: Find may time one with another
+ * math type than the heuristics list it with. */
+template <typename Perf, typename Ws>
+static int kept_fits(cuda_impl *im, nst_conv *cv, const Perf *perf, int got, Ws ws, int algo, int math, size_t *bytes)
+{
+    for (int i = 0; i < got; i++)
+        if ((int)perf[i].algo == algo) {
+            Perf p = perf[i];
+            p.mathType = (cudnnMathType_t)math;
+            return fits(im, cv, p, ws, bytes);
+        }
+    return 0;
+}
+
+/* The most workspace a usable algorithm of the heuristics' list asks for, within the limit: Find
+ * times the algorithms in that much (one that needs more reports an allocation failure and is
+ * not taken), so the search holds no more than the heuristic path could. */
+template <typename Perf, typename Ws> static size_t most_ws(cuda_impl *im, nst_conv *cv, const Perf *perf, int got, Ws ws)
+{
+    size_t most = 0, b = 0;
+    for (int i = 0; i < got; i++)
+        if (fits(im, cv, perf[i], ws, &b) && b > most) most = b;
+    return most;
+}
+
+/* The choice kept for this layer, direction and input size (gpu.conv_choices), in *t; 0 if none. */
+static int recall(cuda_impl *im, const nst_conv *cv, int dir, int h, int w, nst_conv_timing *t)
+{
+    *t = nst_conv_timing{im->conv_device, dir, cv->cin, cv->cout, h, w, -1, -1, 0};
+    return im->conv_memory.find && im->conv_memory.find(im->conv_memory.user, t);
+}
+
+/* What a pick settles: the algorithm, its math type and workspace, and how it was chosen. */
+typedef struct {
+    int algo;
+    cudnnMathType_t math;
+    size_t ws;
+    char how[96];
+} conv_pick;
+
+/* One direction's algorithm for an h x w input. The heuristics' first that fits (the default),
+ * or with gpu.conv_algorithms = timed: a choice kept from an earlier timing (the caller's memory:
+ * this run's, gpu.conv_choices' file) where it fits, else the fastest that fits of cuDNN's Find,
+ * which runs every algorithm once on the layer's own buffers (x: read, y: overwritten, as the call
+ * that follows overwrites it), on an idle stream; handed to the caller's memory. list(n, &got,
+ * perf) and find(n, &got, perf, ws, bytes) are cuDNN's calls for the direction, ws(algo, &bytes)
+ * its workspace size. */
+template <typename Perf, typename List, typename Ws, typename Find>
+static nst_status pick(nst_backend *be, nst_conv *cv, int dir, int h, int w, List list, Ws ws, Find find, conv_pick *out)
+{
+    cuda_impl *im = cuda_of(be);
+    enum { N = 16 }; /* above both directions' algorithm counts, twice for the math types Find may time apart */
+    Perf perf[N], timed[N];
+    int got = 0, ntimed = 0, nfit = 0;
     size_t bytes = 0;
     CUDNN_TRY(cudnnSetConvolutionMathType(cv->cd, im->math));
-    CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(im->dnn, t->x, cv->wd, cv->cd, t->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
-    int i = first_fit(im, cv, perf, got, [&](cudnnConvolutionFwdAlgo_t a, size_t *b) {
-        return cudnnGetConvolutionForwardWorkspaceSize(im->dnn, t->x, cv->wd, cv->cd, t->y, a, b);
-    }, &bytes);
-    if (i < 0)
+    CUDNN_TRY(list(N, &got, perf));
+    int i = first_fit(im, cv, perf, got, ws, &bytes);
+    if (i < 0) return NST_OK; /* out->algo stays -1: the caller says so */
+    out->algo = (int)perf[i].algo, out->math = perf[i].mathType, out->ws = bytes, out->how[0] = '\0';
+    if (!im->conv_timed) return NST_OK;
+    nst_conv_timing kept;
+    if (recall(im, cv, dir, h, w, &kept) && kept_fits(im, cv, perf, got, ws, kept.algo, kept.math, &bytes)) {
+        out->algo = kept.algo, out->math = (cudnnMathType_t)kept.math, out->ws = bytes;
+        snprintf(out->how, sizeof out->how, "; kept from an earlier timing (%.3f ms)", kept.ms);
+        return NST_OK;
+    }
+    size_t need = most_ws(im, cv, perf, got, ws);
+    NST_TRY(cuda_scratch(be, &im->ws, &im->ws_cap, need ? need : 256));
+    NST_TRY(cuda_wait(be, 0)); /* Find times each algorithm alone */
+    CUDNN_TRY(cudnnSetConvolutionMathType(cv->cd, im->math));
+    cudnnStatus_t fs = find(N, &ntimed, timed, im->ws, im->ws_cap);
+    if (fs != CUDNN_STATUS_SUCCESS) { /* the heuristics' choice stands (a lost device fails the next call anyway) */
+        snprintf(out->how, sizeof out->how, "; heuristics' (cuDNN's Find: %.48s)", cudnnGetErrorString(fs));
+        return NST_OK;
+    }
+    int k = fastest_fit(im, cv, timed, ntimed, ws, &bytes, &nfit);
+    if (k < 0) {
+        snprintf(out->how, sizeof out->how, "; heuristics' (none of the %d timed fits)", ntimed);
+        return NST_OK;
+    }
+    out->algo = (int)timed[k].algo, out->math = timed[k].mathType, out->ws = bytes;
+    snprintf(out->how, sizeof out->how, "; timed %.3f ms, the fastest of %d that fit", (double)timed[k].time, nfit);
+    kept.algo = out->algo, kept.math = (int)out->math, kept.ms = timed[k].time;
+    if (im->conv_memory.add) im->conv_memory.add(im->conv_memory.user, &kept);
+    return NST_OK;
+}
+
+/* The forward algorithm of shape t (x read, y overwritten by a timed search). */
+static nst_status pick_fwd(nst_backend *be, nst_conv *cv, conv_shape *t, const void *x, void *y)
+{
+    cuda_impl *im = cuda_of(be);
+    conv_pick p = {-1, CUDNN_DEFAULT_MATH, 0, ""};
+    NST_TRY(pick<cudnnConvolutionFwdAlgoPerf_t>(
+        be, cv, 0, t->h, t->w,
+        [&](int n, int *got, cudnnConvolutionFwdAlgoPerf_t *perf) {
+            return cudnnGetConvolutionForwardAlgorithm_v7(im->dnn, t->x, cv->wd, cv->cd, t->y, n, got, perf);
+        },
+        [&](cudnnConvolutionFwdAlgo_t a, size_t *b) { return cudnnGetConvolutionForwardWorkspaceSize(im->dnn, t->x, cv->wd, cv->cd, t->y, a, b); },
+        [&](int n, int *got, cudnnConvolutionFwdAlgoPerf_t *perf, void *ws, size_t wsb) {
+            return cudnnFindConvolutionForwardAlgorithmEx(im->dnn, t->x, x, cv->wd, cv->w, cv->cd, t->y, y, n, got, perf, ws, wsb);
+        },
+        &p));
+    if (p.algo < 0)
         return nst_fail(NST_ERUNTIME, "cuDNN: no deterministic forward algorithm for the %dx%dx%d -> %d conv within a %.0f MiB workspace", t->h,
                         t->w, cv->cin, cv->cout, (double)im->ws_limit / (1 << 20));
-    t->fwd = perf[i].algo, t->fwd_math = perf[i].mathType, t->fwd_ws = bytes;
-    cuda_note(im, "  %d->%d at %dx%d: forward %s (%s, %.1f MiB)", cv->cin, cv->cout, t->h, t->w, fwd_name(t->fwd), math_name(t->fwd_math),
-              (double)bytes / (1 << 20));
+    t->fwd = (cudnnConvolutionFwdAlgo_t)p.algo, t->fwd_math = p.math, t->fwd_ws = p.ws, t->have_fwd = 1;
+    cuda_note(im, "  %d->%d at %dx%d: forward %s (%s, %.1f MiB%s)", cv->cin, cv->cout, t->h, t->w, fwd_name(p.algo), math_name(p.math),
+              (double)p.ws / (1 << 20), p.how);
     return NST_OK;
 }
 
-static nst_status pick_bwd(cuda_impl *im, nst_conv *cv, conv_shape *s)
+/* The backward-data algorithm of shape s (dy read, dx overwritten by a timed search). */
+static nst_status pick_bwd(nst_backend *be, nst_conv *cv, conv_shape *s, const void *dy, void *dx)
 {
-    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    int got = 0;
-    size_t bytes = 0;
-    CUDNN_TRY(cudnnSetConvolutionMathType(cv->cd, im->math));
-    CUDNN_TRY(cudnnGetConvolutionBackwardDataAlgorithm_v7(im->dnn, cv->wd, s->y, cv->cd, s->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got,
-                                                          perf));
-    int i = first_fit(im, cv, perf, got, [&](cudnnConvolutionBwdDataAlgo_t a, size_t *b) {
-        return cudnnGetConvolutionBackwardDataWorkspaceSize(im->dnn, cv->wd, s->y, cv->cd, s->x, a, b);
-    }, &bytes);
-    if (i < 0)
+    cuda_impl *im = cuda_of(be);
+    conv_pick p = {-1, CUDNN_DEFAULT_MATH, 0, ""};
+    NST_TRY(pick<cudnnConvolutionBwdDataAlgoPerf_t>(
+        be, cv, 1, s->h, s->w,
+        [&](int n, int *got, cudnnConvolutionBwdDataAlgoPerf_t *perf) {
+            return cudnnGetConvolutionBackwardDataAlgorithm_v7(im->dnn, cv->wd, s->y, cv->cd, s->x, n, got, perf);
+        },
+        [&](cudnnConvolutionBwdDataAlgo_t a, size_t *b) {
+            return cudnnGetConvolutionBackwardDataWorkspaceSize(im->dnn, cv->wd, s->y, cv->cd, s->x, a, b);
+        },
+        [&](int n, int *got, cudnnConvolutionBwdDataAlgoPerf_t *perf, void *ws, size_t wsb) {
+            return cudnnFindConvolutionBackwardDataAlgorithmEx(im->dnn, cv->wd, cv->w, s->y, dy, cv->cd, s->x, dx, n, got, perf, ws, wsb);
+        },
+        &p));
+    if (p.algo < 0)
         return nst_fail(NST_ERUNTIME, "cuDNN: no deterministic backward-data algorithm for the %dx%dx%d -> %d conv within a %.0f MiB workspace",
                         s->h, s->w, cv->cin, cv->cout, (double)im->ws_limit / (1 << 20));
-    s->bwd = perf[i].algo, s->bwd_math = perf[i].mathType, s->bwd_ws = bytes;
-    cuda_note(im, "  %d->%d at %dx%d: backward-data %s (%s, %.1f MiB)", cv->cin, cv->cout, s->h, s->w, bwd_name(s->bwd), math_name(s->bwd_math),
-              (double)bytes / (1 << 20));
+    s->bwd = (cudnnConvolutionBwdDataAlgo_t)p.algo, s->bwd_math = p.math, s->bwd_ws = p.ws, s->have_bwd = 1;
+    cuda_note(im, "  %d->%d at %dx%d: backward-data %s (%s, %.1f MiB%s)", cv->cin, cv->cout, s->h, s->w, bwd_name(p.algo), math_name(p.math),
+              (double)p.ws / (1 << 20), p.how);
     return NST_OK;
 }
 
-/* A new shape's descriptors and forward algorithm, in t. */
+/* A new shape's descriptors, in t. */
 static nst_status shape_make(cuda_impl *im, nst_conv *cv, int h, int w, conv_shape *t)
 {
     t->h = h, t->w = w;
@@ -218,12 +338,14 @@ static nst_status shape_make(cuda_impl *im, nst_conv *cv, int h, int w, conv_sha
     CUDNN_TRY(cudnnCreateTensorDescriptor(&t->y));
     CUDNN_TRY(cudnnSetTensor4dDescriptor(t->x, CUDNN_TENSOR_NHWC, im->dnn_type, 1, cv->cin_p, h, w));
     CUDNN_TRY(cudnnSetTensor4dDescriptor(t->y, CUDNN_TENSOR_NHWC, im->dnn_type, 1, cv->cout, h, w));
-    return pick_fwd(im, cv, t);
+    return NST_OK;
 }
 
-/* the cached descriptors and algorithms of one input size (created on first use; a shape whose
- * creation failed is not cached, so no later call finds it half-built) */
-static nst_status shape_for(nst_backend *be, nst_conv *cv, int h, int w, int need_bwd, conv_shape **out)
+/* The cached descriptors and algorithms of one input size (created on first use; a shape whose
+ * creation failed is not cached, so no later call finds it half-built), with the direction's
+ * algorithm picked on its first call: forward (in: x, out: y) or backward-data (in: dy, out: the
+ * padded or plain dx), the buffers a timed search runs on. */
+static nst_status shape_for(nst_backend *be, nst_conv *cv, int h, int w, int bwd, const void *in, void *out_buf, conv_shape **out)
 {
     cuda_impl *im = cuda_of(be);
     conv_shape *s = NULL;
@@ -245,10 +367,8 @@ static nst_status shape_for(nst_backend *be, nst_conv *cv, int h, int w, int nee
         }
         *s = t;
     }
-    if (need_bwd && !s->have_bwd) {
-        NST_TRY(pick_bwd(im, cv, s));
-        s->have_bwd = 1;
-    }
+    if (!bwd && !s->have_fwd) NST_TRY(pick_fwd(be, cv, s, in, out_buf));
+    if (bwd && !s->have_bwd) NST_TRY(pick_bwd(be, cv, s, in, out_buf));
     size_t ws = s->fwd_ws > s->bwd_ws ? s->fwd_ws : s->bwd_ws;
     NST_TRY(cuda_scratch(be, &im->ws, &im->ws_cap, ws ? ws : 256));
     *out = s;
@@ -302,10 +422,9 @@ nst_status cuda_conv_forward(nst_backend *be, nst_conv *cv, const nst_tensor *x,
     NST_TRY(check_io(cv, x, y, be->act_dtype, "conv_forward"));
     if (!x->h || !x->w) return NST_OK;
     conv_shape *s;
-    NST_TRY(shape_for(be, cv, x->h, x->w, 0, &s));
     const void *xin = x->data;
     size_t npx = (size_t)x->h * x->w;
-    if (cv->cin_p != cv->cin) {
+    if (cv->cin_p != cv->cin) { /* (before the algorithm is picked: a timed search reads the padded input) */
         NST_TRY(cuda_scratch(be, &im->s0, &im->s0_cap, npx * cv->cin_p * nst_dtype_size(x->dt)));
 #define PAD(T) (k_pad<T><<<cuda_blocks(npx * cv->cin_p, 256), 256, 0, im->stream>>>((const T *)x->data, (T *)im->s0, npx, cv->cin, cv->cin_p), 0)
         CUDA_DISPATCH(x->dt, PAD);
@@ -313,6 +432,7 @@ nst_status cuda_conv_forward(nst_backend *be, nst_conv *cv, const nst_tensor *x,
         LAUNCH_TRY("conv pad");
         xin = im->s0;
     }
+    NST_TRY(shape_for(be, cv, x->h, x->w, 0, xin, y->data, &s));
     const float one = 1.f, zero = 0.f;
     CUDNN_TRY(cudnnSetConvolutionMathType(cv->cd, s->fwd_math)); /* the descriptor is the layer's: its shapes' algorithms differ */
     if (relu && s->fused != 0) { /* z = y with alpha2 = 0: y = relu(conv(x) + b) */
@@ -345,13 +465,13 @@ nst_status cuda_conv_backward_data(nst_backend *be, nst_conv *cv, const nst_tens
     NST_TRY(check_io(cv, dx, dy, be->act_dtype, "conv_backward_data"));
     if (!dx->h || !dx->w) return NST_OK;
     conv_shape *s;
-    NST_TRY(shape_for(be, cv, dx->h, dx->w, 1, &s));
     size_t npx = (size_t)dx->h * dx->w;
     void *out = dx->data;
     if (cv->cin_p != cv->cin) {
         NST_TRY(cuda_scratch(be, &im->s0, &im->s0_cap, npx * cv->cin_p * nst_dtype_size(dx->dt)));
         out = im->s0;
     }
+    NST_TRY(shape_for(be, cv, dx->h, dx->w, 1, dy->data, out, &s));
     const float one = 1.f, zero = 0.f;
     CUDNN_TRY(cudnnSetConvolutionMathType(cv->cd, s->bwd_math));
     CUDNN_TRY(cudnnConvolutionBackwardData(im->dnn, &one, cv->wd, cv->w, s->y, dy->data, cv->cd, s->bwd, im->ws, s->bwd_ws, &zero, s->x, out));

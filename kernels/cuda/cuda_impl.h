@@ -57,6 +57,11 @@ typedef struct cuda_impl {
     unsigned long long *clocks;             /* the phase clocks: [0] the last stamp's time, [1 + i] clock i (ns) */
     cudaGraphExec_t graph;                  /* the recorded iteration (graph_end), or NULL */
     char *notes; size_t notes_len, notes_cap; /* the algorithms chosen, one line each (report_cuda.cu) */
+    /* gpu.conv_algorithms = timed (conv_cuda.cu): where the choices are kept (no find: none), and
+     * what a timing holds for (the GPU model, cuDNN's version, the precision) */
+    int conv_timed;
+    nst_conv_memory conv_memory;
+    char conv_device[160];
 } cuda_impl;
 
 #define RED_THREADS 256

@@ -9,6 +9,7 @@
 #include "../../kernels/cuda/cuda.h"
 #include "../../mpi/comm.h"
 #include "../../util/mem.h"
+#include "conv_store.h"
 
 /* Every rank must compute with the same backend kind and precision: one Gram sum of mixed
  * precisions would be neither, and tiles would not match. run.device = auto or run.precision =
@@ -184,11 +185,22 @@ nst_status nst_device_open(const nst_config *cfg, int threads, nst_device *d)
     if (s != NST_OK) return s;
     size_t free_b = 0;
     NST_TRY(agree_free_memory(d, id, &free_b));
+    const int timed = strcmp(cfg->gpu_conv_algorithms, "timed") == 0;
+    nst_conv_memory kept;
+    if (timed && d->gpu >= 0) /* (the CPU's convolutions are oneDNN's: nothing to time) */
+        s = nst_conv_store_open(cfg->gpu_conv_choices, &d->conv_store, &kept);
+    s = nst_comm_agree(s); /* every rank, those on the CPU too */
     nst_backend_options o = {.device = cfg->run_device, .threads = threads, .precision = (nst_precision)prec, .gpu = d->gpu < 0 ? 0 : d->gpu,
                              .gpu_sharers = d->sharers, .memory_gb = cfg->run_memory_gb, .collective_ranks = nst_comm_size(),
-                             .gpu_free_bytes = free_b};
-    s = nst_comm_agree(nst_backend_open_with(&o, &d->be));
-    if (s != NST_OK) return s;
+                             .gpu_free_bytes = free_b, .conv_timed = timed, .conv_memory = d->conv_store ? &kept : NULL};
+    if (s == NST_OK) s = nst_comm_agree(nst_backend_open_with(&o, &d->be));
+    if (s != NST_OK) { /* (another rank's failure: this one's backend may be open; it goes first, its store after) */
+        nst_backend_close(d->be);
+        d->be = NULL;
+        nst_conv_store_close(d->conv_store);
+        d->conv_store = NULL;
+        return s;
+    }
     nst_backend_mark(d->be, "the backend opened");
     NST_TRY(agree_arithmetic(cfg, d->be));
     return choose_gram_path(d);
@@ -256,6 +268,7 @@ void nst_device_close(nst_device *d)
      * backend's context stands (a group's went when the group was freed) */
     nst_comm_nccl_close();
     nst_backend_close(d->be);
+    nst_conv_store_close(d->conv_store); /* after the backend, which adds to it */
     nst_free(d->stage);
     memset(d, 0, sizeof *d);
 }

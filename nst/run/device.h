@@ -21,6 +21,7 @@ typedef struct {
     char gram_path[160];   /* how the Gram sums travel, for the log and the run record */
     double *stage;         /* host staging of the Gram sums (shared GPUs) */
     size_t stage_cap;
+    struct nst_conv_store *conv_store; /* gpu.conv_choices' file, for a GPU with gpu.conv_algorithms = timed (conv_store.h) */
 } nst_device;
 
 /* Collective over the world: every rank opens its device, and all agree on the Gram path.

@@ -72,7 +72,7 @@ void st_gpu(st_table *t, const nst_backend *be, const char *run_device)
 static void harness_pass(st_table *t, nst_backend *ref, nst_backend_options o, nst_precision p, int fused, int optional, int contracts)
 {
     char label[24];
-    snprintf(label, sizeof label, "%s%s", nst_precision_name(p), fused ? "" : " unfused");
+    snprintf(label, sizeof label, "%s%s%s", nst_precision_name(p), fused ? "" : " unfused", o.conv_timed ? " timed" : "");
     if (!fused) setenv("NSTBATCH_CUDA_FUSE", "0", 1); /* read when the CUDA backend opens */
     if (st_late(t)) {
         st_add_late(t, "op harness", label, "every op");
@@ -115,6 +115,8 @@ nst_status st_harness(st_table *t, const st_device *d, const nst_config *cfg, in
         static const nst_precision p[] = {NST_PREC_FP32, NST_PREC_TF32, NST_PREC_BF16, NST_PREC_FP16};
         for (int i = 0; i < 4; i++) harness_pass(t, ref, o, p[i], 1, 0, 0);
         harness_pass(t, ref, o, NST_PREC_BF16, 0, 0, 0);
+        o.conv_timed = 1; /* the algorithms gpu.conv_algorithms = timed takes (Find's, no file): the same tolerances */
+        harness_pass(t, ref, o, NST_PREC_BF16, 1, 0, 0);
     } else {
         harness_pass(t, ref, o, NST_PREC_FP32, 1, 0, 1); /* the CPU's fp32 is the reference itself: its contracts */
         harness_pass(t, ref, o, NST_PREC_BF16, 1, 1, 0);
