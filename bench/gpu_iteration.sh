@@ -82,12 +82,16 @@ log "### PyTorch $torch_ver"
 # bf16 with bias+ReLU fused into cuDNN's call, and with them as a separate kernel
 # (NSTBATCH_CUDA_FUSE=0), with the algorithms of cuDNN's heuristics and timed (gpu.conv_algorithms)
 conv_tables=""
-for run in $([ "$CONV_LAYERS" = 1 ] && echo bf16:1:heuristic bf16:1:timed bf16:0:heuristic fp32:1:heuristic fp32:1:timed); do
-  p=${run%%:*} a=${run##*:} fuse=${run#*:}; fuse=${fuse%:*}
+# and conv1_1 on our own kernels (NSTBATCH_CUDA_CONV1=own: its rows alone, --layers 1)
+for run in $([ "$CONV_LAYERS" = 1 ] && echo bf16:1:heuristic bf16:1:timed bf16:0:heuristic bf16:own:heuristic fp32:1:heuristic fp32:1:timed); do
+  p=${run%%:*} a=${run##*:} fuse=${run#*:}; fuse=${fuse%:*} conv1=cudnn layers=13
+  [ "$fuse" = own ] && fuse=1 conv1=own layers=1
   [ "$DEVICE" = cpu ] && [ "$run" != fp32:1:heuristic ] && continue # the CPU backend computes in fp32 only, chosen by oneDNN
-  t=$(NSTBATCH_CUDA_FUSE=$fuse "$CONV" --device "$DEVICE" --precision "$p" --tile "$CONV_TILE" --reps "$ITERS" --algorithms "$a" 2>>"$raw")
+  t=$(NSTBATCH_CUDA_FUSE=$fuse NSTBATCH_CUDA_CONV1=$conv1 "$CONV" --device "$DEVICE" --precision "$p" --tile "$CONV_TILE" --reps "$ITERS" \
+      --algorithms "$a" --layers $layers 2>>"$raw")
   [ "$fuse" = 0 ] && t=$(sed '1s/$/, bias+ReLU as a separate kernel (NSTBATCH_CUDA_FUSE=0)/' <<<"$t")
-  log "### conv_layers --precision $p --tile $CONV_TILE --algorithms $a (NSTBATCH_CUDA_FUSE=$fuse)"$'\n'"$t"
+  [ "$conv1" = own ] && t=$(sed '1s/$/, conv1_1 on our own kernels (NSTBATCH_CUDA_CONV1=own)/' <<<"$t")
+  log "### conv_layers --precision $p --tile $CONV_TILE --algorithms $a --layers $layers (NSTBATCH_CUDA_FUSE=$fuse NSTBATCH_CUDA_CONV1=$conv1)"$'\n'"$t"
   conv_tables+="$t"$'\n\n'
 done
 

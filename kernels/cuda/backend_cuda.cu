@@ -296,6 +296,8 @@ static nst_status set_precision(nst_backend *be, cuda_impl *im, const nst_backen
     be->in_dtype = be->act_dtype; /* (the CPU keeps a bf16 network's input in fp32; not done here yet) */
     const char *fuse = getenv("NSTBATCH_CUDA_FUSE");
     im->fuse = !(fuse && strcmp(fuse, "0") == 0);
+    const char *conv1 = getenv("NSTBATCH_CUDA_CONV1");
+    im->conv1_own = conv1 && strcmp(conv1, "own") == 0;
 
     return NST_OK;
 }

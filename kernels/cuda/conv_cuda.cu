@@ -40,6 +40,7 @@ typedef struct {
 
 struct nst_conv {
     int cin, cout, cin_p; /* cin_p: cin padded for tensor cores */
+    int own;              /* on our own kernels (conv_first_cuda.cu: NSTBATCH_CUDA_CONV1=own, 3 input channels) */
     void *w;              /* KRSC (cout, 3, 3, cin_p), activation dtype */
     void *bias;           /* times fscale, activation dtype (see the file comment) */
     cudnnFilterDescriptor_t wd;
@@ -111,6 +112,8 @@ nst_status cuda_conv_create(nst_backend *be, int cin, int cout, const float *w, 
     int pad = be->act_dtype == NST_F32 ? 4 : 8;
     cv->cin = cin, cv->cout = cout;
     cv->cin_p = cin % pad ? (cin + pad - 1) / pad * pad : cin;
+    cv->own = cuda_of(be)->conv1_own && cuda_conv_first_fits(cin, cout);
+    if (cv->own) cuda_note(cuda_of(be), "  %d->%d: our own kernels, forward and backward-data (NSTBATCH_CUDA_CONV1=own)", cin, cout);
     nst_status s = conv_create(be, cv, w, b);
     if (s != NST_OK) {
         cuda_conv_destroy(be, cv);
@@ -421,6 +424,7 @@ nst_status cuda_conv_forward(nst_backend *be, nst_conv *cv, const nst_tensor *x,
     cuda_impl *im = cuda_of(be);
     NST_TRY(check_io(cv, x, y, be->act_dtype, "conv_forward"));
     if (!x->h || !x->w) return NST_OK;
+    if (cv->own) return cuda_conv_first_forward(be, x->data, cv->w, cv->bias, y->data, x->h, x->w, cv->cout, cv->cin_p, relu);
     conv_shape *s;
     const void *xin = x->data;
     size_t npx = (size_t)x->h * x->w;
@@ -464,6 +468,7 @@ nst_status cuda_conv_backward_data(nst_backend *be, nst_conv *cv, const nst_tens
     cuda_impl *im = cuda_of(be);
     NST_TRY(check_io(cv, dx, dy, be->act_dtype, "conv_backward_data"));
     if (!dx->h || !dx->w) return NST_OK;
+    if (cv->own) return cuda_conv_first_backward(be, dy->data, cv->w, dx->data, dx->h, dx->w, cv->cout, cv->cin_p);
     conv_shape *s;
     size_t npx = (size_t)dx->h * dx->w;
     void *out = dx->data;

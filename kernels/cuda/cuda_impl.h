@@ -43,6 +43,7 @@ typedef struct cuda_impl {
     cudnnMathType_t math;
     float fscale;              /* see the file comment */
     int fuse;                  /* bias+ReLU inside cuDNN's call (NSTBATCH_CUDA_FUSE=0: a separate kernel, for comparison) */
+    int conv1_own;             /* NSTBATCH_CUDA_CONV1=own: conv1_1 on our own kernels (conv_first_cuda.cu), not cuDNN */
     unsigned char *base;       /* the arena's memory */
     nst_arena arena;
     /* scratch from the arena, grown on first use (the first iteration), then reused; be->reserve
@@ -177,6 +178,13 @@ nst_status cuda_conv_create(nst_backend *, int cin, int cout, const float *w, co
 void cuda_conv_destroy(nst_backend *, nst_conv *);
 nst_status cuda_conv_forward(nst_backend *, nst_conv *, const nst_tensor *x, nst_tensor *y, int relu);
 nst_status cuda_conv_backward_data(nst_backend *, nst_conv *, const nst_tensor *dy, nst_tensor *dx);
+
+/* conv1_1 on our own kernels (conv_first_cuda.cu): whether a layer fits them, and its two directions
+ * on raw buffers (w: the layer's KRSC weights, cin_p channels a tap; bias as cuDNN's call takes it) */
+int cuda_conv_first_fits(int cin, int cout);
+nst_status cuda_conv_first_forward(nst_backend *, const void *x, const void *w, const void *bias, void *y, int h, int w_px, int cout,
+                                   int cin_p, int relu);
+nst_status cuda_conv_first_backward(nst_backend *, const void *dy, const void *w, void *dx, int h, int w_px, int cout, int cin_p);
 
 nst_status cuda_relu_backward(nst_backend *, const nst_tensor *y, nst_tensor *dy);
 nst_status cuda_preprocess(nst_backend *, const nst_preproc *, const nst_tensor *img, nst_tensor *x);
