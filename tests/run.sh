@@ -82,6 +82,7 @@ suites=(
   "test_images|$B/tests/test_images"
   "test_flo|$B/tests/test_flo"
   "test_conv_choices|$B/tests/test_conv_choices"
+  "test_cuda_emu|$B/tests/test_cuda_emu"
   "test_video|$B/tests/test_video"
   "test_flow|tests/test_flow.sh $B"
   "test_weights|$B/tests/test_weights"

@@ -1,0 +1,97 @@
+/* tests/cuda_emu.h: a host stand-in for the CUDA names our own kernels use, so that their device
+ * code (the kernels/cuda/ files named _kernels.cuh, which include nothing) compiles with g++ and runs on the CPU:
+ * a launch runs its blocks one after another, each block's threads as host threads that meet at
+ * a real barrier (__syncthreads), with threadIdx per thread; dynamic shared memory is one global
+ * array (emu_shared), filled with NaN before each block, so a read of anything the block did not
+ * write shows in the results, and AddressSanitizer catches a read past its end; bf16 and fp16 round
+ * to nearest even, as __float2bfloat16_rn and __float2half_rn. Only for tests. */
+#ifndef NST_CUDA_EMU_H
+#define NST_CUDA_EMU_H
+
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <functional>
+#include <vector>
+
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __shared__
+
+struct dim3 {
+    unsigned x = 1, y = 1, z = 1;
+};
+static dim3 gridDim, blockDim, blockIdx;
+static thread_local dim3 threadIdx;
+static pthread_barrier_t emu_barrier;
+static inline void __syncthreads() { pthread_barrier_wait(&emu_barrier); }
+
+/* the largest dynamic shared memory a kernel under test asks, in floats; a kernel's `extern
+ * __shared__ float NAME[]` is made this array by `#define NAME emu_shared` around its include */
+#define EMU_SHARED_FLOATS (28 * 256)
+float emu_shared[EMU_SHARED_FLOATS];
+
+#define GRID_STRIDE(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+
+struct __nv_bfloat16 {
+    uint16_t u;
+};
+struct __half {
+    _Float16 h;
+};
+static inline float emu_bf16_to_float(uint16_t u)
+{
+    uint32_t b = (uint32_t)u << 16;
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+static inline uint16_t emu_float_to_bf16(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    if (isnan(f)) return 0x7fc0;
+    b += 0x7fff + ((b >> 16) & 1); /* round to nearest, ties to even */
+    return (uint16_t)(b >> 16);
+}
+template <typename T> float ld(const T *p, size_t i);
+template <> inline float ld<float>(const float *p, size_t i) { return p[i]; }
+template <> inline float ld<__nv_bfloat16>(const __nv_bfloat16 *p, size_t i) { return emu_bf16_to_float(p[i].u); }
+template <> inline float ld<__half>(const __half *p, size_t i) { return (float)p[i].h; }
+template <typename T> void st(T *p, size_t i, float v);
+template <> inline void st<float>(float *p, size_t i, float v) { p[i] = v; }
+template <> inline void st<__nv_bfloat16>(__nv_bfloat16 *p, size_t i, float v) { p[i].u = emu_float_to_bf16(v); }
+template <> inline void st<__half>(__half *p, size_t i, float v) { p[i].h = (_Float16)v; }
+
+/* kernel<<<grid, threads, shared_bytes>>>, with body() calling the kernel */
+static inline void emu_launch(unsigned grid, unsigned threads, size_t shared_bytes, const std::function<void()> &body)
+{
+    if (shared_bytes > sizeof emu_shared) abort();
+    gridDim.x = grid, blockDim.x = threads;
+    for (unsigned b = 0; b < grid; b++) {
+        blockIdx.x = b;
+        for (size_t i = 0; i < EMU_SHARED_FLOATS; i++) emu_shared[i] = NAN;
+        pthread_barrier_init(&emu_barrier, NULL, threads);
+        std::vector<pthread_t> th(threads);
+        struct arg {
+            unsigned t;
+            const std::function<void()> *body;
+        };
+        std::vector<arg> args(threads);
+        for (unsigned t = 0; t < threads; t++) {
+            args[t] = {t, &body};
+            pthread_create(&th[t], NULL, [](void *a) -> void * {
+                threadIdx.x = ((arg *)a)->t;
+                (*((arg *)a)->body)();
+                return NULL;
+            }, &args[t]);
+        }
+        for (unsigned t = 0; t < threads; t++) pthread_join(th[t], NULL);
+        pthread_barrier_destroy(&emu_barrier);
+    }
+}
+
+#endif
