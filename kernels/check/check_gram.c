@@ -243,7 +243,7 @@ void ck_gram(nst_check *c)
         for (int s = 0; s < NSHAPES(c); s++) gram_case(c, ck_shapes[s][0], ck_shapes[s][1], cs[k], 1);
     /* 36.8 M elements: the GPU sums the whole region, and the one of part rows, in 5 chunks of at
      * most 2^23 features (half of CUDA_CHUNK_ELEMS, kernels/cuda/gram_cuda.cu) and each band of
-     * the tiled contract in 2, and takes the backward in 3 chunks of 2^24; the CPU in its own
-     * blocks */
+     * the tiled contract in 2, and takes the backward in 3 chunks of at most 2^24 (481 whole
+     * rows); the CPU in its own blocks */
     if (!c->quick) gram_case(c, 1056, 544, 64, 0);
 }

@@ -30,6 +30,7 @@ const nst_cublas_api *nst_cublas(char *why, size_t cap)
             SYM(set_pointer_mode, "cublasSetPointerMode_v2");
             SYM(set_math_mode, "cublasSetMathMode");
             SYM(gemm_ex, "cublasGemmEx");
+            SYM(gemm_strided_batched_ex, "cublasGemmStridedBatchedEx");
             SYM(status_string, "cublasGetStatusString");
             SYM(get_property, "cublasGetProperty");
 #undef SYM

@@ -16,6 +16,10 @@ typedef struct {
     cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *, const void *,
                               cudaDataType, int, const void *, cudaDataType, int, const void *, void *, cudaDataType, int,
                               cublasComputeType_t, cublasGemmAlgo_t);
+    cublasStatus_t (*gemm_strided_batched_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *,
+                                              const void *, cudaDataType, int, long long, const void *, cudaDataType, int, long long,
+                                              const void *, void *, cudaDataType, int, long long, int, cublasComputeType_t,
+                                              cublasGemmAlgo_t);
     const char *(*status_string)(cublasStatus_t);
     cublasStatus_t (*get_property)(libraryPropertyType, int *);
 } nst_cublas_api;

@@ -194,12 +194,44 @@ static nst_status chunk_features(nst_backend *be, const nst_tensor *f, nst_rect 
     return NST_OK;
 }
 
+/* In bf16 or fp32 (fp16 widens F to fp32, which cuBLAS cannot add into fp16): the GEMM adds
+ * scale F d into df where it lies (beta = 1, C of df's type, fp32 compute: alpha F d + df in fp32,
+ * then rounded to df's type; no more roundings than the product in scratch and the add kernel
+ * had), so no fp32 product in scratch and no pass to add it (8 bytes an element less). F and df
+ * must not overlap (the caller falls back where they do). F comes a chunk of the seed's rows at a time as
+ * chunk_features gives it (in place, or packed and weighted by the mask); whole rows go as one GEMM,
+ * a narrower seed as one GEMM a row, batched, F's rows packed back to back and df's strided by the
+ * tensor's (d shared: stride 0). A mask of ones and none meet the same GEMMs at the same
+ * alignments with the same values: the same bits. rows: rows a chunk (at least 1). */
+static nst_status gram_backward_direct(nst_backend *be, const nst_tensor *f, nst_rect seed, const nst_tensor *m, const void *A,
+                                       cudaDataType_t ab, float scale, int rows, nst_tensor *df)
+{
+    cuda_impl *im = cuda_of(be);
+    const int C = f->c, W = f->w, whole = seed.x == 0 && seed.w == W;
+    const size_t es = nst_dtype_size(f->dt);
+    const float one = 1.f;
+    for (int y0 = 0; y0 < seed.h; y0 += rows) {
+        const int nr = seed.h - y0 < rows ? seed.h - y0 : rows;
+        const void *F = NULL;
+        NST_TRY(chunk_features(be, f, seed, m, (size_t)y0 * seed.w, (size_t)nr * seed.w, &F));
+        void *D = (unsigned char *)df->data + ((size_t)(seed.y + y0) * W + seed.x) * C * es;
+        if (whole)
+            CUBLAS_TRY(im->cb->gemm_ex(im->blas, CUBLAS_OP_N, CUBLAS_OP_N, C, nr * W, C, &scale, A, ab, C, F, im->blas_type, C, &one, D,
+                                       im->blas_type, C, im->blas_compute, CUBLAS_GEMM_DEFAULT));
+        else
+            CUBLAS_TRY(im->cb->gemm_strided_batched_ex(im->blas, CUBLAS_OP_N, CUBLAS_OP_N, C, seed.w, C, &scale, A, ab, C, 0, F,
+                                                       im->blas_type, C, (long long)seed.w * C, &one, D, im->blas_type, C,
+                                                       (long long)W * C, nr, im->blas_compute, CUBLAS_GEMM_DEFAULT));
+    }
+    return NST_OK;
+}
+
 /* df += scale * F d over seed. bf16: d rounded to bf16 to meet F in one GEMM. fp16: F widened to
- * fp32 instead (d, a difference of Gram sums, can pass fp16's range). The product is fp32 and
- * added into df by a kernel (one rounding). The stored features carry fscale, and so does the
- * stored gradient: scale applies unchanged. With a mask F's rows are m_p f_p, packed in the
- * storage type (a mask value of 1 leaves them as they are, so the same bits as without), and the
- * same GEMM follows. */
+ * fp32 instead (d, a difference of Gram sums, can pass fp16's range). In bf16 and fp32 the GEMM
+ * adds into df itself (gram_backward_direct); in fp16 the product is fp32 and added into df by a
+ * kernel (one rounding). The stored features carry fscale, and so does the stored gradient: scale
+ * applies unchanged. With a mask F's rows are m_p f_p, packed in the storage type (a mask value
+ * of 1 leaves them as they are, so the same bits as without), and the same GEMM follows. */
 nst_status cuda_gram_backward(nst_backend *be, const nst_tensor *f, nst_rect seed, const nst_tensor *m, const float *d, float scale,
                               nst_tensor *df)
 {
@@ -224,6 +256,12 @@ nst_status cuda_gram_backward(nst_backend *be, const nst_tensor *f, nst_rect see
         A = im->gtmp, ab = CUDA_R_16BF;
     }
     if (!whole || m) NST_TRY(cuda_scratch(be, &im->s0, &im->s0_cap, chunk * es + 256));
+    /* the path below for fp16, a tensor not of the precision's type, features that are the
+     * gradient, a row wider than a chunk */
+    if (f->dt != NST_F16 && f->dt == be->act_dtype && f->data != df->data && (size_t)seed.w <= per) {
+        const size_t rows = per / (size_t)seed.w; /* the chunk's rows: within the scratch sized above */
+        return gram_backward_direct(be, f, seed, m, A, ab, scale, rows < (size_t)seed.h ? (int)rows : seed.h, df);
+    }
     if (f->dt == NST_F16) NST_TRY(cuda_scratch(be, &im->s2, &im->s2_cap, chunk * sizeof(float)));
     NST_TRY(cuda_scratch(be, &im->s1, &im->s1_cap, chunk * sizeof(float)));
     const float beta = 0.f;
