@@ -289,7 +289,7 @@ $(BUILD)/tests/test_cuda_none: tests/test_cuda_none.c tests/test.h kernels/cuda/
 
 # our own CUDA kernels' device code on the CPU (tests/cuda_emu.h), with the sanitizers: no nvcc, no GPU
 TESTS += $(BUILD)/tests/test_cuda_emu
-$(BUILD)/tests/test_cuda_emu: tests/test_cuda_emu.cpp tests/cuda_emu.h tests/test.h kernels/cuda/conv_first_kernels.cuh
+$(BUILD)/tests/test_cuda_emu: tests/test_cuda_emu.cpp tests/cuda_emu.h tests/test.h $(wildcard kernels/cuda/*_kernels.cuh)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CXX   $<")
 	$(Q)$(CXX) -std=c++17 -O1 -g -Wall -Wextra -Wno-unknown-pragmas -fsanitize=address,undefined -fno-sanitize-recover=undefined -pthread -I. -o $@ $<

@@ -1,6 +1,15 @@
-/* tests/test_cuda_emu.cpp: conv1_1's own CUDA kernels (kernels/cuda/conv_first_kernels.cuh), their
- * very device code, run on the CPU through tests/cuda_emu.h (blocks of host threads with a real
- * barrier) and judged against the definition computed in double: forward with and without ReLU
+/* tests/test_cuda_emu.cpp: our own CUDA kernels, their very device code, run on the CPU through
+ * tests/cuda_emu.h (blocks of host threads with a real barrier).
+ *
+ * The element passes (kernels/cuda/eltwise_kernels.cuh) against the CPU backend's semantics
+ * (kernels/backend.h, kernels/cpu/pool_cpu.c), bit for bit: ReLU backward; 2x2 floor pooling, max
+ * and average, forward and backward, with and without the ReLU below folded in, on odd sizes, ties
+ * (the first maximum in scan order takes the gradient), zeros and a NaN, in both index types of
+ * the backward (32-bit and 64-bit); the preprocessing within two roundings of its terms (nvcc may
+ * contract a x + b into one).
+ *
+ * conv1_1's kernels (kernels/cuda/conv_first_kernels.cuh) against the definition computed in
+ * double: forward with and without ReLU
  * and backward-data, in fp32, bf16 and fp16, over odd shapes, several output widths and both
  * paddings of the weights (cin_p 4 and 8, as conv_create lays them out), with the launchers'
  * shared memory and grids of every size down to one block (the grid-stride loop); and the
@@ -11,6 +20,7 @@
 #define sw emu_shared
 #include "../kernels/cuda/conv_first_kernels.cuh"
 #undef sw
+#include "../kernels/cuda/eltwise_kernels.cuh"
 
 #include "test.h"
 
@@ -140,8 +150,123 @@ static void t_adjoint(void)
     CHECK(fabs(a - c) <= 1e-5 * mag, "<conv(x), dy> %.9g, <x, conv_backward(dy)> %.9g", a, c);
 }
 
+/* ---- the element passes ------------------------------------------------------------------- */
+
+/* values with ties and zeros: a few levels, some negative, one NaN */
+template <typename T> static std::vector<float> levels(size_t n, int nan_at)
+{
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; i++) v[i] = rnd<T>((float)((int)(rng() % 7) - 2) * 0.375f);
+    if (nan_at >= 0 && (size_t)nan_at < n) v[nan_at] = NAN;
+    return v;
+}
+static bool same_bits(float a, float b) { return (isnan(a) && isnan(b)) || memcmp(&a, &b, sizeof a) == 0; }
+
+/* the CPU backend's pooling, forward (kernels/cpu/pool_cpu.c) */
+static float pool_ref(const std::vector<float> &x, int W, int C, int r, int j, int c, int avg)
+{
+    const size_t p00 = ((size_t)(2 * r) * W + 2 * j) * C + c, p01 = p00 + C, p10 = p00 + (size_t)W * C, p11 = p10 + C;
+    if (avg) return 0.25f * ((x[p00] + x[p01]) + (x[p10] + x[p11]));
+    float m = x[p00];
+    m = x[p01] > m ? x[p01] : m;
+    m = x[p10] > m ? x[p10] : m;
+    return x[p11] > m ? x[p11] : m;
+}
+/* its backward: the window's first maximum in scan order gets g (avg: each g / 4); relu: 0 where
+ * !(x > 0); floor: the last odd row and column get 0 */
+static float pool_bwd_ref(const std::vector<float> &x, const std::vector<float> &g, int H, int W, int C, size_t i, int avg, int relu)
+{
+    const int c = (int)(i % C), col = (int)(i / C % W), row = (int)(i / C / W), r = row / 2, j = col / 2, yw = W / 2;
+    float v = 0.f;
+    if (r < H / 2 && j < yw) {
+        const float gv = g[((size_t)r * yw + j) * C + c];
+        if (avg) v = 0.25f * gv;
+        else {
+            const size_t p[4] = {((size_t)(2 * r) * W + 2 * j) * C + c, 0, 0, 0};
+            size_t q[4] = {p[0], p[0] + C, p[0] + (size_t)W * C, p[0] + (size_t)W * C + C};
+            int arg = 0;
+            for (int k = 1; k < 4; k++)
+                if (x[q[k]] > x[q[arg]]) arg = k;
+            v = arg == (row & 1) * 2 + (col & 1) ? gv : 0.f;
+        }
+    }
+    return relu && !(x[i] > 0.f) ? 0.f : v;
+}
+
+template <typename T> static void pool_case(int H, int W, int C, int avg, const char *tn)
+{
+    const size_t n = (size_t)H * W * C, ny = (size_t)(H / 2) * (W / 2) * C;
+    std::vector<float> x = levels<T>(n, n > 5 ? 5 : -1), g = levels<T>(ny, -1);
+    std::vector<T> dx_in = to<T>(x), dg = to<T>(g), y(ny), d32(n), d64(n);
+    const unsigned blocks = (unsigned)((n + 63) / 64 > 2 ? 2 : 1);
+    emu_launch(blocks, 64, 0, [&] { k_pool_fwd<T>(dx_in.data(), W, C, y.data(), H / 2, W / 2, avg); });
+    int bad = 0;
+    for (size_t i = 0; i < ny; i++) {
+        const int c = (int)(i % C), j = (int)(i / C % (W / 2)), r = (int)(i / C / (W / 2));
+        bad += !same_bits(ld<T>(y.data(), i), rnd<T>(pool_ref(x, W, C, r, j, c, avg)));
+    }
+    CHECK(bad == 0, "%s pool_forward %s %dx%dx%d: %d outputs differ", tn, avg ? "avg" : "max", H, W, C, bad);
+    for (int relu = 0; relu < 2; relu++) {
+        emu_launch(blocks, 64, 0, [&] { k_pool_bwd<T, unsigned>(dx_in.data(), H, W, C, dg.data(), H / 2, W / 2, d32.data(), avg, relu); });
+        emu_launch(blocks, 64, 0, [&] { k_pool_bwd<T, size_t>(dx_in.data(), H, W, C, dg.data(), H / 2, W / 2, d64.data(), avg, relu); });
+        bad = 0;
+        for (size_t i = 0; i < n; i++) {
+            const float want = rnd<T>(pool_bwd_ref(x, g, H, W, C, i, avg, relu));
+            bad += !same_bits(ld<T>(d32.data(), i), want) || !same_bits(ld<T>(d64.data(), i), want);
+        }
+        CHECK(bad == 0, "%s pool_backward %s%s %dx%dx%d: %d elements differ", tn, avg ? "avg" : "max", relu ? "+relu" : "", H, W, C, bad);
+    }
+}
+
+static void t_pooling(void)
+{
+    static const int sz[][3] = {{2, 2, 1}, {5, 7, 3}, {8, 6, 16}, {9, 9, 8}, {1, 4, 2}};
+    for (const auto &s : sz)
+        for (int avg = 0; avg < 2; avg++) {
+            pool_case<float>(s[0], s[1], s[2], avg, "fp32");
+            pool_case<__nv_bfloat16>(s[0], s[1], s[2], avg, "bf16");
+            pool_case<__half>(s[0], s[1], s[2], avg, "fp16");
+        }
+}
+
+static void t_relu_backward(void)
+{
+    const size_t n = 301;
+    std::vector<float> y = levels<__nv_bfloat16>(n, 17), g = levels<__nv_bfloat16>(n, -1);
+    std::vector<__nv_bfloat16> dy = to<__nv_bfloat16>(y), dg = to<__nv_bfloat16>(g);
+    emu_launch(2, 64, 0, [&] { k_relu_bwd<__nv_bfloat16>(dy.data(), dg.data(), n); });
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) bad += !same_bits(ld<__nv_bfloat16>(dg.data(), i), y[i] > 0.f ? g[i] : 0.f);
+    CHECK(bad == 0, "relu_backward: %d of %zu differ", bad, n);
+}
+
+/* x = (img[src c] a_c + b_c) fscale and its backward, BGR, within two roundings of the terms */
+static void t_preprocess(void)
+{
+    const size_t npx = 37;
+    affine3 f;
+    for (int c = 0; c < 3; c++) f.a[c] = 255.f / (50.f + c), f.b[c] = -(100.f + c) / (50.f + c), f.src[c] = 2 - c;
+    std::vector<float> img(npx * 3), dimg(npx * 3);
+    for (auto &v : img) v = (float)(rng() % 256) / 255.f;
+    std::vector<float> x(npx * 3), g(npx * 3);
+    for (auto &v : g) v = (float)((int)(rng() % 200) - 100) / 64.f;
+    emu_launch(1, 32, 0, [&] { k_pre<float>(img.data(), x.data(), npx, f, 0.125f); });
+    emu_launch(1, 32, 0, [&] { k_pre_bwd<float>(g.data(), dimg.data(), npx, f, 8.f); });
+    double worst = 0, worst_b = 0;
+    for (size_t i = 0; i < npx * 3; i++) {
+        const int c = (int)(i % 3);
+        const double ax = (double)img[3 * (i / 3) + f.src[c]] * f.a[c], want = (ax + f.b[c]) * 0.125, wb = (double)g[i] * 8 * f.a[c];
+        worst = fmax(worst, fabs(x[i] - want) / fmax((fabs(ax) + fabs(f.b[c])) * 0.125, 1e-30)); /* (a x + b cancels) */
+        worst_b = fmax(worst_b, fabs(dimg[3 * (i / 3) + f.src[c]] - wb) / fmax(fabs(wb), 1e-30));
+    }
+    CHECK(worst <= 3e-7 && worst_b <= 3e-7, "preprocess %.3g, its backward %.3g (relative)", worst, worst_b);
+}
+
 int main(void)
 {
+    RUN(t_relu_backward);
+    RUN(t_pooling);
+    RUN(t_preprocess);
     RUN(t_fp32);
     RUN(t_bf16);
     RUN(t_fp16);
