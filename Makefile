@@ -289,10 +289,10 @@ $(BUILD)/tests/test_cuda_none: tests/test_cuda_none.c tests/test.h kernels/cuda/
 
 # our own CUDA kernels' device code on the CPU (tests/cuda_emu.h), with the sanitizers: no nvcc, no GPU
 TESTS += $(BUILD)/tests/test_cuda_emu
-$(BUILD)/tests/test_cuda_emu: tests/test_cuda_emu.cpp tests/cuda_emu.h tests/test.h $(wildcard kernels/cuda/*_kernels.cuh)
+$(BUILD)/tests/test_cuda_emu: tests/test_cuda_emu.cpp tests/cuda_emu.h tests/test.h $(wildcard kernels/cuda/*.cuh) kernels/xsum_core.h $(LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CXX   $<")
-	$(Q)$(CXX) -std=c++17 -O1 -g -Wall -Wextra -Wno-unknown-pragmas -fsanitize=address,undefined -fno-sanitize-recover=undefined -pthread -I. -o $@ $<
+	$(Q)$(CXX) -std=c++17 -O1 -g -Wall -Wextra -Wno-unknown-pragmas -fsanitize=address,undefined -fno-sanitize-recover=undefined -pthread -I. -o $@ $< $(LIB) -lm
 
 $(BUILD)/tests/%: tests/%.c tests/test.h tests/naive.h tests/kernel_paths.h $(LIB)
 	@mkdir -p $(dir $@)

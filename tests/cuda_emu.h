@@ -19,6 +19,9 @@
 #define __global__
 #define __device__
 #define __forceinline__ inline
+/* dynamic shared memory (`extern __shared__`): emu_shared below; a kernel's static `__shared__`
+ * array is one per program, which is the block's as the blocks run one after another: the
+ * includer defines __shared__ as static around such a file (tests/test_cuda_emu.cpp) */
 #define __shared__
 
 struct dim3 {
@@ -33,6 +36,14 @@ static inline void __syncthreads() { pthread_barrier_wait(&emu_barrier); }
  * __shared__ float NAME[]` is made this array by `#define NAME emu_shared` around its include */
 #define EMU_SHARED_FLOATS (28 * 256)
 float emu_shared[EMU_SHARED_FLOATS];
+
+/* the bits of a double as an integer (CUDA's intrinsic) */
+static inline long long __double_as_longlong(double d)
+{
+    long long v;
+    memcpy(&v, &d, sizeof v);
+    return v;
+}
 
 #define GRID_STRIDE(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
 

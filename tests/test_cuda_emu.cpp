@@ -8,6 +8,12 @@
  * the backward (32-bit and 64-bit); the preprocessing within two roundings of its terms (nvcc may
  * contract a x + b into one).
  *
+ * The reductions (kernels/cuda/reduce_kernels.cuh, block_sum.cuh): the sum of squares and the
+ * content MSE over a region, masked and not, and total variation, each through the blocks'
+ * partials and k_finish into an exact accumulator (kernels/xsum_core.h), against the sums in
+ * double over the definition; their gradients over a seed region; Adam with its step ticked on the
+ * device against the step given, and PyTorch's formula.
+ *
  * conv1_1's kernels (kernels/cuda/conv_first_kernels.cuh) against the definition computed in
  * double: forward with and without ReLU
  * and backward-data, in fp32, bf16 and fp16, over odd shapes, several output widths and both
@@ -16,11 +22,20 @@
  * backward as the forward's adjoint, <conv(x), dy> = <x, conv_backward(dy)>. The bounds: fp32
  * within 1e-5 of the terms' absolute sum (the sums' roundings), 16-bit types within one rounding
  * of the output more. */
+extern "C" {
+#include "../kernels/backend.h" /* nst_adam_step, nst_xsum */
+}
 #include "cuda_emu.h"
 #define sw emu_shared
 #include "../kernels/cuda/conv_first_kernels.cuh"
 #undef sw
 #include "../kernels/cuda/eltwise_kernels.cuh"
+#undef __shared__
+#define __shared__ static /* block_tree_sum's array: the block's, blocks one after another */
+#include "../kernels/cuda/block_sum.cuh"
+#include "../kernels/xsum_core.h"
+#include "../kernels/cuda/reduce_kernels.cuh"
+#undef __shared__
 
 #include "test.h"
 
@@ -262,8 +277,131 @@ static void t_preprocess(void)
     CHECK(worst <= 3e-7 && worst_b <= 3e-7, "preprocess %.3g, its backward %.3g (relative)", worst, worst_b);
 }
 
+/* ---- the reductions ------------------------------------------------------------------------ */
+
+/* the partials of `launch` (a reduction kernel over n elements, its grid as the launchers give it)
+ * finished by k_finish: into *out, and / div into acc */
+static double reduce(size_t n, const std::function<void(double *)> &launch, nst_xsum *acc, double div)
+{
+    unsigned b = (unsigned)((n + RED_THREADS - 1) / RED_THREADS);
+    b = b > RED_BLOCKS ? RED_BLOCKS : b ? b : 1;
+    std::vector<double> part(RED_BLOCKS + 1, NAN);
+    emu_launch(b, RED_THREADS, 0, [&] { launch(part.data()); });
+    double out = NAN;
+    emu_launch(1, RED_THREADS, 0, [&] { k_finish(part.data(), b, &out, acc, div); });
+    return out;
+}
+
+static void t_reductions(void)
+{
+    std::uniform_real_distribution<float> U(-1.f, 1.f);
+    const int H = 23, W = 31, C = 5;
+    const size_t n = (size_t)H * W * C;
+    std::vector<float> f(n), q(n), m((size_t)H * W), img((size_t)H * W * 3);
+    for (auto *v : {&f, &q, &m, &img})
+        for (auto &e : *v) e = rnd<__nv_bfloat16>(U(rng));
+    for (auto &e : m) e = fabsf(e);
+    std::vector<__nv_bfloat16> fb = to<__nv_bfloat16>(f), qb = to<__nv_bfloat16>(q);
+    const region g{4, 3, 17, W, C}; /* 17 x (H - 3 - 2) positions: not whole rows */
+    const int gh = H - 5;
+    const size_t ne = (size_t)g.w * gh * C;
+    double want_ss = 0, want_mse = 0, want_msem = 0, want_tv = 0;
+    for (int y = g.y; y < g.y + gh; y++)
+        for (int x = g.x; x < g.x + g.w; x++)
+            for (int c = 0; c < C; c++) {
+                size_t o = ((size_t)y * W + x) * C + c;
+                double d = (double)f[o] - q[o];
+                want_ss += (double)f[o] * f[o], want_mse += d * d, want_msem += (double)m[o / C] * d * d;
+            }
+    for (int y = g.y; y < g.y + gh; y++) /* the image's TV over the same region, 3 channels */
+        for (int x = g.x; x < g.x + g.w; x++)
+            for (int c = 0; c < 3; c++) {
+                size_t o = ((size_t)y * W + x) * 3 + c;
+                if (x + 1 < W) want_tv += ((double)img[o + 3] - img[o]) * ((double)img[o + 3] - img[o]);
+                if (y + 1 < H) want_tv += ((double)img[o + (size_t)W * 3] - img[o]) * ((double)img[o + (size_t)W * 3] - img[o]);
+            }
+    nst_xsum acc;
+    struct {
+        const char *what;
+        double want, div;
+        std::function<void(double *)> k;
+    } cases[] = {
+        {"sumsq", want_ss, 4.0, [&](double *part) { k_sumsq<__nv_bfloat16>(fb.data(), g, ne, part); }},
+        {"mse", want_mse, 1.0, [&](double *part) { k_mse<__nv_bfloat16>(fb.data(), qb.data(), NULL, g, ne, part); }},
+        {"mse masked", want_msem, 1.0, [&](double *part) { k_mse<__nv_bfloat16>(fb.data(), qb.data(), m.data(), g, ne, part); }},
+        {"tv", want_tv, 1.0,
+         [&](double *part) { k_tv(img.data(), W, H, 3, region{g.x, g.y, g.w, W, 3}, (size_t)g.w * gh * 3, part); }},
+    };
+    for (auto &k : cases) {
+        nst_xsum_zero(&acc);
+        nst_xsum_add(&acc, 0.5); /* the accumulator adds to what it holds */
+        const double out = reduce(k.what[0] == 't' ? (size_t)g.w * gh * 3 : ne, k.k, &acc, k.div);
+        const double got = nst_xsum_value(&acc) - 0.5;
+        CHECK(fabs(out - k.want) <= 1e-12 * fabs(k.want) && fabs(got - k.want / k.div) <= 1e-12 * fabs(k.want),
+              "%s: sum %.17g, accumulated %.17g / %g, the definition %.17g", k.what, out, got, k.div, k.want);
+    }
+    /* the gradients over a seed region: df += scale m (f - p); dimg += scale d(TV)/dx */
+    std::vector<__nv_bfloat16> df = to<__nv_bfloat16>(std::vector<float>(n, 0.25f));
+    emu_launch(2, 64, 0, [&] { k_mse_grad<__nv_bfloat16>(fb.data(), qb.data(), m.data(), g, ne, 0.5f, df.data()); });
+    int bad = 0;
+    for (size_t o = 0; o < n; o++) {
+        const int y = (int)(o / C / W), x = (int)(o / C % W);
+        const bool in = y >= g.y && y < g.y + gh && x >= g.x && x < g.x + g.w;
+        const float want = in ? rnd<__nv_bfloat16>(0.25f + 0.5f * m[o / C] * (f[o] - q[o])) : 0.25f;
+        bad += fabsf(ld<__nv_bfloat16>(df.data(), o) - want) > 0.0079f * fmaxf(fabsf(want), 1.f); /* a bf16 ulp */
+    }
+    CHECK(bad == 0, "mse gradient: %d of %zu elements off (only the seed changes)", bad, n);
+    std::vector<float> dimg(img.size(), 0.f);
+    emu_launch(2, 64, 0, [&] { k_tv_grad(img.data(), W, H, 3, region{g.x, g.y, g.w, W, 3}, (size_t)g.w * gh * 3, 2.f, dimg.data()); });
+    double worst = 0;
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++)
+            for (int c = 0; c < 3; c++) { /* d/dx_p of the sum over every pair: 2 (2 x_p - the neighbours' sum), scaled */
+                size_t o = ((size_t)y * W + x) * 3 + c;
+                const bool in = y >= g.y && y < g.y + gh && x >= g.x && x < g.x + g.w;
+                double v = 0;
+                if (x > 0) v += img[o] - img[o - 3];
+                if (y > 0) v += img[o] - img[o - (size_t)W * 3];
+                if (x + 1 < W) v -= img[o + 3] - img[o];
+                if (y + 1 < H) v -= img[o + (size_t)W * 3] - img[o];
+                worst = fmax(worst, fabs(dimg[o] - (in ? 2.0 * 2.0 * v : 0.0)));
+            }
+    CHECK(worst <= 1e-5, "tv gradient: off by %.3g (only the seed changes)", worst);
+}
+
+/* Adam: three steps with the step count on the device (k_adam_tick) equal three with it given */
+static void t_adam(void)
+{
+    const size_t n = 97;
+    const float lr = 0.02f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
+    std::vector<float> x1(n), x2, m1(n, 0.f), m2(n, 0.f), v1(n, 0.f), v2(n, 0.f), g(n);
+    for (size_t i = 0; i < n; i++) x1[i] = (float)(i % 10) / 9.f, g[i] = (float)((int)(i % 7) - 3) * 0.1f;
+    x2 = x1;
+    nst_adam_step st = {0, 0.f, 0.f};
+    for (int t = 1; t <= 3; t++) {
+        emu_launch(1, 1, 0, [&] { k_adam_tick(&st, lr, b1, b2); });
+        emu_launch(2, 32, 0, [&] { k_adam(x1.data(), g.data(), m1.data(), v1.data(), n, b1, b2, eps, 0.f, 0.f, 1, &st); });
+        const double bc1 = 1.0 - pow(b1, (double)t), bc2 = 1.0 - pow(b2, (double)t);
+        const float step = (float)(lr / bc1), rbc2 = (float)(1.0 / sqrt(bc2));
+        emu_launch(2, 32, 0, [&] { k_adam(x2.data(), g.data(), m2.data(), v2.data(), n, b1, b2, eps, step, rbc2, 1, NULL); });
+    }
+    int differ = memcmp(x1.data(), x2.data(), n * sizeof(float)) != 0 || memcmp(m1.data(), m2.data(), n * sizeof(float)) != 0;
+    CHECK(st.t == 3 && !differ, "the device's step count %g; the two ways %s", st.t, differ ? "differ" : "agree");
+    /* and PyTorch's formula for step 1 (the moments from zero): x - lr g / (|g| + eps) */
+    std::vector<float> x3(n), m3(n, 0.f), v3(n, 0.f);
+    for (size_t i = 0; i < n; i++) x3[i] = 0.5f;
+    nst_adam_step s1 = {0, 0.f, 0.f};
+    emu_launch(1, 1, 0, [&] { k_adam_tick(&s1, lr, b1, b2); });
+    emu_launch(1, 32, 0, [&] { k_adam(x3.data(), g.data(), m3.data(), v3.data(), n, b1, b2, eps, 0.f, 0.f, 1, &s1); });
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(x3[i] - (0.5 - (g[i] ? lr * (g[i] > 0 ? 1 : -1) : 0.0))));
+    CHECK(worst <= 1e-6, "Adam's first step: off PyTorch's by %.3g", worst);
+}
+
 int main(void)
 {
+    RUN(t_reductions);
+    RUN(t_adam);
     RUN(t_relu_backward);
     RUN(t_pooling);
     RUN(t_preprocess);

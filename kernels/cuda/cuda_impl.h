@@ -65,8 +65,6 @@ typedef struct cuda_impl {
     char conv_device[160];
 } cuda_impl;
 
-#define RED_THREADS 256
-#define RED_BLOCKS 1024
 /* Elements per piece of the ops that go through scratch piece by piece (the Gram ops, rectangle
  * transfers, fp32 conversions of uploads and downloads): their scratch stays below a fixed size
  * (128 MiB for a chunk in fp64) whatever the tile. */
@@ -126,19 +124,7 @@ template <> __device__ __forceinline__ void st<__nv_bfloat16>(__nv_bfloat16 *p, 
 #define CUDA_DISPATCH(dt, CALL)                                                                   \
     ((dt) == NST_F32 ? CALL(float) : (dt) == NST_BF16 ? CALL(__nv_bfloat16) : CALL(__half))
 
-/* The sum of v over the block (blockDim.x == RED_THREADS), valid in thread 0: a fixed tree, so
- * the order of additions never changes. */
-__device__ __forceinline__ double block_tree_sum(double v)
-{
-    __shared__ double sh[RED_THREADS];
-    sh[threadIdx.x] = v;
-    __syncthreads();
-    for (int s = RED_THREADS / 2; s > 0; s >>= 1) {
-        if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
-        __syncthreads();
-    }
-    return sh[0];
-}
+#include "block_sum.cuh" /* RED_THREADS, RED_BLOCKS, block_tree_sum */
 
 /* ---- shared ops of several files ----------------------------------------------------------- */
 /* Copy r (all c channels) of src (sw wide) to dst (dw wide) at (dx, dy); element size es. */
