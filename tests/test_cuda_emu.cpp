@@ -12,7 +12,11 @@
  * content MSE over a region, masked and not, and total variation, each through the blocks'
  * partials and k_finish into an exact accumulator (kernels/xsum_core.h), against the sums in
  * double over the definition; their gradients over a seed region; Adam with its step ticked on the
- * device against the step given, and PyTorch's formula.
+ * device against the step given, and PyTorch's formula. The Gram ops' own kernels
+ * (kernels/cuda/gram_kernels.cuh): a region's positions from a mid-region start as doubles and
+ * mask-weighted doubles, packed in the storage type, weighted or not, and a product added back,
+ * against the positions picked by hand; the difference from the target read from the upper
+ * triangle alone (the lower one NaN), with and without the lagged extrapolation, and its loss.
  *
  * conv1_1's kernels (kernels/cuda/conv_first_kernels.cuh) against the definition computed in
  * double: forward with and without ReLU
@@ -35,6 +39,7 @@ extern "C" {
 #include "../kernels/cuda/block_sum.cuh"
 #include "../kernels/xsum_core.h"
 #include "../kernels/cuda/reduce_kernels.cuh"
+#include "../kernels/cuda/gram_kernels.cuh"
 #undef __shared__
 
 #include "test.h"
@@ -369,6 +374,61 @@ static void t_reductions(void)
     CHECK(worst <= 1e-5, "tv gradient: off by %.3g (only the seed changes)", worst);
 }
 
+/* the Gram ops' kernels beside cuBLAS: chunks of a region, the difference and its loss */
+static void t_gram_kernels(void)
+{
+    std::uniform_real_distribution<float> U(-1.f, 1.f);
+    const int H = 9, W = 13, C = 6;
+    const nst_rect r = {3, 2, 7, 5}; /* x, y, w, h: part rows */
+    std::vector<float> f((size_t)H * W * C), m((size_t)H * W);
+    for (auto &e : f) e = rnd<__nv_bfloat16>(U(rng));
+    for (auto &e : m) e = fabsf(U(rng));
+    std::vector<__nv_bfloat16> fb = to<__nv_bfloat16>(f);
+    const size_t p0 = 9, np = 20, n = np * C; /* positions 9..28 of the region's 35 */
+    std::vector<double> out(n, NAN), mout(n, NAN);
+    std::vector<__nv_bfloat16> pk(n), pw(n);
+    emu_launch(2, 32, 0, [&] { k_chunk_f64<__nv_bfloat16>(fb.data(), m.data(), W, C, r, p0, out.data(), mout.data(), n); });
+    emu_launch(2, 32, 0, [&] { k_pack<__nv_bfloat16>(fb.data(), W, C, r, p0, pk.data(), n); });
+    emu_launch(2, 32, 0, [&] { k_pack_weighted<__nv_bfloat16>(fb.data(), m.data(), W, C, r, p0, pw.data(), n); });
+    std::vector<float> src(n), df((size_t)H * W * C, 0.5f), want_df = df;
+    for (size_t i = 0; i < n; i++) src[i] = U(rng);
+    std::vector<float> dfo = df;
+    emu_launch(2, 32, 0, [&] { k_add_region<float>(dfo.data(), W, C, r, p0, src.data(), n); });
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        const size_t q = p0 + i / C, px = (size_t)(r.y + q / r.w) * W + r.x + q % r.w, o = px * C + i % C;
+        bad += out[i] != f[o] || mout[i] != (double)m[px] * f[o] || ld<__nv_bfloat16>(pk.data(), i) != f[o] ||
+               ld<__nv_bfloat16>(pw.data(), i) != rnd<__nv_bfloat16>(m[px] * f[o]);
+        want_df[o] = 0.5f + src[i];
+    }
+    bad += memcmp(dfo.data(), want_df.data(), df.size() * sizeof(float)) != 0;
+    CHECK(bad == 0, "a region's chunk: %d values not the positions picked by hand", bad);
+    /* d = g gs - a from the upper triangle (the lower one NaN), and with g_prev: (2 g - g_prev) gs - a */
+    const int c = 11;
+    std::vector<double> g((size_t)c * c, NAN), gp((size_t)c * c, NAN);
+    std::vector<float> a((size_t)c * c), d((size_t)c * c, NAN), dl((size_t)c * c, NAN);
+    for (int i = 0; i < c; i++)
+        for (int j = i; j < c; j++) g[(size_t)i * c + j] = U(rng) * 4, gp[(size_t)i * c + j] = U(rng) * 4;
+    for (auto &e : a) e = U(rng);
+    const double gs = 0.25;
+    double want = 0;
+    for (int i = 0; i < c; i++)
+        for (int j = 0; j < c; j++) {
+            const size_t u = i <= j ? (size_t)i * c + j : (size_t)j * c + i;
+            const float now = (float)(g[u] * gs) - a[(size_t)i * c + j];
+            want += (double)now * now;
+        }
+    const double got = reduce((size_t)c * c, [&](double *part) { k_gram_diff(g.data(), NULL, gs, a.data(), c, d.data(), part); }, NULL, 1);
+    reduce((size_t)c * c, [&](double *part) { k_gram_diff(g.data(), gp.data(), gs, a.data(), c, dl.data(), part); }, NULL, 1);
+    bad = 0;
+    for (int i = 0; i < c; i++)
+        for (int j = 0; j < c; j++) {
+            const size_t k = (size_t)i * c + j, u = i <= j ? k : (size_t)j * c + i;
+            bad += d[k] != (float)(g[u] * gs) - a[k] || dl[k] != (float)((2 * g[u] - gp[u]) * gs) - a[k];
+        }
+    CHECK(bad == 0 && fabs(got - want) <= 1e-12 * want, "gram_diff: %d entries differ; loss %.17g, the definition %.17g", bad, got, want);
+}
+
 /* Adam: three steps with the step count on the device (k_adam_tick) equal three with it given */
 static void t_adam(void)
 {
@@ -401,6 +461,7 @@ static void t_adam(void)
 int main(void)
 {
     RUN(t_reductions);
+    RUN(t_gram_kernels);
     RUN(t_adam);
     RUN(t_relu_backward);
     RUN(t_pooling);

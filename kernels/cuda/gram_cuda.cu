@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "cuda_impl.h"
+#include "gram_kernels.cuh" /* (the kernels; tests/test_cuda_emu.cpp runs them on the CPU) */
 
 /* positions per chunk: CUDA_CHUNK_ELEMS features */
 static size_t chunk_px(int c) { return CUDA_CHUNK_ELEMS / (size_t)(c > 0 ? c : 1); }
@@ -48,45 +49,6 @@ static size_t sums_chunk_px(int c)
 /* doubles from the start of s2 to the weighted chunk: a chunk, rounded up to 256 bytes, so both
  * copies have the arena's alignment and the GEMM sees the same pointers' alignment either way */
 static size_t sums_span(size_t elems) { return (elems + 31) / 32 * 32; }
-
-/* the pixel index (y * W + x) of position p (row order) of the region (x0, y0, w wide) */
-__device__ __forceinline__ size_t region_px(int W, int x0, int y0, int w, size_t p)
-{
-    return (size_t)(y0 + (int)(p / (size_t)w)) * W + x0 + (int)(p % (size_t)w);
-}
-
-/* positions [p0, p0 + n / C) of region r of f, as n doubles (a dense chunk x C matrix), and with
- * a mask m (one weight per pixel of f) as n doubles m_p f_p too (mout): exact, 24 + 24
- * significant bits */
-template <typename T>
-__global__ void k_chunk_f64(const T *f, const float *m, int W, int C, nst_rect r, size_t p0, double *out, double *mout, size_t n)
-{
-    GRID_STRIDE(i, n)
-    {
-        size_t px = region_px(W, r.x, r.y, r.w, p0 + i / C);
-        double v = (double)ld<T>(f, px * C + i % C);
-        out[i] = v;
-        if (m) mout[i] = (double)m[px] * v;
-    }
-}
-
-/* the same positions in the storage type (packing for the backward) */
-template <typename T> __global__ void k_pack(const T *f, int W, int C, nst_rect r, size_t p0, T *out, size_t n)
-{
-    GRID_STRIDE(i, n) out[i] = f[region_px(W, r.x, r.y, r.w, p0 + i / C) * C + i % C];
-}
-
-/* the same, each position weighted by its mask value: m_p f_p in fp32, rounded to the storage
- * type (kernels/cpu/gram_cpu.c's gather_weighted) */
-template <typename T>
-__global__ void k_pack_weighted(const T *f, const float *m, int W, int C, nst_rect r, size_t p0, T *out, size_t n)
-{
-    GRID_STRIDE(i, n)
-    {
-        size_t px = region_px(W, r.x, r.y, r.w, p0 + i / C);
-        st<T>(out, i, m[px] * ld<T>(f, px * C + i % C));
-    }
-}
 
 /* The GEMM's orientation. cuBLAS computes G = alpha A B^T + beta G (OP_N, OP_T; m = n = C, k = np)
  * on column-major matrices: A and B are C x np with leading dimension C, which is exactly a chunk
@@ -125,23 +87,6 @@ nst_status cuda_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect o
     return NST_OK;
 }
 
-/* d and the loss sum from the upper triangle of the sums, as kernels/cpu/gram_cpu.c */
-__global__ void k_gram_diff(const double *g, const double *gp, double gs, const float *a, int c, float *d, double *part)
-{
-    double s = 0;
-    size_t n = (size_t)c * c;
-    GRID_STRIDE(k, n)
-    {
-        int i = (int)(k / c), j = (int)(k % c);
-        size_t u = i <= j ? (size_t)i * c + j : (size_t)j * c + i;
-        float now = (float)(g[u] * gs) - a[k];
-        s += (double)now * now;
-        d[k] = gp ? (float)((2 * g[u] - gp[u]) * gs) - a[k] : now;
-    }
-    double sum = block_tree_sum(s);
-    if (threadIdx.x == 0) part[blockIdx.x] = sum;
-}
-
 nst_status cuda_gram_diff(nst_backend *be, const double *g, const double *g_prev, double g_scale, const float *a, int c, float *d,
                           double *sumsq)
 {
@@ -151,15 +96,6 @@ nst_status cuda_gram_diff(nst_backend *be, const double *g, const double *g_prev
     if (b > RED_BLOCKS) b = RED_BLOCKS;
     k_gram_diff<<<b, RED_THREADS, 0, im->stream>>>(g, g_prev, g_scale, a, c, d, im->red);
     return cuda_reduce_on_device(be, b, sumsq, NULL, 1.0); /* *sumsq in device memory, no wait */
-}
-
-template <typename T> __global__ void k_add_region(T *df, int W, int C, nst_rect r, size_t p0, const float *src, size_t n)
-{
-    GRID_STRIDE(i, n)
-    {
-        size_t o = region_px(W, r.x, r.y, r.w, p0 + i / C) * C + i % C;
-        st<T>(df, o, ld<T>(df, o) + src[i]);
-    }
 }
 
 /* Positions [p0, p0 + np) of region r of f as a dense np x C matrix: in place when r spans whole
