@@ -11,6 +11,8 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <functional>
@@ -30,7 +32,15 @@ struct dim3 {
 static dim3 gridDim, blockDim, blockIdx;
 static thread_local dim3 threadIdx;
 static pthread_barrier_t emu_barrier;
-static inline void __syncthreads() { pthread_barrier_wait(&emu_barrier); }
+static bool emu_sequential; /* emu_launch_sequential's threads, one after another: no barrier may be met */
+static inline void __syncthreads()
+{
+    if (emu_sequential) {
+        fprintf(stderr, "cuda_emu: __syncthreads in a kernel run by emu_launch_sequential: launch it with emu_launch\n");
+        abort();
+    }
+    pthread_barrier_wait(&emu_barrier);
+}
 
 /* the largest dynamic shared memory a kernel under test asks, in floats; a kernel's `extern
  * __shared__ float NAME[]` is made this array by `#define NAME emu_shared` around its include */
@@ -76,6 +86,23 @@ template <typename T> void st(T *p, size_t i, float v);
 template <> inline void st<float>(float *p, size_t i, float v) { p[i] = v; }
 template <> inline void st<__nv_bfloat16>(__nv_bfloat16 *p, size_t i, float v) { p[i].u = emu_float_to_bf16(v); }
 template <> inline void st<__half>(__half *p, size_t i, float v) { p[i].h = (_Float16)v; }
+
+/* kernel<<<grid, threads>>> for a kernel whose threads never meet (no __syncthreads, no shared
+ * memory): the same threads, run one after another on this one, which is the same as any
+ * interleaving for such a kernel, and costs no host thread each */
+static inline void emu_launch_sequential(unsigned grid, unsigned threads, const std::function<void()> &body)
+{
+    gridDim.x = grid, blockDim.x = threads;
+    emu_sequential = true;
+    for (unsigned b = 0; b < grid; b++) {
+        blockIdx.x = b;
+        for (unsigned t = 0; t < threads; t++) {
+            threadIdx.x = t;
+            body();
+        }
+    }
+    emu_sequential = false;
+}
 
 /* kernel<<<grid, threads, shared_bytes>>>, with body() calling the kernel */
 static inline void emu_launch(unsigned grid, unsigned threads, size_t shared_bytes, const std::function<void()> &body)

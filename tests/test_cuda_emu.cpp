@@ -22,7 +22,7 @@
  * double: forward with and without ReLU
  * and backward-data, in fp32, bf16 and fp16, over odd shapes, several output widths and both
  * paddings of the weights (cin_p 4 and 8, as conv_create lays them out), with the launchers'
- * shared memory and grids of every size down to one block (the grid-stride loop); and the
+ * shared memory and grids of a thread a pixel down to one block (the grid-stride loop); and the
  * backward as the forward's adjoint, <conv(x), dy> = <x, conv_backward(dy)>. The bounds: fp32
  * within 1e-5 of the terms' absolute sum (the sums' roundings), 16-bit types within one rounding
  * of the output more. */
@@ -127,22 +127,26 @@ template <typename T> static int conv_case(int H, int W, int cout, int cp, int r
 
 static const int shapes[][2] = {{1, 1}, {1, 5}, {5, 1}, {2, 2}, {7, 9}, {17, 33}};
 
-template <typename T> static void every_shape(const char *tn)
+/* every shape, width and ReLU; fp32 (full) with both weight paddings, the 16-bit types with the
+ * padding they take (8). Grids of a thread a pixel up to 64 pixels (a host thread each costs), and
+ * of 1 or 3 blocks striding over every shape. */
+template <typename T> static void every_shape(const char *tn, int full)
 {
     for (const auto &s : shapes)
         for (int cout : {8, 64})
             for (int cp : {4, 8})
                 for (int relu = 0; relu < 2; relu++) {
+                    if (!full && cp == 4) continue;
                     const size_t npx = (size_t)s[0] * s[1];
                     const unsigned natural = (unsigned)((npx + 31) / 32), small = natural > 3 ? 3 : 1;
-                    conv_case<T>(s[0], s[1], cout, cp, relu, natural, 32, tn); /* a thread a pixel */
-                    conv_case<T>(s[0], s[1], cout, cp, relu, small, 32, tn);   /* threads striding over several */
+                    if (npx <= 64) conv_case<T>(s[0], s[1], cout, cp, relu, natural, 32, tn); /* a thread a pixel */
+                    conv_case<T>(s[0], s[1], cout, cp, relu, small, 32, tn);                  /* threads striding over several */
                 }
 }
 
-static void t_fp32(void) { every_shape<float>("fp32"); }
-static void t_bf16(void) { every_shape<__nv_bfloat16>("bf16"); }
-static void t_fp16(void) { every_shape<__half>("fp16"); }
+static void t_fp32(void) { every_shape<float>("fp32", 1); }
+static void t_bf16(void) { every_shape<__nv_bfloat16>("bf16", 0); }
+static void t_fp16(void) { every_shape<__half>("fp16", 0); }
 
 /* the widest layer the kernels take (256 outputs: the whole shared array) on the launch's 256
  * threads a block */
@@ -219,7 +223,7 @@ template <typename T> static void pool_case(int H, int W, int C, int avg, const 
     std::vector<float> x = levels<T>(n, n > 5 ? 5 : -1), g = levels<T>(ny, -1);
     std::vector<T> dx_in = to<T>(x), dg = to<T>(g), y(ny), d32(n), d64(n);
     const unsigned blocks = (unsigned)((n + 63) / 64 > 2 ? 2 : 1);
-    emu_launch(blocks, 64, 0, [&] { k_pool_fwd<T>(dx_in.data(), W, C, y.data(), H / 2, W / 2, avg); });
+    emu_launch_sequential(blocks, 64, [&] { k_pool_fwd<T>(dx_in.data(), W, C, y.data(), H / 2, W / 2, avg); });
     int bad = 0;
     for (size_t i = 0; i < ny; i++) {
         const int c = (int)(i % C), j = (int)(i / C % (W / 2)), r = (int)(i / C / (W / 2));
@@ -227,8 +231,8 @@ template <typename T> static void pool_case(int H, int W, int C, int avg, const 
     }
     CHECK(bad == 0, "%s pool_forward %s %dx%dx%d: %d outputs differ", tn, avg ? "avg" : "max", H, W, C, bad);
     for (int relu = 0; relu < 2; relu++) {
-        emu_launch(blocks, 64, 0, [&] { k_pool_bwd<T, unsigned>(dx_in.data(), H, W, C, dg.data(), H / 2, W / 2, d32.data(), avg, relu); });
-        emu_launch(blocks, 64, 0, [&] { k_pool_bwd<T, size_t>(dx_in.data(), H, W, C, dg.data(), H / 2, W / 2, d64.data(), avg, relu); });
+        emu_launch_sequential(blocks, 64, [&] { k_pool_bwd<T, unsigned>(dx_in.data(), H, W, C, dg.data(), H / 2, W / 2, d32.data(), avg, relu); });
+        emu_launch_sequential(blocks, 64, [&] { k_pool_bwd<T, size_t>(dx_in.data(), H, W, C, dg.data(), H / 2, W / 2, d64.data(), avg, relu); });
         bad = 0;
         for (size_t i = 0; i < n; i++) {
             const float want = rnd<T>(pool_bwd_ref(x, g, H, W, C, i, avg, relu));
@@ -254,7 +258,7 @@ static void t_relu_backward(void)
     const size_t n = 301;
     std::vector<float> y = levels<__nv_bfloat16>(n, 17), g = levels<__nv_bfloat16>(n, -1);
     std::vector<__nv_bfloat16> dy = to<__nv_bfloat16>(y), dg = to<__nv_bfloat16>(g);
-    emu_launch(2, 64, 0, [&] { k_relu_bwd<__nv_bfloat16>(dy.data(), dg.data(), n); });
+    emu_launch_sequential(2, 64, [&] { k_relu_bwd<__nv_bfloat16>(dy.data(), dg.data(), n); });
     int bad = 0;
     for (size_t i = 0; i < n; i++) bad += !same_bits(ld<__nv_bfloat16>(dg.data(), i), y[i] > 0.f ? g[i] : 0.f);
     CHECK(bad == 0, "relu_backward: %d of %zu differ", bad, n);
@@ -270,8 +274,8 @@ static void t_preprocess(void)
     for (auto &v : img) v = (float)(rng() % 256) / 255.f;
     std::vector<float> x(npx * 3), g(npx * 3);
     for (auto &v : g) v = (float)((int)(rng() % 200) - 100) / 64.f;
-    emu_launch(1, 32, 0, [&] { k_pre<float>(img.data(), x.data(), npx, f, 0.125f); });
-    emu_launch(1, 32, 0, [&] { k_pre_bwd<float>(g.data(), dimg.data(), npx, f, 8.f); });
+    emu_launch_sequential(1, 32, [&] { k_pre<float>(img.data(), x.data(), npx, f, 0.125f); });
+    emu_launch_sequential(1, 32, [&] { k_pre_bwd<float>(g.data(), dimg.data(), npx, f, 8.f); });
     double worst = 0, worst_b = 0;
     for (size_t i = 0; i < npx * 3; i++) {
         const int c = (int)(i % 3);
@@ -347,7 +351,7 @@ static void t_reductions(void)
     }
     /* the gradients over a seed region: df += scale m (f - p); dimg += scale d(TV)/dx */
     std::vector<__nv_bfloat16> df = to<__nv_bfloat16>(std::vector<float>(n, 0.25f));
-    emu_launch(2, 64, 0, [&] { k_mse_grad<__nv_bfloat16>(fb.data(), qb.data(), m.data(), g, ne, 0.5f, df.data()); });
+    emu_launch_sequential(2, 64, [&] { k_mse_grad<__nv_bfloat16>(fb.data(), qb.data(), m.data(), g, ne, 0.5f, df.data()); });
     int bad = 0;
     for (size_t o = 0; o < n; o++) {
         const int y = (int)(o / C / W), x = (int)(o / C % W);
@@ -357,7 +361,7 @@ static void t_reductions(void)
     }
     CHECK(bad == 0, "mse gradient: %d of %zu elements off (only the seed changes)", bad, n);
     std::vector<float> dimg(img.size(), 0.f);
-    emu_launch(2, 64, 0, [&] { k_tv_grad(img.data(), W, H, 3, region{g.x, g.y, g.w, W, 3}, (size_t)g.w * gh * 3, 2.f, dimg.data()); });
+    emu_launch_sequential(2, 64, [&] { k_tv_grad(img.data(), W, H, 3, region{g.x, g.y, g.w, W, 3}, (size_t)g.w * gh * 3, 2.f, dimg.data()); });
     double worst = 0;
     for (int y = 0; y < H; y++)
         for (int x = 0; x < W; x++)
@@ -387,13 +391,13 @@ static void t_gram_kernels(void)
     const size_t p0 = 9, np = 20, n = np * C; /* positions 9..28 of the region's 35 */
     std::vector<double> out(n, NAN), mout(n, NAN);
     std::vector<__nv_bfloat16> pk(n), pw(n);
-    emu_launch(2, 32, 0, [&] { k_chunk_f64<__nv_bfloat16>(fb.data(), m.data(), W, C, r, p0, out.data(), mout.data(), n); });
-    emu_launch(2, 32, 0, [&] { k_pack<__nv_bfloat16>(fb.data(), W, C, r, p0, pk.data(), n); });
-    emu_launch(2, 32, 0, [&] { k_pack_weighted<__nv_bfloat16>(fb.data(), m.data(), W, C, r, p0, pw.data(), n); });
+    emu_launch_sequential(2, 32, [&] { k_chunk_f64<__nv_bfloat16>(fb.data(), m.data(), W, C, r, p0, out.data(), mout.data(), n); });
+    emu_launch_sequential(2, 32, [&] { k_pack<__nv_bfloat16>(fb.data(), W, C, r, p0, pk.data(), n); });
+    emu_launch_sequential(2, 32, [&] { k_pack_weighted<__nv_bfloat16>(fb.data(), m.data(), W, C, r, p0, pw.data(), n); });
     std::vector<float> src(n), df((size_t)H * W * C, 0.5f), want_df = df;
     for (size_t i = 0; i < n; i++) src[i] = U(rng);
     std::vector<float> dfo = df;
-    emu_launch(2, 32, 0, [&] { k_add_region<float>(dfo.data(), W, C, r, p0, src.data(), n); });
+    emu_launch_sequential(2, 32, [&] { k_add_region<float>(dfo.data(), W, C, r, p0, src.data(), n); });
     int bad = 0;
     for (size_t i = 0; i < n; i++) {
         const size_t q = p0 + i / C, px = (size_t)(r.y + q / r.w) * W + r.x + q % r.w, o = px * C + i % C;
@@ -439,11 +443,11 @@ static void t_adam(void)
     x2 = x1;
     nst_adam_step st = {0, 0.f, 0.f};
     for (int t = 1; t <= 3; t++) {
-        emu_launch(1, 1, 0, [&] { k_adam_tick(&st, lr, b1, b2); });
-        emu_launch(2, 32, 0, [&] { k_adam(x1.data(), g.data(), m1.data(), v1.data(), n, b1, b2, eps, 0.f, 0.f, 1, &st); });
+        emu_launch_sequential(1, 1, [&] { k_adam_tick(&st, lr, b1, b2); });
+        emu_launch_sequential(2, 32, [&] { k_adam(x1.data(), g.data(), m1.data(), v1.data(), n, b1, b2, eps, 0.f, 0.f, 1, &st); });
         const double bc1 = 1.0 - pow(b1, (double)t), bc2 = 1.0 - pow(b2, (double)t);
         const float step = (float)(lr / bc1), rbc2 = (float)(1.0 / sqrt(bc2));
-        emu_launch(2, 32, 0, [&] { k_adam(x2.data(), g.data(), m2.data(), v2.data(), n, b1, b2, eps, step, rbc2, 1, NULL); });
+        emu_launch_sequential(2, 32, [&] { k_adam(x2.data(), g.data(), m2.data(), v2.data(), n, b1, b2, eps, step, rbc2, 1, NULL); });
     }
     int differ = memcmp(x1.data(), x2.data(), n * sizeof(float)) != 0 || memcmp(m1.data(), m2.data(), n * sizeof(float)) != 0;
     CHECK(st.t == 3 && !differ, "the device's step count %g; the two ways %s", st.t, differ ? "differ" : "agree");
@@ -451,8 +455,8 @@ static void t_adam(void)
     std::vector<float> x3(n), m3(n, 0.f), v3(n, 0.f);
     for (size_t i = 0; i < n; i++) x3[i] = 0.5f;
     nst_adam_step s1 = {0, 0.f, 0.f};
-    emu_launch(1, 1, 0, [&] { k_adam_tick(&s1, lr, b1, b2); });
-    emu_launch(1, 32, 0, [&] { k_adam(x3.data(), g.data(), m3.data(), v3.data(), n, b1, b2, eps, 0.f, 0.f, 1, &s1); });
+    emu_launch_sequential(1, 1, [&] { k_adam_tick(&s1, lr, b1, b2); });
+    emu_launch_sequential(1, 32, [&] { k_adam(x3.data(), g.data(), m3.data(), v3.data(), n, b1, b2, eps, 0.f, 0.f, 1, &s1); });
     double worst = 0;
     for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(x3[i] - (0.5 - (g[i] ? lr * (g[i] > 0 ? 1 : -1) : 0.0))));
     CHECK(worst <= 1e-6, "Adam's first step: off PyTorch's by %.3g", worst);
