@@ -242,7 +242,7 @@ typedef struct {
  * perf) and find(n, &got, perf, ws, bytes) are cuDNN's calls for the direction, ws(algo, &bytes)
  * its workspace size. */
 template <typename Perf, typename List, typename Ws, typename Find>
-static nst_status pick(nst_backend *be, nst_conv *cv, int dir, int h, int w, List list, Ws ws, Find find, conv_pick *out)
+static nst_status choose(nst_backend *be, nst_conv *cv, int dir, int h, int w, List list, Ws ws, Find find, conv_pick *out)
 {
     cuda_impl *im = cuda_of(be);
     enum { N = 16 }; /* above both directions' algorithm counts, twice for the math types Find may time apart */
@@ -252,7 +252,9 @@ static nst_status pick(nst_backend *be, nst_conv *cv, int dir, int h, int w, Lis
     CUDNN_TRY(cudnnSetConvolutionMathType(cv->cd, im->math));
     CUDNN_TRY(list(N, &got, perf));
     int i = first_fit(im, cv, perf, got, ws, &bytes);
-    if (i < 0) return NST_OK; /* out->algo stays -1: the caller says so */
+    if (i < 0)
+        return nst_fail(NST_ERUNTIME, "cuDNN: no deterministic %s algorithm for the %dx%dx%d -> %d conv within a %.0f MiB workspace",
+                        dir ? "backward-data" : "forward", h, w, cv->cin, cv->cout, (double)im->ws_limit / (1 << 20));
     out->algo = (int)perf[i].algo, out->math = perf[i].mathType, out->ws = bytes, out->how[0] = '\0';
     if (!im->conv_timed) return NST_OK;
     nst_conv_timing kept;
@@ -282,11 +284,22 @@ static nst_status pick(nst_backend *be, nst_conv *cv, int dir, int h, int w, Lis
     return NST_OK;
 }
 
+/* choose(), then its line in the notes (name: the direction's algorithm names) */
+template <typename Perf, typename List, typename Ws, typename Find>
+static nst_status pick(nst_backend *be, nst_conv *cv, int dir, int h, int w, List list, Ws ws, Find find, const char *(*name)(int),
+                       conv_pick *out)
+{
+    NST_TRY(choose<Perf>(be, cv, dir, h, w, list, ws, find, out));
+    cuda_note(cuda_of(be), "  %d->%d at %dx%d: %s %s (%s, %.1f MiB%s)", cv->cin, cv->cout, h, w, dir ? "backward-data" : "forward",
+              name(out->algo), math_name(out->math), (double)out->ws / (1 << 20), out->how);
+    return NST_OK;
+}
+
 /* The forward algorithm of shape t (x read, y overwritten by a timed search). */
 static nst_status pick_fwd(nst_backend *be, nst_conv *cv, conv_shape *t, const void *x, void *y)
 {
     cuda_impl *im = cuda_of(be);
-    conv_pick p = {-1, CUDNN_DEFAULT_MATH, 0, ""};
+    conv_pick p;
     NST_TRY(pick<cudnnConvolutionFwdAlgoPerf_t>(
         be, cv, 0, t->h, t->w,
         [&](int n, int *got, cudnnConvolutionFwdAlgoPerf_t *perf) {
@@ -296,13 +309,8 @@ static nst_status pick_fwd(nst_backend *be, nst_conv *cv, conv_shape *t, const v
         [&](int n, int *got, cudnnConvolutionFwdAlgoPerf_t *perf, void *ws, size_t wsb) {
             return cudnnFindConvolutionForwardAlgorithmEx(im->dnn, t->x, x, cv->wd, cv->w, cv->cd, t->y, y, n, got, perf, ws, wsb);
         },
-        &p));
-    if (p.algo < 0)
-        return nst_fail(NST_ERUNTIME, "cuDNN: no deterministic forward algorithm for the %dx%dx%d -> %d conv within a %.0f MiB workspace", t->h,
-                        t->w, cv->cin, cv->cout, (double)im->ws_limit / (1 << 20));
+        fwd_name, &p));
     t->fwd = (cudnnConvolutionFwdAlgo_t)p.algo, t->fwd_math = p.math, t->fwd_ws = p.ws, t->have_fwd = 1;
-    cuda_note(im, "  %d->%d at %dx%d: forward %s (%s, %.1f MiB%s)", cv->cin, cv->cout, t->h, t->w, fwd_name(p.algo), math_name(p.math),
-              (double)p.ws / (1 << 20), p.how);
     return NST_OK;
 }
 
@@ -310,7 +318,7 @@ static nst_status pick_fwd(nst_backend *be, nst_conv *cv, conv_shape *t, const v
 static nst_status pick_bwd(nst_backend *be, nst_conv *cv, conv_shape *s, const void *dy, void *dx)
 {
     cuda_impl *im = cuda_of(be);
-    conv_pick p = {-1, CUDNN_DEFAULT_MATH, 0, ""};
+    conv_pick p;
     NST_TRY(pick<cudnnConvolutionBwdDataAlgoPerf_t>(
         be, cv, 1, s->h, s->w,
         [&](int n, int *got, cudnnConvolutionBwdDataAlgoPerf_t *perf) {
@@ -322,13 +330,8 @@ static nst_status pick_bwd(nst_backend *be, nst_conv *cv, conv_shape *s, const v
         [&](int n, int *got, cudnnConvolutionBwdDataAlgoPerf_t *perf, void *ws, size_t wsb) {
             return cudnnFindConvolutionBackwardDataAlgorithmEx(im->dnn, cv->wd, cv->w, s->y, dy, cv->cd, s->x, dx, n, got, perf, ws, wsb);
         },
-        &p));
-    if (p.algo < 0)
-        return nst_fail(NST_ERUNTIME, "cuDNN: no deterministic backward-data algorithm for the %dx%dx%d -> %d conv within a %.0f MiB workspace",
-                        s->h, s->w, cv->cin, cv->cout, (double)im->ws_limit / (1 << 20));
+        bwd_name, &p));
     s->bwd = (cudnnConvolutionBwdDataAlgo_t)p.algo, s->bwd_math = p.math, s->bwd_ws = p.ws, s->have_bwd = 1;
-    cuda_note(im, "  %d->%d at %dx%d: backward-data %s (%s, %.1f MiB%s)", cv->cin, cv->cout, s->h, s->w, bwd_name(p.algo), math_name(p.math),
-              (double)p.ws / (1 << 20), p.how);
     return NST_OK;
 }
 
