@@ -4,7 +4,8 @@
  * a real barrier (__syncthreads), with threadIdx per thread; dynamic shared memory is one global
  * array (emu_shared), filled with NaN before each block, so a read of anything the block did not
  * write shows in the results, and AddressSanitizer catches a read past its end; bf16 and fp16 round
- * to nearest even, as __float2bfloat16_rn and __float2half_rn. Only for tests. */
+ * to nearest even, as __float2bfloat16_rn and __float2half_rn; the vector types are structs of
+ * the same layout, their 16-byte accesses copies (vec8.cuh). Only for tests. */
 #ifndef NST_CUDA_EMU_H
 #define NST_CUDA_EMU_H
 
@@ -78,6 +79,27 @@ static inline uint16_t emu_float_to_bf16(float f)
     b += 0x7fff + ((b >> 16) & 1); /* round to nearest, ties to even */
     return (uint16_t)(b >> 16);
 }
+/* the vector types and pair conversions vec8.cuh uses: .x at the lower address, as CUDA's */
+struct uint4 {
+    unsigned x, y, z, w;
+};
+struct float2 {
+    float x, y;
+};
+struct float4 {
+    float x, y, z, w;
+};
+struct __nv_bfloat162 {
+    __nv_bfloat16 x, y;
+};
+struct __half2 {
+    __half x, y;
+};
+static inline __nv_bfloat162 __floats2bfloat162_rn(float a, float b) { return {{emu_float_to_bf16(a)}, {emu_float_to_bf16(b)}}; }
+static inline float2 __bfloat1622float2(__nv_bfloat162 h) { return {emu_bf16_to_float(h.x.u), emu_bf16_to_float(h.y.u)}; }
+static inline __half2 __floats2half2_rn(float a, float b) { return {{(_Float16)a}, {(_Float16)b}}; }
+static inline float2 __half22float2(__half2 h) { return {(float)h.x.h, (float)h.y.h}; }
+
 template <typename T> float ld(const T *p, size_t i);
 template <> inline float ld<float>(const float *p, size_t i) { return p[i]; }
 template <> inline float ld<__nv_bfloat16>(const __nv_bfloat16 *p, size_t i) { return emu_bf16_to_float(p[i].u); }

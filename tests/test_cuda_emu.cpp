@@ -4,9 +4,11 @@
  * The element passes (kernels/cuda/eltwise_kernels.cuh) against the CPU backend's semantics
  * (kernels/backend.h, kernels/cpu/pool_cpu.c), bit for bit: ReLU backward; 2x2 floor pooling, max
  * and average, forward and backward, with and without the ReLU below folded in, on odd sizes, ties
- * (the first maximum in scan order takes the gradient), zeros and a NaN, in both index types of
- * the backward (32-bit and 64-bit); the preprocessing within two roundings of its terms (nvcc may
- * contract a x + b into one).
+ * (the first maximum in scan order takes the gradient), zeros of both signs and a NaN, in both
+ * index types of the backward (32-bit and 64-bit); the 8-channel kernels (ReLU backward, pooling
+ * forward and backward) give the one-element kernels' bits, with vec8.cuh's vector branches run
+ * as such (and checked against element by element); the preprocessing within two roundings of its
+ * terms (nvcc may contract a x + b into one).
  *
  * The reductions (kernels/cuda/reduce_kernels.cuh, block_sum.cuh): the sum of squares and the
  * content MSE over a region, masked and not, and total variation, each through the blocks'
@@ -30,6 +32,7 @@ extern "C" {
 #include "../kernels/backend.h" /* nst_adam_step, nst_xsum */
 }
 #include "cuda_emu.h"
+#include "../kernels/cuda/vec8.cuh"
 #define sw emu_shared
 #include "../kernels/cuda/conv_first_kernels.cuh"
 #undef sw
@@ -176,11 +179,15 @@ static void t_adjoint(void)
 
 /* ---- the element passes ------------------------------------------------------------------- */
 
-/* values with ties and zeros: a few levels, some negative, one NaN */
+/* values with ties and zeros of both signs (a max of +0 and -0 keeps the first in scan order): a
+ * few levels, some negative, one NaN */
 template <typename T> static std::vector<float> levels(size_t n, int nan_at)
 {
     std::vector<float> v(n);
-    for (size_t i = 0; i < n; i++) v[i] = rnd<T>((float)((int)(rng() % 7) - 2) * 0.375f);
+    for (size_t i = 0; i < n; i++) {
+        const int k = (int)(rng() % 8) - 2;
+        v[i] = rnd<T>(k == 5 ? -0.f : (float)k * 0.375f);
+    }
     if (nan_at >= 0 && (size_t)nan_at < n) v[nan_at] = NAN;
     return v;
 }
@@ -230,6 +237,14 @@ template <typename T> static void pool_case(int H, int W, int C, int avg, const 
         bad += !same_bits(ld<T>(y.data(), i), rnd<T>(pool_ref(x, W, C, r, j, c, avg)));
     }
     CHECK(bad == 0, "%s pool_forward %s %dx%dx%d: %d outputs differ", tn, avg ? "avg" : "max", H, W, C, bad);
+    if (C % 8 == 0) { /* 8 channels a thread: the same bits in both index types */
+        std::vector<T> y32(ny), y64(ny);
+        const size_t n8 = ny / 8;
+        emu_launch_sequential(2, 8, [&] { k_pool_fwd8<T, unsigned>(dx_in.data(), W, C, y32.data(), W / 2, (unsigned)n8, avg); });
+        emu_launch_sequential(1, 8, [&] { k_pool_fwd8<T, size_t>(dx_in.data(), W, C, y64.data(), W / 2, n8, avg); });
+        bad = ny && (memcmp(y32.data(), y.data(), ny * sizeof(T)) != 0 || memcmp(y64.data(), y.data(), ny * sizeof(T)) != 0);
+        CHECK(bad == 0, "%s pool_forward %s %dx%dx%d, 8 channels a thread: not the bits of one a thread", tn, avg ? "avg" : "max", H, W, C);
+    }
     for (int relu = 0; relu < 2; relu++) {
         emu_launch_sequential(blocks, 64, [&] { k_pool_bwd<T, unsigned>(dx_in.data(), H, W, C, dg.data(), H / 2, W / 2, d32.data(), avg, relu); });
         emu_launch_sequential(blocks, 64, [&] { k_pool_bwd<T, size_t>(dx_in.data(), H, W, C, dg.data(), H / 2, W / 2, d64.data(), avg, relu); });
@@ -239,12 +254,21 @@ template <typename T> static void pool_case(int H, int W, int C, int avg, const 
             bad += !same_bits(ld<T>(d32.data(), i), want) || !same_bits(ld<T>(d64.data(), i), want);
         }
         CHECK(bad == 0, "%s pool_backward %s%s %dx%dx%d: %d elements differ", tn, avg ? "avg" : "max", relu ? "+relu" : "", H, W, C, bad);
+        if (C % 8) continue;
+        /* 8 channels of a 2x2 block a thread, into buffers of NaN (every element must be written) */
+        std::vector<T> e32 = to<T>(std::vector<float>(n, NAN)), e64 = e32;
+        const size_t n8 = (size_t)((H + 1) / 2) * ((W + 1) / 2) * (C / 8);
+        emu_launch_sequential(2, 8, [&] { k_pool_bwd8<T, unsigned>(dx_in.data(), H, W, C, dg.data(), H / 2, W / 2, e32.data(), (unsigned)n8, avg, relu); });
+        emu_launch_sequential(1, 8, [&] { k_pool_bwd8<T, size_t>(dx_in.data(), H, W, C, dg.data(), H / 2, W / 2, e64.data(), n8, avg, relu); });
+        bad = memcmp(e32.data(), d32.data(), n * sizeof(T)) != 0 || memcmp(e64.data(), d32.data(), n * sizeof(T)) != 0;
+        CHECK(bad == 0, "%s pool_backward %s%s %dx%dx%d, 8 channels a thread: not the bits of one an element", tn, avg ? "avg" : "max",
+              relu ? "+relu" : "", H, W, C);
     }
 }
 
 static void t_pooling(void)
 {
-    static const int sz[][3] = {{2, 2, 1}, {5, 7, 3}, {8, 6, 16}, {9, 9, 8}, {1, 4, 2}};
+    static const int sz[][3] = {{2, 2, 1}, {5, 7, 3}, {8, 6, 16}, {9, 9, 8}, {1, 4, 2}, {7, 4, 24}, {1, 5, 8}, {3, 2, 8}};
     for (const auto &s : sz)
         for (int avg = 0; avg < 2; avg++) {
             pool_case<float>(s[0], s[1], s[2], avg, "fp32");
@@ -253,15 +277,59 @@ static void t_pooling(void)
         }
 }
 
+/* ReLU backward, one thread an element and 8 a thread (both index types): g where y > 0, else +0;
+ * the kept elements' bits untouched (a NaN's payload too) */
+template <typename T> static void relu_case(size_t n, const char *tn)
+{
+    std::vector<float> y = levels<T>(n, 17), g = levels<T>(n, -1);
+    std::vector<T> dy = to<T>(y), dg = to<T>(g);
+    size_t kept_nan = 0;
+    while (kept_nan < n && !(y[kept_nan] > 0.f)) kept_nan++;
+    if (kept_nan < n) memset(&dg[kept_nan], 0x7f, sizeof(T)); /* a NaN with a payload where g is kept */
+    std::vector<T> want = dg;
+    for (size_t i = 0; i < n; i++)
+        if (!(y[i] > 0.f)) st<T>(want.data(), i, 0.f);
+    std::vector<T> a = dg, b = dg, c = dg;
+    emu_launch_sequential(2, 64, [&] { k_relu_bwd<T>(dy.data(), a.data(), n); });
+    int bad = memcmp(a.data(), want.data(), n * sizeof(T)) != 0;
+    if (n % 8 == 0) {
+        emu_launch_sequential(2, 8, [&] { k_relu_bwd8<T, unsigned>(dy.data(), b.data(), (unsigned)(n / 8)); });
+        emu_launch_sequential(1, 8, [&] { k_relu_bwd8<T, size_t>(dy.data(), c.data(), n / 8); });
+        bad += (memcmp(b.data(), want.data(), n * sizeof(T)) != 0) + (memcmp(c.data(), want.data(), n * sizeof(T)) != 0);
+    }
+    CHECK(bad == 0, "%s relu_backward, %zu elements: %d of the kernels differ from g where y > 0, else +0", tn, n, bad);
+}
+
 static void t_relu_backward(void)
 {
-    const size_t n = 301;
-    std::vector<float> y = levels<__nv_bfloat16>(n, 17), g = levels<__nv_bfloat16>(n, -1);
-    std::vector<__nv_bfloat16> dy = to<__nv_bfloat16>(y), dg = to<__nv_bfloat16>(g);
-    emu_launch_sequential(2, 64, [&] { k_relu_bwd<__nv_bfloat16>(dy.data(), dg.data(), n); });
-    int bad = 0;
-    for (size_t i = 0; i < n; i++) bad += !same_bits(ld<__nv_bfloat16>(dg.data(), i), y[i] > 0.f ? g[i] : 0.f);
-    CHECK(bad == 0, "relu_backward: %d of %zu differ", bad, n);
+    for (size_t n : {301, 304, 8}) {
+        relu_case<float>(n, "fp32");
+        relu_case<__nv_bfloat16>(n, "bf16");
+        relu_case<__half>(n, "fp16");
+    }
+}
+
+/* vec8.cuh: 8 values through the vector branch equal them element by element, both ways, on
+ * values that round (ties to even) when stored */
+template <typename T> static void vec8_case(const char *tn)
+{
+    alignas(16) T a[8], b[8];
+    float v[8], u[8], w[8];
+    for (int j = 0; j < 8; j++) v[j] = 1.f + (float)(2 * j + 1) * 0x1p-9f * (j % 2 ? -1 : 1) + (float)j * 0x1p-12f;
+    store8<T>(a, v, true);
+    store8<T>(b, v, false);
+    load8<T>(a, u, true);
+    load8<T>(a, w, false);
+    int bad = memcmp(a, b, sizeof a) != 0 || memcmp(u, w, sizeof u) != 0;
+    for (int j = 0; j < 8; j++) bad += !same_bits(w[j], ld<T>(a, j)) || !same_bits(ld<T>(a, j), rnd<T>(v[j]));
+    CHECK(bad == 0, "%s load8/store8: the vector branch differs from element by element (%d)", tn, bad);
+}
+
+static void t_vec8(void)
+{
+    vec8_case<float>("fp32");
+    vec8_case<__nv_bfloat16>("bf16");
+    vec8_case<__half>("fp16");
 }
 
 /* x = (img[src c] a_c + b_c) fscale and its backward, BGR, within two roundings of the terms */
@@ -467,6 +535,7 @@ int main(void)
     RUN(t_reductions);
     RUN(t_gram_kernels);
     RUN(t_adam);
+    RUN(t_vec8);
     RUN(t_relu_backward);
     RUN(t_pooling);
     RUN(t_preprocess);

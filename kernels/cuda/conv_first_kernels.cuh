@@ -2,55 +2,8 @@
  * (conv_first_cuda.cu launches them): k_conv1_fwd and k_conv1_bwd, with their vector accesses.
  * Included after cuda_impl.h by nvcc, and by tests/test_cuda_emu.cpp after a host stand-in of the
  * same names (tests/cuda_emu.h: blocks of host threads with a real barrier), so `make test` runs
- * this very code on the CPU against a reference; it includes nothing itself. Without __CUDACC__
- * the vector accesses are element by element, the same values. */
-
-#ifdef __CUDACC__
-/* two 16-bit values from two floats (rounded as st<T> rounds), and back: .x at the lower address */
-__device__ __forceinline__ __nv_bfloat162 pair_of(const __nv_bfloat16 *, float a, float b) { return __floats2bfloat162_rn(a, b); }
-__device__ __forceinline__ __half2 pair_of(const __half *, float a, float b) { return __floats2half2_rn(a, b); }
-__device__ __forceinline__ float2 floats_of(__nv_bfloat162 h) { return __bfloat1622float2(h); }
-__device__ __forceinline__ float2 floats_of(__half2 h) { return __half22float2(h); }
-#endif
-
-/* 8 consecutive values of T at p (16-byte aligned where vec): for 16-bit T, where nvcc compiles
- * them, written or read as one 16-byte vector (a thread's 8 outputs or 8 gradients in one access
- * instead of 8); element by element otherwise. The same values either way. */
-template <typename T> __device__ __forceinline__ void store8(T *p, const float *v, bool vec)
-{
-    (void)vec;
-#ifdef __CUDACC__
-    if constexpr (sizeof(T) == 2)
-        if (vec) {
-            decltype(pair_of(p, 0.f, 0.f)) h[4];
-#pragma unroll
-            for (int j = 0; j < 4; j++) h[j] = pair_of(p, v[2 * j], v[2 * j + 1]);
-            *reinterpret_cast<uint4 *>(p) = *reinterpret_cast<const uint4 *>(h);
-            return;
-        }
-#endif
-#pragma unroll
-    for (int j = 0; j < 8; j++) st<T>(p, j, v[j]);
-}
-template <typename T> __device__ __forceinline__ void load8(const T *p, float *v, bool vec)
-{
-    (void)vec;
-#ifdef __CUDACC__
-    if constexpr (sizeof(T) == 2)
-        if (vec) {
-            const uint4 u = *reinterpret_cast<const uint4 *>(p);
-            const auto *h = reinterpret_cast<const decltype(pair_of(p, 0.f, 0.f)) *>(&u);
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                const float2 f = floats_of(h[j]);
-                v[2 * j] = f.x, v[2 * j + 1] = f.y;
-            }
-            return;
-        }
-#endif
-#pragma unroll
-    for (int j = 0; j < 8; j++) v[j] = ld<T>(p, j);
-}
+ * this very code on the CPU against a reference; it includes nothing itself. Its 8-value vector
+ * accesses are vec8.cuh's. */
 
 /* w[o][tap][c] of the layer's KRSC weights (cin_p channels a tap) */
 template <typename T> __device__ __forceinline__ float weight(const T *w, int cin_p, int o, int tap, int c)

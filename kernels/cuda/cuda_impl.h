@@ -125,6 +125,7 @@ template <> __device__ __forceinline__ void st<__nv_bfloat16>(__nv_bfloat16 *p, 
     ((dt) == NST_F32 ? CALL(float) : (dt) == NST_BF16 ? CALL(__nv_bfloat16) : CALL(__half))
 
 #include "block_sum.cuh" /* RED_THREADS, RED_BLOCKS, block_tree_sum */
+#include "vec8.cuh"      /* load8, store8 */
 
 /* ---- shared ops of several files ----------------------------------------------------------- */
 /* Copy r (all c channels) of src (sw wide) to dst (dw wide) at (dx, dy); element size es. */

@@ -1,12 +1,53 @@
 /* kernels/cuda/eltwise_kernels.cuh: the device code of the element passes (eltwise_cuda.cu
  * launches them): ReLU backward, the image preprocessing and its backward, 2x2 pooling and its
- * backward with the ReLU below folded in. Included after cuda_impl.h by nvcc, and by
- * tests/test_cuda_emu.cpp after its host stand-in of CUDA's names, which runs this very code on the
- * CPU against the CPU backend's semantics; it includes nothing itself. */
+ * backward with the ReLU below folded in; the ReLU backward and the pooling also 8 channels a
+ * thread with vector accesses (vec8.cuh), where the channels come in eights and the tensors are
+ * 16-byte aligned (eltwise_cuda.cu decides), the same values as one thread an element. Included after
+ * cuda_impl.h by nvcc, and by tests/test_cuda_emu.cpp after its host stand-in of CUDA's names,
+ * which runs this very code on the CPU against the CPU backend's semantics; it includes nothing
+ * itself. */
+
+/* The grid-stride loop in index type I: 32-bit (unsigned) where the launcher has checked that every
+ * index the kernel forms stays below 2^31 (then i + the stride, at most 2^20 blocks of 256, stays
+ * below 2^31 + 2^28: no wrap), with no 64-bit division per element; size_t otherwise. */
+#define GRID_STRIDE_I(I, i, n) for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < (n); i += (I)gridDim.x * blockDim.x)
 
 template <typename T> __global__ void k_relu_bwd(const T *y, T *g, size_t n)
 {
     GRID_STRIDE(i, n) if (!(ld<T>(y, i) > 0.f)) st<T>(g, i, 0.f);
+}
+
+/* Lanes of 8 values of T at p (16-byte aligned) whose bit in keep is clear set to +0, as
+ * st<T>(p, j, 0.f) would, on the raw words: the kept lanes' bits are not converted at all. */
+template <typename T> __device__ __forceinline__ void zero_lanes8(T *p, unsigned keep)
+{
+    alignas(16) unsigned w[sizeof(T) * 2]; /* 4 words of two 16-bit lanes, or 8 of one fp32 lane */
+    copy16(w, p);
+    if constexpr (sizeof(T) == 4) copy16(w + 4, p + 4);
+#pragma unroll
+    for (int i = 0; i < (int)sizeof(T) * 2; i++) {
+        const unsigned m = sizeof(T) == 4 ? ((keep >> i) & 1 ? 0xffffffffu : 0u)
+                                          : ((keep >> (2 * i)) & 1 ? 0xffffu : 0u) | ((keep >> (2 * i + 1)) & 1 ? 0xffff0000u : 0u);
+        w[i] &= m;
+    }
+    copy16(p, w);
+    if constexpr (sizeof(T) == 4) copy16(p + 4, w + 4);
+}
+
+/* ReLU backward, 8 elements a thread (n8 = n / 8; y and g 16-byte aligned): y in one vector access,
+ * g read and written only where one of the 8 is zeroed (a region of positive outputs costs its y
+ * alone) */
+template <typename T, typename I> __global__ void k_relu_bwd8(const T *y, T *g, I n8)
+{
+    GRID_STRIDE_I(I, k, n8)
+    {
+        float v[8];
+        load8<T>(y + k * 8, v, true);
+        unsigned keep = 0;
+#pragma unroll
+        for (int j = 0; j < 8; j++) keep |= (unsigned)(v[j] > 0.f) << j;
+        if (keep != 0xffu) zero_lanes8<T>(g + k * 8, keep);
+    }
 }
 
 /* x = (img[src c] a_c + b_c) fscale, the network input (struct filled by eltwise_cuda.cu) */
@@ -15,13 +56,16 @@ struct affine3 {
     int src[3];
 };
 
+/* v[c] by selects: indexing a kernel parameter's array by a variable copies it to local memory */
+template <typename V> __device__ __forceinline__ V pick3(const V *v, int c) { return c == 0 ? v[0] : c == 1 ? v[1] : v[2]; }
+
 template <typename T> __global__ void k_pre(const float *img, T *x, size_t npx, affine3 f, float fscale)
 {
     GRID_STRIDE(i, npx * 3)
     {
         size_t p = i / 3;
         int c = (int)(i % 3);
-        st<T>(x, i, (img[3 * p + f.src[c]] * f.a[c] + f.b[c]) * fscale);
+        st<T>(x, i, (img[3 * p + pick3(f.src, c)] * pick3(f.a, c) + pick3(f.b, c)) * fscale);
     }
 }
 
@@ -31,7 +75,7 @@ template <typename T> __global__ void k_pre_bwd(const T *dx, float *dimg, size_t
     {
         size_t p = i / 3;
         int c = (int)(i % 3);
-        dimg[3 * p + f.src[c]] = ld<T>(dx, i) * inv_fscale * f.a[c];
+        dimg[3 * p + pick3(f.src, c)] = ld<T>(dx, i) * inv_fscale * pick3(f.a, c);
     }
 }
 
@@ -56,6 +100,35 @@ template <typename T> __global__ void k_pool_fwd(const T *x, int W, int C, T *y,
             if (e > o) o = e;
         }
         st<T>(y, i, o);
+    }
+}
+
+/* 8 channels of one output pixel a thread (n8 = yh yw C / 8; C a multiple of 8, x and y 16-byte
+ * aligned), the same comparisons and sums as k_pool_fwd per channel; I as GRID_STRIDE_I */
+template <typename T, typename I> __global__ void k_pool_fwd8(const T *x, int W, int C, T *y, int yw, I n8, int avg)
+{
+    const int C8 = C / 8;
+    GRID_STRIDE_I(I, k, n8)
+    {
+        const int c = (int)(k % C8) * 8;
+        const I q = k / C8;
+        const int j = (int)(q % yw), r = (int)(q / yw);
+        const I p00 = ((I)(2 * r) * W + 2 * j) * C + c;
+        float a[8], b[8], d[8], e[8], o[8];
+        load8<T>(x + p00, a, true), load8<T>(x + p00 + C, b, true);
+        load8<T>(x + p00 + (I)W * C, d, true), load8<T>(x + p00 + (I)W * C + C, e, true);
+#pragma unroll
+        for (int l = 0; l < 8; l++) {
+            if (avg) {
+                o[l] = 0.25f * ((a[l] + b[l]) + (d[l] + e[l]));
+            } else {
+                o[l] = a[l];
+                if (b[l] > o[l]) o[l] = b[l];
+                if (d[l] > o[l]) o[l] = d[l];
+                if (e[l] > o[l]) o[l] = e[l];
+            }
+        }
+        store8<T>(y + q * C + c, o, true);
     }
 }
 
@@ -88,5 +161,55 @@ __global__ void k_pool_bwd(const T *x, int H, int W, int C, const T *gy, int yh,
             if (relu && !(ld<T>(x, i) > 0.f)) v = 0.f;
         }
         st<T>(dx, i, v);
+    }
+}
+
+/* 8 channels of one 2x2 block of dx a thread (n8 = ceil(H / 2) ceil(W / 2) C / 8; C a multiple of
+ * 8, every tensor 16-byte aligned): the window's x and gy read once for its four positions instead of
+ * once for each, then the same routing, ReLU fold and zeros as k_pool_bwd per element (a block past
+ * the pooled rows or columns, which floor pooling drops, gets zeros); I as GRID_STRIDE_I */
+template <typename T, typename I>
+__global__ void k_pool_bwd8(const T *x, int H, int W, int C, const T *gy, int yh, int yw, T *dx, I n8, int avg, int relu)
+{
+    const int C8 = C / 8, bw = (W + 1) / 2;
+    GRID_STRIDE_I(I, k, n8)
+    {
+        const int c = (int)(k % C8) * 8;
+        const I q = k / C8;
+        const int j = (int)(q % bw), r = (int)(q / bw);
+        const I p00 = ((I)(2 * r) * W + 2 * j) * C + c, p[4] = {p00, p00 + C, p00 + (I)W * C, p00 + (I)W * C + C};
+        const bool in[4] = {true, 2 * j + 1 < W, 2 * r + 1 < H, 2 * j + 1 < W && 2 * r + 1 < H};
+        float v[4][8];
+#pragma unroll
+        for (int s = 0; s < 4; s++)
+#pragma unroll
+            for (int l = 0; l < 8; l++) v[s][l] = 0.f;
+        if (r < yh && j < yw) { /* the whole window is inside */
+            float g[8], xv[4][8];
+            load8<T>(gy + ((I)r * yw + j) * C + c, g, true);
+#pragma unroll
+            for (int s = 0; s < 4; s++) load8<T>(x + p[s], xv[s], true);
+#pragma unroll
+            for (int l = 0; l < 8; l++) {
+                if (avg) {
+                    v[0][l] = v[1][l] = v[2][l] = v[3][l] = 0.25f * g[l];
+                } else {
+                    float m = xv[0][l];
+                    int arg = 0;
+                    if (xv[1][l] > m) m = xv[1][l], arg = 1;
+                    if (xv[2][l] > m) m = xv[2][l], arg = 2;
+                    if (xv[3][l] > m) m = xv[3][l], arg = 3;
+#pragma unroll
+                    for (int s = 0; s < 4; s++) v[s][l] = arg == s ? g[l] : 0.f; /* (no indexing by arg: registers) */
+                }
+                if (relu)
+#pragma unroll
+                    for (int s = 0; s < 4; s++)
+                        if (!(xv[s][l] > 0.f)) v[s][l] = 0.f;
+            }
+        }
+#pragma unroll
+        for (int s = 0; s < 4; s++)
+            if (in[s]) store8<T>(dx + p[s], v[s], true);
     }
 }
