@@ -447,6 +447,30 @@ static void t_reductions(void)
 }
 
 /* the Gram ops' kernels beside cuBLAS: chunks of a region, the difference and its loss */
+/* k_chunk_f64_8 (8 channels a thread, both index types) gives k_chunk_f64's doubles, plain and
+ * weighted, from a mid-region start of a region of part rows */
+template <typename T> static void chunk8_case(const char *tn)
+{
+    std::uniform_real_distribution<float> U(-1.f, 1.f);
+    const int H = 7, W = 11, C = 24;
+    const nst_rect r = {2, 1, 5, 4};
+    std::vector<float> f((size_t)H * W * C), m((size_t)H * W);
+    for (auto &e : f) e = rnd<T>(U(rng));
+    for (auto &e : m) e = fabsf(U(rng));
+    std::vector<T> ft = to<T>(f);
+    const size_t p0 = 3, np = 13, n = np * C;
+    for (int masked = 0; masked < 2; masked++) {
+        const float *w = masked ? m.data() : NULL;
+        std::vector<double> o1(n, NAN), m1(n, NAN), o2(n, NAN), m2(n, NAN), o3(n, NAN), m3(n, NAN);
+        emu_launch_sequential(2, 32, [&] { k_chunk_f64<T>(ft.data(), w, W, C, r, p0, o1.data(), m1.data(), n); });
+        emu_launch_sequential(2, 8, [&] { k_chunk_f64_8<T, unsigned>(ft.data(), w, W, C, r, 3u, o2.data(), m2.data(), (unsigned)(n / 8)); });
+        emu_launch_sequential(1, 8, [&] { k_chunk_f64_8<T, size_t>(ft.data(), w, W, C, r, p0, o3.data(), m3.data(), n / 8); });
+        int bad = memcmp(o1.data(), o2.data(), n * 8) != 0 || memcmp(o1.data(), o3.data(), n * 8) != 0;
+        if (masked) bad += memcmp(m1.data(), m2.data(), n * 8) != 0 || memcmp(m1.data(), m3.data(), n * 8) != 0;
+        CHECK(bad == 0, "%s chunk%s, 8 channels a thread: not k_chunk_f64's doubles", tn, masked ? " (masked)" : "");
+    }
+}
+
 static void t_gram_kernels(void)
 {
     std::uniform_real_distribution<float> U(-1.f, 1.f);
@@ -475,6 +499,9 @@ static void t_gram_kernels(void)
     }
     bad += memcmp(dfo.data(), want_df.data(), df.size() * sizeof(float)) != 0;
     CHECK(bad == 0, "a region's chunk: %d values not the positions picked by hand", bad);
+    chunk8_case<__nv_bfloat16>("bf16");
+    chunk8_case<float>("fp32");
+    chunk8_case<__half>("fp16");
     /* d = g gs - a from the upper triangle (the lower one NaN), and with g_prev: (2 g - g_prev) gs - a */
     const int c = 11;
     std::vector<double> g((size_t)c * c, NAN), gp((size_t)c * c, NAN);

@@ -110,6 +110,22 @@ static inline unsigned cuda_blocks(size_t n, unsigned threads)
     return b ? (unsigned)b : 1u;
 }
 
+/* Whether 8-channel kernels (vec8.cuh) may run: a multiple of 8 channels (or elements in all, for
+ * an element pass: c = n) and every tensor at a 16-byte boundary (the arena's are; a view into one
+ * may not be). NULL for a tensor not used. */
+static inline int cuda_eight_wide(size_t c, const void *a, const void *b, const void *d, const void *e)
+{
+    const uintptr_t any = (uintptr_t)a | (uintptr_t)b | (uintptr_t)d | (uintptr_t)e;
+    return c % 8 == 0 && any % 16 == 0;
+}
+/* 32-bit indices where every index a kernel forms over n elements stays below 2^31 (GRID_STRIDE_I) */
+static inline int cuda_narrow(size_t n) { return n < ((size_t)1 << 31); }
+
+/* The grid-stride loop in index type I: 32-bit (unsigned) where cuda_narrow holds for every index
+ * the kernel forms (then i + the stride, at most 2^20 blocks of 256, stays below 2^31 + 2^28: no
+ * wrap), with no 64-bit division per element; size_t otherwise. */
+#define GRID_STRIDE_I(I, i, n) for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < (n); i += (I)gridDim.x * blockDim.x)
+
 /* ---- element types ------------------------------------------------------------------------ */
 template <typename T> __device__ __forceinline__ float ld(const T *p, size_t i);
 template <> __device__ __forceinline__ float ld<float>(const float *p, size_t i) { return p[i]; }

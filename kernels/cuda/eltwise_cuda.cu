@@ -1,7 +1,7 @@
 /* kernels/cuda/eltwise_cuda.cu: ReLU backward, the image preprocessing (forward and backward)
  * and 2x2 pooling (forward and backward), with the CPU backend's semantics: floor pooling, max
  * routing to the first maximum in scan order. One thread per output element, or 8 channels a
- * thread with vector accesses where the shapes and alignments allow (eight_wide). */
+ * thread with vector accesses where the shapes and alignments allow (cuda_eight_wide). */
 #include "cuda_impl.h"
 #include "eltwise_kernels.cuh" /* (the kernels; tests/test_cuda_emu.cpp runs them on the CPU) */
 
@@ -13,28 +13,16 @@ static nst_status same_shape(const nst_tensor *a, const nst_tensor *b, const cha
     return NST_OK;
 }
 
-/* Whether the 8-wide kernels may run: a multiple of 8 elements a row of channels (or in all, for
- * the ReLU: c = n) and every tensor at a 16-byte boundary (the arena's are; a view into one may not
- * be) */
-static int eight_wide(int c, const void *a, const void *b, const void *d, const void *e)
-{
-    const uintptr_t any = (uintptr_t)a | (uintptr_t)b | (uintptr_t)d | (uintptr_t)e;
-    return c % 8 == 0 && any % 16 == 0;
-}
-
-/* 32-bit indices where every index a kernel forms over n elements stays below 2^31 (GRID_STRIDE_I) */
-static int narrow(size_t n) { return n < ((size_t)1 << 31); }
-
 nst_status cuda_relu_backward(nst_backend *be, const nst_tensor *y, nst_tensor *dy)
 {
     NST_TRY(same_shape(y, dy, "relu_backward"));
     size_t n = nst_tensor_elems(y);
     if (!n) return NST_OK;
     cudaStream_t s = cuda_of(be)->stream;
-    if (n % 8 == 0 && eight_wide(8, y->data, dy->data, NULL, NULL)) {
+    if (cuda_eight_wide(n, y->data, dy->data, NULL, NULL)) {
         const size_t n8 = n / 8;
 #define RELU8(T)                                                                                                                   \
-    (narrow(n) ? k_relu_bwd8<T, unsigned><<<cuda_blocks(n8, 256), 256, 0, s>>>((const T *)y->data, (T *)dy->data, (unsigned)n8) \
+    (cuda_narrow(n) ? k_relu_bwd8<T, unsigned><<<cuda_blocks(n8, 256), 256, 0, s>>>((const T *)y->data, (T *)dy->data, (unsigned)n8) \
                : k_relu_bwd8<T, size_t><<<cuda_blocks(n8, 256), 256, 0, s>>>((const T *)y->data, (T *)dy->data, n8),            \
      0)
         CUDA_DISPATCH(y->dt, RELU8);
@@ -109,10 +97,10 @@ nst_status cuda_pool_forward(nst_backend *be, nst_pool_kind kind, const nst_tens
     if (!n) return NST_OK;
     cudaStream_t s = cuda_of(be)->stream;
     int avg = kind == NST_POOL_AVG;
-    if (eight_wide(x->c, x->data, y->data, NULL, NULL)) {
+    if (cuda_eight_wide(x->c, x->data, y->data, NULL, NULL)) {
         const size_t n8 = n / 8;
 #define PF8(T)                                                                                                                        \
-    (narrow(nst_tensor_elems(x)) ? k_pool_fwd8<T, unsigned><<<cuda_blocks(n8, 256), 256, 0, s>>>((const T *)x->data, x->w, x->c, (T *)y->data, \
+    (cuda_narrow(nst_tensor_elems(x)) ? k_pool_fwd8<T, unsigned><<<cuda_blocks(n8, 256), 256, 0, s>>>((const T *)x->data, x->w, x->c, (T *)y->data, \
                                                                                              y->w, (unsigned)n8, avg)          \
                                  : k_pool_fwd8<T, size_t><<<cuda_blocks(n8, 256), 256, 0, s>>>((const T *)x->data, x->w, x->c, (T *)y->data,   \
                                                                                            y->w, n8, avg),                     \
@@ -137,11 +125,11 @@ nst_status cuda_pool_backward(nst_backend *be, nst_pool_kind kind, const nst_ten
     if (!n) return NST_OK;
     cudaStream_t s = cuda_of(be)->stream;
     int avg = kind == NST_POOL_AVG;
-    if (eight_wide(x->c, x->data, dy->data, dx->data, NULL)) {
+    if (cuda_eight_wide(x->c, x->data, dy->data, dx->data, NULL)) {
         /* 2x2 blocks of dx, the last row and column of an odd size included */
         const size_t n8 = (size_t)((x->h + 1) / 2) * ((x->w + 1) / 2) * (x->c / 8);
 #define PB8(T)                                                                                                                     \
-    (narrow(n) ? k_pool_bwd8<T, unsigned><<<cuda_blocks(n8, 256), 256, 0, s>>>((const T *)x->data, x->h, x->w, x->c,             \
+    (cuda_narrow(n) ? k_pool_bwd8<T, unsigned><<<cuda_blocks(n8, 256), 256, 0, s>>>((const T *)x->data, x->h, x->w, x->c,             \
                                                                               (const T *)dy->data, dy->h, dy->w, (T *)dx->data, \
                                                                               (unsigned)n8, avg, relu)                         \
                : k_pool_bwd8<T, size_t><<<cuda_blocks(n8, 256), 256, 0, s>>>((const T *)x->data, x->h, x->w, x->c,               \
@@ -154,7 +142,7 @@ nst_status cuda_pool_backward(nst_backend *be, nst_pool_kind kind, const nst_ten
         return NST_OK;
     }
 #define PB(T)                                                                                                                      \
-    ((narrow(n) ? k_pool_bwd<T, unsigned><<<cuda_blocks(n, 256), 256, 0, s>>>((const T *)x->data, x->h, x->w, x->c, (const T *)dy->data, \
+    ((cuda_narrow(n) ? k_pool_bwd<T, unsigned><<<cuda_blocks(n, 256), 256, 0, s>>>((const T *)x->data, x->h, x->w, x->c, (const T *)dy->data, \
                                                                           dy->h, dy->w, (T *)dx->data, avg, relu)                  \
              : k_pool_bwd<T, size_t><<<cuda_blocks(n, 256), 256, 0, s>>>((const T *)x->data, x->h, x->w, x->c, (const T *)dy->data,   \
                                                                         dy->h, dy->w, (T *)dx->data, avg, relu)),                 \

@@ -7,11 +7,6 @@
  * which runs this very code on the CPU against the CPU backend's semantics; it includes nothing
  * itself. */
 
-/* The grid-stride loop in index type I: 32-bit (unsigned) where the launcher has checked that every
- * index the kernel forms stays below 2^31 (then i + the stride, at most 2^20 blocks of 256, stays
- * below 2^31 + 2^28: no wrap), with no 64-bit division per element; size_t otherwise. */
-#define GRID_STRIDE_I(I, i, n) for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < (n); i += (I)gridDim.x * blockDim.x)
-
 template <typename T> __global__ void k_relu_bwd(const T *y, T *g, size_t n)
 {
     GRID_STRIDE(i, n) if (!(ld<T>(y, i) > 0.f)) st<T>(g, i, 0.f);
@@ -36,7 +31,7 @@ template <typename T> __device__ __forceinline__ void zero_lanes8(T *p, unsigned
 
 /* ReLU backward, 8 elements a thread (n8 = n / 8; y and g 16-byte aligned): y in one vector access,
  * g read and written only where one of the 8 is zeroed (a region of positive outputs costs its y
- * alone) */
+ * alone); I as GRID_STRIDE_I (cuda_impl.h) */
 template <typename T, typename I> __global__ void k_relu_bwd8(const T *y, T *g, I n8)
 {
     GRID_STRIDE_I(I, k, n8)

@@ -74,11 +74,26 @@ nst_status cuda_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect o
     double *X = (double *)im->s2, *MX = m ? X + span : X;
     const float *w = m ? (const float *)m->data : NULL;
     const double fs = cuda_act_scale(im, f->dt), alpha = 1 / (fs * fs), beta = 1;
+    /* 8 channels a thread where they come in eights; 32-bit indices where f's and a chunk's fit */
+    const int wide = cuda_eight_wide((size_t)C, f->data, X, MX, NULL),
+              narrow = cuda_narrow(nst_tensor_elems(f)) && cuda_narrow(per * C);
     for (size_t p0 = 0; p0 < npx; p0 += per) {
         const size_t np = npx - p0 < per ? npx - p0 : per, n = np * C;
+        if (wide) {
+            const size_t n8 = n / 8;
+#define CHUNK8(T)                                                                                                                \
+    (narrow ? k_chunk_f64_8<T, unsigned><<<cuda_blocks(n8, 256), 256, 0, im->stream>>>((const T *)f->data, w, f->w, C, own,      \
+                                                                                       (unsigned)p0, X, MX, (unsigned)n8)     \
+            : k_chunk_f64_8<T, size_t><<<cuda_blocks(n8, 256), 256, 0, im->stream>>>((const T *)f->data, w, f->w, C, own, p0, X, \
+                                                                                     MX, n8),                                 \
+     0)
+            CUDA_DISPATCH(f->dt, CHUNK8);
+#undef CHUNK8
+        } else {
 #define CHUNK(T) (k_chunk_f64<T><<<cuda_blocks(n, 256), 256, 0, im->stream>>>((const T *)f->data, w, f->w, C, own, p0, X, MX, n), 0)
-        CUDA_DISPATCH(f->dt, CHUNK);
+            CUDA_DISPATCH(f->dt, CHUNK);
 #undef CHUNK
+        }
         LAUNCH_TRY("gram_accumulate");
         /* A = X (plain), B = MX (weighted): see above */
         CUBLAS_TRY(im->cb->gemm_ex(im->blas, CUBLAS_OP_N, CUBLAS_OP_T, C, C, (int)np, &alpha, X, CUDA_R_64F, C, MX, CUDA_R_64F, C, &beta,

@@ -26,6 +26,34 @@ __global__ void k_chunk_f64(const T *f, const float *m, int W, int C, nst_rect r
     }
 }
 
+/* k_chunk_f64 8 channels a thread (n8 = n / 8; C a multiple of 8, f, out and mout 16-byte aligned):
+ * one vector load of f, the doubles in 16-byte stores, one position's pixel index for 8 values; I
+ * as GRID_STRIDE_I (cuda_impl.h). The same values. */
+template <typename T, typename I>
+__global__ void k_chunk_f64_8(const T *f, const float *m, int W, int C, nst_rect r, I p0, double *out, double *mout, I n8)
+{
+    const int C8 = C / 8;
+    GRID_STRIDE_I(I, k, n8)
+    {
+        const I p = p0 + k / C8, px = (I)(r.y + (int)(p / (I)r.w)) * W + r.x + (int)(p % (I)r.w);
+        const int c = (int)(k % C8) * 8;
+        float v[8];
+        load8<T>(f + px * C + c, v, true);
+        alignas(16) double d[8];
+#pragma unroll
+        for (int l = 0; l < 8; l++) d[l] = (double)v[l];
+#pragma unroll
+        for (int l = 0; l < 8; l += 2) copy16(out + k * 8 + l, d + l);
+        if (m) {
+            const double w = (double)m[px];
+#pragma unroll
+            for (int l = 0; l < 8; l++) d[l] = w * d[l];
+#pragma unroll
+            for (int l = 0; l < 8; l += 2) copy16(mout + k * 8 + l, d + l);
+        }
+    }
+}
+
 /* the same positions in the storage type (packing for the backward) */
 template <typename T> __global__ void k_pack(const T *f, int W, int C, nst_rect r, size_t p0, T *out, size_t n)
 {
