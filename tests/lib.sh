@@ -30,6 +30,27 @@ same() {
 }
 # demo_pair: a config's [content] and [style] sections on the demo's pictures
 demo_pair() { printf '[content]\npath = %s/configs/demo/content.png\n[style]\npath = %s/configs/demo/style.png\n' "$ROOT" "$ROOT"; }
+# cpu_flags: the CPU's flags as the suite sees them: /proc/cpuinfo's, less those a global
+# ONEDNN_MAX_CPU_ISA hides (oneDNN and our own kernels honour it: kernels/cpu/isa_cpu.c), so that
+# `ONEDNN_MAX_CPU_ISA=AVX512_CORE make test` runs every suite as on an AVX-512 CPU without bf16
+# (Skylake-SP), and AVX2 as on a Zen 3; capped LEVEL: LEVEL, or that cap where it is lower, for a
+# run that sets its own (a run's ONEDNN_MAX_CPU_ISA replaces the suite's)
+isa_rank() {
+  case ${1^^} in
+    SSE41) echo 1 ;; AVX) echo 2 ;; AVX2 | AVX2_VNNI*) echo 3 ;; AVX512_CORE) echo 4 ;; AVX512_CORE_VNNI) echo 5 ;;
+    AVX512_CORE_BF16) echo 6 ;; AVX512_CORE_AMX* | AVX512_CORE_FP16) echo 7 ;; *) echo 9 ;;
+  esac
+}
+cpu_flags() {
+  local f r
+  f=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) " r=$(isa_rank "${ONEDNN_MAX_CPU_ISA:-ALL}")
+  [ "$r" -lt 7 ] && f=$(sed -E 's/ amx[a-z0-9_]*/ /g' <<<"$f")
+  [ "$r" -lt 6 ] && f=$(sed -E 's/ avx512_bf16 / /g' <<<"$f")
+  [ "$r" -lt 4 ] && f=$(sed -E 's/ avx512[a-z0-9_]*/ /g' <<<"$f")
+  [ "$r" -lt 3 ] && f=$(sed -E 's/ avx2 / /g' <<<"$f")
+  echo "flags :$f"
+}
+capped() { if [ "$(isa_rank "$1")" -le "$(isa_rank "${ONEDNN_MAX_CPU_ISA:-ALL}")" ]; then echo "$1"; else echo "$ONEDNN_MAX_CPU_ISA"; fi; }
 finish() {
   echo "$SUITE: $pass passed, $fail failed, $skipped skipped"
   [ "$fail" -eq 0 ]

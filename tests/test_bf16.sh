@@ -45,7 +45,7 @@ nst() { run_nst b.ini "$@"; }
 nst auto --set optim.iterations=0 --set output.path=auto.tif
 # the rule (kernels/cpu/backend_cpu.c, nst_cpu_auto_precision): bf16 on AMX and on AMD cores with
 # AVX512_BF16, fp32 on other cores (AMX granted by Linux is assumed where the CPU lists it)
-flags=$(grep -m1 '^flags' /proc/cpuinfo)
+flags=$(cpu_flags) # (less what a global ONEDNN_MAX_CPU_ISA hides: tests/lib.sh)
 cpu_has() { for f in "$@"; do grep -qw "$f" <<<"$flags" || return 1; done; }
 native=0 want="precision auto: fp32, the CPU has no native bf16 dot products"
 if cpu_has amx_bf16 amx_tile; then native=1 want="precision auto: bf16, the convolutions run on AMX"
@@ -56,7 +56,7 @@ else bad "auto" "expected '$want'" "$(head -n 3 "$T/auto.log")"; fi
 # the level oneDNN reports under a cap is the lower of the cap and this CPU's own: the message names it
 if cpu_has avx512f avx512bw avx512vl avx512dq; then under512=AVX512_CORE; elif cpu_has avx2; then under512=AVX2; else under512=SSE41; fi
 if cpu_has avx2; then under2=AVX2; else under2=SSE41; fi
-ONEDNN_MAX_CPU_ISA=AVX512_CORE nst hidden --set optim.iterations=0 --set output.path=hidden.tif
+ONEDNN_MAX_CPU_ISA=$(capped AVX512_CORE) nst hidden --set optim.iterations=0 --set output.path=hidden.tif
 grep -q "backend: CPU, fp32.*precision auto: fp32, the CPU has no native bf16 dot products ($under512)" "$T/hidden.log" &&
   ok "auto: fp32 where oneDNN may not use bf16 dot products (ONEDNN_MAX_CPU_ISA=AVX512_CORE)" || bad "auto without bf16" "" "$(head -n 2 "$T/hidden.log")"
 for p in fp16 tf32; do
@@ -64,7 +64,7 @@ for p in fp16 tf32; do
   one_error "$p" 2 "run.precision = $p: a GPU precision, but this rank computes on the CPU; valid on the CPU: auto, fp32, bf16" &&
     ok "run.precision = $p on the CPU: exit 2, one line naming the valid values" || bad "$p on the CPU" "exit $rc" "$(cat "$T/$p.log")"
 done
-ONEDNN_MAX_CPU_ISA=AVX2 nst avx2 --set run.precision=bf16 --set output.path=avx2.tif
+ONEDNN_MAX_CPU_ISA=$(capped AVX2) nst avx2 --set run.precision=bf16 --set output.path=avx2.tif
 one_error avx2 2 "run.precision = bf16 on this CPU ($under2): oneDNN has no bf16 convolution for it; valid here: auto, fp32" && [ ! -e "$T/avx2.tif" ] &&
   ok "run.precision = bf16 without a bf16 convolution ($under2): exit 2, one line" || bad "bf16 on AVX2" "exit $rc" "$(cat "$T/avx2.log")"
 
@@ -73,7 +73,7 @@ one_error avx2 2 "run.precision = bf16 on this CPU ($under2): oneDNN has no bf16
 # same precision at two levels: either way one line, exit 2, nothing written
 if cpu_has avx2 && cpu_has avx512f; then
   out=$(cd "$T" && "$IDLE" 120 mpirun --oversubscribe -np 1 "$NST" b.ini --set output.path=mixed.tif : \
-        -np 1 env ONEDNN_MAX_CPU_ISA=AVX2 "$NST" b.ini --set output.path=mixed.tif 2>&1); rc=$?
+        -np 1 env ONEDNN_MAX_CPU_ISA=$(capped AVX2) "$NST" b.ini --set output.path=mixed.tif 2>&1); rc=$?
   if [ $native -eq 1 ]; then why='the ranks resolved run.precision = auto differently (fp32 on some, bf16 on others: their CPUs differ)'
   else why="the ranks' CPUs compute at different instruction-set levels.*rank 1 on .*, AVX2 (jit:avx2; own kernels AVX2).*set ONEDNN_MAX_CPU_ISA"; fi
   if [ $rc -eq 2 ] && [ "$(grep -c '^nstbatch: error:' <<<"$out")" -eq 1 ] && [ ! -e "$T/mixed.tif" ] && grep -q "$why" <<<"$out"; then
@@ -81,7 +81,7 @@ if cpu_has avx2 && cpu_has avx512f; then
   else bad "mixed levels" "exit $rc" "$out"; fi
   # one precision pinned: the levels still differ, and the line names each rank's node and level
   out=$(cd "$T" && "$IDLE" 120 mpirun --oversubscribe -np 1 "$NST" b.ini --set output.path=mixed.tif --set run.precision=fp32 : \
-        -np 1 env ONEDNN_MAX_CPU_ISA=AVX2 "$NST" b.ini --set output.path=mixed.tif --set run.precision=fp32 2>&1); rc=$?
+        -np 1 env ONEDNN_MAX_CPU_ISA=$(capped AVX2) "$NST" b.ini --set output.path=mixed.tif --set run.precision=fp32 2>&1); rc=$?
   if [ $rc -eq 2 ] && [ "$(grep -c '^nstbatch: error:' <<<"$out")" -eq 1 ] && [ ! -e "$T/mixed.tif" ] &&
      grep -q "at different instruction-set levels.*rank 0 on $(hostname).*rank 1 on $(hostname), AVX2" <<<"$out"; then
     ok "fp32 on two levels: exit 2, one line naming the nodes and levels"
@@ -92,7 +92,7 @@ if cpu_has avx2 && cpu_has avx512f; then
   if [ $native -eq 1 ]; then
     fp=(b.ini --set run.precision=fp32 --set optim.iterations=5)
     out=$(cd "$T" && "$IDLE" 120 mpirun --oversubscribe -np 1 "$NST" "${fp[@]}" --set output.path=fp_mixed.tif : \
-          -np 1 env ONEDNN_MAX_CPU_ISA=AVX512_CORE "$NST" "${fp[@]}" --set output.path=fp_mixed.tif 2>&1); rc=$?
+          -np 1 env ONEDNN_MAX_CPU_ISA=$(capped AVX512_CORE) "$NST" "${fp[@]}" --set output.path=fp_mixed.tif 2>&1); rc=$?
     out2=$(cd "$T" && "$IDLE" 120 mpirun --oversubscribe -np 2 "$NST" "${fp[@]}" --set output.path=fp_same.tif 2>&1); rc2=$?
     if [ $rc -eq 0 ] && [ $rc2 -eq 0 ]; then same "fp32 on AVX512_CORE_BF16 and AVX512_CORE: the same arithmetic, so the job runs, with the bits of two uncapped ranks" fp_mixed.tif fp_same.tif
     else bad "fp32 on AVX512_CORE_BF16 and AVX512_CORE" "exit $rc / $rc2" "$out$out2"; fi
@@ -129,7 +129,7 @@ if [ $native -eq 1 ]; then
   # at 5), then auto resolving to fp32 on the "same" config
   out=$(cd "$T" && NSTBATCH_FAULT=0:10 "$IDLE" 60 "$NST" b.ini --set checkpoint.path=ck --set checkpoint.every=5 --set optim.iterations=20 \
         --set output.path=k.tif 2>&1)
-  ONEDNN_MAX_CPU_ISA=AVX512_CORE nst k32 --set checkpoint.path=ck --set checkpoint.every=5 --set optim.iterations=20 --set output.path=k.tif
+  ONEDNN_MAX_CPU_ISA=$(capped AVX512_CORE) nst k32 --set checkpoint.path=ck --set checkpoint.every=5 --set optim.iterations=20 --set output.path=k.tif
   one_error k32 2 "holds an unfinished checkpoint of a different render (it has 'arithmetic = cpu bf16' where this run has 'arithmetic = cpu fp32', at level 1, iteration 10)" &&
     ok "a checkpoint of auto = bf16 is not resumed where auto means fp32 (exit 2, naming the arithmetic)" || bad "checkpoint by precision" "exit $rc" "$out
 $(cat "$T/k32.log")"
