@@ -12,8 +12,9 @@
 #      WxH, e.g. 1024x768, is a W x H image): s/iter
 #      (rows every ITERS iterations, as a render prints them: the iterations between rows read
 #      nothing back and, on a GPU, replay one recorded CUDA graph; the mean of the ITERS before the
-#      rows at 2 ITERS and 3 ITERS, their median, with gpu.graphs = true and, on CUDA, false; the run
-#      record's replays and host waits), megapixel-
+#      rows at 2 ITERS and 3 ITERS, their median, with gpu.graphs = true and, on CUDA, false and
+#      with the element passes one element a thread, NSTBATCH_CUDA_VEC8=0; the run record's replays
+#      and host waits), megapixel-
 #      iterations/s, MFU (1.514 MFLOP per pixel per iteration over $PEAK_TFLOPS, default the bf16
 #      dense peak of an H100/H200: 989.4), the backend's peak bytes per megapixel against the
 #      layout's memory model for the same tile (run record: peak_bytes_max, model_peak_bytes_max);
@@ -174,10 +175,16 @@ for S in $SIZES; do
     log "### nstbatch $S, gpu.graphs = false"$'\n'"$(cat "$T/run.log")"
     off=$(rows_spi)
   fi
+  # and with the element passes one element a thread (NSTBATCH_CUDA_VEC8=0), for the same line
+  scalar="-"
+  if [ "$DEVICE" = cuda ] && NSTBATCH_CUDA_VEC8=0 nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS" --set gpu.graphs=true; then
+    log "### nstbatch $S, NSTBATCH_CUDA_VEC8=0"$'\n'"$(cat "$T/run.log")"
+    scalar=$(rows_spi)
+  fi
   if nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS" --set gpu.graphs=true; then
     log "### nstbatch $S"$'\n'"$(cat "$T/run.log")"
     NSTS[$S]=$(rows_spi)
-    QUIET[$S]="$(json_num replayed "$T/rec.json") of $(json_num quiet_iterations "$T/rec.json") replayed, $(json_num waits_max "$T/rec.json") host waits, ${off:--} s/iter without graphs"
+    QUIET[$S]="$(json_num replayed "$T/rec.json") of $(json_num quiet_iterations "$T/rec.json") replayed, $(json_num waits_max "$T/rec.json") host waits, ${off:--} s/iter without graphs, ${scalar:--} with the element passes one element a thread"
     peak=$(json_num peak_bytes_max "$T/rec.json") model=$(json_num model_peak_bytes_max "$T/rec.json")
     GBMP[$S]=$(awk -v b="$peak" -v m="$mp" -v x="$model" 'BEGIN { printf "%.3f (model %.3f)", b / 1e9 / m, x / 1e9 / m }')
     [ -n "${KEEP_RECORD:-}" ] && cp "$T/rec.json" "$KEEP_RECORD" # the last size's record: its device diagnostics
@@ -286,7 +293,7 @@ fi
   printf '%s\n' "${rows[@]}"
   echo
   echo "nstbatch ran with gpu.conv_algorithms = $CONV_ALGOS."
-  echo "nstbatch (gpu.graphs = true in the table)'s iterations between rows (run record: cuda_graphs, host_waits), and its s/iter with gpu.graphs = false:$(for S in $SIZES; do printf ' %s: %s;' "$S" "${QUIET[$S]}"; done)"
+  echo "nstbatch (gpu.graphs = true in the table)'s iterations between rows (run record: cuda_graphs, host_waits), and its s/iter with gpu.graphs = false and with NSTBATCH_CUDA_VEC8=0:$(for S in $SIZES; do printf ' %s: %s;' "$S" "${QUIET[$S]}"; done)"
   echo
   echo "PyTorch's variants (bench/torch_gatys.py --variant), s/iter (warm-up seconds):"
   echo

@@ -154,11 +154,12 @@ static void t_tolerances_follow_the_precision(void)
 static char skip_why[256];
 static int ngpu;
 static nst_cuda_state gpu_state;
-static const nst_precision precs[] = {NST_PREC_FP32, NST_PREC_TF32, NST_PREC_BF16, NST_PREC_FP16, NST_PREC_BF16,
-                                      NST_PREC_BF16, NST_PREC_FP32, NST_PREC_BF16, NST_PREC_FP32, NST_PREC_FP16};
-static const int fused[] = {1, 1, 1, 1, 0, 1, 1, 1, 1, 1};
-static const int timed[] = {0, 0, 0, 0, 0, 1, 1, 0, 0, 0}; /* gpu.conv_algorithms = timed: cuDNN's Find's fastest (fp32: no TF32 taken) */
-static const int conv1[] = {0, 0, 0, 0, 0, 0, 0, 1, 1, 1}; /* NSTBATCH_CUDA_CONV1=own: conv1_1 on our own kernels */
+static const nst_precision precs[] = {NST_PREC_FP32, NST_PREC_TF32, NST_PREC_BF16, NST_PREC_FP16, NST_PREC_BF16, NST_PREC_BF16,
+                                      NST_PREC_FP32, NST_PREC_BF16, NST_PREC_FP32, NST_PREC_FP16, NST_PREC_BF16};
+static const int fused[] = {1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1};
+static const int timed[] = {0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0}; /* gpu.conv_algorithms = timed: cuDNN's Find's fastest (fp32: no TF32 taken) */
+static const int conv1[] = {0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0}; /* NSTBATCH_CUDA_CONV1=own: conv1_1 on our own kernels */
+static const int vec8[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0};  /* NSTBATCH_CUDA_VEC8=0: the element passes one element a thread */
 #define NPASS (int)(sizeof precs / sizeof *precs)
 static int pass;
 
@@ -170,10 +171,11 @@ static void t_cuda_against_cpu(void)
     if (gpu_state == NST_CUDA_UNUSABLE) return;
     if (ngpu <= 0) SKIP("%s", skip_why);
     char label[48];
-    snprintf(label, sizeof label, "cuda %s%s%s%s", nst_precision_name(precs[pass]), fused[pass] ? "" : " unfused", timed[pass] ? " timed" : "",
-             conv1[pass] ? " own conv1_1" : "");
+    snprintf(label, sizeof label, "cuda %s%s%s%s%s", nst_precision_name(precs[pass]), fused[pass] ? "" : " unfused", timed[pass] ? " timed" : "",
+             conv1[pass] ? " own conv1_1" : "", vec8[pass] ? "" : " scalar passes");
     setenv("NSTBATCH_CUDA_FUSE", fused[pass] ? "1" : "0", 1);
     setenv("NSTBATCH_CUDA_CONV1", conv1[pass] ? "own" : "cudnn", 1); /* read when the backend opens */
+    setenv("NSTBATCH_CUDA_VEC8", vec8[pass] ? "1" : "0", 1);
     nst_backend_options o = {.device = "cuda", .precision = precs[pass], .gpu_sharers = 1, .memory_gb = 2.0, .collective_ranks = 1,
                              .conv_timed = timed[pass]};
     nst_backend *dev = NULL;

@@ -298,6 +298,8 @@ static nst_status set_precision(nst_backend *be, cuda_impl *im, const nst_backen
     im->fuse = !(fuse && strcmp(fuse, "0") == 0);
     const char *conv1 = getenv("NSTBATCH_CUDA_CONV1");
     im->conv1_own = conv1 && strcmp(conv1, "own") == 0;
+    const char *vec8 = getenv("NSTBATCH_CUDA_VEC8");
+    im->vec8 = !(vec8 && strcmp(vec8, "0") == 0);
 
     return NST_OK;
 }

@@ -44,6 +44,7 @@ typedef struct cuda_impl {
     float fscale;              /* see the file comment */
     int fuse;                  /* bias+ReLU inside cuDNN's call (NSTBATCH_CUDA_FUSE=0: a separate kernel, for comparison) */
     int conv1_own;             /* NSTBATCH_CUDA_CONV1=own: conv1_1 on our own kernels (conv_first_cuda.cu), not cuDNN */
+    int vec8;                  /* 8-channel element passes where they fit (cuda_eight_wide); NSTBATCH_CUDA_VEC8=0: none */
     unsigned char *base;       /* the arena's memory */
     nst_arena arena;
     /* scratch from the arena, grown on first use (the first iteration), then reused; be->reserve
@@ -112,11 +113,11 @@ static inline unsigned cuda_blocks(size_t n, unsigned threads)
 
 /* Whether 8-channel kernels (vec8.cuh) may run: a multiple of 8 channels (or elements in all, for
  * an element pass: c = n) and every tensor at a 16-byte boundary (the arena's are; a view into one
- * may not be). NULL for a tensor not used. */
-static inline int cuda_eight_wide(size_t c, const void *a, const void *b, const void *d, const void *e)
+ * may not be), unless NSTBATCH_CUDA_VEC8=0 (the benchmark's comparison). NULL for a tensor not used. */
+static inline int cuda_eight_wide(const cuda_impl *im, size_t c, const void *a, const void *b, const void *d, const void *e)
 {
     const uintptr_t any = (uintptr_t)a | (uintptr_t)b | (uintptr_t)d | (uintptr_t)e;
-    return c % 8 == 0 && any % 16 == 0;
+    return im->vec8 && c % 8 == 0 && any % 16 == 0;
 }
 /* 32-bit indices where every index a kernel forms over n elements stays below 2^31 (GRID_STRIDE_I) */
 static inline int cuda_narrow(size_t n) { return n < ((size_t)1 << 31); }

@@ -19,7 +19,7 @@ nst_status cuda_relu_backward(nst_backend *be, const nst_tensor *y, nst_tensor *
     size_t n = nst_tensor_elems(y);
     if (!n) return NST_OK;
     cudaStream_t s = cuda_of(be)->stream;
-    if (cuda_eight_wide(n, y->data, dy->data, NULL, NULL)) {
+    if (cuda_eight_wide(cuda_of(be), n, y->data, dy->data, NULL, NULL)) {
         const size_t n8 = n / 8;
 #define RELU8(T)                                                                                                                   \
     (cuda_narrow(n) ? k_relu_bwd8<T, unsigned><<<cuda_blocks(n8, 256), 256, 0, s>>>((const T *)y->data, (T *)dy->data, (unsigned)n8) \
@@ -97,7 +97,7 @@ nst_status cuda_pool_forward(nst_backend *be, nst_pool_kind kind, const nst_tens
     if (!n) return NST_OK;
     cudaStream_t s = cuda_of(be)->stream;
     int avg = kind == NST_POOL_AVG;
-    if (cuda_eight_wide(x->c, x->data, y->data, NULL, NULL)) {
+    if (cuda_eight_wide(cuda_of(be), x->c, x->data, y->data, NULL, NULL)) {
         const size_t n8 = n / 8;
 #define PF8(T)                                                                                                                        \
     (cuda_narrow(nst_tensor_elems(x)) ? k_pool_fwd8<T, unsigned><<<cuda_blocks(n8, 256), 256, 0, s>>>((const T *)x->data, x->w, x->c, (T *)y->data, \
@@ -125,7 +125,7 @@ nst_status cuda_pool_backward(nst_backend *be, nst_pool_kind kind, const nst_ten
     if (!n) return NST_OK;
     cudaStream_t s = cuda_of(be)->stream;
     int avg = kind == NST_POOL_AVG;
-    if (cuda_eight_wide(x->c, x->data, dy->data, dx->data, NULL)) {
+    if (cuda_eight_wide(cuda_of(be), x->c, x->data, dy->data, dx->data, NULL)) {
         /* 2x2 blocks of dx, the last row and column of an odd size included */
         const size_t n8 = (size_t)((x->h + 1) / 2) * ((x->w + 1) / 2) * (x->c / 8);
 #define PB8(T)                                                                                                                     \

@@ -75,7 +75,7 @@ nst_status cuda_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect o
     const float *w = m ? (const float *)m->data : NULL;
     const double fs = cuda_act_scale(im, f->dt), alpha = 1 / (fs * fs), beta = 1;
     /* 8 channels a thread where they come in eights; 32-bit indices where f's and a chunk's fit */
-    const int wide = cuda_eight_wide((size_t)C, f->data, X, MX, NULL),
+    const int wide = cuda_eight_wide(im, (size_t)C, f->data, X, MX, NULL),
               narrow = cuda_narrow(nst_tensor_elems(f)) && cuda_narrow(per * C);
     for (size_t p0 = 0; p0 < npx; p0 += per) {
         const size_t np = npx - p0 < per ? npx - p0 : per, n = np * C;
