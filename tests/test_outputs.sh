@@ -154,7 +154,9 @@ cp "$T/keep.tif" "$T/keep.orig"
     >"$T/kill.log" 2>&1 ) &
 pid=$!
 killed=0
-for _ in $(seq 1 600); do # SIGKILL as soon as a temporary file has data in it
+# SIGKILL as soon as a temporary file has data in it, polled for as long as the render runs (it ends
+# by itself: its own progress bounds the wait, not a number of seconds)
+while kill -0 $pid 2>/dev/null; do
   if ls -a "$T" | grep -q '^\.keep\..*\.tmp$' && [ -n "$(find "$T" -maxdepth 1 -name '.keep.*.tmp' -size +1k)" ]; then
     kill -9 $pid 2>/dev/null && killed=1
     break

@@ -87,7 +87,6 @@ t0=$(date +%s)
 (cd "$T" && env LD_LIBRARY_PATH="$NVML" FAKE_NVML_UTIL=40 FAKE_NVML_TEMP=91 "$NST" m.ini) >"$T/run.log" 2>&1; rc=$?
 t1=$(date +%s)
 [ $rc -eq 0 ] && ok "the render ran $((t1 - t0)) s, writing metrics.prometheus into the collector's directory" || bad "render" "exit $rc" "$(tail -n 5 "$T/run.log")"
-sleep 3 # a scrape after the last write
 
 # value QUERY: the one sample's value ("" if none, "many" if several)
 value() {
@@ -106,6 +105,11 @@ print(v)
 PY
 }
 close() { $PY -c 'import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if abs(a - b) <= 1e-6 * max(1.0, abs(b)) else 1)' "$1" "$2" 2>/dev/null; }
+# a scrape after the last write: until Prometheus holds the final iteration the metrics log names
+# (the textfile is written whole, so every series is that scrape's; a scrape a second: 30 s, many
+# times that, as for the daemons' starts above)
+final=$(last iteration)
+for ((i = 0; i < 60; i++)); do close "$(value 'nstbatch_iteration{job="print1"}')" "$final" && break; sleep 0.5; done
 
 names=$(api query 'query=count by (__name__) ({__name__=~"nstbatch_.*",job="print1"})' | $PY -c 'import json, sys
 print(" ".join(sorted(s["metric"]["__name__"] for s in json.load(sys.stdin)["data"]["result"])))')
