@@ -121,6 +121,7 @@ nst_status cuda_pool_backward(nst_backend *be, nst_pool_kind kind, const nst_ten
 {
     NST_TRY(pool_check(x, y, "pool_backward"));
     NST_TRY(pool_check(dx, dy, "pool_backward"));
+    NST_TRY(same_shape(x, dx, "pool_backward")); /* (the kernels index dx with x's shape) */
     size_t n = nst_tensor_elems(dx);
     if (!n) return NST_OK;
     cudaStream_t s = cuda_of(be)->stream;

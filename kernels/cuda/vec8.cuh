@@ -6,12 +6,16 @@
 
 /* 16 bytes from src to dst (each 16-byte aligned): one vector load and one vector store on the
  * GPU, registers where either side is a local array; on the host stand-in a copy, which C++ allows
- * between unrelated types where a cast would not */
+ * between unrelated types where a cast would not, that stops the test at a misaligned address */
 __device__ __forceinline__ void copy16(void *dst, const void *src)
 {
 #ifdef __CUDACC__
     *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(src);
 #else
+    if (((uintptr_t)dst | (uintptr_t)src) % 16) { /* the GPU would fault or read wrong: so does the stand-in */
+        fprintf(stderr, "vec8.cuh: a 16-byte access at %p <- %p, not 16-byte aligned\n", dst, src);
+        abort();
+    }
     memcpy(dst, src, 16);
 #endif
 }
