@@ -56,8 +56,7 @@ static inline long long __double_as_longlong(double d)
     return v;
 }
 
-#define GRID_STRIDE(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
-#define GRID_STRIDE_I(I, i, n) for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < (n); i += (I)gridDim.x * blockDim.x)
+#include "../kernels/cuda/grid_stride.cuh" /* the same loops as nvcc's */
 
 struct __nv_bfloat16 {
     uint16_t u;

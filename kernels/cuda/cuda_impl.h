@@ -97,8 +97,7 @@ nst_status cuda_fail(const char *lib, const char *call, const char *what, const 
 /* arena-backed scratch that only grows */
 nst_status cuda_scratch(nst_backend *be, void **buf, size_t *cap, size_t bytes);
 
-/* the loop of a kernel over n elements, any grid */
-#define GRID_STRIDE(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+#include "grid_stride.cuh" /* GRID_STRIDE, GRID_STRIDE_I */
 
 /* the feature scale a buffer of dtype dt carries (16-bit types are activations) */
 static inline float cuda_act_scale(const cuda_impl *im, nst_dtype dt) { return dt == NST_F32 ? 1.f : im->fscale; }
@@ -121,11 +120,6 @@ static inline int cuda_eight_wide(const cuda_impl *im, size_t c, const void *a, 
 }
 /* 32-bit indices where every index a kernel forms over n elements stays below 2^31 (GRID_STRIDE_I) */
 static inline int cuda_narrow(size_t n) { return n < ((size_t)1 << 31); }
-
-/* The grid-stride loop in index type I: 32-bit (unsigned) where cuda_narrow holds for every index
- * the kernel forms (then i + the stride, at most 2^20 blocks of 256, stays below 2^31 + 2^28: no
- * wrap), with no 64-bit division per element; size_t otherwise. */
-#define GRID_STRIDE_I(I, i, n) for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < (n); i += (I)gridDim.x * blockDim.x)
 
 /* ---- element types ------------------------------------------------------------------------ */
 template <typename T> __device__ __forceinline__ float ld(const T *p, size_t i);
