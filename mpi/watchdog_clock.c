@@ -204,6 +204,7 @@ static void freeze_hook(const char *key)
             return;
         }
         nst_sleep(secs); /* computing, as far as the watchdog can tell */
+        fprintf(stderr, "nstbatch: test hook NSTBATCH_FREEZE: rank %d has computed its %.0f s\n", rank, secs);
         return;
     }
 }
