@@ -120,6 +120,11 @@ static inline int cuda_eight_wide(const cuda_impl *im, size_t c, const void *a, 
 }
 /* 32-bit indices where every index a kernel forms over n elements stays below 2^31 (GRID_STRIDE_I) */
 static inline int cuda_narrow(size_t n) { return n < ((size_t)1 << 31); }
+/* Kernel K<T, I> over n work items on stream s, 256 threads a block: I = unsigned where narrow
+ * (cuda_narrow of every index it forms), size_t otherwise; the arguments convert to its I parameters */
+#define CUDA_LAUNCH_I(narrow, K, T, n, s, ...)                                                           \
+    ((narrow) ? K<T, unsigned><<<cuda_blocks(n, 256), 256, 0, s>>>(__VA_ARGS__)                        \
+              : K<T, size_t><<<cuda_blocks(n, 256), 256, 0, s>>>(__VA_ARGS__))
 
 /* ---- element types ------------------------------------------------------------------------ */
 template <typename T> __device__ __forceinline__ float ld(const T *p, size_t i);

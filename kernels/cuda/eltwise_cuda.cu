@@ -21,10 +21,7 @@ nst_status cuda_relu_backward(nst_backend *be, const nst_tensor *y, nst_tensor *
     cudaStream_t s = cuda_of(be)->stream;
     if (cuda_eight_wide(cuda_of(be), n, y->data, dy->data, NULL, NULL)) {
         const size_t n8 = n / 8;
-#define RELU8(T)                                                                                                                   \
-    (cuda_narrow(n) ? k_relu_bwd8<T, unsigned><<<cuda_blocks(n8, 256), 256, 0, s>>>((const T *)y->data, (T *)dy->data, (unsigned)n8) \
-               : k_relu_bwd8<T, size_t><<<cuda_blocks(n8, 256), 256, 0, s>>>((const T *)y->data, (T *)dy->data, n8),            \
-     0)
+#define RELU8(T) (CUDA_LAUNCH_I(cuda_narrow(n), k_relu_bwd8, T, n8, s, (const T *)y->data, (T *)dy->data, n8), 0)
         CUDA_DISPATCH(y->dt, RELU8);
 #undef RELU8
     } else {
@@ -99,12 +96,8 @@ nst_status cuda_pool_forward(nst_backend *be, nst_pool_kind kind, const nst_tens
     int avg = kind == NST_POOL_AVG;
     if (cuda_eight_wide(cuda_of(be), x->c, x->data, y->data, NULL, NULL)) {
         const size_t n8 = n / 8;
-#define PF8(T)                                                                                                                        \
-    (cuda_narrow(nst_tensor_elems(x)) ? k_pool_fwd8<T, unsigned><<<cuda_blocks(n8, 256), 256, 0, s>>>((const T *)x->data, x->w, x->c, (T *)y->data, \
-                                                                                             y->w, (unsigned)n8, avg)          \
-                                 : k_pool_fwd8<T, size_t><<<cuda_blocks(n8, 256), 256, 0, s>>>((const T *)x->data, x->w, x->c, (T *)y->data,   \
-                                                                                           y->w, n8, avg),                     \
-     0)
+#define PF8(T) \
+    (CUDA_LAUNCH_I(cuda_narrow(nst_tensor_elems(x)), k_pool_fwd8, T, n8, s, (const T *)x->data, x->w, x->c, (T *)y->data, y->w, n8, avg), 0)
         CUDA_DISPATCH(x->dt, PF8);
 #undef PF8
     } else {
@@ -129,27 +122,20 @@ nst_status cuda_pool_backward(nst_backend *be, nst_pool_kind kind, const nst_ten
     if (cuda_eight_wide(cuda_of(be), x->c, x->data, dy->data, dx->data, NULL)) {
         /* 2x2 blocks of dx, the last row and column of an odd size included */
         const size_t n8 = (size_t)((x->h + 1) / 2) * ((x->w + 1) / 2) * (x->c / 8);
-#define PB8(T)                                                                                                                     \
-    (cuda_narrow(n) ? k_pool_bwd8<T, unsigned><<<cuda_blocks(n8, 256), 256, 0, s>>>((const T *)x->data, x->h, x->w, x->c,             \
-                                                                              (const T *)dy->data, dy->h, dy->w, (T *)dx->data, \
-                                                                              (unsigned)n8, avg, relu)                         \
-               : k_pool_bwd8<T, size_t><<<cuda_blocks(n8, 256), 256, 0, s>>>((const T *)x->data, x->h, x->w, x->c,               \
-                                                                            (const T *)dy->data, dy->h, dy->w, (T *)dx->data,   \
-                                                                            n8, avg, relu),                                    \
+#define PB8(T)                                                                                                                \
+    (CUDA_LAUNCH_I(cuda_narrow(n), k_pool_bwd8, T, n8, s, (const T *)x->data, x->h, x->w, x->c, (const T *)dy->data, dy->h, dy->w, \
+                   (T *)dx->data, n8, avg, relu),                                                                                 \
      0)
         CUDA_DISPATCH(x->dt, PB8);
 #undef PB8
-        LAUNCH_TRY("pool_backward");
-        return NST_OK;
-    }
-#define PB(T)                                                                                                                      \
-    ((cuda_narrow(n) ? k_pool_bwd<T, unsigned><<<cuda_blocks(n, 256), 256, 0, s>>>((const T *)x->data, x->h, x->w, x->c, (const T *)dy->data, \
-                                                                          dy->h, dy->w, (T *)dx->data, avg, relu)                  \
-             : k_pool_bwd<T, size_t><<<cuda_blocks(n, 256), 256, 0, s>>>((const T *)x->data, x->h, x->w, x->c, (const T *)dy->data,   \
-                                                                        dy->h, dy->w, (T *)dx->data, avg, relu)),                 \
+    } else {
+#define PB(T)                                                                                                                \
+    (CUDA_LAUNCH_I(cuda_narrow(n), k_pool_bwd, T, n, s, (const T *)x->data, x->h, x->w, x->c, (const T *)dy->data, dy->h, dy->w, \
+                   (T *)dx->data, avg, relu),                                                                               \
      0)
-    CUDA_DISPATCH(x->dt, PB);
+        CUDA_DISPATCH(x->dt, PB);
 #undef PB
+    }
     LAUNCH_TRY("pool_backward");
     return NST_OK;
 }

@@ -81,12 +81,7 @@ nst_status cuda_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect o
         const size_t np = npx - p0 < per ? npx - p0 : per, n = np * C;
         if (wide) {
             const size_t n8 = n / 8;
-#define CHUNK8(T)                                                                                                                \
-    (narrow ? k_chunk_f64_8<T, unsigned><<<cuda_blocks(n8, 256), 256, 0, im->stream>>>((const T *)f->data, w, f->w, C, own,      \
-                                                                                       (unsigned)p0, X, MX, (unsigned)n8)     \
-            : k_chunk_f64_8<T, size_t><<<cuda_blocks(n8, 256), 256, 0, im->stream>>>((const T *)f->data, w, f->w, C, own, p0, X, \
-                                                                                     MX, n8),                                 \
-     0)
+#define CHUNK8(T) (CUDA_LAUNCH_I(narrow, k_chunk_f64_8, T, n8, im->stream, (const T *)f->data, w, f->w, C, own, p0, X, MX, n8), 0)
             CUDA_DISPATCH(f->dt, CHUNK8);
 #undef CHUNK8
         } else {
