@@ -187,19 +187,24 @@ typedef struct {
     nst_status (*clocks_read)(nst_backend *, int n, double *sec);
 
     /* CUDA graphs: one iteration recorded once and replayed (NULL where a backend has none: the
-     * CPU, whose ops run as they are called). graph_begin: the ops queued from now on are recorded,
-     * not run (no op may wait for the device meanwhile). graph_end: the recording becomes the
-     * backend's graph, replacing any; NST_OK, or NST_ERUNTIME, not a device fault, with why in
+     * CPU, whose ops run as they are called), as up to NST_GRAPH_SEGMENTS segments, between which
+     * the host does what cannot be recorded (the halo exchange and the Gram sums between ranks,
+     * through the host). graph_begin: the ops queued from now on are recorded as segment seg, not
+     * run (no op may wait for the device meanwhile); seg 0 drops every segment held. graph_end:
+     * the recording becomes segment seg (none where nothing was recorded); NST_OK, or NST_ERUNTIME, not a device fault, with why in
      * nst_fail_message() where it cannot be (an op that failed while recording: a wait, or a
      * library call that cannot be recorded), and nothing recorded ran: the caller runs the work
-     * itself. graph_launch: run the graph once, queued like any op; *launched = 0 where there is
-     * none (never recorded, or dropped: a scratch buffer it used was reallocated since). */
-    nst_status (*graph_begin)(nst_backend *);
+     * itself. graph_launch: run segment seg once, queued like any op; *launched = 0 where it is not
+     * held. graph_segments: how many are held (0: none recorded, or all dropped together because a
+     * scratch buffer one of them used was reallocated since). */
+    nst_status (*graph_begin)(nst_backend *, int seg);
     nst_status (*graph_end)(nst_backend *);
-    nst_status (*graph_launch)(nst_backend *, int *launched);
+    nst_status (*graph_launch)(nst_backend *, int seg, int *launched);
+    int (*graph_segments)(nst_backend *);
 } nst_backend_ops;
 
 #define NST_CLOCKS 16
+#define NST_GRAPH_SEGMENTS 8 /* a recorded iteration's segments, at most (graph_begin) */
 
 #define NST_GRAM_EMIN (-1000)
 #define NST_GRAM_LO_BITS 40 /* gram_fixed's lo plane holds [0, 2^40); the value is lo + 2^40 hi */

@@ -37,8 +37,9 @@ struct nst_graph_standin {
     const nst_backend_ops *real;
     nst_backend_ops ops;
     int recording, failed;
-    rec_list rec, graph; /* being recorded; the recorded iteration */
-    int have_graph;
+    rec_list rec;                        /* being recorded */
+    rec_list seg[NST_GRAPH_SEGMENTS];    /* the recorded iteration's segments */
+    int nseg, at;                        /* segments held; the one being recorded */
 };
 
 static struct nst_graph_standin *G(nst_backend *be) { return be->graph_standin; }
@@ -266,11 +267,14 @@ static nst_status s_write(nst_backend *be, void *dst, const void *host, size_t b
 static nst_status s_clocks_read(nst_backend *be, int n, double *sec) { WAITS(be, "clocks_read", REAL(be)->clocks_read(be, n, sec)); }
 
 /* ---- the graph --------------------------------------------------------------------------------- */
-static nst_status s_graph_begin(nst_backend *be)
+static nst_status s_graph_begin(nst_backend *be, int seg)
 {
     struct nst_graph_standin *g = G(be);
     if (g->recording) return nst_fail(NST_ERUNTIME, "graph stand-in: a recording is under way already");
-    g->recording = 1, g->failed = 0, g->rec.n = 0;
+    if (seg < 0 || seg >= NST_GRAPH_SEGMENTS || (seg > 0 && seg != g->nseg)) /* in order, from 0, as on a GPU */
+        return nst_fail(NST_ERUNTIME, "graph stand-in: segment %d recorded after %d held", seg, g->nseg);
+    if (seg == 0) g->nseg = 0;
+    g->recording = 1, g->failed = 0, g->rec.n = 0, g->at = seg;
     return NST_OK;
 }
 
@@ -279,19 +283,22 @@ static nst_status s_graph_end(nst_backend *be)
     struct nst_graph_standin *g = G(be);
     g->recording = 0;
     if (g->failed) return NST_ERUNTIME; /* the failed op's message stands */
-    rec_list t = g->graph;
-    g->graph = g->rec, g->rec = t; /* the recording becomes the graph */
-    g->have_graph = 1;
+    if (g->rec.n == 0) return NST_OK;   /* nothing recorded: no segment, as on a GPU */
+    rec_list t = g->seg[g->at];
+    g->seg[g->at] = g->rec, g->rec = t; /* the recording becomes the segment */
+    g->nseg = g->at + 1;
     return NST_OK;
 }
 
-static nst_status s_graph_launch(nst_backend *be, int *launched)
+static nst_status s_graph_launch(nst_backend *be, int seg, int *launched)
 {
     struct nst_graph_standin *g = G(be);
-    *launched = g->have_graph;
-    for (size_t i = 0; g->have_graph && i < g->graph.n; i++) NST_TRY(replay(be, &g->graph.v[i]));
+    *launched = seg >= 0 && seg < g->nseg;
+    for (size_t i = 0; *launched && i < g->seg[seg].n; i++) NST_TRY(replay(be, &g->seg[seg].v[i]));
     return NST_OK;
 }
+
+static int s_graph_segments(nst_backend *be) { return G(be)->nseg; }
 
 nst_status nst_graph_standin_attach(nst_backend *be)
 {
@@ -311,6 +318,7 @@ nst_status nst_graph_standin_attach(nst_backend *be)
     o->upload_rect = s_upload_rect, o->dot = s_dot, o->read = s_read, o->write = s_write, o->clocks_read = s_clocks_read;
     o->gram_fixed = NULL, o->dot_exact = NULL; /* as the CUDA backend: no exact paths that read back */
     o->graph_begin = s_graph_begin, o->graph_end = s_graph_end, o->graph_launch = s_graph_launch;
+    o->graph_segments = s_graph_segments;
     be->graph_standin = g;
     be->ops = &g->ops;
     be->tiles_exact = 0; /* fp64 Gram sums, as a GPU's: tiles agree within tolerances */
@@ -324,6 +332,6 @@ void nst_graph_standin_detach(nst_backend *be)
     be->ops = g->real;
     be->graph_standin = NULL;
     nst_free(g->rec.v);
-    nst_free(g->graph.v);
+    for (int k = 0; k < NST_GRAPH_SEGMENTS; k++) nst_free(g->seg[k].v);
     nst_free(g);
 }

@@ -1,13 +1,14 @@
 /* kernels/graph_standin.h: CUDA graphs' semantics on the CPU, for the tests (NSTBATCH_GRAPH_STANDIN=1).
  *
- * The render records a quiet iteration once and replays it (nst/render/render.c, gpu.graphs); only
- * a GPU has graphs, so that logic would otherwise run nowhere here. The stand-in wraps the CPU
+ * The render records a quiet iteration once and replays it (nst/render/recorded.h, gpu.graphs);
+ * only a GPU has graphs, so that logic would otherwise run nowhere here. The stand-in wraps the CPU
  * backend's op table as a GPU's stream behaves under capture: between graph_begin and graph_end an
  * op is recorded with its arguments (tensors by value) and not run, while the host code around it
- * runs once; graph_launch runs the recorded ops again in order. An op that would make the host
- * wait, or return a value to the host, fails the recording, as on a GPU. It also hides the CPU's
- * exact paths (gram_fixed, dot_exact), which read values back on the host, as the CUDA backend has
- * none: a stand-in render sums its Gram matrices in fp64 like a GPU's. */
+ * runs once; graph_launch runs a segment's recorded ops again in order. An op that would make the
+ * host wait, or return a value to the host, fails the recording, as on a GPU. It also hides the
+ * CPU's exact paths (gram_fixed, dot_exact), which read values back on the host, as the CUDA
+ * backend has none: a stand-in render sums its Gram matrices in fp64 like a GPU's, and adds them
+ * over ranks through reads and writes that wait (nst/run/device.c), as a GPU without NCCL. */
 #ifndef NST_GRAPH_STANDIN_H
 #define NST_GRAPH_STANDIN_H
 

@@ -37,7 +37,7 @@
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_gpu_render
 STAND_IN=${STAND_IN:-} PLANT=${PLANT:-} ONLY=${ONLY:-}
-CHECKS=18
+CHECKS=19
 
 if [ -z "$STAND_IN" ]; then
   gpus=$("$NST" --version | sed -n 's/.*GPUs visible now: \([0-9]*\).*/\1/p')
@@ -185,7 +185,7 @@ else bad "host waits between rows" "exit $rc; quiet iterations and waits: '$w'" 
 # the same order on the same buffers; Adam's step count on the device): in the default precision, to relu3_1
 # on 32 px tiles, over 2 pyramid levels of 24 iterations, with a preview written every 7 (its
 # transfer may grow a scratch buffer, which drops the graph: recorded again)
-if [ -n "$STAND_IN" ]; then skip "CUDA graphs on == off: a GPU's"
+if [ -n "$STAND_IN" ]; then skip "CUDA graphs on == off: a GPU's"; skip "CUDA graphs on == off, 2 ranks: a GPU's"
 else
   g=("${SHALLOW[@]}" --set optim.iterations=24 --set run.print_every=10 --set pyramid.levels=2 --set pyramid.iterations=24,24
      --set tiling.tile_size=32 --set output.save_every=7 --set output.preview=64)
@@ -196,6 +196,15 @@ else
   if [ "$rc_on" -eq 0 ] && [ "$rc" -eq 0 ] && [ "$(wc -w <<<"$replayed")" -eq 2 ] && [ "$v" = "max 0 mean 0" ]; then
     ok "CUDA graphs: ${replayed% } of each level's 24 iterations replayed, the image equal to the render without graphs bit for bit"
   else bad "CUDA graphs on == off" "exit $rc_on / $rc, replayed per level '${replayed}', diff: $v" "$(grep -iE 'graph|error' "$T/graphs_on.log")"; fi
+  # the same on 2 ranks sharing the GPU: each iteration replayed as segments, the halo exchange and
+  # the Gram sums between ranks (through the host) run between them (nst/render/recorded.h)
+  dev graphs_on2 2 auto "${g[@]}" --set gpu.graphs=true --set gpu.share=true; rc_on=$rc
+  dev graphs_off2 2 auto "${g[@]}" --set gpu.graphs=false --set gpu.share=true
+  replayed=$(sed -n "s/^CUDA graphs: \([0-9]*\) of the level's 24 iterations replayed as recorded segments.*/\1/p" "$T/graphs_on2.log" | tr '\n' ' ')
+  v=$("$DIFF" "$T/graphs_on2.tif" "$T/graphs_off2.tif" 2>&1)
+  if [ "$rc_on" -eq 0 ] && [ "$rc" -eq 0 ] && [ "$(wc -w <<<"$replayed")" -eq 2 ] && [ "$v" = "max 0 mean 0" ]; then
+    ok "CUDA graphs on 2 ranks: ${replayed% } of each level's 24 iterations replayed as segments with the steps between ranks between them, equal to the render without graphs bit for bit"
+  else bad "CUDA graphs on == off, 2 ranks" "exit $rc_on / $rc, replayed per level '${replayed}', diff: $v" "$(grep -iE 'graph|error' "$T/graphs_on2.log")"; fi
 fi
 
 # gpu.conv_algorithms = timed: the algorithms cuDNN's Find times fastest (deterministic ones without

@@ -21,7 +21,9 @@
 #   ranks), a check that fails with the loss read every iteration (planted) and counts L-BFGS's dots;
 # - CUDA graphs' recording and replay, run on the CPU through the graph stand-in: replays equal the
 #   render without graphs; a planted host-side Adam step makes them differ; a wait fails the
-#   recording, named, and the level runs as before;
+#   recording, named, and the level runs as before; on 2 ranks the replays are segments with the
+#   steps between ranks between them, equal to no graphs (a planted skipped step makes them
+#   differ), and a recording failed on one rank alone is given up by every rank;
 # - bad values of the new keys are one clear error each.
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_optim_cli
@@ -174,6 +176,33 @@ NSTBATCH_PLANT=readback NSTBATCH_GRAPH_STANDIN=1 nst graphs_wait 1 "${gr[@]}" --
 if [ $rc -eq 0 ] && grep -q "^CUDA graphs: not used in this level: read waits for the device while an iteration is recorded" "$T/graphs_wait.log"; then
   same "graph stand-in: a wait inside the iteration fails the recording, named, and the level runs as before" graphs_wait.png graphs_off.png
 else bad "graph stand-in: a failed recording" "exit $rc" "$(grep -E 'CUDA graphs|error' "$T/graphs_wait.log")"; fi
+
+# On 2 ranks (their halo exchange and Gram sums go through the host, which a graph cannot hold):
+# each quiet iteration replays as 2 segments with those steps between them (nst/render/recorded.h),
+# equal to the 2-rank render without graphs bit for bit, with no host wait but the steps' own; with
+# the Gram sums' step skipped in the replays (NSTBATCH_PLANT=graphstep) the image differs (the check
+# can fail); a recording that fails on one rank alone (graphwait on the last, through mpirun's
+# MPMD form) makes every rank give graphs up together, with that rank's reason, and the level runs
+# as before (a rank left recording or replaying alone would hang in the steps between ranks).
+NSTBATCH_GRAPH_STANDIN=1 nst graphs_off2 2 "${gr[@]}" --set gpu.graphs=false
+NSTBATCH_GRAPH_STANDIN=1 nst graphs_on2 2 "${gr[@]}" --set gpu.graphs=true
+read -r qi qw qs <<<"$(waits graphs_on2)"
+if [ $rc -eq 0 ] && grep -q "^CUDA graphs: 20 of the level's 24 iterations replayed as recorded segments" "$T/graphs_on2.log" &&
+   grep -q '"cuda_graphs": {"recorded": 1, "replayed": 20, "segments": 2}' "$T/graphs_on2.json" && [ "${qw:--1}" -eq 0 ] && [ "${qs:-0}" -gt 0 ]; then
+  same "graph stand-in, 2 ranks: 20 of 24 iterations replayed as 2 segments, $qw host waits between rows besides the $qs of the steps between ranks, the image equal to the render without graphs" graphs_on2.png graphs_off2.png
+else bad "graph stand-in, 2 ranks: replays" "exit $rc; waits '$qi $qw $qs'; $(grep -o '"cuda_graphs": {[^}]*}' "$T/graphs_on2.json")" "$(grep -E 'CUDA graphs|error' "$T/graphs_on2.log")"; fi
+NSTBATCH_PLANT=graphstep NSTBATCH_GRAPH_STANDIN=1 nst graphs_step2 2 "${gr[@]}" --set gpu.graphs=true
+d=$("$DIFF" "$T/graphs_step2.png" "$T/graphs_off2.png" 2>&1)
+if [ $rc -eq 0 ] && [ "${d%% mean*}" != "max 0" ] && [ -n "$d" ]; then ok "graph stand-in, 2 ranks: replays that skip the Gram sums' step differ ($d): the check fails"
+else bad "graph stand-in, 2 ranks: a planted missing step" "exit $rc; diff '$d' (the replays must differ)" "$(tail -n 3 "$T/graphs_step2.log")"; fi
+one=(o.ini --set output.path=graphs_wait2.png --set run.record=graphs_wait2.json "${gr[@]}" --set gpu.graphs=true)
+(cd "$T" && NSTBATCH_GRAPH_STANDIN=1 "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 1 "$NST" "${one[@]}" : \
+   -np 1 -x NSTBATCH_PLANT=graphwait "$NST" "${one[@]}") >"$T/graphs_wait2.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "^CUDA graphs: not used in this level: synchronize waits for the device while an iteration is recorded" "$T/graphs_wait2.log" &&
+   grep -q '"cuda_graphs": {"recorded": 0, "replayed": 0' "$T/graphs_wait2.json"; then
+  same "graph stand-in, 2 ranks: a recording failed on rank 1 alone, every rank gave graphs up, rank 1's reason logged, the level run as before" graphs_wait2.png graphs_off2.png
+else bad "graph stand-in, 2 ranks: a recording failed on one rank" "exit $rc" "$(grep -E 'CUDA graphs|error' "$T/graphs_wait2.log" | head -n 5)"; fi
 
 # ---- bad values ----------------------------------------------------------------------------------
 for kv in optim.average=1 optim.stop_tolerance=-0.1 optim.stop_window=0 optim.stop_min=-1; do

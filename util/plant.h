@@ -13,6 +13,10 @@
  *              (nst/optimise/objective.c): the waits between rows that a GPU must not make
  *   adamhost   Adam's step count goes in from the host (nst/render/tiles.c), as before it lived on
  *              the device: a replayed iteration (gpu.graphs) repeats its recording's step
+ *   graphstep  a replayed iteration (gpu.graphs) skips its second step between ranks (with more
+ *              than one rank: the Gram sums added over ranks; nst/render/recorded.c)
+ *   graphwait  this process waits for its device while it records an iteration (nst/render/render.c),
+ *              which fails its recording: set on one rank only, every rank must give graphs up together
  * Used by tests/test_gpu_render.sh (PLANT=...), tests/test_selftest.sh and tests/test_hosts.sh.
  * Never set otherwise; a process with one warns once. */
 #ifndef NST_PLANT_H

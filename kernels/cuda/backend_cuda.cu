@@ -60,6 +60,14 @@ static void cu_free(nst_backend *be, void *ptr)
     be->bytes_in_use = im->arena.used;
 }
 
+/* Every recorded segment destroyed: they are recorded together and dropped together. */
+static void cuda_graphs_drop(cuda_impl *im)
+{
+    for (int k = 0; k < im->graphs; k++) cudaGraphExecDestroy(im->graph[k]);
+    memset(im->graph, 0, sizeof im->graph);
+    im->graphs = 0;
+}
+
 nst_status cuda_scratch(nst_backend *be, void **buf, size_t *cap, size_t bytes)
 {
     if (bytes <= *cap) return NST_OK;
@@ -68,10 +76,7 @@ nst_status cuda_scratch(nst_backend *be, void **buf, size_t *cap, size_t bytes)
         recording_failed = 1;
         return nst_fail(NST_ERUNTIME, "a scratch buffer had to grow to %zu bytes while an iteration was recorded", bytes);
     }
-    if (im->graph) { /* a recorded iteration uses the old scratch: it is dropped (graph_launch then says so) */
-        cudaGraphExecDestroy(im->graph);
-        im->graph = NULL;
-    }
+    cuda_graphs_drop(im); /* a recorded iteration uses the old scratch: it is dropped (graph_segments then says so) */
     if (*buf) cu_free(be, *buf);
     *buf = NULL;
     *cap = 0;
@@ -167,9 +172,14 @@ nst_status cuda_clocks_read(nst_backend *be, int n, double *sec)
  * allocation, copy or memset inside a library) fails while recording, so the recording fails and
  * the iteration runs as before, rather than a replay silently missing it. The arena's bookkeeping
  * is host code alone. */
-static nst_status cu_graph_begin(nst_backend *be)
+static nst_status cu_graph_begin(nst_backend *be, int seg)
 {
-    CUDA_TRY(cudaStreamBeginCapture(cuda_of(be)->stream, cudaStreamCaptureModeThreadLocal));
+    cuda_impl *im = cuda_of(be);
+    if (seg < 0 || seg >= NST_GRAPH_SEGMENTS || (seg > 0 && seg != im->graphs)) /* in order, from 0 */
+        return nst_fail(NST_ERUNTIME, "CUDA graphs: segment %d recorded after %d held (%d at most)", seg, im->graphs, NST_GRAPH_SEGMENTS);
+    if (seg == 0) cuda_graphs_drop(im);
+    CUDA_TRY(cudaStreamBeginCapture(im->stream, cudaStreamCaptureModeThreadLocal));
+    im->graph_seg = seg;
     recording = 1, recording_failed = 0;
     return NST_OK;
 }
@@ -190,23 +200,35 @@ static nst_status cu_graph_end(nst_backend *be)
         return nst_fail(NST_ERUNTIME, "the iteration could not be recorded as a CUDA graph: %s",
                         failed ? why : e != cudaSuccess ? cudaGetErrorString(e) : "nothing was recorded");
     }
-    if (im->graph) cudaGraphExecDestroy(im->graph), im->graph = NULL;
-    e = cudaGraphInstantiate(&im->graph, g, 0);
+    size_t nodes = 0;
+    e = cudaGraphGetNodes(g, NULL, &nodes);
+    cudaGraphExec_t x = NULL;
+    if (e == cudaSuccess && nodes == 0) { /* nothing recorded (a host step first): no segment */
+        cudaGraphDestroy(g);
+        return NST_OK;
+    }
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&x, g, 0);
     cudaGraphDestroy(g);
     if (e != cudaSuccess) {
-        im->graph = NULL;
         cudaGetLastError();
         return nst_fail(NST_ERUNTIME, "the recorded iteration could not be instantiated as a CUDA graph: %s", cudaGetErrorString(e));
     }
+    im->graph[im->graph_seg] = x;
+    im->graphs = im->graph_seg + 1;
     return NST_OK;
 }
 
-static nst_status cu_graph_launch(nst_backend *be, int *launched)
+static nst_status cu_graph_launch(nst_backend *be, int seg, int *launched)
 {
     cuda_impl *im = cuda_of(be);
-    *launched = im->graph != NULL;
-    if (im->graph) CUDA_TRY(cudaGraphLaunch(im->graph, im->stream));
+    *launched = seg >= 0 && seg < im->graphs;
+    if (*launched) CUDA_TRY(cudaGraphLaunch(im->graph[seg], im->stream));
     return NST_OK;
+}
+
+static int cu_graph_segments(nst_backend *be)
+{
+    return cuda_of(be)->graphs;
 }
 
 static void cu_range_push(nst_backend *be, const char *name)
@@ -231,7 +253,7 @@ static const nst_backend_ops cuda_ops = {
     cu_read, cu_write, cu_range_push, cu_range_pop,
     NULL, NULL, /* gram_fixed, dot_exact: the CPU's exact paths */
     cuda_stamp, cuda_clocks_read,
-    cu_graph_begin, cu_graph_end, cu_graph_launch,
+    cu_graph_begin, cu_graph_end, cu_graph_launch, cu_graph_segments,
 };
 
 /* ---- set-up ------------------------------------------------------------------------------------ */
@@ -240,7 +262,7 @@ static void cuda_destroy(nst_backend *be)
     cuda_impl *im = cuda_of(be);
     if (im) {
         if (im->stream) cudaStreamSynchronize(im->stream); /* teardown: not a counted wait */
-        if (im->graph) cudaGraphExecDestroy(im->graph);
+        cuda_graphs_drop(im);
         if (im->red_host) cudaFreeHost(im->red_host);
         if (im->base) cudaFree(im->base);
         if (im->blas) im->cb->destroy(im->blas);

@@ -57,7 +57,9 @@ typedef struct cuda_impl {
     double *red;                            /* reduction partials (RED_BLOCKS + 1) */
     double *red_host;                       /* pinned: the result read back */
     unsigned long long *clocks;             /* the phase clocks: [0] the last stamp's time, [1 + i] clock i (ns) */
-    cudaGraphExec_t graph;                  /* the recorded iteration (graph_end), or NULL */
+    cudaGraphExec_t graph[NST_GRAPH_SEGMENTS]; /* the recorded iteration's segments (graph_end), NULL where none */
+    int graphs;                             /* segments held: graph[0 .. graphs) */
+    int graph_seg;                          /* the segment being recorded */
     char *notes; size_t notes_len, notes_cap; /* the algorithms chosen, one line each (report_cuda.cu) */
     /* gpu.conv_algorithms = timed (conv_cuda.cu): where the choices are kept (no find: none), and
      * what a timing holds for (the GPU model, cuDNN's version, the precision) */

@@ -532,6 +532,25 @@ static nst_status settle_bounds(nst_objective *o, nst_tile *tiles, int ntiles)
     }
 }
 
+/* Every slot's fp64 Gram sums added over ranks, in backend memory (NCCL, or MPI through the host:
+ * a host step of the iteration, host_step.h). */
+static nst_status sum_over_ranks(void *arg)
+{
+    nst_objective *o = arg;
+    nst_backend *be = o->net->be;
+    if (!o->coll.sum_grams || nst_planted("allreduce")) return NST_OK; /* planted: the tests must catch a missing sum */
+    be->ops->range_push(be, "Gram allreduce");
+    const long long w0 = be->host_waits; /* MPI through the host waits; NCCL does not */
+    nst_status s = NST_OK;
+    for (int q = 0; s == NST_OK && q < o->ngram; q++) {
+        const size_t c = (size_t)o->C[q % o->spec->nstyle];
+        s = o->coll.sum_grams(o->coll.ctx, o->G[q], c * c);
+    }
+    o->staged_waits += be->host_waits - w0;
+    be->ops->range_pop(be);
+    return s;
+}
+
 /* Sum the Gram sums over ranks and set D = G/M - A (for the lagged Gram at the extrapolated
  * sums, for the next iteration), and each slot's sum of squares at the current image (the style
  * terms, on the device until they are read). */
@@ -539,19 +558,11 @@ static nst_status reduce_grams(nst_objective *o, int extrapolate)
 {
     const nst_loss_spec *spec = o->spec;
     nst_backend *be = o->net->be;
+    if (!o->fixed) NST_TRY(nst_host_step(o->host_steps, sum_over_ranks, o));
     for (int q = 0; q < o->ngram; q++) {
         int k = q % spec->nstyle;
         size_t cc = (size_t)o->C[k] * o->C[k];
-        if (o->fixed) {
-            NST_TRY(fixed_grams(o, q));
-        } else if (o->coll.sum_grams && !nst_planted("allreduce")) { /* planted: the tests must catch a missing sum */
-            be->ops->range_push(be, "Gram allreduce");
-            const long long w0 = be->host_waits; /* MPI through the host waits; NCCL does not */
-            nst_status r = o->coll.sum_grams(o->coll.ctx, o->G[q], cc);
-            o->staged_waits += be->host_waits - w0;
-            be->ops->range_pop(be);
-            NST_TRY(r);
-        }
+        if (o->fixed) NST_TRY(fixed_grams(o, q));
         if (!(o->M[q] > 0)) continue; /* a style whose mask has no weight at this layer: no term */
         const double *prev = extrapolate && o->have_prev ? o->Gprev[q] : NULL;
         NST_TRY(be->ops->gram_diff(be, o->G[q], prev, 1.0 / o->M[q], o->A[q], o->C[k], o->D[q], &o->sums->ss[q]));

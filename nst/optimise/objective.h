@@ -47,6 +47,7 @@
 #include "../../tiler/rect.h"
 #include "../model/net.h"
 #include "../model/spec.h"
+#include "host_step.h"
 #include "timers.h"
 
 /* What the algorithm needs from the other ranks (mpi/ provides it; NULL members: one process). */
@@ -128,6 +129,7 @@ typedef struct {
     nst_loss_sums *sums;              /* backend memory (above) */
     nst_loss_sums *host;              /* their copy as last read */
     long long staged_waits;           /* host waits of the collectives staged through the host (the Gram sums' MPI path) */
+    nst_host_hook *host_steps;        /* the Gram sums added over ranks go through it (NULL: at once; host_step.h) */
     /* Resident and two-pass on a backend with fixed-point Gram sums (the CPU: gram_fixed): the
      * sums as integers, exact in any order, so a tiled image's global Gram is the whole image's
      * bits by construction. Each slot's features are bounded by 2^gram_e (the last iteration's

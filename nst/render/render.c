@@ -19,6 +19,7 @@
 #include "../report/progress.h"
 #include "../state/checkpoint.h"
 #include "exchange.h"
+#include "recorded.h"
 
 /* ---- rows without a progress reporter ----------------------------------------------------------- */
 
@@ -105,7 +106,8 @@ typedef struct {
     long long staged;  /* host waits of the halo exchange (between ranks, through the host) */
     nst_adam_step *adam; /* Adam's step count in backend memory (ticked by every step, replayed ones too) */
     int graphs;        /* the quiet iterations may be recorded and replayed (graphs_eligible) */
-    int have_graph;    /* the backend holds this render's recorded iteration */
+    int recording;     /* an iteration is being recorded: its host code is this rank's own */
+    nst_recorded rec;  /* the recorded iteration: segments, and the host steps between them */
 } render_run;
 
 /* The network, the objective with its style targets, the shared activations, every local tile
@@ -159,15 +161,16 @@ static nst_status render_setup(render_run *r, float **content, float **init)
 
 /* CUDA graphs (gpu.graphs): an iteration that reads nothing is recorded once, after two
  * iterations ran (every convolution's algorithm chosen, every scratch buffer grown), and replayed:
- * one launch instead of hundreds. Only where every such iteration makes the same calls with the
- * same arguments (Adam's step count lives on the device): one rank (no exchange or Gram sums
- * between ranks through the host), exact tiling (cheap mode exchanges every N iterations), Adam
- * (L-BFGS reads its dot products), and no test hook acting at an iteration. */
+ * a launch a segment instead of hundreds (with more than one rank, the halo exchange and the Gram
+ * sums between ranks run between segments: recorded.h). Only where every such iteration makes the
+ * same calls with the same arguments (Adam's step count lives on the device): exact tiling (cheap
+ * mode exchanges every N iterations), Adam (L-BFGS reads its dot products), and no test hook
+ * acting at an iteration. The same on every rank: the replays' steps between ranks pair up. */
 static int graphs_eligible(const render_run *r)
 {
     const nst_render_ctx *ctx = r->ctx;
     if (!ctx->cfg->gpu_graphs || !ctx->be->ops->graph_begin || !r->adam || ctx->be->profile) return 0; /* (the profile times op by op) */
-    if (nst_comm_size() > 1 || ctx->layout->cheap || ctx->layout->lbfgs || r->stop.ring) return 0;
+    if (ctx->layout->cheap || ctx->layout->lbfgs || r->stop.ring) return 0;
     return !getenv("NSTBATCH_FAULT") && !getenv("NSTBATCH_SLOW");
 }
 
@@ -193,6 +196,26 @@ static nst_status render_resume(render_run *r, nst_status s)
         s = r->ctx->be->ops->write(r->ctx->be, r->adam, &a, sizeof a);
     }
     if (s == NST_OK) r->graphs = graphs_eligible(r);
+    if (r->graphs) {
+        nst_recorded_init(&r->rec, ctx->be, nst_comm_size() > 1);
+        r->obj.host_steps = nst_recorded_hook(&r->rec);
+    }
+    return s;
+}
+
+/* The halo exchange, timed; its waits are counted apart (between ranks, through the host). A host
+ * step of a recorded iteration (recorded.h). */
+static nst_status exchange_step(void *arg)
+{
+    render_run *r = arg;
+    nst_backend *be = r->ctx->be;
+    nst_timer_start(&r->st->timers);
+    be->ops->range_push(be, "halo exchange"); /* NVTX ranges: Nsight Systems shows the phases */
+    const long long w0 = be->host_waits;
+    nst_status s = nst_exchange_refresh(r->ctx, r->tiles, r->ts, &r->ex);
+    r->staged += be->host_waits - w0;
+    be->ops->range_pop(be);
+    nst_timer_lap(&r->st->timers, NST_T_EXCHANGE);
     return s;
 }
 
@@ -200,16 +223,8 @@ static nst_status render_resume(render_run *r, nst_status s)
 static nst_status iter_exchange(render_run *r, long long it)
 {
     const nst_layout *L = r->ctx->layout;
-    nst_backend *be = r->ctx->be;
-    nst_status s = NST_OK;
-    nst_timer_start(&r->st->timers);
-    be->ops->range_push(be, "halo exchange"); /* NVTX ranges: Nsight Systems shows the phases */
-    const long long w0 = be->host_waits; /* staged through the host between ranks: not the iteration's own */
-    if (!L->cheap || (it > 0 && it % L->exchange_every == 0)) s = nst_exchange_refresh(r->ctx, r->tiles, r->ts, &r->ex);
-    r->staged += be->host_waits - w0;
-    be->ops->range_pop(be);
-    nst_timer_lap(&r->st->timers, NST_T_EXCHANGE);
-    return s;
+    if (L->cheap && !(it > 0 && it % L->exchange_every == 0)) return NST_OK;
+    return nst_host_step(r->obj.host_steps, exchange_step, r);
 }
 
 /* Whether iteration it reads its loss terms from the device: a row (printed, or the progress
@@ -263,7 +278,7 @@ static nst_status iter_step(render_run *r, long long it, nst_status s)
     be->ops->range_push(be, "optimiser");
     s = nst_render_step(r->ctx, r->tiles, r->ts, &r->lb, r->t_start + it + 1, r->adam, s);
     be->ops->range_pop(be);
-    s = nst_render_agree(r->ctx, s);
+    if (!r->recording) s = nst_render_agree(r->ctx, s); /* (a recording's status is agreed once, at its end) */
     if (s == NST_OK) r->st->stepped = 1;
     nst_timer_lap(&r->st->timers, NST_T_OPTIM);
     return s;
@@ -314,33 +329,57 @@ static nst_status quiet_work(render_run *r, long long it)
     return iter_step(r, it, s);
 }
 
-/* A quiet iteration: the recorded one replayed, or recorded now (then launched), or run as it is.
+static nst_status agree_step(void *ctx, nst_status s)
+{
+    return nst_render_agree(ctx, s);
+}
+
+/* Iteration it recorded (nothing runs: the caller replays it). Its host code is this rank's own
+ * (the objective's and the step's status checks between ranks are left out, as are the host
+ * steps), so a rank whose recording fails makes no call the others do not; the outcome is agreed
+ * once, at the end, with the failing rank's reason. */
+static nst_status record_iteration(render_run *r, long long it)
+{
+    const nst_collectives keep = r->obj.coll;
+    r->obj.coll.check = NULL;
+    r->recording = 1;
+    nst_status s = nst_recorded_begin(&r->rec);
+    if (s == NST_OK && nst_planted("graphwait")) s = r->ctx->be->ops->synchronize(r->ctx->be); /* planted: fails this rank's recording */
+    s = nst_recorded_end(&r->rec, s == NST_OK ? quiet_work(r, it) : s);
+    r->recording = 0;
+    r->obj.coll = keep;
+    return nst_comm_agree(s);
+}
+
+/* Whether every rank holds its recorded iteration: else all record again (never recorded, or a
+ * rank's dropped because a scratch buffer grew on a row's extra work, a preview's transfer say).
+ * Agreed, so that every rank replays or none does: their steps between ranks pair up. */
+static int all_held(render_run *r)
+{
+    return nst_render_agree(r->ctx, nst_recorded_held(&r->rec) ? NST_OK : NST_ERUNTIME) == NST_OK;
+}
+
+/* A quiet iteration: the recorded one replayed, or recorded now (then replayed), or run as it is.
  * A recording that fails ran nothing: the iteration runs as it is, and the level without graphs. */
 static nst_status quiet_iteration(render_run *r, long long it)
 {
-    nst_backend *be = r->ctx->be;
-    int launched = 0;
-    if (r->graphs && r->have_graph) {
-        NST_TRY(be->ops->graph_launch(be, &launched));
-        if (launched) {
-            r->st->graph_replays++;
-            return NST_OK;
-        }
-        r->have_graph = 0; /* dropped (a scratch buffer grew on a row's extra work): recorded again */
+    if (r->graphs && all_held(r)) {
+        NST_TRY(nst_recorded_replay(&r->rec, agree_step, (void *)r->ctx));
+        r->st->graph_replays++;
+        return NST_OK;
     }
     if (r->graphs && it >= r->it0 + 2) {
-        NST_TRY(be->ops->graph_begin(be));
-        nst_status s = quiet_work(r, it), e = be->ops->graph_end(be);
-        if (s == NST_OK && e == NST_OK) {
-            r->have_graph = 1;
+        if (record_iteration(r, it) == NST_OK) {
             r->st->graph_records++;
-            NST_TRY(be->ops->graph_launch(be, &launched));
-            r->st->graph_replays += launched;
+            r->st->graph_segments = r->rec.nseg;
+            NST_TRY(nst_recorded_replay(&r->rec, agree_step, (void *)r->ctx));
+            r->st->graph_replays++;
             return NST_OK;
         }
         nst_info("CUDA graphs: not used in this level: %s\n", nst_fail_message());
         nst_fail_clear();
         r->graphs = 0;
+        r->obj.host_steps = NULL;
     }
     return quiet_work(r, it);
 }
@@ -419,7 +458,8 @@ static nst_status render_loop(render_run *r, nst_status s)
     st->iterations = st->steps - r->it0;
     st->stopped = r->stop_at >= 0;
     if (s == NST_OK && st->graph_replays)
-        nst_info("CUDA graphs: %lld of the level's %lld iterations replayed as one recorded graph\n", st->graph_replays, st->iterations);
+        nst_info("CUDA graphs: %lld of the level's %lld iterations replayed %s (%d)\n", st->graph_replays, st->iterations,
+                 st->graph_segments > 1 ? "as recorded segments, the steps between ranks between them" : "as one recorded graph", st->graph_segments);
     if (s == NST_OK && st->stopped)
         nst_info("level %d: stopped after %lld of %lld iterations: the loss's mean over the last %d fell %.3g%% below the %d before "
                  "(optim.stop_tolerance = %g%%)\n", ctx->level + 1, st->steps, ctx->iterations, r->stop.window, 100 * r->stop.last_drop,

@@ -45,6 +45,7 @@ typedef struct {
      * drained between two reports. quiet_staged: those excepted. */
     long long quiet_iterations, quiet_waits, quiet_staged;
     long long graph_records, graph_replays; /* CUDA graphs (gpu.graphs): iterations recorded, and replayed */
+    int graph_segments;                      /* ... as that many segments each (the steps between ranks between them) */
 } nst_render_stats;
 
 /* Adam's moments handed from one pyramid level to the next (pyramid.state = carry): per local

@@ -212,12 +212,13 @@ static nst_status sum_doubles(void *ctx, double *buf, size_t n)
     return nst_comm_sum_doubles(buf, n);
 }
 
-/* Gram sums in backend memory: in place on the CPU, NCCL on distinct GPUs, else staged */
+/* Gram sums in backend memory: in place on the CPU, NCCL on distinct GPUs, else staged (the CPU
+ * under the graph stand-in too, as a GPU without NCCL: its reads wait, kernels/graph_standin.h) */
 static nst_status sum_grams(void *ctx, double *buf, size_t n)
 {
     nst_device *d = ctx;
     nst_backend *be = d->be;
-    if (!be->gpu_stream) return nst_comm_sum_doubles(buf, n);
+    if (!be->gpu_stream && !be->graph_standin) return nst_comm_sum_doubles(buf, n);
     if (nst_comm_size() == 1) return NST_OK;
     if (d->nccl) return nst_comm_nccl_sum_doubles(buf, n, be->gpu_stream, d->nccl_timeout);
     if (n > d->stage_cap) {

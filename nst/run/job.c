@@ -303,7 +303,8 @@ static void record_render(FILE *f, const nst_layout *L, const nst_job_result *re
     /* the host's waits for the backend in iterations between reports: 0 by design (render.h) */
     fprintf(f, "\n  },\n  \"host_waits\": {\"quiet_iterations\": %.0f, \"waits_max\": %.0f, \"staged_max\": %.0f},", fg->quiet_mx[0],
             fg->quiet_mx[1], fg->quiet_mx[2]);
-    fprintf(f, "\n  \"cuda_graphs\": {\"recorded\": %lld, \"replayed\": %lld},", res->stats.graph_records, res->stats.graph_replays);
+    fprintf(f, "\n  \"cuda_graphs\": {\"recorded\": %lld, \"replayed\": %lld, \"segments\": %d},", res->stats.graph_records,
+            res->stats.graph_replays, res->stats.graph_segments);
     fprintf(f, "\n  \"memory\": {\"model_peak_bytes_max\": %.0f, \"peak_bytes_max\": %.0f, \"peak_over_model_max\": %.6f, "
                "\"peak_over_model_min\": %.6f, \"rss_peak_bytes_max\": %.0f, \"rss_peak_bytes_min\": %.0f, "
                "\"output_buffers_peak_bytes_max\": %.0f},\n",
