@@ -28,7 +28,8 @@ else bad "a silent command" "exit $rc, left running: ${left:-none}" "$out"; [ -n
 
 "$IDLE" 5 sh -c 'trap "echo got INT; exit 7" INT; echo ready; sleep 3 & wait' >"$T/int" 2>&1 &
 p=$!
-for _ in $(seq 600); do grep -q ready "$T/int" 2>/dev/null && break; sleep 0.1; done
+# (until the shell says it is ready, while it lives; a start has no progress to follow)
+for _ in $(seq 600); do grep -q ready "$T/int" 2>/dev/null && break; kill -0 $p 2>/dev/null || break; sleep 0.1; done
 kill -INT $p; wait $p; rc=$?
 if [ $rc -eq 7 ] && grep -q '^got INT$' "$T/int"; then ok "SIGINT to it reaches the command, whose status 7 it returns"
 else bad "SIGINT passed on" "exit $rc" "$(cat "$T/int")"; fi

@@ -62,7 +62,9 @@ host_up() {
   done
   nsenter --net="/run/netns/$n" unshare --uts --mount --propagation private \
     sh -c "hostname $h && $mnt && echo \$\$ >'$D/keeper-$h.new' && exec sleep infinity" </dev/null >/dev/null 2>"$D/mnt.err" &
-  for _ in $(seq 100); do [ -s "$D/keeper-$h.new" ] && break; sleep 0.05; done
+  # (follows the keeper: it writes its file or exits, however long a loaded machine takes)
+  local kp=$!
+  while kill -0 $kp 2>/dev/null && [ ! -s "$D/keeper-$h.new" ]; do sleep 0.05; done
   [ -s "$D/keeper-$h.new" ] || skip "a host's hostname and /tmp (unshare --uts --mount): $(tail -n 1 "$D/mnt.err")"
   mv "$D/keeper-$h.new" "$D/keeper-$h"
 }

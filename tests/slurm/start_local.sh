@@ -17,8 +17,12 @@
 set -u
 if [ "${1:-}" = "--stop" ]; then
   D=$2
-  for f in "$D"/slurmd*.pid "$D/slurmctld.pid"; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
-  sleep 1
+  pids=$(cat "$D"/slurmd*.pid "$D/slurmctld.pid" 2>/dev/null)
+  for p in $pids; do kill "$p" 2>/dev/null; done
+  # until they have gone (a daemon's stop has no progress to follow: 30 s, many times its usual
+  # fraction of a second; then SIGKILL)
+  for _ in $(seq 300); do alive=; for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done; [ -z "$alive" ] && exit 0; sleep 0.1; done
+  for p in $pids; do kill -KILL "$p" 2>/dev/null; done
   exit 0
 fi
 D=$(readlink -f "$1")
@@ -41,7 +45,8 @@ if ! munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; then
   chmod 0400 /etc/munge/munge.key; chmod 0700 /etc/munge
   if id munge >/dev/null 2>&1; then su -s /bin/sh munge -c /usr/sbin/munged 2>"$D/log/munged.err" || /usr/sbin/munged --force 2>>"$D/log/munged.err"
   else /usr/sbin/munged --force 2>"$D/log/munged.err"; fi
-  for _ in $(seq 50); do munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1 && break; sleep 0.1; done
+  # (a daemon's start has no progress to follow: 60 s, hundreds of times its usual tenth of a second)
+  for _ in $(seq 600); do munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1 && break; sleep 0.1; done
   munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1 || skip "munged did not start ($(tail -n 1 "$D/log/munged.err" 2>/dev/null))"
 fi
 
@@ -107,7 +112,8 @@ else # slurmctld on the first host, a slurmd in every host
   done
 fi
 want=$(tr -cd , <<<"$list" | wc -c) want=$((want + 1))
-for _ in $(seq 150); do
+# (the daemons' start has no progress to follow: 120 s, many times the second or two it takes)
+for _ in $(seq 600); do
   st=$("${on_head[@]}" sinfo -h -N -o %t 2>/dev/null | grep -cE '^(idle|mix|alloc)')
   [ "${st:-0}" -ge "$want" ] && { echo "export SLURM_CONF=$SLURM_CONF"; exit 0; }
   sleep 0.2
