@@ -6,7 +6,8 @@
 # - One rank: the table (the op harness in each precision the device has, the first objective on
 #   tiles against one tile and against the CPU in fp32) and "self-test passed", exit 0; on a GPU
 #   host this is the GPU's own check. A halo planted one pixel short (NSTBATCH_PLANT=halo) fails
-#   the tiles' row.
+#   the tiles' row. CUDA graphs' row (a short render replayed against it run as it is) passes
+#   through the graph stand-in, and fails with Adam's step planted on the host.
 # - A GPU this build cannot use (the stand-in NVML of tests/fake_nvml.c counts one): the GPU row
 #   fails and so does the self-test, unless run.device = cpu says the CPU is meant.
 # - A time budget too small for the op harness: its passes are left out, named "late", and the
@@ -76,6 +77,19 @@ NSTBATCH_PLANT=halo st halo "$NST" --self-test --set run.threads=1
 if [ $rc -eq 1 ] && row halo "first objective on tiles" | grep -q ' FAIL ' && grep -q '^self-test FAILED' "$T/halo.log"; then
   ok "a halo one pixel short fails the tiles' row: exit 1, $(row halo 'first objective on tiles' | grep -o 'max [^ ]* rms apart')"
 else bad "a planted halo defect" "exit $rc" "$(cat "$T/halo.log")"; fi
+
+# CUDA graphs' row, run on the CPU through the graph stand-in (kernels/graph_standin.h): the
+# replayed render equals the one run as it is; with Adam's step from the host (planted: a replay
+# repeats its recording's step) the row fails, and so does the self-test
+NSTBATCH_GRAPH_STANDIN=1 st graphs "$NST" --self-test --set run.threads=1
+if [ $rc -eq 0 ] && row graphs "CUDA graphs: replay == run" | grep -q ' ok .* 6 of 8 iterations replayed; 0 of [0-9]* values apart'; then
+  ok "CUDA graphs' row (graph stand-in): $(row graphs 'CUDA graphs: replay == run' | grep -o '6 of 8 .*')"
+else bad "CUDA graphs' row" "exit $rc" "$(cat "$T/graphs.log")"; fi
+NSTBATCH_PLANT=adamhost NSTBATCH_GRAPH_STANDIN=1 st graphs_bad "$NST" --self-test --set run.threads=1
+if [ $rc -eq 1 ] && row graphs_bad "CUDA graphs: replay == run" | grep -q ' FAIL .*replayed; [1-9][0-9]* of [0-9]* values apart' &&
+   grep -q '^self-test FAILED' "$T/graphs_bad.log"; then
+  ok "replays that repeat one Adam step (planted) fail the graphs' row: exit 1, $(row graphs_bad 'CUDA graphs: replay == run' | grep -o '[0-9]* of [0-9]* values apart')"
+else bad "a planted host-side Adam step" "exit $rc" "$(cat "$T/graphs_bad.log")"; fi
 
 # a GPU that this build cannot use (a stand-in NVML counts one): a failure, unless the CPU is chosen
 FAKE=$(dirname "$(dirname "$ASAN")")/tests/fake-nvml # BUILD/asan/nstbatch -> BUILD/tests/fake-nvml

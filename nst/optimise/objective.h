@@ -59,6 +59,7 @@ typedef struct {
     nst_status (*bcast)(void *ctx, void *buf, size_t bytes);     /* from rank 0, host memory */
     nst_status (*sum_int64)(void *ctx, int64_t *buf, size_t n);  /* fixed-point Gram sums (host memory): exact */
     nst_status (*max_ints)(void *ctx, int *buf, size_t n);       /* their bounds */
+    nst_status (*agree)(void *ctx, nst_status mine);             /* as check, with the failing rank's message on every rank */
 } nst_collectives;
 
 typedef enum { NST_GRAM_RESIDENT, NST_GRAM_TWO_PASS, NST_GRAM_LAGGED } nst_gram_strategy;

@@ -197,7 +197,7 @@ static nst_status render_resume(render_run *r, nst_status s)
     }
     if (s == NST_OK) r->graphs = graphs_eligible(r);
     if (r->graphs) {
-        nst_recorded_init(&r->rec, ctx->be, nst_comm_size() > 1);
+        nst_recorded_init(&r->rec, ctx->be, ctx->layout->nranks > 1);
         r->obj.host_steps = nst_recorded_hook(&r->rec);
     }
     return s;
@@ -348,7 +348,7 @@ static nst_status record_iteration(render_run *r, long long it)
     s = nst_recorded_end(&r->rec, s == NST_OK ? quiet_work(r, it) : s);
     r->recording = 0;
     r->obj.coll = keep;
-    return nst_comm_agree(s);
+    return r->ctx->coll.agree ? r->ctx->coll.agree(r->ctx->coll.ctx, s) : nst_render_agree(r->ctx, s);
 }
 
 /* Whether every rank holds its recorded iteration: else all record again (never recorded, or a
@@ -376,7 +376,8 @@ static nst_status quiet_iteration(render_run *r, long long it)
             r->st->graph_replays++;
             return NST_OK;
         }
-        nst_info("CUDA graphs: not used in this level: %s\n", nst_fail_message());
+        snprintf(r->st->graphs_off, sizeof r->st->graphs_off, "%s", nst_fail_message());
+        nst_info("CUDA graphs: not used in this level: %s\n", r->st->graphs_off);
         nst_fail_clear();
         r->graphs = 0;
         r->obj.host_steps = NULL;

@@ -46,6 +46,7 @@ typedef struct {
     long long quiet_iterations, quiet_waits, quiet_staged;
     long long graph_records, graph_replays; /* CUDA graphs (gpu.graphs): iterations recorded, and replayed */
     int graph_segments;                      /* ... as that many segments each (the steps between ranks between them) */
+    char graphs_off[160];                    /* why a recording failed and the level went on without graphs ("": none did) */
 } nst_render_stats;
 
 /* Adam's moments handed from one pyramid level to the next (pyramid.state = carry): per local

@@ -239,6 +239,12 @@ static nst_status check(void *ctx, nst_status mine)
     return nst_comm_check(mine);
 }
 
+static nst_status agree(void *ctx, nst_status mine)
+{
+    (void)ctx;
+    return nst_comm_agree(mine);
+}
+
 static nst_status bcast(void *ctx, void *buf, size_t bytes)
 {
     (void)ctx;
@@ -259,7 +265,7 @@ static nst_status max_ints(void *ctx, int *buf, size_t n)
 
 nst_collectives nst_device_collectives(nst_device *d)
 {
-    nst_collectives c = {d, sum_doubles, sum_grams, check, bcast, sum_int64, max_ints};
+    nst_collectives c = {d, sum_doubles, sum_grams, check, bcast, sum_int64, max_ints, agree};
     return c;
 }
 

@@ -160,6 +160,7 @@ static nst_status run_checks(const nst_config *cfg, const nst_selftest_opts *o, 
     st_device sd = {d.be->gpu_stream ? d.gpu : -1, d.sharers};
     st_gpu(t, d.be, cfg->run_device);
     nst_status s = nst_comm_agree(st_render(t, d.be, o->threads));
+    if (s == NST_OK) s = nst_comm_agree(st_graphs(t, d.be, o->threads));
     nst_backend_set_fatal_handler(o->fault);
     if (s == NST_OK) s = nst_comm_agree(st_allreduce(t, &d));
     nst_backend_set_fatal_handler(NULL);

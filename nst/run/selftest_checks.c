@@ -249,6 +249,78 @@ nst_status st_render(st_table *t, nst_backend *be, int threads)
     return NST_OK;
 }
 
+/* ---- CUDA graphs ---------------------------------------------------------------------------- */
+
+/* gpu.graphs on the device the way a render uses it: GRAPH_ITERS Adam iterations on the tiles
+ * above, the quiet ones from the third recorded once and replayed, against the same render with
+ * every iteration run as it is: the same kernels in the same order, so the same bits
+ * (tests/test_gpu_render.sh checks more: two levels, previews, 2 ranks). A recording that fails
+ * fails the row with why: gpu.graphs would do nothing on this device. */
+#define GRAPH_ITERS 8
+
+static nst_status graph_render(const first_case *fc, nst_backend *be, int on, nst_image *out, nst_render_stats *st)
+{
+    nst_config c = fc->cfg;
+    char iters[48];
+    snprintf(iters, sizeof iters, "optim.iterations=%d", GRAPH_ITERS);
+    const char *sets[] = {iters, "optim.method=adam", "tiling.tile_size=" RENDER_TILE, on ? "gpu.graphs=true" : "gpu.graphs=false"};
+    for (size_t i = 0; i < sizeof sets / sizeof *sets; i++) NST_TRY(nst_config_set(&c, sets[i]));
+    memset(st, 0, sizeof *st);
+    nst_log_set_quiet(1);
+    nst_status s = nst_render_image(&c, &fc->spec, be, &fc->w, &fc->content, &fc->style, NULL, out, st, NULL);
+    nst_log_set_quiet(0);
+    return s;
+}
+
+/* Values of a and b (n each) whose bits differ, and the largest difference. */
+static size_t bits_apart(const float *a, const float *b, size_t n, double *max)
+{
+    size_t k = 0;
+    *max = 0;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof *a) != 0) {
+            k++;
+            const double d = fabs((double)a[i] - (double)b[i]);
+            *max = d > *max || d != d ? d : *max;
+        }
+    return k;
+}
+
+nst_status st_graphs(st_table *t, nst_backend *be, int threads)
+{
+    const char *op = "CUDA graphs: replay == run", *prec = nst_precision_name(be->precision);
+    if (!be->ops->graph_begin) {
+        st_add(t, op, prec, 0, 0, 0, 0, "this backend runs its ops as they are called: no graphs");
+        return NST_OK;
+    }
+    if (be->profile) {
+        st_add(t, op, prec, 0, 0, 0, 0, "NSTBATCH_PROFILE times op by op: no graphs");
+        return NST_OK;
+    }
+    first_case fc;
+    nst_image run = {0}, replay = {0};
+    nst_render_stats a, b;
+    nst_status s = case_open(&fc, threads);
+    if (s == NST_OK) s = graph_render(&fc, be, 0, &run, &a);
+    if (s == NST_OK) s = graph_render(&fc, be, 1, &replay, &b);
+    char row[120];
+    if (s == NST_OK) {
+        double max;
+        const size_t n = (size_t)RENDER_W * RENDER_H * 3, k = bits_apart(run.px, replay.px, n, &max);
+        if (b.graph_replays == 0)
+            snprintf(row, sizeof row, "not recorded: %.100s", b.graphs_off[0] ? b.graphs_off : "no iteration was replayed");
+        else
+            snprintf(row, sizeof row, "%lld of %d iterations replayed; %zu of %zu values apart", b.graph_replays, GRAPH_ITERS, k, n);
+        st_add(t, op, prec, 1, b.graph_replays == 0 || k > 0, k ? max : b.graph_replays ? 0 : INFINITY, 0, row);
+    } else {
+        snprintf(row, sizeof row, "%.119s", nst_fail_message());
+        st_add(t, op, prec, 1, 1, INFINITY, 0, row);
+    }
+    nst_image_free(&run), nst_image_free(&replay);
+    case_close(&fc);
+    return NST_OK;
+}
+
 /* ---- the Gram allreduce -------------------------------------------------------------------- */
 
 /* A Gram's worth of sums (512 x 512, the widest style layer) and a few more, so no path rounds

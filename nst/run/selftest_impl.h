@@ -44,6 +44,8 @@ void st_gpu(st_table *t, const nst_backend *be, const char *run_device);
 nst_status st_harness(st_table *t, const st_device *d, const nst_config *cfg, int threads);
 /* A small render on one tile against several, on d's backend. */
 nst_status st_render(st_table *t, nst_backend *be, int threads);
+/* CUDA graphs (gpu.graphs) on be: a short render replayed against the same render run as it is. */
+nst_status st_graphs(st_table *t, nst_backend *be, int threads);
 /* The Gram allreduce over the ranks on every path d has, against the exact sum. Collective. */
 nst_status st_allreduce(st_table *t, nst_device *d);
 
