@@ -13,7 +13,8 @@
 #   env      the driver, the GPU, the libraries nstbatch and PyTorch load     -> env.txt
 #   selftest nstbatch --self-test on 1 rank, with --report                     -> selftest.txt
 #   renders  tests/test_gpu_render.sh: the first objective in fp32, tf32, bf16, fp16, unfused, on
-#            tiles, on 2 ranks sharing the GPU, tiles halved, 20 Adam steps     -> renders.txt
+#            tiles, on 2 ranks sharing the GPU, tiles halved, 20 Adam steps, CUDA graphs
+#            on == off on 1 rank and 2                                            -> renders.txt
 #            (--cpu: with the CPU capped one instruction-set level down as the "GPU")
 #   ops      build/tests/test_backend_ops: every op against the CPU in fp32     -> ops.txt
 #   bench    bench/gpu_iteration.sh at 512x384 and 1024x768 against PyTorch on the same GPU, eager
