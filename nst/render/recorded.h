@@ -11,8 +11,7 @@
 #ifndef NST_RECORDED_H
 #define NST_RECORDED_H
 
-#include "../../kernels/backend.h"
-#include "../optimise/host_step.h"
+#include "../optimise/objective.h" /* (the backend, and the host steps) */
 
 typedef struct {
     int seg;        /* >= 0: launch this segment; -1: run the host step */
