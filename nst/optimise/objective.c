@@ -58,6 +58,8 @@ nst_status nst_objective_init_guided(nst_objective *o, const nst_loss_spec *spec
     if (!o->host) return NST_ENOMEM;
     NST_TRY(be->ops->alloc(be, sizeof *o->sums, (void **)&o->sums));
     NST_TRY(be->ops->zero(be, o->sums, sizeof *o->sums));
+    size_t at[NST_MAX_GRAMS];
+    o->G_n = 0;
     for (int q = 0; q < o->ngram; q++) {
         int k = q % spec->nstyle, h, w, c;
         nst_net_shape(net, spec->style[k], img_h, img_w, &h, &w, &c);
@@ -65,10 +67,16 @@ nst_status nst_objective_init_guided(nst_objective *o, const nst_loss_spec *spec
         o->M[q] = o->guides.n ? 0 : (double)h * w; /* a mask's sum arrives with the tiles' masks */
         size_t bytes = (size_t)c * c * sizeof(float);
         NST_TRY(be->ops->alloc(be, bytes, (void **)&o->A[q]));
-        NST_TRY(be->ops->alloc(be, 2 * bytes, (void **)&o->G[q]));
         NST_TRY(be->ops->alloc(be, bytes, (void **)&o->D[q]));
         if (strategy == NST_GRAM_LAGGED) NST_TRY(be->ops->alloc(be, 2 * bytes, (void **)&o->Gprev[q]));
+        at[q] = o->G_n;
+        o->G_n += ((size_t)c * c + 31) / 32 * 32; /* each slot at 256 bytes */
     }
+    /* every slot's sums in one block, so that they are added over ranks in one call (one read,
+     * one MPI allreduce or NCCL call and one write, not one each a slot); the gaps stay 0 */
+    NST_TRY(be->ops->alloc(be, o->G_n * sizeof(double), (void **)&o->G_all));
+    NST_TRY(be->ops->zero(be, o->G_all, o->G_n * sizeof(double)));
+    for (int q = 0; q < o->ngram; q++) o->G[q] = o->G_all + at[q];
     /* lagged sums the Gram inside its one pass, where a pass cannot run again: fp64 sums there */
     o->fixed = be->ops->gram_fixed && strategy != NST_GRAM_LAGGED;
     if (coll.sum_doubles && !coll.sum_int64)
@@ -89,11 +97,11 @@ void nst_objective_free(nst_objective *o)
     nst_backend *be = o->net->be;
     for (int q = 0; q < NST_MAX_GRAMS; q++) {
         if (o->A[q]) be->ops->free(be, o->A[q]);
-        if (o->G[q]) be->ops->free(be, o->G[q]);
         if (o->D[q]) be->ops->free(be, o->D[q]);
         if (o->Gprev[q]) be->ops->free(be, o->Gprev[q]);
         if (o->Gx[q]) be->ops->free(be, o->Gx[q]);
     }
+    if (o->G_all) be->ops->free(be, o->G_all);
     if (o->sums) be->ops->free(be, o->sums);
     nst_free(o->host);
     memset(o, 0, sizeof *o);
@@ -532,8 +540,8 @@ static nst_status settle_bounds(nst_objective *o, nst_tile *tiles, int ntiles)
     }
 }
 
-/* Every slot's fp64 Gram sums added over ranks, in backend memory (NCCL, or MPI through the host:
- * a host step of the iteration, host_step.h). */
+/* Every slot's fp64 Gram sums added over ranks, in backend memory, in one call over their block
+ * (NCCL, or MPI through the host: a host step of the iteration, host_step.h). */
 static nst_status sum_over_ranks(void *arg)
 {
     nst_objective *o = arg;
@@ -541,11 +549,7 @@ static nst_status sum_over_ranks(void *arg)
     if (!o->coll.sum_grams || nst_planted("allreduce")) return NST_OK; /* planted: the tests must catch a missing sum */
     be->ops->range_push(be, "Gram allreduce");
     const long long w0 = be->host_waits; /* MPI through the host waits; NCCL does not */
-    nst_status s = NST_OK;
-    for (int q = 0; s == NST_OK && q < o->ngram; q++) {
-        const size_t c = (size_t)o->C[q % o->spec->nstyle];
-        s = o->coll.sum_grams(o->coll.ctx, o->G[q], c * c);
-    }
+    nst_status s = o->coll.sum_grams(o->coll.ctx, o->G_all, o->G_n);
     o->staged_waits += be->host_waits - w0;
     be->ops->range_pop(be);
     return s;

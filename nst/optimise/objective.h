@@ -120,7 +120,9 @@ typedef struct {
     double M[NST_MAX_GRAMS];          /* the denominators: the whole image's position count, or sum of the mask */
     int C[NST_VGG_NLAYERS];           /* channels at each style layer */
     float *A[NST_MAX_GRAMS];          /* style targets (C x C, backend memory), by slot */
-    double *G[NST_MAX_GRAMS];         /* Gram sums (upper triangle, double: see gram_accumulate) */
+    double *G[NST_MAX_GRAMS];         /* Gram sums (upper triangle, double: see gram_accumulate), by slot in G_all */
+    double *G_all;                    /* every slot's, one block of G_n doubles (0 between slots) */
+    size_t G_n;
     double *Gprev[NST_MAX_GRAMS];     /* lagged: the previous iteration's sums, for the extrapolation */
     int have_prev;
     float *D[NST_MAX_GRAMS];          /* G/M - A */
