@@ -201,6 +201,17 @@ typedef struct {
     nst_status (*graph_end)(nst_backend *);
     nst_status (*graph_launch)(nst_backend *, int seg, int *launched);
     int (*graph_segments)(nst_backend *);
+
+    /* Host memory for transfers: page-locked on a GPU, so that the queued transfers below need not
+     * wait (a GPU's copies to or from pageable memory wait for their stream); the host's own on the
+     * CPU. host_free: NULL is ignored. */
+    nst_status (*host_alloc)(nst_backend *, size_t bytes, void **ptr);
+    void (*host_free)(nst_backend *, void *ptr);
+    /* download_rect and upload_rect queued like any op, without their wait: host (from host_alloc)
+     * holds the downloaded rect, and may be changed after an upload, only once the backend has been
+     * synchronized since (synchronize, or an op that waits). So a batch of rects costs one wait. */
+    nst_status (*download_rect_queued)(nst_backend *, const nst_tensor *src, nst_rect r, float *host);
+    nst_status (*upload_rect_queued)(nst_backend *, const float *host, nst_tensor *dst, nst_rect r);
 } nst_backend_ops;
 
 #define NST_CLOCKS 16

@@ -40,6 +40,8 @@ struct nst_graph_standin {
     rec_list rec;                        /* being recorded */
     rec_list seg[NST_GRAPH_SEGMENTS];    /* the recorded iteration's segments */
     int nseg, at;                        /* segments held; the one being recorded */
+    struct pending *pend;                /* queued transfers not yet waited for (below) */
+    size_t npend, cap_pend;
 };
 
 static struct nst_graph_standin *G(nst_backend *be) { return be->graph_standin; }
@@ -75,13 +77,57 @@ static void put(rec *r, int k, const nst_tensor *t)
     rec *R = add(g_, OP);                                                                                 \
     if (!R) return NST_ENOMEM
 
-/* an op that makes the host wait: it fails a recording */
+/* ---- queued transfers, as a GPU's stream orders them ------------------------------------------ */
+/* A queued download reads the device when the stream reaches it (here: at once), but the host sees
+ * it only after a wait: its values are held until the next wait and written then, so host code
+ * that reads the buffer before waiting reads what was there before. A queued upload reads the
+ * host buffer when the stream reaches it, at any time before the next wait: a buffer changed in
+ * between is a race, which the next wait reports. */
+struct pending {
+    float *host, *copy;
+    size_t n;
+    int upload;
+};
+
+static nst_status pend(struct nst_graph_standin *g, float *host, size_t n, int upload, float **copy)
+{
+    if (g->npend == g->cap_pend) {
+        size_t cap = g->cap_pend ? 2 * g->cap_pend : 64;
+        struct pending *v = nst_alloc_array(cap, sizeof *v, "queued transfers");
+        if (!v) return NST_ENOMEM;
+        if (g->npend) memcpy(v, g->pend, g->npend * sizeof *v);
+        nst_free(g->pend);
+        g->pend = v, g->cap_pend = cap;
+    }
+    *copy = nst_alloc_array(n ? n : 1, sizeof(float), "a queued transfer");
+    if (!*copy) return NST_ENOMEM;
+    g->pend[g->npend++] = (struct pending){host, *copy, n, upload};
+    return NST_OK;
+}
+
+/* the wait: downloads land, uploads' buffers checked */
+static nst_status settle(struct nst_graph_standin *g)
+{
+    nst_status s = NST_OK;
+    for (size_t i = 0; i < g->npend; i++) {
+        struct pending *p = &g->pend[i];
+        if (!p->upload) memcpy(p->host, p->copy, p->n * sizeof(float));
+        else if (s == NST_OK && memcmp(p->host, p->copy, p->n * sizeof(float)) != 0)
+            s = nst_fail(NST_ERUNTIME, "graph stand-in: the host buffer of a queued upload changed before the backend was waited for");
+        nst_free(p->copy);
+    }
+    g->npend = 0;
+    return s;
+}
+
+/* an op that makes the host wait: it fails a recording, and settles the queued transfers */
 #define WAITS(be, name, CALL)                                                                                \
     do {                                                                                                     \
         if (G(be)->recording) {                                                                              \
             G(be)->failed = 1;                                                                               \
             return nst_fail(NST_ERUNTIME, "%s waits for the device while an iteration is recorded (graph stand-in)", name); \
         }                                                                                                    \
+        NST_TRY(settle(G(be)));                                                                              \
         return CALL;                                                                                         \
     } while (0)
 
@@ -266,6 +312,39 @@ static nst_status s_read(nst_backend *be, void *host, const void *src, size_t by
 static nst_status s_write(nst_backend *be, void *dst, const void *host, size_t bytes) { WAITS(be, "write", REAL(be)->write(be, dst, host, bytes)); }
 static nst_status s_clocks_read(nst_backend *be, int n, double *sec) { WAITS(be, "clocks_read", REAL(be)->clocks_read(be, n, sec)); }
 
+/* the queued transfers move host memory, which the render never records (they are host steps
+ * between ranks: nst/optimise/host_step.h): one inside a recording fails it */
+#define UNRECORDED(be, name, CALL)                                                                           \
+    do {                                                                                                     \
+        if (G(be)->recording) {                                                                              \
+            G(be)->failed = 1;                                                                               \
+            return nst_fail(NST_ERUNTIME, "%s moves host memory while an iteration is recorded (graph stand-in)", name); \
+        }                                                                                                    \
+        return CALL;                                                                                         \
+    } while (0)
+static nst_status download_queued(nst_backend *be, const nst_tensor *src, nst_rect r, float *host)
+{
+    float *copy;
+    NST_TRY(pend(G(be), host, (size_t)nst_rect_area(r) * src->c, 0, &copy));
+    return REAL(be)->download_rect_queued(be, src, r, copy);
+}
+static nst_status upload_queued(nst_backend *be, const float *host, nst_tensor *dst, nst_rect r)
+{
+    float *copy;
+    const size_t n = (size_t)nst_rect_area(r) * dst->c;
+    NST_TRY(pend(G(be), (float *)host, n, 1, &copy));
+    memcpy(copy, host, n * sizeof(float));
+    return REAL(be)->upload_rect_queued(be, host, dst, r);
+}
+static nst_status s_download_rect_queued(nst_backend *be, const nst_tensor *src, nst_rect r, float *host)
+{
+    UNRECORDED(be, "download_rect_queued", download_queued(be, src, r, host));
+}
+static nst_status s_upload_rect_queued(nst_backend *be, const float *host, nst_tensor *dst, nst_rect r)
+{
+    UNRECORDED(be, "upload_rect_queued", upload_queued(be, host, dst, r));
+}
+
 /* ---- the graph --------------------------------------------------------------------------------- */
 static nst_status s_graph_begin(nst_backend *be, int seg)
 {
@@ -319,6 +398,7 @@ nst_status nst_graph_standin_attach(nst_backend *be)
     o->gram_fixed = NULL, o->dot_exact = NULL; /* as the CUDA backend: no exact paths that read back */
     o->graph_begin = s_graph_begin, o->graph_end = s_graph_end, o->graph_launch = s_graph_launch;
     o->graph_segments = s_graph_segments;
+    o->download_rect_queued = s_download_rect_queued, o->upload_rect_queued = s_upload_rect_queued;
     be->graph_standin = g;
     be->ops = &g->ops;
     be->tiles_exact = 0; /* fp64 Gram sums, as a GPU's: tiles agree within tolerances */
@@ -331,6 +411,8 @@ void nst_graph_standin_detach(nst_backend *be)
     if (!g) return;
     be->ops = g->real;
     be->graph_standin = NULL;
+    for (size_t i = 0; i < g->npend; i++) nst_free(g->pend[i].copy); /* (their host buffers may be gone) */
+    nst_free(g->pend);
     nst_free(g->rec.v);
     for (int k = 0; k < NST_GRAPH_SEGMENTS; k++) nst_free(g->seg[k].v);
     nst_free(g);

@@ -8,7 +8,10 @@
  * host wait, or return a value to the host, fails the recording, as on a GPU. It also hides the
  * CPU's exact paths (gram_fixed, dot_exact), which read values back on the host, as the CUDA
  * backend has none: a stand-in render sums its Gram matrices in fp64 like a GPU's, and adds them
- * over ranks through reads and writes that wait (nst/run/device.c), as a GPU without NCCL. */
+ * over ranks through reads and writes that wait (nst/run/device.c), as a GPU without NCCL. The
+ * queued transfers (download_rect_queued, upload_rect_queued) behave as in a GPU's stream: a
+ * download reaches the host only at the next wait, and an upload's host buffer changed before
+ * that wait is reported there, so a missing wait shows in the render. */
 #ifndef NST_GRAPH_STANDIN_H
 #define NST_GRAPH_STANDIN_H
 

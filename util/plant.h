@@ -13,6 +13,9 @@
  *              (nst/optimise/objective.c): the waits between rows that a GPU must not make
  *   adamhost   Adam's step count goes in from the host (nst/render/tiles.c), as before it lived on
  *              the device: a replayed iteration (gpu.graphs) repeats its recording's step
+ *   exchangewait  the halo exchange sends without waiting for its queued downloads into the send
+ *              buffers (nst/render/exchange.c): on a GPU, and on the graph stand-in, which holds a
+ *              queued download back until a wait, the peers receive stale halos
  *   graphstep  a replayed iteration (gpu.graphs) skips its second step between ranks (with more
  *              than one rank: the Gram sums added over ranks; nst/render/recorded.c)
  *   graphwait  this process waits for its device while it records an iteration (nst/render/render.c),

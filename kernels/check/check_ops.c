@@ -137,8 +137,43 @@ void ck_eltwise(nst_check *c)
 }
 
 
-/* Rectangle own of the fp32 image s: copied to another tensor, downloaded, uploaded. (The host
- * transfers take fp32 tensors, backend.h; activations only move tensor to tensor.) */
+/* The queued transfers (backend.h), each followed by the one wait that makes it done */
+static nst_status down_queued(nst_backend *be, const nst_tensor *t, nst_rect r, float *host)
+{
+    NST_TRY(be->ops->download_rect_queued(be, t, r, host));
+    return be->ops->synchronize(be);
+}
+
+static nst_status up_queued(nst_backend *be, const float *host, nst_tensor *t, nst_rect r)
+{
+    NST_TRY(be->ops->upload_rect_queued(be, host, t, r));
+    return be->ops->synchronize(be);
+}
+
+/* download_rect_queued and upload_rect_queued of rect own of s, through each backend's own host
+ * memory (host_alloc: page-locked on a GPU, where the copies are truly queued) */
+static void queued_case(nst_check *c, const ck_pair *s, ck_pair *dst, nst_rect own, size_t n)
+{
+    nst_backend *R = c->ref, *D = c->dev;
+    const int h = s->r.h, w = s->r.w;
+    float *h1 = NULL, *h2 = NULL;
+    const char *op = "download_rect_queued";
+    if (R->ops->host_alloc(R, (n + 1) * sizeof(float), (void **)&h1) != NST_OK || D->ops->host_alloc(D, (n + 1) * sizeof(float), (void **)&h2) != NST_OK) {
+        ck_record(c, op, NST_TOL_ELEMENT, 1, INFINITY, "host_alloc of %zu floats failed", n);
+    } else {
+        if (BOTH(c, down_queued(R, &s->r, own, h1), down_queued(D, &s->d, own, h2)))
+            ck_record(c, op, NST_TOL_ELEMENT, 1, ck_rel_err(h1, h2, n), "fp32 %dx%d region %dx%d+%d+%d", h, w, own.w, own.h, own.x, own.y);
+        for (size_t i = 0; i < n; i++) h1[i] = h2[i] = ck_rand(c, 0, 1);
+        op = "upload_rect_queued";
+        if (BOTH(c, up_queued(R, h1, &dst->r, own), up_queued(D, h2, &dst->d, own)))
+            ck_record(c, op, NST_TOL_ELEMENT, 1, ck_pair_err(c, dst), "fp32 %dx%d region %dx%d+%d+%d", h, w, own.w, own.h, own.x, own.y);
+    }
+    R->ops->host_free(R, h1), D->ops->host_free(D, h2);
+}
+
+/* Rectangle own of the fp32 image s: copied to another tensor, downloaded, uploaded, each way
+ * queued too. (The host transfers take fp32 tensors, backend.h; activations only move tensor to
+ * tensor.) */
 static void rect_case(nst_check *c, const ck_pair *s, nst_rect own)
 {
     nst_backend *R = c->ref, *D = c->dev;
@@ -158,6 +193,7 @@ static void rect_case(nst_check *c, const ck_pair *s, nst_rect own)
     if (h1 && BOTH(c, R->ops->upload_rect(R, h1, &dst.r, own), D->ops->upload_rect(D, h1, &dst.d, own)))
         ck_record(c, op, NST_TOL_ELEMENT, 1, ck_pair_err(c, &dst), "fp32 %dx%d region %dx%d+%d+%d", h, w, own.w, own.h, own.x, own.y);
     nst_free(h1), nst_free(h2);
+    queued_case(c, s, &dst, own, n);
     ck_pair_free(c, &dst);
 }
 

@@ -136,6 +136,20 @@ static nst_status counted_download_rect(nst_backend *be, const nst_tensor *src, 
     return cpu_download_rect(be, src, r, host);
 }
 
+/* The queued transfers: done when they return, as every CPU op; no wait to count. */
+static nst_status cpu_host_alloc(nst_backend *be, size_t bytes, void **ptr)
+{
+    (void)be;
+    *ptr = nst_alloc_array(bytes ? bytes : 1, 1, "host transfer memory");
+    return *ptr ? NST_OK : NST_ENOMEM;
+}
+
+static void cpu_host_free(nst_backend *be, void *ptr)
+{
+    (void)be;
+    nst_free(ptr);
+}
+
 static void cpu_range_push(nst_backend *be, const char *name) { (void)be, (void)name; }
 static void cpu_range_pop(nst_backend *be) { (void)be; }
 
@@ -205,6 +219,13 @@ static nst_status hooked_upload_rect(nst_backend *be, const float *host, nst_ten
     return cpu_upload_rect(be, host, dst, r);
 }
 
+/* upload_rect's fault hook covers its queued form too: the same transfer */
+static nst_status hooked_upload_rect_queued(nst_backend *be, const float *host, nst_tensor *dst, nst_rect r)
+{
+    NST_TRY(fault_check("upload_rect"));
+    return cpu_upload_rect(be, host, dst, r);
+}
+
 static const nst_backend_ops cpu_ops = {
     .alloc = cpu_alloc,
     .free = cpu_free,
@@ -216,6 +237,10 @@ static const nst_backend_ops cpu_ops = {
     .copy_rect = cpu_copy_rect,
     .download_rect = counted_download_rect,
     .upload_rect = hooked_upload_rect,
+    .host_alloc = cpu_host_alloc,
+    .host_free = cpu_host_free,
+    .download_rect_queued = cpu_download_rect,
+    .upload_rect_queued = hooked_upload_rect_queued,
     .conv_create = cpu_conv_create,
     .conv_destroy = cpu_conv_destroy,
     .conv_forward = cpu_conv_forward,

@@ -136,6 +136,35 @@ static nst_status cu_write(nst_backend *be, void *dst, const void *host, size_t 
     return cuda_wait(be, 0);
 }
 
+/* Host memory for the queued transfers: page-locked (their copies then need not wait), or, where
+ * the node has none left, pageable (the driver then waits in each copy as it must: slower, the
+ * same bits). A header before the block says which, for cu_host_free. */
+#define HOST_HEADER 64
+static nst_status cu_host_alloc(nst_backend *be, size_t bytes, void **ptr)
+{
+    (void)be;
+    unsigned char *p = NULL;
+    if (cudaMallocHost((void **)&p, bytes + HOST_HEADER) != cudaSuccess) {
+        cudaGetLastError(); /* not sticky: the context is intact */
+        p = (unsigned char *)nst_alloc_array(bytes + HOST_HEADER, 1, "host transfer memory");
+        if (!p) return NST_ENOMEM;
+        p[0] = 0;
+    } else {
+        p[0] = 1;
+    }
+    *ptr = p + HOST_HEADER;
+    return NST_OK;
+}
+
+static void cu_host_free(nst_backend *be, void *ptr)
+{
+    (void)be;
+    if (!ptr) return;
+    unsigned char *p = (unsigned char *)ptr - HOST_HEADER;
+    if (p[0]) cudaFreeHost(p); /* (teardown: the caller synchronized before) */
+    else nst_free(p);
+}
+
 /* A stamp is a one-thread kernel reading the GPU's global nanosecond timer (PTX %globaltimer)
  * when the stream reaches it: it adds the time since the last stamp to the slot's clock. */
 __global__ void k_stamp(unsigned long long *clocks, int slot)
@@ -254,6 +283,7 @@ static const nst_backend_ops cuda_ops = {
     NULL, NULL, /* gram_fixed, dot_exact: the CPU's exact paths */
     cuda_stamp, cuda_clocks_read,
     cu_graph_begin, cu_graph_end, cu_graph_launch, cu_graph_segments,
+    cu_host_alloc, cu_host_free, cuda_download_rect_queued, cuda_upload_rect_queued,
 };
 
 /* ---- set-up ------------------------------------------------------------------------------------ */

@@ -68,7 +68,9 @@ static size_t piece_cap(nst_rect r, int c)
     return n < CUDA_CHUNK_ELEMS ? n : CUDA_CHUNK_ELEMS;
 }
 
-nst_status cuda_download_rect(nst_backend *be, const nst_tensor *src, nst_rect r, float *host)
+/* wait: return once host holds the rect (download_rect), or queue it (download_rect_queued:
+ * pinned host memory, read after the next wait) */
+static nst_status download_rect(nst_backend *be, const nst_tensor *src, nst_rect r, float *host, int wait)
 {
     cuda_impl *im = cuda_of(be);
     NST_TRY(cuda_check(src, "download_rect"));
@@ -88,11 +90,23 @@ nst_status cuda_download_rect(nst_backend *be, const nst_tensor *src, nst_rect r
                                      cudaMemcpyDeviceToHost, im->stream));
         }
     }
-    NST_TRY(cuda_wait(be, 1));
+    if (wait) NST_TRY(cuda_wait(be, 1));
     return NST_OK;
 }
 
-nst_status cuda_upload_rect(nst_backend *be, const float *host, nst_tensor *dst, nst_rect r)
+nst_status cuda_download_rect(nst_backend *be, const nst_tensor *src, nst_rect r, float *host)
+{
+    return download_rect(be, src, r, host, 1);
+}
+
+nst_status cuda_download_rect_queued(nst_backend *be, const nst_tensor *src, nst_rect r, float *host)
+{
+    return download_rect(be, src, r, host, 0);
+}
+
+/* wait: return once host may be reused (upload_rect), or queue it (upload_rect_queued: pinned
+ * host memory, left as it is until the next wait) */
+static nst_status upload_rect(nst_backend *be, const float *host, nst_tensor *dst, nst_rect r, int wait)
 {
     cuda_impl *im = cuda_of(be);
     NST_TRY(cuda_check(dst, "upload_rect"));
@@ -112,8 +126,18 @@ nst_status cuda_upload_rect(nst_backend *be, const float *host, nst_tensor *dst,
             NST_TRY(cuda_copy_rect_raw(be, im->s1, p.w, nst_rect_make(0, 0, p.w, p.h), dst->data, dst->w, p.x, p.y, c, 4));
         }
     }
-    NST_TRY(cuda_wait(be, 0)); /* host is pageable and the caller may reuse it */
+    if (wait) NST_TRY(cuda_wait(be, 0)); /* host is pageable and the caller may reuse it */
     return NST_OK;
+}
+
+nst_status cuda_upload_rect(nst_backend *be, const float *host, nst_tensor *dst, nst_rect r)
+{
+    return upload_rect(be, host, dst, r, 1);
+}
+
+nst_status cuda_upload_rect_queued(nst_backend *be, const float *host, nst_tensor *dst, nst_rect r)
+{
+    return upload_rect(be, host, dst, r, 0);
 }
 
 template <typename T> __global__ void k_to(T *dst, const float *src, size_t n, float scale)

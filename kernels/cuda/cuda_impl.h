@@ -171,6 +171,8 @@ void cuda_report_install(nst_backend *be);
 nst_status cuda_copy_rect(nst_backend *, const nst_tensor *src, nst_rect r, nst_tensor *dst, int dx, int dy);
 nst_status cuda_download_rect(nst_backend *, const nst_tensor *src, nst_rect r, float *host);
 nst_status cuda_upload_rect(nst_backend *, const float *host, nst_tensor *dst, nst_rect r);
+nst_status cuda_download_rect_queued(nst_backend *, const nst_tensor *src, nst_rect r, float *host);
+nst_status cuda_upload_rect_queued(nst_backend *, const float *host, nst_tensor *dst, nst_rect r);
 nst_status cuda_convert_to(nst_backend *, void *dst, nst_dtype dt, const float *src, size_t n, float scale);
 nst_status cuda_convert_from(nst_backend *, float *dst, const void *src, nst_dtype dt, size_t n, float scale);
 /* n fp32 values of the host to dst of dtype dt times scale, and back (dst = src times scale), in

@@ -8,11 +8,12 @@
 #include "../../util/mem.h"
 #include "../../util/plant.h"
 
-void nst_exchange_free(nst_exchange *ex)
+void nst_exchange_free(nst_backend *be, nst_exchange *ex)
 {
+    if (ex->npeers) (void)be->ops->synchronize(be); /* the last uploads from the receive buffers are done */
     for (int p = 0; p < ex->npeers; p++) {
-        nst_free(ex->sendbuf[p]);
-        nst_free(ex->recvbuf[p]);
+        be->ops->host_free(be, ex->sendbuf[p]);
+        be->ops->host_free(be, ex->recvbuf[p]);
     }
     for (int i = 0; ex->stage && i < ex->ntr; i++) nst_free(ex->stage[i]);
     nst_free(ex->stage);
@@ -34,7 +35,7 @@ static int peer_slot(const nst_exchange *ex, int rank)
 }
 
 /* Keep the transfers this rank takes part in; size the per-peer buffers. */
-nst_status nst_exchange_plan(const nst_layout *L, nst_exchange *ex)
+nst_status nst_exchange_plan(nst_backend *be, const nst_layout *L, nst_exchange *ex)
 {
     int n;
     memset(ex, 0, sizeof *ex);
@@ -63,10 +64,9 @@ nst_status nst_exchange_plan(const nst_layout *L, nst_exchange *ex)
         else
             ex->recvn[p] += floats;
     }
-    for (int p = 0; p < ex->npeers; p++) {
-        ex->sendbuf[p] = nst_alloc_array(ex->sendn[p] + 1, sizeof(float), "halo send buffer");
-        ex->recvbuf[p] = nst_alloc_array(ex->recvn[p] + 1, sizeof(float), "halo receive buffer");
-        if (!ex->sendbuf[p] || !ex->recvbuf[p]) return NST_ENOMEM;
+    for (int p = 0; p < ex->npeers; p++) { /* page-locked on a GPU: their transfers are queued (exchange_run) */
+        NST_TRY(be->ops->host_alloc(be, (ex->sendn[p] + 1) * sizeof(float), (void **)&ex->sendbuf[p]));
+        NST_TRY(be->ops->host_alloc(be, (ex->recvn[p] + 1) * sizeof(float), (void **)&ex->recvbuf[p]));
     }
     if (L->cheap) {
         ex->stage = nst_calloc(sizeof(float *) * (size_t)(ex->ntr + 1), "blend staging");
@@ -99,7 +99,10 @@ static nst_rect src_rect(const nst_layout *L, const nst_tile *src, const nst_tra
 }
 
 /* Pack what this rank sends, exchange with the peers, and place (exact) or stage (cheap) what it
- * receives; transfers between two local tiles are copied directly (exact) or staged (cheap). */
+ * receives; transfers between two local tiles are copied directly (exact) or staged (cheap). The
+ * rects to and from the peers' buffers are queued: one wait for all that is sent (before the
+ * messages), none for what is received (its uploads are done before the buffers are written
+ * again, by the next exchange's messages, which follow its wait; or before they are freed). */
 static nst_status exchange_run(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *st, nst_exchange *ex)
 {
     const nst_layout *L = ctx->layout;
@@ -122,10 +125,12 @@ static nst_status exchange_run(const nst_render_ctx *ctx, nst_tile *tiles, nst_t
             }
         } else {
             int p = peer_slot(ex, L->owner[tr->dst]);
-            s = be->ops->download_rect(be, &st[si].x, r, ex->sendbuf[p] + off[p]);
+            s = be->ops->download_rect_queued(be, &st[si].x, r, ex->sendbuf[p] + off[p]);
             off[p] += (size_t)nst_rect_area(r) * 3;
         }
     }
+    if (s == NST_OK && ex->npeers && !nst_planted("exchangewait")) /* planted: the tests must catch a missing wait */
+        s = be->ops->synchronize(be); /* the send buffers hold what was queued */
     s = nst_render_agree(ctx, s); /* nobody enters the exchange if a rank could not pack */
     if (s == NST_OK && ex->npeers) {
         nst_comm_msg *sends = nst_alloc_array((size_t)ex->npeers, 2 * sizeof(nst_comm_msg), "exchange messages");
@@ -149,7 +154,7 @@ static nst_status exchange_run(const nst_render_ctx *ctx, nst_tile *tiles, nst_t
             ex->from[i] = data; /* valid until the next exchange */
         } else {
             nst_tile *dst = &tiles[local_index(L, tr->dst)];
-            s = be->ops->upload_rect(be, data, &dst->img, nst_rect_translate(tr->rect, -dst->window.x, -dst->window.y));
+            s = be->ops->upload_rect_queued(be, data, &dst->img, nst_rect_translate(tr->rect, -dst->window.x, -dst->window.y));
         }
     }
     nst_free(off);

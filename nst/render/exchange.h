@@ -3,13 +3,14 @@
  * tiles' by a copy or a message). Cheap mode: the overlapping pixels of the windows are blended
  * with feathered weights, every tile computing the same blend.
  *
- * On a GPU each remote transfer is a pack kernel, a pageable D2H copy and a stream sync, then MPI
- * on the host, then an H2D copy, an unpack kernel and a sync: serial with compute. The model
- * (docs/PERFORMANCE.md, "The halo exchange on a GPU"): 17 MB each way per 2048 px core and
- * iteration, about 4 ms pageable (2.4 ms pinned) against 17 ms of bf16 compute at half an H100's
- * peak, so 10-20 % there, 1-2 % in fp32, and on the CPU under 1 % (measured: 1.3 ms of 1.05 s).
- * Exact mode has no independent work to hide it behind (a window's first layer reads its halo);
- * pinned staging and device-to-device sends (NCCL) are the remedies, to be measured on a GPU. */
+ * On a GPU each remote transfer is a pack kernel and a D2H copy into page-locked buffers, all
+ * queued, then one stream sync, MPI on the host, then H2D copies and unpack kernels, queued
+ * without a sync: serial with compute. The model (docs/PERFORMANCE.md, "The halo exchange on a
+ * GPU"): 17 MB each way per 2048 px core and iteration, about 4 ms pageable (each copy then waited
+ * for) and 2.4 ms pinned, against 17 ms of bf16 compute at half an H100's peak, so 10-20 % there,
+ * 1-2 % in fp32, and on the CPU under 1 % (measured: 1.3 ms of 1.05 s). Exact mode has no
+ * independent work to hide it behind (a window's first layer reads its halo); device-to-device
+ * sends (NCCL) are the next remedy. None of it measured on a GPU yet. */
 #ifndef NST_EXCHANGE_H
 #define NST_EXCHANGE_H
 
@@ -27,8 +28,8 @@ typedef struct {
 } nst_exchange;
 
 /* Keep the layout's transfers this rank takes part in; size the per-peer buffers. */
-nst_status nst_exchange_plan(const nst_layout *L, nst_exchange *ex);
-void nst_exchange_free(nst_exchange *ex);
+nst_status nst_exchange_plan(nst_backend *be, const nst_layout *L, nst_exchange *ex);
+void nst_exchange_free(nst_backend *be, nst_exchange *ex);
 /* Make the windows current: exact mode refills them from the cores; cheap mode blends them. */
 nst_status nst_exchange_refresh(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *st, nst_exchange *ex);
 

@@ -152,7 +152,7 @@ static nst_status render_setup(render_run *r, float **content, float **init)
     }
     s = nst_render_agree(ctx, s);
     if (s == NST_OK) s = nst_objective_finish_targets(&r->obj);
-    if (s == NST_OK) s = nst_exchange_plan(L, &r->ex);
+    if (s == NST_OK) s = nst_exchange_plan(ctx->be, L, &r->ex);
     if (s == NST_OK && L->lbfgs) s = nst_render_lbfgs_setup(ctx, r->ts, &r->lb);
     if (s == NST_OK && !L->lbfgs) s = ctx->be->ops->alloc(ctx->be, sizeof *r->adam, (void **)&r->adam);
     if (s == NST_OK) s = nst_stop_init(&r->stop, ctx->cfg->optim_stop_tolerance, (int)ctx->cfg->optim_stop_window, ctx->cfg->optim_stop_min);
@@ -530,7 +530,7 @@ static void render_teardown(render_run *r)
     nst_lbfgs_free(&r->lb);
     nst_stop_free(&r->stop);
     if (r->adam) ctx->be->ops->free(ctx->be, r->adam);
-    nst_exchange_free(&r->ex);
+    nst_exchange_free(ctx->be, &r->ex);
     for (int i = 0; r->ts && i < L->nlocal; i++) nst_render_tile_teardown(ctx, &r->obj, &r->tiles[i], &r->ts[i]);
     nst_free(r->ts);
     nst_free(r->tiles);
