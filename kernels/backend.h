@@ -203,8 +203,8 @@ typedef struct {
     int (*graph_segments)(nst_backend *);
 
     /* Host memory for transfers: page-locked on a GPU, so that the queued transfers below need not
-     * wait (a GPU's copies to or from pageable memory wait for their stream); the host's own on the
-     * CPU. host_free: NULL is ignored. */
+     * wait (a GPU's copies to or from pageable memory may); the host's own on the CPU. host_free:
+     * NULL is ignored. */
     nst_status (*host_alloc)(nst_backend *, size_t bytes, void **ptr);
     void (*host_free)(nst_backend *, void *ptr);
     /* download_rect and upload_rect queued like any op, without their wait: host (from host_alloc)

@@ -211,6 +211,14 @@ if [ $rc -eq 0 ] && grep -q "^CUDA graphs: not used in this level: synchronize w
    grep -q '"cuda_graphs": {"recorded": 0, "replayed": 0' "$T/graphs_wait2.json"; then
   same "graph stand-in, 2 ranks: a recording failed on rank 1 alone, every rank gave graphs up, rank 1's reason logged, the level run as before" graphs_wait2.png graphs_off2.png
 else bad "graph stand-in, 2 ranks: a recording failed on one rank" "exit $rc" "$(grep -E 'CUDA graphs|error' "$T/graphs_wait2.log" | head -n 5)"; fi
+# graphs on one rank only (NSTBATCH_PROFILE there: it times op by op, so no graphs): none on any
+one=(o.ini --set output.path=graphs_one2.png --set run.record=graphs_one2.json "${gr[@]}" --set gpu.graphs=true)
+(cd "$T" && NSTBATCH_GRAPH_STANDIN=1 "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 1 "$NST" "${one[@]}" : \
+   -np 1 -x NSTBATCH_PROFILE=1 "$NST" "${one[@]}") >"$T/graphs_one2.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q '"cuda_graphs": {"recorded": 0, "replayed": 0' "$T/graphs_one2.json"; then
+  same "graph stand-in, 2 ranks: graphs possible on rank 0 alone (rank 1 profiles): agreed off on both, the level run as before" graphs_one2.png graphs_off2.png
+else bad "graph stand-in, 2 ranks: graphs on one rank only" "exit $rc (124: a hang)" "$(grep -E 'CUDA graphs|error' "$T/graphs_one2.log" | head -n 5)"; fi
 
 # ---- bad values ----------------------------------------------------------------------------------
 for kv in optim.average=1 optim.stop_tolerance=-0.1 optim.stop_window=0 optim.stop_min=-1; do

@@ -83,7 +83,7 @@ nst_status nst_recorded_replay(nst_recorded *rc, nst_status (*agree)(void *actx,
 {
     nst_backend *be = rc->be;
     nst_status s = NST_OK;
-    int steps = 0, queued = 0;
+    int steps = 0;
     for (int i = 0; i < rc->n; i++) {
         const nst_recorded_item *it = &rc->item[i];
         if (it->seg >= 0) {
@@ -91,11 +91,9 @@ nst_status nst_recorded_replay(nst_recorded *rc, nst_status (*agree)(void *actx,
             if (s == NST_OK) s = be->ops->graph_launch(be, it->seg, &launched);
             if (s == NST_OK && !launched) /* dropped in the middle: a host step grew a scratch buffer */
                 s = nst_fail(NST_ERUNTIME, "CUDA graphs: segment %d of the recorded iteration was dropped during its replay", it->seg);
-            queued = 1;
             continue;
         }
-        if (queued) s = agree(actx, s); /* every rank enters the step, or none (a launch may have failed) */
-        queued = 0;
+        if (i > 0) s = agree(actx, s); /* every rank enters the step, or none (a launch or a step may have failed) */
         if (s != NST_OK) return s;
         if (steps++ > 0 && nst_planted("graphstep")) continue; /* planted: a step missed in the replays (the tests must catch it) */
         s = it->fn(it->arg);

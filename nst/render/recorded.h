@@ -40,8 +40,8 @@ nst_status nst_recorded_end(nst_recorded *rc, nst_status s);
 int nst_recorded_held(const nst_recorded *rc);
 
 /* One replay: the segments launched and the host steps run in order. agree(actx, s) is called
- * before each host step and at the end with this rank's status, and returns every rank's (so no
- * rank enters a step between ranks while another has failed). */
+ * before each host step but a first one and at the end with this rank's status, and returns
+ * every rank's (so no rank enters a step between ranks while another has failed). */
 nst_status nst_recorded_replay(nst_recorded *rc, nst_status (*agree)(void *actx, nst_status), void *actx);
 
 #endif

@@ -195,7 +195,9 @@ static nst_status render_resume(render_run *r, nst_status s)
         nst_adam_step a = {(double)(r->t_start + r->it0), 0.f, 0.f};
         s = r->ctx->be->ops->write(r->ctx->be, r->adam, &a, sizeof a);
     }
-    if (s == NST_OK) r->graphs = graphs_eligible(r);
+    /* agreed: a rank whose environment differs (a test hook, NSTBATCH_PROFILE) must not replay
+     * alone, or the ranks' calls between them would stop pairing up */
+    if (s == NST_OK) r->graphs = nst_render_agree(ctx, graphs_eligible(r) ? NST_OK : NST_ERUNTIME) == NST_OK;
     if (r->graphs) {
         nst_recorded_init(&r->rec, ctx->be, ctx->layout->nranks > 1);
         r->obj.host_steps = nst_recorded_hook(&r->rec);
