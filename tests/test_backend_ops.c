@@ -6,7 +6,8 @@
  * NVIDIA device, saying why; FAIL where it has one that CUDA cannot use), and the GPU's 8-channel
  * element passes against one element a thread, bit for bit.
  * Then the harness is tested itself: the tolerances follow from the precisions, and a backend
- * with one op wrong by a little more than its tolerance, or writing a NaN, is caught. */
+ * with one op wrong by a little more than its tolerance, or writing a NaN, is caught. And the
+ * graph stand-in's queued transfers follow a GPU stream's order. */
 #include "../kernels/backend.h"
 #include "../kernels/check/check.h"
 #include "../kernels/cuda/cuda.h"
@@ -267,6 +268,45 @@ static void t_cuda_vec8_bits(void)
     unsetenv("NSTBATCH_CUDA_VEC8");
 }
 
+/* The graph stand-in's queued transfers (kernels/graph_standin.h) as a GPU's stream orders them:
+ * a queued download reaches the host only at the next wait, and an upload's host buffer changed
+ * before that wait is reported there (unchanged, it is not): so the renders on the stand-in show
+ * a missing wait (tests/test_optim.sh plants one in the halo exchange). */
+static void t_standin_queued_transfers(void)
+{
+    nst_backend *be = NULL;
+    setenv("NSTBATCH_GRAPH_STANDIN", "1", 1);
+    nst_status s = nst_backend_open("cpu", 1, &be);
+    unsetenv("NSTBATCH_GRAPH_STANDIN");
+    CHECK(s == NST_OK && be && be->graph_standin, "the CPU backend with the stand-in: %s", nst_fail_message());
+    if (!be) return;
+    enum { H = 4, W = 5, N = H * W * 3 };
+    const nst_rect all = nst_rect_make(0, 0, W, H);
+    nst_tensor t;
+    float src[N], *h = NULL, *u = NULL;
+    for (int i = 0; i < N; i++) src[i] = (float)(i + 1);
+    CHECK(nst_tensor_alloc(be, H, W, 3, NST_F32, &t) == NST_OK && be->ops->upload_rect(be, src, &t, all) == NST_OK &&
+              be->ops->host_alloc(be, sizeof src, (void **)&h) == NST_OK && be->ops->host_alloc(be, sizeof src, (void **)&u) == NST_OK,
+          "set-up: %s", nst_fail_message());
+    if (!h || !u) return;
+    memset(h, 0, sizeof src);
+    CHECK(be->ops->download_rect_queued(be, &t, all, h) == NST_OK, "download_rect_queued: %s", nst_fail_message());
+    CHECK(h[0] == 0 && h[N - 1] == 0, "a queued download is not on the host before a wait (%g, %g)", h[0], h[N - 1]);
+    CHECK(be->ops->synchronize(be) == NST_OK && memcmp(h, src, sizeof src) == 0, "it is after the wait");
+    for (int i = 0; i < N; i++) u[i] = 7;
+    CHECK(be->ops->upload_rect_queued(be, u, &t, all) == NST_OK, "upload_rect_queued: %s", nst_fail_message());
+    u[3] = 8; /* a race on a GPU: the copy may read the buffer until the wait */
+    s = be->ops->synchronize(be);
+    CHECK(s != NST_OK && strstr(nst_fail_message(), "changed before the backend was waited for"),
+          "an upload's buffer changed before the wait is reported there: %s", s == NST_OK ? "it passed" : nst_fail_message());
+    nst_fail_clear();
+    CHECK(be->ops->upload_rect_queued(be, u, &t, all) == NST_OK && be->ops->synchronize(be) == NST_OK,
+          "an unchanged one is not: %s", nst_fail_message());
+    be->ops->host_free(be, h), be->ops->host_free(be, u);
+    nst_tensor_free(be, &t);
+    nst_backend_close(be);
+}
+
 int main(void)
 {
     if (nst_backend_open("cpu", 0, &cpu) != NST_OK) {
@@ -277,6 +317,7 @@ int main(void)
     RUN(t_cpu_fp32_contracts);
     RUN(t_cpu_bf16_against_fp32);
     RUN(t_harness_catches_errors);
+    RUN(t_standin_queued_transfers);
     gpu_state = nst_cuda_probe_state(&ngpu, skip_why, sizeof skip_why);
     if (ngpu > 0 && !nst_cuda_has_ops()) ngpu = 0, snprintf(skip_why, sizeof skip_why, "this build has no CUDA backend");
     for (pass = 0; pass < (ngpu > 0 ? NPASS : 1); pass++) RUN(t_cuda_against_cpu);
