@@ -20,7 +20,7 @@ typedef struct {
 } nst_recorded_item;
 
 typedef struct {
-    nst_host_hook hook; /* the host steps come through it (nst_recorded_hook) */
+    nst_host_hook hook; /* the host steps come through it (nst_recorded_hook); first: at() casts back */
     nst_backend *be;
     int split;          /* host steps end a segment (more than one rank); else they run in it */
     int recording, open, nseg, n;
