@@ -120,15 +120,19 @@ static nst_status settle(struct nst_graph_standin *g)
     return s;
 }
 
+/* an op a recording cannot hold: it fails the recording, saying why */
+static nst_status refuse(nst_backend *be, const char *name, const char *what)
+{
+    G(be)->failed = 1;
+    return nst_fail(NST_ERUNTIME, "%s %s while an iteration is recorded (graph stand-in)", name, what);
+}
+
 /* an op that makes the host wait: it fails a recording, and settles the queued transfers */
-#define WAITS(be, name, CALL)                                                                                \
-    do {                                                                                                     \
-        if (G(be)->recording) {                                                                              \
-            G(be)->failed = 1;                                                                               \
-            return nst_fail(NST_ERUNTIME, "%s waits for the device while an iteration is recorded (graph stand-in)", name); \
-        }                                                                                                    \
-        NST_TRY(settle(G(be)));                                                                              \
-        return CALL;                                                                                         \
+#define WAITS(be, name, CALL)                                                 \
+    do {                                                                      \
+        if (G(be)->recording) return refuse(be, name, "waits for the device"); \
+        NST_TRY(settle(G(be)));                                               \
+        return CALL;                                                          \
     } while (0)
 
 /* ---- recorded ops -------------------------------------------------------------------------------- */
@@ -314,35 +318,21 @@ static nst_status s_clocks_read(nst_backend *be, int n, double *sec) { WAITS(be,
 
 /* the queued transfers move host memory, which the render never records (they are host steps
  * between ranks: nst/optimise/host_step.h): one inside a recording fails it */
-#define UNRECORDED(be, name, CALL)                                                                           \
-    do {                                                                                                     \
-        if (G(be)->recording) {                                                                              \
-            G(be)->failed = 1;                                                                               \
-            return nst_fail(NST_ERUNTIME, "%s moves host memory while an iteration is recorded (graph stand-in)", name); \
-        }                                                                                                    \
-        return CALL;                                                                                         \
-    } while (0)
-static nst_status download_queued(nst_backend *be, const nst_tensor *src, nst_rect r, float *host)
+static nst_status s_download_rect_queued(nst_backend *be, const nst_tensor *src, nst_rect r, float *host)
 {
+    if (G(be)->recording) return refuse(be, "download_rect_queued", "moves host memory");
     float *copy;
     NST_TRY(pend(G(be), host, (size_t)nst_rect_area(r) * src->c, 0, &copy));
     return REAL(be)->download_rect_queued(be, src, r, copy);
 }
-static nst_status upload_queued(nst_backend *be, const float *host, nst_tensor *dst, nst_rect r)
+static nst_status s_upload_rect_queued(nst_backend *be, const float *host, nst_tensor *dst, nst_rect r)
 {
+    if (G(be)->recording) return refuse(be, "upload_rect_queued", "moves host memory");
     float *copy;
     const size_t n = (size_t)nst_rect_area(r) * dst->c;
     NST_TRY(pend(G(be), (float *)host, n, 1, &copy));
     memcpy(copy, host, n * sizeof(float));
     return REAL(be)->upload_rect_queued(be, host, dst, r);
-}
-static nst_status s_download_rect_queued(nst_backend *be, const nst_tensor *src, nst_rect r, float *host)
-{
-    UNRECORDED(be, "download_rect_queued", download_queued(be, src, r, host));
-}
-static nst_status s_upload_rect_queued(nst_backend *be, const float *host, nst_tensor *dst, nst_rect r)
-{
-    UNRECORDED(be, "upload_rect_queued", upload_queued(be, host, dst, r));
 }
 
 /* ---- the graph --------------------------------------------------------------------------------- */

@@ -203,19 +203,21 @@ NSTBATCH_PLANT=exchangewait NSTBATCH_GRAPH_STANDIN=1 nst exchange_nowait2 2 "${g
 d=$("$DIFF" "$T/exchange_nowait2.png" "$T/graphs_off2.png" 2>&1)
 if [ $rc -eq 0 ] && [ "${d%% mean*}" != "max 0" ] && [ -n "$d" ]; then ok "graph stand-in, 2 ranks: the exchange without its one wait sends stale halos ($d): the check fails"
 else bad "graph stand-in, 2 ranks: a planted missing wait in the exchange" "exit $rc; diff '$d' (must differ)" "$(tail -n 3 "$T/exchange_nowait2.log")"; fi
-one=(o.ini --set output.path=graphs_wait2.png --set run.record=graphs_wait2.json "${gr[@]}" --set gpu.graphs=true)
-(cd "$T" && NSTBATCH_GRAPH_STANDIN=1 "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 1 "$NST" "${one[@]}" : \
-   -np 1 -x NSTBATCH_PLANT=graphwait "$NST" "${one[@]}") >"$T/graphs_wait2.log" 2>&1
-rc=$?
+# rank1_env NAME VAR=VALUE: the graphs render on the stand-in, 2 ranks, VAR set on rank 1 alone
+# (mpirun's MPMD form); log NAME.log, record NAME.json, status rc
+rank1_env() {
+  local name=$1 env=$2 one=(o.ini --set output.path="$1.png" --set run.record="$1.json" "${gr[@]}" --set gpu.graphs=true)
+  (cd "$T" && NSTBATCH_GRAPH_STANDIN=1 "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 1 "$NST" "${one[@]}" : \
+     -np 1 -x "$env" "$NST" "${one[@]}") >"$T/$name.log" 2>&1
+  rc=$?
+}
+rank1_env graphs_wait2 NSTBATCH_PLANT=graphwait
 if [ $rc -eq 0 ] && grep -q "^CUDA graphs: not used in this level: synchronize waits for the device while an iteration is recorded" "$T/graphs_wait2.log" &&
    grep -q '"cuda_graphs": {"recorded": 0, "replayed": 0' "$T/graphs_wait2.json"; then
   same "graph stand-in, 2 ranks: a recording failed on rank 1 alone, every rank gave graphs up, rank 1's reason logged, the level run as before" graphs_wait2.png graphs_off2.png
 else bad "graph stand-in, 2 ranks: a recording failed on one rank" "exit $rc" "$(grep -E 'CUDA graphs|error' "$T/graphs_wait2.log" | head -n 5)"; fi
 # graphs on one rank only (NSTBATCH_PROFILE there: it times op by op, so no graphs): none on any
-one=(o.ini --set output.path=graphs_one2.png --set run.record=graphs_one2.json "${gr[@]}" --set gpu.graphs=true)
-(cd "$T" && NSTBATCH_GRAPH_STANDIN=1 "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 1 "$NST" "${one[@]}" : \
-   -np 1 -x NSTBATCH_PROFILE=1 "$NST" "${one[@]}") >"$T/graphs_one2.log" 2>&1
-rc=$?
+rank1_env graphs_one2 NSTBATCH_PROFILE=1
 if [ $rc -eq 0 ] && grep -q '"cuda_graphs": {"recorded": 0, "replayed": 0' "$T/graphs_one2.json"; then
   same "graph stand-in, 2 ranks: graphs possible on rank 0 alone (rank 1 profiles): agreed off on both, the level run as before" graphs_one2.png graphs_off2.png
 else bad "graph stand-in, 2 ranks: graphs on one rank only" "exit $rc (124: a hang)" "$(grep -E 'CUDA graphs|error' "$T/graphs_one2.log" | head -n 5)"; fi

@@ -138,7 +138,8 @@ static nst_status cu_write(nst_backend *be, void *dst, const void *host, size_t 
 
 /* Host memory for the queued transfers: page-locked (their copies then need not wait), or, where
  * the node has none left, pageable (the copies then follow the driver's rules for pageable memory,
- * maybe waiting: right either way, as the host touches the buffers only after a wait). A header before the block says which, for cu_host_free. */
+ * maybe waiting: right either way, as the host touches the buffers only after a wait). A header
+ * before the block says which, for cu_host_free. */
 #define HOST_HEADER 64
 static nst_status cu_host_alloc(nst_backend *be, size_t bytes, void **ptr)
 {

@@ -70,7 +70,7 @@ nst_status nst_objective_init_guided(nst_objective *o, const nst_loss_spec *spec
         NST_TRY(be->ops->alloc(be, bytes, (void **)&o->D[q]));
         if (strategy == NST_GRAM_LAGGED) NST_TRY(be->ops->alloc(be, 2 * bytes, (void **)&o->Gprev[q]));
         at[q] = o->G_n;
-        o->G_n += ((size_t)c * c + 31) / 32 * 32; /* each slot at 256 bytes */
+        o->G_n += nst_gram_slot_doubles(c);
     }
     /* every slot's sums in one block, so that they are added over ranks in one call (one read,
      * one MPI allreduce or NCCL call and one write, not one each a slot); the gaps stay 0 */

@@ -64,6 +64,10 @@ typedef struct {
 
 typedef enum { NST_GRAM_RESIDENT, NST_GRAM_TWO_PASS, NST_GRAM_LAGGED } nst_gram_strategy;
 
+/* The doubles a Gram slot of c channels takes in the objective's block of sums (G_all): c^2, to a
+ * multiple of 32 (256 bytes), the gap 0. The memory model (nst/plan/layout.c) counts the same. */
+static inline size_t nst_gram_slot_doubles(int c) { return ((size_t)c * c + 31) / 32 * 32; }
+
 #define NST_MAX_STYLES 16
 #define NST_MAX_GRAMS (NST_MAX_STYLES * NST_VGG_NLAYERS)
 

@@ -62,13 +62,14 @@ size_t nst_layout_memory(const nst_grid *g, const int *owner, int r, int cheap, 
             }
         if (mh) b += acts_bytes(net, mh, mw);
     }
-    /* A, D fp32; G fp64 (each slot at a multiple of 32 entries: nst/optimise/objective.c); and
-     * the previous G (lagged) or, where the backend sums in fixed point (exact strategies on the
-     * CPU), those sums: two int64 an entry */
+    /* A, D fp32; G fp64 (each slot padded: nst_gram_slot_doubles); and the previous G (lagged)
+     * or, where the backend sums in fixed point (exact strategies on the CPU), those sums: two
+     * int64 an entry */
     const size_t per = gram == NST_GRAM_LAGGED ? 24 : net->be && net->be->ops->gram_fixed ? 32 : 16;
     for (int k = 0; k < spec->nstyle; k++) { /* per style image with masks */
-        const size_t cc = (size_t)net->width[spec->style[k]] * net->width[spec->style[k]], slots = spec->nmask ? spec->nmask : 1;
-        b += (per * cc + 8 * ((cc + 31) / 32 * 32 - cc)) * slots;
+        const int c = net->width[spec->style[k]];
+        const size_t cc = (size_t)c * c, slots = spec->nmask ? spec->nmask : 1;
+        b += (per * cc + 8 * (nst_gram_slot_doubles(c) - cc)) * slots;
     }
     return b + sizeof(nst_loss_sums); /* the loss sums, in backend memory (nst/optimise/objective.h) */
 }

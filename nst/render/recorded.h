@@ -23,7 +23,8 @@ typedef struct {
     nst_host_hook hook; /* the host steps come through it (nst_recorded_hook); first: at() casts back */
     nst_backend *be;
     int split;          /* host steps end a segment (more than one rank); else they run in it */
-    int recording, open, nseg, n;
+    int recording;      /* between nst_recorded_begin and nst_recorded_end */
+    int open, nseg, n;
     nst_recorded_item item[2 * NST_GRAPH_SEGMENTS];
 } nst_recorded;
 

@@ -106,8 +106,8 @@ typedef struct {
     long long staged;  /* host waits of the halo exchange (between ranks, through the host) */
     nst_adam_step *adam; /* Adam's step count in backend memory (ticked by every step, replayed ones too) */
     int graphs;        /* the quiet iterations may be recorded and replayed (graphs_eligible) */
-    int recording;     /* an iteration is being recorded: its host code is this rank's own */
-    nst_recorded rec;  /* the recorded iteration: segments, and the host steps between them */
+    nst_recorded rec;  /* the recorded iteration: segments, and the host steps between them (rec.recording: its
+                        * host code is running, this rank's own) */
 } render_run;
 
 /* The network, the objective with its style targets, the shared activations, every local tile
@@ -280,7 +280,7 @@ static nst_status iter_step(render_run *r, long long it, nst_status s)
     be->ops->range_push(be, "optimiser");
     s = nst_render_step(r->ctx, r->tiles, r->ts, &r->lb, r->t_start + it + 1, r->adam, s);
     be->ops->range_pop(be);
-    if (!r->recording) s = nst_render_agree(r->ctx, s); /* (a recording's status is agreed once, at its end) */
+    if (!r->rec.recording) s = nst_render_agree(r->ctx, s); /* (a recording's status is agreed once, at its end) */
     if (s == NST_OK) r->st->stepped = 1;
     nst_timer_lap(&r->st->timers, NST_T_OPTIM);
     return s;
@@ -344,11 +344,9 @@ static nst_status record_iteration(render_run *r, long long it)
 {
     const nst_collectives keep = r->obj.coll;
     r->obj.coll.check = NULL;
-    r->recording = 1;
     nst_status s = nst_recorded_begin(&r->rec);
     if (s == NST_OK && nst_planted("graphwait")) s = r->ctx->be->ops->synchronize(r->ctx->be); /* planted: fails this rank's recording */
     s = nst_recorded_end(&r->rec, s == NST_OK ? quiet_work(r, it) : s);
-    r->recording = 0;
     r->obj.coll = keep;
     return r->ctx->coll.agree ? r->ctx->coll.agree(r->ctx->coll.ctx, s) : nst_render_agree(r->ctx, s);
 }
@@ -361,30 +359,33 @@ static int all_held(render_run *r)
     return nst_render_agree(r->ctx, nst_recorded_held(&r->rec) ? NST_OK : NST_ERUNTIME) == NST_OK;
 }
 
-/* A quiet iteration: the recorded one replayed, or recorded now (then replayed), or run as it is.
- * A recording that fails ran nothing: the iteration runs as it is, and the level without graphs. */
+/* Iteration it recorded, at the level's third iteration or after its graphs were dropped: 1 where
+ * every rank holds its recording; else the level goes on without graphs, with a note. */
+static int record_or_give_up(render_run *r, long long it)
+{
+    if (record_iteration(r, it) == NST_OK) {
+        r->st->graph_records++;
+        r->st->graph_segments = r->rec.nseg;
+        return 1;
+    }
+    snprintf(r->st->graphs_off, sizeof r->st->graphs_off, "%s", nst_fail_message());
+    nst_info("CUDA graphs: not used in this level: %s\n", r->st->graphs_off);
+    nst_fail_clear();
+    r->graphs = 0;
+    r->obj.host_steps = NULL;
+    return 0;
+}
+
+/* A quiet iteration: the recorded one replayed (recorded now if need be), or run as it is. A
+ * recording that fails ran nothing: the iteration runs as it is, and the level without graphs. */
 static nst_status quiet_iteration(render_run *r, long long it)
 {
-    if (r->graphs && all_held(r)) {
-        NST_TRY(nst_recorded_replay(&r->rec, agree_step, (void *)r->ctx));
-        r->st->graph_replays++;
-        return NST_OK;
-    }
-    if (r->graphs && it >= r->it0 + 2) {
-        if (record_iteration(r, it) == NST_OK) {
-            r->st->graph_records++;
-            r->st->graph_segments = r->rec.nseg;
-            NST_TRY(nst_recorded_replay(&r->rec, agree_step, (void *)r->ctx));
-            r->st->graph_replays++;
-            return NST_OK;
-        }
-        snprintf(r->st->graphs_off, sizeof r->st->graphs_off, "%s", nst_fail_message());
-        nst_info("CUDA graphs: not used in this level: %s\n", r->st->graphs_off);
-        nst_fail_clear();
-        r->graphs = 0;
-        r->obj.host_steps = NULL;
-    }
-    return quiet_work(r, it);
+    int held = r->graphs && all_held(r);
+    if (r->graphs && !held && it >= r->it0 + 2) held = record_or_give_up(r, it);
+    if (!held) return quiet_work(r, it);
+    NST_TRY(nst_recorded_replay(&r->rec, agree_step, (void *)r->ctx));
+    r->st->graph_replays++;
+    return NST_OK;
 }
 
 /* One iteration: exchange, objective, report, step, boundary; each runs only if the last went well. */

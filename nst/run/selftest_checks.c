@@ -185,18 +185,29 @@ static void case_close(first_case *fc)
     nst_weights_free(&fc->w);
 }
 
+/* The case rendered on be with the case's settings and sets[0..n) over them, quietly: the image
+ * into out, the stats into st, the first gradient into grad (NULL: not kept). */
+static nst_status case_render(const first_case *fc, const char *const *sets, size_t n, nst_backend *be, nst_image *out,
+                              nst_render_stats *st, nst_image *grad)
+{
+    nst_config c = fc->cfg;
+    for (size_t i = 0; i < n; i++) NST_TRY(nst_config_set(&c, sets[i]));
+    memset(st, 0, sizeof *st);
+    nst_log_set_quiet(1);
+    nst_status s = nst_render_image(&c, &fc->spec, be, &fc->w, &fc->content, &fc->style, NULL, out, st, grad);
+    nst_log_set_quiet(0);
+    return s;
+}
+
 /* One iteration on tiles of `tile` px on be: the first objective into r (r->grad allocated). */
 static nst_status first_at(const first_case *fc, const char *tile, nst_backend *be, first_result *r)
 {
-    nst_config c = fc->cfg;
     char set[64];
     snprintf(set, sizeof set, "tiling.tile_size=%s", tile);
-    NST_TRY(nst_config_set(&c, set));
+    const char *sets[] = {set};
     nst_render_stats st;
     nst_image out = {0};
-    nst_log_set_quiet(1);
-    nst_status s = nst_render_image(&c, &fc->spec, be, &fc->w, &fc->content, &fc->style, NULL, &out, &st, &r->grad);
-    nst_log_set_quiet(0);
+    nst_status s = case_render(fc, sets, 1, be, &out, &st, &r->grad);
     nst_image_free(&out);
     const double l[] = {st.first.total, st.first.content, st.first.style, st.first.tv, st.first.temporal};
     memcpy(r->loss, l, sizeof l);
@@ -260,16 +271,10 @@ nst_status st_render(st_table *t, nst_backend *be, int threads)
 
 static nst_status graph_render(const first_case *fc, nst_backend *be, int on, nst_image *out, nst_render_stats *st)
 {
-    nst_config c = fc->cfg;
     char iters[48];
     snprintf(iters, sizeof iters, "optim.iterations=%d", GRAPH_ITERS);
     const char *sets[] = {iters, "optim.method=adam", "tiling.tile_size=" RENDER_TILE, on ? "gpu.graphs=true" : "gpu.graphs=false"};
-    for (size_t i = 0; i < sizeof sets / sizeof *sets; i++) NST_TRY(nst_config_set(&c, sets[i]));
-    memset(st, 0, sizeof *st);
-    nst_log_set_quiet(1);
-    nst_status s = nst_render_image(&c, &fc->spec, be, &fc->w, &fc->content, &fc->style, NULL, out, st, NULL);
-    nst_log_set_quiet(0);
-    return s;
+    return case_render(fc, sets, sizeof sets / sizeof *sets, be, out, st, NULL);
 }
 
 /* Values of a and b (n each) whose bits differ, and the largest difference. */
