@@ -8,7 +8,8 @@
       strings, the config and version), every format holding the same pixels, and every reduced
       level equal to the 2 x 2 rounded means of the level above (computed here).
   check_outputs.py same STEM_A STEM_B [N]      every level (or the first N) of A's files equals B's
-  check_outputs.py input STEM INPUT            level 0 equals the input image (0 iterations)
+  check_outputs.py input INPUT STEM...         level 0 of each STEM equals the input image (0 iterations;
+      the input decoded once)
   check_outputs.py psnr STEM_A STEM_B Q        A.tif's JPEG level 0 against B.tif: no worse than libvips' JPEG at Q
   check_outputs.py print STEM DPI              STEM.tif and STEM.png for print: the resolution (DPI, 0: none stored;
       each TIFF level in proportion), the TIFF's ICC profile read by LittleCMS (through Pillow) as sRGB,
@@ -177,12 +178,13 @@ def level0(path):
             return vips_level(path, 0, t.pages[0].bitspersample)
 
 
-def cmd_input(stem, inp):
+def cmd_input(inp, *stems):
     img = tifffile.imread(inp)
-    for ext in (".tif", ".h5"):
-        if os.path.exists(stem + ext):
-            out = level0(stem + ext)
-            report(np.array_equal(out, img), "%s%s level 0 equals the %dx%d input" % (os.path.basename(stem), ext, img.shape[1], img.shape[0]))
+    for stem in stems:
+        for ext in (".tif", ".h5"):
+            if os.path.exists(stem + ext):
+                out = level0(stem + ext)
+                report(np.array_equal(out, img), "%s%s level 0 equals the %dx%d input" % (os.path.basename(stem), ext, img.shape[1], img.shape[0]))
 
 
 def psnr(x, y):

@@ -57,12 +57,14 @@ random_width_divisor = 8
 method = adam
 iterations = 60
 [tiling]
-tile_size = 64
+tile_size = 96
 [run]
 device = cpu
 threads = 1
 print_every = 20
 EOF
+# (96 px tiles: 4, two on each rank; at this size every tile's window, its 150 px halo included, is
+# the whole image, so 64 px tiles' 6 cost half as much again for the same checks)
 
 # nst LOG ARGS...: nstbatch on 2 ranks in T, log in T/LOG.log, exit status in $rc
 nst() {
@@ -127,7 +129,9 @@ interrupted() {
   else bad "$name: after the end" "manifest/files" "$(ls "$T/$ck"; head -5 "$T/$ck/manifest")"; fi
 }
 interrupted adam
-interrupted carry --set pyramid.levels=2 --set pyramid.state=carry --set pyramid.iterations=40,60
+# (64 px tiles: the coarse level, 96x64, then has a tile on each rank, and each rank a file in every
+# generation, as the SIGKILL case counts)
+interrupted carry --set pyramid.levels=2 --set pyramid.state=carry --set pyramid.iterations=40,60 --set tiling.tile_size=64
 interrupted cheap --set tiling.mode=cheap
 # L-BFGS (its history) with the average and the stopping rule (the rule's history): windows of 40,
 # so that a resume that lost the last 80 losses could not stop where the uninterrupted render does:

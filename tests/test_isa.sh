@@ -14,7 +14,8 @@
 # - test_backend_ops: the tiling's contracts (conv windows of every width and height, the Gram
 #   backward's rows) in fp32, and bf16 against fp32 where the level has bf16;
 # - a render on 2 ranks with 48 px tiles against one tile, bit for bit, in fp32 (and bf16 where
-#   the level has it), and one with masks; one tile on 2 threads against 1 thread.
+#   the level has it), and one with masks; one tile on 2 threads against 1 thread (6 L-BFGS steps
+#   with 3 pairs: the history wraps).
 NST=$(readlink -f "$1") B=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_isa
 
@@ -49,6 +50,7 @@ overwrite = true
 random_width_divisor = 8
 [optim]
 iterations = 6
+lbfgs_history = 3
 [run]
 device = cpu
 threads = 1
