@@ -38,20 +38,32 @@ static void split(float v, int64_t *M, int *E)
     *E = ex - 24;
 }
 
-/* the exact sums of entry (i, j) over region r of v (h x w x c), mask weights mw (or NULL) */
-static __int128 truth(const float *v, int w, int c, nst_rect r, const float *mw, int e, int i, int j)
+/* The exact sums of every entry (i, j), j >= i, over region r of v (h x w x c), mask weights mw
+ * (or NULL): a c x c table, its upper triangle set. Each value is split once (the sums are of
+ * integers, so their order does not matter). */
+static __int128 *truths(const float *v, int w, int c, nst_rect r, const float *mw, int e)
 {
-    __int128 s = 0;
+    const size_t np = (size_t)r.w * r.h;
+    int64_t *M = malloc(np * c * sizeof *M), *W = malloc(np * sizeof *W);
+    int *E = malloc(np * c * sizeof *E);
+    size_t p = 0;
     for (int y = r.y; y < r.y + r.h; y++)
-        for (int x = r.x; x < r.x + r.w; x++) {
+        for (int x = r.x; x < r.x + r.w; x++, p++) {
             size_t at = (size_t)y * w + x;
-            int64_t Mi, Mj, W = mw ? (int64_t)ldexp(mw[at], 16) : 65536;
-            int Ei, Ej;
-            split(v[at * c + i], &Mi, &Ei);
-            split(v[at * c + j], &Mj, &Ej);
-            s += shift_floor((__int128)W * Mi * Mj, Ei + Ej - 16 + 43 - 2 * e);
+            W[p] = mw ? (int64_t)ldexp(mw[at], 16) : 65536;
+            for (int ch = 0; ch < c; ch++) split(v[at * c + ch], &M[ch * np + p], &E[ch * np + p]);
         }
-    return s;
+    __int128 *t = calloc((size_t)c * c, sizeof *t);
+    for (int i = 0; i < c; i++)
+        for (int j = i; j < c; j++) {
+            const int64_t *Mi = M + i * np, *Mj = M + j * np;
+            const int *Ei = E + i * np, *Ej = E + j * np;
+            __int128 s = 0;
+            for (size_t q = 0; q < np; q++) s += shift_floor((__int128)W[q] * Mi[q] * Mj[q], Ei[q] + Ej[q] - 16 + 43 - 2 * e);
+            t[(size_t)i * c + j] = s;
+        }
+    free(M), free(W), free(E);
+    return t;
 }
 
 static __int128 value(const int64_t *acc, int c, int i, int j)
@@ -108,6 +120,7 @@ static void t_fixed_sums_equal_the_exact_truth_on_every_path(void)
                 nst_tensor f = upload(v, h, w, c, bf), mt = {0};
                 if (variant == 2) mt = upload(mw, h, w, 1, 0);
                 nst_rect r = nst_rect_make(3, 2, w - 7, h - 4);
+                __int128 *want = truths(v, w, c, r, variant == 2 ? mw : NULL, e);
                 int saved = omp_get_max_threads(), wrong = 0, emax;
                 for (int path = 0; path <= NPATHS; path++) {
                     if (path < NPATHS && !path_is_new(path, NST_F32)) continue;
@@ -119,7 +132,7 @@ static void t_fixed_sums_equal_the_exact_truth_on_every_path(void)
                     int differ = 0;
                     for (int i = 0; i < c; i++)
                         for (int j = i; j < c; j++)
-                            differ += value(acc, c, i, j) != truth(v, w, c, r, variant == 2 ? mw : NULL, e, i, j) ||
+                            differ += value(acc, c, i, j) != want[(size_t)i * c + j] ||
                                       acc[(size_t)i * c + j] < 0 || acc[(size_t)i * c + j] >= (1LL << NST_GRAM_LO_BITS);
                     CHECK(differ == 0, "c %d %s %s, %s: %d entries differ from the truth", c, bf ? "bf16" : "fp32",
                           variant == 0 ? "non-negative" : variant == 1 ? "signed" : variant == 2 ? "masked" : "near the bound",
@@ -130,7 +143,7 @@ static void t_fixed_sums_equal_the_exact_truth_on_every_path(void)
                 }
                 nst_tensor_free(be, &f);
                 if (variant == 2) nst_tensor_free(be, &mt);
-                free(v), free(mw);
+                free(v), free(mw), free(want);
             }
 }
 
@@ -154,9 +167,7 @@ static void t_every_thread_count_and_split_gives_the_truth(void)
         if (shape[k].masked) mt = upload(mw, h, w, 1, 0);
         const nst_tensor *m = shape[k].masked ? &mt : NULL;
         nst_rect r = nst_rect_make(0, 0, w, h);
-        __int128 *want = malloc((size_t)c * c * sizeof(__int128));
-        for (int i = 0; i < c; i++)
-            for (int j = i; j < c; j++) want[(size_t)i * c + j] = truth(v, w, c, r, m ? mw : NULL, e, i, j);
+        __int128 *want = truths(v, w, c, r, m ? mw : NULL, e);
         int saved = omp_get_max_threads(), emax;
         for (int threads = 1; threads <= 4; threads++)
             for (int path = threads == 3 ? 0 : NPATHS; path <= NPATHS; path++) {
@@ -291,9 +302,11 @@ static void t_bound_is_reported(void)
     free(sums(&f, r, NULL, 3, &emax));
     CHECK(emax == 4, "a value of 8 with e = 3: emax %d, expected 4", emax);
     int64_t *acc = sums(&f, r, NULL, emax, &emax);
+    __int128 *want = truths(v, w, c, r, NULL, 4);
     int differ = 0;
     for (int i = 0; i < c; i++)
-        for (int j = i; j < c; j++) differ += value(acc, c, i, j) != truth(v, w, c, r, NULL, 4, i, j);
+        for (int j = i; j < c; j++) differ += value(acc, c, i, j) != want[(size_t)i * c + j];
+    free(want);
     CHECK(differ == 0 && emax == 4, "summed again at e = 4: %d entries differ, emax %d", differ, emax);
     free(acc);
     v[40] = NAN;
