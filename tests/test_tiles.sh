@@ -6,7 +6,7 @@
 # One small render (the demo's images at 320x240, the random VGG-19 at width 1/8, 6 steps of
 # the default optimiser, L-BFGS, with a history of 3 pairs: the contract holds from the first step,
 # and its history, sharded by tile, wraps as a long run's does (10 steps with the
-# default 10 pairs never wrapped it and cost 1.7x);
+# default 10 pairs never wrapped it and cost 1.5x);
 # 16-bit TIFF output, one thread per rank so every run does the same arithmetic) as one tile on
 # one rank, many tiles on one rank (resident and two-pass Gram), and many tiles on 2 and 4 ranks
 # (mpirun --oversubscribe), in fp32 and in bf16 (SKIP where the CPU has no bf16): in exact mode
