@@ -212,18 +212,17 @@ static nst_status hooked_gram_diff(nst_backend *be, const double *g, const doubl
     return cpu_gram_diff(be, g, g_prev, g_scale, a, c, d, sumsq);
 }
 
-static nst_status hooked_upload_rect(nst_backend *be, const float *host, nst_tensor *dst, nst_rect r)
-{
-    nst_backend_count_wait(be, 0);
-    NST_TRY(fault_check("upload_rect"));
-    return cpu_upload_rect(be, host, dst, r);
-}
-
-/* upload_rect's fault hook covers its queued form too: the same transfer */
+/* upload_rect's fault hook covers its queued form too (the same transfer), which has no wait to count */
 static nst_status hooked_upload_rect_queued(nst_backend *be, const float *host, nst_tensor *dst, nst_rect r)
 {
     NST_TRY(fault_check("upload_rect"));
     return cpu_upload_rect(be, host, dst, r);
+}
+
+static nst_status hooked_upload_rect(nst_backend *be, const float *host, nst_tensor *dst, nst_rect r)
+{
+    nst_backend_count_wait(be, 0);
+    return hooked_upload_rect_queued(be, host, dst, r);
 }
 
 static const nst_backend_ops cpu_ops = {
