@@ -46,8 +46,8 @@ path = content.png
 [style]
 path = $ROOT/configs/demo/style.png
 [output]
-width = 192
-height = 128
+width = 128
+height = 96
 bits = 16
 overwrite = true
 preview = 0
@@ -57,14 +57,15 @@ random_width_divisor = 8
 method = adam
 iterations = 60
 [tiling]
-tile_size = 96
+tile_size = 64
 [run]
 device = cpu
 threads = 1
 print_every = 20
 EOF
-# (96 px tiles: 4, two on each rank; at this size every tile's window, its 150 px halo included, is
-# the whole image, so 64 px tiles' 6 cost half as much again for the same checks)
+# (64 px tiles: 4, two on each rank; at this size every tile's window, its 150 px halo included, is
+# the whole image, so a render costs its tiles times the one-tile render: 192x128 in 96 px tiles,
+# the same 4 tiles, took twice the CPU for the same checks)
 
 # nst LOG ARGS...: nstbatch on 2 ranks in T, log in T/LOG.log, exit status in $rc
 nst() {
@@ -129,16 +130,17 @@ interrupted() {
   else bad "$name: after the end" "manifest/files" "$(ls "$T/$ck"; head -5 "$T/$ck/manifest")"; fi
 }
 interrupted adam
-# (64 px tiles: the coarse level, 96x64, then has a tile on each rank, and each rank a file in every
-# generation, as the SIGKILL case counts)
-interrupted carry --set pyramid.levels=2 --set pyramid.state=carry --set pyramid.iterations=40,60 --set tiling.tile_size=64
+# (at 192x128 in 64 px tiles: the coarse level, 96x64, then has a tile on each rank, and each rank a
+# file in every generation, as the SIGKILL case counts)
+interrupted carry --set pyramid.levels=2 --set pyramid.state=carry --set pyramid.iterations=40,60 \
+  --set output.width=192 --set output.height=128 --set tiling.tile_size=64
 interrupted cheap --set tiling.mode=cheap
 # L-BFGS (its history) with the average and the stopping rule (the rule's history): windows of 40,
 # so that a resume that lost the last 80 losses could not stop where the uninterrupted render does:
 # stopped at 40 with checkpoints every 20, the last resume starts near iteration 60, so without its
 # history the rule could fire at 140 at the earliest, and the reference's windows' drop falls
-# through 0.4 at iteration 126 (AVX2 EPYC; it falls by 0.017 an iteration there, and is 0.10 at
-# 160, so every CPU's rounding stops it well before both); fp32 on every CPU, so that bf16's auto
+# through 0.4 at iteration 120 to 122 (128x96 on a Zen 4 at its own level and capped at AVX512_CORE,
+# AVX2 and SSE41: 120, 120, 122, 122), 18 iterations before; fp32 on every CPU, so that bf16's auto
 # precision does not move that curve
 STOP_AT=40 EVERY=20 interrupted lbfgs --set optim.iterations=160 --set run.precision=fp32 --set optim.method=lbfgs --set optim.average=0.9 --set optim.stop_tolerance=0.4 --set optim.stop_window=40 --set optim.stop_min=100
 if at=$(sed -n 's/.*stopped after \([0-9]*\) of 160.*/\1/p' "$T/ref_lbfgs.log" | head -n 1) && [ -n "$at" ] && [ "$at" -lt 140 ]; then

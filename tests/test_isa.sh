@@ -15,7 +15,9 @@
 #   backward's rows) in fp32, and bf16 against fp32 where the level has bf16;
 # - a render on 2 ranks with 48 px tiles against one tile, bit for bit, in fp32 (and bf16 where
 #   the level has it), and one with masks; one tile on 2 threads against 1 thread (6 L-BFGS steps
-#   with 3 pairs: the history wraps).
+#   with 3 pairs: the history wraps). 96x72 (4 tiles, 48 rows and 24, which pooling floors at
+#   relu5_1): every tile's window, its halo included, is the whole image at this size, as it was
+#   at 192x144 (12 tiles of an image 4 times larger: 12 times the renders' CPU).
 NST=$(readlink -f "$1") B=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_isa
 
@@ -42,8 +44,8 @@ path = $ROOT/configs/demo/content.png
 [style]
 path = $ROOT/configs/demo/style.png
 [output]
-width = 192
-height = 144
+width = 96
+height = 72
 bits = 16
 overwrite = true
 [model]

@@ -3,7 +3,7 @@
 #
 #   tests/test_tiles.sh NSTBATCH IMAGE_DIFF
 #
-# One small render (the demo's images at 320x240, the random VGG-19 at width 1/8, 6 steps of
+# One small render (the demo's images at 192x144, the random VGG-19 at width 1/8, 6 steps of
 # the default optimiser, L-BFGS, with a history of 3 pairs: the contract holds from the first step,
 # and its history, sharded by tile, wraps as a long run's does (10 steps with the
 # default 10 pairs never wrapped it and cost 1.5x);
@@ -11,8 +11,10 @@
 # one rank, many tiles on one rank (resident and two-pass Gram), and many tiles on 2 and 4 ranks
 # (mpirun --oversubscribe), in fp32 and in bf16 (SKIP where the CPU has no bf16): in exact mode
 # the outputs equal the one-tile render of their precision bit for bit, and so does one tile on 2
-# threads. The cheap mode's
-# deviation is measured and printed. Two runs on the same ranks give identical files. The run
+# threads. (At this size every tile's window, its 150 px halo included, is the whole image, so a
+# tiled render costs its tiles times the one-tile render: 4 and 9 tiles here, where 320x240's 12
+# and 20 took 3 times the CPU for the same checks.) The cheap mode's deviation is measured and
+# printed. Two runs on the same ranks give identical files. The run
 # record's memory model bounds the measured peak of every rank. A rank that fails stops every
 # rank within seconds with one message, and so does a device fault in an op between collectives
 # (NSTBATCH_DEVICE_FAULT on rank 1), leaving no output. Over an allocation limit the tiles are halved and the
@@ -34,8 +36,8 @@ path = $ROOT/configs/demo/content.png
 [style]
 path = $ROOT/configs/demo/style.png
 [output]
-width = 320
-height = 240
+width = 192
+height = 144
 bits = 16
 overwrite = true
 [model]
@@ -62,7 +64,7 @@ run() {
 }
 json() { sed -n "s/.*\"$2\": \"\{0,1\}\([^\",}]*\).*/\1/p" "$T/$1.json" | head -n 1; }
 
-run ref 1 --set tiling.tile_size=320 || exit 1
+run ref 1 --set tiling.tile_size=192 || exit 1
 grep -q '"tiles": 1,' "$T/ref.json" && ok "reference: one tile on one rank" || bad "reference: one tile" "$(cat "$T/ref.json")"
 
 # ---- exact mode: tiles and ranks reproduce the one-tile render, in each precision --------------
@@ -80,7 +82,7 @@ for prec in fp32 bf16; do
     why=$(cd "$T" && "$IDLE" 60 "$NST" tiles.ini --set run.precision=bf16 --set optim.iterations=0 --set output.path=probe.tif 2>&1 |
           grep -m1 'run.precision = bf16 on this CPU')
     if [ -n "$why" ]; then skipped=$((skipped + 1)); echo "  SKIP bf16 tiles: $why"; continue; fi
-    run ref_bf16 1 --set tiling.tile_size=320 --set run.precision=bf16 || continue
+    run ref_bf16 1 --set tiling.tile_size=192 --set run.precision=bf16 || continue
     grep -q '"precision": "bf16"' "$T/ref_bf16.json" && ok "bf16 reference: the record names the precision" ||
       bad "bf16 reference" "$(grep precision "$T/ref_bf16.json")"
     if [ "$("$DIFF" "$T/ref.tif" "$T/ref_bf16.tif")" = "max 0 mean 0" ]; then bad "bf16 differs from fp32" "identical files"; fi
@@ -108,7 +110,7 @@ done
 
 # ---- threads: the convolutions split outputs, never a sum, over threads, and every own kernel and
 # reduction is thread-count independent: 2 threads give the 1-thread bits
-if run threads2 1 --set tiling.tile_size=320 --set run.threads=2; then
+if run threads2 1 --set tiling.tile_size=192 --set run.threads=2; then
   d=$("$DIFF" "$T/ref.tif" "$T/threads2.tif")
   [ "$d" = "max 0 mean 0" ] && ok "one tile on 2 threads equals it on 1 thread bit for bit" || bad "2 threads against 1" "$d"
 fi
@@ -124,7 +126,7 @@ fi
 
 # ---- the cheap mode: its deviation from the exact result, measured -------------------------------
 # (against the exact mode with Adam, the cheap mode's own optimiser: optim.method = auto is L-BFGS above)
-run ref_adam 1 --set tiling.tile_size=320 --set optim.method=adam || true
+run ref_adam 1 --set tiling.tile_size=192 --set optim.method=adam || true
 for spec in "cheap_2ranks 2 --set tiling.mode=cheap --set tiling.tile_size=96" \
             "cheap_halo64_k2 2 --set tiling.mode=cheap --set tiling.tile_size=96 --set tiling.halo=64 --set tiling.exchange_every=2"; do
   read -r name ranks args <<<"$spec"
@@ -155,7 +157,8 @@ fi
 # products (before their sum over ranks), the Gram difference (after the Gram allreduce), the halo
 # exchange's upload (after the messages). A device fault aborts every rank; returned as an error,
 # it left the other rank waiting in a collective until the timeout. mpirun's MPMD form sets the
-# variable on rank 1 only (a 20 s render; 60 s without a line of output = a hang, exit 124).
+# variable on rank 1 only (a 2 s render on a Zen 4; 60 s without a line of output = a hang, exit 124). Each
+# call number falls mid-render (rank 1 makes 29 upload_rect calls in all here: 16 is inside).
 fault_run() { # fault_run NAME FAULT ARGS...: 2 ranks, FAULT on rank 1; output in $out, status in $status, seconds in $secs
   local name=$1 fault=$2 start; shift 2
   start=$(date +%s)
@@ -163,7 +166,7 @@ fault_run() { # fault_run NAME FAULT ARGS...: 2 ranks, FAULT on rank 1; output i
         -np 1 env NSTBATCH_DEVICE_FAULT="$fault" "$NST" tiles.ini --set tiling.tile_size=96 --set output.path="$name.tif" "$@" 2>&1); status=$?
   secs=$(( $(date +%s) - start ))
 }
-for spec in "dot:5 --set optim.method=lbfgs" "gram_diff:30" "upload_rect:40"; do
+for spec in "dot:5 --set optim.method=lbfgs" "gram_diff:30" "upload_rect:16"; do
   read -r fault args <<<"$spec"
   op=${fault%%:*}
   fault_run "fault_$op" "$fault" $args
@@ -183,9 +186,9 @@ else bad "the fault hook armed, not due" "exit status $status, $d" "$out"; fi
 
 # ---- a tile whose buffers do not fit is halved and the level tried again -------------------------
 # NSTBATCH_MEMORY_LIMIT_MB caps each rank's backend allocations, as a GPU's arena does. Shallow
-# layers (a 12 px halo) so that smaller tiles need less: 160 px tiles with the resident Gram model
-# 11.3 MiB on the busier rank, 80 px two-pass tiles 5.8 MiB (with Adam's state: L-BFGS's is larger).
-shallow=(--set optim.method=adam --set content.layers=relu2_2 --set style.layers=relu1_1,relu2_1 --set style.scale=0.4)
+# layers (a 12 px halo) so that smaller tiles need less, at 320x240: 160 px tiles with the
+# resident Gram model 11.3 MiB on the busier rank, 80 px two-pass tiles 5.8 MiB (with Adam's state: L-BFGS's is larger).
+shallow=(--set output.width=320 --set output.height=240 --set optim.method=adam --set content.layers=relu2_2 --set style.layers=relu1_1,relu2_1 --set style.scale=0.4)
 if run shallow_ref 1 --set tiling.tile_size=320 "${shallow[@]}"; then
   export NSTBATCH_MEMORY_LIMIT_MB=7
   if run halved 2 --set tiling.tile_size=160 "${shallow[@]}"; then
