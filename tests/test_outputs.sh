@@ -4,7 +4,8 @@
 #   tests/test_outputs.sh NSTBATCH MAKE_TEST_TIFF
 #
 # A small render (a tiled TIFF content read by region and resized on every rank, the random VGG-19
-# at width 1/8, 4 Adam steps, 64 px output tiles so every level has several) written as TIFF, HDF5
+# at width 1/8, 4 L-BFGS steps, 4 tiles of 160 px, which the 64 px output tiles straddle; 64 px
+# output tiles so every level has several) written as TIFF, HDF5
 # and PNG on 1, 2 and 4 ranks: tiffinfo/tiffdump (tiles, compression, SubIFDs, BigTIFF), h5dump
 # (chunks, filters, fixed-length string attributes), and tests/check_outputs.py with tifffile,
 # h5py, Pillow and libvips (every level, NewSubfileType, the HDF5 Image attributes, reduced levels
@@ -57,7 +58,7 @@ random_width_divisor = 8
 [optim]
 iterations = 4
 [tiling]
-tile_size = 96
+tile_size = 160
 [run]
 device = cpu
 threads = 1
