@@ -157,8 +157,9 @@ fi
 # products (before their sum over ranks), the Gram difference (after the Gram allreduce), the halo
 # exchange's upload (after the messages). A device fault aborts every rank; returned as an error,
 # it left the other rank waiting in a collective until the timeout. mpirun's MPMD form sets the
-# variable on rank 1 only (a 2 s render on a Zen 4; 60 s without a line of output = a hang, exit 124). Each
-# call number falls mid-render (rank 1 makes 29 upload_rect calls in all here: 16 is inside).
+# variable on rank 1 only (a 2 s render on a Zen 4; 60 s without a line of output = a hang, exit
+# 124). Each call number falls mid-render (rank 1 makes 28 or 29 upload_rect calls in all here, at
+# every ISA level measured: 16 is inside).
 fault_run() { # fault_run NAME FAULT ARGS...: 2 ranks, FAULT on rank 1; output in $out, status in $status, seconds in $secs
   local name=$1 fault=$2 start; shift 2
   start=$(date +%s)
