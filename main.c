@@ -203,9 +203,9 @@ static nst_status share_config(const nst_cli *cli, nst_config *cfg, nst_jobset *
     return s;
 }
 
-/* The run's first lines: the backend and why, the Gram path, and a rank bound to fewer cores
- * than its share. */
-static void announce(const nst_config *cfg, const nst_device *dev)
+/* The run's first lines: the backend and why, the Gram path, and a rank its launcher bound to
+ * fewer cores than its share (launched: started by mpirun or srun, not a singleton). */
+static void announce(const nst_config *cfg, const nst_device *dev, int launched)
 {
     const nst_backend *be = dev->be;
     const int size = nst_comm_size();
@@ -216,12 +216,14 @@ static void announce(const nst_config *cfg, const nst_device *dev)
     int nhosts = nst_comm_hosts(hosts, sizeof hosts);
     if (nhosts > 1) nst_info("         hosts: %d: %s\n", nhosts, hosts);
     /* mpirun binds each rank to one core by default for small rank counts, and OpenMP sizes
-     * its pool from that mask: say so when a rank gets less than its share of the node. */
-    int share = be->cores_online / (nst_comm_local_size() > 0 ? nst_comm_local_size() : 1);
-    if (!be->gpu_stream && cfg->run_threads == 0 && be->cores_allowed < share)
-        nst_warn("MPI bound this rank to %d of %d cores, so the CPU backend uses %d thread%s; launch with "
-                 "mpirun --bind-to none (one rank per node) or --map-by slot:PE=N, or set run.threads\n",
-                 be->cores_allowed, be->cores_online, be->threads, be->threads == 1 ? "" : "s");
+     * its pool from that mask: say so when a rank gets less than its share of the cores its
+     * launcher (the parent process) was given; a mask the user set binds the launcher too, and
+     * a singleton's mask is the user's alone (taskset nstbatch: its parent is the shell). */
+    int share = be->cores_launcher / (nst_comm_local_size() > 0 ? nst_comm_local_size() : 1);
+    if (launched && !be->gpu_stream && cfg->run_threads == 0 && be->cores_allowed < share)
+        nst_warn("the launcher bound this rank to %d of the %d cores it was given, so the CPU backend uses %d thread%s; "
+                 "launch with mpirun --bind-to none (one rank per node) or --map-by slot:PE=N, or set run.threads\n",
+                 be->cores_allowed, be->cores_launcher, be->threads, be->threads == 1 ? "" : "s");
 }
 
 /* The job, or the batch of jobs, on an open device: progress, the network and the style cache
@@ -319,7 +321,7 @@ int main(int argc, char **argv)
     if (s == NST_OK) {
         /* from here a device fault aborts every rank; while devices opened the ranks agreed instead */
         nst_backend_set_fatal_handler(device_fault);
-        announce(&cfg, &dev);
+        announce(&cfg, &dev, launched);
         nst_ckpt_arithmetic(dev.be->name, nst_precision_name(dev.be->precision));
         s = run_jobs(&cli, &cfg, &jobs, &dev, launched);
     }

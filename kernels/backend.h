@@ -252,7 +252,7 @@ struct nst_backend {
     char arith[160];        /* "jit:avx512_core, jit:avx512_core_amx_bf16; own kernels AVX-512" */
     int threads;            /* CPU threads this process computes with */
     int cores_allowed;      /* cores in this process's affinity mask (mpirun may bind ranks) */
-    int cores_online;
+    int cores_launcher;     /* cores in its parent's (the launcher's) mask: what the launcher was given */
     size_t bytes_in_use, bytes_peak; /* backend buffers (the memory model is checked against this) */
     size_t capacity;        /* bytes this backend can hand out (the CUDA arena); 0: host memory, no fixed limit */
     size_t reserve;         /* of capacity, kept for the backend's own scratch (workspaces, packing) */

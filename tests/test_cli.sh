@@ -228,6 +228,22 @@ if command -v mpirun >/dev/null; then
   case_ "two ranks: a bad mask stops both, one message" 2 "style.masks: trunc_mask.png: corrupt PNG" -- mpirun --oversubscribe -np 2 "$NST" ok.ini --set style.masks=trunc_mask.png
   case_ "two ranks render" 0 "wrote out.png" -- mpirun --oversubscribe -np 2 "$NST" ok.ini --set optim.iterations=2 --set output.size=64 --set tiling.tile_size=32 --set output.overwrite=true
   rm -f "$T/out.png" "$T/out.preview.png"
+  # the binding warning: for a rank that mpirun bound to fewer cores than mpirun was given, never
+  # for a mask the user set (taskset) on mpirun or on a singleton (here: this shell's first core)
+  first=$(taskset -cp $$ | sed 's/.*: *//; s/[-,].*//') cores=$(nproc)
+  w=(ok.ini --set optim.iterations=0 --set output.size=64 --set output.path=bind.png --set output.overwrite=true)
+  warned() { grep -c 'warning: the launcher bound this rank to' <<<"$1"; }
+  b1=$(cd "$T" && "$IDLE" 120 mpirun -np 1 --bind-to core "$NST" "${w[@]}" 2>&1)
+  b2=$(cd "$T" && "$IDLE" 120 taskset -c "$first" mpirun -np 1 --bind-to core "$NST" "${w[@]}" 2>&1)
+  b3=$(cd "$T" && "$IDLE" 120 taskset -c "$first" "$NST" "${w[@]}" 2>&1)
+  if [ "$cores" -gt 1 ] && ! grep -q "warning: the launcher bound this rank to 1 of the $cores cores it was given" <<<"$b1"; then
+    bad "mpirun --bind-to core on $cores cores: the warning names the launcher's binding" "" "$b1"
+  elif [ "$(warned "$b2")" != 0 ] || [ "$(warned "$b3")" != 0 ]; then
+    bad "a mask of the user's (taskset -c $first): no binding warning" "" "$b2$b3"
+  else
+    ok "the binding warning: for mpirun --bind-to core on $cores core(s) $([ "$cores" -gt 1 ] && echo said || echo "(none possible)"), not for taskset on mpirun or on a singleton"
+  fi
+  rm -f "$T/bind.png" "$T/bind.preview.png"
   case_ "a tile size that mostly computes halos: a warning" 0 "tiling.tile_size = 16 makes the windows" -- "$NST" ok.ini --set tiling.tile_size=16 --set output.size=64 --set optim.iterations=1 --set output.overwrite=true
   rm -f "$T/out.png" "$T/out.preview.png"
   case_ "tile size off the stride" 2 "tiling.tile_size = 100: must be a multiple of 16" -- "$NST" ok.ini --set tiling.tile_size=100

@@ -377,9 +377,12 @@ nst_status nst_cpu_backend_open(int threads, nst_precision precision, nst_backen
         return cs;
     }
     const dnnl_version_t *v = dnnl_version();
+    /* the parent's mask, not the machine's cores: a mask the user set (taskset, a container, a
+     * batch system's cpuset) is inherited by the launcher too, and is no binding of the launcher's */
     cpu_set_t mask;
-    be->cores_online = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    be->cores_allowed = sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : be->cores_online;
+    const int online = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    be->cores_allowed = sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : online;
+    be->cores_launcher = sched_getaffinity(getppid(), sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : be->cores_allowed;
     be->threads = impl->threads;
     snprintf(be->description, sizeof be->description, "CPU, %s, oneDNN %d.%d.%d (%s: %s), %d thread%s",
              precision == NST_PREC_FP32 ? "fp32" : lv.bf16_native ? "bf16 (fp32 accumulation)" : "bf16 (emulated: slower than fp32)",
