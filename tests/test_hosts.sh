@@ -95,7 +95,9 @@ EOF
 # ---- the hosts ------------------------------------------------------------------------------------
 mark=nsth-mark-$$
 out=$(on nsth-a "$IDLE" 60 mpirun --hostfile "$T/hostfile" -np 4 sh -c "hostname; touch /tmp/$mark" 2>&1)
-if [ "$(sort <<<"$out" | uniq -c | awk '{ print $1 $2 }' | tr '\n' ' ')" = "2nsth-a 2nsth-b " ] && [ -e "$HD/scratch-nsth-a/$mark" ] &&
+# the hostnames' lines only: Open MPI's rsh launcher may also warn that its setpgid of a daemon
+# came after the daemon's exec (a harmless race, seen with the whole suite on one core)
+if [ "$(grep -x 'nsth-[ab]' <<<"$out" | sort | uniq -c | awk '{ print $1 $2 }' | tr '\n' ' ')" = "2nsth-a 2nsth-b " ] && [ -e "$HD/scratch-nsth-a/$mark" ] &&
    [ -e "$HD/scratch-nsth-b/$mark" ] && [ ! -e "/tmp/$mark" ]; then
   ok "mpirun on nsth-a starts 2 ranks on nsth-a and 2 on nsth-b (tests/hosts/agent.sh), each host with its own hostname and /tmp"
 else bad "ranks on two hosts" "" "$out"; fi
