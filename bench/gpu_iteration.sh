@@ -23,15 +23,21 @@
 #      eager, graph = the whole iteration captured as a CUDA graph, compile = torch.compile
 #      reduce-overhead, compile-max = torch.compile max-autotune), each its own process under
 #      VARIANT_TIMEOUT seconds (900); the ratio is against the fastest variant that ran, and a
-#      variant that did not run says why. The compiled variants first compile all sizes side by side
-#      (PRECOMPILE_S, 300 s at most), filling Inductor's caches (TORCHINDUCTOR_CACHE_DIR) so that the
-#      timed runs, one at a time, load their kernels instead of compiling them;
+#      variant that did not run says why. A compiled variant first compiles all sizes side by side
+#      (PRECOMPILE_S, 300 s at most), filling Inductor's cache (TORCHINDUCTOR_CACHE_DIR) so that its
+#      timed run, alone on the GPU, loads its kernels instead of compiling them;
 #   3b. where the largest size's iteration goes, op by op (two NSTBATCH_PROFILE=1 runs, 4 and 4 + ITERS
 #      iterations, their difference: bench/profile_table.sh);
 #   4. the largest single tile nstbatch renders (doubling from 4096, then bisection to 256 px; a
 #      try that needed its tiles halved does not count) against the largest image PyTorch fits.
 # Both sides use the full-width VGG-19 with seeded random weights (the FLOPs of the real one).
-# Knobs: SIZES, ITERS (10), VARIANTS, VARIANT_TIMEOUT, PRECOMPILE_S, CONV_LAYERS (1: part 1), CONV_ALGOS
+# BENCH_SECONDS (a budget, as a GPU lease's minutes): the parts run in the order of what they decide,
+# each only where enough of the budget is left, and the tables are written whatever was skipped
+# (a cell or line says "not run: the bench's budget"): nstbatch at every size (with graphs, then
+# without and with VEC8=0), the PyTorch VARIANTS, the per-layer convolutions, the profile,
+# LATE_VARIANTS (PyTorch variants run last, e.g. compile-max's minutes of tuning), the largest tile.
+# A PyTorch variant or precompile gets what is left at most. Without BENCH_SECONDS, no bound.
+# Knobs: SIZES, ITERS (10), VARIANTS, LATE_VARIANTS, VARIANT_TIMEOUT, PRECOMPILE_S, CONV_LAYERS (1: part 1), CONV_ALGOS
 # (timed: gpu.conv_algorithms of the iteration runs), PRECISION (bf16; fp32 on the CPU), DEVICE (cuda; cpu runs the script's plumbing on a
 # machine without a GPU, as tests/test_bench.sh does), FIND_MAX (1), PROFILE (1), CONV_TILE (1024),
 # NST (./nstbatch), CONV (build/bench/conv_layers), PY (python3 with torch), LAUNCH (""), PY_ENV (a command
@@ -55,8 +61,17 @@ CONV_TILE=${CONV_TILE:-1024}
 CONV_LAYERS=${CONV_LAYERS:-1}
 CONV_ALGOS=${CONV_ALGOS:-timed} # gpu.conv_algorithms of the whole-iteration runs: the fastest, as PyTorch's cudnn.benchmark
 VARIANTS=${VARIANTS:-$([ "$DEVICE" = cpu ] && echo eager || echo eager graph compile compile-max)}
+LATE_VARIANTS=${LATE_VARIANTS:-}
 VARIANT_TIMEOUT=${VARIANT_TIMEOUT:-900}
 PRECOMPILE_S=${PRECOMPILE_S:-300}
+BENCH_SECONDS=${BENCH_SECONDS:-0}
+BENCH_START=$(date +%s)
+# left: seconds of BENCH_SECONDS left (a large number without one); room N: at least N left;
+# within N: N, or what is left less 5 s where that is less (for a command's own cap)
+left() { [ "$BENCH_SECONDS" -gt 0 ] && echo $((BENCH_START + BENCH_SECONDS - $(date +%s))) || echo 999999; }
+room() { [ "$(left)" -ge "$1" ]; }
+within() { local l=$(($(left) - 5)); echo $(($1 < l ? $1 : l)); }
+SPENT="not run: the bench's budget (BENCH_SECONDS=$BENCH_SECONDS) was spent"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -79,24 +94,7 @@ torch_ver=$($PY_ENV "$PY" -c 'import torch; print(torch.__version__, "CUDA", tor
   torch_ver="not available in $PY: the PyTorch columns stay empty"
 log "### PyTorch $torch_ver"
 
-# ---- 1. per-layer convolutions ----------------------------------------------------------------
-# bf16 with bias+ReLU fused into cuDNN's call, and with them as a separate kernel
-# (NSTBATCH_CUDA_FUSE=0), with the algorithms of cuDNN's heuristics and timed (gpu.conv_algorithms)
-conv_tables=""
-# and conv1_1 on our own kernels (NSTBATCH_CUDA_CONV1=own: its rows alone, --layers 1)
-for run in $([ "$CONV_LAYERS" = 1 ] && echo bf16:1:heuristic bf16:1:timed bf16:0:heuristic bf16:own:heuristic fp32:1:heuristic fp32:1:timed); do
-  p=${run%%:*} a=${run##*:} fuse=${run#*:}; fuse=${fuse%:*} conv1=cudnn layers=13
-  [ "$fuse" = own ] && fuse=1 conv1=own layers=1
-  [ "$DEVICE" = cpu ] && [ "$run" != fp32:1:heuristic ] && continue # the CPU backend computes in fp32 only, chosen by oneDNN
-  t=$(NSTBATCH_CUDA_FUSE=$fuse NSTBATCH_CUDA_CONV1=$conv1 "$CONV" --device "$DEVICE" --precision "$p" --tile "$CONV_TILE" --reps "$ITERS" \
-      --algorithms "$a" --layers $layers 2>>"$raw")
-  [ "$fuse" = 0 ] && t=$(sed '1s/$/, bias+ReLU as a separate kernel (NSTBATCH_CUDA_FUSE=0)/' <<<"$t")
-  [ "$conv1" = own ] && t=$(sed '1s/$/, conv1_1 on our own kernels (NSTBATCH_CUDA_CONV1=own)/' <<<"$t")
-  log "### conv_layers --precision $p --tile $CONV_TILE --algorithms $a --layers $layers (NSTBATCH_CUDA_FUSE=$fuse NSTBATCH_CUDA_CONV1=$conv1)"$'\n'"$t"
-  conv_tables+="$t"$'\n\n'
-done
-
-# ---- 2, 3. the whole iteration ----------------------------------------------------------------
+# ---- the whole iteration's set-up ---------------------------------------------------------------
 cat >"$T/bench.ini" <<EOF
 [content]
 path = $ROOT/configs/demo/content.png
@@ -163,59 +161,71 @@ why_not() {
 declare -A NSTS GBMP QUIET
 for S in $SIZES; do
   mp=$(mp_of "$S")
+  NSTS[$S]="" GBMP[$S]="-" QUIET[$S]="$SPENT"
+  room 15 || continue
   # rows every ITERS iterations, as a render prints them (run.print_every): the iterations between
   # two rows read nothing back (on a GPU they replay one recorded CUDA graph: gpu.graphs); the rows
   # at 2 ITERS and 3 ITERS each time ITERS iterations after the warm-ups (row 0's objective, the
   # recording), one of them a row's; their median
   # progress rows: iteration loss content style tv s/iter MPit/s ETA
   rows_spi() { awk -v a="$((2 * ITERS))" -v b="$((3 * ITERS))" '$1 ~ /^[0-9]+$/ && NF >= 6 && ($1 == a || $1 == b) && $6 ~ /^[0-9.]+$/ { print $6 }' "$T/run.log" | median; }
-  # without CUDA graphs first (gpu.graphs' default), for the line below the table
-  off="-"
-  if [ "$DEVICE" = cuda ] && nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS" --set gpu.graphs=false; then
-    log "### nstbatch $S, gpu.graphs = false"$'\n'"$(cat "$T/run.log")"
-    off=$(rows_spi)
-  fi
-  # and with the element passes one element a thread (NSTBATCH_CUDA_VEC8=0), for the same line
-  scalar="-"
-  if [ "$DEVICE" = cuda ] && NSTBATCH_CUDA_VEC8=0 nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS" --set gpu.graphs=true; then
-    log "### nstbatch $S, NSTBATCH_CUDA_VEC8=0"$'\n'"$(cat "$T/run.log")"
-    scalar=$(rows_spi)
-  fi
   if nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS" --set gpu.graphs=true; then
     log "### nstbatch $S"$'\n'"$(cat "$T/run.log")"
     NSTS[$S]=$(rows_spi)
-    QUIET[$S]="$(json_num replayed "$T/rec.json") of $(json_num quiet_iterations "$T/rec.json") replayed, $(json_num waits_max "$T/rec.json") host waits, ${off:--} s/iter without graphs, ${scalar:--} with the element passes one element a thread"
+    replays="$(json_num replayed "$T/rec.json") of $(json_num quiet_iterations "$T/rec.json") replayed, $(json_num waits_max "$T/rec.json") host waits"
     peak=$(json_num peak_bytes_max "$T/rec.json") model=$(json_num model_peak_bytes_max "$T/rec.json")
     GBMP[$S]=$(awk -v b="$peak" -v m="$mp" -v x="$model" 'BEGIN { printf "%.3f (model %.3f)", b / 1e9 / m, x / 1e9 / m }')
     [ -n "${KEEP_RECORD:-}" ] && cp "$T/rec.json" "$KEEP_RECORD" # the last size's record: its device diagnostics
   else
     log "### nstbatch $S FAILED"$'\n'"$(cat "$T/run.log")"
-    NSTS[$S]="" GBMP[$S]="-" QUIET[$S]="failed"
+    QUIET[$S]="failed"
+    continue
   fi
+  # without CUDA graphs (gpu.graphs' default), and with the element passes one element a thread
+  # (NSTBATCH_CUDA_VEC8=0), for the line below the table: what each is worth
+  off="-" scalar="-"
+  if [ "$DEVICE" = cuda ] && room 15 && nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS" --set gpu.graphs=false; then
+    log "### nstbatch $S, gpu.graphs = false"$'\n'"$(cat "$T/run.log")"
+    off=$(rows_spi)
+  fi
+  if [ "$DEVICE" = cuda ] && room 15 && NSTBATCH_CUDA_VEC8=0 nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS" --set gpu.graphs=true; then
+    log "### nstbatch $S, NSTBATCH_CUDA_VEC8=0"$'\n'"$(cat "$T/run.log")"
+    scalar=$(rows_spi)
+  fi
+  QUIET[$S]="$replays, ${off:--} s/iter without graphs, ${scalar:--} with the element passes one element a thread"
 done
 
 # ---- 3. PyTorch, every variant ------------------------------------------------------------------
-# The compiled variants' kernels are first compiled side by side, one process a size, each capped at
-# PRECOMPILE_S; the timed runs (one process a variant, all sizes, nothing else on the GPU) then load
-# them from Inductor's cache instead of compiling them
+# A compiled variant's kernels are first compiled side by side, one process a size, each capped at
+# PRECOMPILE_S (or what is left of the budget); its timed run (one process, all sizes, nothing
+# else on the GPU) then loads them from Inductor's cache instead of compiling them
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-$T/inductor} TORCHINDUCTOR_FX_GRAPH_CACHE=1 TORCHINDUCTOR_AUTOGRAD_CACHE=1
+declare -A CELL PT PTPEAK PTVAR
 precompiled=""
-if compiled=$(printf '%s\n' $VARIANTS | grep '^compile') && [ "$PRECOMPILE_S" -gt 0 ]; then
+csizes=$(echo $SIZES | tr ' ' ',')
+# precompile V: V's kernels for every size, side by side, before its timed run
+precompile() {
+  local V=$1 cap t0 S
+  cap=$(within "$PRECOMPILE_S")
+  [ "$cap" -ge 10 ] || [ "$cap" -ge "$PRECOMPILE_S" ] || return 0 # (cut by the budget to under 10 s: not worth it)
   t0=$(date +%s)
-  for V in $compiled; do
-    for S in $SIZES; do
-      { st=0; in_group "$PRECOMPILE_S" "${TORCH[@]}" --variant "$V" --size "$S" --iters 1 >"$T/pre.$V.$S.log" 2>&1 || st=$?; echo "exit $st" >>"$T/pre.$V.$S.log"; } &
-    done
+  for S in $SIZES; do
+    { st=0; in_group "$cap" "${TORCH[@]}" --variant "$V" --size "$S" --iters 1 >"$T/pre.$V.$S.log" 2>&1 || st=$?; echo "exit $st" >>"$T/pre.$V.$S.log"; } &
   done
   wait
-  for f in "$T"/pre.*.log; do log "### precompile ${f#"$T"/pre.}"$'\n'"$(tail -n 3 "$f")"; done
-  precompiled="The compiled variants were first compiled for every size side by side ($(( $(date +%s) - t0 )) s, each capped at $PRECOMPILE_S s; exit 124 in the log: not finished), filling Inductor's caches; their timed runs, alone on the GPU, then loaded the kernels (max-autotune timed its candidates beside the other compiles). The seconds in brackets are each timed size's warm-ups (compiling or loading, capturing)."
-fi
-declare -A CELL PT PTPEAK PTVAR
-csizes=$(echo $SIZES | tr ' ' ',')
-for V in $VARIANTS; do
-  status=0
-  in_group "$VARIANT_TIMEOUT" "${TORCH[@]}" --variant "$V" --size "$csizes" --iters "$ITERS" >"$T/torch.log" 2>&1 || status=$?
+  for S in $SIZES; do log "### precompile $V.$S"$'\n'"$(tail -n 3 "$T/pre.$V.$S.log")"; done
+  precompiled+="$V was first compiled for every size side by side ($(( $(date +%s) - t0 )) s, each capped at $cap s; exit 124 in the log: not finished), filling Inductor's cache; its timed run, alone on the GPU, then loaded the kernels. "
+}
+# variant V: V's timed run, all sizes in one process, under VARIANT_TIMEOUT (or what is left); its cells
+variant() {
+  local V=$1 status=0 cap tj S line t
+  case $V in compile*) [ "$PRECOMPILE_S" -gt 0 ] && precompile "$V" ;; esac
+  cap=$(within "$VARIANT_TIMEOUT")
+  if [ "$cap" -lt 1 ] || { [ "$cap" -lt 10 ] && [ "$cap" -lt "$VARIANT_TIMEOUT" ]; }; then # (cut by the budget to under 10 s)
+    for S in $SIZES; do CELL[$V.$S]=$SPENT; done
+    return
+  fi
+  in_group "$cap" "${TORCH[@]}" --variant "$V" --size "$csizes" --iters "$ITERS" >"$T/torch.log" 2>&1 || status=$?
   tj=$(cat "$T/torch.log")
   log "### pytorch $V (exit $status)"$'\n'"$tj"
   for S in $SIZES; do
@@ -227,25 +237,39 @@ for V in $VARIANTS; do
       if [ -z "${PT[$S]:-}" ] || awk -v a="$t" -v b="${PT[$S]}" 'BEGIN { exit !(a < b) }'; then
         PT[$S]=$t PTPEAK[$S]=$(json_num peak_bytes <<<"$line") PTVAR[$S]=$V
       fi
+    elif [ "$status" = 124 ] && [ "$cap" -lt "$VARIANT_TIMEOUT" ]; then
+      CELL[$V.$S]="not run: over the $cap s left of the bench's budget (BENCH_SECONDS=$BENCH_SECONDS)"
     else
       CELL[$V.$S]=$(why_not "$status" "$tj")
     fi
   done
-done
-rows=() vrows=()
-f() { [ -n "$1" ] && awk "BEGIN { printf \"$2\", ($3) }" || echo "-"; }
-for S in $SIZES; do
-  W=${S%x*} H=${S#*x} nst=${NSTS[$S]} pt=${PT[$S]:-} ptpeak=${PTPEAK[$S]:-} mp=$(mp_of "$S")
-  rows+=("| $W x $H | $(f "$nst" %.4f "$nst") | $(f "$nst" %.1f "$mp / ${nst:-1}") | $(f "$nst" %.1f%% "$PEAK_TFLOPS > 0 ? 100 * $mp * 1.514 / ${nst:-1} / $PEAK_TFLOPS : 0") | ${GBMP[$S]} | ${PTVAR[$S]:--} | $(f "$pt" %.4f "$pt") | $(f "$pt" %.1f "$mp / ${pt:-1}") | $(f "$ptpeak" %.3f "${ptpeak:-0} / 1e9 / $mp") | $([ -n "$nst" ] && [ -n "$pt" ] && f 1 **%.2fx** "$pt / $nst" || echo "-") |")
-  vrow="| $W x $H |"
-  for V in $VARIANTS; do vrow+=" ${CELL[$V.$S]} |"; done
-  vrows+=("$vrow")
+}
+for V in $VARIANTS; do variant "$V"; done
+
+# ---- 1. per-layer convolutions ----------------------------------------------------------------
+# bf16 with bias+ReLU fused into cuDNN's call, and with them as a separate kernel
+# (NSTBATCH_CUDA_FUSE=0), with the algorithms of cuDNN's heuristics and timed (gpu.conv_algorithms)
+conv_tables=""
+# and conv1_1 on our own kernels (NSTBATCH_CUDA_CONV1=own: its rows alone, --layers 1)
+for run in $([ "$CONV_LAYERS" = 1 ] && echo bf16:1:heuristic bf16:1:timed bf16:0:heuristic bf16:own:heuristic fp32:1:heuristic fp32:1:timed); do
+  p=${run%%:*} a=${run##*:} fuse=${run#*:}; fuse=${fuse%:*} conv1=cudnn layers=13
+  [ "$fuse" = own ] && fuse=1 conv1=own layers=1
+  [ "$DEVICE" = cpu ] && [ "$run" != fp32:1:heuristic ] && continue # the CPU backend computes in fp32 only, chosen by oneDNN
+  room 20 || { conv_tables+="conv_layers --precision $p --algorithms $a --layers $layers (NSTBATCH_CUDA_FUSE=$fuse NSTBATCH_CUDA_CONV1=$conv1): $SPENT"$'\n\n'; continue; }
+  t=$(NSTBATCH_CUDA_FUSE=$fuse NSTBATCH_CUDA_CONV1=$conv1 "$CONV" --device "$DEVICE" --precision "$p" --tile "$CONV_TILE" --reps "$ITERS" \
+      --algorithms "$a" --layers $layers 2>>"$raw")
+  [ "$fuse" = 0 ] && t=$(sed '1s/$/, bias+ReLU as a separate kernel (NSTBATCH_CUDA_FUSE=0)/' <<<"$t")
+  [ "$conv1" = own ] && t=$(sed '1s/$/, conv1_1 on our own kernels (NSTBATCH_CUDA_CONV1=own)/' <<<"$t")
+  log "### conv_layers --precision $p --tile $CONV_TILE --algorithms $a --layers $layers (NSTBATCH_CUDA_FUSE=$fuse NSTBATCH_CUDA_CONV1=$conv1)"$'\n'"$t"
+  conv_tables+="$t"$'\n\n'
 done
 
 # ---- 3b. where the largest size's iteration goes ----------------------------------------------------
 # two profiled runs, 4 and 4 + ITERS iterations: their difference per iteration (bench/profile_table.sh)
 proftable="" PS=""
-if [ "$PROFILE" = 1 ]; then
+if [ "$PROFILE" = 1 ] && ! room 30; then
+  PS=$SPENT
+elif [ "$PROFILE" = 1 ]; then
   PS=$(for S in $SIZES; do W=${S%x*} H=${S#*x}; echo "$((W * H)) $S"; done | sort -n | tail -n 1 | cut -d' ' -f2) # the largest
   if NSTBATCH_PROFILE=1 nst_run "$PS" 4 && cp "$T/run.log" "$T/prof_short.log" && NSTBATCH_PROFILE=1 nst_run "$PS" $((4 + ITERS)); then
     log "### nstbatch profile $PS, 4 and $((4 + ITERS)) iterations"$'\n'"$(sed -n '/^profile:/,$p' "$T/prof_short.log")"$'\n'"$(sed -n '/^profile:/,$p' "$T/run.log")"
@@ -255,9 +279,24 @@ if [ "$PROFILE" = 1 ]; then
   fi
 fi
 
+# ---- 3c. the variants that go last (LATE_VARIANTS), then the tables' rows ----------------------------
+for V in $LATE_VARIANTS; do variant "$V"; done
+ALL_VARIANTS="$VARIANTS $LATE_VARIANTS"
+rows=() vrows=()
+f() { [ -n "$1" ] && awk "BEGIN { printf \"$2\", ($3) }" || echo "-"; }
+for S in $SIZES; do
+  W=${S%x*} H=${S#*x} nst=${NSTS[$S]} pt=${PT[$S]:-} ptpeak=${PTPEAK[$S]:-} mp=$(mp_of "$S")
+  rows+=("| $W x $H | $(f "$nst" %.4f "$nst") | $(f "$nst" %.1f "$mp / ${nst:-1}") | $(f "$nst" %.1f%% "$PEAK_TFLOPS > 0 ? 100 * $mp * 1.514 / ${nst:-1} / $PEAK_TFLOPS : 0") | ${GBMP[$S]} | ${PTVAR[$S]:--} | $(f "$pt" %.4f "$pt") | $(f "$pt" %.1f "$mp / ${pt:-1}") | $(f "$ptpeak" %.3f "${ptpeak:-0} / 1e9 / $mp") | $([ -n "$nst" ] && [ -n "$pt" ] && f 1 **%.2fx** "$pt / $nst" || echo "-") |")
+  vrow="| $W x $H |"
+  for V in $ALL_VARIANTS; do vrow+=" ${CELL[$V.$S]} |"; done
+  vrows+=("$vrow")
+done
+
 # ---- 4. the largest tile --------------------------------------------------------------------------
 maxrow="not measured (FIND_MAX=0)"
-if [ "$FIND_MAX" = 1 ] && [ "$DEVICE" = cuda ]; then
+if [ "$FIND_MAX" = 1 ] && [ "$DEVICE" = cuda ] && ! room 60; then
+  maxrow=$SPENT
+elif [ "$FIND_MAX" = 1 ] && [ "$DEVICE" = cuda ]; then
   fits() { nst_run "$1" 1 && grep -q '"tile_halvings": 0' "$T/rec.json"; }
   lo=0 hi=4096
   while fits $hi; do lo=$hi hi=$((hi * 2)); log "### nstbatch fits $lo"; done
@@ -274,7 +313,7 @@ fi
 {
   echo "# One GPU: nstbatch against PyTorch"
   echo
-  echo "Command: \`bench/gpu_iteration.sh\` (make bench-gpu), $(date -u +%Y-%m-%d), SIZES=\"$SIZES\" ITERS=$ITERS PRECISION=$PRECISION DEVICE=$DEVICE."
+  echo "Command: \`bench/gpu_iteration.sh\` (make bench-gpu), $(date -u +%Y-%m-%d), SIZES=\"$SIZES\" ITERS=$ITERS PRECISION=$PRECISION DEVICE=$DEVICE$([ "$BENCH_SECONDS" -gt 0 ] && echo " BENCH_SECONDS=$BENCH_SECONDS (the budget: what did not fit says so)")."
   echo
   echo "GPU: $gpu, driver $driver. MFU against $PEAK_TFLOPS TFLOP/s (bf16 dense)."
   echo
@@ -297,11 +336,12 @@ fi
   echo
   echo "PyTorch's variants (bench/torch_gatys.py --variant), s/iter (warm-up seconds):"
   echo
-  echo "| tile |$(printf ' %s |' $VARIANTS)"
-  echo "|---|$(printf -- '---|%.0s' $VARIANTS)"
+  echo "| tile |$(printf ' %s |' $ALL_VARIANTS)"
+  echo "|---|$(printf -- '---|%.0s' $ALL_VARIANTS)"
   printf '%s\n' "${vrows[@]}"
   echo
-  [ -n "$precompiled" ] && echo "$precompiled" && echo
+  [ -n "$precompiled" ] && echo "${precompiled}The seconds in brackets are each timed size's warm-ups (compiling or loading, capturing)." && echo
+  [ "$PS" = "$SPENT" ] && echo "Where an iteration's time goes (NSTBATCH_PROFILE=1): $SPENT." && echo
   if [ -n "$proftable" ]; then
     echo "Where an iteration's time goes at $PS (\`NSTBATCH_PROFILE=1\`, a synchronise after every op: a run of $((4 + ITERS)) iterations less one of 4, per iteration; by op):"
     echo
