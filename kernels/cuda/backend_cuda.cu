@@ -68,14 +68,20 @@ static void cuda_graphs_drop(cuda_impl *im)
     im->graphs = 0;
 }
 
+nst_status cuda_not_recorded(const char *what)
+{
+    if (!recording) return NST_OK;
+    recording_failed = 1;
+    return nst_fail(NST_ERUNTIME, "%s while an iteration was recorded", what);
+}
+
 nst_status cuda_scratch(nst_backend *be, void **buf, size_t *cap, size_t bytes)
 {
     if (bytes <= *cap) return NST_OK;
     cuda_impl *im = cuda_of(be);
-    if (recording) { /* nodes recorded before would address the freed buffer: the recording fails instead */
-        recording_failed = 1;
-        return nst_fail(NST_ERUNTIME, "a scratch buffer had to grow to %zu bytes while an iteration was recorded", bytes);
-    }
+    char what[96];
+    snprintf(what, sizeof what, "a scratch buffer had to grow to %zu bytes", bytes);
+    NST_TRY(cuda_not_recorded(what)); /* nodes recorded before would address the freed buffer */
     cuda_graphs_drop(im); /* a recorded iteration uses the old scratch: it is dropped (graph_segments then says so) */
     if (*buf) cu_free(be, *buf);
     *buf = NULL;
@@ -309,6 +315,12 @@ static void cuda_destroy(nst_backend *be)
 /* Memory left outside the arena for what the libraries allocate themselves: the CUDA context's
  * growth, cuDNN's and cuBLAS's internal buffers, NCCL's channels. */
 #define RESERVE_BYTES ((size_t)3 << 29) /* 1.5 GiB */
+/* cuBLAS's workspace, given from the arena (cublasSetWorkspace): the same buffer in an iteration
+ * run and in one recorded as a CUDA graph. Left to itself, cuBLAS takes its workspace with
+ * cudaMallocAsync while a stream is recorded (memory nodes in the graph, from the driver's pool,
+ * outside the arena and this budget). 32 MiB: cuBLAS's recommended size on Hopper (4 MiB on the
+ * others); 256-byte aligned, as it requires (the arena's alignment). */
+#define CUBLAS_WORKSPACE_BYTES ((size_t)32 << 20)
 /* More for NCCL when this rank will sum Grams through it (an unshared GPU in a job of several
  * ranks): its communicator is created at the first sum, after the arena, and its P2P and NVLS
  * buffers on an NVSwitch node must still fit. An estimate, to be checked on a GPU node: the free
@@ -399,6 +411,9 @@ static nst_status open_arena(nst_backend *be, cuda_impl *im, const nst_backend_o
     be->reserve = im->ws_limit + CUDA_CHUNK_ELEMS * 16 + 256 + ((size_t)1 << 20) + be->capacity / 24 + be->capacity / 32;
     NST_TRY(cu_alloc(be, sizeof(double) * (RED_BLOCKS + 1), (void **)&im->red));
     NST_TRY(cu_alloc(be, sizeof(unsigned long long) * (NST_CLOCKS + 1), (void **)&im->clocks));
+    void *blas_ws = NULL;
+    NST_TRY(cu_alloc(be, CUBLAS_WORKSPACE_BYTES, &blas_ws));
+    CUBLAS_TRY(im->cb->set_workspace(im->blas, blas_ws, CUBLAS_WORKSPACE_BYTES)); /* (after set_stream, which resets it) */
     CUDA_TRY(cudaMemsetAsync(im->clocks, 0, sizeof(unsigned long long) * (NST_CLOCKS + 1), im->stream));
     CUDA_TRY(cudaMallocHost((void **)&im->red_host, sizeof(double)));
 

@@ -76,6 +76,7 @@ static nst_status download_rect(nst_backend *be, const nst_tensor *src, nst_rect
     NST_TRY(cuda_check(src, "download_rect"));
     NST_TRY(cuda_check_region(src, r, "download_rect"));
     if (src->dt != NST_F32) return nst_fail(NST_ERUNTIME, "download_rect: fp32 tensors only");
+    if (!wait) NST_TRY(cuda_not_recorded("download_rect_queued (host memory: a step between segments)")); /* as the stand-in */
     if (nst_rect_empty(r)) return NST_OK;
     const int c = src->c;
     if (r.x == 0 && r.w == src->w) {
@@ -112,6 +113,7 @@ static nst_status upload_rect(nst_backend *be, const float *host, nst_tensor *ds
     NST_TRY(cuda_check(dst, "upload_rect"));
     NST_TRY(cuda_check_region(dst, r, "upload_rect"));
     if (dst->dt != NST_F32) return nst_fail(NST_ERUNTIME, "upload_rect: fp32 tensors only");
+    if (!wait) NST_TRY(cuda_not_recorded("upload_rect_queued (host memory: a step between segments)")); /* as the stand-in */
     if (nst_rect_empty(r)) return NST_OK;
     const int c = dst->c;
     if (r.x == 0 && r.w == dst->w) {

@@ -29,6 +29,7 @@ const nst_cublas_api *nst_cublas(char *why, size_t cap)
             SYM(set_stream, "cublasSetStream_v2");
             SYM(set_pointer_mode, "cublasSetPointerMode_v2");
             SYM(set_math_mode, "cublasSetMathMode");
+            SYM(set_workspace, "cublasSetWorkspace_v2");
             SYM(gemm_ex, "cublasGemmEx");
             SYM(gemm_strided_batched_ex, "cublasGemmStridedBatchedEx");
             SYM(status_string, "cublasGetStatusString");

@@ -98,6 +98,9 @@ nst_status cuda_fail(const char *lib, const char *call, const char *what, const 
 
 /* arena-backed scratch that only grows */
 nst_status cuda_scratch(nst_backend *be, void **buf, size_t *cap, size_t bytes);
+/* NST_OK, or, while an iteration is recorded as a CUDA graph, a failed recording (what: why, for
+ * the note): for work a replay must not repeat or cannot reproduce */
+nst_status cuda_not_recorded(const char *what);
 
 #include "grid_stride.cuh" /* GRID_STRIDE, GRID_STRIDE_I */
 

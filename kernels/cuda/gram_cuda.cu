@@ -211,7 +211,10 @@ nst_status cuda_gram_backward(nst_backend *be, const nst_tensor *f, nst_rect see
     if (f->dt == NST_F16) NST_TRY(cuda_scratch(be, &im->s2, &im->s2_cap, chunk * sizeof(float)));
     NST_TRY(cuda_scratch(be, &im->s1, &im->s1_cap, chunk * sizeof(float)));
     const float beta = 0.f;
-    cublasComputeType_t comp = f->dt == NST_F16 ? CUBLAS_COMPUTE_32F : im->blas_compute;
+    /* F's type is f's (fp16 widened to fp32), as A's is: the precision's compute type where f is
+     * of the precision's dtype, else fp32 */
+    const cudaDataType_t ft = f->dt == NST_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+    const cublasComputeType_t comp = f->dt == be->act_dtype && f->dt != NST_F16 ? im->blas_compute : CUBLAS_COMPUTE_32F;
     for (size_t p0 = 0; p0 < npx; p0 += per) {
         const size_t np = npx - p0 < per ? npx - p0 : per, n = np * C;
         const void *F = NULL;
@@ -220,9 +223,8 @@ nst_status cuda_gram_backward(nst_backend *be, const nst_tensor *f, nst_rect see
             NST_TRY(cuda_convert_from(be, (float *)im->s2, F, NST_F16, n, 1.f));
             F = im->s2;
         }
-        CUBLAS_TRY(im->cb->gemm_ex(im->blas, CUBLAS_OP_N, CUBLAS_OP_N, C, (int)np, C, &scale, A, ab, C, F,
-                                f->dt == NST_F16 ? CUDA_R_32F : im->blas_type, C, &beta, im->s1, CUDA_R_32F, C, comp,
-                                CUBLAS_GEMM_DEFAULT));
+        CUBLAS_TRY(im->cb->gemm_ex(im->blas, CUBLAS_OP_N, CUBLAS_OP_N, C, (int)np, C, &scale, A, ab, C, F, ft, C, &beta, im->s1,
+                                   CUDA_R_32F, C, comp, CUBLAS_GEMM_DEFAULT));
 #define ADD(T) (k_add_region<T><<<cuda_blocks(n, 256), 256, 0, im->stream>>>((T *)df->data, df->w, C, seed, p0, (const float *)im->s1, n), 0)
         CUDA_DISPATCH(df->dt, ADD);
 #undef ADD
