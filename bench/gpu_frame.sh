@@ -10,7 +10,9 @@
 # OUT_DIR/gpu_frame.md: each command's wall seconds, its s/iter and MP-it/s (its closing line), its
 # tiling line, and the SSIM of the tiled frame against the one-tile frame (image_diff --ssim: 1 where
 # the tiles are exact, as on the CPU; on a GPU they agree within tolerances, and the iterations grow
-# the roundings). Knobs: W, H, TILE, ITERATIONS, PRECISION, DEVICE (cuda; cpu runs the plumbing at
+# the roundings), for each model.pooling in POOLINGS (max: the default; "max avg" or max,avg adds average
+# pooling, under which renders that round differently stay close: docs/PRECISION.md). Knobs: W, H,
+# TILE, ITERATIONS, PRECISION, POOLINGS, DEVICE (cuda; cpu runs the plumbing at
 # small sizes, as tests/test_bench.sh does), GRAPHS (gpu.graphs: true), CONV_ALGOS (gpu.conv_algorithms:
 # timed; the choices kept in one gpu.conv_choices file for both renders, so a render's seconds include
 # the timing of its tile shapes' algorithms once), NST (./nstbatch), DIFF (build/tests/image_diff).
@@ -23,16 +25,17 @@ W=${W:-3840} H=${H:-2160} TILE=${TILE:-1024} ITERATIONS=${ITERATIONS:-250}
 DEVICE=${DEVICE:-cuda}
 PRECISION=${PRECISION:-bf16}
 GRAPHS=${GRAPHS:-true}
+POOLINGS=${POOLINGS:-max}
 CONV_ALGOS=${CONV_ALGOS:-timed}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 
-# frame NAME TILE_SIZE: one render into T/NAME.tif, its log T/NAME.log; prints "seconds s/iter MP-it/s"
+# frame NAME TILE_SIZE POOLING: one render into T/NAME.tif, its log T/NAME.log; prints "seconds s/iter MP-it/s"
 frame() {
   local t0 t1
   t0=$(date +%s.%N)
-  (cd "$ROOT/configs" && "$NST" demo.ini --set run.device="$DEVICE" --set run.precision="$PRECISION" \
+  (cd "$ROOT/configs" && "$NST" demo.ini --set run.device="$DEVICE" --set run.precision="$PRECISION" --set model.pooling="$3" \
      --set output.width="$W" --set output.height="$H" --set tiling.tile_size="$2" --set model.random_width_divisor=1 \
      --set optim.method=adam --set optim.iterations="$ITERATIONS" --set run.print_every=50 --set output.preview=0 --set gpu.graphs="$GRAPHS" \
      --set gpu.conv_algorithms="$CONV_ALGOS" --set gpu.conv_choices="$T/conv_choices.txt" --set output.path="$T/$1.tif" --set output.overwrite=true) >"$T/$1.log" 2>&1 ||
@@ -42,17 +45,24 @@ frame() {
   sed -n 's/^done: .* (\([0-9.]*\) s\/iteration, \([0-9.]*\) megapixel-iterations\/s).*/\1 \2/p' "$T/$1.log" |
     awk -v s="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')" '{ print s, $1, $2 }'
 }
-# row NAME SECONDS S/ITER MP-IT/S: the table's row of T/NAME.log's render
-row() { echo "| $(sed -n 's/^tiling: *//p' "$T/$1.log" | head -n 1) | $2 | $3 | $4 |"; }
+# row POOLING NAME SECONDS S/ITER MP-IT/S: the table's row of T/NAME.log's render
+row() { echo "| $1 | $(sed -n 's/^tiling: *//p' "$T/$2.log" | head -n 1) | $3 | $4 | $5 |"; }
 # last_loss NAME: the total loss of T/NAME.log's last progress row
 last_loss() { awk '$1 ~ /^[0-9]+$/ { l = $2 } END { print l }' "$T/$1.log"; }
-tiled=$(frame tiled "$TILE")
-whole=$(frame whole $((W > H ? W : H)))
-ssim=$("$DIFF" --ssim "$T/tiled.tif" "$T/whole.tif" | awk '{ print $2 }')
+rows=() lines=()
+for P in ${POOLINGS//,/ }; do # (spaces or commas between them)
+  tiled=$(frame "tiled_$P" "$TILE" "$P")
+  whole=$(frame "whole_$P" $((W > H ? W : H)) "$P")
+  ssim=$("$DIFF" --ssim "$T/tiled_$P.tif" "$T/whole_$P.tif" | awk '{ print $2 }')
+  rows+=("$(row "$P" "tiled_$P" $tiled)" "$(row "$P" "whole_$P" $whole)")
+  lines+=("SSIM of the tiled frame against the one-tile frame (image_diff --ssim, luminance), model.pooling = $P: $ssim."
+          "Final losses (total), model.pooling = $P, tiled / one tile: $(last_loss "tiled_$P") / $(last_loss "whole_$P")."
+          "CUDA graphs, model.pooling = $P, tiled / one tile: $(grep -h '^CUDA graphs' "$T/tiled_$P.log" | head -n 1 || echo none) / $(grep -h '^CUDA graphs' "$T/whole_$P.log" | head -n 1 || echo none).")
+done
 {
   echo "# One frame on one GPU: tiled and in one tile"
   echo
-  echo "Command: \`bench/gpu_frame.sh\`, $(date -u +%Y-%m-%d), W=$W H=$H TILE=$TILE ITERATIONS=$ITERATIONS PRECISION=$PRECISION DEVICE=$DEVICE GRAPHS=$GRAPHS CONV_ALGOS=$CONV_ALGOS."
+  echo "Command: \`bench/gpu_frame.sh\`, $(date -u +%Y-%m-%d), W=$W H=$H TILE=$TILE ITERATIONS=$ITERATIONS PRECISION=$PRECISION POOLINGS=\"$POOLINGS\" DEVICE=$DEVICE GRAPHS=$GRAPHS CONV_ALGOS=$CONV_ALGOS."
   echo
   echo '```'
   "$NST" --version 2>&1 | head -n 3
@@ -60,13 +70,10 @@ ssim=$("$DIFF" --ssim "$T/tiled.tif" "$T/whole.tif" | awk '{ print $2 }')
   echo
   echo "The demo's pictures at ${W}x${H}, full-width VGG-19 (seeded random weights), Adam, $ITERATIONS iterations, one rank."
   echo
-  echo "| tiling | whole command s | s/iter | MP-it/s |"
-  echo "|---|---|---|---|"
-  row tiled $tiled
-  row whole $whole
+  echo "| pooling | tiling | whole command s | s/iter | MP-it/s |"
+  echo "|---|---|---|---|---|"
+  printf '%s\n' "${rows[@]}"
   echo
-  echo "SSIM of the tiled frame against the one-tile frame (image_diff --ssim, luminance): $ssim."
-  echo "Final losses (total), tiled / one tile: $(last_loss tiled) / $(last_loss whole)."
-  echo "CUDA graphs, tiled / one tile: $(grep -h '^CUDA graphs' "$T/tiled.log" | head -n 1 || echo none) / $(grep -h '^CUDA graphs' "$T/whole.log" | head -n 1 || echo none)."
+  printf '%s\n' "${lines[@]}"
 } >"$OUT/gpu_frame.md"
 cat "$OUT/gpu_frame.md"

@@ -128,13 +128,14 @@ else
     bad "gpu_iteration.sh" "exit $status" "$out$(tail -n 20 "$T/stderr")"
   fi
   # bench/gpu_frame.sh's plumbing on the CPU, where tiles are exact: the tiled frame's SSIM against
-  # the one-tile frame is 1, and both rows have their numbers
-  out=$(DEVICE=cpu W=96 H=64 TILE=48 ITERATIONS=4 PRECISION=fp32 NST="$NST" DIFF="$(dirname "$CONV")/../tests/image_diff" \
+  # the one-tile frame is 1 with either pooling, and the four rows have their numbers
+  out=$(DEVICE=cpu W=96 H=64 TILE=48 ITERATIONS=4 PRECISION=fp32 POOLINGS="max avg" NST="$NST" DIFF="$(dirname "$CONV")/../tests/image_diff" \
         "$IDLE" 300 "$ROOT/bench/gpu_frame.sh" "$T/frame" 2>&1); status=$?
-  rows=$(grep -cE '^\| exact mode, .* \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' "$T/frame/gpu_frame.md" 2>/dev/null)
-  if [ $status -eq 0 ] && [ "$rows" = 2 ] && grep -q '^SSIM of the tiled frame against the one-tile frame (image_diff --ssim, luminance): 1.000000\.$' "$T/frame/gpu_frame.md"; then
-    ok "gpu_frame.sh (DEVICE=cpu, 96x64 in 48 px tiles): 2 rows, SSIM 1.000000 (exact tiles)"
-  else bad "gpu_frame.sh" "exit $status, $rows rows" "$out"; fi
+  rows=$(grep -cE '^\| (max|avg) \| exact mode, .* \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' "$T/frame/gpu_frame.md" 2>/dev/null)
+  ssims=$(grep -cE '^SSIM of the tiled frame against the one-tile frame \(image_diff --ssim, luminance\), model.pooling = (max|avg): 1.000000\.$' "$T/frame/gpu_frame.md" 2>/dev/null)
+  if [ $status -eq 0 ] && [ "$rows" = 4 ] && [ "$ssims" = 2 ]; then
+    ok "gpu_frame.sh (DEVICE=cpu, 96x64 in 48 px tiles, max and avg pooling): 4 rows, SSIM 1.000000 each (exact tiles)"
+  else bad "gpu_frame.sh" "exit $status, $rows rows, $ssims SSIM lines of 1" "$out"; fi
   # a variant that hangs (a stand-in python that never answers and leaves a child behind, as a stuck
   # compile leaves its workers): its cell says so, and nothing of its session is left running
   printf '#!/bin/sh\n[ "$1" = -c ] && { echo "stand-in"; exit 0; }\nsleep 317 &\nexec sleep 318\n' >"$T/hangpy" && chmod +x "$T/hangpy"

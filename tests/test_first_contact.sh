@@ -27,8 +27,8 @@ steps=$(grep -cE '^(env|selftest|ops|bench) +ok +[0-9]+ ' "$T/all/summary.txt" 2
 if [ $rc -eq 0 ] && [ "$steps" -eq 4 ] && [ "$((files + 1))" -le 8 ] && grep -q '^total .* no step failed' "$T/all/summary.txt" &&
    grep -q '^| 128 x 96 | [0-9.]* |' "$T/all/bench.md" && grep -q '"device_diagnostics"' "$T/all/record.json" &&
    grep -q ' BENCH_SECONDS=[0-9]* (the budget' "$T/all/bench.md" &&
-   grep -q '^SSIM of the tiled frame against the one-tile frame (image_diff --ssim, luminance): 1.000000\.$' "$T/all/bench.md" &&
-   grep -q '^bench: SSIM of the tiled frame' "$T/all/summary.txt"; then
+   grep -q '^SSIM of the tiled frame against the one-tile frame (image_diff --ssim, luminance), model.pooling = max: 1.000000\.$' "$T/all/bench.md" &&
+   grep -q '^bench: SSIM of the tiled frame' "$T/all/summary.txt" && grep -q '^bench: | max | exact mode, ' "$T/all/summary.txt"; then
   ok "--cpu: env, selftest, ops, bench ok (the iteration under the step's budget, the frame's SSIM 1 on exact tiles), $files files (and renders.txt: at most 8), $(tail -n 1 "$T/all/summary.txt")"
 else bad "--cpu" "exit $rc, $steps steps ok, $files files" "$(cat "$T/all.log")"; fi
 sed 's/^/    | /' "$T/all/summary.txt"
