@@ -34,7 +34,7 @@
 # BENCH_SECONDS (a budget, as a GPU lease's minutes): the parts run in the order of what they decide,
 # each only where enough of the budget is left, and the tables are written whatever was skipped
 # (a cell or line says "not run: the bench's budget"): nstbatch at every size (with graphs, then
-# without and with VEC8=0), the PyTorch VARIANTS, the per-layer convolutions, the profile,
+# without and with VEC8=0), the PyTorch VARIANTS, the profile, the per-layer convolutions,
 # LATE_VARIANTS (PyTorch variants run last, e.g. compile-max's minutes of tuning), the largest tile.
 # A PyTorch variant or precompile gets what is left at most. Without BENCH_SECONDS, no bound.
 # Knobs: SIZES, ITERS (10), VARIANTS, LATE_VARIANTS, VARIANT_TIMEOUT, PRECOMPILE_S, CONV_LAYERS (1: part 1), CONV_ALGOS
@@ -246,6 +246,21 @@ variant() {
 }
 for V in $VARIANTS; do variant "$V"; done
 
+# ---- 3b. where the largest size's iteration goes ----------------------------------------------------
+# two profiled runs, 4 and 4 + ITERS iterations: their difference per iteration (bench/profile_table.sh)
+proftable="" PS=""
+if [ "$PROFILE" = 1 ] && ! room 30; then
+  PS=$SPENT
+elif [ "$PROFILE" = 1 ]; then
+  PS=$(for S in $SIZES; do W=${S%x*} H=${S#*x}; echo "$((W * H)) $S"; done | sort -n | tail -n 1 | cut -d' ' -f2) # the largest
+  if NSTBATCH_PROFILE=1 nst_run "$PS" 4 && cp "$T/run.log" "$T/prof_short.log" && NSTBATCH_PROFILE=1 nst_run "$PS" $((4 + ITERS)); then
+    log "### nstbatch profile $PS, 4 and $((4 + ITERS)) iterations"$'\n'"$(sed -n '/^profile:/,$p' "$T/prof_short.log")"$'\n'"$(sed -n '/^profile:/,$p' "$T/run.log")"
+    proftable=$("$ROOT/bench/profile_table.sh" "$T/prof_short.log" "$T/run.log" "$ITERS")
+  else
+    log "### nstbatch profile $PS FAILED"$'\n'"$(cat "$T/run.log")"
+  fi
+fi
+
 # ---- 1. per-layer convolutions ----------------------------------------------------------------
 # bf16 with bias+ReLU fused into cuDNN's call, and with them as a separate kernel
 # (NSTBATCH_CUDA_FUSE=0), with the algorithms of cuDNN's heuristics and timed (gpu.conv_algorithms)
@@ -263,21 +278,6 @@ for run in $([ "$CONV_LAYERS" = 1 ] && echo bf16:1:heuristic bf16:1:timed bf16:0
   log "### conv_layers --precision $p --tile $CONV_TILE --algorithms $a --layers $layers (NSTBATCH_CUDA_FUSE=$fuse NSTBATCH_CUDA_CONV1=$conv1)"$'\n'"$t"
   conv_tables+="$t"$'\n\n'
 done
-
-# ---- 3b. where the largest size's iteration goes ----------------------------------------------------
-# two profiled runs, 4 and 4 + ITERS iterations: their difference per iteration (bench/profile_table.sh)
-proftable="" PS=""
-if [ "$PROFILE" = 1 ] && ! room 30; then
-  PS=$SPENT
-elif [ "$PROFILE" = 1 ]; then
-  PS=$(for S in $SIZES; do W=${S%x*} H=${S#*x}; echo "$((W * H)) $S"; done | sort -n | tail -n 1 | cut -d' ' -f2) # the largest
-  if NSTBATCH_PROFILE=1 nst_run "$PS" 4 && cp "$T/run.log" "$T/prof_short.log" && NSTBATCH_PROFILE=1 nst_run "$PS" $((4 + ITERS)); then
-    log "### nstbatch profile $PS, 4 and $((4 + ITERS)) iterations"$'\n'"$(sed -n '/^profile:/,$p' "$T/prof_short.log")"$'\n'"$(sed -n '/^profile:/,$p' "$T/run.log")"
-    proftable=$("$ROOT/bench/profile_table.sh" "$T/prof_short.log" "$T/run.log" "$ITERS")
-  else
-    log "### nstbatch profile $PS FAILED"$'\n'"$(cat "$T/run.log")"
-  fi
-fi
 
 # ---- 3c. the variants that go last (LATE_VARIANTS), then the tables' rows ----------------------------
 for V in $LATE_VARIANTS; do variant "$V"; done
