@@ -5,7 +5,8 @@
  *
  * Communicators are non-blocking (config.blocking = 0), so no NCCL call can hang a rank: every
  * wait polls ncclCommGetAsyncError and the stream, and a peer that died or a network error ends
- * in ncclCommAbort and MPI_Abort with one message after gpu.nccl_timeout seconds at most. */
+ * in MPI_Abort with one message after gpu.nccl_timeout seconds at most (not in ncclCommAbort,
+ * which can itself wait: fatal()). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <string.h>
@@ -28,12 +29,15 @@ void nst_comm_nccl_version(char *out, size_t cap)
     snprintf(out, cap, "NCCL %d.%d.%d", v / 10000, (v % 10000) / 100, v % 100);
 }
 
+/* Ends the job from this rank. Not through ncclCommAbort first: NCCL's abort waits for its own
+ * stream, which waits on ours, so a kernel of ours that hangs before the collective would hang the
+ * abort and MPI_Abort would never come; the processes' end frees the GPUs. */
 static void fatal(ncclComm_t comm, const char *what, const char *detail)
 {
+    (void)comm;
     char msg[512];
     snprintf(msg, sizeof msg, "NCCL %s failed on rank %d (%s): %s; aborting every rank", what, nst_comm_world_rank(), nst_comm_host(),
              detail);
-    if (comm) ncclCommAbort(comm);
     nst_comm_abort(1, msg);
 }
 
@@ -54,6 +58,9 @@ static void wait_for(ncclComm_t comm, cudaStream_t stream, const char *what, dou
             cudaError_t e = cudaStreamQuery(stream);
             if (e == cudaSuccess) break;
             if (e != cudaErrorNotReady) fatal(comm, what, cudaGetErrorString(e));
+            /* "not ready" is no error, but the runtime may keep it as the thread's last one, which
+             * the next kernel launch's check (cudaGetLastError) would take for a fault */
+            (void)cudaGetLastError();
         }
         if (nst_now() - t0 > timeout) {
             char d[128];
@@ -89,14 +96,15 @@ nst_status nst_comm_nccl_open(double timeout)
     cfg.splitShare = 1; /* the groups split from it share its resources instead of allocating their own */
     ncclComm_t comm = NULL;
     ncclResult_t r = ncclCommInitRankConfig(&comm, nst_comm_world_size(), id, nst_comm_world_rank(), &cfg);
-    if (r != ncclSuccess && r != ncclInProgress) {
+    if (r != ncclSuccess && r != ncclInProgress)
         s = nst_fail(NST_ERUNTIME, "ncclCommInitRankConfig failed on rank %d (%s): %s", nst_comm_world_rank(), nst_comm_host(),
                      ncclGetErrorString(r));
-        if (comm) ncclCommAbort(comm);
-        comm = NULL;
-    }
-    if (comm) wait_for(comm, NULL, "communicator set-up", timeout);
+    /* agreed before the wait: non-blocking, every rank's call returns at once, and a rank whose call
+     * failed would otherwise leave the others in NCCL's start-up handshake until the timeout. On a
+     * failure the job ends; a set-up still in progress is left to the process's end (an abort
+     * would wait for the handshake). */
     NST_TRY(nst_comm_agree(s));
+    wait_for(comm, NULL, "communicator set-up", timeout);
     *slot = comm;
     return NST_OK;
 }
