@@ -95,15 +95,17 @@ EOF
 # ---- the hosts ------------------------------------------------------------------------------------
 mark=nsth-mark-$$
 out=$(on nsth-a "$IDLE" 60 mpirun --hostfile "$T/hostfile" -np 4 sh -c "hostname; touch /tmp/$mark" 2>&1)
-# the hostnames' lines only: Open MPI's rsh launcher may also warn that its setpgid of a daemon
-# came after the daemon's exec (a harmless race, seen with the whole suite on one core)
-if [ "$(grep -x 'nsth-[ab]' <<<"$out" | sort | uniq -c | awk '{ print $1 $2 }' | tr '\n' ' ')" = "2nsth-a 2nsth-b " ] && [ -e "$HD/scratch-nsth-a/$mark" ] &&
+# ranks_per_host OUT: "2nsth-a 2nsth-b " where OUT's hostname lines are 2 of each; the hostnames'
+# lines only: Open MPI's rsh launcher may also warn that its setpgid of a daemon came after the
+# daemon's exec (a harmless race, seen with the whole suite on one core, at either mpirun here)
+ranks_per_host() { grep -x 'nsth-[ab]' <<<"$1" | sort | uniq -c | awk '{ print $1 $2 }' | tr '\n' ' '; }
+if [ "$(ranks_per_host "$out")" = "2nsth-a 2nsth-b " ] && [ -e "$HD/scratch-nsth-a/$mark" ] &&
    [ -e "$HD/scratch-nsth-b/$mark" ] && [ ! -e "/tmp/$mark" ]; then
   ok "mpirun on nsth-a starts 2 ranks on nsth-a and 2 on nsth-b (tests/hosts/agent.sh), each host with its own hostname and /tmp"
 else bad "ranks on two hosts" "" "$out"; fi
 seen=$(for h in nsth-a nsth-b; do on $h sh -c "test -x '$ROOT/tests/hosts/agent.sh' && test -x '$NST' && test -x '$DIFF' && echo $h"; done 2>&1)
 out=$(on nsth-a env OMPI_MCA_plm_rsh_agent="$V/tests/hosts/agent.sh" "$IDLE" 60 mpirun --hostfile "$T/hostfile" -np 4 hostname 2>&1)
-if [ "$seen" = "$(printf 'nsth-a\nnsth-b')" ] && [ "$(sort <<<"$out" | uniq -c | awk '{ print $1 $2 }' | tr '\n' ' ')" = "2nsth-a 2nsth-b " ]; then
+if [ "$seen" = "$(printf 'nsth-a\nnsth-b')" ] && [ "$(ranks_per_host "$out")" = "2nsth-a 2nsth-b " ]; then
   ok "both hosts see the checkout ($ROOT) and the build at their own paths; with the launcher in a checkout under /tmp, ranks start on both"
 else bad "the shared folders on the hosts" "" "$seen"$'\n'"$out"; fi
 
