@@ -49,10 +49,15 @@ frame() {
 row() { echo "| $1 | $(sed -n 's/^tiling: *//p' "$T/$2.log" | head -n 1) | $3 | $4 | $5 |"; }
 # last_loss NAME: the total loss of T/NAME.log's last progress row
 last_loss() { awk '$1 ~ /^[0-9]+$/ { l = $2 } END { print l }' "$T/$1.log"; }
-rows=() lines=()
+rows=() lines=() failed=0
 for P in ${POOLINGS//,/ }; do # (spaces or commas between them)
-  tiled=$(frame "tiled_$P" "$TILE" "$P")
-  whole=$(frame "whole_$P" $((W > H ? W : H)) "$P")
+  # a pooling whose render failed is a row saying so (its log's last lines on stderr), and the
+  # script exits 1 once the table of the others is written
+  if ! tiled=$(frame "tiled_$P" "$TILE" "$P") || ! whole=$(frame "whole_$P" $((W > H ? W : H)) "$P"); then
+    rows+=("| $P | a render failed (its last lines above the table) | - | - | - |")
+    failed=1
+    continue
+  fi
   ssim=$("$DIFF" --ssim "$T/tiled_$P.tif" "$T/whole_$P.tif" | awk '{ print $2 }')
   rows+=("$(row "$P" "tiled_$P" $tiled)" "$(row "$P" "whole_$P" $whole)")
   lines+=("SSIM of the tiled frame against the one-tile frame (image_diff --ssim, luminance), model.pooling = $P: $ssim."
@@ -77,3 +82,4 @@ done
   printf '%s\n' "${lines[@]}"
 } >"$OUT/gpu_frame.md"
 cat "$OUT/gpu_frame.md"
+exit $failed

@@ -138,13 +138,16 @@ else
     bad "gpu_iteration.sh" "exit $status" "$out$(tail -n 20 "$T/stderr")"
   fi
   # bench/gpu_frame.sh's plumbing on the CPU, where tiles are exact: the tiled frame's SSIM against
-  # the one-tile frame is 1 with either pooling, and the four rows have their numbers
-  out=$(DEVICE=cpu W=96 H=64 TILE=48 ITERATIONS=4 PRECISION=fp32 POOLINGS="max avg" NST="$NST" DIFF="$(dirname "$CONV")/../tests/image_diff" \
+  # the one-tile frame is 1 with either pooling, and the four rows have their numbers; a pooling
+  # whose renders fail (one nstbatch refuses) is a row saying so, the others' table is still
+  # written, and the exit status is 1
+  out=$(DEVICE=cpu W=96 H=64 TILE=48 ITERATIONS=4 PRECISION=fp32 POOLINGS="max,avg,none" NST="$NST" DIFF="$(dirname "$CONV")/../tests/image_diff" \
         "$IDLE" 300 "$ROOT/bench/gpu_frame.sh" "$T/frame" 2>&1); status=$?
   rows=$(grep -cE '^\| (max|avg) \| exact mode, .* \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' "$T/frame/gpu_frame.md" 2>/dev/null)
   ssims=$(grep -cE '^SSIM of the tiled frame against the one-tile frame \(image_diff --ssim, luminance\), model.pooling = (max|avg): 1.000000\.$' "$T/frame/gpu_frame.md" 2>/dev/null)
-  if [ $status -eq 0 ] && [ "$rows" = 4 ] && [ "$ssims" = 2 ]; then
-    ok "gpu_frame.sh (DEVICE=cpu, 96x64 in 48 px tiles, max and avg pooling): 4 rows, SSIM 1.000000 each (exact tiles)"
+  if [ $status -eq 1 ] && [ "$rows" = 4 ] && [ "$ssims" = 2 ] && grep -q '^| none | a render failed' "$T/frame/gpu_frame.md" &&
+     grep -q "model.pooling = 'none': expected one of max, avg" <<<"$out"; then
+    ok "gpu_frame.sh (DEVICE=cpu, 96x64 in 48 px tiles, max and avg pooling): 4 rows, SSIM 1.000000 each (exact tiles); a refused pooling's row says so, exit 1"
   else bad "gpu_frame.sh" "exit $status, $rows rows, $ssims SSIM lines of 1" "$out"; fi
   # a variant that hangs (a stand-in python that never answers and leaves a child behind, as a stuck
   # compile leaves its workers): its cell says so, and nothing of its session is left running
