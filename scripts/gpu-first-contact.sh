@@ -67,7 +67,8 @@ elapsed() { awk -v s="$START" -v n="$(date +%s.%N)" 'BEGIN { printf "%.0f", n - 
 # (in the cap's last quarter, at least 3 s) is CAPPED, not failed: slow or loaded, not broken, and
 # the line says which and how to give it more time; a silent one is a TIMEOUT, a failure. The test
 # hook FC_PLANT=STEP:talk (prints a line a second) or STEP:hang (one line, then silence) replaces a
-# step's command (tests/test_first_contact.sh).
+# step's command, and FC_PLANT=frame:hang the bench step's frame, which is then stopped at its share
+# of the step (tests/test_first_contact.sh).
 step() {
   local name=$1 cap=$(($2 * BUDGET / 450)) min=$3 what=$4; shift 4
   local left=$((BUDGET - $(elapsed))) t0 st status quiet
@@ -138,8 +139,15 @@ bench_step() {
   if [ "$MODE" = cpu ]; then
     sizes="96x64 128x96" iters=3 dev=cpu conv=64 prec=fp32 frame="W=96 H=64 TILE=48 ITERATIONS=4" variants=eager late=
   fi
-  local st=0 budget
-  env $frame DEVICE=$dev PRECISION=$prec bench/gpu_frame.sh "$OUT/.bench" || st=$?
+  local st=0 budget fcap=$(((STEP_END - $(date +%s)) * 2 / 5)) # (the frame at most 2/5 of the step: the iteration's tables come after it)
+  local framer=(env $frame DEVICE=$dev PRECISION=$prec bench/gpu_frame.sh "$OUT/.bench")
+  [ "${FC_PLANT:-}" = frame:hang ] && framer=(sleep 1000) # (the test hook: a frame that never ends)
+  mkdir -p "$OUT/.bench"
+  timeout --kill-after=5 "$fcap" "${framer[@]}" || st=$?
+  if [ "$st" = 124 ] || [ "$st" = 137 ]; then # (a failure of this step's, not its cap: exit 1)
+    printf '# One frame on one GPU\n\nNot finished within %s s, its share of the bench step: its renders were stopped (bench/gpu_frame.sh alone gives their time).\n' "$fcap" >"$OUT/.bench/gpu_frame.md"
+    st=1
+  fi
   budget=$((STEP_END - $(date +%s) - 15))
   [ "$budget" -ge 1 ] || budget=1 # (0 would be no bound)
   SIZES=$sizes ITERS=$iters DEVICE=$dev FIND_MAX=0 CONV_TILE=$conv VARIANTS=$variants LATE_VARIANTS=$late \

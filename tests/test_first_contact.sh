@@ -13,6 +13,8 @@
 #   silent at its cap a TIMEOUT (a failure);
 # - the renders step, with a Gram allreduce planted missing (the tiling checks alone): exit 1, FAIL in
 #   the summary;
+# - the bench step's frame that never ends (planted) is stopped at its share of the step, and the
+#   iteration's tables still come; exit 1;
 # - STEPS picks steps (a second try runs only what failed); no OUT: exit 2 with how to call it.
 . "$(dirname "$0")/lib.sh" test_first_contact
 FC=$ROOT/scripts/gpu-first-contact.sh
@@ -32,6 +34,12 @@ if [ $rc -eq 0 ] && [ "$steps" -eq 4 ] && [ "$((files + 1))" -le 8 ] && grep -q 
   ok "--cpu: env, selftest, ops, bench ok (the iteration under the step's budget, the frame's SSIM 1 on exact tiles), $files files (and renders.txt: at most 8), $(tail -n 1 "$T/all/summary.txt")"
 else bad "--cpu" "exit $rc, $steps steps ok, $files files" "$(cat "$T/all.log")"; fi
 sed 's/^/    | /' "$T/all/summary.txt"
+
+# the bench step's frame that never ends (planted) is stopped at its share of the step (2/5), and
+# the iteration's tables still come (a lease's minutes are not all the frame's); beside the cases
+# below, as it mostly waits
+( run_fc framehang STEPS=bench FIRST_CONTACT_SECONDS=110 FC_PLANT=frame:hang; echo $rc >"$T/framehang.rc" ) &
+fh_pid=$!
 
 run_fc late FIRST_CONTACT_SECONDS=1
 if [ $rc -eq 0 ] && [ "$(grep -c 'SKIP .*too little time left' "$T/late/summary.txt")" -eq 5 ]; then ok "a 1 s budget: every step skipped and named, exit 0"
@@ -54,6 +62,13 @@ if [ $rc -eq 1 ] && line planted renders | grep -q 'FAIL' && line planted env | 
    grep -q 'a step FAILED' "$T/planted/summary.txt" && grep -q 'FAIL fp32, 32 px tiles on 2 ranks' "$T/planted/renders.txt"; then
   ok "a failing step (the Gram allreduce planted missing): exit 1, $(line planted renders | cut -c1-60)"
 else bad "a failing step" "exit $rc" "$(cat "$T/planted.log")"; fi
+
+wait $fh_pid
+rc=$(cat "$T/framehang.rc" 2>/dev/null)
+if [ "$rc" = 1 ] && line framehang bench | grep -q 'FAIL .*exit 1' && grep -q '^Not finished within [0-9]* s, its share of the bench step' "$T/framehang/bench.md" &&
+   grep -q '^| 128 x 96 | [0-9.]* |' "$T/framehang/bench.md" && [ -z "$(pgrep -f '^sleep 1000$')" ]; then
+  ok "a frame that never ends: stopped at its share of the bench step, the iteration's tables still written, exit 1, $(line framehang bench | cut -c1-40)"
+else bad "a frame that never ends" "exit $rc" "$(cat "$T/framehang.log")"; fi
 
 out=$("$FC" --cpu 2>&1); st=$?
 if [ $st -eq 2 ] && grep -q 'set OUT' <<<"$out"; then ok "no OUT: exit 2, $out"; else bad "no OUT" "exit $st" "$out"; fi
