@@ -71,6 +71,9 @@ BENCH_START=$(date +%s)
 left() { [ "$BENCH_SECONDS" -gt 0 ] && echo $((BENCH_START + BENCH_SECONDS - $(date +%s))) || echo 999999; }
 room() { [ "$(left)" -ge "$1" ]; }
 within() { local l=$(($(left) - 5)); echo $(($1 < l ? $1 : l)); }
+# cut_short CAP WANTED: the budget cut CAP (from within WANTED) to nothing or to under 10 s, too
+# short to be worth starting (a WANTED under 10 s, the caller's own choice, is kept)
+cut_short() { [ "$1" -lt 1 ] || { [ "$1" -lt 10 ] && [ "$1" -lt "$2" ]; }; }
 SPENT="not run: the bench's budget (BENCH_SECONDS=$BENCH_SECONDS) was spent"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 T=$(mktemp -d)
@@ -207,7 +210,7 @@ csizes=$(echo $SIZES | tr ' ' ',')
 precompile() {
   local V=$1 cap t0 S
   cap=$(within "$PRECOMPILE_S")
-  [ "$cap" -ge 10 ] || [ "$cap" -ge "$PRECOMPILE_S" ] || return 0 # (cut by the budget to under 10 s: not worth it)
+  cut_short "$cap" "$PRECOMPILE_S" && return 0
   t0=$(date +%s)
   for S in $SIZES; do
     { st=0; in_group "$cap" "${TORCH[@]}" --variant "$V" --size "$S" --iters 1 >"$T/pre.$V.$S.log" 2>&1 || st=$?; echo "exit $st" >>"$T/pre.$V.$S.log"; } &
@@ -221,7 +224,7 @@ variant() {
   local V=$1 status=0 cap tj S line t
   case $V in compile*) [ "$PRECOMPILE_S" -gt 0 ] && precompile "$V" ;; esac
   cap=$(within "$VARIANT_TIMEOUT")
-  if [ "$cap" -lt 1 ] || { [ "$cap" -lt 10 ] && [ "$cap" -lt "$VARIANT_TIMEOUT" ]; }; then # (cut by the budget to under 10 s)
+  if cut_short "$cap" "$VARIANT_TIMEOUT"; then
     for S in $SIZES; do CELL[$V.$S]=$SPENT; done
     return
   fi

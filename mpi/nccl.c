@@ -32,9 +32,8 @@ void nst_comm_nccl_version(char *out, size_t cap)
 /* Ends the job from this rank. Not through ncclCommAbort first: NCCL's abort waits for its own
  * stream, which waits on ours, so a kernel of ours that hangs before the collective would hang the
  * abort and MPI_Abort would never come; the processes' end frees the GPUs. */
-static void fatal(ncclComm_t comm, const char *what, const char *detail)
+static void fatal(const char *what, const char *detail)
 {
-    (void)comm;
     char msg[512];
     snprintf(msg, sizeof msg, "NCCL %s failed on rank %d (%s): %s; aborting every rank", what, nst_comm_world_rank(), nst_comm_host(),
              detail);
@@ -51,13 +50,13 @@ static void wait_for(ncclComm_t comm, cudaStream_t stream, const char *what, dou
     for (;;) {
         ncclResult_t r = ncclSuccess;
         ncclResult_t q = ncclCommGetAsyncError(comm, &r);
-        if (q != ncclSuccess) fatal(comm, what, ncclGetErrorString(q));
-        if (r != ncclSuccess && r != ncclInProgress) fatal(comm, what, ncclGetLastError(comm)[0] ? ncclGetLastError(comm) : ncclGetErrorString(r));
+        if (q != ncclSuccess) fatal(what, ncclGetErrorString(q));
+        if (r != ncclSuccess && r != ncclInProgress) fatal(what, ncclGetLastError(comm)[0] ? ncclGetLastError(comm) : ncclGetErrorString(r));
         if (r == ncclSuccess) {
             if (!stream) break;
             cudaError_t e = cudaStreamQuery(stream);
             if (e == cudaSuccess) break;
-            if (e != cudaErrorNotReady) fatal(comm, what, cudaGetErrorString(e));
+            if (e != cudaErrorNotReady) fatal(what, cudaGetErrorString(e));
             /* "not ready" is no error, but the runtime may keep it as the thread's last one, which
              * the next kernel launch's check (cudaGetLastError) would take for a fault */
             (void)cudaGetLastError();
@@ -65,7 +64,7 @@ static void wait_for(ncclComm_t comm, cudaStream_t stream, const char *what, dou
         if (nst_now() - t0 > timeout) {
             char d[128];
             snprintf(d, sizeof d, "no progress in %.0f s (gpu.nccl_timeout): a peer died or hangs", timeout);
-            fatal(comm, what, d);
+            fatal(what, d);
         }
         nanosleep(&nap, NULL);
     }
@@ -123,7 +122,7 @@ nst_status nst_comm_nccl_split(void *parent, int color, int key, int group_size,
     cfg.splitShare = 1;
     /* a group of one sums nothing: no communicator (every rank of it decides alike: it is alone) */
     ncclResult_t r = ncclCommSplit(p, color < 0 || group_size < 2 ? NCCL_SPLIT_NOCOLOR : color, key, &c, &cfg);
-    if (r != ncclSuccess && r != ncclInProgress) fatal(p, "ncclCommSplit (a rank group)", ncclGetErrorString(r));
+    if (r != ncclSuccess && r != ncclInProgress) fatal("ncclCommSplit (a rank group)", ncclGetErrorString(r));
     wait_for(p, NULL, "ncclCommSplit (a rank group)", set_up_timeout);
     if (c) wait_for(c, NULL, "ncclCommSplit (the new group)", set_up_timeout);
     *child = c;
@@ -142,7 +141,7 @@ nst_status nst_comm_nccl_sum_doubles(double *dev, size_t n, void *stream, double
      * allgather added in rank order would restore it at R x 4.9 MB per iteration: not worth it
      * across nodes; docs/BATCHES.md says so. */
     ncclResult_t r = ncclAllReduce(dev, dev, n, ncclFloat64, ncclSum, comm, (cudaStream_t)stream);
-    if (r != ncclSuccess && r != ncclInProgress) fatal(comm, "ncclAllReduce (Gram sums)", ncclGetErrorString(r));
+    if (r != ncclSuccess && r != ncclInProgress) fatal("ncclAllReduce (Gram sums)", ncclGetErrorString(r));
     wait_for(comm, (cudaStream_t)stream, "ncclAllReduce (Gram sums)", timeout);
     return NST_OK;
 }

@@ -123,7 +123,10 @@ else
   # for its hanging variant (its stand-in sleeps 327 and 328 s, the hang case's below 317 and 318);
   # nstbatch's 48x32 row takes a few seconds, so the variant is cut at about 15 s of the 24 (or, on
   # a machine too slow for that, finds too little left as well), checked after the hang case
-  printf '#!/bin/sh\n[ "$1" = -c ] && { echo "stand-in"; exit 0; }\nsleep 327 &\nexec sleep 328\n' >"$T/hangpy2" && chmod +x "$T/hangpy2"
+  # hang_py FILE N: a stand-in python that answers the version probe (-c) and otherwise never
+  # answers, leaving a child behind, as a stuck compile leaves its workers: sleep N, sleep N+1
+  hang_py() { printf '#!/bin/sh\n[ "$1" = -c ] && { echo "stand-in"; exit 0; }\nsleep %d &\nexec sleep %d\n' "$2" $(($2 + 1)) >"$1" && chmod +x "$1"; }
+  hang_py "$T/hangpy2" 327
   (DEVICE=cpu SIZES=48x32 ITERS=2 FIND_MAX=0 CONV_LAYERS=0 VARIANTS=eager LATE_VARIANTS=graph VARIANT_TIMEOUT=900 BENCH_SECONDS=24 \
      PY="$T/hangpy2" NST="$NST" "$IDLE" 300 "$ROOT/bench/gpu_iteration.sh" "$T/budget" >"$T/budget.out" 2>&1; echo $? >"$T/budget.status") &
   budget_pid=$!
@@ -151,7 +154,7 @@ else
   else bad "gpu_frame.sh" "exit $status, $rows rows, $ssims SSIM lines of 1" "$out"; fi
   # a variant that hangs (a stand-in python that never answers and leaves a child behind, as a stuck
   # compile leaves its workers): its cell says so, and nothing of its session is left running
-  printf '#!/bin/sh\n[ "$1" = -c ] && { echo "stand-in"; exit 0; }\nsleep 317 &\nexec sleep 318\n' >"$T/hangpy" && chmod +x "$T/hangpy"
+  hang_py "$T/hangpy" 317
   out=$(DEVICE=cpu SIZES=48x32 ITERS=2 FIND_MAX=0 PROFILE=0 CONV_LAYERS=0 VARIANTS=eager VARIANT_TIMEOUT=2 PY="$T/hangpy" NST="$NST" \
         "$IDLE" 300 "$ROOT/bench/gpu_iteration.sh" "$T/hang" 2>&1); status=$?
   cell=$(grep -E '^\| 48 x 32 \| not run: over VARIANT_TIMEOUT=2 s for all sizes \|$' "$T/hang/gpu_iteration.md" 2>/dev/null)
