@@ -12,8 +12,9 @@
 #      WxH, e.g. 1024x768, is a W x H image): s/iter
 #      (rows every ITERS iterations, as a render prints them: the iterations between rows read
 #      nothing back and, on a GPU, replay one recorded CUDA graph; the mean of the ITERS before the
-#      rows at 2 ITERS and 3 ITERS, their median, with gpu.graphs = true and, on CUDA, false and
-#      with the element passes one element a thread, NSTBATCH_CUDA_VEC8=0; the run record's replays
+#      rows at 2 ITERS and 3 ITERS, their median, with gpu.graphs = true and, on CUDA, with the Gram
+#      sums on our own kernel (NSTBATCH_CUDA_GRAM=own), with gpu.graphs = false and with the element
+#      passes one element a thread, NSTBATCH_CUDA_VEC8=0; the run record's replays
 #      and host waits), megapixel-
 #      iterations/s, MFU (1.514 MFLOP per pixel per iteration over $PEAK_TFLOPS, default the bf16
 #      dense peak of an H100/H200: 989.4), the backend's peak bytes per megapixel against the
@@ -34,7 +35,7 @@
 # BENCH_SECONDS (a budget, as a GPU lease's minutes): the parts run in the order of what they decide,
 # each only where enough of the budget is left, and the tables are written whatever was skipped
 # (a cell or line says "not run: the bench's budget"): nstbatch at every size (with graphs, then
-# without and with VEC8=0), the PyTorch VARIANTS, the profile, the per-layer convolutions,
+# with GRAM=own, without graphs and with VEC8=0), the PyTorch VARIANTS, the profile, the per-layer convolutions,
 # LATE_VARIANTS (PyTorch variants run last, e.g. compile-max's minutes of tuning), the largest tile.
 # A PyTorch variant or precompile gets what is left at most. Without BENCH_SECONDS, no bound.
 # Knobs: SIZES, ITERS (10), VARIANTS, LATE_VARIANTS, VARIANT_TIMEOUT, PRECOMPILE_S, CONV_LAYERS (1: part 1), CONV_ALGOS
@@ -184,9 +185,14 @@ for S in $SIZES; do
     QUIET[$S]="failed"
     continue
   fi
+  # with the Gram sums on our own kernel (NSTBATCH_CUDA_GRAM=own: the default to flip where faster),
   # without CUDA graphs (gpu.graphs' default), and with the element passes one element a thread
   # (NSTBATCH_CUDA_VEC8=0), for the line below the table: what each is worth
-  off="-" scalar="-"
+  gram="-" off="-" scalar="-"
+  if [ "$DEVICE" = cuda ] && room 15 && NSTBATCH_CUDA_GRAM=own nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS" --set gpu.graphs=true; then
+    log "### nstbatch $S, NSTBATCH_CUDA_GRAM=own"$'\n'"$(cat "$T/run.log")"
+    gram=$(rows_spi)
+  fi
   if [ "$DEVICE" = cuda ] && room 15 && nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS" --set gpu.graphs=false; then
     log "### nstbatch $S, gpu.graphs = false"$'\n'"$(cat "$T/run.log")"
     off=$(rows_spi)
@@ -195,7 +201,7 @@ for S in $SIZES; do
     log "### nstbatch $S, NSTBATCH_CUDA_VEC8=0"$'\n'"$(cat "$T/run.log")"
     scalar=$(rows_spi)
   fi
-  QUIET[$S]="$replays, ${off:--} s/iter without graphs, ${scalar:--} with the element passes one element a thread"
+  QUIET[$S]="$replays, ${gram:--} s/iter with the own Gram sums, ${off:--} without graphs, ${scalar:--} with the element passes one element a thread"
 done
 
 # ---- 3. PyTorch, every variant ------------------------------------------------------------------
@@ -335,7 +341,7 @@ fi
   printf '%s\n' "${rows[@]}"
   echo
   echo "nstbatch ran with gpu.conv_algorithms = $CONV_ALGOS."
-  echo "nstbatch (gpu.graphs = true in the table)'s iterations between rows (run record: cuda_graphs, host_waits), and its s/iter with gpu.graphs = false and with NSTBATCH_CUDA_VEC8=0:$(for S in $SIZES; do printf ' %s: %s;' "$S" "${QUIET[$S]}"; done)"
+  echo "nstbatch (gpu.graphs = true in the table)'s iterations between rows (run record: cuda_graphs, host_waits), and its s/iter with NSTBATCH_CUDA_GRAM=own, with gpu.graphs = false and with NSTBATCH_CUDA_VEC8=0:$(for S in $SIZES; do printf ' %s: %s;' "$S" "${QUIET[$S]}"; done)"
   echo
   echo "PyTorch's variants (bench/torch_gatys.py --variant), s/iter (warm-up seconds):"
   echo

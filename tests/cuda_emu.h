@@ -1,7 +1,8 @@
 /* tests/cuda_emu.h: a host stand-in for the CUDA names our own kernels use, so that their device
  * code (the kernels/cuda/ files named _kernels.cuh, which include nothing) compiles with g++ and runs on the CPU:
  * a launch runs its blocks one after another, each block's threads as host threads that meet at
- * a real barrier (__syncthreads), with threadIdx per thread; dynamic shared memory is one global
+ * a real barrier (__syncthreads), each warp's 32 at a barrier of their own (the FP64 MMA's model
+ * of its fragments), with threadIdx per thread; dynamic shared memory is one global
  * array (emu_shared), filled with NaN before each block, so a read of anything the block did not
  * write shows in the results, and AddressSanitizer catches a read past its end; bf16 and fp16 round
  * to nearest even, as __float2bfloat16_rn and __float2half_rn; the vector types are structs of
@@ -21,6 +22,8 @@
 
 #define __global__
 #define __device__
+#define __host__
+#define __launch_bounds__(threads)
 #define __forceinline__ inline
 /* dynamic shared memory (`extern __shared__`): emu_shared below; a kernel's static `__shared__`
  * array is one per program, which is the block's as the blocks run one after another: the
@@ -41,6 +44,40 @@ static inline void __syncthreads()
         abort();
     }
     pthread_barrier_wait(&emu_barrier);
+}
+
+/* the warps of a block (32 threads each, from thread 0): their own barriers, for the warp-wide
+ * instructions below, which a warp's threads meet alone */
+static pthread_barrier_t emu_warp_barrier[32];
+static double emu_warp_a[1024 * 4], emu_warp_b[1024 * 2];
+
+/* mma.sync.aligned.m16n8k8.row.col.f64 (PTX ISA, "Matrix Fragments for mma.m16n8k8", .f64):
+ * D (16 x 8) += A (16 x 8) B (8 x 8) over the warp of this thread; lane l = 4 g + t holds
+ * a = A[g][t], A[g + 8][t], A[g][t + 4], A[g + 8][t + 4]; b = B[t][g], B[t + 4][g];
+ * d = D[g][2t], D[g][2t + 1], D[g + 8][2t], D[g + 8][2t + 1]. Each entry's eight products added in
+ * k order, each through one fused multiply-add (the hardware's order within the eight may differ:
+ * a test's data where that matters is not exact anyway). */
+static inline void emu_mma_m16n8k8_f64(double *d, const double *a, const double *b)
+{
+    if (emu_sequential) {
+        fprintf(stderr, "cuda_emu: a warp-wide MMA in a kernel run by emu_launch_sequential: launch it with emu_launch\n");
+        abort();
+    }
+    const unsigned th = threadIdx.x, lane = th % 32, base = th - lane, w = th / 32;
+    for (int i = 0; i < 4; i++) emu_warp_a[th * 4 + i] = a[i];
+    for (int i = 0; i < 2; i++) emu_warp_b[th * 2 + i] = b[i];
+    pthread_barrier_wait(&emu_warp_barrier[w]);
+    /* A[r][k]: lane 4 (r % 8) + k % 4, register (r >= 8) + 2 (k >= 4); B[k][c]: lane 4 c + k % 4, register k >= 4 */
+    auto A = [&](unsigned r, unsigned k) { return emu_warp_a[(base + 4 * (r % 8) + k % 4) * 4 + (r >= 8) + 2 * (k >= 4)]; };
+    auto B = [&](unsigned k, unsigned c) { return emu_warp_b[(base + 4 * c + k % 4) * 2 + (k >= 4)]; };
+    const unsigned g = lane / 4, t = lane % 4;
+    double out[4] = {d[0], d[1], d[2], d[3]};
+    for (unsigned e = 0; e < 4; e++) {
+        const unsigned row = g + 8 * (e / 2), col = 2 * t + e % 2;
+        for (unsigned k = 0; k < 8; k++) out[e] = fma(A(row, k), B(k, col), out[e]);
+    }
+    pthread_barrier_wait(&emu_warp_barrier[w]); /* every lane read before any writes again */
+    for (int e = 0; e < 4; e++) d[e] = out[e];
 }
 
 /* the largest dynamic shared memory a kernel under test asks, in floats; a kernel's `extern
@@ -135,6 +172,8 @@ static inline void emu_launch(unsigned grid, unsigned threads, size_t shared_byt
         blockIdx.x = b;
         for (size_t i = 0; i < EMU_SHARED_FLOATS; i++) emu_shared[i] = NAN;
         pthread_barrier_init(&emu_barrier, NULL, threads);
+        const unsigned warps = threads % 32 == 0 && threads <= 1024 ? threads / 32 : 0;
+        for (unsigned w = 0; w < warps; w++) pthread_barrier_init(&emu_warp_barrier[w], NULL, 32);
         std::vector<pthread_t> th(threads);
         struct arg {
             unsigned t;
@@ -151,6 +190,7 @@ static inline void emu_launch(unsigned grid, unsigned threads, size_t shared_byt
         }
         for (unsigned t = 0; t < threads; t++) pthread_join(th[t], NULL);
         pthread_barrier_destroy(&emu_barrier);
+        for (unsigned w = 0; w < warps; w++) pthread_barrier_destroy(&emu_warp_barrier[w]);
     }
 }
 

@@ -2,7 +2,7 @@
  * in fp32, through the op harness (kernels/check/, the same table nstbatch --self-test runs): the
  * CPU in bf16 (here and in CI), and the CUDA backend in fp32, tf32, bf16 (bias+ReLU fused into
  * cuDNN's call and as a separate kernel; the convolution algorithms by heuristics and by timing;
- * conv1_1 on cuDNN and on our own kernels) and fp16 where a GPU exists (SKIP where the machine has no
+ * conv1_1 on cuDNN and on our own kernels; the Gram sums on cuBLAS and on our own kernel) and fp16 where a GPU exists (SKIP where the machine has no
  * NVIDIA device, saying why; FAIL where it has one that CUDA cannot use), and the GPU's 8-channel
  * element passes against one element a thread, bit for bit.
  * Then the harness is tested itself: the tolerances follow from the precisions, and a backend
@@ -156,12 +156,13 @@ static void t_tolerances_follow_the_precision(void)
 static char skip_why[256];
 static int ngpu;
 static nst_cuda_state gpu_state;
-static const nst_precision precs[] = {NST_PREC_FP32, NST_PREC_TF32, NST_PREC_BF16, NST_PREC_FP16, NST_PREC_BF16, NST_PREC_BF16,
-                                      NST_PREC_FP32, NST_PREC_BF16, NST_PREC_FP32, NST_PREC_FP16, NST_PREC_BF16};
-static const int fused[] = {1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1};
-static const int timed[] = {0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0}; /* gpu.conv_algorithms = timed: cuDNN's Find's fastest (fp32: no TF32 taken) */
-static const int conv1[] = {0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0}; /* NSTBATCH_CUDA_CONV1=own: conv1_1 on our own kernels */
-static const int vec8[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0};  /* NSTBATCH_CUDA_VEC8=0: the element passes one element a thread */
+static const nst_precision precs[] = {NST_PREC_FP32, NST_PREC_TF32, NST_PREC_BF16, NST_PREC_FP16, NST_PREC_BF16, NST_PREC_BF16, NST_PREC_FP32,
+                                      NST_PREC_BF16, NST_PREC_FP32, NST_PREC_FP16, NST_PREC_BF16, NST_PREC_BF16, NST_PREC_FP16};
+static const int fused[] = {1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1};
+static const int timed[] = {0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0}; /* gpu.conv_algorithms = timed: cuDNN's Find's fastest (fp32: no TF32 taken) */
+static const int conv1[] = {0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0}; /* NSTBATCH_CUDA_CONV1=own: conv1_1 on our own kernels */
+static const int vec8[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1};  /* NSTBATCH_CUDA_VEC8=0: the element passes one element a thread */
+static const int gram[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1};  /* NSTBATCH_CUDA_GRAM=own: the Gram sums on our own kernel */
 #define NPASS (int)(sizeof precs / sizeof *precs)
 static int pass;
 
@@ -172,12 +173,13 @@ static void t_cuda_against_cpu(void)
     CHECK(gpu_state != NST_CUDA_UNUSABLE, "%s", skip_why);
     if (gpu_state == NST_CUDA_UNUSABLE) return;
     if (ngpu <= 0) SKIP("%s", skip_why);
-    char label[48];
-    snprintf(label, sizeof label, "cuda %s%s%s%s%s", nst_precision_name(precs[pass]), fused[pass] ? "" : " unfused", timed[pass] ? " timed" : "",
-             conv1[pass] ? " own conv1_1" : "", vec8[pass] ? "" : " scalar passes");
+    char label[96];
+    snprintf(label, sizeof label, "cuda %s%s%s%s%s%s", nst_precision_name(precs[pass]), fused[pass] ? "" : " unfused", timed[pass] ? " timed" : "",
+             conv1[pass] ? " own conv1_1" : "", vec8[pass] ? "" : " scalar passes", gram[pass] ? " own Gram sums" : "");
     setenv("NSTBATCH_CUDA_FUSE", fused[pass] ? "1" : "0", 1);
     setenv("NSTBATCH_CUDA_CONV1", conv1[pass] ? "own" : "cudnn", 1); /* read when the backend opens */
     setenv("NSTBATCH_CUDA_VEC8", vec8[pass] ? "1" : "0", 1);
+    setenv("NSTBATCH_CUDA_GRAM", gram[pass] ? "own" : "cublas", 1);
     nst_backend_options o = {.device = "cuda", .precision = precs[pass], .gpu_sharers = 1, .memory_gb = 2.0, .collective_ranks = 1,
                              .conv_timed = timed[pass]};
     nst_backend *dev = NULL;

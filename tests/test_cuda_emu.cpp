@@ -19,6 +19,11 @@
  * mask-weighted doubles, packed in the storage type, weighted or not, and a product added back,
  * against the positions picked by hand; the difference from the target read from the upper
  * triangle alone (the lower one NaN), with and without the lagged extrapolation, and its loss.
+ * The own Gram sums (kernels/cuda/gram_sums_kernels.cuh, NSTBATCH_CUDA_GRAM=own), the FP64
+ * tensor-core MMA through a model of its fragments (tests/cuda_emu.h): the upper triangle added
+ * into g, the lower one untouched, bit for bit against the definition where the sums are exact in
+ * any order, within 1e-13 of their magnitude on random fp32; diagonal and off-diagonal blocks,
+ * channels short of a block, element and 8-channel loads, masks, several splits.
  *
  * conv1_1's kernels (kernels/cuda/conv_first_kernels.cuh) against the definition computed in
  * double: forward with and without ReLU
@@ -43,6 +48,7 @@ extern "C" {
 #include "../kernels/xsum_core.h"
 #include "../kernels/cuda/reduce_kernels.cuh"
 #include "../kernels/cuda/gram_kernels.cuh"
+#include "../kernels/cuda/gram_sums_kernels.cuh"
 #undef __shared__
 
 #include "test.h"
@@ -528,6 +534,93 @@ static void t_gram_kernels(void)
     CHECK(bad == 0 && fabs(got - want) <= 1e-12 * want, "gram_diff: %d entries differ; loss %.17g, the definition %.17g", bad, got, want);
 }
 
+/* The own Gram sums (gram_sums_kernels.cuh: NSTBATCH_CUDA_GRAM=own) over region r of an H x W x C
+ * tensor: g (its upper triangle some values, its lower one NaN) += alpha sum_p (m_p f_p[i]) f_p[j]
+ * for i <= j, through the thread blocks (the tensor-core step on the model of its fragments) and
+ * k_gram_sums_add, in `per` positions a split (0: gs_splits'). exact: values k/16 and weights
+ * 0, 1/4, 1/2, 1, whose sums are exact in any order: the definition's bits; else random values
+ * within 1e-13 of the sums' magnitude. The lower triangle stays NaN. The sums into *out. */
+template <typename T>
+static int gram_sums_case(const char *tn, int W, int H, int C, nst_rect r, bool masked, bool exact, size_t per, double alpha, bool vec,
+                          std::vector<double> *out = NULL)
+{
+    std::uniform_real_distribution<float> U(-1.f, 1.f);
+    std::uniform_int_distribution<int> K(-15, 15), Q(0, 3);
+    static const float wq[4] = {0.f, 0.25f, 0.5f, 1.f};
+    std::vector<float> f((size_t)H * W * C), m((size_t)H * W);
+    for (auto &e : f) e = exact ? K(rng) / 16.f : rnd<T>(U(rng));
+    for (auto &e : m) e = exact ? wq[Q(rng)] : fabsf(U(rng));
+    std::vector<T> ft = to<T>(f);
+    const float *w = masked ? m.data() : NULL;
+    const int nb = (C + GS_BT - 1) / GS_BT, nblk = nb * (nb + 1) / 2;
+    const size_t np = (size_t)r.w * r.h;
+    const unsigned splits = per ? (unsigned)((np + per - 1) / per) : gs_splits(np, nb, &per);
+    std::vector<double> part((size_t)splits * nblk * GS_BT * GS_BT, NAN), g((size_t)C * C, NAN);
+    for (int i = 0; i < C; i++)
+        for (int j = i; j < C; j++) g[(size_t)i * C + j] = 0.5 + (i - j) * 0.125;
+    const std::vector<double> g0 = g;
+    emu_launch(splits * nblk, GS_THREADS, 0, [&] { k_gram_sums<T>(ft.data(), w, W, C, r, nb, per, np, part.data(), vec); });
+    emu_launch_sequential(2, 64, [&] { k_gram_sums_add(part.data(), C, nb, splits, alpha, g.data()); });
+    int bad = 0;
+    double worst = 0;
+    for (int i = 0; i < C; i++)
+        for (int j = 0; j < C; j++) {
+            const size_t k = (size_t)i * C + j;
+            if (i > j) {
+                bad += !std::isnan(g[k]);
+                continue;
+            }
+            long double sum = 0, mag = 0;
+            for (size_t q = 0; q < np; q++) {
+                const size_t px = (size_t)(r.y + q / r.w) * W + r.x + q % r.w;
+                const long double t = (long double)((double)(w ? w[px] : 1.f) * f[px * C + i]) * f[px * C + j];
+                sum += t, mag += fabsl(t);
+            }
+            const double want = (double)((long double)g0[k] + (long double)alpha * sum);
+            const double err = fabs(g[k] - want), tol = exact ? 0 : 1e-13 * (double)(fabs(g0[k]) + alpha * mag);
+            bad += !(err <= tol);
+            worst = fmax(worst, err);
+        }
+    CHECK(bad == 0, "own Gram sums, %s, %d channels over %zu positions (%u split%s)%s%s: %d entries off (worst %.3g)%s", tn, C, np, splits,
+          splits == 1 ? "" : "s", masked ? ", masked" : "", vec ? ", 8-channel loads" : "", bad, worst,
+          exact ? ", exact sums expected" : "");
+    if (out) *out = g;
+    return bad;
+}
+
+static void t_gram_sums(void)
+{
+    /* the splits: the region's size and the blocks only; 0 where the partials could not fit */
+    size_t per = 0;
+    CHECK(gs_splits(0, 1, &per) == 0 && gs_splits(10, 1, &per) == 1 && per == 32, "splits of 0 and 10 positions: 0 and 1 (32)");
+    const unsigned s1 = gs_splits((size_t)2048 * 1536, 1, &per);
+    CHECK(s1 == 768 && per == GS_PX, "relu1_1 at 2048x1536: %u splits of %zu", s1, per);
+    const unsigned s4 = gs_splits((size_t)4096 * 4096, 8, &per);
+    CHECK(s4 * 36 <= GS_PARTS && (size_t)s4 * per >= (size_t)4096 * 4096 && per % GS_KT == 0, "16.7 M positions, 36 blocks: %u splits of %zu",
+          s4, per);
+    CHECK(gs_splits(100, 91, &per) == 0 && gs_splits(100, 90, &per) == 1, "4186 blocks pass the partials' bound, 4095 do not");
+    for (int nb = 1, bad = 0; nb <= 8; nb++, bad = 0) {
+        for (int b = 0, bi, bj; b < nb * (nb + 1) / 2; b++) {
+            gs_block(b, nb, &bi, &bj);
+            bad += bi > bj || bj >= nb || gs_block_index(bi, bj, nb) != b;
+        }
+        if (bad) CHECK(0, "%d blocks a side: the upper triangle's numbering does not go both ways", nb);
+    }
+    /* one diagonal block in 4 splits (the last short), with 8-channel loads and without: the same bits */
+    std::vector<double> a, b;
+    rng.seed(11);
+    gram_sums_case<__nv_bfloat16>("bf16", 12, 10, 64, {0, 0, 12, 10}, false, true, 32, 1.0, true, &a);
+    rng.seed(11); /* the same data */
+    gram_sums_case<__nv_bfloat16>("bf16", 12, 10, 64, {0, 0, 12, 10}, false, true, 32, 1.0, false, &b);
+    CHECK(a.size() == b.size() && memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0, "8-channel loads and single ones: the same bits");
+    /* three blocks a side, the last 8 channels of its 64, a region of part rows, masked, random */
+    gram_sums_case<float>("fp32", 9, 8, 136, {2, 1, 6, 5}, true, false, 0, 1.0, true);
+    /* 13 channels (element loads), fp16's feature scale undone (alpha 64) */
+    gram_sums_case<__half>("fp16", 7, 6, 13, {1, 2, 5, 3}, true, true, 0, 64.0, false);
+    /* two blocks a side (96 channels: the second half empty), masked, 3 splits */
+    gram_sums_case<__nv_bfloat16>("bf16", 10, 9, 96, {0, 1, 10, 7}, true, true, 32, 1.0, true);
+}
+
 /* Adam: three steps with the step count on the device (k_adam_tick) equal three with it given */
 static void t_adam(void)
 {
@@ -561,6 +654,7 @@ int main(void)
 {
     RUN(t_reductions);
     RUN(t_gram_kernels);
+    RUN(t_gram_sums);
     RUN(t_adam);
     RUN(t_vec8);
     RUN(t_relu_backward);

@@ -13,7 +13,8 @@
 # picture has max-pooling ties that rounding breaks either way).
 #
 # - The whole network (to relu5_1) on one tile in fp32, tf32, bf16, fp16, and bf16 with bias+ReLU
-#   as a separate kernel and with conv1_1 on our own kernels, against the CPU in fp32.
+#   as a separate kernel, with conv1_1 on our own kernels and with the Gram sums on our own kernel
+#   (NSTBATCH_CUDA_GRAM=own, also over 32 px tiles below), against the CPU in fp32.
 # - The tiling at depth 5 (to relu3_1, 24 px halo) in fp32: one tile, 32 px tiles, 32 px tiles on
 #   2 ranks sharing the GPU (the host-staged Gram sums), tiles halved under an allocation limit,
 #   against the CPU's one tile; bf16 tiles against bf16 one tile.
@@ -26,7 +27,7 @@
 # STAND_IN=LEVEL replaces the GPU by the CPU capped at that instruction-set level
 # (ONEDNN_MAX_CPU_ISA, run.device = cpu): other rounding, the same promises, so every check must
 # pass (tests/test_gpu_standin.sh). bf16 runs at the machine's own level where LEVEL has none; tf32,
-# fp16, the unfused kernel, conv1_1's own kernels, gpu.share, timed algorithms and compute-sanitizer are the GPU's
+# fp16, the unfused kernel, conv1_1's own kernels, the own Gram sums, gpu.share, timed algorithms and compute-sanitizer are the GPU's
 # own and SKIP.
 # PLANT=halo|allreduce plants that defect (util/plant.h) in the GPU side's renders: the checks that
 # guard it must then FAIL. ONLY=tiling runs the tiling checks alone (the planted-defect runs need
@@ -37,7 +38,7 @@
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_gpu_render
 STAND_IN=${STAND_IN:-} PLANT=${PLANT:-} ONLY=${ONLY:-}
-CHECKS=19
+CHECKS=21
 
 if [ -z "$STAND_IN" ]; then
   gpus=$("$NST" --version | sed -n 's/.*GPUs visible now: \([0-9]*\).*/\1/p')
@@ -133,11 +134,17 @@ if [ "$ONLY" != tiling ]; then
   if [ -n "$STAND_IN" ]; then rc=77; echo "conv1_1's own kernels are CUDA's" >"$T/conv1.skip"
   else NSTBATCH_CUDA_CONV1=own dev conv1 1 bf16 --set tiling.tile_size=256; fi
   judge "bf16 with conv1_1 on our own kernels (NSTBATCH_CUDA_CONV1=own), against the CPU in fp32" ref_deep conv1
+  if [ -n "$STAND_IN" ]; then rc=77; echo "the own Gram sums run on CUDA's FP64 tensor cores" >"$T/gram.skip"
+  else NSTBATCH_CUDA_GRAM=own dev gram 1 bf16 --set tiling.tile_size=256; fi
+  judge "bf16 with the Gram sums on our own kernel (NSTBATCH_CUDA_GRAM=own), against the CPU in fp32" ref_deep gram
 fi
 
 # the tiling, at depth 5 in fp32
 dev one 1 fp32 "${SHALLOW[@]}" --set tiling.tile_size=256; judge "fp32, to relu3_1, one tile, against the CPU" ref_shallow one
 dev tiles 1 fp32 "${SHALLOW[@]}" --set tiling.tile_size=32; judge "fp32, 48 tiles of 32 px, against the CPU's one tile" ref_shallow tiles
+if [ -n "$STAND_IN" ]; then rc=77; echo "the own Gram sums run on CUDA's FP64 tensor cores" >"$T/gram_tiles.skip"
+else NSTBATCH_CUDA_GRAM=own dev gram_tiles 1 fp32 "${SHALLOW[@]}" --set tiling.tile_size=32; fi
+judge "fp32, 48 tiles of 32 px with the Gram sums on our own kernel (regions of part rows), against the CPU's one tile" ref_shallow gram_tiles
 share=(); [ -z "$STAND_IN" ] && share=(--set gpu.share=true)
 dev ranks 2 fp32 "${SHALLOW[@]}" --set tiling.tile_size=32 "${share[@]}"
 how=" sharing the GPU (Gram sums through host memory)"; [ -n "$STAND_IN" ] && how=""

@@ -365,6 +365,9 @@ static nst_status set_precision(nst_backend *be, cuda_impl *im, const nst_backen
     im->conv1_own = conv1 && strcmp(conv1, "own") == 0;
     const char *vec8 = getenv("NSTBATCH_CUDA_VEC8");
     im->vec8 = !(vec8 && strcmp(vec8, "0") == 0);
+    const char *gram = getenv("NSTBATCH_CUDA_GRAM");
+    im->gram_own = gram && strcmp(gram, "own") == 0;
+    if (im->gram_own) cuda_note(im, "Gram sums: our own kernel on the FP64 tensor cores, upper triangle (NSTBATCH_CUDA_GRAM=own)");
 
     return NST_OK;
 }

@@ -45,6 +45,7 @@ typedef struct cuda_impl {
     int fuse;                  /* bias+ReLU inside cuDNN's call (NSTBATCH_CUDA_FUSE=0: a separate kernel, for comparison) */
     int conv1_own;             /* NSTBATCH_CUDA_CONV1=own: conv1_1 on our own kernels (conv_first_cuda.cu), not cuDNN */
     int vec8;                  /* 8-channel element passes where they fit (cuda_eight_wide); NSTBATCH_CUDA_VEC8=0: none */
+    int gram_own;              /* NSTBATCH_CUDA_GRAM=own: the Gram sums on our own kernel (gram_sums_cuda.cu), not cuBLAS's GEMM */
     unsigned char *base;       /* the arena's memory */
     nst_arena arena;
     /* scratch from the arena, grown on first use (the first iteration), then reused; be->reserve
@@ -52,7 +53,7 @@ typedef struct cuda_impl {
     void *ws;      size_t ws_cap, ws_limit; /* cuDNN workspace (ws_limit at most) */
     void *s0;      size_t s0_cap;           /* a Gram backward chunk packed or weighted; conv1_1's padded input/gradient (a whole window) */
     void *s1;      size_t s1_cap;           /* transfers through fp32, the Gram backward's product: a chunk */
-    void *s2;      size_t s2_cap;           /* the Gram sums' half chunk in fp64 and its weighted copy; the backward's fp16 chunk in fp32 */
+    void *s2;      size_t s2_cap;           /* the Gram sums' half chunk in fp64 and its weighted copy, or the own kernel's partials; the backward's fp16 chunk in fp32 */
     float *gtmp;   size_t gtmp_cap;         /* the Gram backward's d in bf16 (c^2) */
     double *red;                            /* reduction partials (RED_BLOCKS + 1) */
     double *red_host;                       /* pinned: the result read back */
@@ -204,6 +205,10 @@ nst_status cuda_pool_backward(nst_backend *, nst_pool_kind, const nst_tensor *x,
                               nst_tensor *dx, int relu);
 
 nst_status cuda_gram_accumulate(nst_backend *, const nst_tensor *f, nst_rect own, const nst_tensor *m, double *g);
+/* the Gram sums on our own kernel (gram_sums_cuda.cu): whether a region of np positions of c
+ * channels fits it, and gram_accumulate's work there (the arguments checked by the caller) */
+int cuda_gram_sums_fit(int c, size_t np);
+nst_status cuda_gram_sums_own(nst_backend *, const nst_tensor *f, nst_rect own, const nst_tensor *m, double *g);
 nst_status cuda_gram_diff(nst_backend *, const double *g, const double *g_prev, double g_scale, const float *a, int c, float *d,
                           double *sumsq);
 nst_status cuda_gram_backward(nst_backend *, const nst_tensor *f, nst_rect seed, const nst_tensor *m, const float *d, float scale,

@@ -68,6 +68,7 @@ nst_status cuda_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect o
     if (m) NST_TRY(cuda_check(m, "gram_accumulate"));
     if (nst_rect_empty(own)) return NST_OK;
     cuda_impl *im = cuda_of(be);
+    if (im->gram_own && cuda_gram_sums_fit(f->c, (size_t)nst_rect_area(own))) return cuda_gram_sums_own(be, f, own, m, g);
     const int C = f->c;
     const size_t npx = (size_t)nst_rect_area(own), per = sums_chunk_px(C), span = sums_span((per < npx ? per : npx) * C);
     NST_TRY(cuda_scratch(be, &im->s2, &im->s2_cap, (m ? 2 : 1) * span * sizeof(double)));

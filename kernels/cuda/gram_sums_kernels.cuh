@@ -1,0 +1,219 @@
+/* kernels/cuda/gram_sums_kernels.cuh: the Gram sums g += sum over a region of (m_p f_p) f_p^T on
+ * the FP64 tensor cores, read straight from the features in their storage type (bf16, fp16, fp32):
+ * no fp64 copy of the chunk in memory, and only the upper triangle's blocks computed
+ * (gram_sums_cuda.cu launches them: NSTBATCH_CUDA_GRAM=own). Device code that includes nothing:
+ * nvcc includes it after cuda_impl.h, tests/test_cuda_emu.cpp after its host stand-in of CUDA,
+ * which runs this very code on the CPU (the tensor-core step through its model of the fragments).
+ *
+ * The work. The c x c sums are cut into GS_BT x GS_BT blocks; only blocks (bi, bj) with bi <= bj
+ * are computed (about half the FLOPs of the full product for many blocks, and in a diagonal block
+ * the 16 x 8 tiles wholly below its diagonal are skipped too). The region's positions are cut into splits
+ * of `per` positions (their number a function of the region's size and c only, never of the GPU,
+ * so the same bits on every run and every device); one thread block computes one block over one
+ * split, its sums in fp64 registers, into a partial in scratch; k_gram_sums_add then adds each
+ * entry's partials in split order into g. Nothing is added atomically: the result is the same
+ * from run to run.
+ *
+ * Exactness, as the contract asks (kernels/backend.h): m_p f_p[i] is exact in double (24 + 24
+ * significant bits), its product with f_p[j] rounds at most once, and every partial sum is in
+ * double; alpha (1 / fscale^2, a power of two) scales the sum exactly. */
+
+#define GS_BT 64              /* channels a block, each side */
+#define GS_KT 32              /* positions a stage (a multiple of the MMA's k of 8) */
+#define GS_LD (GS_BT + 4)     /* a stage's row stride in doubles: a warp's fragment loads meet each bank once a half-warp */
+#define GS_THREADS 128        /* 4 warps, each a 32 x 32 quadrant of the block */
+#define GS_PX 4096            /* positions a split at least (the last may hold fewer) */
+#define GS_PARTS ((size_t)1 << 12) /* partials at most (blocks x splits): GS_PARTS GS_BT^2 doubles, CUDA_CHUNK_ELEMS */
+
+/* D (16 x 8) += A (16 x 8, rows i) B (8 x 8, columns j) in fp64 across the warp, the fragments of
+ * PTX's mma.m16n8k8 .f64 (lane l = 4 g + t): a = A[g][t], A[g + 8][t], A[g][t + 4], A[g + 8][t + 4];
+ * b = B[t][g], B[t + 4][g]; d = D[g][2t], D[g][2t + 1], D[g + 8][2t], D[g + 8][2t + 1]. sm_90 and
+ * later run it as one instruction (the shapes Hopper's FP64 tensor cores run at full rate); sm_80
+ * to sm_89 as four mma.m8n8k4 .f64 (k 0-3, then 4-7, for rows g and rows g + 8); the host stand-in
+ * through a model of the m16n8k8 fragments (tests/cuda_emu.h). */
+__device__ __forceinline__ void gs_mma(double *d, const double *a, const double *b)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+#elif defined(__CUDA_ARCH__)
+#define GS_MMA884(D0, D1, A, B) \
+    asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};" : "+d"(D0), "+d"(D1) : "d"(A), "d"(B))
+    GS_MMA884(d[0], d[1], a[0], b[0]);
+    GS_MMA884(d[0], d[1], a[2], b[1]);
+    GS_MMA884(d[2], d[3], a[1], b[0]);
+    GS_MMA884(d[2], d[3], a[3], b[1]);
+#undef GS_MMA884
+#elif !defined(__CUDACC__)
+    emu_mma_m16n8k8_f64(d, a, b);
+#endif
+}
+
+/* The splits of a region of np positions for nb x nb blocks: *per positions each (a multiple of
+ * GS_KT, about GS_PX or the whole region if smaller, more where GS_PARTS would be passed); their
+ * number, or 0 where even one
+ * split a block would pass GS_PARTS (the caller sums another way). Host and device. */
+__host__ __device__ __forceinline__ unsigned gs_splits(size_t np, int nb, size_t *per)
+{
+    const size_t blocks = (size_t)nb * (nb + 1) / 2;
+    if (blocks == 0 || blocks > GS_PARTS || np == 0) return 0;
+    size_t n = (np + GS_PX - 1) / GS_PX, cap = GS_PARTS / blocks;
+    if (n > cap) n = cap;
+    size_t p = (np + n - 1) / n;
+    p = (p + GS_KT - 1) / GS_KT * GS_KT;
+    *per = p;
+    return (unsigned)((np + p - 1) / p);
+}
+
+/* block b of the upper triangle of nb x nb blocks, numbered row by row: (bi, bj), bi <= bj */
+__host__ __device__ __forceinline__ void gs_block(int b, int nb, int *bi, int *bj)
+{
+    int i = 0;
+    while (b >= nb - i) b -= nb - i, i++;
+    *bi = i, *bj = i + b;
+}
+__host__ __device__ __forceinline__ int gs_block_index(int bi, int bj, int nb) { return bi * nb - bi * (bi - 1) / 2 + (bj - bi); }
+
+/* 8 channels c .. c + 7 of pixel px into v: zeros past c (vec: c a multiple of 8 and f 16-byte
+ * aligned, so the 8 are all in or all out) */
+template <typename T> __device__ __forceinline__ void gs_load8(const T *f, size_t px, int C, int c, bool vec, float *v)
+{
+    if (vec && c < C) {
+        load8<T>(f + px * C + c, v, true);
+        return;
+    }
+#pragma unroll
+    for (int l = 0; l < 8; l++) v[l] = c + l < C ? ld<T>(f, px * C + c + l) : 0.f;
+}
+
+/* One stage's values in registers: for positions k0 and k0 + 16 of the stage (t = threadIdx.x,
+ * k0 = t / 8), 8 channels (t % 8) of the row block and of the column block, and the mask's
+ * weight; zeros past the split's end. */
+struct gs_stage {
+    float a[2][8], b[2][8], w[2];
+};
+
+template <typename T>
+__device__ __forceinline__ void gs_fetch(const T *f, const float *m, int W, int C, nst_rect r, size_t p, size_t end, int ci, int cj,
+                                         bool same, bool vec, gs_stage &s)
+{
+    const int t = (int)threadIdx.x, g = (t % 8) * 8;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const size_t q = p + (size_t)(t / 8 + 16 * h);
+        if (q >= end) {
+#pragma unroll
+            for (int l = 0; l < 8; l++) s.a[h][l] = s.b[h][l] = 0.f;
+            s.w[h] = 0.f;
+            continue;
+        }
+        const size_t px = (size_t)(r.y + (int)(q / (size_t)r.w)) * W + r.x + (int)(q % (size_t)r.w);
+        gs_load8<T>(f, px, C, ci + g, vec, s.a[h]);
+        if (!same) gs_load8<T>(f, px, C, cj + g, vec, s.b[h]);
+        s.w[h] = m ? m[px] : 1.f;
+    }
+}
+
+/* the stage into shared memory: sa[k][i] = m_p f_p[i] (the row side weighted), sb[k][j] = f_p[j]
+ * (sb is sa's when the block is diagonal and unweighted, and is not written) */
+__device__ __forceinline__ void gs_store(const gs_stage &s, bool same, double *sa, double *sb)
+{
+    const int t = (int)threadIdx.x, g = (t % 8) * 8;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int k = t / 8 + 16 * h;
+        const double w = (double)s.w[h];
+        alignas(16) double x[8], y[8];
+#pragma unroll
+        for (int l = 0; l < 8; l++) x[l] = w * (double)s.a[h][l], y[l] = (double)(same ? s.a[h][l] : s.b[h][l]);
+        /* 16-byte stores (rows of GS_LD doubles keep them aligned) */
+#pragma unroll
+        for (int l = 0; l < 8; l += 2) {
+            copy16(sa + k * GS_LD + g + l, x + l);
+            if (sb != sa) copy16(sb + k * GS_LD + g + l, y + l);
+        }
+    }
+}
+
+/* Blocks (bi, bj) of the upper triangle over splits of `per` positions: block index blockIdx.x %
+ * nblk, split blockIdx.x / nblk; the block's sums over its split into part[blockIdx.x] (GS_BT x
+ * GS_BT, row-major; the tiles below a diagonal block's diagonal left unwritten). m: NULL, or a
+ * weight per pixel of f. vec: 8-channel loads (C a multiple of 8, f 16-byte aligned). */
+template <typename T>
+__global__ void __launch_bounds__(GS_THREADS)
+    k_gram_sums(const T *f, const float *m, int W, int C, nst_rect r, int nb, size_t per, size_t np, double *part, bool vec)
+{
+    alignas(16) __shared__ double gs_sa[GS_KT * GS_LD], gs_sb[GS_KT * GS_LD];
+    const int nblk = nb * (nb + 1) / 2, blk = (int)(blockIdx.x % (unsigned)nblk);
+    const size_t split = blockIdx.x / (unsigned)nblk, p0 = split * per, end = p0 + per < np ? p0 + per : np;
+    int bi, bj;
+    gs_block(blk, nb, &bi, &bj);
+    const bool diag = bi == bj, same = diag;
+    double *sb = diag && !m ? gs_sa : gs_sb;
+    const int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32, qr = warp / 2, qc = warp % 2;
+    /* a diagonal block's quadrant below its diagonal holds nothing of the upper triangle */
+    const bool idle = diag && qr > qc;
+    /* the warp's 32 x 32: two 16-row pairs of tiles (p) by four 8-column tiles (b); lane 4 g + t */
+    double acc[2][4][4];
+#pragma unroll
+    for (int a = 0; a < 2; a++)
+#pragma unroll
+        for (int b = 0; b < 4; b++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[a][b][e] = 0.0;
+    const int g = lane / 4, t = lane % 4;
+    gs_stage st;
+    gs_fetch<T>(f, m, W, C, r, p0, end, bi * GS_BT, bj * GS_BT, same, vec, st);
+    for (size_t p = p0; p < end; p += GS_KT) {
+        __syncthreads(); /* the previous stage read */
+        gs_store(st, same, gs_sa, sb);
+        __syncthreads();
+        if (p + GS_KT < end) gs_fetch<T>(f, m, W, C, r, p + GS_KT, end, bi * GS_BT, bj * GS_BT, same, vec, st);
+        if (idle) continue;
+#pragma unroll
+        for (int k = 0; k < GS_KT; k += 8) {
+            const int k0 = (k + t) * GS_LD + g, k4 = k0 + 4 * GS_LD;
+            double fa[2][4], fb[4][2];
+#pragma unroll
+            for (int a = 0; a < 2; a++) {
+                const int row = qr * 32 + a * 16;
+                fa[a][0] = gs_sa[k0 + row], fa[a][1] = gs_sa[k0 + row + 8], fa[a][2] = gs_sa[k4 + row], fa[a][3] = gs_sa[k4 + row + 8];
+            }
+#pragma unroll
+            for (int b = 0; b < 4; b++) fb[b][0] = sb[k0 + qc * 32 + b * 8], fb[b][1] = sb[k4 + qc * 32 + b * 8];
+            /* in a diagonal block's quadrants on its diagonal, the 16 x 8 tiles wholly below it skipped */
+#pragma unroll
+            for (int a = 0; a < 2; a++)
+#pragma unroll
+                for (int b = 0; b < 4; b++)
+                    if (!diag || qr < qc || 2 * a <= b) gs_mma(acc[a][b], fa[a], fb[b]);
+        }
+    }
+    if (idle) return;
+    double *out = part + (size_t)blockIdx.x * GS_BT * GS_BT;
+#pragma unroll
+    for (int a = 0; a < 2; a++)
+#pragma unroll
+        for (int b = 0; b < 4; b++) {
+            if (diag && qr == qc && 2 * a > b) continue;
+            const int row = qr * 32 + a * 16 + g, col = qc * 32 + b * 8 + 2 * t;
+            out[row * GS_BT + col] = acc[a][b][0], out[row * GS_BT + col + 1] = acc[a][b][1];
+            out[(row + 8) * GS_BT + col] = acc[a][b][2], out[(row + 8) * GS_BT + col + 1] = acc[a][b][3];
+        }
+}
+
+/* g[i c + j] += alpha (the partials of entry (i, j) added in split order), for every i <= j < c */
+__global__ void k_gram_sums_add(const double *part, int C, int nb, unsigned splits, double alpha, double *g)
+{
+    const int nblk = nb * (nb + 1) / 2;
+    GRID_STRIDE(k, (size_t)C * C)
+    {
+        const int i = (int)(k / C), j = (int)(k % C);
+        if (i > j) continue;
+        const size_t at = (size_t)gs_block_index(i / GS_BT, j / GS_BT, nb) * GS_BT * GS_BT + (i % GS_BT) * GS_BT + j % GS_BT;
+        double s = 0;
+        for (unsigned q = 0; q < splits; q++) s += part[at + (size_t)q * nblk * GS_BT * GS_BT];
+        g[k] += alpha * s;
+    }
+}
