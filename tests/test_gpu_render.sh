@@ -21,8 +21,8 @@
 # - gpu.share = false refusing two ranks on one GPU; a 20-iteration render whose loss falls; no
 #   wait for the device between two rows (the run record's host_waits); CUDA graphs on == off bit
 #   for bit; convolution algorithms chosen by timing (gpu.conv_algorithms = timed) against the CPU,
-#   and a rerun from their file (gpu.conv_choices) bit for bit; compute-sanitizer memcheck where it
-#   exists.
+#   and a rerun from their file (gpu.conv_choices) bit for bit; compute-sanitizer where it exists:
+#   memcheck, and memcheck and racecheck with our own kernels (the Gram sums, conv1_1).
 #
 # STAND_IN=LEVEL replaces the GPU by the CPU capped at that instruction-set level
 # (ONEDNN_MAX_CPU_ISA, run.device = cpu): other rounding, the same promises, so every check must
@@ -38,7 +38,7 @@
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_gpu_render
 STAND_IN=${STAND_IN:-} PLANT=${PLANT:-} ONLY=${ONLY:-}
-CHECKS=21
+CHECKS=23
 
 if [ -z "$STAND_IN" ]; then
   gpus=$("$NST" --version | sed -n 's/.*GPUs visible now: \([0-9]*\).*/\1/p')
@@ -235,13 +235,25 @@ else
 fi
 
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-if [ -n "$STAND_IN" ]; then skip "compute-sanitizer: a GPU's"
-elif [ -z "$CS" ]; then skip "compute-sanitizer: not installed"
-else
+# sanitize WHAT "TOOL OPTIONS" [ENV=VALUE ...]: a 2-iteration render of 32 px tiles under compute-sanitizer
+sanitize() {
+  local what=$1 tool=$2 out st
+  shift 2
+  if [ -n "$STAND_IN" ]; then skip "compute-sanitizer $what: a GPU's"; return; fi
+  if [ -z "$CS" ]; then skip "compute-sanitizer $what: not installed"; return; fi
   # CS_SECONDS (default 300) bounds it: a sanitizer that has not finished is not a defect
-  out=$(cd "$T" && timeout "${CS_SECONDS:-300}" "$CS" --tool memcheck --leak-check full "$NST" g.ini --set run.device=cuda --set optim.iterations=2 \
-        --set output.width=64 --set output.height=48 "${SHALLOW[@]}" --set tiling.tile_size=32 --set output.path=cs.tif 2>&1); st=$?
-  if [ $st -eq 124 ]; then skip "compute-sanitizer memcheck: not finished within CS_SECONDS=${CS_SECONDS:-300} s"
-  elif grep -q "ERROR SUMMARY: 0 errors" <<<"$out"; then ok "compute-sanitizer memcheck clean"; else bad "compute-sanitizer memcheck" "errors" "$out"; fi
-fi
+  out=$(cd "$T" && env "$@" timeout "${CS_SECONDS:-300}" "$CS" $tool "$NST" g.ini --set run.device=cuda --set optim.iterations=2 \
+        --set output.width=64 --set output.height=48 "${SHALLOW[@]}" --set tiling.tile_size=32 --set output.path=cs.tif \
+        --set output.overwrite=true 2>&1); st=$?
+  if [ $st -eq 124 ]; then skip "compute-sanitizer $what: not finished within CS_SECONDS=${CS_SECONDS:-300} s"
+  elif grep -q "ERROR SUMMARY: 0 errors" <<<"$out" && [ $st -eq 0 ]; then ok "compute-sanitizer $what clean"
+  else bad "compute-sanitizer $what" "exit $st, errors" "$out"; fi
+}
+sanitize memcheck "--tool memcheck --leak-check full"
+# our own kernels (the Gram sums, conv1_1): out-of-bounds accesses, and the shared-memory hazards
+# between a block's threads (racecheck, of the kernels that share memory: ours, not the libraries'),
+# which the CPU's stand-in of their barriers cannot prove absent
+OWN=(NSTBATCH_CUDA_GRAM=own NSTBATCH_CUDA_CONV1=own)
+sanitize "memcheck, our own kernels" "--tool memcheck" "${OWN[@]}"
+sanitize "racecheck, our own kernels" "--tool racecheck $(printf -- '--kernel-name kns=%s ' k_gram_sums k_conv1_ k_gram_diff k_sumsq k_mse k_tv k_dot k_finish)" "${OWN[@]}"
 finish
