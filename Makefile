@@ -327,7 +327,7 @@ test-run: all asan fuzz $(TESTS) $(TOOLS) demo-images $(BUILD)/bench/conv_layers
 	@tests/run.sh $(BUILD)
 
 # ---- the GPU bundle (docs/GPUS.md, "The bundle") ---------------------------------------------
-# nstbatch, test_backend_ops, image_diff and conv_layers as NO_FFMPEG=1 NO_OPENCV=1 would build them
+# nstbatch, test_backend_ops, image_diff, conv_layers and gram_layers as NO_FFMPEG=1 NO_OPENCV=1 would build them
 # (the GPU nodes have neither library), linked from this build's objects: only the sources those
 # switches change are compiled again, into build/gpu-bundle/obj. Which ones is derived in a second
 # make (gpu-bundle-lean), once this build's objects and .d files exist: the C sources the switches
@@ -363,7 +363,7 @@ LEAN_CFLAGS := $(CORE_CFLAGS) $(BUILD_FLAGS_DEF)
 # no run path: the bundle's env.sh finds the CUDA libraries, wherever the node has them
 LEAN_LDLIBS := $(filter-out -Wl$(comma)-rpath$(comma)%,$(CORE_LDLIBS))
 LEAN_STAMP := $(BUNDLE_DIR)/flavour-$(shell echo '$(CC) $(LEAN_CFLAGS)' | cksum | cut -d' ' -f1)
-LEAN_PROGS := $(addprefix $(BUNDLE_DIR)/bin/,nstbatch test_backend_ops image_diff conv_layers)
+LEAN_PROGS := $(addprefix $(BUNDLE_DIR)/bin/,nstbatch test_backend_ops image_diff conv_layers gram_layers)
 BUNDLE_IN  := $(wildcard scripts/*.sh scripts/gpu-bundle/* configs/demo/*.png) tests/test_gpu_render.sh tests/lib.sh tests/idle.sh bench/gpu_frame.sh \
               bench/gpu_iteration.sh bench/profile_table.sh bench/torch_gatys.py configs/demo.ini
 -include $(patsubst %.c,$(BUNDLE_DIR)/obj/%.d,$(LEAN_OWN))
@@ -387,6 +387,7 @@ $(BUNDLE_DIR)/bin/nstbatch: $(LEAN_MAIN) $(BUNDLE_DIR)/libnst.a
 $(BUNDLE_DIR)/bin/test_backend_ops: tests/test_backend_ops.c tests/test.h tests/naive.h $(BUNDLE_DIR)/libnst.a
 $(BUNDLE_DIR)/bin/image_diff: tests/image_diff.c $(BUNDLE_DIR)/libnst.a
 $(BUNDLE_DIR)/bin/conv_layers: bench/conv_layers.c bench/bench_ops.h $(BUNDLE_DIR)/libnst.a
+$(BUNDLE_DIR)/bin/gram_layers: bench/gram_layers.c bench/bench_ops.h $(BUNDLE_DIR)/libnst.a
 $(filter-out %/nstbatch,$(LEAN_PROGS)):
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD    $@")
@@ -522,7 +523,7 @@ $(BUILD)/bench/checkpoint_format: bench/checkpoint_format.c $(LIB)
 bench-auto: all demo-images
 	bench/auto_precision.sh
 
-bench-gpu: all demo-images $(BUILD)/bench/conv_layers
+bench-gpu: all demo-images $(BUILD)/bench/conv_layers $(BUILD)/bench/gram_layers
 	bench/gpu_iteration.sh
 # a 3840x2160 frame on one GPU, in 1024 px tiles and in one tile: seconds, s/iter, SSIM between them
 bench-gpu-frame: all demo-images $(BUILD)/tests/image_diff

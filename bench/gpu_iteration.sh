@@ -8,6 +8,8 @@
 #   1. per-layer convolution forward (bias + ReLU) and backward-data TFLOP/s on the VGG-19 shapes of
 #      a 1024 px tile, bf16 (bias+ReLU fused into cuDNN's call, and not) and fp32
 #      (build/bench/conv_layers: nstbatch's own cuDNN calls);
+#   1b. on CUDA, the Gram ops per style layer of a GRAM_SIZE image (build/bench/gram_layers): the sums
+#      on cuBLAS's FP64 GEMM and on our own kernel (NSTBATCH_CUDA_GRAM=own), and the backward;
 #   2. the whole Gatys iteration, one tile of S x S for S in $SIZES (default 1024 2048 4096; an entry
 #      WxH, e.g. 1024x768, is a W x H image): s/iter
 #      (rows every ITERS iterations, as a render prints them: the iterations between rows read
@@ -35,10 +37,11 @@
 # BENCH_SECONDS (a budget, as a GPU lease's minutes): the parts run in the order of what they decide,
 # each only where enough of the budget is left, and the tables are written whatever was skipped
 # (a cell or line says "not run: the bench's budget"): nstbatch at every size (with graphs, then
-# with GRAM=own, without graphs and with VEC8=0), the PyTorch VARIANTS, the profile, the per-layer convolutions,
+# with GRAM=own, without graphs and with VEC8=0), the PyTorch VARIANTS, the profile, the per-layer convolutions, the Gram ops,
 # LATE_VARIANTS (PyTorch variants run last, e.g. compile-max's minutes of tuning), the largest tile.
 # A PyTorch variant or precompile gets what is left at most. Without BENCH_SECONDS, no bound.
-# Knobs: SIZES, ITERS (10), VARIANTS, LATE_VARIANTS, VARIANT_TIMEOUT, PRECOMPILE_S, CONV_LAYERS (1: part 1), CONV_ALGOS
+# Knobs: SIZES, ITERS (10), VARIANTS, LATE_VARIANTS, VARIANT_TIMEOUT, PRECOMPILE_S, CONV_LAYERS (1: part 1), GRAM_LAYERS (1: part 1b, on
+# CUDA), GRAM_SIZE (2048x1536), GRAM (build/bench/gram_layers), CONV_ALGOS
 # (timed: gpu.conv_algorithms of the iteration runs), PRECISION (bf16; fp32 on the CPU), DEVICE (cuda; cpu runs the script's plumbing on a
 # machine without a GPU, as tests/test_bench.sh does), FIND_MAX (1), PROFILE (1), CONV_TILE (1024),
 # NST (./nstbatch), CONV (build/bench/conv_layers), PY (python3 with torch), LAUNCH (""), PY_ENV (a command
@@ -49,6 +52,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=$(mkdir -p "${1:-$ROOT/bench/results}" && cd "${1:-$ROOT/bench/results}" && pwd)
 NST=$(readlink -f "${NST:-$ROOT/nstbatch}")
 CONV=$(readlink -f "${CONV:-$ROOT/build/bench/conv_layers}")
+GRAM=$(readlink -f "${GRAM:-$ROOT/build/bench/gram_layers}")
 PY=${PY:-python3}
 PY_ENV=${PY_ENV:-}
 LAUNCH=${LAUNCH:-} # e.g. "mpirun -np 1" where a singleton MPI start is not possible
@@ -60,6 +64,8 @@ FIND_MAX=${FIND_MAX:-1}
 PROFILE=${PROFILE:-1}
 CONV_TILE=${CONV_TILE:-1024}
 CONV_LAYERS=${CONV_LAYERS:-1}
+GRAM_LAYERS=${GRAM_LAYERS:-1}
+GRAM_SIZE=${GRAM_SIZE:-2048x1536}
 CONV_ALGOS=${CONV_ALGOS:-timed} # gpu.conv_algorithms of the whole-iteration runs: the fastest, as PyTorch's cudnn.benchmark
 VARIANTS=${VARIANTS:-$([ "$DEVICE" = cpu ] && echo eager || echo eager graph compile compile-max)}
 LATE_VARIANTS=${LATE_VARIANTS:-}
@@ -288,6 +294,19 @@ for run in $([ "$CONV_LAYERS" = 1 ] && echo bf16:1:heuristic bf16:1:timed bf16:0
   conv_tables+="$t"$'\n\n'
 done
 
+# ---- 1b. the Gram ops per style layer ---------------------------------------------------------------
+# the five style layers at their resolutions of a GRAM_SIZE image: the sums on cuBLAS's FP64 GEMM
+# (the default) and on our own kernel (NSTBATCH_CUDA_GRAM=own), the backward beside them
+gram_tables=""
+for g in $([ "$GRAM_LAYERS" = 1 ] && [ "$DEVICE" = cuda ] && echo cublas own); do
+  room 15 || { gram_tables+="gram_layers --size $GRAM_SIZE (NSTBATCH_CUDA_GRAM=$g): $SPENT"$'\n\n'; continue; }
+  t=$(NSTBATCH_CUDA_GRAM=$g timeout "$(within 60)" "$GRAM" --device "$DEVICE" --precision "$PRECISION" --size "$GRAM_SIZE" --reps "$ITERS" 2>>"$raw") ||
+    t="gram_layers --size $GRAM_SIZE (NSTBATCH_CUDA_GRAM=$g) failed: gpu_iteration.log"
+  t=$(sed "1s/\$/ (NSTBATCH_CUDA_GRAM=$g)/" <<<"$t")
+  log "### gram_layers --precision $PRECISION --size $GRAM_SIZE (NSTBATCH_CUDA_GRAM=$g)"$'\n'"$t"
+  gram_tables+="$t"$'\n\n'
+done
+
 # ---- 3c. the variants that go last (LATE_VARIANTS), then the tables' rows ----------------------------
 for V in $LATE_VARIANTS; do variant "$V"; done
 ALL_VARIANTS="$VARIANTS $LATE_VARIANTS"
@@ -367,6 +386,11 @@ fi
     echo "## Convolutions (nstbatch's cuDNN calls, tile $CONV_TILE)"
     echo
     printf '%s' "$conv_tables"
+  fi
+  if [ -n "$gram_tables" ]; then
+    echo "## The Gram ops per style layer (gram_layers; GFLOP/s: the upper triangle's, N c (c + 1), for the sums)"
+    echo
+    printf '%s' "$gram_tables"
   fi
   echo "Raw output: gpu_iteration.log"
 } >"$OUT/gpu_iteration.md"

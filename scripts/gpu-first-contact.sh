@@ -23,8 +23,9 @@
 #            2048x1536 and 4096x4096 against PyTorch on the same GPU (eager, one CUDA graph,
 #            torch.compile reduce-overhead, and last, with what is left, max-autotune; bf16
 #            autocast, channels_last, cudnn.benchmark): s/iter, MFU, GB per MP against the model,
-#            with and without CUDA graphs and vector passes, where the 4096 px iteration goes, the
-#            convolutions per layer at 2048 px (heuristic and timed, fused, conv1_1 on our kernels);
+#            with and without CUDA graphs, vector passes and our own Gram sums, where the 4096 px iteration goes, the
+#            convolutions per layer at 2048 px (heuristic and timed, fused, conv1_1 on our kernels), the
+#            Gram ops per style layer (the sums on cuBLAS and on our own kernel);
 #            under its own budget (BENCH_SECONDS), in that order, so its tables are written
 #            whatever did not fit, which says so;
 #            its raw log, the tables, the last run's record (with the device diagnostics)

@@ -71,7 +71,7 @@ mkdir -p "$S/runtime/lib" "$S/runtime/openmpi/bin" "$S/runtime/openmpi/lib/openm
 echo "# what each file of the bundle is a copy of (made by scripts/make-gpu-bundle.sh)" >"$S/runtime/SOURCES.txt"
 
 # ---- the programs and the files the GPU checks read, where the checkout has them -------------
-for p in nstbatch:nstbatch test_backend_ops:build/tests/test_backend_ops image_diff:build/tests/image_diff conv_layers:build/bench/conv_layers \
+for p in nstbatch:nstbatch test_backend_ops:build/tests/test_backend_ops image_diff:build/tests/image_diff conv_layers:build/bench/conv_layers gram_layers:build/bench/gram_layers \
          idle_timeout:build/tests/idle_timeout; do
   [ -x "$D/bin/${p%%:*}" ] || die "$D/bin/${p%%:*} is missing: run make gpu-bundle"
   put "$D/bin/${p%%:*}" "$S/${p#*:}"
