@@ -23,7 +23,8 @@
  * tensor-core MMA through a model of its fragments (tests/cuda_emu.h): the upper triangle added
  * into g, the lower one untouched, bit for bit against the definition where the sums are exact in
  * any order, within 1e-13 of their magnitude on random fp32; diagonal and off-diagonal blocks,
- * channels short of a block, element and 8-channel loads, masks, several splits.
+ * channels short of a block, element and 8-channel loads, masks, several splits, splits of several
+ * stages (the prefetch of the next).
  *
  * conv1_1's kernels (kernels/cuda/conv_first_kernels.cuh) against the definition computed in
  * double: forward with and without ReLU
@@ -595,6 +596,8 @@ static void t_gram_sums(void)
     CHECK(gs_splits(0, 1, &per) == 0 && gs_splits(10, 1, &per) == 1 && per == 32, "splits of 0 and 10 positions: 0 and 1 (32)");
     const unsigned s1 = gs_splits((size_t)2048 * 1536, 1, &per);
     CHECK(s1 == 768 && per == GS_PX, "relu1_1 at 2048x1536: %u splits of %zu", s1, per);
+    const unsigned s5 = gs_splits((size_t)128 * 96, 8, &per);
+    CHECK(s5 == 15 && per == 832 && s5 * 36 >= GS_CTAS, "relu5_1 at 2048x1536 (36 blocks): cut finer, %u splits of %zu", s5, per);
     const unsigned s4 = gs_splits((size_t)4096 * 4096, 8, &per);
     CHECK(s4 * 36 <= GS_PARTS && (size_t)s4 * per >= (size_t)4096 * 4096 && per % GS_KT == 0, "16.7 M positions, 36 blocks: %u splits of %zu",
           s4, per);
@@ -619,6 +622,9 @@ static void t_gram_sums(void)
     gram_sums_case<__half>("fp16", 7, 6, 13, {1, 2, 5, 3}, true, true, 0, 64.0, false);
     /* two blocks a side (96 channels: the second half empty), masked, 3 splits */
     gram_sums_case<__nv_bfloat16>("bf16", 10, 9, 96, {0, 1, 10, 7}, true, true, 32, 1.0, true);
+    /* splits of several stages (the next stage fetched while one is summed), the last one short */
+    gram_sums_case<__nv_bfloat16>("bf16", 17, 13, 96, {1, 1, 15, 12}, true, true, 96, 1.0, true);
+    gram_sums_case<float>("fp32", 19, 9, 72, {0, 0, 19, 9}, false, false, 0, 1.0, true);
 }
 
 /* Adam: three steps with the step count on the device (k_adam_tick) equal three with it given */

@@ -14,7 +14,7 @@ static_assert(GS_PARTS * GS_BT * GS_BT <= CUDA_CHUNK_ELEMS, "the partials fit s2
 static_assert(GS_KT == 2 * GS_THREADS / 8 && GS_BT == 64 && GS_THREADS == 128, "a stage is two positions a thread, 8 channels each");
 
 /* whether the own kernel takes a region of np positions of c channels: splits exist (always, up to
- * about 5700 channels) */
+ * 5760 channels) */
 int cuda_gram_sums_fit(int c, size_t np)
 {
     size_t per = 0;
@@ -24,11 +24,12 @@ int cuda_gram_sums_fit(int c, size_t np)
 nst_status cuda_gram_sums_own(nst_backend *be, const nst_tensor *f, nst_rect own, const nst_tensor *m, double *g)
 {
     cuda_impl *im = cuda_of(be);
-    const int C = f->c, nb = (C + GS_BT - 1) / GS_BT, nblk = nb * (nb + 1) / 2;
+    const int C = f->c, nb = (C + GS_BT - 1) / GS_BT;
     const size_t np = (size_t)nst_rect_area(own);
     size_t per = 0;
     const unsigned splits = gs_splits(np, nb, &per);
     if (!splits) return nst_fail(NST_ERUNTIME, "gram_accumulate: %d channels over %zu positions do not fit the own kernel", C, np);
+    const int nblk = nb * (nb + 1) / 2; /* (at most GS_PARTS: gs_splits) */
     NST_TRY(cuda_scratch(be, &im->s2, &im->s2_cap, (size_t)splits * nblk * GS_BT * GS_BT * sizeof(double)));
     const float *w = m ? (const float *)m->data : NULL;
     const double fs = cuda_act_scale(im, f->dt), alpha = 1 / (fs * fs);

@@ -9,7 +9,7 @@
  * are computed (about half the FLOPs of the full product for many blocks, and in a diagonal block
  * the 16 x 8 tiles wholly below its diagonal are skipped too). The region's positions are cut into splits
  * of `per` positions (their number a function of the region's size and c only, never of the GPU,
- * so the same bits on every run and every device); one thread block computes one block over one
+ * so a GPU gives the same bits on every run); one thread block computes one block over one
  * split, its sums in fp64 registers, into a partial in scratch; k_gram_sums_add then adds each
  * entry's partials in split order into g. Nothing is added atomically: the result is the same
  * from run to run.
@@ -22,7 +22,9 @@
 #define GS_KT 32              /* positions a stage (a multiple of the MMA's k of 8) */
 #define GS_LD (GS_BT + 4)     /* a stage's row stride in doubles: a warp's fragment loads meet each bank once a half-warp */
 #define GS_THREADS 128        /* 4 warps, each a 32 x 32 quadrant of the block */
-#define GS_PX 4096            /* positions a split at least (the last may hold fewer) */
+#define GS_PX 4096            /* positions a split of a large region */
+#define GS_PX_MIN 512         /* ... of a smaller one, cut finer to give GS_CTAS thread blocks */
+#define GS_CTAS 512           /* thread blocks a region is cut into at least, where GS_PX_MIN allows */
 #define GS_PARTS ((size_t)1 << 12) /* partials at most (blocks x splits): GS_PARTS GS_BT^2 doubles, CUDA_CHUNK_ELEMS */
 
 /* D (16 x 8) += A (16 x 8, rows i) B (8 x 8, columns j) in fp64 across the warp, the fragments of
@@ -51,14 +53,16 @@ __device__ __forceinline__ void gs_mma(double *d, const double *a, const double 
 }
 
 /* The splits of a region of np positions for nb x nb blocks: *per positions each (a multiple of
- * GS_KT, about GS_PX or the whole region if smaller, more where GS_PARTS would be passed); their
- * number, or 0 where even one
- * split a block would pass GS_PARTS (the caller sums another way). Host and device. */
+ * GS_KT): GS_PX where that gives GS_CTAS thread blocks, else fewer, down to GS_PX_MIN, so that small
+ * regions and few blocks still fill a GPU; fewer splits where GS_PARTS would be passed; their
+ * number (from np and nb alone, never the GPU), or 0 where even one split a block would pass
+ * GS_PARTS (the caller sums another way). Host and device. */
 __host__ __device__ __forceinline__ unsigned gs_splits(size_t np, int nb, size_t *per)
 {
     const size_t blocks = (size_t)nb * (nb + 1) / 2;
-    if (blocks == 0 || blocks > GS_PARTS || np == 0) return 0;
-    size_t n = (np + GS_PX - 1) / GS_PX, cap = GS_PARTS / blocks;
+    if (nb <= 0 || blocks > GS_PARTS || np == 0) return 0;
+    const size_t coarse = (np + GS_PX - 1) / GS_PX, fine = (np + GS_PX_MIN - 1) / GS_PX_MIN, want = (GS_CTAS + blocks - 1) / blocks;
+    size_t n = coarse > want ? coarse : want < fine ? want : fine, cap = GS_PARTS / blocks;
     if (n > cap) n = cap;
     size_t p = (np + n - 1) / n;
     p = (p + GS_KT - 1) / GS_KT * GS_KT;
@@ -75,28 +79,36 @@ __host__ __device__ __forceinline__ void gs_block(int b, int nb, int *bi, int *b
 }
 __host__ __device__ __forceinline__ int gs_block_index(int bi, int bj, int nb) { return bi * nb - bi * (bi - 1) / 2 + (bj - bi); }
 
-/* 8 channels c .. c + 7 of pixel px into v: zeros past c (vec: c a multiple of 8 and f 16-byte
- * aligned, so the 8 are all in or all out) */
-template <typename T> __device__ __forceinline__ void gs_load8(const T *f, size_t px, int C, int c, bool vec, float *v)
+/* 8 channels c .. c + 7 of pixel px into v, as stored: zeros past C (vec: c a multiple of 8 and f
+ * 16-byte aligned, so the 8 are all in or all out: one or two 16-byte loads) */
+template <typename T> __device__ __forceinline__ void gs_load8(const T *f, size_t px, int C, int c, bool vec, T *v)
 {
     if (vec && c < C) {
-        load8<T>(f + px * C + c, v, true);
+#pragma unroll
+        for (int l = 0; l < 8; l += 16 / (int)sizeof(T)) copy16(v + l, f + px * C + c + l);
         return;
     }
 #pragma unroll
-    for (int l = 0; l < 8; l++) v[l] = c + l < C ? ld<T>(f, px * C + c + l) : 0.f;
+    for (int l = 0; l < 8; l++) {
+        if (c + l < C)
+            v[l] = f[px * C + c + l];
+        else
+            st<T>(v, l, 0.f);
+    }
 }
 
-/* One stage's values in registers: for positions k0 and k0 + 16 of the stage (t = threadIdx.x,
- * k0 = t / 8), 8 channels (t % 8) of the row block and of the column block, and the mask's
- * weight; zeros past the split's end. */
-struct gs_stage {
-    float a[2][8], b[2][8], w[2];
+/* One stage's values in registers, as stored (bf16 and fp16: 4 registers for 8, not 8): for
+ * positions k0 and k0 + 16 of the stage (t = threadIdx.x, k0 = t / 8), 8 channels (t % 8) of the
+ * row block and of the column block, and the mask's weight; zeros past the split's end. */
+template <typename T> struct gs_stage {
+    alignas(16) T a[2][8];
+    alignas(16) T b[2][8];
+    float w[2];
 };
 
 template <typename T>
 __device__ __forceinline__ void gs_fetch(const T *f, const float *m, int W, int C, nst_rect r, size_t p, size_t end, int ci, int cj,
-                                         bool same, bool vec, gs_stage &s)
+                                         bool same, bool vec, gs_stage<T> &s)
 {
     const int t = (int)threadIdx.x, g = (t % 8) * 8;
 #pragma unroll
@@ -104,7 +116,7 @@ __device__ __forceinline__ void gs_fetch(const T *f, const float *m, int W, int 
         const size_t q = p + (size_t)(t / 8 + 16 * h);
         if (q >= end) {
 #pragma unroll
-            for (int l = 0; l < 8; l++) s.a[h][l] = s.b[h][l] = 0.f;
+            for (int l = 0; l < 8; l++) st<T>(s.a[h], l, 0.f), st<T>(s.b[h], l, 0.f);
             s.w[h] = 0.f;
             continue;
         }
@@ -115,23 +127,44 @@ __device__ __forceinline__ void gs_fetch(const T *f, const float *m, int W, int 
     }
 }
 
-/* the stage into shared memory: sa[k][i] = m_p f_p[i] (the row side weighted), sb[k][j] = f_p[j]
- * (sb is sa's when the block is diagonal and unweighted, and is not written) */
-__device__ __forceinline__ void gs_store(const gs_stage &s, bool same, double *sa, double *sb)
+/* value 2r + e of v's 8 (r in 0..3), chosen by selects: an index into v would move it from
+ * registers to local memory */
+__device__ __forceinline__ float gs_pick(const float *v, int r, int e)
 {
-    const int t = (int)threadIdx.x, g = (t % 8) * 8;
+    return r == 0 ? v[e] : r == 1 ? v[2 + e] : r == 2 ? v[4 + e] : v[6 + e];
+}
+
+/* two doubles to 16-byte aligned shared memory, as one store from registers */
+__device__ __forceinline__ void gs_st16(double *dst, double v0, double v1)
+{
+#ifdef __CUDACC__
+    *reinterpret_cast<double2 *>(dst) = make_double2(v0, v1);
+#else
+    alignas(16) const double t[2] = {v0, v1};
+    copy16(dst, t); /* the host stand-in: stops the test at a misaligned address, as a GPU would fault */
+#endif
+}
+
+/* the stage into shared memory: sa[k][i] = m_p f_p[i] (the row side weighted), sb[k][j] = f_p[j]
+ * (sb is sa's when the block is diagonal and unweighted, and is not written). 16-byte stores (rows
+ * of GS_LD doubles keep them aligned); the 8 threads of a row (t % 8, 64 bytes apart) take their
+ * four 16-byte pieces in an order rotated by (t % 8) / 2, so each store of a quarter warp meets
+ * every bank once instead of four threads a bank. */
+template <typename T> __device__ __forceinline__ void gs_store(const gs_stage<T> &s, bool same, double *sa, double *sb)
+{
+    const int t = (int)threadIdx.x, g = (t % 8) * 8, rot = (t % 8) / 2;
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         const int k = t / 8 + 16 * h;
         const double w = (double)s.w[h];
-        alignas(16) double x[8], y[8];
+        float a[8], b[8];
 #pragma unroll
-        for (int l = 0; l < 8; l++) x[l] = w * (double)s.a[h][l], y[l] = (double)(same ? s.a[h][l] : s.b[h][l]);
-        /* 16-byte stores (rows of GS_LD doubles keep them aligned) */
+        for (int l = 0; l < 8; l++) a[l] = ld<T>(s.a[h], l), b[l] = same ? a[l] : ld<T>(s.b[h], l);
 #pragma unroll
-        for (int l = 0; l < 8; l += 2) {
-            copy16(sa + k * GS_LD + g + l, x + l);
-            if (sb != sa) copy16(sb + k * GS_LD + g + l, y + l);
+        for (int j = 0; j < 4; j++) {
+            const int r = (j + rot) % 4;
+            gs_st16(sa + k * GS_LD + g + 2 * r, w * (double)gs_pick(a, r, 0), w * (double)gs_pick(a, r, 1));
+            if (sb != sa) gs_st16(sb + k * GS_LD + g + 2 * r, (double)gs_pick(b, r, 0), (double)gs_pick(b, r, 1));
         }
     }
 }
@@ -141,7 +174,7 @@ __device__ __forceinline__ void gs_store(const gs_stage &s, bool same, double *s
  * GS_BT, row-major; the tiles below a diagonal block's diagonal left unwritten). m: NULL, or a
  * weight per pixel of f. vec: 8-channel loads (C a multiple of 8, f 16-byte aligned). */
 template <typename T>
-__global__ void __launch_bounds__(GS_THREADS)
+__global__ void __launch_bounds__(GS_THREADS) /* 162 registers in bf16 and fp16 (3 blocks an SM), 186 in fp32 */
     k_gram_sums(const T *f, const float *m, int W, int C, nst_rect r, int nb, size_t per, size_t np, double *part, bool vec)
 {
     alignas(16) __shared__ double gs_sa[GS_KT * GS_LD], gs_sb[GS_KT * GS_LD];
@@ -163,7 +196,7 @@ __global__ void __launch_bounds__(GS_THREADS)
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[a][b][e] = 0.0;
     const int g = lane / 4, t = lane % 4;
-    gs_stage st;
+    gs_stage<T> st;
     gs_fetch<T>(f, m, W, C, r, p0, end, bi * GS_BT, bj * GS_BT, same, vec, st);
     for (size_t p = p0; p < end; p += GS_KT) {
         __syncthreads(); /* the previous stage read */
