@@ -151,7 +151,7 @@ void nst_comm_nccl_release(void **slot)
     if (!*slot) return;
     ncclComm_t comm = (ncclComm_t)*slot;
     /* finalize flushes the communicator's work (non-blocking: wait a bounded time), then free it;
-     * one that does not finish is aborted instead */
+     * the world's that does not finish is aborted instead, a group's ends the job (below) */
     ncclResult_t r = ncclCommFinalize(comm);
     double t0 = nst_now();
     while ((r == ncclSuccess || r == ncclInProgress) && ncclCommGetAsyncError(comm, &r) == ncclSuccess && r == ncclInProgress &&
@@ -160,7 +160,10 @@ void nst_comm_nccl_release(void **slot)
         nanosleep(&nap, NULL);
     }
     if (r == ncclSuccess) ncclCommDestroy(comm);
-    else ncclCommAbort(comm);
+    else if (slot != nst_comm_nccl_world_slot()) /* a group's abort would abort the world's shared resources (splitShare) too */
+        fatal("ncclCommFinalize (a rank group)", r == ncclInProgress ? "not finished within 10 s" : ncclGetErrorString(r));
+    else
+        ncclCommAbort(comm); /* the world's, at the end: the outputs are written, the job is done */
     *slot = NULL;
 }
 
