@@ -37,12 +37,14 @@
 # BENCH_SECONDS (a budget, as a GPU lease's minutes): the parts run in the order of what they decide,
 # each only where enough of the budget is left, and the tables are written whatever was skipped
 # (a cell or line says "not run: the bench's budget"): nstbatch at every size (with graphs, then
-# with GRAM=own, without graphs and with VEC8=0), the PyTorch VARIANTS, the profile, the per-layer convolutions, the Gram ops,
+# with GRAM=own), the PyTorch VARIANTS, nstbatch without graphs and with VEC8=0 (what each is worth),
+# the profile, the per-layer convolutions, the Gram ops,
 # LATE_VARIANTS (PyTorch variants run last, e.g. compile-max's minutes of tuning), the largest tile.
 # A PyTorch variant or precompile gets what is left at most. Without BENCH_SECONDS, no bound.
 # Knobs: SIZES, ITERS (10), VARIANTS, LATE_VARIANTS, VARIANT_TIMEOUT, PRECOMPILE_S, CONV_LAYERS (1: part 1), GRAM_LAYERS (1: part 1b, on
 # CUDA), GRAM_SIZE (2048x1536), GRAM (build/bench/gram_layers), CONV_ALGOS
-# (timed: gpu.conv_algorithms of the iteration runs), PRECISION (bf16; fp32 on the CPU), DEVICE (cuda; cpu runs the script's plumbing on a
+# (timed: gpu.conv_algorithms of the iteration runs; the choices timed once a shape, kept in one
+# gpu.conv_choices file for every run, so the variants meet the same algorithms), PRECISION (bf16; fp32 on the CPU), DEVICE (cuda; cpu runs the script's plumbing on a
 # machine without a GPU, as tests/test_bench.sh does), FIND_MAX (1), PROFILE (1), CONV_TILE (1024),
 # NST (./nstbatch), CONV (build/bench/conv_layers), PY (python3 with torch), LAUNCH (""), PY_ENV (a command
 # put before PY, e.g. "env -u LD_LIBRARY_PATH": PyTorch with its own libraries, not a bundle's),
@@ -132,7 +134,8 @@ nst_run() {
   shift 2
   rm -f "$T/rec.json"
   $LAUNCH "$NST" "$T/bench.ini" --set output.width="$w" --set output.height="$h" --set tiling.tile_size="$((w > h ? w : h))" \
-    --set optim.method=adam --set optim.iterations="$n" --set run.record="$T/rec.json" --set gpu.conv_algorithms="$CONV_ALGOS" "$@" >"$T/run.log" 2>&1
+    --set optim.method=adam --set optim.iterations="$n" --set run.record="$T/rec.json" --set gpu.conv_algorithms="$CONV_ALGOS" \
+    --set gpu.conv_choices="$T/conv_choices.txt" "$@" >"$T/run.log" 2>&1
 }
 # in_group SECONDS CMD...: CMD in a session of its own, and the whole session killed after SECONDS
 # or when CMD ends: a timed-out compile leaves no Inductor worker behind to load the GPU (or hold the
@@ -168,7 +171,7 @@ why_not() {
 }
 
 # ---- 2. nstbatch, every size ----------------------------------------------------------------------
-declare -A NSTS GBMP QUIET
+declare -A NSTS GBMP QUIET GRAMS REPLAYS
 for S in $SIZES; do
   mp=$(mp_of "$S")
   NSTS[$S]="" GBMP[$S]="-" QUIET[$S]="$SPENT"
@@ -191,23 +194,15 @@ for S in $SIZES; do
     QUIET[$S]="failed"
     continue
   fi
-  # with the Gram sums on our own kernel (NSTBATCH_CUDA_GRAM=own: the default to flip where faster),
-  # without CUDA graphs (gpu.graphs' default), and with the element passes one element a thread
-  # (NSTBATCH_CUDA_VEC8=0), for the line below the table: what each is worth
-  gram="-" off="-" scalar="-"
+  # with the Gram sums on our own kernel (NSTBATCH_CUDA_GRAM=own: a default to flip where faster),
+  # for the line below the table, beside the PyTorch peers in what decides; the other switches'
+  # worth comes after the peers (2b)
+  GRAMS[$S]="-" REPLAYS[$S]=$replays
   if [ "$DEVICE" = cuda ] && room 15 && NSTBATCH_CUDA_GRAM=own nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS" --set gpu.graphs=true; then
     log "### nstbatch $S, NSTBATCH_CUDA_GRAM=own"$'\n'"$(cat "$T/run.log")"
-    gram=$(rows_spi)
+    GRAMS[$S]=$(rows_spi)
   fi
-  if [ "$DEVICE" = cuda ] && room 15 && nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS" --set gpu.graphs=false; then
-    log "### nstbatch $S, gpu.graphs = false"$'\n'"$(cat "$T/run.log")"
-    off=$(rows_spi)
-  fi
-  if [ "$DEVICE" = cuda ] && room 15 && NSTBATCH_CUDA_VEC8=0 nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS" --set gpu.graphs=true; then
-    log "### nstbatch $S, NSTBATCH_CUDA_VEC8=0"$'\n'"$(cat "$T/run.log")"
-    scalar=$(rows_spi)
-  fi
-  QUIET[$S]="$replays, ${gram:--} s/iter with the own Gram sums, ${off:--} without graphs, ${scalar:--} with the element passes one element a thread"
+  QUIET[$S]="$replays, ${GRAMS[$S]:--} s/iter with the own Gram sums, - without graphs, - with the element passes one element a thread"
 done
 
 # ---- 3. PyTorch, every variant ------------------------------------------------------------------
@@ -260,6 +255,29 @@ variant() {
   done
 }
 for V in $VARIANTS; do variant "$V"; done
+
+# ---- 2b. what nstbatch's other switches are worth, every size that ran --------------------------------
+# without CUDA graphs (gpu.graphs' default) and with the element passes one element a thread
+# (NSTBATCH_CUDA_VEC8=0), for the line below the table
+for S in $SIZES; do
+  [ -n "${NSTS[$S]}" ] && [ "$DEVICE" = cuda ] || continue
+  off=$SPENT scalar=$SPENT
+  if room 15; then
+    off="-"
+    if nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS" --set gpu.graphs=false; then
+      log "### nstbatch $S, gpu.graphs = false"$'\n'"$(cat "$T/run.log")"
+      off=$(rows_spi)
+    fi
+  fi
+  if room 15; then
+    scalar="-"
+    if NSTBATCH_CUDA_VEC8=0 nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS" --set gpu.graphs=true; then
+      log "### nstbatch $S, NSTBATCH_CUDA_VEC8=0"$'\n'"$(cat "$T/run.log")"
+      scalar=$(rows_spi)
+    fi
+  fi
+  QUIET[$S]="${REPLAYS[$S]}, ${GRAMS[$S]:--} s/iter with the own Gram sums, ${off:--} without graphs, ${scalar:--} with the element passes one element a thread"
+done
 
 # ---- 3b. where the largest size's iteration goes ----------------------------------------------------
 # two profiled runs, 4 and 4 + ITERS iterations: their difference per iteration (bench/profile_table.sh)
@@ -359,7 +377,7 @@ fi
   echo "|---|---|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
   echo
-  echo "nstbatch ran with gpu.conv_algorithms = $CONV_ALGOS."
+  echo "nstbatch ran with gpu.conv_algorithms = $CONV_ALGOS, the choices kept in one gpu.conv_choices file for all its runs (timed once a shape)."
   echo "nstbatch (gpu.graphs = true in the table)'s iterations between rows (run record: cuda_graphs, host_waits), and its s/iter with NSTBATCH_CUDA_GRAM=own, with gpu.graphs = false and with NSTBATCH_CUDA_VEC8=0:$(for S in $SIZES; do printf ' %s: %s;' "$S" "${QUIET[$S]}"; done)"
   echo
   echo "PyTorch's variants (bench/torch_gatys.py --variant), s/iter (warm-up seconds):"
