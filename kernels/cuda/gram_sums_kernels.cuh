@@ -30,7 +30,8 @@
 /* D (16 x 8) += A (16 x 8, rows i) B (8 x 8, columns j) in fp64 across the warp, the fragments of
  * PTX's mma.m16n8k8 .f64 (lane l = 4 g + t): a = A[g][t], A[g + 8][t], A[g][t + 4], A[g + 8][t + 4];
  * b = B[t][g], B[t + 4][g]; d = D[g][2t], D[g][2t + 1], D[g + 8][2t], D[g + 8][2t + 1]. sm_90 and
- * later run it as one instruction (the shapes Hopper's FP64 tensor cores run at full rate); sm_80
+ * later run it as one instruction (a shape Hopper added: fewer instructions for the same work, and,
+ * by other projects' reports, the way to cuBLAS's FP64 speed there; to be measured); sm_80
  * to sm_89 as four mma.m8n8k4 .f64 (k 0-3, then 4-7, for rows g and rows g + 8); the host stand-in
  * through a model of the m16n8k8 fragments (tests/cuda_emu.h). */
 __device__ __forceinline__ void gs_mma(double *d, const double *a, const double *b)
