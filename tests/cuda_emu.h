@@ -51,6 +51,31 @@ static inline void __syncthreads()
 static pthread_barrier_t emu_warp_barrier[32];
 static double emu_warp_a[1024 * 4], emu_warp_b[1024 * 2];
 
+/* which of the FP64 MMA paths the kernels take on the stand-in: sm_90's one m16n8k8, or (true)
+ * sm_80's four m8n8k4 */
+static bool emu_mma_sm80;
+
+/* mma.sync.aligned.m8n8k4.row.col.f64 (PTX ISA, "Matrix Fragments for mma.m8n8k4 with .f64"):
+ * D (8 x 8) += A (8 x 4) B (4 x 8) over the warp of this thread; lane l = 4 g + t holds a = A[g][t],
+ * b = B[t][g], d0, d1 = D[g][2t], D[g][2t + 1]; each entry's four products added in k order, each
+ * through one fused multiply-add */
+static inline void emu_mma_m8n8k4_f64(double &d0, double &d1, double a, double b)
+{
+    if (emu_sequential) {
+        fprintf(stderr, "cuda_emu: a warp-wide MMA in a kernel run by emu_launch_sequential: launch it with emu_launch\n");
+        abort();
+    }
+    const unsigned th = threadIdx.x, lane = th % 32, base = th - lane, w = th / 32;
+    emu_warp_a[th] = a, emu_warp_b[th] = b;
+    pthread_barrier_wait(&emu_warp_barrier[w]);
+    const unsigned g = lane / 4, t = lane % 4;
+    double out[2] = {d0, d1};
+    for (unsigned e = 0; e < 2; e++) /* A[g][k]: lane 4 g + k; B[k][c]: lane 4 c + k */
+        for (unsigned k = 0; k < 4; k++) out[e] = fma(emu_warp_a[base + 4 * g + k], emu_warp_b[base + 4 * (2 * t + e) + k], out[e]);
+    pthread_barrier_wait(&emu_warp_barrier[w]); /* every lane read before any writes again */
+    d0 = out[0], d1 = out[1];
+}
+
 /* mma.sync.aligned.m16n8k8.row.col.f64 (PTX ISA, "Matrix Fragments for mma.m16n8k8", .f64):
  * D (16 x 8) += A (16 x 8) B (8 x 8) over the warp of this thread; lane l = 4 g + t holds
  * a = A[g][t], A[g + 8][t], A[g][t + 4], A[g + 8][t + 4]; b = B[t][g], B[t + 4][g];

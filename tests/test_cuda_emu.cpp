@@ -24,7 +24,7 @@
  * into g, the lower one untouched, bit for bit against the definition where the sums are exact in
  * any order, within 1e-13 of their magnitude on random fp32; diagonal and off-diagonal blocks,
  * channels short of a block, element and 8-channel loads, masks, several splits, splits of several
- * stages (the prefetch of the next).
+ * stages (the prefetch of the next); on sm_90's MMA (one m16n8k8) and on sm_80's (four m8n8k4).
  *
  * conv1_1's kernels (kernels/cuda/conv_first_kernels.cuh) against the definition computed in
  * double: forward with and without ReLU
@@ -625,6 +625,11 @@ static void t_gram_sums(void)
     /* splits of several stages (the next stage fetched while one is summed), the last one short */
     gram_sums_case<__nv_bfloat16>("bf16", 17, 13, 96, {1, 1, 15, 12}, true, true, 96, 1.0, true);
     gram_sums_case<float>("fp32", 19, 9, 72, {0, 0, 19, 9}, false, false, 0, 1.0, true);
+    /* sm_80 to sm_89's path, four m8n8k4 for each m16n8k8: the same sums, bit for bit where exact */
+    emu_mma_sm80 = true;
+    gram_sums_case<__nv_bfloat16>("bf16 on sm_80's MMA", 17, 13, 96, {1, 1, 15, 12}, true, true, 96, 1.0, true);
+    gram_sums_case<float>("fp32 on sm_80's MMA", 9, 8, 136, {2, 1, 6, 5}, true, false, 0, 1.0, true);
+    emu_mma_sm80 = false;
 }
 
 /* Adam: three steps with the step count on the device (k_adam_tick) equal three with it given */

@@ -27,29 +27,42 @@
 #define GS_CTAS 512           /* thread blocks a region is cut into at least, where GS_PX_MIN allows */
 #define GS_PARTS ((size_t)1 << 12) /* partials at most (blocks x splits): GS_PARTS GS_BT^2 doubles, CUDA_CHUNK_ELEMS */
 
+/* D (8 x 8) += A (8 x 4) B (4 x 8) in fp64 across the warp, PTX's mma.m8n8k4 .f64 (sm_80 and later;
+ * lane l = 4 g + t): a = A[g][t], b = B[t][g], d = D[g][2t], D[g][2t + 1]. The host stand-in:
+ * its model of the same fragments (tests/cuda_emu.h). */
+__device__ __forceinline__ void gs_mma884(double &d0, double &d1, double a, double b)
+{
+#if defined(__CUDA_ARCH__)
+    asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};" : "+d"(d0), "+d"(d1) : "d"(a), "d"(b));
+#elif !defined(__CUDACC__)
+    emu_mma_m8n8k4_f64(d0, d1, a, b);
+#endif
+}
+
 /* D (16 x 8) += A (16 x 8, rows i) B (8 x 8, columns j) in fp64 across the warp, the fragments of
  * PTX's mma.m16n8k8 .f64 (lane l = 4 g + t): a = A[g][t], A[g + 8][t], A[g][t + 4], A[g + 8][t + 4];
  * b = B[t][g], B[t + 4][g]; d = D[g][2t], D[g][2t + 1], D[g + 8][2t], D[g + 8][2t + 1]. sm_90 and
  * later run it as one instruction (a shape Hopper added: fewer instructions for the same work, and,
- * by other projects' reports, the way to cuBLAS's FP64 speed there; to be measured); sm_80
- * to sm_89 as four mma.m8n8k4 .f64 (k 0-3, then 4-7, for rows g and rows g + 8); the host stand-in
- * through a model of the m16n8k8 fragments (tests/cuda_emu.h). */
+ * by other projects' reports, the way to cuBLAS's FP64 speed there; to be measured); sm_80 to
+ * sm_89 as four mma.m8n8k4 .f64 (k 0-3, then 4-7, for rows g and rows g + 8). The host stand-in
+ * models either (tests/cuda_emu.h: emu_mma_sm80 picks the four). */
 __device__ __forceinline__ void gs_mma(double *d, const double *a, const double *b)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                  : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
                  : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
-#elif defined(__CUDA_ARCH__)
-#define GS_MMA884(D0, D1, A, B) \
-    asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};" : "+d"(D0), "+d"(D1) : "d"(A), "d"(B))
-    GS_MMA884(d[0], d[1], a[0], b[0]);
-    GS_MMA884(d[0], d[1], a[2], b[1]);
-    GS_MMA884(d[2], d[3], a[1], b[0]);
-    GS_MMA884(d[2], d[3], a[3], b[1]);
-#undef GS_MMA884
-#elif !defined(__CUDACC__)
-    emu_mma_m16n8k8_f64(d, a, b);
+#else
+#if !defined(__CUDACC__)
+    if (!emu_mma_sm80) {
+        emu_mma_m16n8k8_f64(d, a, b);
+        return;
+    }
+#endif
+    gs_mma884(d[0], d[1], a[0], b[0]);
+    gs_mma884(d[0], d[1], a[2], b[1]);
+    gs_mma884(d[2], d[3], a[1], b[0]);
+    gs_mma884(d[2], d[3], a[3], b[1]);
 #endif
 }
 
