@@ -42,7 +42,7 @@
 # LATE_VARIANTS (PyTorch variants run last, e.g. compile-max's minutes of tuning), the largest tile.
 # A PyTorch variant or precompile gets what is left at most. Without BENCH_SECONDS, no bound.
 # Knobs: SIZES, ITERS (10), VARIANTS, LATE_VARIANTS, VARIANT_TIMEOUT, PRECOMPILE_S, CONV_LAYERS (1: part 1), GRAM_LAYERS (1: part 1b, on
-# CUDA), GRAM_SIZE (2048x1536), GRAM (build/bench/gram_layers), CONV_ALGOS
+# CUDA), GRAM_SIZE (2048x1536), GRAM (build/bench/gram_layers), SWITCHES (1 on CUDA), CONV_ALGOS
 # (timed: gpu.conv_algorithms of the iteration runs; the choices timed once a shape, kept in one
 # gpu.conv_choices file for every run, so the variants meet the same algorithms), PRECISION (bf16; fp32 on the CPU), DEVICE (cuda; cpu runs the script's plumbing on a
 # machine without a GPU, as tests/test_bench.sh does), FIND_MAX (1), PROFILE (1), CONV_TILE (1024),
@@ -67,6 +67,10 @@ PROFILE=${PROFILE:-1}
 CONV_TILE=${CONV_TILE:-1024}
 CONV_LAYERS=${CONV_LAYERS:-1}
 GRAM_LAYERS=${GRAM_LAYERS:-1}
+# the CUDA backend's switches timed (NSTBATCH_CUDA_GRAM=own, gpu.graphs = false, VEC8=0, part 1b):
+# on CUDA; SWITCHES=1 runs them on the CPU too, where they change nothing (tests/test_bench.sh: their
+# plumbing, which only a GPU lease would otherwise run)
+SWITCHES=${SWITCHES:-$([ "$DEVICE" = cuda ] && echo 1 || echo 0)}
 GRAM_SIZE=${GRAM_SIZE:-2048x1536}
 CONV_ALGOS=${CONV_ALGOS:-timed} # gpu.conv_algorithms of the whole-iteration runs: the fastest, as PyTorch's cudnn.benchmark
 VARIANTS=${VARIANTS:-$([ "$DEVICE" = cpu ] && echo eager || echo eager graph compile compile-max)}
@@ -198,7 +202,7 @@ for S in $SIZES; do
   # for the line below the table, beside the PyTorch peers in what decides; the other switches'
   # worth comes after the peers (2b)
   GRAMS[$S]="-" REPLAYS[$S]=$replays
-  if [ "$DEVICE" = cuda ] && room 15 && NSTBATCH_CUDA_GRAM=own nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS" --set gpu.graphs=true; then
+  if [ "$SWITCHES" = 1 ] && room 15 && NSTBATCH_CUDA_GRAM=own nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS" --set gpu.graphs=true; then
     log "### nstbatch $S, NSTBATCH_CUDA_GRAM=own"$'\n'"$(cat "$T/run.log")"
     GRAMS[$S]=$(rows_spi)
   fi
@@ -260,7 +264,7 @@ for V in $VARIANTS; do variant "$V"; done
 # without CUDA graphs (gpu.graphs' default) and with the element passes one element a thread
 # (NSTBATCH_CUDA_VEC8=0), for the line below the table
 for S in $SIZES; do
-  [ -n "${NSTS[$S]}" ] && [ "$DEVICE" = cuda ] || continue
+  [ -n "${NSTS[$S]}" ] && [ "$SWITCHES" = 1 ] || continue
   off=$SPENT scalar=$SPENT
   if room 15; then
     off="-"
@@ -316,7 +320,7 @@ done
 # the five style layers at their resolutions of a GRAM_SIZE image: the sums on cuBLAS's FP64 GEMM
 # (the default) and on our own kernel (NSTBATCH_CUDA_GRAM=own), the backward beside them
 gram_tables=""
-for g in $([ "$GRAM_LAYERS" = 1 ] && [ "$DEVICE" = cuda ] && echo cublas own); do
+for g in $([ "$GRAM_LAYERS" = 1 ] && [ "$SWITCHES" = 1 ] && echo cublas own); do
   room 15 || { gram_tables+="gram_layers --size $GRAM_SIZE (NSTBATCH_CUDA_GRAM=$g): $SPENT"$'\n\n'; continue; }
   t=$(NSTBATCH_CUDA_GRAM=$g timeout "$(within 60)" "$GRAM" --device "$DEVICE" --precision "$PRECISION" --size "$GRAM_SIZE" --reps "$ITERS" 2>>"$raw") ||
     t="gram_layers --size $GRAM_SIZE (NSTBATCH_CUDA_GRAM=$g) failed: gpu_iteration.log"
