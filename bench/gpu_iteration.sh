@@ -176,6 +176,19 @@ why_not() {
 
 # ---- 2. nstbatch, every size ----------------------------------------------------------------------
 declare -A NSTS GBMP QUIET GRAMS REPLAYS
+# switch_spi S LABEL GRAPHS [VAR=VALUE ...]: S's s/iter with a switch of the CUDA backend's set and
+# gpu.graphs = GRAPHS (rows as below), its log under LABEL; "-" where it failed, SPENT where no room
+switch_spi() {
+  local S=$1 label=$2 graphs=$3
+  shift 3
+  room 15 || { echo "$SPENT"; return; }
+  if ( [ $# -eq 0 ] || export "$@"; nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS" --set gpu.graphs="$graphs" ); then
+    log "### nstbatch $S, $label"$'\n'"$(cat "$T/run.log")"
+    rows_spi
+  else echo "-"; fi
+}
+# quiet_line S OWN_GRAM NO_GRAPHS SCALAR: the line below the table for size S
+quiet_line() { QUIET[$1]="${REPLAYS[$1]}, ${2:--} s/iter with the own Gram sums, ${3:--} without graphs, ${4:--} with the element passes one element a thread"; }
 for S in $SIZES; do
   mp=$(mp_of "$S")
   NSTS[$S]="" GBMP[$S]="-" QUIET[$S]="$SPENT"
@@ -202,11 +215,8 @@ for S in $SIZES; do
   # for the line below the table, beside the PyTorch peers in what decides; the other switches'
   # worth comes after the peers (2b)
   GRAMS[$S]="-" REPLAYS[$S]=$replays
-  if [ "$SWITCHES" = 1 ] && room 15 && NSTBATCH_CUDA_GRAM=own nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS" --set gpu.graphs=true; then
-    log "### nstbatch $S, NSTBATCH_CUDA_GRAM=own"$'\n'"$(cat "$T/run.log")"
-    GRAMS[$S]=$(rows_spi)
-  fi
-  QUIET[$S]="$replays, ${GRAMS[$S]:--} s/iter with the own Gram sums, - without graphs, - with the element passes one element a thread"
+  [ "$SWITCHES" = 1 ] && GRAMS[$S]=$(switch_spi "$S" NSTBATCH_CUDA_GRAM=own true NSTBATCH_CUDA_GRAM=own)
+  quiet_line "$S" "${GRAMS[$S]}"
 done
 
 # ---- 3. PyTorch, every variant ------------------------------------------------------------------
@@ -265,22 +275,7 @@ for V in $VARIANTS; do variant "$V"; done
 # (NSTBATCH_CUDA_VEC8=0), for the line below the table
 for S in $SIZES; do
   [ -n "${NSTS[$S]}" ] && [ "$SWITCHES" = 1 ] || continue
-  off=$SPENT scalar=$SPENT
-  if room 15; then
-    off="-"
-    if nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS" --set gpu.graphs=false; then
-      log "### nstbatch $S, gpu.graphs = false"$'\n'"$(cat "$T/run.log")"
-      off=$(rows_spi)
-    fi
-  fi
-  if room 15; then
-    scalar="-"
-    if NSTBATCH_CUDA_VEC8=0 nst_run "$S" $((3 * ITERS + 1)) --set run.print_every="$ITERS" --set gpu.graphs=true; then
-      log "### nstbatch $S, NSTBATCH_CUDA_VEC8=0"$'\n'"$(cat "$T/run.log")"
-      scalar=$(rows_spi)
-    fi
-  fi
-  QUIET[$S]="${REPLAYS[$S]}, ${GRAMS[$S]:--} s/iter with the own Gram sums, ${off:--} without graphs, ${scalar:--} with the element passes one element a thread"
+  quiet_line "$S" "${GRAMS[$S]}" "$(switch_spi "$S" "gpu.graphs = false" false)" "$(switch_spi "$S" NSTBATCH_CUDA_VEC8=0 true NSTBATCH_CUDA_VEC8=0)"
 done
 
 # ---- 3b. where the largest size's iteration goes ----------------------------------------------------

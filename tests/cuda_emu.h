@@ -55,24 +55,30 @@ static double emu_warp_a[1024 * 4], emu_warp_b[1024 * 2];
  * sm_80's four m8n8k4 */
 static bool emu_mma_sm80;
 
+/* this thread's warp meets at its own barrier: a warp-wide instruction's exchange of registers */
+static inline void emu_warp_meet(void)
+{
+    if (emu_sequential) {
+        fprintf(stderr, "cuda_emu: a warp-wide MMA in a kernel run by emu_launch_sequential: launch it with emu_launch\n");
+        abort();
+    }
+    pthread_barrier_wait(&emu_warp_barrier[threadIdx.x / 32]);
+}
+
 /* mma.sync.aligned.m8n8k4.row.col.f64 (PTX ISA, "Matrix Fragments for mma.m8n8k4 with .f64"):
  * D (8 x 8) += A (8 x 4) B (4 x 8) over the warp of this thread; lane l = 4 g + t holds a = A[g][t],
  * b = B[t][g], d0, d1 = D[g][2t], D[g][2t + 1]; each entry's four products added in k order, each
  * through one fused multiply-add */
 static inline void emu_mma_m8n8k4_f64(double &d0, double &d1, double a, double b)
 {
-    if (emu_sequential) {
-        fprintf(stderr, "cuda_emu: a warp-wide MMA in a kernel run by emu_launch_sequential: launch it with emu_launch\n");
-        abort();
-    }
-    const unsigned th = threadIdx.x, lane = th % 32, base = th - lane, w = th / 32;
+    const unsigned th = threadIdx.x, lane = th % 32, base = th - lane;
     emu_warp_a[th] = a, emu_warp_b[th] = b;
-    pthread_barrier_wait(&emu_warp_barrier[w]);
+    emu_warp_meet();
     const unsigned g = lane / 4, t = lane % 4;
     double out[2] = {d0, d1};
     for (unsigned e = 0; e < 2; e++) /* A[g][k]: lane 4 g + k; B[k][c]: lane 4 c + k */
         for (unsigned k = 0; k < 4; k++) out[e] = fma(emu_warp_a[base + 4 * g + k], emu_warp_b[base + 4 * (2 * t + e) + k], out[e]);
-    pthread_barrier_wait(&emu_warp_barrier[w]); /* every lane read before any writes again */
+    emu_warp_meet(); /* every lane read before any writes again */
     d0 = out[0], d1 = out[1];
 }
 
@@ -84,14 +90,10 @@ static inline void emu_mma_m8n8k4_f64(double &d0, double &d1, double a, double b
  * a test's data where that matters is not exact anyway). */
 static inline void emu_mma_m16n8k8_f64(double *d, const double *a, const double *b)
 {
-    if (emu_sequential) {
-        fprintf(stderr, "cuda_emu: a warp-wide MMA in a kernel run by emu_launch_sequential: launch it with emu_launch\n");
-        abort();
-    }
-    const unsigned th = threadIdx.x, lane = th % 32, base = th - lane, w = th / 32;
+    const unsigned th = threadIdx.x, lane = th % 32, base = th - lane;
     for (int i = 0; i < 4; i++) emu_warp_a[th * 4 + i] = a[i];
     for (int i = 0; i < 2; i++) emu_warp_b[th * 2 + i] = b[i];
-    pthread_barrier_wait(&emu_warp_barrier[w]);
+    emu_warp_meet();
     /* A[r][k]: lane 4 (r % 8) + k % 4, register (r >= 8) + 2 (k >= 4); B[k][c]: lane 4 c + k % 4, register k >= 4 */
     auto A = [&](unsigned r, unsigned k) { return emu_warp_a[(base + 4 * (r % 8) + k % 4) * 4 + (r >= 8) + 2 * (k >= 4)]; };
     auto B = [&](unsigned k, unsigned c) { return emu_warp_b[(base + 4 * c + k % 4) * 2 + (k >= 4)]; };
@@ -101,7 +103,7 @@ static inline void emu_mma_m16n8k8_f64(double *d, const double *a, const double 
         const unsigned row = g + 8 * (e / 2), col = 2 * t + e % 2;
         for (unsigned k = 0; k < 8; k++) out[e] = fma(A(row, k), B(k, col), out[e]);
     }
-    pthread_barrier_wait(&emu_warp_barrier[w]); /* every lane read before any writes again */
+    emu_warp_meet(); /* every lane read before any writes again */
     for (int e = 0; e < 4; e++) d[e] = out[e];
 }
 

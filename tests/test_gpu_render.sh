@@ -108,6 +108,15 @@ dev() {
     if [ "$rc" -ne 0 ] && grep -q "no bf16 convolution" "$T/$n.log"; then echo "this CPU has no bf16" >"$T/$n.skip"; rc=77; fi
   fi
 }
+# switched WHY VAR=VALUE NAME RANKS PRECISION ARGS...: dev with one of the CUDA backend's switches
+# set; with the stand-in, which has none, rc 77 and WHY in T/NAME.skip
+switched() {
+  local why=$1 var=$2
+  shift 2
+  if [ -n "$STAND_IN" ]; then rc=77; echo "$why" >"$T/$1.skip"; return; fi
+  local -x "${var%%=*}=${var#*=}"
+  dev "$@"
+}
 # judge WHAT REF DEV [--exact]: DEV's first objective against REF's
 judge() {
   local what=$1 r=$2 d=$3 v
@@ -128,22 +137,18 @@ ref ref_scaled "${SCALED[@]}" || true
   dev "deep_$p" 1 "$p" --set tiling.tile_size=256; judge "$p, to relu5_1, one tile, against the CPU in fp32" ref_deep "deep_$p"
 done
 if [ "$ONLY" != tiling ]; then
-  if [ -n "$STAND_IN" ]; then rc=77; echo "bias+ReLU fusion is cuDNN's" >"$T/unfused.skip"
-  else NSTBATCH_CUDA_FUSE=0 dev unfused 1 bf16 --set tiling.tile_size=256; fi
+  switched "bias+ReLU fusion is cuDNN's" NSTBATCH_CUDA_FUSE=0 unfused 1 bf16 --set tiling.tile_size=256
   judge "bf16 with bias+ReLU as a separate kernel, against the CPU in fp32" ref_deep unfused
-  if [ -n "$STAND_IN" ]; then rc=77; echo "conv1_1's own kernels are CUDA's" >"$T/conv1.skip"
-  else NSTBATCH_CUDA_CONV1=own dev conv1 1 bf16 --set tiling.tile_size=256; fi
+  switched "conv1_1's own kernels are CUDA's" NSTBATCH_CUDA_CONV1=own conv1 1 bf16 --set tiling.tile_size=256
   judge "bf16 with conv1_1 on our own kernels (NSTBATCH_CUDA_CONV1=own), against the CPU in fp32" ref_deep conv1
-  if [ -n "$STAND_IN" ]; then rc=77; echo "the own Gram sums run on CUDA's FP64 tensor cores" >"$T/gram.skip"
-  else NSTBATCH_CUDA_GRAM=own dev gram 1 bf16 --set tiling.tile_size=256; fi
+  switched "the own Gram sums run on CUDA's FP64 tensor cores" NSTBATCH_CUDA_GRAM=own gram 1 bf16 --set tiling.tile_size=256
   judge "bf16 with the Gram sums on our own kernel (NSTBATCH_CUDA_GRAM=own), against the CPU in fp32" ref_deep gram
 fi
 
 # the tiling, at depth 5 in fp32
 dev one 1 fp32 "${SHALLOW[@]}" --set tiling.tile_size=256; judge "fp32, to relu3_1, one tile, against the CPU" ref_shallow one
 dev tiles 1 fp32 "${SHALLOW[@]}" --set tiling.tile_size=32; judge "fp32, 48 tiles of 32 px, against the CPU's one tile" ref_shallow tiles
-if [ -n "$STAND_IN" ]; then rc=77; echo "the own Gram sums run on CUDA's FP64 tensor cores" >"$T/gram_tiles.skip"
-else NSTBATCH_CUDA_GRAM=own dev gram_tiles 1 fp32 "${SHALLOW[@]}" --set tiling.tile_size=32; fi
+switched "the own Gram sums run on CUDA's FP64 tensor cores" NSTBATCH_CUDA_GRAM=own gram_tiles 1 fp32 "${SHALLOW[@]}" --set tiling.tile_size=32
 judge "fp32, 48 tiles of 32 px with the Gram sums on our own kernel (regions of part rows), against the CPU's one tile" ref_shallow gram_tiles
 share=(); [ -z "$STAND_IN" ] && share=(--set gpu.share=true)
 dev ranks 2 fp32 "${SHALLOW[@]}" --set tiling.tile_size=32 "${share[@]}"

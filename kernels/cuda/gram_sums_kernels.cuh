@@ -183,12 +183,16 @@ template <typename T> __device__ __forceinline__ void gs_store(const gs_stage<T>
     }
 }
 
+/* whether a warp's 16 x 8 tile (a, b) of quadrant (qr, qc) reaches the upper triangle: every tile of
+ * an off-diagonal block; in a diagonal one, none below its diagonal */
+__device__ __forceinline__ bool gs_tile_used(bool diag, int qr, int qc, int a, int b) { return !diag || qr < qc || (qr == qc && 2 * a <= b); }
+
 /* Blocks (bi, bj) of the upper triangle over splits of `per` positions: block index blockIdx.x %
  * nblk, split blockIdx.x / nblk; the block's sums over its split into part[blockIdx.x] (GS_BT x
  * GS_BT, row-major; the tiles below a diagonal block's diagonal left unwritten). m: NULL, or a
  * weight per pixel of f. vec: 8-channel loads (C a multiple of 8, f 16-byte aligned). */
 template <typename T>
-__global__ void __launch_bounds__(GS_THREADS) /* 162 registers in bf16 and fp16 (3 blocks an SM), 186 in fp32 */
+__global__ void __launch_bounds__(GS_THREADS) /* sm_90: 153 registers in bf16 and fp16 (3 blocks an SM), 175 in fp32 */
     k_gram_sums(const T *f, const float *m, int W, int C, nst_rect r, int nb, size_t per, size_t np, double *part, bool vec)
 {
     alignas(16) __shared__ double gs_sa[GS_KT * GS_LD], gs_sb[GS_KT * GS_LD];
@@ -196,11 +200,11 @@ __global__ void __launch_bounds__(GS_THREADS) /* 162 registers in bf16 and fp16 
     const size_t split = blockIdx.x / (unsigned)nblk, p0 = split * per, end = p0 + per < np ? p0 + per : np;
     int bi, bj;
     gs_block(blk, nb, &bi, &bj);
-    const bool diag = bi == bj, same = diag;
+    const bool diag = bi == bj; /* (the column block's channels are the row block's) */
     double *sb = diag && !m ? gs_sa : gs_sb;
     const int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32, qr = warp / 2, qc = warp % 2;
     /* a diagonal block's quadrant below its diagonal holds nothing of the upper triangle */
-    const bool idle = diag && qr > qc;
+    const bool idle = diag && qr > qc; /* (gs_tile_used is false for all its tiles) */
     /* the warp's 32 x 32: two 16-row pairs of tiles (p) by four 8-column tiles (b); lane 4 g + t */
     double acc[2][4][4];
 #pragma unroll
@@ -211,12 +215,12 @@ __global__ void __launch_bounds__(GS_THREADS) /* 162 registers in bf16 and fp16 
             for (int e = 0; e < 4; e++) acc[a][b][e] = 0.0;
     const int g = lane / 4, t = lane % 4;
     gs_stage<T> st;
-    gs_fetch<T>(f, m, W, C, r, p0, end, bi * GS_BT, bj * GS_BT, same, vec, st);
+    gs_fetch<T>(f, m, W, C, r, p0, end, bi * GS_BT, bj * GS_BT, diag, vec, st);
     for (size_t p = p0; p < end; p += GS_KT) {
         __syncthreads(); /* the previous stage read */
-        gs_store(st, same, gs_sa, sb);
+        gs_store(st, diag, gs_sa, sb);
         __syncthreads();
-        if (p + GS_KT < end) gs_fetch<T>(f, m, W, C, r, p + GS_KT, end, bi * GS_BT, bj * GS_BT, same, vec, st);
+        if (p + GS_KT < end) gs_fetch<T>(f, m, W, C, r, p + GS_KT, end, bi * GS_BT, bj * GS_BT, diag, vec, st);
         if (idle) continue;
 #pragma unroll
         for (int k = 0; k < GS_KT; k += 8) {
@@ -229,12 +233,11 @@ __global__ void __launch_bounds__(GS_THREADS) /* 162 registers in bf16 and fp16 
             }
 #pragma unroll
             for (int b = 0; b < 4; b++) fb[b][0] = sb[k0 + qc * 32 + b * 8], fb[b][1] = sb[k4 + qc * 32 + b * 8];
-            /* in a diagonal block's quadrants on its diagonal, the 16 x 8 tiles wholly below it skipped */
 #pragma unroll
             for (int a = 0; a < 2; a++)
 #pragma unroll
                 for (int b = 0; b < 4; b++)
-                    if (!diag || qr < qc || 2 * a <= b) gs_mma(acc[a][b], fa[a], fb[b]);
+                    if (gs_tile_used(diag, qr, qc, a, b)) gs_mma(acc[a][b], fa[a], fb[b]);
         }
     }
     if (idle) return;
@@ -243,7 +246,7 @@ __global__ void __launch_bounds__(GS_THREADS) /* 162 registers in bf16 and fp16 
     for (int a = 0; a < 2; a++)
 #pragma unroll
         for (int b = 0; b < 4; b++) {
-            if (diag && qr == qc && 2 * a > b) continue;
+            if (!gs_tile_used(diag, qr, qc, a, b)) continue;
             const int row = qr * 32 + a * 16 + g, col = qc * 32 + b * 8 + 2 * t;
             out[row * GS_BT + col] = acc[a][b][0], out[row * GS_BT + col + 1] = acc[a][b][1];
             out[(row + 8) * GS_BT + col] = acc[a][b][2], out[(row + 8) * GS_BT + col + 1] = acc[a][b][3];
