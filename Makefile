@@ -199,18 +199,22 @@ $(CU_DIR)/%.o: %.cu $(CU_STAMP)
 $(LIB): $(LIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+# a program copied into place under another name, then renamed: a run of the old one goes on
+# (cp over a running program fails: "Text file busy")
+publish = $(Q)cp $< $@.part && mv -f $@.part $@
+
 $(BUILD)/nstbatch: $(BUILD)/obj/main.o $(LIB)
 	@$(if $(Q),echo "  LD    $@")
 	$(Q)$(CC) $(CFLAGS) -fopenmp -o $@ $^ $(LDLIBS)
 
 nstbatch: $(BUILD)/nstbatch
-	$(Q)cp $< $@
+	$(publish)
 
 # a Deep Zoom pyramid from a finished TIFF (tools/nstbatch-dzi.c); beside nstbatch-view, which runs it
 $(BUILD)/nstbatch-dzi: $(BUILD)/tools/nstbatch-dzi
-	$(Q)cp $< $@
+	$(publish)
 nstbatch-dzi: $(BUILD)/nstbatch-dzi
-	$(Q)cp $< $@
+	$(publish)
 
 -include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d $(BUILD)/obj/viewer/view_main.d
 
@@ -225,7 +229,7 @@ $(BUILD)/nstbatch-view: $(BUILD)/obj/viewer/view_main.o $(LIB)
 	$(Q)cc $(CFLAGS) -o $@ $^ -lm
 
 nstbatch-view: $(BUILD)/nstbatch-view
-	$(Q)cp $< $@
+	$(publish)
 
 # OpenSeadragon, pinned in viewer/package-lock.json, from the npm registry (again when the lock changes)
 VIEWER_OSD := viewer/node_modules/openseadragon/build/openseadragon/openseadragon.min.js
