@@ -107,10 +107,17 @@ endif
 CORE_CFLAGS := $(ALLCFLAGS)
 CORE_LDLIBS := $(LDLIBS)
 
+# FFmpeg's and OpenCV's code goes into the video plugin, $(BUILD)/lib/nstbatch-video.so, that the
+# programs load at their first video file or flow (util/plugin.h): none of them links those
+# libraries (about 120 with their own), so a process that needs none does not load them. The
+# plugin's sources are PLUGIN_SRC; the library gets each part's loader (video_load.c,
+# dis_load.c), or without the part its refusal (video_none.c; dis_none.c is empty with OpenCV).
 ifeq ($(OPENCV_OK),yes)
 ALLCFLAGS += -DNST_HAVE_OPENCV
-LDLIBS    += -lopencv_video -lopencv_imgproc -lopencv_core -lstdc++
-OPENCV_OBJ := flow/dis.cpp
+PLUGIN_LIBS += -lopencv_video -lopencv_imgproc -lopencv_core -lstdc++
+PLUGIN_SRC  += flow/dis.cpp flow/dis_entry.c
+else
+PLUGIN_SKIP += flow/dis_load.c
 endif
 
 # without FFmpeg, io/video/video_none.c refuses video files (image sequences still work)
@@ -119,10 +126,18 @@ ifeq ($(FFMPEG_OK),yes)
 FFMPEG_CFLAGS := $(shell pkg-config --cflags $(FFMPEG_PC))
 FFMPEG_LIBS   := $(shell pkg-config --libs $(FFMPEG_PC))
 ALLCFLAGS += -DNST_HAVE_FFMPEG $(FFMPEG_CFLAGS)
-LDLIBS    += $(FFMPEG_LIBS)
-VIDEO_SKIP := io/video/video_none.c
+PLUGIN_LIBS += $(FFMPEG_LIBS)
+PLUGIN_SRC  += $(VIDEO_FFMPEG) io/video/video_entry.c
+PLUGIN_SKIP += io/video/video_none.c
 else
-VIDEO_SKIP := $(VIDEO_FFMPEG)
+PLUGIN_SKIP += io/video/video_load.c
+endif
+# the plugin's own files never go into the library; VIDEO_SKIP: what the library leaves out
+VIDEO_SKIP := $(VIDEO_FFMPEG) io/video/video_entry.c flow/dis_entry.c $(PLUGIN_SKIP)
+ifneq ($(PLUGIN_SRC),)
+PLUGIN := $(BUILD)/lib/nstbatch-video.so
+# every program exports what the plugin calls back (util/plugin.syms)
+LDLIBS += -Wl,--dynamic-list=util/plugin.syms
 endif
 
 BUILD_FLAGS_DEF := -DNST_BUILD_FLAGS='"$(FLAVOUR) build: $(CC) $(CFLAGS)"'
@@ -136,7 +151,7 @@ LIB_SRC := $(call lib_src,$(VIDEO_SKIP))
 # (make asan: CU_DIR=its parent's) links the main build's: one nvcc pass of about 40 s, not two.
 CU_DIR  ?= $(BUILD)/obj
 CU_OBJS := $(patsubst %.cu,$(CU_DIR)/%.o,$(filter %.cu,$(CUDA_OBJ)))
-LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(CU_OBJS) $(patsubst %,$(BUILD)/obj/%.o,$(basename $(filter-out %.cu,$(CUDA_OBJ)) $(OPENCV_OBJ)))
+LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(CU_OBJS) $(patsubst %,$(BUILD)/obj/%.o,$(basename $(filter-out %.cu,$(CUDA_OBJ))))
 LIB     := $(BUILD)/libnst.a
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))  # test_gram_tiled runs under mpirun
 TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/draw_mask $(BUILD)/tools/make_test_clip $(BUILD)/tools/nstbatch-flicker $(BUILD)/tools/demo_figure $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run $(BUILD)/tests/idle_timeout \
@@ -181,10 +196,11 @@ $(BUILD)/obj/%.o: %.c $(STAMP)
 	@$(if $(Q),echo "  CC    $<")
 	$(Q)$(CC) $(ALLCFLAGS) -MMD -MP -c $< -o $@
 
+CXXFLAGS_NST := -O2 -std=c++17 -I. -I/usr/include/opencv4 -Wall -Wextra -Wno-unused-parameter -fopenmp
 $(BUILD)/obj/%.o: %.cpp $(STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CXX   $<")
-	$(Q)$(CXX) -O2 -std=c++17 -I. -I/usr/include/opencv4 -Wall -Wextra -Wno-unused-parameter -fopenmp -MMD -MP -c $< -o $@
+	$(Q)$(CXX) $(CXXFLAGS_NST) -MMD -MP -c $< -o $@
 
 # (their stamp: nvcc and the gencodes only, so the asan build finds them current)
 CU_STAMP := $(CU_DIR)/nvcc-$(shell echo '$(NVCC) $(NVCC_GENCODE)' | cksum | cut -d' ' -f1)
@@ -196,8 +212,33 @@ $(CU_DIR)/%.o: %.cu $(CU_STAMP)
 	@$(if $(Q),echo "  NVCC  $<")
 	$(Q)$(NVCC) -O3 -std=c++17 -I. $(NVCC_GENCODE) -Xcompiler -Wall -MMD -MP -c $< -o $@
 
-$(LIB): $(LIB_OBJ)
-	$(Q)rm -f $@ && ar rcs $@ $^
+# (every program linked with the library can load the plugin: it comes with it)
+$(LIB): $(LIB_OBJ) | $(PLUGIN)
+	$(Q)rm -f $@ && ar rcs $@ $(LIB_OBJ)
+
+# the video plugin (util/plugin.h): position-independent objects with only the tables' entries
+# visible, linked against FFmpeg and OpenCV; refused where it calls an nst_ function that
+# util/plugin.syms does not export
+$(BUILD)/pic/%.o: %.c $(STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC    $< (video plugin)")
+	$(Q)$(CC) $(ALLCFLAGS) -fPIC -fvisibility=hidden -MMD -MP -c $< -o $@
+$(BUILD)/pic/%.o: %.cpp $(STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CXX   $< (video plugin)")
+	$(Q)$(CXX) $(CXXFLAGS_NST) -fPIC -fvisibility=hidden -MMD -MP -c $< -o $@
+PLUGIN_OBJ := $(patsubst %,$(BUILD)/pic/%.o,$(basename $(PLUGIN_SRC)))
+-include $(PLUGIN_OBJ:.o=.d)
+$(BUILD)/lib/nstbatch-video.so: $(PLUGIN_OBJ) util/plugin.syms io/video/plugin_calls.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD    $@")
+	$(Q)$(CC) $(CFLAGS) -shared -fopenmp -o $@.part $(PLUGIN_OBJ) $(PLUGIN_LIBS)
+	$(Q)missing=$$(nm -D --undefined-only $@.part | awk '$$2 ~ /^nst_/ {print $$2}' | while read -r f; do \
+	  grep -qE "^ *$$f;" util/plugin.syms || echo " $$f"; done); \
+	  for f in $$(sed -n 's/^ *\(nst_[a-z0-9_]*\);$$/\1/p' util/plugin.syms); do grep -q "(void \*)$$f," io/video/plugin_calls.c || missing="$$missing $$f"; done; \
+	  if [ -n "$$missing" ]; then echo "$@: calls$$missing, not in both util/plugin.syms and io/video/plugin_calls.c: add it to both"; rm -f $@.part; exit 1; fi
+	$(Q)mv -f $@.part $@
+$(BUILD)/obj/util/plugin.o: ALLCFLAGS += -DNST_PLUGIN_TREE='"$(abspath $(BUILD))/lib/nstbatch-video.so"'
 
 # a program copied into place under another name, then renamed: a run of the old one goes on
 # (cp over a running program fails: "Text file busy")
@@ -351,8 +392,8 @@ comma := ,
 KNOB_RE    := ^[[:space:]]*\#([[:space:]]*include[[:space:]]*[<"](libav|libsw|libpostproc|opencv)|.*NST_HAVE_(FFMPEG|OPENCV))
 KNOB_FILES := $(shell grep -lE '$(KNOB_RE)' $(wildcard *.c */*.[ch] */*/*.[ch] */*.cpp */*/*.cu))
 KNOB_H     := $(notdir $(filter %.h,$(KNOB_FILES)))
-MAIN_SRC   := $(LIB_SRC) $(CUDA_OBJ) $(OPENCV_OBJ) main.c
-LEAN_SRC   := $(call lib_src,$(VIDEO_FFMPEG)) $(CUDA_OBJ) main.c
+MAIN_SRC   := $(LIB_SRC) $(CUDA_OBJ) main.c
+LEAN_SRC   := $(call lib_src,$(VIDEO_FFMPEG) io/video/video_entry.c io/video/video_load.c flow/dis_entry.c flow/dis_load.c) $(CUDA_OBJ) main.c
 # the .d files of this build's objects that list a knob header (matched by file name: at worst
 # one compile too many)
 LEAN_VIA_H := $(if $(KNOB_H),$(shell grep -lF $(addprefix -e ,$(KNOB_H)) /dev/null \
@@ -563,13 +604,14 @@ models/$(KERAS_VGG19):
 	mv $@.part $@ && echo "weights: $@ (MD5 ok); set model.weights = $(CURDIR)/$@"
 
 # make install PREFIX=DIR (default /usr/local; DESTDIR for packagers): the programs in bin/, the
-# manual page made from --help, the Slurm templates with launch.sh in share/nstbatch/ (which is an
+# video plugin in lib/nstbatch/ (where bin/nstbatch looks for it, util/plugin.h), the manual page made from --help, the Slurm templates with launch.sh in share/nstbatch/ (which is an
 # NSTBATCH_HOME: it holds a link to bin/nstbatch), and the README, LICENSE and docs/ in share/doc/nstbatch/.
 PREFIX ?= /usr/local
 INSTALL_DIR = $(DESTDIR)$(PREFIX)
 install: all install-viewer
 	install -d $(INSTALL_DIR)/bin $(INSTALL_DIR)/share/man/man1 $(INSTALL_DIR)/share/nstbatch/slurm $(INSTALL_DIR)/share/doc/nstbatch/docs
 	install -m 755 $(BUILD)/nstbatch $(BUILD)/nstbatch-dzi tools/nstbatch-plot tools/nstbatch-mpirun $(INSTALL_DIR)/bin/
+	$(if $(PLUGIN),install -d $(INSTALL_DIR)/lib/nstbatch && install -m 644 $(PLUGIN) $(INSTALL_DIR)/lib/nstbatch/)
 	tools/help2man.sh $(BUILD)/nstbatch > $(INSTALL_DIR)/share/man/man1/nstbatch.1
 	install -m 644 slurm/*.sbatch $(INSTALL_DIR)/share/nstbatch/slurm/
 	install -m 755 slurm/launch.sh $(INSTALL_DIR)/share/nstbatch/slurm/

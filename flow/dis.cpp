@@ -15,8 +15,6 @@ struct nst_dis {
     cv::Ptr<cv::DISOpticalFlow> dis;
 };
 
-extern "C" int nst_dis_available(void) { return 1; }
-
 extern "C" nst_status nst_dis_open(const char *preset, nst_dis **out)
 {
     *out = nullptr;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/test_install.sh: `make install PREFIX=DIR` into a scratch prefix, then the installed files:
-# the programs run from there, the manual page renders (man -l), the Slurm templates find
+# the programs run from there and the installed nstbatch loads its own video plugin, the manual page renders (man -l), the Slurm templates find
 # launch.sh and nstbatch through NSTBATCH_HOME=PREFIX/share/nstbatch, the docs are all there, and
 # the installed nstbatch plans the demo from another directory.
 #
@@ -27,6 +27,17 @@ for f in nstbatch nstbatch-plot nstbatch-mpirun; do [ -x "$P/bin/$f" ] || missin
 [ "$(readlink -f "$P/share/nstbatch/nstbatch")" = "$(readlink -f "$P/bin/nstbatch")" ] \
   && ok "NSTBATCH_HOME=PREFIX/share/nstbatch holds nstbatch (a link to bin/nstbatch), as the templates expect" \
   || bad "NSTBATCH_HOME layout" "share/nstbatch/nstbatch does not lead to bin/nstbatch" "$(ls -l "$P/share/nstbatch")"
+
+# the video plugin beside the programs, and the installed nstbatch loads that one (not the build
+# tree's), here for an output it refuses (FFV1 in .mp4: exit 2)
+if [ -e "$ROOT/$B/lib/nstbatch-video.so" ]; then
+  mkdir -p "$T/clip" && "$ROOT/$B/tools/make_test_clip" "$T/clip" --size 32x32 --frames 2 >/dev/null
+  out=$(cd "$T" && LD_DEBUG=files "$P/bin/nstbatch" --set content.path=clip/frame_%05d.png --set style.path="$ROOT/configs/demo/style.png" \
+          --set output.path=v.mp4 --set video.codec=ffv1 --set video.temporal_weight=0 2>&1); r=$?
+  if [ $r -eq 2 ] && grep -q "file=$P/bin/../lib/nstbatch/nstbatch-video.so .*dynamically loaded by $P/bin/nstbatch" <<<"$out" && grep -q 'error: video.codec = ffv1' <<<"$out"; then
+    ok "PREFIX/lib/nstbatch/nstbatch-video.so: the installed nstbatch loads it for its first video file"
+  else bad "the installed video plugin" "exit $r" "$(grep -E 'nstbatch-video|error' <<<"$out")"; fi
+else skip "the installed video plugin: built without FFmpeg and OpenCV"; fi
 
 v=$("$P/bin/nstbatch" --version 2>&1 | head -n 1)
 [ "$v" = "$("$ROOT/$B/nstbatch" --version 2>&1 | head -n 1)" ] && ok "the installed nstbatch runs: $v" || bad "installed --version" "$v"

@@ -14,7 +14,9 @@
 # - a video with sound (made by the ffmpeg program) to .mp4 with DIS flow: the count, the rate and the audio kept;
 # - bad input: a range outside the clip, more frames than it has, FFV1 in .mp4, a truncated video, a
 #   mask of another aspect, a missing .flo, a missing frame: one line, exit 2, nothing written; a clip
-#   as a job of a batch: the job fails naming its line.
+#   as a job of a batch: the job fails naming its line;
+# - the video plugin: nstbatch links neither FFmpeg nor OpenCV; a plugin that does not load (not a
+#   shared object, missing) on 2 ranks: one line naming it, exit 1, nothing written.
 #
 #   tests/test_video.sh NSTBATCH BUILD_DIR
 NST=$(readlink -f "$1") B=$(readlink -f "${2:-build}")
@@ -156,4 +158,18 @@ run "$NST" --set style.path="$ROOT/configs/demo/style.png" --set model.random_wi
 [ $rc -eq 2 ] && grep -q 'is a clip: a clip renders on its own' "$T/last.log" && ok "a clip as a batch job: the job fails naming the line, exit 2" ||
   bad "a clip in a batch" "exit $rc" "$(cat "$T/last.log")"
 [ ! -e "$T/bad4.mp4" ] && ok "nothing written under the output's name after a failure" || bad "a failed render" "left bad4.mp4"
+
+# the video plugin (util/plugin.h): nstbatch itself loads neither FFmpeg nor OpenCV; a plugin that
+# cannot be loaded, on 2 ranks: one line naming it and saying what to do, exit 1, nothing written
+libs=$(ldd "$NST" | grep -cE 'lib(avcodec|avformat|swscale|opencv_)')
+[ "$libs" -eq 0 ] && ok "nstbatch links neither FFmpeg nor OpenCV ($(ldd "$NST" | wc -l) libraries; they come with the plugin)" ||
+  bad "nstbatch's libraries" "$libs of FFmpeg's and OpenCV's linked" "$(ldd "$NST" | grep -E 'libav|opencv')"
+echo "not a shared object" >"$T/bad.so"
+mv "$T/clip/gone.png" "$T/clip/frame_00003.png"
+for plugin in "$T/bad.so" "$T/none.so"; do
+  run env NSTBATCH_VIDEO_PLUGIN="$plugin" mpirun --oversubscribe --bind-to none -np 2 "$NST" v.ini --set output.path=bad9.mp4 --set video.flow=dis; rc=$?
+  if [ $rc -eq 1 ] && [ "$(grep -c 'error:' "$T/last.log")" -eq 1 ] && grep -q "video.flow = dis .*video plugin $plugin cannot be loaded .*: rebuild it" "$T/last.log" && [ ! -e "$T/bad9.mp4" ]; then
+    ok "a plugin that does not load ($(basename "$plugin")), 2 ranks: exit 1, $(grep 'error:' "$T/last.log" | cut -c1-150)..."
+  else bad "a plugin that does not load ($plugin)" "exit $rc, expected 1 and one line naming it" "$(cat "$T/last.log")"; fi
+done
 finish

@@ -87,10 +87,13 @@ static nst_status check_flow(const nst_config *cfg, nst_clip_setup *su)
         su->flows = 1;
     } else {
         su->flows = nst_dis_available();
-        if (!su->flows && su->temporal)
-            return nst_fail(NST_EINPUT, "%s = dis: this nstbatch was built without OpenCV's video module: install libopencv-video-dev "
-                            "(scripts/install-deps.sh) and rebuild, give .flo files (video.flow = files), or set video.temporal_weight = 0",
-                            where(cfg, NST_K_video_flow, w, sizeof w));
+        if (!su->flows && su->temporal) { /* why not: no OpenCV in this build, or the video plugin did not load */
+            nst_dis *d = NULL;
+            nst_status s = nst_dis_open("medium", &d);
+            nst_dis_close(d);
+            if (s == NST_OK) s = nst_fail(NST_ERUNTIME, "DIS optical flow opened once it was said to be missing");
+            return nst_fail_context(s, "%s = dis (or set video.temporal_weight = 0)", where(cfg, NST_K_video_flow, w, sizeof w));
+        }
     }
     if (!su->flows) su->nj = 0;
     return NST_OK;

@@ -51,8 +51,8 @@ typedef struct {
 int nst_clip_is_pattern(const char *path);
 /* 1 where path names a video file by its extension (.mp4 .mov .mkv .avi .webm .m4v .mpg .mpeg .ts .mxf .y4m). */
 int nst_clip_is_video_name(const char *path);
-/* 1 where nstbatch was built with FFmpeg's libraries: defined by the video-file part this build
- * has (video_read.c with FFmpeg, video_none.c without). */
+/* 1 where video files can be read and written: nstbatch was built with FFmpeg's libraries and
+ * its video plugin loads (video_load.c; video_none.c without FFmpeg). */
 int nst_video_available(void);
 
 /* ---- for the parts ------------------------------------------------------------------------------ */

@@ -1,12 +1,14 @@
 /* io/video/video_parts.h: the two halves video.c dispatches to, behind video.h. Image sequences
  * (video_seq.c) need nothing but the image reader and writer; video files go through FFmpeg
  * (video_read.c, video_write.c) or, in a build without it, video_none.c, which refuses them with
- * a message saying how to get it. What the halves share with video.c is in clip.h. Not for use
- * outside io/video/.
+ * a message saying how to get it. In a build with FFmpeg the two files live in the video plugin
+ * (util/plugin.h): video_entry.c publishes their table there and video_load.c calls through it.
+ * What the halves share with video.c is in clip.h. Not for use outside io/video/.
  */
 #ifndef NST_VIDEO_PARTS_H
 #define NST_VIDEO_PARTS_H
 
+#include "../../util/plugin.h"
 #include "clip.h"
 
 /* ---- image sequences (video_seq.c) ------------------------------------------------------------- */
@@ -38,5 +40,19 @@ nst_status nst_vfile_writer_open(const nst_clip_out_spec *s, nst_vfile_writer **
 nst_status nst_vfile_writer_put(nst_vfile_writer *w, const nst_image *frame);
 nst_status nst_vfile_writer_finish(nst_vfile_writer *w);
 void nst_vfile_writer_abort(nst_vfile_writer *w);
+
+/* ---- the same, as the video plugin's table (video_entry.c, video_load.c) ------------------------- */
+#define NST_VFILE_SYMBOL "nst_plugin_vfile"
+typedef struct {
+    nst_plugin_head head;
+    nst_status (*open)(const char *, const unsigned char *, size_t, const nst_clip_limits *, nst_vfile_reader **, nst_clip_info *);
+    nst_status (*read)(nst_vfile_reader *, long long, nst_image *);
+    void (*close)(nst_vfile_reader *);
+    nst_status (*check_target)(const nst_clip_out_spec *);
+    nst_status (*writer_open)(const nst_clip_out_spec *, nst_vfile_writer **);
+    nst_status (*writer_put)(nst_vfile_writer *, const nst_image *);
+    nst_status (*writer_finish)(nst_vfile_writer *);
+    void (*writer_abort)(nst_vfile_writer *);
+} nst_vfile_table;
 
 #endif

@@ -49,8 +49,6 @@ struct nst_vfile_reader {
     int rgb_stride;
 };
 
-int nst_video_available(void) { return 1; }
-
 /* ---- shared with the writer (video_av.h) --------------------------------------------------------- */
 
 void nst_av_quiet(void) { av_log_set_level(AV_LOG_QUIET); }
