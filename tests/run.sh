@@ -26,6 +26,11 @@ export NST_IDLE=${NST_IDLE:-$(readlink -f "$B/tests/idle_timeout")}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # PMIx without munge for the suites' own ranks (why: tests/idle.sh), test_device's too
 export PMIX_MCA_psec=${PMIX_MCA_psec:-native}
+# MPI's point-to-point layer chosen, not probed: Debian's Open MPI otherwise opens its cm layer's
+# transports at every MPI_Init, and libpsm2 (Omni-Path) then sleeps about 0.2 s looking for its
+# hardware (measured: a 1-rank render 0.32 s to 0.10 s, 2 ranks under mpirun 0.44 s to 0.21 s).
+# ob1 is the layer the suites use anyway: shared memory on one machine, TCP between the test hosts.
+export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1}
 # OpenMP's waiting threads sleep instead of spinning: the lanes share the cores (why: tests/idle.sh)
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 # a rank waiting inside MPI yields its core instead of spinning: the suites run more ranks than
