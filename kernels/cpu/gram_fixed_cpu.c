@@ -150,7 +150,8 @@ static inline double fma_down(double x, double y, double q)
 }
 
 /* one entry's chains, for any tile (the matrix's edge) and the portable path */
-static void chains_scalar(const double *a, const double *d, int n, size_t PS, int c, int i0, int j0, int64_t *k)
+static inline __attribute__((always_inline)) void chains_each(const double *a, const double *d, int n, size_t PS, int c, int i0, int j0,
+                                                              int64_t *k)
 {
     for (int i = i0; i < i0 + GB_TI && i < c; i++)
         for (int j = j0 > i ? j0 : i; j < j0 + GB_TJ && j < c; j++)
@@ -161,6 +162,20 @@ static void chains_scalar(const double *a, const double *d, int n, size_t PS, in
                 memcpy(&bits, &q, sizeof bits);
                 k[(i - i0) * GB_TJ + (j - j0)] += bits - THREE_BITS;
             }
+}
+
+static void chains_scalar(const double *a, const double *d, int n, size_t PS, int c, int i0, int j0, int64_t *k)
+{
+    chains_each(a, d, n, PS, c, i0, j0, k);
+}
+
+/* The same where the level has the FMA instruction (AVX2 and up): fma() inline instead of libm's
+ * call per product (the edge tiles of narrow layers, the suites' random networks of width 1/8,
+ * spent most of their Gram time in those calls). fma is exactly rounded either way: the same bits. */
+__attribute__((target("fma"))) static void chains_scalar_fma(const double *a, const double *d, int n, size_t PS, int c, int i0, int j0,
+                                                            int64_t *k)
+{
+    chains_each(a, d, n, PS, c, i0, j0, k);
 }
 
 /* lo += the tile's block sums k (entries past the matrix's edge left out; those below the diagonal,
@@ -206,6 +221,8 @@ static void tile_fixed(const double *a, const double *d, int n, size_t PS, int c
         chains_avx512(a, d, n, PS, i0, j0, k);
     else if (full && isa == CPU_ISA_AVX2)
         chains_avx2(a, d, n, PS, i0, j0, k);
+    else if (isa >= CPU_ISA_AVX2)
+        chains_scalar_fma(a, d, n, PS, c, i0, j0, k);
     else
         chains_scalar(a, d, n, PS, c, i0, j0, k);
     if (full && isa == CPU_ISA_AVX2) _mm_setcsr(csr);
