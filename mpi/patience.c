@@ -3,37 +3,92 @@
 #include "patience.h"
 
 #include <mpi.h>
+#include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../util/timer.h"
 #include "comm_mpi.h"
 
-/* The nap the schedule gives after waiting since t0. */
-static void nap_since(double t0)
+/* this thread's spin (patience.h): each thread that waits judges its own core */
+static _Thread_local double spin = NST_PATIENCE_SPIN;
+
+static double thread_cpu(void)
 {
-    const double s = nst_patience_nap(nst_now() - t0);
-    if (s <= 0) return;
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* one wait's clocks: its start on the wall and on the thread's CPU, and whether its spin was judged */
+typedef struct {
+    double t0, c0;
+    int judged;
+} wait_clock;
+
+static wait_clock wait_begin(void) { return (wait_clock){nst_now(), thread_cpu(), 0}; }
+
+/* Threads ready to run on the machine now (/proc/loadavg's fourth field, "running/total"), read at
+ * most every 5 ms; 0 where it cannot be read (then only the core's share counts). */
+static int runnable(double now)
+{
+    static _Thread_local double at = -1;
+    static _Thread_local int n;
+    if (at >= 0 && now - at < 0.005) return n;
+    at = now, n = 0;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f) return 0;
+    if (fscanf(f, "%*f %*f %*f %d/", &n) != 1) n = 0;
+    fclose(f);
+    return n;
+}
+
+/* the spin judged once a wait, where it ended: at the wait's end or at the first nap */
+static void judge(wait_clock *w, double waited)
+{
+    if (w->judged) return;
+    w->judged = 1;
+    if (!(waited >= NST_PATIENCE_SPIN_MIN)) return; /* too short to tell: no clock read */
+    static int cores;
+    if (!cores) cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    const int shared = nst_patience_shared(waited, thread_cpu() - w->c0, runnable(w->t0 + waited), cores);
+    spin = nst_patience_spin(spin, waited, shared);
+}
+
+/* after a test that found the wait unfinished: past the spin, judge it and nap */
+static void wait_more(wait_clock *w)
+{
+    const double waited = nst_now() - w->t0;
+    if (waited < spin) return;
+    judge(w, waited);
+    const double s = nst_patience_nap(waited, spin);
     struct timespec t = {0, (long)(s * 1e9)};
     nanosleep(&t, NULL); /* a signal ends it early: the next test comes sooner, no harm */
 }
 
+static int wait_end(wait_clock *w, int rc)
+{
+    judge(w, nst_now() - w->t0);
+    return rc;
+}
+
 int nst_mpi_waitsome(int n, MPI_Request *req, int *count, int *idx)
 {
-    const double t0 = nst_now();
+    wait_clock w = wait_begin();
     for (;;) {
         int rc = MPI_Testsome(n, req, count, idx, MPI_STATUSES_IGNORE);
-        if (rc != MPI_SUCCESS || *count != 0) return rc; /* some done, or none active (MPI_UNDEFINED) */
-        nap_since(t0);
+        if (rc != MPI_SUCCESS || *count != 0) return wait_end(&w, rc); /* some done, or none active (MPI_UNDEFINED) */
+        wait_more(&w);
     }
 }
 
 int nst_mpi_waitall(int n, MPI_Request *req)
 {
-    const double t0 = nst_now();
+    wait_clock w = wait_begin();
     for (;;) {
         int done = 0, rc = MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE);
-        if (rc != MPI_SUCCESS || done) return rc;
-        nap_since(t0);
+        if (rc != MPI_SUCCESS || done) return wait_end(&w, rc);
+        wait_more(&w);
     }
 }
 

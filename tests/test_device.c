@@ -325,18 +325,41 @@ static void t_launch_fence(void)
     CHECK(r == 1, "the PMIx fence with data collection made on every rank (%d%s%s)", r, why[0] ? ": " : "", why);
 }
 
-/* The waits' schedule (mpi/patience.h): tests without a nap for the first 2 ms, so ranks in step
- * meet as soon as in MPI_Wait; then naps of 1/64 of the time waited, 50 us to 2 ms, so a wait ends
- * at most that much after its request completed. */
+/* The waits' schedule (mpi/patience.h): tests without a nap for the thread's spin (2 ms at most),
+ * so ranks in step meet as soon as in MPI_Wait; then naps of 1/64 of the time waited, 50 us to
+ * 2 ms, so a wait ends at most that much after its request completed. */
 static void t_patience_schedule(void)
 {
-    CHECK(nst_patience_nap(0) == 0 && nst_patience_nap(0.0019) == 0, "no nap in the first 2 ms");
-    CHECK(nst_patience_nap(0.002) == 50e-6, "the shortest nap, 50 us: %g", nst_patience_nap(0.002));
-    CHECK(nst_patience_nap(0.064) == 0.001, "1/64 of the time waited: %g", nst_patience_nap(0.064));
-    CHECK(nst_patience_nap(30) == 0.002 && nst_patience_nap(1e9) == 0.002, "the longest nap, 2 ms");
+    const double S = NST_PATIENCE_SPIN;
+    CHECK(nst_patience_nap(0, S) == 0 && nst_patience_nap(0.0019, S) == 0, "no nap in the first 2 ms of the longest spin");
+    CHECK(nst_patience_nap(30e-6, 20e-6) == 50e-6, "past a short spin, a nap at once: %g", nst_patience_nap(30e-6, 20e-6));
+    CHECK(nst_patience_nap(0.002, S) == 50e-6, "the shortest nap, 50 us: %g", nst_patience_nap(0.002, S));
+    CHECK(nst_patience_nap(0.064, S) == 0.001, "1/64 of the time waited: %g", nst_patience_nap(0.064, S));
+    CHECK(nst_patience_nap(30, S) == 0.002 && nst_patience_nap(1e9, S) == 0.002, "the longest nap, 2 ms");
     int late = 0;
-    for (double w = 0.002; w < 100; w *= 1.01) late += nst_patience_nap(w) > 50e-6 + w / 64 || nst_patience_nap(w) > 0.002;
+    for (double w = 0.002; w < 100; w *= 1.01) late += nst_patience_nap(w, S) > 50e-6 + w / 64 || nst_patience_nap(w, S) > 0.002;
     CHECK(late == 0, "%d waits could end later than 1/64 of their length (or 50 us) after their request", late);
+}
+
+/* The spin follows the machine (mpi/patience.h): a spin on a shared core (under half of it, or
+ * more threads ready to run than cores) makes the next a quarter as long, down to 1 us, and one
+ * on a core of its own doubles it back to 2 ms; a spin too short to tell changes nothing. From the
+ * longest spin, 6 spins on a shared core reach the shortest (so a busy node's ranks soon nap at
+ * once), and 11 on a core of their own bring it back. */
+static void t_patience_spin_follows_the_machine(void)
+{
+    const double S = NST_PATIENCE_SPIN, M = NST_PATIENCE_SPIN_MIN;
+    CHECK(nst_patience_shared(1e-3, 0.3e-3, 1, 2) && !nst_patience_shared(1e-3, 0.6e-3, 2, 2), "under half of the core: shared; over: not");
+    CHECK(nst_patience_shared(1e-3, 1e-3, 3, 2) && !nst_patience_shared(1e-3, 1e-3, 3, 0), "3 threads ready on 2 cores: shared; cores unknown: by the share");
+    CHECK(nst_patience_spin(S, S, 1) == S / 4, "shared: a quarter (%g)", nst_patience_spin(S, S, 1));
+    CHECK(nst_patience_spin(S / 4, S / 4, 0) == S / 2, "a core of its own: twice (%g)", nst_patience_spin(S / 4, S / 4, 0));
+    CHECK(nst_patience_spin(S, S, 0) == S && nst_patience_spin(M, M, 1) == M, "within 1 us and 2 ms");
+    CHECK(nst_patience_spin(S, 0.5e-6, 1) == S, "a wait of 0.5 us tells nothing: %g", nst_patience_spin(S, 0.5e-6, 1));
+    double s = S;
+    int shared = 0, own = 0;
+    while (s > M && shared < 100) s = nst_patience_spin(s, s, 1), shared++;
+    while (s < S && own < 100) s = nst_patience_spin(s, s, 0), own++;
+    CHECK(shared == 6 && own == 11, "2 ms to 1 us in %d shared spins (expected 6), back in %d (expected 11)", shared, own);
 }
 
 /* Process CPU seconds (every thread: MPI's and the watchdog's too). */
@@ -387,6 +410,7 @@ int main(int argc, char **argv)
     RUN(t_first_contact_peers);
     RUN(t_launch_fence);
     RUN(t_patience_schedule);
+    RUN(t_patience_spin_follows_the_machine);
     RUN(t_waits_nap);
     nst_comm_finalize();
     return test_report("test_device");
