@@ -604,7 +604,8 @@ models/$(KERAS_VGG19):
 	mv $@.part $@ && echo "weights: $@ (MD5 ok); set model.weights = $(CURDIR)/$@"
 
 # make install PREFIX=DIR (default /usr/local; DESTDIR for packagers): the programs in bin/, the
-# video plugin in lib/nstbatch/ (where bin/nstbatch looks for it, util/plugin.h), the manual page made from --help, the Slurm templates with launch.sh in share/nstbatch/ (which is an
+# video plugin in lib/nstbatch/ (where bin/nstbatch looks for it, util/plugin.h), the manual page
+# made from --help, the Slurm templates with launch.sh in share/nstbatch/ (which is an
 # NSTBATCH_HOME: it holds a link to bin/nstbatch), and the README, LICENSE and docs/ in share/doc/nstbatch/.
 PREFIX ?= /usr/local
 INSTALL_DIR = $(DESTDIR)$(PREFIX)
