@@ -238,7 +238,19 @@ $(BUILD)/lib/nstbatch-video.so: $(PLUGIN_OBJ) util/plugin.syms io/video/plugin_c
 	  for f in $$(sed -n 's/^ *\(nst_[a-z0-9_]*\);$$/\1/p' util/plugin.syms); do grep -q "(void \*)$$f," io/video/plugin_calls.c || missing="$$missing $$f"; done; \
 	  if [ -n "$$missing" ]; then echo "$@: calls$$missing, not in both util/plugin.syms and io/video/plugin_calls.c: add it to both"; rm -f $@.part; exit 1; fi
 	$(Q)mv -f $@.part $@
-$(BUILD)/obj/util/plugin.o: ALLCFLAGS += -DNST_PLUGIN_TREE='"$(abspath $(BUILD))/lib/nstbatch-video.so"'
+# What the program and the plugin bake in: the build tree's plugin (util/plugin.c looks there last)
+# and a checksum of the seam's headers (util/plugin.h: a plugin of other headers is refused). A
+# stamp per pair: the three files that use them compile again when the tree moves or a header changes.
+PLUGIN_SEAM  := util/plugin.h util/plugin.syms util/status.h util/mem.h io/video/clip.h io/video/video_parts.h io/video/flo.h \
+                io/image/pixels.h io/atomic_file.h flow/dis.h
+PLUGIN_ID    := $(shell cat $(PLUGIN_SEAM) 2>/dev/null | cksum | cut -d' ' -f1)
+PLUGIN_TREE  := $(abspath $(BUILD))/lib/nstbatch-video.so
+PLUGIN_STAMP := $(BUILD)/plugin-$(shell echo '$(PLUGIN_ID) $(PLUGIN_TREE)' | cksum | cut -d' ' -f1)
+$(PLUGIN_STAMP):
+	@mkdir -p $(BUILD) && rm -f $(BUILD)/plugin-* && touch $@
+$(BUILD)/obj/util/plugin.o $(BUILD)/pic/io/video/video_entry.o $(BUILD)/pic/flow/dis_entry.o: $(PLUGIN_STAMP)
+$(BUILD)/obj/util/plugin.o: ALLCFLAGS += -DNST_PLUGIN_TREE='"$(PLUGIN_TREE)"' -DNST_PLUGIN_ID=$(PLUGIN_ID)u
+$(BUILD)/pic/io/video/video_entry.o $(BUILD)/pic/flow/dis_entry.o: ALLCFLAGS += -DNST_PLUGIN_ID=$(PLUGIN_ID)u
 
 # a program copied into place under another name, then renamed: a run of the old one goes on
 # (cp over a running program fails: "Text file busy")

@@ -7,7 +7,7 @@ NST_PLUGIN_EXPORT const nst_dis_table *nst_plugin_dis(void);
 const nst_dis_table *nst_plugin_dis(void)
 {
     static const nst_dis_table t = {
-        .head = {NST_PLUGIN_ABI, sizeof t},
+        .head = {NST_PLUGIN_ABI, NST_PLUGIN_ID, sizeof t},
         .open = nst_dis_open,
         .flow = nst_dis_flow,
         .close = nst_dis_close,

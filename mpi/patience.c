@@ -51,17 +51,21 @@ static void judge(wait_clock *w, double waited)
     if (!(waited >= NST_PATIENCE_SPIN_MIN)) return; /* too short to tell: no clock read */
     static int cores;
     if (!cores) cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    const int shared = nst_patience_shared(waited, thread_cpu() - w->c0, runnable(w->t0 + waited), cores);
+    const double cpu = thread_cpu() - w->c0; /* (before reading /proc: not the spin's CPU) */
+    const int shared = nst_patience_shared(waited, cpu, runnable(w->t0 + waited), cores);
     spin = nst_patience_spin(spin, waited, shared);
 }
 
-/* after a test that found the wait unfinished: past the spin, judge it and nap */
+/* after a test that found the wait unfinished: within the spin, test again; past it, judge the
+ * spin once and nap until the wait ends (the judgement is for the next wait's spin) */
 static void wait_more(wait_clock *w)
 {
     const double waited = nst_now() - w->t0;
-    if (waited < spin) return;
-    judge(w, waited);
-    const double s = nst_patience_nap(waited, spin);
+    if (!w->judged) {
+        if (waited < spin) return;
+        judge(w, waited);
+    }
+    const double s = nst_patience_nap(waited, 0);
     struct timespec t = {0, (long)(s * 1e9)};
     nanosleep(&t, NULL); /* a signal ends it early: the next test comes sooner, no harm */
 }

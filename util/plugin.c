@@ -35,10 +35,13 @@ static void installed_path(char *out, size_t cap)
 
 static void load(void)
 {
-    char inst[PATH_MAX + 64];
+    char inst[PATH_MAX + 64], given[PATH_MAX + 3];
     const char *env = getenv(NST_PLUGIN_ENV), *path = NULL;
     installed_path(inst, sizeof inst);
-    if (env && *env) path = env;
+    if (env && *env) { /* (a bare name is a file here, not one for dlopen's library path) */
+        snprintf(given, sizeof given, "%s%s", strchr(env, '/') ? "" : "./", env);
+        path = given;
+    }
     else if (inst[0] && access(inst, F_OK) == 0) path = inst;
     else if (NST_PLUGIN_TREE[0] && access(NST_PLUGIN_TREE, F_OK) == 0) path = NST_PLUGIN_TREE;
     if (!path) {
@@ -50,8 +53,12 @@ static void load(void)
     handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
         const char *e = dlerror();
-        snprintf(why, sizeof why, "nstbatch's video plugin %s cannot be loaded (%s): rebuild it with this nstbatch (make)%s", path, e ? e : "no reason given",
-                 env && *env ? "" : ", or set " NST_PLUGIN_ENV " to the one built with it");
+        if (e && strncmp(e, path, strlen(path)) != 0) /* a library the plugin needs, not the plugin itself */
+            snprintf(why, sizeof why, "nstbatch's video plugin %s needs a library this machine lacks (%s): install FFmpeg's and OpenCV's "
+                     "runtime libraries here (scripts/install-deps.sh)", path, e);
+        else
+            snprintf(why, sizeof why, "nstbatch's video plugin %s cannot be loaded (%s): rebuild it with this nstbatch (make)%s", path,
+                     e ? e : "no reason given", env && *env ? "" : ", or set " NST_PLUGIN_ENV " to the one built with it");
         return;
     }
     snprintf(loaded, sizeof loaded, "%s", path);
@@ -72,9 +79,9 @@ static const void *find(const char *symbol, size_t size, char *buf, size_t cap)
         return NULL;
     }
     const nst_plugin_head *h = get();
-    if (!h || h->abi != NST_PLUGIN_ABI || h->size != size) {
-        snprintf(buf, cap, "%s comes from another build of nstbatch (ABI %u, %zu bytes; this one %u, %zu): rebuild both (make)", loaded,
-                 h ? h->abi : 0u, h ? h->size : (size_t)0, NST_PLUGIN_ABI, size);
+    if (!h || h->abi != NST_PLUGIN_ABI || h->id != NST_PLUGIN_ID || h->size != size) {
+        snprintf(buf, cap, "%s comes from another build of nstbatch (ABI %u, headers %u, %zu bytes; this one %u, %u, %zu): rebuild both (make)",
+                 loaded, h ? h->abi : 0u, h ? h->id : 0u, h ? h->size : (size_t)0, NST_PLUGIN_ABI, NST_PLUGIN_ID, size);
         return NULL;
     }
     return h;

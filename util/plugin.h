@@ -11,7 +11,8 @@
  *
  * Where it is looked for, first found: $NSTBATCH_VIDEO_PLUGIN (a path); ../lib/nstbatch/ beside
  * a program in a bin/ folder (make install's layout, wherever the prefix was moved to); the build
- * tree that made the program. A table from another build (its ABI or size) is refused. */
+ * tree that made the program. A table from another build (its ABI, its headers' checksum or its
+ * size) is refused. */
 #ifndef NST_PLUGIN_H
 #define NST_PLUGIN_H
 
@@ -22,7 +23,13 @@
 #define NST_PLUGIN_NAME "nstbatch-video.so"
 #define NST_PLUGIN_ENV "NSTBATCH_VIDEO_PLUGIN"
 /* bumped with any change to a table's layout or to what its functions expect */
-#define NST_PLUGIN_ABI 1u
+#define NST_PLUGIN_ABI 2u
+/* and, checked beside it, a checksum of the seam's headers (the tables' types, the structures they
+ * pass, the functions called back): the Makefile passes it to the three files that use it, so a
+ * plugin built from other headers is refused even where nobody bumped the number */
+#ifndef NST_PLUGIN_ID
+#define NST_PLUGIN_ID 0u
+#endif
 #define NST_PLUGIN_EXPORT __attribute__((visibility("default")))
 
 /* What the plugin calls back in the program, as a list that each loader references so that the
@@ -32,6 +39,7 @@ extern void *const nst_plugin_calls[];
 /* What every table starts with. */
 typedef struct {
     unsigned abi;  /* NST_PLUGIN_ABI */
+    unsigned id;   /* NST_PLUGIN_ID */
     size_t size;   /* sizeof the whole table */
 } nst_plugin_head;
 

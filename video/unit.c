@@ -23,7 +23,8 @@ typedef struct {
     nst_image prev_content;
 } ring;
 
-static nst_image *ring_at(ring *g, long long r) { return g->have[r % g->size] == r ? &g->result[r % g->size] : NULL; }
+/* (r < 0: a frame before the clip, never held) */
+static nst_image *ring_at(ring *g, long long r) { return r >= 0 && g->have[r % g->size] == r ? &g->result[r % g->size] : NULL; }
 
 static void ring_free(ring *g)
 {

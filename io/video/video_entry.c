@@ -8,7 +8,7 @@ NST_PLUGIN_EXPORT const nst_vfile_table *nst_plugin_vfile(void);
 const nst_vfile_table *nst_plugin_vfile(void)
 {
     static const nst_vfile_table t = {
-        .head = {NST_PLUGIN_ABI, sizeof t},
+        .head = {NST_PLUGIN_ABI, NST_PLUGIN_ID, sizeof t},
         .open = nst_vfile_open,
         .read = nst_vfile_read,
         .close = nst_vfile_close,
