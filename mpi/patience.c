@@ -49,7 +49,7 @@ static void judge(wait_clock *w, double waited)
     if (w->judged) return;
     w->judged = 1;
     if (!(waited >= NST_PATIENCE_SPIN_MIN)) return; /* too short to tell: no clock read */
-    static int cores;
+    static _Thread_local int cores; /* (read once a thread, as runnable()'s cache) */
     if (!cores) cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
     const double cpu = thread_cpu() - w->c0; /* (before reading /proc: not the spin's CPU) */
     const int shared = nst_patience_shared(waited, cpu, runnable(w->t0 + waited), cores);

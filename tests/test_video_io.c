@@ -131,8 +131,10 @@ static void refused_open(const char *what, const char *path, const char *frag1, 
 #ifdef NST_HAVE_FFMPEG
 #define NEED_FFMPEG()                                                                             \
     do {                                                                                          \
-        CHECK(nst_video_available(), "built with FFmpeg, and its video plugin does not load (util/plugin.h)"); \
-        if (!nst_video_available()) return;                                                       \
+        if (!nst_video_available()) {                                                             \
+            CHECK(0, "built with FFmpeg, and its video plugin does not load (util/plugin.h)");    \
+            return;                                                                               \
+        }                                                                                         \
     } while (0)
 #else
 #define NEED_FFMPEG() SKIP("this nstbatch was built without FFmpeg's libraries")

@@ -1,6 +1,8 @@
 /* util/plugin.c: finding and loading nstbatch-video.so once (plugin.h). */
 #include "plugin.h"
 
+#include "exe.h"
+
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
@@ -21,16 +23,11 @@ static char loaded[PATH_MAX + 64]; /* the path loaded */
 /* ../lib/nstbatch/NAME beside the running program when it is in a bin/ folder; "" otherwise */
 static void installed_path(char *out, size_t cap)
 {
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char dir[PATH_MAX];
     out[0] = '\0';
-    if (n <= 0) return;
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash) return;
-    *slash = '\0';
-    const char *dir = strrchr(exe, '/');
-    if (dir && !strcmp(dir, "/bin")) snprintf(out, cap, "%s/../lib/nstbatch/%s", exe, NST_PLUGIN_NAME);
+    if (nst_exe_dir(dir, sizeof dir) != 0) return;
+    const char *base = strrchr(dir, '/');
+    if (base && !strcmp(base, "/bin")) snprintf(out, cap, "%s/../lib/nstbatch/%s", dir, NST_PLUGIN_NAME);
 }
 
 static void load(void)

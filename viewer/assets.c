@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../util/exe.h"
+
 #ifndef NST_VIEWER_DIR
 #define NST_VIEWER_DIR "" /* the Makefile passes the source tree's viewer/ */
 #endif
@@ -55,14 +57,8 @@ static nst_status found(const char *dir, char *out, size_t cap)
 static void installed_dir(char *out, size_t cap)
 {
     char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     out[0] = '\0';
-    if (n <= 0) return;
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash) return;
-    *slash = '\0';
-    snprintf(out, cap, "%s/../share/nstbatch/viewer", exe);
+    if (nst_exe_dir(exe, sizeof exe) == 0) snprintf(out, cap, "%s/../share/nstbatch/viewer", exe);
 }
 
 nst_status nst_viewer_assets(char *dir, size_t cap)

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../util/exe.h"
 #include "../util/status.h"
 #include "../util/version.h"
 #include "dzi_info.h"
@@ -61,14 +62,8 @@ static int ends_with(const char *s, const char *suffix)
 /* A converter beside this program (a build or an install keeps them together), else on PATH. */
 static int find_program(const char *name, char *out, size_t cap)
 {
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash && (size_t)snprintf(out, cap, "%.*s/%s", (int)(slash - exe), exe, name) < cap && access(out, X_OK) == 0)
-            return 0;
-    }
+    char dir[PATH_MAX];
+    if (nst_exe_dir(dir, sizeof dir) == 0 && (size_t)snprintf(out, cap, "%s/%s", dir, name) < cap && access(out, X_OK) == 0) return 0;
     const char *path = getenv("PATH");
     for (const char *p = path ? path : ""; *p;) {
         size_t len = strcspn(p, ":");
