@@ -212,6 +212,16 @@ typedef struct {
      * synchronized since (synchronize, or an op that waits). So a batch of rects costs one wait. */
     nst_status (*download_rect_queued)(nst_backend *, const nst_tensor *src, nst_rect r, float *host);
     nst_status (*upload_rect_queued)(nst_backend *, const float *host, nst_tensor *dst, nst_rect r);
+
+    /* The Gram sums beside the next layers: a GPU's second stream (NSTBATCH_CUDA_OVERLAP=1; NULL
+     * where a backend has none: the CPU, whose ops run as they are called). side(be, 1): the ops
+     * called until side(be, 0), gram_accumulate alone, go on the side stream, after all the work
+     * queued so far. The ops after side(be, 0) are not ordered after them until join: the caller
+     * joins before an op reads what the side writes (the sums) or writes what it reads (the
+     * features, the masks). The backend joins by itself before a wait, a free, a scratch buffer's
+     * growth and graph_end, so the host never sees side work unfinished. */
+    nst_status (*side)(nst_backend *, int on);
+    nst_status (*join)(nst_backend *);
 } nst_backend_ops;
 
 #define NST_CLOCKS 16

@@ -1,6 +1,7 @@
 /* kernels/graph_standin.c: CUDA graphs' semantics on the CPU, for the tests (see graph_standin.h). */
 #include "graph_standin.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "../util/mem.h"
@@ -42,14 +43,16 @@ struct nst_graph_standin {
     int nseg, at;                        /* segments held; the one being recorded */
     struct pending *pend;                /* queued transfers not yet waited for (below) */
     size_t npend, cap_pend;
+    int side_open;                       /* between side(1) and side(0) (NSTBATCH_CUDA_OVERLAP=1) */
+    rec_list side;                       /* the side stream's ops, not yet joined (below) */
+    nst_status side_status;              /* a failure of side work run at a free, reported at the next join */
 };
 
 static struct nst_graph_standin *G(nst_backend *be) { return be->graph_standin; }
 #define REAL(be) (G(be)->real)
 
-static rec *add(struct nst_graph_standin *g, rec_op op)
+static rec *add_to(rec_list *l, rec_op op)
 {
-    rec_list *l = &g->rec;
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 256;
         rec *v = nst_alloc_array(cap, sizeof *v, "a recorded iteration");
@@ -63,6 +66,7 @@ static rec *add(struct nst_graph_standin *g, rec_op op)
     r->op = op;
     return r;
 }
+static rec *add(struct nst_graph_standin *g, rec_op op) { return add_to(&g->rec, op); }
 
 static void put(rec *r, int k, const nst_tensor *t)
 {
@@ -70,9 +74,22 @@ static void put(rec *r, int k, const nst_tensor *t)
 }
 #define TP(r, k) ((r)->has[k] ? &(r)->t[k] : NULL)
 
+static const char *const rec_name[] = {"zero", "copy", "copy_rect", "conv_forward", "conv_backward_data", "relu_backward",
+                                        "pool_forward", "pool_backward", "preprocess", "preprocess_backward", "gram_accumulate",
+                                        "gram_diff", "gram_backward", "mse", "tv", "adam", "adam_tick", "sumsq", "axpby", "box_hold",
+                                        "box_step", "stamp"};
+_Static_assert(sizeof rec_name / sizeof *rec_name == R_STAMP + 1, "a name for every recorded op");
+
+/* only the Gram sums go on the side stream (kernels/backend.h: side) */
+static nst_status off_side(const char *name)
+{
+    return nst_fail(NST_ERUNTIME, "graph stand-in: %s called on the side stream, where only gram_accumulate goes", name);
+}
+
 /* the op as a stream under capture takes it: recorded (R declared), or run now */
 #define RECORD(be, OP, CALL)                                                                                 \
     struct nst_graph_standin *g_ = G(be);                                                                 \
+    if (g_->side_open) return off_side(rec_name[OP]);                                                               \
     if (!g_->recording) return CALL;                                                                      \
     rec *R = add(g_, OP);                                                                                 \
     if (!R) return NST_ENOMEM
@@ -127,10 +144,15 @@ static nst_status refuse(nst_backend *be, const char *name, const char *what)
     return nst_fail(NST_ERUNTIME, "%s %s while an iteration is recorded (graph stand-in)", name, what);
 }
 
-/* an op that makes the host wait: it fails a recording, and settles the queued transfers */
+static nst_status side_join(nst_backend *be);
+
+/* an op that makes the host wait: it fails a recording, joins the side stream as the CUDA backend
+ * does, and settles the queued transfers */
 #define WAITS(be, name, CALL)                                                 \
     do {                                                                      \
+        if (G(be)->side_open) return off_side(name);                          \
         if (G(be)->recording) return refuse(be, name, "waits for the device"); \
+        NST_TRY(side_join(be));                                               \
         NST_TRY(settle(G(be)));                                               \
         return CALL;                                                          \
     } while (0)
@@ -199,7 +221,10 @@ static nst_status s_preprocess_backward(nst_backend *be, const nst_preproc *p, c
 }
 static nst_status s_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect own, const nst_tensor *m, double *g)
 {
-    RECORD(be, R_GRAM_ACC, REAL(be)->gram_accumulate(be, f, own, m, g));
+    struct nst_graph_standin *gs = G(be);
+    if (!gs->side_open && !gs->recording) return REAL(be)->gram_accumulate(be, f, own, m, g);
+    rec *R = gs->side_open ? add_to(&gs->side, R_GRAM_ACC) : add(gs, R_GRAM_ACC); /* the side's: held back until the join (below) */
+    if (!R) return NST_ENOMEM;
     put(R, 0, f), put(R, 1, m), R->r[0] = own, R->p[0] = g;
     return NST_OK;
 }
@@ -305,6 +330,55 @@ static nst_status replay(nst_backend *be, const rec *r)
     return nst_fail(NST_ERUNTIME, "graph stand-in: op %d unknown", (int)r->op);
 }
 
+/* ---- the side stream ------------------------------------------------------------------------------ */
+/* A GPU runs the side's Gram sums at any time between their fork (side(1): after the work queued
+ * before) and the join; the stand-in runs them at the latest, at the join, so that a main-stream op
+ * that reads the sums before the join (they are not there yet), or writes the features they read
+ * (they read the new values), changes the render, and a missing join shows. The ops held back are
+ * recorded at the join while an iteration is recorded, as a capture follows the join's event. */
+static nst_status s_side(nst_backend *be, int on)
+{
+    struct nst_graph_standin *g = G(be);
+    if (on && g->side_open) return nst_fail(NST_ERUNTIME, "graph stand-in: the side stream opened twice");
+    g->side_open = on;
+    return NST_OK;
+}
+
+static nst_status side_join(nst_backend *be)
+{
+    struct nst_graph_standin *g = G(be);
+    nst_status s = g->side_status;
+    g->side_status = NST_OK;
+    for (size_t i = 0; s == NST_OK && i < g->side.n; i++) {
+        if (g->recording) {
+            rec *r = add(g, g->side.v[i].op);
+            if (!r) s = NST_ENOMEM;
+            else *r = g->side.v[i];
+        } else {
+            s = replay(be, &g->side.v[i]);
+        }
+    }
+    g->side.n = 0;
+    return s;
+}
+
+static nst_status s_join(nst_backend *be)
+{
+    if (G(be)->side_open) return off_side("join");
+    return side_join(be);
+}
+
+/* a free joins first, as the CUDA backend's: the side may still read the buffer */
+static void s_free(nst_backend *be, void *ptr)
+{
+    struct nst_graph_standin *g = G(be);
+    if (ptr && g->side.n) {
+        nst_status s = side_join(be);
+        if (g->side_status == NST_OK) g->side_status = s;
+    }
+    REAL(be)->free(be, ptr);
+}
+
 /* ---- waits: they fail a recording ------------------------------------------------------------------ */
 static nst_status s_upload(nst_backend *be, void *dst, const float *src, size_t n, nst_dtype dt) { WAITS(be, "upload", REAL(be)->upload(be, dst, src, n, dt)); }
 static nst_status s_download(nst_backend *be, float *dst, const void *src, size_t n, nst_dtype dt) { WAITS(be, "download", REAL(be)->download(be, dst, src, n, dt)); }
@@ -350,6 +424,7 @@ static nst_status s_graph_begin(nst_backend *be, int seg)
 static nst_status s_graph_end(nst_backend *be)
 {
     struct nst_graph_standin *g = G(be);
+    if (side_join(be) != NST_OK) g->failed = 1; /* a capture ends joined, as the CUDA backend's */
     g->recording = 0;
     if (g->failed) return NST_ERUNTIME; /* the failed op's message stands */
     if (g->rec.n == 0) return NST_OK;   /* nothing recorded: no segment, as on a GPU */
@@ -389,6 +464,8 @@ nst_status nst_graph_standin_attach(nst_backend *be)
     o->graph_begin = s_graph_begin, o->graph_end = s_graph_end, o->graph_launch = s_graph_launch;
     o->graph_segments = s_graph_segments;
     o->download_rect_queued = s_download_rect_queued, o->upload_rect_queued = s_upload_rect_queued;
+    const char *overlap = getenv("NSTBATCH_CUDA_OVERLAP"); /* the side stream, as the CUDA backend has it */
+    if (overlap && strcmp(overlap, "1") == 0) o->side = s_side, o->join = s_join, o->free = s_free;
     be->graph_standin = g;
     be->ops = &g->ops;
     be->tiles_exact = 0; /* fp64 Gram sums, as a GPU's: tiles agree within tolerances */
@@ -404,6 +481,7 @@ void nst_graph_standin_detach(nst_backend *be)
     for (size_t i = 0; i < g->npend; i++) nst_free(g->pend[i].copy); /* (their host buffers may be gone) */
     nst_free(g->pend);
     nst_free(g->rec.v);
+    nst_free(g->side.v);
     for (int k = 0; k < NST_GRAPH_SEGMENTS; k++) nst_free(g->seg[k].v);
     nst_free(g);
 }

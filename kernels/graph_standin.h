@@ -11,7 +11,10 @@
  * over ranks through reads and writes that wait (nst/run/device.c), as a GPU without NCCL. The
  * queued transfers (download_rect_queued, upload_rect_queued) behave as in a GPU's stream: a
  * download reaches the host only at the next wait, and an upload's host buffer changed before
- * that wait is reported there, so a missing wait shows in the render. */
+ * that wait is reported there, so a missing wait shows in the render. With NSTBATCH_CUDA_OVERLAP=1
+ * it has the CUDA backend's side stream (backend.h: side, join): the Gram sums called on the side
+ * run at the join, the latest a GPU could run them, so a missing join shows in the render too;
+ * any other op on the side fails. */
 #ifndef NST_GRAPH_STANDIN_H
 #define NST_GRAPH_STANDIN_H
 

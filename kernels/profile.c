@@ -161,6 +161,7 @@ nst_status nst_profile_attach(nst_backend *be)
     p->ops.sumsq = p_sumsq;
     p->ops.zero = p_zero;
     p->ops.copy_rect = p_copy_rect;
+    p->ops.side = NULL, p->ops.join = NULL; /* op by op, each timed where it ran: no Gram sums beside the layers */
     p->opened = nst_now();
     be->profile = p;
     be->ops = &p->ops;

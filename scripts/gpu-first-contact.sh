@@ -14,7 +14,8 @@
 #   selftest nstbatch --self-test on 1 rank, with --report                     -> selftest.txt
 #   renders  tests/test_gpu_render.sh: the first objective in fp32, tf32, bf16, fp16, unfused, on
 #            tiles, on 2 ranks sharing the GPU, tiles halved, 20 Adam steps, CUDA graphs
-#            on == off on 1 rank and 2                                            -> renders.txt
+#            on == off on 1 rank and 2, the Gram sums beside the next layers
+#            (NSTBATCH_CUDA_OVERLAP=1) == not on 1 rank and 2                     -> renders.txt
 #            (--cpu: with the CPU capped one instruction-set level down as the "GPU")
 #   ops      build/tests/test_backend_ops: every op against the CPU in fp32     -> ops.txt
 #   bench    issue 45's measurement, with what is left of the budget (about 6 minutes):
@@ -23,7 +24,8 @@
 #            2048x1536 and 4096x4096 against PyTorch on the same GPU (eager, one CUDA graph,
 #            torch.compile reduce-overhead, and last, with what is left, max-autotune; bf16
 #            autocast, channels_last, cudnn.benchmark): s/iter, MFU, GB per MP against the model,
-#            with and without CUDA graphs, vector passes and our own Gram sums, where the 4096 px iteration goes, the
+#            with and without CUDA graphs, vector passes, our own Gram sums and the Gram sums on a second
+#            stream (NSTBATCH_CUDA_OVERLAP=1), where the 4096 px iteration goes, the
 #            convolutions per layer at 2048 px (heuristic and timed, fused, conv1_1 on our kernels), the
 #            Gram ops per style layer (the sums on cuBLAS and on our own kernel);
 #            under its own budget (BENCH_SECONDS), in that order, so its tables are written

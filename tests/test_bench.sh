@@ -137,7 +137,7 @@ else
   # nothing on the CPU, run all the same: the plumbing a GPU lease would otherwise be first to run
   out=$(DEVICE=cpu SIZES=64 ITERS=2 FIND_MAX=0 CONV_TILE=32 VARIANTS="eager graph" SWITCHES=1 GRAM_SIZE=64x48 PY=/usr/bin/python3 \
         NST="$NST" CONV="$CONV" GRAM="$GRAM" "$IDLE" 600 "$ROOT/bench/gpu_iteration.sh" "$T/results" 2>"$T/stderr"); status=$?
-  quiet=$(grep -oE '64x64: [0-9]+ of [0-9]+ replayed, [0-9]+ host waits, [0-9.]+ s/iter with the own Gram sums, [0-9.]+ without graphs, [0-9.]+ with the element passes one element a thread;' "$T/results/gpu_iteration.md" 2>/dev/null)
+  quiet=$(grep -oE '64x64: [0-9]+ of [0-9]+ replayed, [0-9]+ host waits, [0-9.]+ s/iter with the own Gram sums, [0-9.]+ without graphs, [0-9.]+ with the element passes one element a thread, [0-9.]+ with the Gram sums beside the next layers;' "$T/results/gpu_iteration.md" 2>/dev/null)
   grams=$(grep -cE '^# Gram ops, image 64x48, .*\(NSTBATCH_CUDA_GRAM=(cublas|own)\)$' "$T/results/gpu_iteration.md" 2>/dev/null)
   row=$(grep -E '^\| 64 x 64 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+% \| [0-9.]+ \(model [0-9.]+\) \| eager \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| \*\*[0-9.]+x\*\* \|$' "$T/results/gpu_iteration.md" 2>/dev/null)
   vrow=$(grep -E '^\| 64 x 64 \| [0-9.]+ \([0-9]+ s\) \| failed \(exit 2\): .*needs --device cuda.* \|$' "$T/results/gpu_iteration.md" 2>/dev/null)

@@ -20,7 +20,7 @@
 #   against the CPU's one tile; bf16 tiles against bf16 one tile.
 # - gpu.share = false refusing two ranks on one GPU; a 20-iteration render whose loss falls; no
 #   wait for the device between two rows (the run record's host_waits); CUDA graphs on == off bit
-#   for bit; convolution algorithms chosen by timing (gpu.conv_algorithms = timed) against the CPU,
+#   for bit; the Gram sums beside the next layers (NSTBATCH_CUDA_OVERLAP=1) == not, 1 and 2 ranks; convolution algorithms chosen by timing (gpu.conv_algorithms = timed) against the CPU,
 #   and a rerun from their file (gpu.conv_choices) bit for bit; compute-sanitizer where it exists:
 #   memcheck, and memcheck and racecheck with our own kernels (the Gram sums, conv1_1).
 #
@@ -38,7 +38,7 @@
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_gpu_render
 STAND_IN=${STAND_IN:-} PLANT=${PLANT:-} ONLY=${ONLY:-}
-CHECKS=23
+CHECKS=25
 
 if [ -z "$STAND_IN" ]; then
   gpus=$("$NST" --version | sed -n 's/.*GPUs visible now: \([0-9]*\).*/\1/p')
@@ -198,6 +198,7 @@ else bad "host waits between rows" "exit $rc; quiet iterations and waits: '$w'" 
 # on 32 px tiles, over 2 pyramid levels of 24 iterations, with a preview written every 7 (its
 # transfer may grow a scratch buffer, which drops the graph: recorded again)
 if [ -n "$STAND_IN" ]; then skip "CUDA graphs on == off: a GPU's"; skip "CUDA graphs on == off, 2 ranks: a GPU's"
+  skip "the Gram sums beside the next layers == not: a GPU's"; skip "the Gram sums beside the next layers, 2 ranks: a GPU's"
 else
   g=("${SHALLOW[@]}" --set optim.iterations=24 --set run.print_every=10 --set pyramid.levels=2 --set pyramid.iterations=24,24
      --set tiling.tile_size=32 --set output.save_every=7 --set output.preview=64)
@@ -217,6 +218,19 @@ else
   if [ "$rc_on" -eq 0 ] && [ "$rc" -eq 0 ] && [ "$(wc -w <<<"$replayed")" -eq 2 ] && [ "$v" = "max 0 mean 0" ]; then
     ok "CUDA graphs on 2 ranks: ${replayed% } of each level's 24 iterations replayed as segments with the steps between ranks between them, equal to the render without graphs bit for bit"
   else bad "CUDA graphs on == off, 2 ranks" "exit $rc_on / $rc, replayed per level '${replayed}', diff: $v" "$(grep -iE 'graph|error' "$T/graphs_on2.log")"; fi
+  # the Gram sums on a second stream beside the next layers (NSTBATCH_CUDA_OVERLAP=1), recorded and
+  # replayed with the rest: the same kernels and GEMM settings, only ordered by events, so the bits
+  # of the renders above, on 1 rank and on 2
+  for r in 1 2; do
+    n=$([ $r = 2 ] && echo 2)
+    NSTBATCH_CUDA_OVERLAP=1 dev "overlap$n" $r auto "${g[@]}" --set gpu.graphs=true --set run.record="overlap$n.json" \
+      $([ $r = 2 ] && echo --set gpu.share=true)
+    replayed=$(sed -n "s/^CUDA graphs: \([0-9]*\) of the level's 24 iterations replayed.*/\1/p" "$T/overlap$n.log" | tr '\n' ' ')
+    v=$("$DIFF" "$T/overlap$n.tif" "$T/graphs_on$n.tif" 2>&1)
+    if [ "$rc" -eq 0 ] && [ "$(wc -w <<<"$replayed")" -eq 2 ] && [ "$v" = "max 0 mean 0" ] && grep -q 'second stream beside the next layers' "$T/overlap$n.json"; then # (the device's notes: it was on)
+      ok "the Gram sums beside the next layers on $r rank(s): ${replayed% } iterations replayed a level, the image equal to the render without bit for bit"
+    else bad "the Gram sums beside the next layers, $r rank(s)" "exit $rc, replayed per level '${replayed}', diff: $v" "$(grep -iE 'graph|error|overlap' "$T/overlap$n.log")"; fi
+  done
 fi
 
 # gpu.conv_algorithms = timed: the algorithms cuDNN's Find times fastest (deterministic ones without
@@ -258,7 +272,7 @@ sanitize memcheck "--tool memcheck --leak-check full"
 # our own kernels (the Gram sums, conv1_1): out-of-bounds accesses, and the shared-memory hazards
 # between a block's threads (racecheck, of the kernels that share memory: ours, not the libraries'),
 # which the CPU's stand-in of their barriers cannot prove absent
-OWN=(NSTBATCH_CUDA_GRAM=own NSTBATCH_CUDA_CONV1=own)
+OWN=(NSTBATCH_CUDA_GRAM=own NSTBATCH_CUDA_CONV1=own NSTBATCH_CUDA_OVERLAP=1) # (and the Gram sums on the side stream)
 sanitize "memcheck, our own kernels" "--tool memcheck" "${OWN[@]}"
 sanitize "racecheck, our own kernels" "--tool racecheck $(printf -- '--kernel-name kns=%s ' k_gram_sums k_conv1_ k_gram_diff k_sumsq k_mse k_tv k_dot k_finish)" "${OWN[@]}"
 finish

@@ -23,7 +23,8 @@
 #   render without graphs; a planted host-side Adam step makes them differ; a wait fails the
 #   recording, named, and the level runs as before; on 2 ranks the replays are segments with the
 #   steps between ranks between them, equal to no graphs (a planted skipped step makes them
-#   differ), and a recording failed on one rank alone is given up by every rank;
+#   differ), and a recording failed on one rank alone is given up by every rank; the Gram sums on
+#   a side stream (NSTBATCH_CUDA_OVERLAP=1) equal the render without, and differ without their join;
 # - bad values of the new keys are one clear error each.
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_optim_cli
@@ -177,6 +178,19 @@ NSTBATCH_PLANT=readback NSTBATCH_GRAPH_STANDIN=1 nst graphs_wait 1 "${gr[@]}" --
 if [ $rc -eq 0 ] && grep -q "^CUDA graphs: not used in this level: read waits for the device while an iteration is recorded" "$T/graphs_wait.log"; then
   same "graph stand-in: a wait inside the iteration fails the recording, named, and the level runs as before" graphs_wait.png graphs_off.png
 else bad "graph stand-in: a failed recording" "exit $rc" "$(grep -E 'CUDA graphs|error' "$T/graphs_wait.log")"; fi
+# The Gram sums beside the next layers (NSTBATCH_CUDA_OVERLAP=1: a GPU's side stream, kernels/backend.h
+# side and join): the stand-in runs the side's sums at the latest, at the join, so a read of the
+# sums or a write of the features before it changes the image. With graphs (recorded and replayed
+# with the rest) the render equals the one without the side stream; with the join left out
+# (NSTBATCH_PLANT=sidejoin) the sums are read before they exist and the image differs.
+NSTBATCH_CUDA_OVERLAP=1 NSTBATCH_GRAPH_STANDIN=1 nst side_on 1 "${gr[@]}" --set gpu.graphs=true
+if [ $rc -eq 0 ] && grep -q "^CUDA graphs: 20 of the level's 24 iterations replayed" "$T/side_on.log"; then
+  same "graph stand-in: the Gram sums on the side stream, 20 of 24 iterations replayed, the image equal to the render without" side_on.png graphs_off.png
+else bad "graph stand-in: the side stream" "exit $rc" "$(grep -E 'CUDA graphs|error' "$T/side_on.log")"; fi
+NSTBATCH_PLANT=sidejoin NSTBATCH_CUDA_OVERLAP=1 NSTBATCH_GRAPH_STANDIN=1 nst side_nojoin 1 "${gr[@]}" --set gpu.graphs=true
+d=$("$DIFF" "$T/side_nojoin.png" "$T/graphs_off.png" 2>&1)
+if [ $rc -eq 0 ] && [ "${d%% mean*}" != "max 0" ] && [ -n "$d" ]; then ok "graph stand-in: the side stream without its join differs ($d): the check fails"
+else bad "graph stand-in: a planted missing join" "exit $rc; diff '$d' (must differ)" "$(tail -n 3 "$T/side_nojoin.log")"; fi
 
 # On 2 ranks (their halo exchange and Gram sums go through the host, which a graph cannot hold):
 # each quiet iteration replays as 2 segments with those steps between them (nst/render/recorded.h),

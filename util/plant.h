@@ -20,7 +20,10 @@
  *              than one rank: the Gram sums added over ranks; nst/render/recorded.c)
  *   graphwait  this process waits for its device while it records an iteration (nst/render/render.c),
  *              which fails its recording: set on one rank only, every rank must give graphs up together
- * Used by tests/test_gpu_render.sh (PLANT=...), tests/test_selftest.sh and tests/test_hosts.sh.
+ *   sidejoin   the forward does not join the Gram sums' side stream (nst/optimise/objective.c): on a
+ *              GPU with NSTBATCH_CUDA_OVERLAP=1, and on the graph stand-in, which runs the side's sums
+ *              at the join, the sums are read before they are done
+ * Used by tests/test_gpu_render.sh (PLANT=...), tests/test_selftest.sh, tests/test_hosts.sh and tests/test_optim.sh.
  * Never set otherwise; a process with one warns once. */
 #ifndef NST_PLANT_H
 #define NST_PLANT_H

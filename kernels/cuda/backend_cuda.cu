@@ -56,6 +56,9 @@ static void cu_free(nst_backend *be, void *ptr)
 {
     cuda_impl *im = cuda_of(be);
     if (!ptr) return;
+    /* the side may read it: the next user of the offset comes after the side's work (a failed
+     * join is a device fault, recorded) */
+    if (im->side_pending) (void)cuda_join(be);
     nst_arena_release(&im->arena, (size_t)((unsigned char *)ptr - im->base));
     be->bytes_in_use = im->arena.used;
 }
@@ -77,8 +80,11 @@ nst_status cuda_not_recorded(const char *what)
 
 nst_status cuda_scratch(nst_backend *be, void **buf, size_t *cap, size_t bytes)
 {
-    if (bytes <= *cap) return NST_OK;
     cuda_impl *im = cuda_of(be);
+    /* s2 is the side's (the Gram sums'): the main stream takes it after the side's work */
+    if (im->side_pending && !im->on_side && buf == &im->s2) NST_TRY(cuda_join(be));
+    if (bytes <= *cap) return NST_OK;
+    if (im->side_pending) NST_TRY(cuda_join(be)); /* the old buffer is freed below: see cu_free */
     char what[96];
     snprintf(what, sizeof what, "a scratch buffer had to grow to %zu bytes", bytes);
     NST_TRY(cuda_not_recorded(what)); /* nodes recorded before would address the freed buffer */
@@ -121,12 +127,41 @@ static nst_status cu_copy(nst_backend *be, void *dst, const void *src, size_t by
 
 nst_status cuda_wait(nst_backend *be, int read)
 {
+    NST_TRY(cuda_join(be)); /* the host sees the side's work done too */
     nst_backend_count_wait(be, read);
     CUDA_TRY(cudaStreamSynchronize(cuda_of(be)->stream)); /* the counted wait */
     return NST_OK;
 }
 
 static nst_status cu_sync(nst_backend *be) { return cuda_wait(be, 0); }
+
+/* ---- the side stream (kernels/backend.h: side, join) ------------------------------------------ */
+/* Events order the two streams, in a recorded iteration too: a capture follows an event from the
+ * recorded stream into the side and back, so the graph holds both branches. */
+static nst_status cu_side(nst_backend *be, int on)
+{
+    cuda_impl *im = cuda_of(be);
+    if (!im->overlap) return NST_OK;
+    if (!on) {
+        im->on_side = 0;
+        return NST_OK;
+    }
+    if (im->on_side) return nst_fail(NST_ERUNTIME, "side: the side stream opened twice");
+    CUDA_TRY(cudaEventRecord(im->forked, im->stream));
+    CUDA_TRY(cudaStreamWaitEvent(im->side, im->forked, 0));
+    im->on_side = 1, im->side_pending = 1;
+    return NST_OK;
+}
+
+nst_status cuda_join(nst_backend *be)
+{
+    cuda_impl *im = cuda_of(be);
+    if (!im->side_pending) return NST_OK;
+    im->side_pending = 0;
+    CUDA_TRY(cudaEventRecord(im->joined, im->side));
+    CUDA_TRY(cudaStreamWaitEvent(im->stream, im->joined, 0));
+    return NST_OK;
+}
 
 static nst_status cu_read(nst_backend *be, void *host, const void *src, size_t bytes)
 {
@@ -223,6 +258,7 @@ static nst_status cu_graph_begin(nst_backend *be, int seg)
 static nst_status cu_graph_end(nst_backend *be)
 {
     cuda_impl *im = cuda_of(be);
+    (void)cuda_join(be); /* a capture ends joined (else: cudaErrorStreamCaptureUnjoined); a failure is the recording's */
     cudaGraph_t g = NULL;
     cudaError_t e = cudaStreamEndCapture(im->stream, &g); /* ends it even when it was invalidated */
     const int failed = recording_failed;
@@ -291,6 +327,7 @@ static const nst_backend_ops cuda_ops = {
     cuda_stamp, cuda_clocks_read,
     cu_graph_begin, cu_graph_end, cu_graph_launch, cu_graph_segments,
     cu_host_alloc, cu_host_free, cuda_download_rect_queued, cuda_upload_rect_queued,
+    cu_side, cuda_join,
 };
 
 /* ---- set-up ------------------------------------------------------------------------------------ */
@@ -299,10 +336,15 @@ static void cuda_destroy(nst_backend *be)
     cuda_impl *im = cuda_of(be);
     if (im) {
         if (im->stream) cudaStreamSynchronize(im->stream); /* teardown: not a counted wait */
+        if (im->side) cudaStreamSynchronize(im->side);     /* teardown: not a counted wait */
         cuda_graphs_drop(im);
         if (im->red_host) cudaFreeHost(im->red_host);
         if (im->base) cudaFree(im->base);
         if (im->blas) im->cb->destroy(im->blas);
+        if (im->blas_side) im->cb->destroy(im->blas_side);
+        if (im->forked) cudaEventDestroy(im->forked);
+        if (im->joined) cudaEventDestroy(im->joined);
+        if (im->side) cudaStreamDestroy(im->side);
         if (im->dnn) cudnnDestroy(im->dnn);
         if (im->stream) cudaStreamDestroy(im->stream);
         nst_arena_destroy(&im->arena);
@@ -333,19 +375,20 @@ static nst_status set_precision(nst_backend *be, cuda_impl *im, const nst_backen
 {
     nst_precision p = o->precision == NST_PREC_AUTO ? NST_PREC_BF16 : o->precision;
     im->prec = p;
+    im->blas_math = CUBLAS_DEFAULT_MATH;
     im->fscale = 1.f;
     switch (p) {
     case NST_PREC_FP32:
         be->act_dtype = NST_F32, im->dnn_type = CUDNN_DATA_FLOAT, im->blas_type = CUDA_R_32F;
         im->blas_compute = CUBLAS_COMPUTE_32F, im->math = CUDNN_FMA_MATH;
-        CUBLAS_TRY(im->cb->set_math_mode(im->blas, CUBLAS_PEDANTIC_MATH));
+        im->blas_math = CUBLAS_PEDANTIC_MATH;
         break;
     case NST_PREC_TF32:
         be->act_dtype = NST_F32, im->dnn_type = CUDNN_DATA_FLOAT, im->blas_type = CUDA_R_32F;
         /* TENSOR_OP on fp32 data is TF32 on sm_80+; ALLOW_CONVERSION would permit fp16, whose range
          * Caffe-scaled activations exceed */
         im->blas_compute = CUBLAS_COMPUTE_32F_FAST_TF32, im->math = CUDNN_TENSOR_OP_MATH;
-        CUBLAS_TRY(im->cb->set_math_mode(im->blas, CUBLAS_TF32_TENSOR_OP_MATH));
+        im->blas_math = CUBLAS_TF32_TENSOR_OP_MATH;
         break;
     case NST_PREC_FP16:
         be->act_dtype = NST_F16, im->dnn_type = CUDNN_DATA_HALF, im->blas_type = CUDA_R_16F;
@@ -356,6 +399,7 @@ static nst_status set_precision(nst_backend *be, cuda_impl *im, const nst_backen
         im->blas_compute = CUBLAS_COMPUTE_32F, im->math = CUDNN_TENSOR_OP_MATH;
         break;
     }
+    CUBLAS_TRY(im->cb->set_math_mode(im->blas, im->blas_math));
     be->precision = p;
     im->fscale = nst_feature_scale(be->act_dtype); /* kernels/precision.h: the policy the CPU follows too */
     be->in_dtype = be->act_dtype; /* (the CPU keeps a bf16 network's input in fp32; not done here yet) */
@@ -424,6 +468,27 @@ static nst_status open_arena(nst_backend *be, cuda_impl *im, const nst_backend_o
     return NST_OK;
 }
 
+/* NSTBATCH_CUDA_OVERLAP=1: the side stream of the Gram sums, its events, and a cuBLAS handle set as
+ * the main one (the same math mode and workspace size: the same GEMMs, the same bits) */
+static nst_status open_side(nst_backend *be, cuda_impl *im)
+{
+    const char *v = getenv("NSTBATCH_CUDA_OVERLAP");
+    im->overlap = v && strcmp(v, "1") == 0;
+    if (!im->overlap) return NST_OK;
+    CUDA_TRY(cudaStreamCreateWithFlags(&im->side, cudaStreamNonBlocking));
+    CUDA_TRY(cudaEventCreateWithFlags(&im->forked, cudaEventDisableTiming));
+    CUDA_TRY(cudaEventCreateWithFlags(&im->joined, cudaEventDisableTiming));
+    CUBLAS_TRY(im->cb->create(&im->blas_side));
+    CUBLAS_TRY(im->cb->set_stream(im->blas_side, im->side));
+    CUBLAS_TRY(im->cb->set_pointer_mode(im->blas_side, CUBLAS_POINTER_MODE_HOST));
+    CUBLAS_TRY(im->cb->set_math_mode(im->blas_side, im->blas_math));
+    void *ws = NULL;
+    NST_TRY(cu_alloc(be, CUBLAS_WORKSPACE_BYTES, &ws));
+    CUBLAS_TRY(im->cb->set_workspace(im->blas_side, ws, CUBLAS_WORKSPACE_BYTES)); /* (after set_stream, which resets it) */
+    cuda_note(im, "Gram sums: on a second stream beside the next layers (NSTBATCH_CUDA_OVERLAP=1)");
+    return NST_OK;
+}
+
 /* gpu.conv_algorithms = timed: where the choices are kept, and what a timing holds for (one GPU
  * model, one cuDNN, one precision) */
 static nst_status open_choices(cuda_impl *im, const nst_backend_options *o, const cudaDeviceProp *prop)
@@ -460,6 +525,7 @@ static nst_status open_impl(nst_backend *be, cuda_impl *im, const nst_backend_op
     size_t cap = 0;
     int sharers = 1;
     NST_TRY(open_arena(be, im, o, &cap, &sharers));
+    NST_TRY(open_side(be, im));
 
     cudaDeviceProp prop;
     CUDA_TRY(cudaGetDeviceProperties(&prop, o->gpu));

@@ -46,6 +46,15 @@ typedef struct cuda_impl {
     int conv1_own;             /* NSTBATCH_CUDA_CONV1=own: conv1_1 on our own kernels (conv_first_cuda.cu), not cuDNN */
     int vec8;                  /* 8-channel element passes where they fit (cuda_eight_wide); NSTBATCH_CUDA_VEC8=0: none */
     int gram_own;              /* NSTBATCH_CUDA_GRAM=own: the Gram sums on our own kernel (gram_sums_cuda.cu), not cuBLAS's GEMM */
+    cublasMath_t blas_math;    /* the precision's cuBLAS math mode, on both handles */
+    /* NSTBATCH_CUDA_OVERLAP=1: the Gram sums on a side stream beside the next layers (kernels/backend.h:
+     * side, join), with a cuBLAS handle and workspace of its own (a workspace serves one stream at a time) */
+    int overlap;
+    cudaStream_t side;
+    cublasHandle_t blas_side;
+    cudaEvent_t forked, joined; /* the side's start after the main stream's work; the main stream's wait for the side */
+    int on_side;                /* the Gram sums called now go to the side stream */
+    int side_pending;           /* the side holds work the main stream is not yet ordered after */
     unsigned char *base;       /* the arena's memory */
     nst_arena arena;
     /* scratch from the arena, grown on first use (the first iteration), then reused; be->reserve
@@ -97,7 +106,14 @@ nst_status cuda_fail(const char *lib, const char *call, const char *what, const 
 /* after every kernel launch: a bad configuration shows here, a fault at the next sync */
 #define LAUNCH_TRY(name) CUDA_TRY(cudaGetLastError())
 
-/* arena-backed scratch that only grows */
+/* The stream and cuBLAS handle of the Gram sums: the side's between side(1) and side(0) */
+static inline cudaStream_t cuda_gram_stream(const cuda_impl *im) { return im->on_side ? im->side : im->stream; }
+static inline cublasHandle_t cuda_gram_blas(const cuda_impl *im) { return im->on_side ? im->blas_side : im->blas; }
+/* The main stream's next work ordered after all the side's so far (nothing where none is pending) */
+nst_status cuda_join(nst_backend *be);
+
+/* arena-backed scratch that only grows; s2 (the Gram sums' scratch) taken on the main stream, or
+ * any scratch grown, joins the side first */
 nst_status cuda_scratch(nst_backend *be, void **buf, size_t *cap, size_t bytes);
 /* NST_OK, or, while an iteration is recorded as a CUDA graph, a failed recording (what: why, for
  * the note): for work a replay must not repeat or cannot reproduce */

@@ -75,6 +75,7 @@ nst_status cuda_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect o
     double *X = (double *)im->s2, *MX = m ? X + span : X;
     const float *w = m ? (const float *)m->data : NULL;
     const double fs = cuda_act_scale(im, f->dt), alpha = 1 / (fs * fs), beta = 1;
+    cudaStream_t st = cuda_gram_stream(im); /* (the side stream: kernels/backend.h) */
     /* 8 channels a thread where they come in eights; 32-bit indices where f's and a chunk's fit */
     const int wide = cuda_eight_wide(im, (size_t)C, f->data, X, MX, NULL),
               narrow = cuda_narrow(nst_tensor_elems(f)) && cuda_narrow(per * C);
@@ -82,17 +83,17 @@ nst_status cuda_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect o
         const size_t np = npx - p0 < per ? npx - p0 : per, n = np * C;
         if (wide) {
             const size_t n8 = n / 8;
-#define CHUNK8(T) (CUDA_LAUNCH_I(narrow, k_chunk_f64_8, T, n8, im->stream, (const T *)f->data, w, f->w, C, own, p0, X, MX, n8), 0)
+#define CHUNK8(T) (CUDA_LAUNCH_I(narrow, k_chunk_f64_8, T, n8, st, (const T *)f->data, w, f->w, C, own, p0, X, MX, n8), 0)
             CUDA_DISPATCH(f->dt, CHUNK8);
 #undef CHUNK8
         } else {
-#define CHUNK(T) (k_chunk_f64<T><<<cuda_blocks(n, 256), 256, 0, im->stream>>>((const T *)f->data, w, f->w, C, own, p0, X, MX, n), 0)
+#define CHUNK(T) (k_chunk_f64<T><<<cuda_blocks(n, 256), 256, 0, st>>>((const T *)f->data, w, f->w, C, own, p0, X, MX, n), 0)
             CUDA_DISPATCH(f->dt, CHUNK);
 #undef CHUNK
         }
         LAUNCH_TRY("gram_accumulate");
         /* A = X (plain), B = MX (weighted): see above */
-        CUBLAS_TRY(im->cb->gemm_ex(im->blas, CUBLAS_OP_N, CUBLAS_OP_T, C, C, (int)np, &alpha, X, CUDA_R_64F, C, MX, CUDA_R_64F, C, &beta,
+        CUBLAS_TRY(im->cb->gemm_ex(cuda_gram_blas(im), CUBLAS_OP_N, CUBLAS_OP_T, C, C, (int)np, &alpha, X, CUDA_R_64F, C, MX, CUDA_R_64F, C, &beta,
                                    g, CUDA_R_64F, C, CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT));
     }
     return NST_OK;

@@ -3,7 +3,7 @@
  * benchmark shows it faster: the features read once in their storage type (the GEMM's path first
  * writes each chunk out in fp64, 8 bytes an element, and reads it back twice), and only the upper
  * triangle's blocks computed. The partials go to s2, whose bound (CUDA_CHUNK_ELEMS doubles) the
- * reserve already counts; both kernels are queued on the stream with no wait, so a recorded
+ * reserve already counts; both kernels are queued on the Gram sums' stream (cuda_gram_stream) with no wait, so a recorded
  * iteration (CUDA graphs) replays them. */
 #include <stdint.h>
 
@@ -35,11 +35,12 @@ nst_status cuda_gram_sums_own(nst_backend *be, const nst_tensor *f, nst_rect own
     const double fs = cuda_act_scale(im, f->dt), alpha = 1 / (fs * fs);
     const bool vec = cuda_eight_wide(im, (size_t)C, f->data, NULL, NULL, NULL);
     double *part = (double *)im->s2;
-#define SUMS(T) (k_gram_sums<T><<<splits * (unsigned)nblk, GS_THREADS, 0, im->stream>>>((const T *)f->data, w, f->w, C, own, nb, per, np, part, vec), 0)
+    cudaStream_t st = cuda_gram_stream(im); /* (the side stream: kernels/backend.h) */
+#define SUMS(T) (k_gram_sums<T><<<splits * (unsigned)nblk, GS_THREADS, 0, st>>>((const T *)f->data, w, f->w, C, own, nb, per, np, part, vec), 0)
     CUDA_DISPATCH(f->dt, SUMS);
 #undef SUMS
     LAUNCH_TRY("gram sums (own)");
-    k_gram_sums_add<<<cuda_blocks((size_t)C * C, 256), 256, 0, im->stream>>>(part, C, nb, splits, alpha, g);
+    k_gram_sums_add<<<cuda_blocks((size_t)C * C, 256), 256, 0, st>>>(part, C, nb, splits, alpha, g);
     LAUNCH_TRY("gram sums (own): the splits added");
     return NST_OK;
 }

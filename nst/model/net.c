@@ -135,7 +135,9 @@ void nst_acts_free(nst_net *net, nst_acts *a)
     memset(a, 0, sizeof *a);
 }
 
-nst_status nst_net_forward(nst_net *net, const nst_tensor *img, nst_acts *a)
+nst_status nst_net_forward(nst_net *net, const nst_tensor *img, nst_acts *a) { return nst_net_forward_each(net, img, a, NULL, NULL); }
+
+nst_status nst_net_forward_each(nst_net *net, const nst_tensor *img, nst_acts *a, nst_layer_fn after, void *user)
 {
     nst_backend *be = net->be;
     NST_TRY(be->ops->preprocess(be, &net->pre, img, &a->in));
@@ -146,6 +148,7 @@ nst_status nst_net_forward(nst_net *net, const nst_tensor *img, nst_acts *a)
             NST_TRY(be->ops->conv_forward(be, net->conv[L->conv], x, &a->out[i], 1));
         else
             NST_TRY(be->ops->pool_forward(be, net->pool, x, &a->out[i]));
+        if (after) NST_TRY(after(user, i));
         x = &a->out[i];
     }
     return NST_OK;

@@ -56,6 +56,10 @@ size_t nst_acts_bytes(const nst_net *net, int h, int w);
 
 /* img: fp32 h x w x 3 in [0,1], in the backend's memory. */
 nst_status nst_net_forward(nst_net *net, const nst_tensor *img, nst_acts *a);
+/* The same, with after(user, i) called once layer i's output is queued (NULL: none): the Gram sums
+ * of a style layer start there, beside the layers above it (kernels/backend.h: side). */
+typedef nst_status (*nst_layer_fn)(void *user, int layer);
+nst_status nst_net_forward_each(nst_net *net, const nst_tensor *img, nst_acts *a, nst_layer_fn after, void *user);
 /* Only `layers` (n of them) are seeded from now on. */
 void nst_net_set_seeded(nst_net *net, const int *layers, int n);
 /* dimg (fp32 h x w x 3) is overwritten with the gradient of the seeded losses. */

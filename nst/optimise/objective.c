@@ -253,16 +253,35 @@ void nst_tile_free(nst_objective *o, nst_tile *t)
     t->acts = NULL;
 }
 
-/* Forward the tile's pixels through the network into its (possibly shared) activations. */
-static nst_status forward_tile(nst_objective *o, nst_tile *t)
+/* a tile of the objective, for the network walk's callbacks */
+typedef struct {
+    nst_objective *o;
+    nst_tile *t;
+} seed_ctx;
+
+static nst_status gram_layer(void *user, int layer);
+
+/* Forward the tile's pixels through the network into its (possibly shared) activations; with
+ * grams, each style layer's Gram sums too, started as soon as its features are queued: on a
+ * backend with a side stream they run beside the layers above (kernels/backend.h), and are joined
+ * before this returns, since the next tile's forward may overwrite the features and the caller
+ * reads the sums. */
+static nst_status forward_pass(nst_objective *o, nst_tile *t, int grams)
 {
     nst_backend *be = o->net->be;
     if (t->acts != &t->own_acts) NST_TRY(nst_acts_reshape(o->net, t->acts, t->window.h, t->window.w));
+    seed_ctx sc = {o, t};
     be->ops->range_push(be, "forward");
-    nst_status s = nst_net_forward(o->net, &t->img, t->acts);
+    nst_status s = nst_net_forward_each(o->net, &t->img, t->acts, grams ? gram_layer : NULL, &sc);
     be->ops->range_pop(be);
+    if (grams && be->ops->join && !nst_planted("sidejoin")) { /* planted: the tests must catch a missing join */
+        nst_status j = be->ops->join(be);
+        if (s == NST_OK) s = j;
+    }
     return s;
 }
+static nst_status forward_tile(nst_objective *o, nst_tile *t) { return forward_pass(o, t, 0); }
+static nst_status forward_grams(nst_objective *o, nst_tile *t) { return forward_pass(o, t, 1); }
 
 nst_status nst_tile_set_content(nst_objective *o, nst_tile *t, const float *window_px)
 {
@@ -397,11 +416,6 @@ nst_status nst_objective_finish_targets(nst_objective *o)
     return NST_OK;
 }
 
-typedef struct {
-    nst_objective *o;
-    nst_tile *t;
-} seed_ctx;
-
 /* The weight of slot q's style term: style.weight, the layer's weight and the style's factor. */
 static double style_weight(const nst_objective *o, int q)
 {
@@ -437,18 +451,51 @@ static nst_status seed_layer(void *user, int layer, nst_tensor *grad)
     return NST_OK;
 }
 
+/* Slot q's Gram sums of the tile, added to the slot's. */
+static nst_status gram_slot(nst_objective *o, nst_tile *t, int q)
+{
+    nst_backend *be = o->net->be;
+    int l = o->spec->style[q % o->spec->nstyle];
+    const nst_tensor *f = &t->acts->out[l], *m = style_mask(o, t, q, l);
+    return o->fixed ? be->ops->gram_fixed(be, f, t->own[l], m, o->gram_e[q], o->Gx[q], &o->emax[q])
+                    : be->ops->gram_accumulate(be, f, t->own[l], m, o->G[q]);
+}
+
+/* Every slot's Gram sums of a tile whose forward is in its activations. */
 static nst_status gram_tile(nst_objective *o, nst_tile *t)
 {
     nst_backend *be = o->net->be;
     nst_status s = NST_OK;
     be->ops->range_push(be, "Gram sums");
-    for (int q = 0; s == NST_OK && q < o->ngram; q++) {
-        int l = o->spec->style[q % o->spec->nstyle];
-        const nst_tensor *f = &t->acts->out[l], *m = style_mask(o, t, q, l);
-        s = o->fixed ? be->ops->gram_fixed(be, f, t->own[l], m, o->gram_e[q], o->Gx[q], &o->emax[q])
-                     : be->ops->gram_accumulate(be, f, t->own[l], m, o->G[q]);
-    }
+    for (int q = 0; s == NST_OK && q < o->ngram; q++) s = gram_slot(o, t, q);
     be->ops->range_pop(be);
+    return s;
+}
+
+/* The Gram sums of the slots at `layer` (nst_net_forward_each's callback), on the backend's side
+ * stream where it has one; forward_pass joins them. The slots are independent sums, so their
+ * order is free: each slot still adds its tiles in the same order. */
+static nst_status gram_layer(void *user, int layer)
+{
+    seed_ctx *sc = user;
+    nst_objective *o = sc->o;
+    nst_backend *be = o->net->be;
+    nst_status s = NST_OK;
+    int opened = 0;
+    for (int q = 0; s == NST_OK && q < o->ngram; q++) {
+        if (o->spec->style[q % o->spec->nstyle] != layer) continue;
+        if (!opened && be->ops->side) {
+            NST_TRY(be->ops->side(be, 1));
+            opened = 1;
+            be->ops->range_push(be, "Gram sums");
+        }
+        s = gram_slot(o, sc->t, q);
+    }
+    if (opened) {
+        be->ops->range_pop(be);
+        nst_status e = be->ops->side(be, 0);
+        if (s == NST_OK) s = e;
+    }
     return s;
 }
 
@@ -607,10 +654,7 @@ static nst_status read_terms(nst_objective *o, nst_loss_terms *terms)
 static nst_status forward_all(nst_objective *o, nst_tile *tiles, int ntiles)
 {
     NST_TRY(zero_grams(o));
-    for (int i = 0; i < ntiles; i++) {
-        NST_TRY(forward_tile(o, &tiles[i]));
-        NST_TRY(gram_tile(o, &tiles[i]));
-    }
+    for (int i = 0; i < ntiles; i++) NST_TRY(forward_grams(o, &tiles[i]));
     return NST_OK;
 }
 
@@ -627,8 +671,7 @@ nst_status nst_objective_eval(nst_objective *o, nst_tile *tiles, int ntiles, int
         } else {
             s = zero_grams(o);
             for (int i = 0; s == NST_OK && i < ntiles; i++) {
-                s = forward_tile(o, &tiles[i]);
-                if (s == NST_OK) s = gram_tile(o, &tiles[i]);
+                s = forward_grams(o, &tiles[i]);
                 /* without a gradient, the content and TV values are taken while the features exist */
                 if (s == NST_OK && !grad) s = backward_tile(o, &tiles[i], 0);
             }
@@ -646,8 +689,7 @@ nst_status nst_objective_eval(nst_objective *o, nst_tile *tiles, int ntiles, int
             s = zero_grams(o);
             nst_timer_start(tm);
             for (int i = 0; s == NST_OK && i < ntiles; i++) {
-                s = forward_tile(o, &tiles[i]);
-                if (s == NST_OK) s = gram_tile(o, &tiles[i]);
+                s = forward_grams(o, &tiles[i]);
                 nst_timer_lap(tm, NST_T_FORWARD);
                 if (s == NST_OK) s = backward_tile(o, &tiles[i], 1);
                 nst_timer_lap(tm, NST_T_BACKWARD);
