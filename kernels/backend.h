@@ -218,10 +218,21 @@ typedef struct {
      * called until side(be, 0), gram_accumulate alone, go on the side stream, after all the work
      * queued so far. The ops after side(be, 0) are not ordered after them until join: the caller
      * joins before an op reads what the side writes (the sums) or writes what it reads (the
-     * features, the masks). The backend joins by itself before a wait, a free, a scratch buffer's
-     * growth and graph_end, so the host never sees side work unfinished. */
+     * features, the masks). The backend joins by itself at the start of every op that moves data
+     * to or from the host or waits, and before a free, a scratch buffer's growth, graph_begin and
+     * graph_end, so the host never sees side work unfinished. */
     nst_status (*side)(nst_backend *, int on);
     nst_status (*join)(nst_backend *);
+
+    /* conv1_1 straight from the image (NULL where a backend has none: the CPU). conv_reads_image:
+     * whether conv c takes the two below (CUDA: conv1_1 on our own kernels). conv_forward_image:
+     * y = conv_forward(preprocess(img)); conv_backward_image: dimg = preprocess_backward(
+     * conv_backward_data(dy)); each the bits of the two ops in turn (the network input and its
+     * gradient rounded to their dtype on the way, as stored), without the network input or its
+     * gradient written and read back. */
+    int (*conv_reads_image)(nst_backend *, const nst_conv *);
+    nst_status (*conv_forward_image)(nst_backend *, nst_conv *, const nst_preproc *, const nst_tensor *img, nst_tensor *y, int relu);
+    nst_status (*conv_backward_image)(nst_backend *, nst_conv *, const nst_preproc *, const nst_tensor *dy, nst_tensor *dimg);
 } nst_backend_ops;
 
 #define NST_CLOCKS 16

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../util/mem.h"
+#include "cpu/conv_cpu.h" /* conv1_1 from the image: a layer of 3 input channels */
 
 typedef enum {
     R_ZERO, R_COPY, R_COPY_RECT, R_CONV_F, R_CONV_B, R_RELU_B, R_POOL_F, R_POOL_B, R_PRE, R_PRE_B, R_GRAM_ACC, R_GRAM_DIFF,
@@ -46,6 +47,8 @@ struct nst_graph_standin {
     int side_open;                       /* between side(1) and side(0) (NSTBATCH_CUDA_OVERLAP=1) */
     rec_list side;                       /* the side stream's ops, not yet joined (below) */
     nst_status side_status;              /* a failure of side work run at a free, reported at the next join */
+    void *image_in;                      /* conv1_1 from the image: its network input or gradient (below) */
+    size_t image_cap;
 };
 
 static struct nst_graph_standin *G(nst_backend *be) { return be->graph_standin; }
@@ -348,17 +351,21 @@ static nst_status side_join(nst_backend *be)
 {
     struct nst_graph_standin *g = G(be);
     nst_status s = g->side_status;
+    rec_list l = g->side; /* taken off first: an op run here that joined again would find it empty */
+    g->side = (rec_list){0};
     g->side_status = NST_OK;
-    for (size_t i = 0; s == NST_OK && i < g->side.n; i++) {
+    for (size_t i = 0; s == NST_OK && i < l.n; i++) {
         if (g->recording) {
-            rec *r = add(g, g->side.v[i].op);
+            rec *r = add(g, l.v[i].op);
             if (!r) s = NST_ENOMEM;
-            else *r = g->side.v[i];
+            else *r = l.v[i];
         } else {
-            s = replay(be, &g->side.v[i]);
+            s = replay(be, &l.v[i]);
         }
     }
-    g->side.n = 0;
+    l.n = 0;
+    if (!g->side.v) g->side = l; /* the list's memory kept for the next */
+    else nst_free(l.v);
     return s;
 }
 
@@ -379,6 +386,48 @@ static void s_free(nst_backend *be, void *ptr)
     REAL(be)->free(be, ptr);
 }
 
+/* ---- conv1_1 from the image ------------------------------------------------------------------------ */
+/* As the CUDA backend has it with NSTBATCH_CUDA_CONV1=own (kernels/backend.h: conv_forward_image):
+ * here the CPU's two ops in turn, through a network input of the stand-in's own, so that the
+ * render's path without an input pass (net.c) runs on the CPU, recorded and replayed too. Its
+ * buffer grows as a GPU's scratch does: never while recording, and the segments held are dropped. */
+static int s_conv_reads_image(nst_backend *be, const nst_conv *c) { return c && c->cin == 3; }
+
+static nst_status image_input(nst_backend *be, const nst_tensor *img, nst_tensor *x)
+{
+    struct nst_graph_standin *g = G(be);
+    const size_t bytes = (size_t)img->h * img->w * 3 * nst_dtype_size(be->in_dtype);
+    if (bytes > g->image_cap) {
+        if (g->recording) return refuse(be, "conv_forward_image", "grows a scratch buffer");
+        g->nseg = 0; /* the segments held address the old buffer */
+        NST_TRY(side_join(be));
+        REAL(be)->free(be, g->image_in);
+        g->image_in = NULL, g->image_cap = 0;
+        NST_TRY(REAL(be)->alloc(be, bytes, &g->image_in));
+        g->image_cap = bytes;
+    }
+    *x = (nst_tensor){img->h, img->w, 3, be->in_dtype, g->image_in};
+    return NST_OK;
+}
+
+static nst_status s_conv_forward_image(nst_backend *be, nst_conv *c, const nst_preproc *p, const nst_tensor *img, nst_tensor *y, int relu)
+{
+    nst_tensor x;
+    if (!s_conv_reads_image(be, c)) return nst_fail(NST_ERUNTIME, "conv_forward_image: the layer does not read the image");
+    NST_TRY(image_input(be, img, &x));
+    NST_TRY(s_preprocess(be, p, img, &x));
+    return s_conv_forward(be, c, &x, y, relu);
+}
+
+static nst_status s_conv_backward_image(nst_backend *be, nst_conv *c, const nst_preproc *p, const nst_tensor *dy, nst_tensor *dimg)
+{
+    nst_tensor dx;
+    if (!s_conv_reads_image(be, c)) return nst_fail(NST_ERUNTIME, "conv_backward_image: the layer does not read the image");
+    NST_TRY(image_input(be, dimg, &dx));
+    NST_TRY(s_conv_backward_data(be, c, dy, &dx));
+    return s_preprocess_backward(be, p, &dx, dimg);
+}
+
 /* ---- waits: they fail a recording ------------------------------------------------------------------ */
 static nst_status s_upload(nst_backend *be, void *dst, const float *src, size_t n, nst_dtype dt) { WAITS(be, "upload", REAL(be)->upload(be, dst, src, n, dt)); }
 static nst_status s_download(nst_backend *be, float *dst, const void *src, size_t n, nst_dtype dt) { WAITS(be, "download", REAL(be)->download(be, dst, src, n, dt)); }
@@ -395,6 +444,7 @@ static nst_status s_clocks_read(nst_backend *be, int n, double *sec) { WAITS(be,
 static nst_status s_download_rect_queued(nst_backend *be, const nst_tensor *src, nst_rect r, float *host)
 {
     if (G(be)->recording) return refuse(be, "download_rect_queued", "moves host memory");
+    NST_TRY(side_join(be)); /* as the CUDA backend's transfers */
     float *copy;
     NST_TRY(pend(G(be), host, (size_t)nst_rect_area(r) * src->c, 0, &copy));
     return REAL(be)->download_rect_queued(be, src, r, copy);
@@ -402,6 +452,7 @@ static nst_status s_download_rect_queued(nst_backend *be, const nst_tensor *src,
 static nst_status s_upload_rect_queued(nst_backend *be, const float *host, nst_tensor *dst, nst_rect r)
 {
     if (G(be)->recording) return refuse(be, "upload_rect_queued", "moves host memory");
+    NST_TRY(side_join(be)); /* as the CUDA backend's transfers */
     float *copy;
     const size_t n = (size_t)nst_rect_area(r) * dst->c;
     NST_TRY(pend(G(be), (float *)host, n, 1, &copy));
@@ -417,6 +468,7 @@ static nst_status s_graph_begin(nst_backend *be, int seg)
     if (seg < 0 || seg >= NST_GRAPH_SEGMENTS || (seg > 0 && seg != g->nseg)) /* in order, from 0, as on a GPU */
         return nst_fail(NST_ERUNTIME, "graph stand-in: segment %d recorded after %d held", seg, g->nseg);
     if (seg == 0) g->nseg = 0;
+    NST_TRY(side_join(be)); /* a capture starts joined, as the CUDA backend's */
     g->recording = 1, g->failed = 0, g->rec.n = 0, g->at = seg;
     return NST_OK;
 }
@@ -466,6 +518,9 @@ nst_status nst_graph_standin_attach(nst_backend *be)
     o->download_rect_queued = s_download_rect_queued, o->upload_rect_queued = s_upload_rect_queued;
     const char *overlap = getenv("NSTBATCH_CUDA_OVERLAP"); /* the side stream, as the CUDA backend has it */
     if (overlap && strcmp(overlap, "1") == 0) o->side = s_side, o->join = s_join, o->free = s_free;
+    const char *conv1 = getenv("NSTBATCH_CUDA_CONV1"); /* conv1_1 from the image, as the CUDA backend's own kernels */
+    if (conv1 && strcmp(conv1, "own") == 0)
+        o->conv_reads_image = s_conv_reads_image, o->conv_forward_image = s_conv_forward_image, o->conv_backward_image = s_conv_backward_image;
     be->graph_standin = g;
     be->ops = &g->ops;
     be->tiles_exact = 0; /* fp64 Gram sums, as a GPU's: tiles agree within tolerances */
@@ -478,6 +533,7 @@ void nst_graph_standin_detach(nst_backend *be)
     if (!g) return;
     be->ops = g->real;
     be->graph_standin = NULL;
+    be->ops->free(be, g->image_in);
     for (size_t i = 0; i < g->npend; i++) nst_free(g->pend[i].copy); /* (their host buffers may be gone) */
     nst_free(g->pend);
     nst_free(g->rec.v);

@@ -14,7 +14,9 @@
  * that wait is reported there, so a missing wait shows in the render. With NSTBATCH_CUDA_OVERLAP=1
  * it has the CUDA backend's side stream (backend.h: side, join): the Gram sums called on the side
  * run at the join, the latest a GPU could run them, so a missing join shows in the render too;
- * any other op on the side fails. */
+ * any other op on the side fails. With NSTBATCH_CUDA_CONV1=own it has conv1_1 from the image
+ * (backend.h: conv_forward_image), as the CPU's two ops in turn, so the render's path without an
+ * input pass runs here too. */
 #ifndef NST_GRAPH_STANDIN_H
 #define NST_GRAPH_STANDIN_H
 

@@ -96,6 +96,14 @@ static nst_status p_preprocess_backward(nst_backend *be, const nst_preproc *pp, 
 {
     TIMED_B(be, "preprocess_backward", 0, 0, tb(dx) + tb(dimg), REAL(be)->preprocess_backward(be, pp, dx, dimg));
 }
+static nst_status p_conv_forward_image(nst_backend *be, nst_conv *c, const nst_preproc *pp, const nst_tensor *img, nst_tensor *y, int relu)
+{
+    TIMED(be, "conv_forward_image", 3, y->c, REAL(be)->conv_forward_image(be, c, pp, img, y, relu));
+}
+static nst_status p_conv_backward_image(nst_backend *be, nst_conv *c, const nst_preproc *pp, const nst_tensor *dy, nst_tensor *dimg)
+{
+    TIMED(be, "conv_backward_image", 3, dy->c, REAL(be)->conv_backward_image(be, c, pp, dy, dimg));
+}
 static nst_status p_gram_accumulate(nst_backend *be, const nst_tensor *f, nst_rect own, const nst_tensor *m, double *g)
 {
     TIMED(be, "gram_accumulate", f->c, 0, REAL(be)->gram_accumulate(be, f, own, m, g));
@@ -151,6 +159,8 @@ nst_status nst_profile_attach(nst_backend *be)
     p->ops.pool_backward = p_pool_backward;
     p->ops.preprocess = p_preprocess;
     p->ops.preprocess_backward = p_preprocess_backward;
+    if (p->ops.conv_forward_image) p->ops.conv_forward_image = p_conv_forward_image;
+    if (p->ops.conv_backward_image) p->ops.conv_backward_image = p_conv_backward_image;
     p->ops.gram_accumulate = p_gram_accumulate;
     if (p->ops.gram_fixed) p->ops.gram_fixed = p_gram_fixed;
     p->ops.gram_diff = p_gram_diff;

@@ -310,6 +310,36 @@ static void t_standin_queued_transfers(void)
     nst_backend_close(be);
 }
 
+/* conv1_1 from the image (kernels/backend.h: conv_forward_image), as the harness judges it on a
+ * GPU: the graph stand-in has the path with NSTBATCH_CUDA_CONV1=own (its two ops in turn), so the
+ * harness's comparison against the backend's own ops runs here, and must find them equal */
+static void t_standin_conv_image(void)
+{
+    nst_backend *be = NULL;
+    nst_fail_clear();
+    setenv("NSTBATCH_GRAPH_STANDIN", "1", 1);
+    setenv("NSTBATCH_CUDA_CONV1", "own", 1);
+    nst_status s = nst_backend_open("cpu", 1, &be);
+    unsetenv("NSTBATCH_GRAPH_STANDIN");
+    unsetenv("NSTBATCH_CUDA_CONV1");
+    CHECK(s == NST_OK && be && be->ops->conv_forward_image, "the CPU backend with the stand-in and conv1_1 from the image: %s", nst_fail_message());
+    if (!be) return;
+    nst_check c;
+    memset(&c, 0, sizeof c);
+    c.ref = cpu, c.dev = be, c.on_fail = on_fail, c.quick = 1;
+    CHECK(nst_check_ops(&c) == NST_OK, "the harness ran: %s", nst_fail_message());
+    int seen = 0;
+    for (int i = 0; i < c.nrows; i++)
+        if (strstr(c.row[i].op, "_image")) {
+            seen++;
+            CHECK(c.row[i].cases > 0 && c.row[i].failed == 0, "%s: %d of %d cases differ from the ops in turn (%s)", c.row[i].op, c.row[i].failed,
+                  c.row[i].cases, c.row[i].worst);
+        }
+    CHECK(seen == 2, "conv_forward_image and conv_backward_image compared (%d rows)", seen);
+    CHECK(nst_check_failures(&c) == 0, "the stand-in against the CPU: %d comparisons over their tolerance", nst_check_failures(&c));
+    nst_backend_close(be);
+}
+
 int main(void)
 {
     if (nst_backend_open("cpu", 0, &cpu) != NST_OK) {
@@ -321,6 +351,7 @@ int main(void)
     RUN(t_cpu_bf16_against_fp32);
     RUN(t_harness_catches_errors);
     RUN(t_standin_queued_transfers);
+    RUN(t_standin_conv_image);
     gpu_state = nst_cuda_probe_state(&ngpu, skip_why, sizeof skip_why);
     if (ngpu > 0 && !nst_cuda_has_ops()) ngpu = 0, snprintf(skip_why, sizeof skip_why, "this build has no CUDA backend");
     for (pass = 0; pass < (ngpu > 0 ? NPASS : 1); pass++) RUN(t_cuda_against_cpu);

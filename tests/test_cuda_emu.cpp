@@ -33,12 +33,15 @@
  * shared memory and grids of a thread a pixel down to one block (the grid-stride loop); and the
  * backward as the forward's adjoint, <conv(x), dy> = <x, conv_backward(dy)>. The bounds: fp32
  * within 1e-5 of the terms' absolute sum (the sums' roundings), 16-bit types within one rounding
- * of the output more. */
+ * of the output more. The same kernels on the image (conv_forward_image, conv_backward_image: the
+ * preprocessing on the way in, its backward on the way out) against the preprocessing's passes
+ * and the kernels on the network input in turn, bit for bit, in every dtype. */
 extern "C" {
 #include "../kernels/backend.h" /* nst_adam_step, nst_xsum */
 }
 #include "cuda_emu.h"
 #include "../kernels/cuda/vec8.cuh"
+#include "../kernels/cuda/preproc.cuh"
 #define sw emu_shared
 #include "../kernels/cuda/conv_first_kernels.cuh"
 #undef sw
@@ -97,8 +100,9 @@ template <typename T> static int conv_case(int H, int W, int cout, int cp, int r
     std::vector<T> dw = to<T>(krsc(w, cout, cp)), db = to<T>(b), dx_in = to<T>(x), ddy = to<T>(dy);
     std::vector<T> y = to<T>(std::vector<float>(npx * cout, NAN)), dx = to<T>(std::vector<float>(npx * 3, NAN));
     emu_launch(grid, threads, (size_t)28 * cout * sizeof(float),
-               [&] { k_conv1_fwd<T>(dx_in.data(), dw.data(), db.data(), y.data(), H, W, cout, cp, relu, true); });
-    emu_launch(grid, threads, (size_t)27 * cout * sizeof(float), [&] { k_conv1_bwd<T>(ddy.data(), dw.data(), dx.data(), H, W, cout, cp, true); });
+               [&] { k_conv1_fwd<T>(conv1_in_act<T>{dx_in.data()}, dw.data(), db.data(), y.data(), H, W, cout, cp, relu, true); });
+    emu_launch(grid, threads, (size_t)27 * cout * sizeof(float),
+               [&] { k_conv1_bwd<T>(ddy.data(), dw.data(), conv1_out_act<T>{dx.data()}, H, W, cout, cp, true); });
     double worst_f = 0, worst_b = 0;
     for (int py = 0; py < H; py++)
         for (int px = 0; px < W; px++) {
@@ -176,12 +180,55 @@ static void t_adjoint(void)
     for (auto *v : {&w, &x, &dy})
         for (auto &e : *v) e = U(rng);
     std::vector<float> k = krsc(w, cout, cp);
-    emu_launch(2, 64, (size_t)28 * cout * 4, [&] { k_conv1_fwd<float>(x.data(), k.data(), b.data(), y.data(), H, W, cout, cp, 0, true); });
-    emu_launch(2, 64, (size_t)27 * cout * 4, [&] { k_conv1_bwd<float>(dy.data(), k.data(), dx.data(), H, W, cout, cp, true); });
+    emu_launch(2, 64, (size_t)28 * cout * 4,
+               [&] { k_conv1_fwd<float>(conv1_in_act<float>{x.data()}, k.data(), b.data(), y.data(), H, W, cout, cp, 0, true); });
+    emu_launch(2, 64, (size_t)27 * cout * 4, [&] { k_conv1_bwd<float>(dy.data(), k.data(), conv1_out_act<float>{dx.data()}, H, W, cout, cp, true); });
     double a = 0, c = 0, mag = 0;
     for (size_t i = 0; i < y.size(); i++) a += (double)y[i] * dy[i], mag += fabs((double)y[i] * dy[i]);
     for (size_t i = 0; i < x.size(); i++) c += (double)x[i] * dx[i];
     CHECK(fabs(a - c) <= 1e-5 * mag, "<conv(x), dy> %.9g, <x, conv_backward(dy)> %.9g", a, c);
+}
+
+/* conv1_1 from the image (conv_forward_image, conv_backward_image): the preprocessing applied on
+ * the way in and its backward on the way out give the bits of k_pre, then the kernel on the
+ * network input, and of the kernel, then k_pre_bwd: forward with ReLU and backward, BGR with
+ * unequal scales, at the feature scale of each dtype (fp16's 1/8), odd shapes, a grid striding */
+template <typename T> static void image_case(const char *tn, float fscale)
+{
+    std::uniform_real_distribution<float> U(-1.f, 1.f);
+    const int cout = 16, cp = 8;
+    affine3 f;
+    for (int c = 0; c < 3; c++) f.a[c] = 255.f / (57.4f - 0.3f * c), f.b[c] = -(103.939f + 12.f * c) / (57.4f - 0.3f * c), f.src[c] = 2 - c;
+    for (const auto &sh : shapes) {
+        const int H = sh[0], W = sh[1];
+        const size_t npx = (size_t)H * W;
+        std::vector<float> w((size_t)cout * 27), b(cout), img(npx * 3), dy(npx * cout);
+        for (auto *v : {&w, &b, &dy})
+            for (auto &e : *v) e = rnd<T>(U(rng) * 0.1f);
+        for (auto &e : img) e = (float)(rng() % 256) / 255.f;
+        std::vector<T> dw = to<T>(krsc(w, cout, cp)), db = to<T>(b), ddy = to<T>(dy), x(npx * 3), y0(npx * cout), y1(npx * cout), gx(npx * 3);
+        std::vector<float> d0(npx * 3, NAN), d1(npx * 3, NAN);
+        const unsigned blocks = npx > 64 ? 2 : 1;
+        const size_t fshm = (size_t)28 * cout * sizeof(float), bshm = (size_t)27 * cout * sizeof(float);
+        emu_launch_sequential(1, 32, [&] { k_pre<T>(img.data(), x.data(), npx, f, fscale); });
+        emu_launch(blocks, 32, fshm, [&] { k_conv1_fwd<T>(conv1_in_act<T>{x.data()}, dw.data(), db.data(), y0.data(), H, W, cout, cp, 1, true); });
+        emu_launch(blocks, 32, fshm,
+                   [&] { k_conv1_fwd<T>(conv1_in_image<T>{img.data(), f, fscale}, dw.data(), db.data(), y1.data(), H, W, cout, cp, 1, true); });
+        emu_launch(blocks, 32, bshm, [&] { k_conv1_bwd<T>(ddy.data(), dw.data(), conv1_out_act<T>{gx.data()}, H, W, cout, cp, true); });
+        emu_launch_sequential(1, 32, [&] { k_pre_bwd<T>(gx.data(), d0.data(), npx, f, 1.f / fscale); });
+        emu_launch(blocks, 32, bshm, [&] { k_conv1_bwd<T>(ddy.data(), dw.data(), conv1_out_image<T>{d1.data(), f, 1.f / fscale}, H, W, cout, cp, true); });
+        int fd = 0, bd = 0;
+        for (size_t i = 0; i < y0.size(); i++) fd += memcmp(&y0[i], &y1[i], sizeof(T)) != 0;
+        for (size_t i = 0; i < d0.size(); i++) bd += memcmp(&d0[i], &d1[i], sizeof(float)) != 0;
+        CHECK(fd == 0 && bd == 0, "%s %dx%d: %d of %zu outputs and %d of %zu image gradients differ from the preprocessing's passes and the kernel in turn", tn,
+              H, W, fd, y0.size(), bd, d0.size());
+    }
+}
+static void t_conv1_image(void)
+{
+    image_case<float>("fp32", 1.f);
+    image_case<__nv_bfloat16>("bf16", 1.f);
+    image_case<__half>("fp16", 0.125f);
 }
 
 /* ---- the element passes ------------------------------------------------------------------- */
@@ -676,5 +723,6 @@ int main(void)
     RUN(t_fp16);
     RUN(t_widest);
     RUN(t_adjoint);
+    RUN(t_conv1_image);
     return test_report("test_cuda_emu");
 }

@@ -24,7 +24,9 @@
 #   recording, named, and the level runs as before; on 2 ranks the replays are segments with the
 #   steps between ranks between them, equal to no graphs (a planted skipped step makes them
 #   differ), and a recording failed on one rank alone is given up by every rank; the Gram sums on
-#   a side stream (NSTBATCH_CUDA_OVERLAP=1) equal the render without, and differ without their join;
+#   a side stream (NSTBATCH_CUDA_OVERLAP=1) equal the render without, and differ without their join
+#   or with it after the next tile's forward; conv1_1 straight from the image (NSTBATCH_CUDA_CONV1=own
+#   on the stand-in) equals the render with the input pass;
 # - bad values of the new keys are one clear error each.
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_optim_cli
@@ -182,7 +184,11 @@ else bad "graph stand-in: a failed recording" "exit $rc" "$(grep -E 'CUDA graphs
 # side and join): the stand-in runs the side's sums at the latest, at the join, so a read of the
 # sums or a write of the features before it changes the image. With graphs (recorded and replayed
 # with the rest) the render equals the one without the side stream; with the join left out
-# (NSTBATCH_PLANT=sidejoin) the sums are read before they exist and the image differs.
+# (NSTBATCH_PLANT=sidejoin) the sums are read before they exist and the image differs. To relu3_1
+# (a 24 px halo: windows smaller than the image) with tiling.gram = two_pass, whose first pass
+# forwards every tile into one set of activations, the same holds, and with the join after every
+# tile's forward instead of each one's (NSTBATCH_PLANT=sidelate) the next tile's forward overwrites
+# the features the sums read, and the image differs.
 NSTBATCH_CUDA_OVERLAP=1 NSTBATCH_GRAPH_STANDIN=1 nst side_on 1 "${gr[@]}" --set gpu.graphs=true
 if [ $rc -eq 0 ] && grep -q "^CUDA graphs: 20 of the level's 24 iterations replayed" "$T/side_on.log"; then
   same "graph stand-in: the Gram sums on the side stream, 20 of 24 iterations replayed, the image equal to the render without" side_on.png graphs_off.png
@@ -191,6 +197,23 @@ NSTBATCH_PLANT=sidejoin NSTBATCH_CUDA_OVERLAP=1 NSTBATCH_GRAPH_STANDIN=1 nst sid
 d=$("$DIFF" "$T/side_nojoin.png" "$T/graphs_off.png" 2>&1)
 if [ $rc -eq 0 ] && [ "${d%% mean*}" != "max 0" ] && [ -n "$d" ]; then ok "graph stand-in: the side stream without its join differs ($d): the check fails"
 else bad "graph stand-in: a planted missing join" "exit $rc; diff '$d' (must differ)" "$(tail -n 3 "$T/side_nojoin.log")"; fi
+tp=("${gr[@]}" --set style.layers=relu1_1,relu2_1,relu3_1 --set content.layers=relu2_2 --set tiling.gram=two_pass --set gpu.graphs=true)
+NSTBATCH_GRAPH_STANDIN=1 nst side_tp_off 1 "${tp[@]}"
+NSTBATCH_CUDA_OVERLAP=1 NSTBATCH_GRAPH_STANDIN=1 nst side_tp 1 "${tp[@]}"
+if [ $rc -eq 0 ] && grep -q "^CUDA graphs: 20 of the level's 24 iterations replayed" "$T/side_tp.log"; then
+  same "graph stand-in, two passes over shared activations: the Gram sums on the side stream, the image equal to the render without" side_tp.png side_tp_off.png
+else bad "graph stand-in: the side stream, two passes" "exit $rc" "$(grep -E 'CUDA graphs|error' "$T/side_tp.log")"; fi
+NSTBATCH_PLANT=sidelate NSTBATCH_CUDA_OVERLAP=1 NSTBATCH_GRAPH_STANDIN=1 nst side_late 1 "${tp[@]}"
+d=$("$DIFF" "$T/side_late.png" "$T/side_tp_off.png" 2>&1)
+if [ $rc -eq 0 ] && [ "${d%% mean*}" != "max 0" ] && [ -n "$d" ]; then ok "graph stand-in, two passes: the side stream joined after the next tile's forward differs ($d): the check fails"
+else bad "graph stand-in: a planted late join" "exit $rc; diff '$d' (must differ)" "$(tail -n 3 "$T/side_late.log")"; fi
+# conv1_1 straight from the image (kernels/backend.h: conv_forward_image; the CUDA backend's with
+# NSTBATCH_CUDA_CONV1=own, the stand-in's as the CPU's two ops in turn): the render's path without
+# the input pass, recorded and replayed, beside the side stream, equals the render without either
+NSTBATCH_CUDA_CONV1=own NSTBATCH_CUDA_OVERLAP=1 NSTBATCH_GRAPH_STANDIN=1 nst conv_image 1 "${tp[@]}"
+if [ $rc -eq 0 ] && grep -q "^CUDA graphs: 20 of the level's 24 iterations replayed" "$T/conv_image.log"; then
+  same "graph stand-in: conv1_1 from the image and the Gram sums on the side stream, the image equal to the render without" conv_image.png side_tp_off.png
+else bad "graph stand-in: conv1_1 from the image" "exit $rc" "$(grep -E 'CUDA graphs|error' "$T/conv_image.log")"; fi
 
 # On 2 ranks (their halo exchange and Gram sums go through the host, which a graph cannot hold):
 # each quiet iteration replays as 2 segments with those steps between them (nst/render/recorded.h),

@@ -23,6 +23,8 @@
  *   sidejoin   the forward does not join the Gram sums' side stream (nst/optimise/objective.c): on a
  *              GPU with NSTBATCH_CUDA_OVERLAP=1, and on the graph stand-in, which runs the side's sums
  *              at the join, the sums are read before they are done
+ *   sidelate   the same join after every tile's forward instead of each one's: the next tile's
+ *              forward overwrites the features the side's sums read
  * Used by tests/test_gpu_render.sh (PLANT=...), tests/test_selftest.sh, tests/test_hosts.sh and tests/test_optim.sh.
  * Never set otherwise; a process with one warns once. */
 #ifndef NST_PLANT_H

@@ -1,4 +1,5 @@
-/* kernels/check/check_ops.c: the op groups of the harness (see check.h): convolutions; ReLU,
+/* kernels/check/check_ops.c: the op groups of the harness (see check.h): convolutions (conv1_1
+ * from the image against the backend's own ops in turn, where it has that path); ReLU,
  * pooling and preprocessing; losses (the content loss with a mask too) and rectangles; the
  * optimiser's ops and repeatable reductions. The Gram ops are in check_gram.c, the tiling's
  * contracts (windows against the whole) in check_contracts.c. */
@@ -10,6 +11,58 @@
 
 static const int chans[][2] = {{3, 64}, {64, 64}, {24, 40}, {128, 96}};
 #define NCHANS(c) ((c)->quick ? 2 : (int)(sizeof chans / sizeof *chans))
+
+/* The device's tensors of one shape and dtype, and their values read back (NULL on failure) */
+static float *read_back(nst_backend *D, const nst_tensor *t)
+{
+    const size_t n = nst_tensor_elems(t);
+    float *h = nst_alloc_array(n ? n : 1, sizeof(float), "a tensor read back");
+    if (h && D->ops->download(D, h, t->data, n, t->dt) != NST_OK) nst_free(h), h = NULL;
+    return h;
+}
+
+/* err (ck_same_err_f) between two device tensors; infinite where either cannot be read */
+static double same_on_device(nst_backend *D, const nst_tensor *a, const nst_tensor *b)
+{
+    float *x = read_back(D, a), *y = read_back(D, b);
+    double e = x && y ? ck_same_err_f(x, y, nst_tensor_elems(a)) : INFINITY;
+    nst_free(x), nst_free(y);
+    return e;
+}
+
+/* conv1_1 straight from the image (kernels/backend.h: conv_forward_image), where the backend under
+ * test takes it: the bits of its own preprocessing and conv ops in turn, forward (with ReLU) and
+ * backward, on a BGR mapping with unequal scales */
+static void image_case(nst_check *c, nst_conv *cd, int cout, int h, int w)
+{
+    nst_backend *D = c->dev;
+    if (!D->ops->conv_reads_image || !D->ops->conv_reads_image(D, cd)) return;
+    const nst_preproc pre = {1, 255.f, {103.939f, 116.779f, 123.68f}, {57.4f, 57.1f, 58.4f}};
+    ck_pair img, dy;
+    nst_tensor x = {0}, y0 = {0}, y1 = {0}, d0 = {0}, d1 = {0};
+    const char *op = "conv_forward_image";
+    if (!ck_pair_make(c, &img, h, w, 3, 0, 0, 1)) return;
+    if (!ck_pair_make(c, &dy, h, w, cout, 1, -1, 1)) goto out;
+    nst_status s = nst_tensor_alloc(D, h, w, 3, D->in_dtype, &x);
+    if (s == NST_OK) s = nst_tensor_alloc(D, h, w, cout, D->act_dtype, &y0);
+    if (s == NST_OK) s = nst_tensor_alloc(D, h, w, cout, D->act_dtype, &y1);
+    if (s == NST_OK) s = nst_tensor_alloc(D, h, w, 3, NST_F32, &d0);
+    if (s == NST_OK) s = nst_tensor_alloc(D, h, w, 3, NST_F32, &d1);
+    if (s == NST_OK) s = D->ops->preprocess(D, &pre, &img.d, &x);
+    if (s == NST_OK) s = D->ops->conv_forward(D, cd, &x, &y0, 1);
+    if (ck_ran(c, op, NST_OK, s != NST_OK ? s : D->ops->conv_forward_image(D, cd, &pre, &img.d, &y1, 1)))
+        ck_record(c, op, NST_TOL_EXACT, 1, same_on_device(D, &y0, &y1), "3->%d %dx%d, against preprocess and conv_forward", cout, h, w);
+    op = "conv_backward_image";
+    s = D->ops->conv_backward_data(D, cd, &dy.d, &x);
+    if (s == NST_OK) s = D->ops->preprocess_backward(D, &pre, &x, &d0);
+    if (ck_ran(c, op, NST_OK, s != NST_OK ? s : D->ops->conv_backward_image(D, cd, &pre, &dy.d, &d1)))
+        ck_record(c, op, NST_TOL_EXACT, 1, same_on_device(D, &d0, &d1), "3->%d %dx%d, against conv_backward_data and preprocess_backward", cout,
+                  h, w);
+    nst_tensor_free(D, &x), nst_tensor_free(D, &y0), nst_tensor_free(D, &y1), nst_tensor_free(D, &d0), nst_tensor_free(D, &d1);
+    ck_pair_free(c, &dy);
+out:
+    ck_pair_free(c, &img);
+}
 
 /* one conv layer on both backends, forward (with and without ReLU) and backward-data */
 static void conv_case(nst_check *c, int cin, int cout, int h, int w)
@@ -47,6 +100,7 @@ static void conv_case(nst_check *c, int cin, int cout, int h, int w)
         ck_pair_free(c, &dy);
     }
     ck_pair_free(c, &x);
+    if (cin == 3) image_case(c, cd, cout, h, w);
 out:
     if (cr) R->ops->conv_destroy(R, cr);
     if (cd) D->ops->conv_destroy(D, cd);

@@ -157,15 +157,35 @@ nst_status cuda_join(nst_backend *be)
 {
     cuda_impl *im = cuda_of(be);
     if (!im->side_pending) return NST_OK;
-    im->side_pending = 0;
+    im->side_pending = im->on_side; /* a join from inside the side's own work (its scratch grown): the rest is pending */
     CUDA_TRY(cudaEventRecord(im->joined, im->side));
     CUDA_TRY(cudaStreamWaitEvent(im->stream, im->joined, 0));
     return NST_OK;
 }
 
+/* The ops that move data between the host and the device, or wait: each joins the side first, so
+ * that what it queues (a copy of the Gram sums, say) comes after the side's work, and the host
+ * never sees that work unfinished (kernels/backend.h: side) */
+#define JOIN_FIRST(fn, params, args)            \
+    static nst_status joined_##fn params         \
+    {                                            \
+        NST_TRY(cuda_join(be));                  \
+        return fn args;                          \
+    }
+JOIN_FIRST(cu_upload, (nst_backend * be, void *dst, const float *src, size_t n, nst_dtype dt), (be, dst, src, n, dt))
+JOIN_FIRST(cu_download, (nst_backend * be, float *dst, const void *src, size_t n, nst_dtype dt), (be, dst, src, n, dt))
+JOIN_FIRST(cu_sync, (nst_backend * be), (be))
+JOIN_FIRST(cuda_download_rect, (nst_backend * be, const nst_tensor *src, nst_rect r, float *host), (be, src, r, host))
+JOIN_FIRST(cuda_upload_rect, (nst_backend * be, const float *host, nst_tensor *dst, nst_rect r), (be, host, dst, r))
+JOIN_FIRST(cuda_dot, (nst_backend * be, const float *a, const float *b, size_t n, double *out), (be, a, b, n, out))
+JOIN_FIRST(cuda_download_rect_queued, (nst_backend * be, const nst_tensor *src, nst_rect r, float *host), (be, src, r, host))
+JOIN_FIRST(cuda_upload_rect_queued, (nst_backend * be, const float *host, nst_tensor *dst, nst_rect r), (be, host, dst, r))
+#undef JOIN_FIRST
+
 static nst_status cu_read(nst_backend *be, void *host, const void *src, size_t bytes)
 {
     cuda_impl *im = cuda_of(be);
+    NST_TRY(cuda_join(be)); /* the copy after the side's work (see JOIN_FIRST) */
     CUDA_TRY(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, im->stream));
     return cuda_wait(be, 1);
 }
@@ -173,6 +193,7 @@ static nst_status cu_read(nst_backend *be, void *host, const void *src, size_t b
 static nst_status cu_write(nst_backend *be, void *dst, const void *host, size_t bytes)
 {
     cuda_impl *im = cuda_of(be);
+    NST_TRY(cuda_join(be)); /* the copy after the side's work (see JOIN_FIRST) */
     CUDA_TRY(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, im->stream));
     return cuda_wait(be, 0);
 }
@@ -230,6 +251,7 @@ nst_status cuda_clocks_read(nst_backend *be, int n, double *sec)
 {
     cuda_impl *im = cuda_of(be);
     if (n < 0 || n > NST_CLOCKS) return nst_fail(NST_ERUNTIME, "clocks_read: %d clocks (0 to %d)", n, NST_CLOCKS);
+    NST_TRY(cuda_join(be)); /* the copy after the side's work (see JOIN_FIRST) */
     unsigned long long ns[NST_CLOCKS];
     if (n) CUDA_TRY(cudaMemcpyAsync(ns, im->clocks + 1, n * sizeof *ns, cudaMemcpyDeviceToHost, im->stream));
     if (n) CUDA_TRY(cudaMemsetAsync(im->clocks + 1, 0, n * sizeof *ns, im->stream));
@@ -249,6 +271,7 @@ static nst_status cu_graph_begin(nst_backend *be, int seg)
     if (seg < 0 || seg >= NST_GRAPH_SEGMENTS || (seg > 0 && seg != im->graphs)) /* in order, from 0 */
         return nst_fail(NST_ERUNTIME, "CUDA graphs: segment %d recorded after %d held (%d at most)", seg, im->graphs, NST_GRAPH_SEGMENTS);
     if (seg == 0) cuda_graphs_drop(im);
+    NST_TRY(cuda_join(be)); /* a capture starts joined: a join inside it may not wait for work from before it */
     CUDA_TRY(cudaStreamBeginCapture(im->stream, cudaStreamCaptureModeThreadLocal));
     im->graph_seg = seg;
     recording = 1, recording_failed = 0;
@@ -316,18 +339,19 @@ static void cu_range_pop(nst_backend *be)
 }
 
 static const nst_backend_ops cuda_ops = {
-    cu_alloc, cu_free, cu_upload, cu_download, cu_zero, cu_copy, cu_sync,
-    cuda_copy_rect, cuda_download_rect, cuda_upload_rect,
+    cu_alloc, cu_free, joined_cu_upload, joined_cu_download, cu_zero, cu_copy, joined_cu_sync,
+    cuda_copy_rect, joined_cuda_download_rect, joined_cuda_upload_rect,
     cuda_conv_create, cuda_conv_destroy, cuda_conv_forward, cuda_conv_backward_data,
     cuda_relu_backward, cuda_pool_forward, cuda_pool_backward, cuda_preprocess, cuda_preprocess_backward,
     cuda_gram_accumulate, cuda_gram_diff, cuda_gram_backward,
-    cuda_mse, cuda_tv, cuda_adam, cuda_adam_tick, cuda_sumsq, cuda_dot, cuda_axpby, cuda_box_hold, cuda_box_step,
+    cuda_mse, cuda_tv, cuda_adam, cuda_adam_tick, cuda_sumsq, joined_cuda_dot, cuda_axpby, cuda_box_hold, cuda_box_step,
     cu_read, cu_write, cu_range_push, cu_range_pop,
     NULL, NULL, /* gram_fixed, dot_exact: the CPU's exact paths */
     cuda_stamp, cuda_clocks_read,
     cu_graph_begin, cu_graph_end, cu_graph_launch, cu_graph_segments,
-    cu_host_alloc, cu_host_free, cuda_download_rect_queued, cuda_upload_rect_queued,
+    cu_host_alloc, cu_host_free, joined_cuda_download_rect_queued, joined_cuda_upload_rect_queued,
     cu_side, cuda_join,
+    cuda_conv_reads_image, cuda_conv_forward_image, cuda_conv_backward_image,
 };
 
 /* ---- set-up ------------------------------------------------------------------------------------ */

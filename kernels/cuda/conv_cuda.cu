@@ -427,7 +427,7 @@ nst_status cuda_conv_forward(nst_backend *be, nst_conv *cv, const nst_tensor *x,
     cuda_impl *im = cuda_of(be);
     NST_TRY(check_io(cv, x, y, be->act_dtype, "conv_forward"));
     if (!x->h || !x->w) return NST_OK;
-    if (cv->own) return cuda_conv_first_forward(be, x->data, cv->w, cv->bias, y->data, x->h, x->w, cv->cout, cv->cin_p, relu);
+    if (cv->own) return cuda_conv_first_forward(be, x->data, NULL, cv->w, cv->bias, y->data, x->h, x->w, cv->cout, cv->cin_p, relu);
     conv_shape *s;
     const void *xin = x->data;
     size_t npx = (size_t)x->h * x->w;
@@ -471,7 +471,7 @@ nst_status cuda_conv_backward_data(nst_backend *be, nst_conv *cv, const nst_tens
     cuda_impl *im = cuda_of(be);
     NST_TRY(check_io(cv, dx, dy, be->act_dtype, "conv_backward_data"));
     if (!dx->h || !dx->w) return NST_OK;
-    if (cv->own) return cuda_conv_first_backward(be, dy->data, cv->w, dx->data, dx->h, dx->w, cv->cout, cv->cin_p);
+    if (cv->own) return cuda_conv_first_backward(be, dy->data, NULL, cv->w, dx->data, dx->h, dx->w, cv->cout, cv->cin_p);
     conv_shape *s;
     size_t npx = (size_t)dx->h * dx->w;
     void *out = dx->data;
@@ -490,4 +490,33 @@ nst_status cuda_conv_backward_data(nst_backend *be, nst_conv *cv, const nst_tens
         LAUNCH_TRY("conv unpad");
     }
     return NST_OK;
+}
+
+/* ---- conv1_1 from the image (kernels/backend.h: conv_forward_image) ---------------------------- */
+int cuda_conv_reads_image(nst_backend *be, const nst_conv *cv) { return cv->own && be->in_dtype == be->act_dtype; }
+
+/* img and y (or dy and dimg): an fp32 image of 3 channels and the layer's output, of one shape */
+static nst_status check_image(nst_backend *be, const nst_conv *cv, const nst_tensor *img, const nst_tensor *y, const char *op)
+{
+    NST_TRY(cuda_check(img, op));
+    NST_TRY(cuda_check(y, op));
+    if (!cuda_conv_reads_image(be, cv)) return nst_fail(NST_ERUNTIME, "%s: the %d -> %d layer does not read the image", op, cv->cin, cv->cout);
+    if (img->dt != NST_F32 || img->c != 3 || y->c != cv->cout || y->dt != be->act_dtype || img->h != y->h || img->w != y->w)
+        return nst_fail(NST_ERUNTIME, "%s: %dx%dx%d -> %dx%dx%d does not fit the %d -> %d layer on an fp32 image", op, img->h, img->w, img->c,
+                        y->h, y->w, y->c, cv->cin, cv->cout);
+    return NST_OK;
+}
+
+nst_status cuda_conv_forward_image(nst_backend *be, nst_conv *cv, const nst_preproc *p, const nst_tensor *img, nst_tensor *y, int relu)
+{
+    NST_TRY(check_image(be, cv, img, y, "conv_forward_image"));
+    if (!img->h || !img->w) return NST_OK;
+    return cuda_conv_first_forward(be, img->data, p, cv->w, cv->bias, y->data, img->h, img->w, cv->cout, cv->cin_p, relu);
+}
+
+nst_status cuda_conv_backward_image(nst_backend *be, nst_conv *cv, const nst_preproc *p, const nst_tensor *dy, nst_tensor *dimg)
+{
+    NST_TRY(check_image(be, cv, dimg, dy, "conv_backward_image"));
+    if (!dimg->h || !dimg->w) return NST_OK;
+    return cuda_conv_first_backward(be, dy->data, p, cv->w, dimg->data, dimg->h, dimg->w, cv->cout, cv->cin_p);
 }

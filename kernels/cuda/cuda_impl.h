@@ -164,6 +164,10 @@ template <> __device__ __forceinline__ void st<__nv_bfloat16>(__nv_bfloat16 *p, 
 
 #include "block_sum.cuh" /* RED_THREADS, RED_BLOCKS, block_tree_sum */
 #include "vec8.cuh"      /* load8, store8 */
+#include "preproc.cuh"   /* affine3, pre_value, pre_grad */
+
+/* the preprocessing's affine map (kernels/backend.h: nst_preproc) as the kernels take it */
+affine3 cuda_affine(const nst_preproc *p);
 
 /* ---- shared ops of several files ----------------------------------------------------------- */
 /* Copy r (all c channels) of src (sw wide) to dst (dw wide) at (dx, dy); element size es. */
@@ -207,11 +211,17 @@ nst_status cuda_conv_forward(nst_backend *, nst_conv *, const nst_tensor *x, nst
 nst_status cuda_conv_backward_data(nst_backend *, nst_conv *, const nst_tensor *dy, nst_tensor *dx);
 
 /* conv1_1 on our own kernels (conv_first_cuda.cu): whether a layer fits them, and its two directions
- * on raw buffers (w: the layer's KRSC weights, cin_p channels a tap; bias as cuDNN's call takes it) */
+ * on raw buffers (w: the layer's KRSC weights, cin_p channels a tap; bias as cuDNN's call takes it).
+ * pre NULL: x is the network input and dx its gradient; else x is the fp32 image and dx its fp32
+ * gradient, the preprocessing pre applied on the way (conv_forward_image, conv_backward_image). */
 int cuda_conv_first_fits(int cin, int cout);
-nst_status cuda_conv_first_forward(nst_backend *, const void *x, const void *w, const void *bias, void *y, int h, int w_px, int cout,
-                                   int cin_p, int relu);
-nst_status cuda_conv_first_backward(nst_backend *, const void *dy, const void *w, void *dx, int h, int w_px, int cout, int cin_p);
+nst_status cuda_conv_first_forward(nst_backend *, const void *x, const nst_preproc *pre, const void *w, const void *bias, void *y, int h,
+                                   int w_px, int cout, int cin_p, int relu);
+nst_status cuda_conv_first_backward(nst_backend *, const void *dy, const nst_preproc *pre, const void *w, void *dx, int h, int w_px,
+                                    int cout, int cin_p);
+int cuda_conv_reads_image(nst_backend *, const nst_conv *);
+nst_status cuda_conv_forward_image(nst_backend *, nst_conv *, const nst_preproc *, const nst_tensor *img, nst_tensor *y, int relu);
+nst_status cuda_conv_backward_image(nst_backend *, nst_conv *, const nst_preproc *, const nst_tensor *dy, nst_tensor *dimg);
 
 nst_status cuda_relu_backward(nst_backend *, const nst_tensor *y, nst_tensor *dy);
 nst_status cuda_preprocess(nst_backend *, const nst_preproc *, const nst_tensor *img, nst_tensor *x);

@@ -33,7 +33,7 @@ nst_status cuda_relu_backward(nst_backend *be, const nst_tensor *y, nst_tensor *
     return NST_OK;
 }
 
-static affine3 affine(const nst_preproc *p)
+affine3 cuda_affine(const nst_preproc *p)
 {
     affine3 f;
     for (int c = 0; c < 3; c++) {
@@ -53,7 +53,7 @@ nst_status cuda_preprocess(nst_backend *be, const nst_preproc *p, const nst_tens
     size_t npx = (size_t)img->h * img->w;
     if (!npx) return NST_OK;
     cuda_impl *im = cuda_of(be);
-    affine3 f = affine(p);
+    affine3 f = cuda_affine(p);
 #define PRE(T) (k_pre<T><<<cuda_blocks(npx * 3, 256), 256, 0, im->stream>>>((const float *)img->data, (T *)x->data, npx, f, im->fscale), 0)
     CUDA_DISPATCH(x->dt, PRE);
 #undef PRE
@@ -70,7 +70,7 @@ nst_status cuda_preprocess_backward(nst_backend *be, const nst_preproc *p, const
     size_t npx = (size_t)dx->h * dx->w;
     if (!npx) return NST_OK;
     cuda_impl *im = cuda_of(be);
-    affine3 f = affine(p);
+    affine3 f = cuda_affine(p);
 #define PREB(T) (k_pre_bwd<T><<<cuda_blocks(npx * 3, 256), 256, 0, im->stream>>>((const T *)dx->data, (float *)dimg->data, npx, f, 1.f / im->fscale), 0)
     CUDA_DISPATCH(dx->dt, PREB);
 #undef PREB

@@ -45,22 +45,14 @@ template <typename T, typename I> __global__ void k_relu_bwd8(const T *y, T *g, 
     }
 }
 
-/* x = (img[src c] a_c + b_c) fscale, the network input (struct filled by eltwise_cuda.cu) */
-struct affine3 {
-    float a[3], b[3];
-    int src[3];
-};
-
-/* v[c] by selects: indexing a kernel parameter's array by a variable copies it to local memory */
-template <typename V> __device__ __forceinline__ V pick3(const V *v, int c) { return c == 0 ? v[0] : c == 1 ? v[1] : v[2]; }
-
+/* the preprocessing and its backward, one value a thread: preproc.cuh's arithmetic */
 template <typename T> __global__ void k_pre(const float *img, T *x, size_t npx, affine3 f, float fscale)
 {
     GRID_STRIDE(i, npx * 3)
     {
         size_t p = i / 3;
         int c = (int)(i % 3);
-        st<T>(x, i, (img[3 * p + pick3(f.src, c)] * pick3(f.a, c) + pick3(f.b, c)) * fscale);
+        st<T>(x, i, pre_value(img, p, c, f, fscale));
     }
 }
 
@@ -70,7 +62,7 @@ template <typename T> __global__ void k_pre_bwd(const T *dx, float *dimg, size_t
     {
         size_t p = i / 3;
         int c = (int)(i % 3);
-        dimg[3 * p + pick3(f.src, c)] = ld<T>(dx, i) * inv_fscale * pick3(f.a, c);
+        dimg[3 * p + pick3(f.src, c)] = pre_grad(ld<T>(dx, i), c, f, inv_fscale);
     }
 }
 

@@ -135,16 +135,28 @@ void nst_acts_free(nst_net *net, nst_acts *a)
     memset(a, 0, sizeof *a);
 }
 
+/* Whether the first layer reads the image itself (kernels/backend.h: conv_forward_image): the
+ * preprocessing's passes then go into its kernels, the same bits */
+static int reads_image(const nst_net *net)
+{
+    nst_backend *be = net->be;
+    return net->nlayers > 0 && nst_vgg_layer_at(0)->op == NST_OP_CONV && be->ops->conv_reads_image &&
+           be->ops->conv_reads_image(be, net->conv[nst_vgg_layer_at(0)->conv]);
+}
+
 nst_status nst_net_forward(nst_net *net, const nst_tensor *img, nst_acts *a) { return nst_net_forward_each(net, img, a, NULL, NULL); }
 
 nst_status nst_net_forward_each(nst_net *net, const nst_tensor *img, nst_acts *a, nst_layer_fn after, void *user)
 {
     nst_backend *be = net->be;
-    NST_TRY(be->ops->preprocess(be, &net->pre, img, &a->in));
+    const int from_image = reads_image(net); /* conv1_1 preprocesses the image itself: no input pass */
+    if (!from_image) NST_TRY(be->ops->preprocess(be, &net->pre, img, &a->in));
     const nst_tensor *x = &a->in;
     for (int i = 0; i < net->nlayers; i++) {
         const nst_vgg_layer *L = nst_vgg_layer_at(i);
-        if (L->op == NST_OP_CONV)
+        if (i == 0 && from_image)
+            NST_TRY(be->ops->conv_forward_image(be, net->conv[L->conv], &net->pre, img, &a->out[i], 1));
+        else if (L->op == NST_OP_CONV)
             NST_TRY(be->ops->conv_forward(be, net->conv[L->conv], x, &a->out[i], 1));
         else
             NST_TRY(be->ops->pool_forward(be, net->pool, x, &a->out[i]));
@@ -182,6 +194,7 @@ nst_status nst_net_backward(nst_net *net, nst_acts *a, nst_seed_fn seed, void *u
         nst_tensor gb = grad_view(a, 1 - k, below);
         if (L->op == NST_OP_CONV) {
             if (!folded) NST_TRY(be->ops->relu_backward(be, &a->out[i], &g));
+            if (i == 0 && reads_image(net)) return be->ops->conv_backward_image(be, net->conv[L->conv], &net->pre, &g, dimg);
             NST_TRY(be->ops->conv_backward_data(be, net->conv[L->conv], &g, &gb));
             folded = 0;
         } else { /* every conv's output is its ReLU's: fold it in where no seed adds at it */
