@@ -218,9 +218,10 @@ typedef struct {
      * called until side(be, 0), gram_accumulate alone, go on the side stream, after all the work
      * queued so far. The ops after side(be, 0) are not ordered after them until join: the caller
      * joins before an op reads what the side writes (the sums) or writes what it reads (the
-     * features, the masks). The backend joins by itself at the start of every op that moves data
-     * to or from the host or waits, and before a free, a scratch buffer's growth, graph_begin and
-     * graph_end, so the host never sees side work unfinished. */
+     * features, the masks). The backend joins by itself at the start of every op of this table
+     * that moves data to or from the host or waits (conv_create's upload too), and before a free,
+     * a scratch buffer's growth, graph_begin and graph_end, so the host never sees side work
+     * unfinished. */
     nst_status (*side)(nst_backend *, int on);
     nst_status (*join)(nst_backend *);
 

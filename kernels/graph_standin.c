@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "../util/mem.h"
-#include "cpu/conv_cpu.h" /* conv1_1 from the image: a layer of 3 input channels */
 
 typedef enum {
     R_ZERO, R_COPY, R_COPY_RECT, R_CONV_F, R_CONV_B, R_RELU_B, R_POOL_F, R_POOL_B, R_PRE, R_PRE_B, R_GRAM_ACC, R_GRAM_DIFF,
@@ -49,6 +48,7 @@ struct nst_graph_standin {
     nst_status side_status;              /* a failure of side work run at a free, reported at the next join */
     void *image_in;                      /* conv1_1 from the image: its network input or gradient (below) */
     size_t image_cap;
+    const nst_conv *reads_image[8];      /* the layers created that take that path */
 };
 
 static struct nst_graph_standin *G(nst_backend *be) { return be->graph_standin; }
@@ -391,14 +391,38 @@ static void s_free(nst_backend *be, void *ptr)
  * here the CPU's two ops in turn, through a network input of the stand-in's own, so that the
  * render's path without an input pass (net.c) runs on the CPU, recorded and replayed too. Its
  * buffer grows as a GPU's scratch does: never while recording, and the segments held are dropped. */
-static int s_conv_reads_image(nst_backend *be, const nst_conv *c) { return c && c->cin == 3; }
+static int s_conv_reads_image(nst_backend *be, const nst_conv *c)
+{
+    for (int i = 0; c && i < 8; i++)
+        if (G(be)->reads_image[i] == c) return 1;
+    return 0;
+}
 
-static nst_status image_input(nst_backend *be, const nst_tensor *img, nst_tensor *x)
+/* the layers conv1_1's own kernels take (kernels/cuda/conv_first_cuda.cu: cuda_conv_first_fits) */
+static nst_status s_conv_create(nst_backend *be, int cin, int cout, const float *w, const float *b, nst_conv **out)
+{
+    NST_TRY(REAL(be)->conv_create(be, cin, cout, w, b, out));
+    for (int i = 0; cin == 3 && cout % 8 == 0 && cout > 0 && cout <= 256 && i < 8; i++)
+        if (!G(be)->reads_image[i]) {
+            G(be)->reads_image[i] = *out;
+            break;
+        }
+    return NST_OK;
+}
+
+static void s_conv_destroy(nst_backend *be, nst_conv *c)
+{
+    for (int i = 0; i < 8; i++)
+        if (G(be)->reads_image[i] == c) G(be)->reads_image[i] = NULL;
+    REAL(be)->conv_destroy(be, c);
+}
+
+static nst_status image_input(nst_backend *be, const nst_tensor *img, nst_tensor *x, const char *op)
 {
     struct nst_graph_standin *g = G(be);
     const size_t bytes = (size_t)img->h * img->w * 3 * nst_dtype_size(be->in_dtype);
     if (bytes > g->image_cap) {
-        if (g->recording) return refuse(be, "conv_forward_image", "grows a scratch buffer");
+        if (g->recording) return refuse(be, op, "grows a scratch buffer");
         g->nseg = 0; /* the segments held address the old buffer */
         NST_TRY(side_join(be));
         REAL(be)->free(be, g->image_in);
@@ -414,7 +438,7 @@ static nst_status s_conv_forward_image(nst_backend *be, nst_conv *c, const nst_p
 {
     nst_tensor x;
     if (!s_conv_reads_image(be, c)) return nst_fail(NST_ERUNTIME, "conv_forward_image: the layer does not read the image");
-    NST_TRY(image_input(be, img, &x));
+    NST_TRY(image_input(be, img, &x, "conv_forward_image"));
     NST_TRY(s_preprocess(be, p, img, &x));
     return s_conv_forward(be, c, &x, y, relu);
 }
@@ -423,7 +447,7 @@ static nst_status s_conv_backward_image(nst_backend *be, nst_conv *c, const nst_
 {
     nst_tensor dx;
     if (!s_conv_reads_image(be, c)) return nst_fail(NST_ERUNTIME, "conv_backward_image: the layer does not read the image");
-    NST_TRY(image_input(be, dimg, &dx));
+    NST_TRY(image_input(be, dimg, &dx, "conv_backward_image"));
     NST_TRY(s_conv_backward_data(be, c, dy, &dx));
     return s_preprocess_backward(be, p, &dx, dimg);
 }
@@ -520,7 +544,8 @@ nst_status nst_graph_standin_attach(nst_backend *be)
     if (overlap && strcmp(overlap, "1") == 0) o->side = s_side, o->join = s_join, o->free = s_free;
     const char *conv1 = getenv("NSTBATCH_CUDA_CONV1"); /* conv1_1 from the image, as the CUDA backend's own kernels */
     if (conv1 && strcmp(conv1, "own") == 0)
-        o->conv_reads_image = s_conv_reads_image, o->conv_forward_image = s_conv_forward_image, o->conv_backward_image = s_conv_backward_image;
+        o->conv_reads_image = s_conv_reads_image, o->conv_forward_image = s_conv_forward_image, o->conv_backward_image = s_conv_backward_image,
+        o->conv_create = s_conv_create, o->conv_destroy = s_conv_destroy;
     be->graph_standin = g;
     be->ops = &g->ops;
     be->tiles_exact = 0; /* fp64 Gram sums, as a GPU's: tiles agree within tolerances */

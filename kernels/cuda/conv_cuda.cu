@@ -107,6 +107,7 @@ static nst_status conv_create(nst_backend *be, nst_conv *cv, const float *w_oihw
 
 nst_status cuda_conv_create(nst_backend *be, int cin, int cout, const float *w, const float *b, nst_conv **out)
 {
+    NST_TRY(cuda_join(be)); /* it uploads the weights: after the side's work, as every transfer (backend_cuda.cu) */
     nst_conv *cv = (nst_conv *)nst_calloc(sizeof *cv, "a conv layer");
     if (!cv) return NST_ENOMEM;
     int pad = be->act_dtype == NST_F32 ? 4 : 8;
@@ -493,7 +494,7 @@ nst_status cuda_conv_backward_data(nst_backend *be, nst_conv *cv, const nst_tens
 }
 
 /* ---- conv1_1 from the image (kernels/backend.h: conv_forward_image) ---------------------------- */
-int cuda_conv_reads_image(nst_backend *be, const nst_conv *cv) { return cv->own && be->in_dtype == be->act_dtype; }
+int cuda_conv_reads_image(nst_backend *be, const nst_conv *cv) { return cv && cv->own && be->in_dtype == be->act_dtype; }
 
 /* img and y (or dy and dimg): an fp32 image of 3 channels and the layer's output, of one shape */
 static nst_status check_image(nst_backend *be, const nst_conv *cv, const nst_tensor *img, const nst_tensor *y, const char *op)

@@ -23,7 +23,8 @@ template <typename T> __device__ __forceinline__ float round_to(float v)
 
 /* input channel c of pixel p, before its rounding to the storage type: one fused multiply-add, so
  * that no choice of the compiler's (contracting a x + b or not) can differ between the kernels that
- * inline it; fscale is a power of two (exact) */
+ * inline it; fscale is a power of two (exact but at the subnormal edge, and the same multiply on
+ * every path) */
 __device__ __forceinline__ float pre_value(const float *img, size_t p, int c, const affine3 &f, float fscale)
 {
     return fmaf(img[3 * p + pick3(f.src, c)], pick3(f.a, c), pick3(f.b, c)) * fscale;

@@ -30,7 +30,7 @@ typedef struct {
  * viewed at the current shape (h x w), so tiles of different shapes can share one set. */
 typedef struct {
     int h, w, cap_h, cap_w;
-    nst_tensor in;                    /* preprocessed network input */
+    nst_tensor in;                    /* preprocessed network input (unused where conv1_1 reads the image: net.c) */
     nst_tensor out[NST_VGG_NLAYERS];  /* each layer's output */
     nst_tensor g[2];                  /* gradient ping-pong, sized for the largest activation */
     size_t g_cap;                     /* elements of each g buffer */
