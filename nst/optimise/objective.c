@@ -281,6 +281,7 @@ static nst_status forward_pass(nst_objective *o, nst_tile *t, int grams)
     return s;
 }
 static nst_status forward_tile(nst_objective *o, nst_tile *t) { return forward_pass(o, t, 0); }
+static nst_status forward_grams(nst_objective *o, nst_tile *t) { return forward_pass(o, t, 1); }
 
 /* Planted, so that the tests can prove their checks fail: the side's Gram sums joined after every
  * tile's forward (sidelate: the next tile's forward has overwritten the features they read), or
@@ -290,7 +291,6 @@ static nst_status late_join(nst_objective *o)
     nst_backend *be = o->net->be;
     return be->ops->join && nst_planted("sidelate") ? be->ops->join(be) : NST_OK;
 }
-static nst_status forward_grams(nst_objective *o, nst_tile *t) { return forward_pass(o, t, 1); }
 
 nst_status nst_tile_set_content(nst_objective *o, nst_tile *t, const float *window_px)
 {
