@@ -499,6 +499,12 @@ static nst_status open_side(nst_backend *be, cuda_impl *im)
     const char *v = getenv("NSTBATCH_CUDA_OVERLAP");
     im->overlap = v && strcmp(v, "1") == 0;
     if (!im->overlap) return NST_OK;
+    const char *prof = getenv("NSTBATCH_PROFILE"); /* (as kernels/backend.c reads it) */
+    if (prof && *prof && strcmp(prof, "0") != 0) { /* the profile times op by op (kernels/profile.c): no side */
+        im->overlap = 0;
+        cuda_note(im, "Gram sums: on the main stream, NSTBATCH_CUDA_OVERLAP=1 set aside while NSTBATCH_PROFILE times op by op");
+        return NST_OK;
+    }
     CUDA_TRY(cudaStreamCreateWithFlags(&im->side, cudaStreamNonBlocking));
     CUDA_TRY(cudaEventCreateWithFlags(&im->forked, cudaEventDisableTiming));
     CUDA_TRY(cudaEventCreateWithFlags(&im->joined, cudaEventDisableTiming));
