@@ -112,12 +112,15 @@ nst_status nst_comm_gpu_min_free(const char *gpu_id, size_t mine, size_t *agreed
  * nst_comm_nccl_sum_doubles: in-place sum of n doubles in device memory over the current group,
  * queued on the CUDA stream and waited for. Failures and a stall of timeout seconds abort every
  * rank with one message (ncclCommAbort, then MPI_Abort): a rank cannot recover from a broken
- * communicator. */
+ * communicator. nst_comm_nccl_exchange: the halo exchange's messages between buffers in device
+ * memory (peers: ranks of the current group, whose NCCL ranks are the same: both splits take one
+ * color and key), as one NCCL group of sends and receives on the stream, waited for the same way. */
 int nst_comm_nccl_built(void);
 void nst_comm_nccl_version(char *out, size_t cap);
 nst_status nst_comm_nccl_open(double timeout);
 void nst_comm_nccl_close(void);
 nst_status nst_comm_nccl_sum_doubles(double *dev, size_t n, void *stream, double timeout);
+nst_status nst_comm_nccl_exchange(const nst_comm_msg *sends, int nsend, const nst_comm_msg *recvs, int nrecv, void *stream, double timeout);
 
 /* "Open MPI v4.1.4, ..." (callable before nst_comm_init). */
 void nst_comm_library_version(char *out, size_t cap);

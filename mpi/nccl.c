@@ -1,4 +1,5 @@
-/* mpi/nccl.c: the Gram allreduce on device buffers with NCCL, one communicator per rank group.
+/* mpi/nccl.c: the Gram allreduce and the halo exchange on device buffers with NCCL, one
+ * communicator per rank group.
  * The world's is made when the device opens (nst/run/device.c); a group's is split from its parent's
  * when the group is made (nst_comm_split), sharing the parent's resources (splitShare), not at the
  * group's first Gram sum, where it allocated device memory in the middle of an iteration.
@@ -146,6 +147,27 @@ nst_status nst_comm_nccl_sum_doubles(double *dev, size_t n, void *stream, double
     return NST_OK;
 }
 
+nst_status nst_comm_nccl_exchange(const nst_comm_msg *sends, int nsend, const nst_comm_msg *recvs, int nrecv, void *stream, double timeout)
+{
+    if (nsend + nrecv == 0) return NST_OK;
+    ncclComm_t comm = (ncclComm_t)*nst_comm_nccl_slot();
+    if (!comm)
+        return nst_fail(NST_ERUNTIME, "NCCL halo exchange on rank %d (%s): this rank group has no NCCL communicator", nst_comm_world_rank(),
+                        nst_comm_host());
+    /* one group, so that the sends and receives progress together (NCCL's rule for point-to-point
+     * calls that depend on each other); a non-blocking communicator's calls may say "in progress" */
+    ncclResult_t r = ncclGroupStart();
+    for (int i = 0; (r == ncclSuccess || r == ncclInProgress) && i < nrecv; i++)
+        if (recvs[i].bytes) r = ncclRecv(recvs[i].buf, recvs[i].bytes, ncclUint8, recvs[i].peer, comm, (cudaStream_t)stream);
+    for (int i = 0; (r == ncclSuccess || r == ncclInProgress) && i < nsend; i++)
+        if (sends[i].bytes) r = ncclSend(sends[i].buf, sends[i].bytes, ncclUint8, sends[i].peer, comm, (cudaStream_t)stream);
+    ncclResult_t e = ncclGroupEnd(); /* (ended whatever happened inside: a group left open would take in the next call) */
+    if (r == ncclSuccess || r == ncclInProgress) r = e;
+    if (r != ncclSuccess && r != ncclInProgress) fatal("ncclSend/ncclRecv (halo exchange)", ncclGetErrorString(r));
+    wait_for(comm, (cudaStream_t)stream, "ncclSend/ncclRecv (halo exchange)", timeout);
+    return NST_OK;
+}
+
 void nst_comm_nccl_release(void **slot)
 {
     if (!*slot) return;
@@ -192,6 +214,12 @@ nst_status nst_comm_nccl_sum_doubles(double *dev, size_t n, void *stream, double
 {
     (void)dev, (void)n, (void)stream, (void)timeout;
     return nst_fail(NST_ERUNTIME, "the Gram allreduce asked for NCCL, but this build has none");
+}
+
+nst_status nst_comm_nccl_exchange(const nst_comm_msg *sends, int nsend, const nst_comm_msg *recvs, int nrecv, void *stream, double timeout)
+{
+    (void)sends, (void)nsend, (void)recvs, (void)nrecv, (void)stream, (void)timeout;
+    return nst_fail(NST_ERUNTIME, "the halo exchange asked for NCCL, but this build has none");
 }
 
 void nst_comm_nccl_release(void **slot) { *slot = NULL; }

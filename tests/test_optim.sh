@@ -27,6 +27,9 @@
 #   a side stream (NSTBATCH_CUDA_OVERLAP=1) equal the render without, and differ without their join
 #   or with it after the next tile's forward; conv1_1 straight from the image (NSTBATCH_CUDA_CONV1=own
 #   on the stand-in) equals the render with the input pass;
+# - the halo exchange device to device (NSTBATCH_EXCHANGE=device: the rects packed in backend
+#   memory, as with NCCL between GPUs) equals the exchange through host memory on 2 ranks with
+#   graphs, and 1 rank on 3;
 # - bad values of the new keys are one clear error each.
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_optim_cli
@@ -233,6 +236,20 @@ NSTBATCH_PLANT=graphstep NSTBATCH_GRAPH_STANDIN=1 nst graphs_step2 2 "${gr[@]}" 
 d=$("$DIFF" "$T/graphs_step2.png" "$T/graphs_off2.png" 2>&1)
 if [ $rc -eq 0 ] && [ "${d%% mean*}" != "max 0" ] && [ -n "$d" ]; then ok "graph stand-in, 2 ranks: replays that skip the Gram sums' step differ ($d): the check fails"
 else bad "graph stand-in, 2 ranks: a planted missing step" "exit $rc; diff '$d' (the replays must differ)" "$(tail -n 3 "$T/graphs_step2.log")"; fi
+# the halo exchange device to device (coll.exchange: NCCL between GPUs; NSTBATCH_EXCHANGE=device
+# has the CPU pack the rects into buffers in backend memory and send from there, nst/render/exchange.c):
+# on 2 ranks on the stand-in, graphs replayed, equal to the exchange through host memory; on 3
+# ranks equal to 1 rank bit for bit (exact tiling); the log says which way the halos went
+NSTBATCH_EXCHANGE=device NSTBATCH_GRAPH_STANDIN=1 nst exdev2 2 "${gr[@]}" --set gpu.graphs=true
+if [ $rc -eq 0 ] && grep -q "^halo exchange: device to device" "$T/exdev2.log" &&
+   grep -q "^CUDA graphs: 20 of the level's 24 iterations replayed as recorded segments" "$T/exdev2.log"; then
+  same "graph stand-in, 2 ranks: the halos device to device, 20 of 24 iterations replayed, equal to the halos through host memory" exdev2.png graphs_on2.png
+else bad "the halos device to device, 2 ranks" "exit $rc" "$(grep -E 'halo|CUDA graphs|error' "$T/exdev2.log")"; fi
+nst exone 1 "${gr[@]}"
+NSTBATCH_EXCHANGE=device nst exdev3 3 "${gr[@]}"
+if [ $rc -eq 0 ] && grep -q "^halo exchange: device to device" "$T/exdev3.log"; then
+  same "3 ranks, the halos device to device: equal to 1 rank bit for bit" exdev3.png exone.png
+else bad "the halos device to device, 3 ranks" "exit $rc" "$(grep -E 'halo|error' "$T/exdev3.log")"; fi
 # the halo exchange's rects are queued and waited for once (kernels/backend.h: download_rect_queued);
 # the stand-in holds a queued download back until a wait, as a GPU's stream does, so with that
 # wait left out (NSTBATCH_PLANT=exchangewait) the peers receive stale halos and the image differs

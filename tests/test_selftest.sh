@@ -12,8 +12,9 @@
 #   fails and so does the self-test, unless run.device = cpu says the CPU is meant.
 # - A time budget too small for the op harness: its passes are left out, named "late", and the
 #   closing line says so.
-# - Two ranks: the Gram allreduce against the exact sum, every rank's device listed, and the
-#   --report file (versions, command, devices, table, "failing rows: none").
+# - Two ranks: the Gram allreduce against the exact sum, the halo exchange in backend memory
+#   (NSTBATCH_EXCHANGE=device) value by value, every rank's device listed, and the --report file
+#   (versions, command, devices, table, "failing rows: none").
 # - A rank that fails (rank 1 given a 2 MiB allocation limit): exit 1, "self-test FAILED", and
 #   the report's failing rows name rank 1; rank 0's checks still pass.
 # - CONFIG and --set choose the device as for a render (run.precision = fp32 renders in fp32).
@@ -47,10 +48,12 @@ else
   skip "the op harness: this CPU has no bf16 ($(row one 'op harness'))"
 fi
 
-st two "${MPI[@]}" -np 2 "$NST" --self-test --set run.device=cpu --report "$T/two.txt"
+# (NSTBATCH_EXCHANGE=device: the halo exchange in backend memory, NCCL's path between GPUs, which
+# the CPU runs through MPI from its buffers: its row checks a ring of messages value by value)
+NSTBATCH_EXCHANGE=device st two "${MPI[@]}" -np 2 "$NST" --self-test --set run.device=cpu --report "$T/two.txt"
 if [ $rc -eq 0 ] && row two "gram allreduce \(MPI\)" | grep -q ' ok .*over 2 ranks, against the exact sum' &&
-   [ "$(grep -c '^  rank [01] on ' "$T/two.log")" -eq 2 ]; then
-  ok "two ranks: the Gram allreduce against the exact sum (max error $(row two 'gram allreduce \(MPI\)' | awk '{print $6}'))"
+   row two "halo exchange \(device\)" | grep -q ' ok .*from rank 1 of 2, 0 wrong' && [ "$(grep -c '^  rank [01] on ' "$T/two.log")" -eq 2 ]; then
+  ok "two ranks: the Gram allreduce against the exact sum (max error $(row two 'gram allreduce \(MPI\)' | awk '{print $6}')), the halo exchange in backend memory value by value"
 else bad "two ranks" "exit $rc" "$(cat "$T/two.log")"; fi
 if [ -f "$T/two.txt" ] && grep -q '^nstbatch [0-9]' "$T/two.txt" && grep -q '^command: .*--self-test' "$T/two.txt" &&
    grep -q '^  rank 1 on ' "$T/two.txt" && grep -A1 '^failing rows:' "$T/two.txt" | grep -q '^  none' &&

@@ -50,6 +50,13 @@
 #include "host_step.h"
 #include "timers.h"
 
+/* A message between this rank and rank peer (of the current group): bytes at buf */
+typedef struct {
+    int peer;
+    void *buf;
+    size_t bytes;
+} nst_peer_msg;
+
 /* What the algorithm needs from the other ranks (mpi/ provides it; NULL members: one process). */
 typedef struct {
     void *ctx;
@@ -60,6 +67,9 @@ typedef struct {
     nst_status (*sum_int64)(void *ctx, int64_t *buf, size_t n);  /* fixed-point Gram sums (host memory): exact */
     nst_status (*max_ints)(void *ctx, int *buf, size_t n);       /* their bounds */
     nst_status (*agree)(void *ctx, nst_status mine);             /* as check, with the failing rank's message on every rank */
+    /* The halo exchange's messages between buffers in backend memory, sends and receives together
+     * (NCCL between distinct GPUs), or NULL: the exchange goes through host memory */
+    nst_status (*exchange)(void *ctx, const nst_peer_msg *sends, int nsend, const nst_peer_msg *recvs, int nrecv);
 } nst_collectives;
 
 typedef enum { NST_GRAM_RESIDENT, NST_GRAM_TWO_PASS, NST_GRAM_LAGGED } nst_gram_strategy;

@@ -14,7 +14,11 @@ void nst_exchange_free(nst_backend *be, nst_exchange *ex)
     for (int p = 0; p < ex->npeers; p++) {
         be->ops->host_free(be, ex->sendbuf[p]);
         be->ops->host_free(be, ex->recvbuf[p]);
+        if (ex->dsend) be->ops->free(be, ex->dsend[p]);
+        if (ex->drecv) be->ops->free(be, ex->drecv[p]);
     }
+    nst_free(ex->dsend);
+    nst_free(ex->drecv);
     for (int i = 0; ex->stage && i < ex->ntr; i++) nst_free(ex->stage[i]);
     nst_free(ex->stage);
     nst_free(ex->from);
@@ -34,11 +38,25 @@ static int peer_slot(const nst_exchange *ex, int rank)
     return -1;
 }
 
-/* Keep the transfers this rank takes part in; size the per-peer buffers. */
-nst_status nst_exchange_plan(nst_backend *be, const nst_layout *L, nst_exchange *ex)
+/* Whether every rank exchanges in backend memory: each has the path and room for its buffers
+ * there (a GPU's arena: what neither the render's tensors nor the backend's reserve take). One
+ * sum over the ranks whatever this rank's answer, so every rank makes the same calls. */
+static nst_status choose_resident(nst_backend *be, const nst_layout *L, const nst_collectives *coll, nst_exchange *ex)
+{
+    size_t bytes = 0;
+    for (int p = 0; p < ex->npeers; p++) bytes += (ex->sendn[p] + ex->recvn[p] + 128) * sizeof(float); /* (and the arena's alignment) */
+    const size_t used = be->bytes_in_use + be->reserve;
+    int mine = coll->exchange && !L->cheap && (!be->capacity || (be->capacity > used && be->capacity - used >= bytes));
+    double not_ready = !mine;
+    if (L->nranks > 1 && coll->sum_doubles) NST_TRY(coll->sum_doubles(coll->ctx, &not_ready, 1));
+    ex->resident = not_ready == 0 && L->nranks > 1; /* (the same on every rank) */
+    return NST_OK;
+}
+
+/* The transfers this rank takes part in, its peers and the floats to and from each. */
+static nst_status plan_transfers(const nst_layout *L, nst_exchange *ex)
 {
     int n;
-    memset(ex, 0, sizeof *ex);
     nst_transfer *all = L->cheap ? nst_plan_window_overlaps(&L->grid, &n) : nst_plan_core_to_window(&L->grid, &n);
     if (!all) return nst_fail(NST_ENOMEM, "out of memory planning the halo exchange");
     ex->tr = all;
@@ -64,7 +82,28 @@ nst_status nst_exchange_plan(nst_backend *be, const nst_layout *L, nst_exchange 
         else
             ex->recvn[p] += floats;
     }
-    for (int p = 0; p < ex->npeers; p++) { /* page-locked on a GPU: their transfers are queued (exchange_run) */
+    return NST_OK;
+}
+
+nst_status nst_exchange_plan(nst_backend *be, const nst_layout *L, const nst_collectives *coll, nst_exchange *ex)
+{
+    memset(ex, 0, sizeof *ex);
+    nst_status s = plan_transfers(L, ex);
+    if (coll->check) s = coll->check(coll->ctx, s); /* every rank on to the choice between ranks below, or none */
+    NST_TRY(s);
+    NST_TRY(choose_resident(be, L, coll, ex));
+    if (ex->resident) {
+        ex->dsend = nst_calloc(sizeof(float *) * (size_t)L->nranks, "exchange buffers");
+        ex->drecv = nst_calloc(sizeof(float *) * (size_t)L->nranks, "exchange buffers");
+        if (!ex->dsend || !ex->drecv) return NST_ENOMEM;
+    }
+    for (int p = 0; p < ex->npeers; p++) {
+        if (ex->resident) {
+            NST_TRY(be->ops->alloc(be, (ex->sendn[p] + 1) * sizeof(float), (void **)&ex->dsend[p]));
+            NST_TRY(be->ops->alloc(be, (ex->recvn[p] + 1) * sizeof(float), (void **)&ex->drecv[p]));
+            continue;
+        }
+        /* page-locked on a GPU: their transfers are queued (exchange_run) */
         NST_TRY(be->ops->host_alloc(be, (ex->sendn[p] + 1) * sizeof(float), (void **)&ex->sendbuf[p]));
         NST_TRY(be->ops->host_alloc(be, (ex->recvn[p] + 1) * sizeof(float), (void **)&ex->recvbuf[p]));
     }
@@ -98,11 +137,44 @@ static nst_rect src_rect(const nst_layout *L, const nst_tile *src, const nst_tra
     return nst_rect_translate(tr->rect, -origin.x, -origin.y);
 }
 
+/* n = r.w x r.h pixels of 3 fp32 channels at p, in backend memory: a rect packed in a buffer */
+static nst_tensor packed(float *p, nst_rect r)
+{
+    nst_tensor t = {r.h, r.w, 3, NST_F32, p};
+    return t;
+}
+
+/* The messages to and from every peer: through host memory (MPI), or between the buffers in backend
+ * memory (coll.exchange: NCCL between GPUs) */
+static nst_status send_all(const nst_render_ctx *ctx, nst_exchange *ex)
+{
+    nst_peer_msg *m = nst_alloc_array((size_t)ex->npeers, 2 * sizeof(nst_peer_msg), "exchange messages");
+    if (!m) nst_comm_abort(1, "out of memory for the halo exchange messages");
+    for (int p = 0; p < ex->npeers; p++) {
+        m[p] = (nst_peer_msg){ex->peers[p], ex->resident ? (void *)ex->dsend[p] : ex->sendbuf[p], ex->sendn[p] * sizeof(float)};
+        m[ex->npeers + p] = (nst_peer_msg){ex->peers[p], ex->resident ? (void *)ex->drecv[p] : ex->recvbuf[p], ex->recvn[p] * sizeof(float)};
+    }
+    nst_status s;
+    if (ex->resident) {
+        s = ctx->coll.exchange(ctx->coll.ctx, m, ex->npeers, m + ex->npeers, ex->npeers);
+    } else {
+        nst_comm_msg *c = (nst_comm_msg *)nst_alloc_array((size_t)ex->npeers, 2 * sizeof(nst_comm_msg), "exchange messages");
+        if (!c) nst_comm_abort(1, "out of memory for the halo exchange messages");
+        for (int i = 0; i < 2 * ex->npeers; i++) c[i] = (nst_comm_msg){m[i].peer, m[i].buf, m[i].bytes};
+        s = nst_comm_exchange(c, ex->npeers, c + ex->npeers, ex->npeers);
+        nst_free(c);
+    }
+    nst_free(m);
+    return s;
+}
+
 /* Pack what this rank sends, exchange with the peers, and place (exact) or stage (cheap) what it
  * receives; transfers between two local tiles are copied directly (exact) or staged (cheap). The
  * rects to and from the peers' buffers are queued: one wait for all that is sent (before the
  * messages), none for what is received (its uploads are done before the buffers are written
- * again, by the next exchange's messages, which follow its wait; or before they are freed). */
+ * again, by the next exchange's messages, which follow its wait; or before they are freed). With
+ * the buffers in backend memory (ex->resident) the rects are copied there and back on the backend's
+ * queue, and the messages follow them there: no wait, nothing through the host. */
 static nst_status exchange_run(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *st, nst_exchange *ex)
 {
     const nst_layout *L = ctx->layout;
@@ -125,36 +197,31 @@ static nst_status exchange_run(const nst_render_ctx *ctx, nst_tile *tiles, nst_t
             }
         } else {
             int p = peer_slot(ex, L->owner[tr->dst]);
-            s = be->ops->download_rect_queued(be, &st[si].x, r, ex->sendbuf[p] + off[p]);
+            nst_tensor v = ex->resident ? packed(ex->dsend[p] + off[p], r) : (nst_tensor){0};
+            s = ex->resident ? be->ops->copy_rect(be, &st[si].x, r, &v, 0, 0)
+                             : be->ops->download_rect_queued(be, &st[si].x, r, ex->sendbuf[p] + off[p]);
             off[p] += (size_t)nst_rect_area(r) * 3;
         }
     }
-    if (s == NST_OK && ex->npeers && !nst_planted("exchangewait")) /* planted: the tests must catch a missing wait */
+    if (s == NST_OK && ex->npeers && !ex->resident && !nst_planted("exchangewait")) /* planted: the tests must catch a missing wait */
         s = be->ops->synchronize(be); /* the send buffers hold what was queued */
     s = nst_render_agree(ctx, s); /* nobody enters the exchange if a rank could not pack */
-    if (s == NST_OK && ex->npeers) {
-        nst_comm_msg *sends = nst_alloc_array((size_t)ex->npeers, 2 * sizeof(nst_comm_msg), "exchange messages");
-        if (!sends) nst_comm_abort(1, "out of memory for the halo exchange messages");
-        nst_comm_msg *recvs = sends + ex->npeers;
-        for (int p = 0; p < ex->npeers; p++) {
-            sends[p] = (nst_comm_msg){ex->peers[p], ex->sendbuf[p], ex->sendn[p] * sizeof(float)};
-            recvs[p] = (nst_comm_msg){ex->peers[p], ex->recvbuf[p], ex->recvn[p] * sizeof(float)};
-        }
-        s = nst_comm_exchange(sends, ex->npeers, recvs, ex->npeers);
-        nst_free(sends);
-    }
+    if (s == NST_OK && ex->npeers) s = send_all(ctx, ex);
     if (off) memset(off, 0, sizeof(size_t) * (size_t)(ex->npeers + 1));
     for (int i = 0; s == NST_OK && i < ex->ntr; i++) { /* unpack, in the same order */
         const nst_transfer *tr = &ex->tr[i];
         if (L->owner[tr->dst] != L->rank || L->owner[tr->src] == L->rank) continue;
         int p = peer_slot(ex, L->owner[tr->src]);
-        const float *data = ex->recvbuf[p] + off[p];
+        const size_t o = off[p];
         off[p] += (size_t)nst_rect_area(tr->rect) * 3;
         if (L->cheap) {
-            ex->from[i] = data; /* valid until the next exchange */
+            ex->from[i] = ex->recvbuf[p] + o; /* valid until the next exchange */
         } else {
             nst_tile *dst = &tiles[local_index(L, tr->dst)];
-            s = be->ops->upload_rect_queued(be, data, &dst->img, nst_rect_translate(tr->rect, -dst->window.x, -dst->window.y));
+            const nst_rect at = nst_rect_translate(tr->rect, -dst->window.x, -dst->window.y);
+            nst_tensor v = ex->resident ? packed(ex->drecv[p] + o, tr->rect) : (nst_tensor){0};
+            s = ex->resident ? be->ops->copy_rect(be, &v, nst_tensor_rect(&v), &dst->img, at.x, at.y)
+                             : be->ops->upload_rect_queued(be, ex->recvbuf[p] + o, &dst->img, at);
         }
     }
     nst_free(off);

@@ -9,8 +9,11 @@
  * GPU"): 17 MB each way per 2048 px core and iteration, about 4 ms pageable (each copy then waited
  * for) and 2.4 ms pinned, against 17 ms of bf16 compute at half an H100's peak, so 10-20 % there,
  * 1-2 % in fp32, and on the CPU under 1 % (measured: 1.3 ms of 1.05 s). Exact mode has no
- * independent work to hide it behind (a window's first layer reads its halo); device-to-device
- * sends (NCCL) are the next remedy. None of it measured on a GPU yet. */
+ * independent work to hide it behind (a window's first layer reads its halo). Where the ranks have
+ * an exchange in backend memory (coll.exchange: NCCL between distinct GPUs), exact mode packs into
+ * buffers there and sends device to device instead, with no copy through the host: pack kernels,
+ * one NCCL group of sends and receives, unpack kernels, all on the stream. None of it measured on a
+ * GPU yet. */
 #ifndef NST_EXCHANGE_H
 #define NST_EXCHANGE_H
 
@@ -25,10 +28,14 @@ typedef struct {
     size_t *sendn, *recvn;    /* floats */
     float **stage;            /* cheap mode: copies of local tiles' contributions, per transfer (owned) */
     const float **from;       /* cheap mode: where each transfer's values are (stage or a receive buffer) */
+    int resident;             /* the buffers below, in backend memory, instead of sendbuf and recvbuf */
+    float **dsend, **drecv;
 } nst_exchange;
 
-/* Keep the layout's transfers this rank takes part in; size the per-peer buffers. */
-nst_status nst_exchange_plan(nst_backend *be, const nst_layout *L, nst_exchange *ex);
+/* Keep the layout's transfers this rank takes part in; size the per-peer buffers: in backend memory
+ * where every rank can (coll->exchange, exact mode, room in the backend's memory), else the host's.
+ * Collective. */
+nst_status nst_exchange_plan(nst_backend *be, const nst_layout *L, const nst_collectives *coll, nst_exchange *ex);
 void nst_exchange_free(nst_backend *be, nst_exchange *ex);
 /* Make the windows current: exact mode refills them from the cores; cheap mode blends them. */
 nst_status nst_exchange_refresh(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *st, nst_exchange *ex);

@@ -152,9 +152,12 @@ static nst_status render_setup(render_run *r, float **content, float **init)
     }
     s = nst_render_agree(ctx, s);
     if (s == NST_OK) s = nst_objective_finish_targets(&r->obj);
-    if (s == NST_OK) s = nst_exchange_plan(ctx->be, L, &r->ex);
     if (s == NST_OK && L->lbfgs) s = nst_render_lbfgs_setup(ctx, r->ts, &r->lb);
     if (s == NST_OK && !L->lbfgs) s = ctx->be->ops->alloc(ctx->be, sizeof *r->adam, (void **)&r->adam);
+    /* last: its buffers go in backend memory only where the room is left after everything else */
+    s = nst_render_agree(ctx, s); /* (collective: every rank reaches it) */
+    if (s == NST_OK) s = nst_exchange_plan(ctx->be, L, &ctx->coll, &r->ex);
+    if (s == NST_OK && r->ex.resident) nst_info("halo exchange: device to device, the rects packed in backend memory\n");
     if (s == NST_OK) s = nst_stop_init(&r->stop, ctx->cfg->optim_stop_tolerance, (int)ctx->cfg->optim_stop_window, ctx->cfg->optim_stop_min);
     return nst_render_agree(ctx, s);
 }

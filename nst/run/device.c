@@ -3,6 +3,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../kernels/cpu/backend_cpu.h"
@@ -263,9 +264,33 @@ static nst_status max_ints(void *ctx, int *buf, size_t n)
     return nst_comm_max_ints(buf, n);
 }
 
+/* The halo exchange between buffers in backend memory: NCCL between distinct GPUs; on the CPU
+ * (NSTBATCH_EXCHANGE=device, a test hook: its backend memory is the host's) MPI from them, so the
+ * exchange's packing into backend buffers runs where there is no GPU */
+static nst_status exchange_resident(void *ctx, const nst_peer_msg *sends, int nsend, const nst_peer_msg *recvs, int nrecv)
+{
+    nst_device *d = ctx;
+    nst_comm_msg *m = nst_alloc_array((size_t)(nsend + nrecv) + 1, sizeof *m, "exchange messages");
+    if (!m) return NST_ENOMEM;
+    for (int i = 0; i < nsend; i++) m[i] = (nst_comm_msg){sends[i].peer, sends[i].buf, sends[i].bytes};
+    for (int i = 0; i < nrecv; i++) m[nsend + i] = (nst_comm_msg){recvs[i].peer, recvs[i].buf, recvs[i].bytes};
+    nst_status s = d->nccl ? nst_comm_nccl_exchange(m, nsend, m + nsend, nrecv, d->be->gpu_stream, d->nccl_timeout)
+                           : nst_comm_exchange(m, nsend, m + nsend, nrecv);
+    nst_free(m);
+    return s;
+}
+
+static int exchange_hook(const nst_device *d)
+{
+    const char *v = getenv("NSTBATCH_EXCHANGE");
+    return v && strcmp(v, "device") == 0 && !d->be->gpu_stream;
+}
+
 nst_collectives nst_device_collectives(nst_device *d)
 {
-    nst_collectives c = {d, sum_doubles, sum_grams, check, bcast, sum_int64, max_ints, agree};
+    nst_collectives c = {d, sum_doubles, sum_grams, check, bcast, sum_int64, max_ints, agree, NULL};
+    /* (the ranks agree on the path before they use it: nst/render/exchange.c) */
+    if (d->nccl || exchange_hook(d)) c.exchange = exchange_resident;
     return c;
 }
 

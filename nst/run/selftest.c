@@ -163,6 +163,7 @@ static nst_status run_checks(const nst_config *cfg, const nst_selftest_opts *o, 
     if (s == NST_OK) s = nst_comm_agree(st_graphs(t, d.be, o->threads));
     nst_backend_set_fatal_handler(o->fault);
     if (s == NST_OK) s = nst_comm_agree(st_allreduce(t, &d));
+    if (s == NST_OK) s = nst_comm_agree(st_halo(t, &d));
     nst_backend_set_fatal_handler(NULL);
     nst_backend_mark(d.be, "the render and allreduce checks");
     nst_backend_diagnostics(d.be, t->diag, sizeof t->diag, "    ");

@@ -365,6 +365,58 @@ static nst_status ar_once(st_table *t, nst_device *d, double *dev, double *host,
     return NST_OK;
 }
 
+/* ---- the halo exchange in backend memory ----------------------------------------------------- */
+
+#define HX_N ((size_t)3 * 4099) /* floats: a 4099-pixel rect, odd, so no path rounds the count */
+
+static float hx_value(size_t i, int rank) { return (float)((rank + 1) * 4096 + (int)(i % 997)); }
+
+/* One ring through coll.exchange: each rank sends to the next and receives from the one before. */
+static nst_status hx_ring(nst_backend *be, const nst_collectives *coll, float *send, float *recv, float *host, int *wrong)
+{
+    const int R = nst_comm_size(), me = nst_comm_rank(), from = (me + R - 1) % R;
+    for (size_t i = 0; i < HX_N; i++) host[i] = hx_value(i, me);
+    nst_status s = be->ops->write(be, send, host, HX_N * sizeof(float));
+    if (s == NST_OK) s = be->ops->zero(be, recv, HX_N * sizeof(float));
+    if (nst_comm_check(s) != NST_OK) /* every rank enters the exchange, or none */
+        return s != NST_OK ? s : nst_fail(NST_ERUNTIME, "another rank could not write its message");
+    const nst_peer_msg out = {(me + 1) % R, send, HX_N * sizeof(float)}, in = {from, recv, HX_N * sizeof(float)};
+    NST_TRY(coll->exchange(coll->ctx, &out, 1, &in, 1));
+    NST_TRY(be->ops->read(be, host, recv, HX_N * sizeof(float)));
+    *wrong = 0;
+    for (size_t i = 0; i < HX_N; i++) *wrong += host[i] != hx_value(i, from);
+    return NST_OK;
+}
+
+nst_status st_halo(st_table *t, nst_device *d)
+{
+    nst_backend *be = d->be;
+    const char *prec = nst_precision_name(be->precision), *op = "halo exchange (device)";
+    nst_collectives coll = nst_device_collectives(d);
+    if (nst_comm_size() == 1 || !coll.exchange) { /* (the same on every rank: d->nccl is agreed) */
+        st_add(t, op, prec, 0, 0, 0, 0, nst_comm_size() == 1 ? "one rank: run the self-test under mpirun or srun with 2 or more"
+                                                             : "the halos go through host memory here (no NCCL between distinct GPUs)");
+        return NST_OK;
+    }
+    float *send = NULL, *recv = NULL, *host = nst_alloc_array(HX_N, sizeof(float), "the halo check");
+    nst_status s = host ? be->ops->alloc(be, HX_N * sizeof(float), (void **)&send) : NST_ENOMEM;
+    if (s == NST_OK) s = be->ops->alloc(be, HX_N * sizeof(float), (void **)&recv);
+    int wrong = -1;
+    if (nst_comm_check(s) == NST_OK) /* every rank has its buffers, or none goes on */
+        s = hx_ring(be, &coll, send, recv, host, &wrong);
+    else if (s == NST_OK)
+        s = nst_fail(NST_ERUNTIME, "another rank could not allocate its buffers");
+    char what[120];
+    if (s != NST_OK) snprintf(what, sizeof what, "%.119s", nst_fail_message());
+    else snprintf(what, sizeof what, "%zu floats from rank %d of %d, %d wrong", HX_N, (nst_comm_rank() + nst_comm_size() - 1) % nst_comm_size(),
+                  nst_comm_size(), wrong);
+    st_add(t, op, prec, 1, s != NST_OK || wrong != 0, s != NST_OK || wrong ? INFINITY : 0, 0, what);
+    if (send) be->ops->free(be, send);
+    if (recv) be->ops->free(be, recv);
+    nst_free(host);
+    return NST_OK;
+}
+
 nst_status st_allreduce(st_table *t, nst_device *d)
 {
     nst_backend *be = d->be;

@@ -48,5 +48,8 @@ nst_status st_render(st_table *t, nst_backend *be, int threads);
 nst_status st_graphs(st_table *t, nst_backend *be, int threads);
 /* The Gram allreduce over the ranks on every path d has, against the exact sum. Collective. */
 nst_status st_allreduce(st_table *t, nst_device *d);
+/* The halo exchange in backend memory (NCCL between GPUs), where d has it: a ring of messages,
+ * every value checked. Collective. */
+nst_status st_halo(st_table *t, nst_device *d);
 
 #endif
