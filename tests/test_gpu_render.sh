@@ -20,7 +20,8 @@
 #   against the CPU's one tile; bf16 tiles against bf16 one tile.
 # - gpu.share = false refusing two ranks on one GPU; a 20-iteration render whose loss falls; no
 #   wait for the device between two rows (the run record's host_waits); CUDA graphs on == off bit
-#   for bit; the Gram sums beside the next layers (NSTBATCH_CUDA_OVERLAP=1) == not, 1 and 2 ranks; convolution algorithms chosen by timing (gpu.conv_algorithms = timed) against the CPU,
+#   for bit; the Gram sums beside the next layers (NSTBATCH_CUDA_OVERLAP=1) == not, 1 and 2 ranks;
+#   the halos packed in device memory (NSTBATCH_EXCHANGE=device) == through the host, 2 ranks; convolution algorithms chosen by timing (gpu.conv_algorithms = timed) against the CPU,
 #   and a rerun from their file (gpu.conv_choices) bit for bit; compute-sanitizer where it exists:
 #   memcheck, and memcheck and racecheck with our own kernels (the Gram sums, conv1_1).
 #
@@ -38,7 +39,7 @@
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_gpu_render
 STAND_IN=${STAND_IN:-} PLANT=${PLANT:-} ONLY=${ONLY:-}
-CHECKS=25
+CHECKS=26
 
 if [ -z "$STAND_IN" ]; then
   gpus=$("$NST" --version | sed -n 's/.*GPUs visible now: \([0-9]*\).*/\1/p')
@@ -199,6 +200,7 @@ else bad "host waits between rows" "exit $rc; quiet iterations and waits: '$w'" 
 # transfer may grow a scratch buffer, which drops the graph: recorded again)
 if [ -n "$STAND_IN" ]; then skip "CUDA graphs on == off: a GPU's"; skip "CUDA graphs on == off, 2 ranks: a GPU's"
   skip "the Gram sums beside the next layers == not: a GPU's"; skip "the Gram sums beside the next layers, 2 ranks: a GPU's"
+  skip "the halos packed in device memory: a GPU's"
 else
   g=("${SHALLOW[@]}" --set optim.iterations=24 --set run.print_every=10 --set pyramid.levels=2 --set pyramid.iterations=24,24
      --set tiling.tile_size=32 --set output.save_every=7 --set output.preview=64)
@@ -231,6 +233,14 @@ else
       ok "the Gram sums beside the next layers on $r rank(s): ${replayed% } iterations replayed a level, the image equal to the render without bit for bit"
     else bad "the Gram sums beside the next layers, $r rank(s)" "exit $rc, replayed per level '${replayed}', diff: $v" "$(grep -iE 'graph|error|overlap' "$T/overlap$n.log")"; fi
   done
+  # the halo exchange's path in device memory (NCCL's between distinct GPUs; here, ranks sharing the
+  # GPU, NSTBATCH_EXCHANGE=device stages its messages through the host): the pack and unpack
+  # kernels in place of the transfers, the bits of the 2-rank render above
+  NSTBATCH_EXCHANGE=device dev exdev2 2 auto "${g[@]}" --set gpu.graphs=true --set gpu.share=true
+  v=$("$DIFF" "$T/exdev2.tif" "$T/graphs_on2.tif" 2>&1)
+  if [ "$rc" -eq 0 ] && grep -q '^halo exchange: device to device' "$T/exdev2.log" && [ "$v" = "max 0 mean 0" ]; then
+    ok "the halos packed in device memory on 2 ranks: the image equal to the render with them through the host, bit for bit"
+  else bad "the halos packed in device memory" "exit $rc, diff: $v" "$(grep -iE 'halo|error' "$T/exdev2.log")"; fi
 fi
 
 # gpu.conv_algorithms = timed: the algorithms cuDNN's Find times fastest (deterministic ones without

@@ -29,7 +29,8 @@
 #   on the stand-in) equals the render with the input pass;
 # - the halo exchange device to device (NSTBATCH_EXCHANGE=device: the rects packed in backend
 #   memory, as with NCCL between GPUs) equals the exchange through host memory on 2 ranks with
-#   graphs, and 1 rank on 3;
+#   graphs, and 1 rank on 3; a rect unpacked a pixel off (planted) differs; with the path on one
+#   rank alone both ranks agree on the host's;
 # - bad values of the new keys are one clear error each.
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_optim_cli
@@ -250,6 +251,18 @@ NSTBATCH_EXCHANGE=device nst exdev3 3 "${gr[@]}"
 if [ $rc -eq 0 ] && grep -q "^halo exchange: device to device" "$T/exdev3.log"; then
   same "3 ranks, the halos device to device: equal to 1 rank bit for bit" exdev3.png exone.png
 else bad "the halos device to device, 3 ranks" "exit $rc" "$(grep -E 'halo|error' "$T/exdev3.log")"; fi
+NSTBATCH_PLANT=exchangeoffset NSTBATCH_EXCHANGE=device nst exoff3 3 "${gr[@]}"
+d=$("$DIFF" "$T/exoff3.png" "$T/exone.png" 2>&1)
+if [ $rc -eq 0 ] && [ "${d%% mean*}" != "max 0" ] && [ -n "$d" ]; then ok "3 ranks, the halos device to device, each peer's rects but its first unpacked a pixel off (planted): differs ($d), the check fails"
+else bad "the halos device to device: a planted offset" "exit $rc; diff '$d' (must differ)" "$(tail -n 3 "$T/exoff3.log")"; fi
+# the path on rank 1 alone (mpirun's MPMD form), as where one rank has no room for its buffers:
+# every rank goes through host memory, the log says nothing of device to device, the same image
+(cd "$T" && "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 1 "$NST" o.ini --set output.path=exone2.png "${gr[@]}" : \
+   -np 1 -x NSTBATCH_EXCHANGE=device "$NST" o.ini --set output.path=exone2.png "${gr[@]}") >"$T/exone2.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && ! grep -q "device to device" "$T/exone2.log"; then
+  same "2 ranks, the halos device to device possible on rank 1 alone: agreed through host memory on both, equal to 1 rank" exone2.png exone.png
+else bad "the halos device to device on one rank alone" "exit $rc" "$(grep -E 'halo|error' "$T/exone2.log")"; fi
 # the halo exchange's rects are queued and waited for once (kernels/backend.h: download_rect_queued);
 # the stand-in holds a queued download back until a wait, as a GPU's stream does, so with that
 # wait left out (NSTBATCH_PLANT=exchangewait) the peers receive stale halos and the image differs

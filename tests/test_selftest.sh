@@ -12,9 +12,9 @@
 #   fails and so does the self-test, unless run.device = cpu says the CPU is meant.
 # - A time budget too small for the op harness: its passes are left out, named "late", and the
 #   closing line says so.
-# - Two ranks: the Gram allreduce against the exact sum, the halo exchange in backend memory
-#   (NSTBATCH_EXCHANGE=device) value by value, every rank's device listed, and the --report file
-#   (versions, command, devices, table, "failing rows: none").
+# - Two ranks: the Gram allreduce against the exact sum, every rank's device listed, and the
+#   --report file (versions, command, devices, table, "failing rows: none"); three ranks with
+#   NSTBATCH_EXCHANGE=device: the halo exchange in backend memory, a ring checked value by value.
 # - A rank that fails (rank 1 given a 2 MiB allocation limit): exit 1, "self-test FAILED", and
 #   the report's failing rows name rank 1; rank 0's checks still pass.
 # - CONFIG and --set choose the device as for a render (run.precision = fp32 renders in fp32).
@@ -48,13 +48,18 @@ else
   skip "the op harness: this CPU has no bf16 ($(row one 'op harness'))"
 fi
 
-# (NSTBATCH_EXCHANGE=device: the halo exchange in backend memory, NCCL's path between GPUs, which
-# the CPU runs through MPI from its buffers: its row checks a ring of messages value by value)
-NSTBATCH_EXCHANGE=device st two "${MPI[@]}" -np 2 "$NST" --self-test --set run.device=cpu --report "$T/two.txt"
+st two "${MPI[@]}" -np 2 "$NST" --self-test --set run.device=cpu --report "$T/two.txt"
 if [ $rc -eq 0 ] && row two "gram allreduce \(MPI\)" | grep -q ' ok .*over 2 ranks, against the exact sum' &&
-   row two "halo exchange \(device\)" | grep -q ' ok .*from rank 1 of 2, 0 wrong' && [ "$(grep -c '^  rank [01] on ' "$T/two.log")" -eq 2 ]; then
-  ok "two ranks: the Gram allreduce against the exact sum (max error $(row two 'gram allreduce \(MPI\)' | awk '{print $6}')), the halo exchange in backend memory value by value"
+   row two "halo exchange \(device\)" | grep -q 'n/a .*through host memory' && [ "$(grep -c '^  rank [01] on ' "$T/two.log")" -eq 2 ]; then
+  ok "two ranks: the Gram allreduce against the exact sum (max error $(row two 'gram allreduce \(MPI\)' | awk '{print $6}')), the halo row n/a"
 else bad "two ranks" "exit $rc" "$(cat "$T/two.log")"; fi
+# NSTBATCH_EXCHANGE=device: the halo exchange in backend memory, NCCL's path between GPUs, which the
+# CPU runs through MPI from its buffers: a ring over 3 ranks (each receives from the rank before,
+# not the one it sends to) checked value by value; on rank 1 alone, agreed n/a on every rank
+NSTBATCH_EXCHANGE=device st ring "${MPI[@]}" -np 3 "$NST" --self-test --set run.device=cpu --set run.threads=1
+if [ $rc -eq 0 ] && row ring "halo exchange \(device\)" | grep -q ' ok .*from rank 2 of 3, 0 wrong'; then
+  ok "three ranks: the halo exchange in backend memory, a ring value by value ($(row ring 'halo exchange \(device\)' | sed 's/.* ok *//'))"
+else bad "three ranks: the halo ring" "exit $rc" "$(cat "$T/ring.log")"; fi
 if [ -f "$T/two.txt" ] && grep -q '^nstbatch [0-9]' "$T/two.txt" && grep -q '^command: .*--self-test' "$T/two.txt" &&
    grep -q '^  rank 1 on ' "$T/two.txt" && grep -A1 '^failing rows:' "$T/two.txt" | grep -q '^  none' &&
    [ "$(tail -n 1 "$T/two.txt")" = "$(grep '^self-test' "$T/two.log")" ]; then

@@ -25,6 +25,8 @@
  *              at the join, the sums are read before they are done
  *   sidelate   the same join after every tile's forward instead of each one's: the next tile's
  *              forward overwrites the features the side's sums read
+ *   exchangeoffset  the halo exchange in backend memory (nst/render/exchange.c) unpacks each rect
+ *              but a peer's first one pixel further into its receive buffer
  * Used by tests/test_gpu_render.sh (PLANT=...), tests/test_selftest.sh, tests/test_hosts.sh and tests/test_optim.sh.
  * Never set otherwise; a process with one warns once. */
 #ifndef NST_PLANT_H

@@ -39,17 +39,50 @@ static int peer_slot(const nst_exchange *ex, int rank)
 }
 
 /* Whether every rank exchanges in backend memory: each has the path and room for its buffers
- * there (a GPU's arena: what neither the render's tensors nor the backend's reserve take). One
- * sum over the ranks whatever this rank's answer, so every rank makes the same calls. */
+ * beside the layout's model within the budget (the planner's largest model over ranks, plus this
+ * rank's buffers), and in a GPU's arena (what neither the render's allocations nor the backend's
+ * reserve take). Their bytes then count in the model the run reports (render.h: exchange_bytes).
+ * One sum over the ranks whatever this rank's answer, so every rank makes the same calls. */
 static nst_status choose_resident(nst_backend *be, const nst_layout *L, const nst_collectives *coll, nst_exchange *ex)
 {
     size_t bytes = 0;
-    for (int p = 0; p < ex->npeers; p++) bytes += (ex->sendn[p] + ex->recvn[p] + 128) * sizeof(float); /* (and the arena's alignment) */
+    for (int p = 0; p < ex->npeers; p++) bytes += (ex->sendn[p] + ex->recvn[p] + 2) * sizeof(float) + 512; /* (the arena's alignment) */
     const size_t used = be->bytes_in_use + be->reserve;
-    int mine = coll->exchange && !L->cheap && (!be->capacity || (be->capacity > used && be->capacity - used >= bytes));
+    const int in_limit = !be->limit || (be->limit > be->bytes_in_use && be->limit - be->bytes_in_use >= bytes); /* (a test hook's) */
+    const int in_budget = L->mem_budget > 0 && L->mem_total <= L->mem_budget && L->mem_budget - L->mem_total >= bytes;
+    const int in_arena = !be->capacity || (be->capacity > used && be->capacity - used >= bytes);
+    int mine = coll->exchange && !L->cheap && in_budget && in_arena && in_limit;
     double not_ready = !mine;
     if (L->nranks > 1 && coll->sum_doubles) NST_TRY(coll->sum_doubles(coll->ctx, &not_ready, 1));
     ex->resident = not_ready == 0 && L->nranks > 1; /* (the same on every rank) */
+    if (ex->resident) ex->resident_bytes = bytes;
+    return NST_OK;
+}
+
+/* The buffers in backend memory. The room was checked, but an arena's free space may lie in pieces:
+ * where any rank's allocation fails, every rank frees its own and goes through host memory (the
+ * refusal undone: it is not the render's, whose tiles would otherwise be halved). Collective. */
+static nst_status resident_buffers(nst_backend *be, const nst_layout *L, const nst_collectives *coll, nst_exchange *ex)
+{
+    const int failures0 = be->alloc_failures;
+    ex->dsend = nst_calloc(sizeof(float *) * (size_t)L->nranks, "exchange buffers");
+    ex->drecv = nst_calloc(sizeof(float *) * (size_t)L->nranks, "exchange buffers");
+    nst_status s = ex->dsend && ex->drecv ? NST_OK : NST_ENOMEM;
+    for (int p = 0; s == NST_OK && p < ex->npeers; p++) {
+        s = be->ops->alloc(be, (ex->sendn[p] + 1) * sizeof(float), (void **)&ex->dsend[p]);
+        if (s == NST_OK) s = be->ops->alloc(be, (ex->recvn[p] + 1) * sizeof(float), (void **)&ex->drecv[p]);
+    }
+    double failed = s != NST_OK;
+    if (coll->sum_doubles) NST_TRY(coll->sum_doubles(coll->ctx, &failed, 1));
+    if (failed == 0) return NST_OK;
+    for (int p = 0; p < ex->npeers; p++) {
+        if (ex->dsend) be->ops->free(be, ex->dsend[p]);
+        if (ex->drecv) be->ops->free(be, ex->drecv[p]);
+    }
+    nst_free(ex->dsend), nst_free(ex->drecv);
+    ex->dsend = ex->drecv = NULL, ex->resident = 0, ex->resident_bytes = 0;
+    be->alloc_failures = failures0;
+    nst_fail_clear();
     return NST_OK;
 }
 
@@ -92,18 +125,8 @@ nst_status nst_exchange_plan(nst_backend *be, const nst_layout *L, const nst_col
     if (coll->check) s = coll->check(coll->ctx, s); /* every rank on to the choice between ranks below, or none */
     NST_TRY(s);
     NST_TRY(choose_resident(be, L, coll, ex));
-    if (ex->resident) {
-        ex->dsend = nst_calloc(sizeof(float *) * (size_t)L->nranks, "exchange buffers");
-        ex->drecv = nst_calloc(sizeof(float *) * (size_t)L->nranks, "exchange buffers");
-        if (!ex->dsend || !ex->drecv) return NST_ENOMEM;
-    }
-    for (int p = 0; p < ex->npeers; p++) {
-        if (ex->resident) {
-            NST_TRY(be->ops->alloc(be, (ex->sendn[p] + 1) * sizeof(float), (void **)&ex->dsend[p]));
-            NST_TRY(be->ops->alloc(be, (ex->recvn[p] + 1) * sizeof(float), (void **)&ex->drecv[p]));
-            continue;
-        }
-        /* page-locked on a GPU: their transfers are queued (exchange_run) */
+    if (ex->resident) NST_TRY(resident_buffers(be, L, coll, ex));
+    for (int p = 0; !ex->resident && p < ex->npeers; p++) { /* page-locked on a GPU: their transfers are queued (exchange_run) */
         NST_TRY(be->ops->host_alloc(be, (ex->sendn[p] + 1) * sizeof(float), (void **)&ex->sendbuf[p]));
         NST_TRY(be->ops->host_alloc(be, (ex->recvn[p] + 1) * sizeof(float), (void **)&ex->recvbuf[p]));
     }
@@ -174,7 +197,8 @@ static nst_status send_all(const nst_render_ctx *ctx, nst_exchange *ex)
  * messages), none for what is received (its uploads are done before the buffers are written
  * again, by the next exchange's messages, which follow its wait; or before they are freed). With
  * the buffers in backend memory (ex->resident) the rects are copied there and back on the backend's
- * queue, and the messages follow them there: no wait, nothing through the host. */
+ * queue, and the messages follow them there: nothing through the host, whose one wait is the
+ * exchange's own (coll.exchange). */
 static nst_status exchange_run(const nst_render_ctx *ctx, nst_tile *tiles, nst_tile_state *st, nst_exchange *ex)
 {
     const nst_layout *L = ctx->layout;
@@ -208,6 +232,7 @@ static nst_status exchange_run(const nst_render_ctx *ctx, nst_tile *tiles, nst_t
     s = nst_render_agree(ctx, s); /* nobody enters the exchange if a rank could not pack */
     if (s == NST_OK && ex->npeers) s = send_all(ctx, ex);
     if (off) memset(off, 0, sizeof(size_t) * (size_t)(ex->npeers + 1));
+    const size_t skew = ex->resident && nst_planted("exchangeoffset") ? 3 : 0; /* planted: the tests must catch a wrong offset */
     for (int i = 0; s == NST_OK && i < ex->ntr; i++) { /* unpack, in the same order */
         const nst_transfer *tr = &ex->tr[i];
         if (L->owner[tr->dst] != L->rank || L->owner[tr->src] == L->rank) continue;
@@ -219,7 +244,7 @@ static nst_status exchange_run(const nst_render_ctx *ctx, nst_tile *tiles, nst_t
         } else {
             nst_tile *dst = &tiles[local_index(L, tr->dst)];
             const nst_rect at = nst_rect_translate(tr->rect, -dst->window.x, -dst->window.y);
-            nst_tensor v = ex->resident ? packed(ex->drecv[p] + o, tr->rect) : (nst_tensor){0};
+            nst_tensor v = ex->resident ? packed(ex->drecv[p] + o + (o ? skew : 0), tr->rect) : (nst_tensor){0};
             s = ex->resident ? be->ops->copy_rect(be, &v, nst_tensor_rect(&v), &dst->img, at.x, at.y)
                              : be->ops->upload_rect_queued(be, ex->recvbuf[p] + o, &dst->img, at);
         }

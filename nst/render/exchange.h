@@ -9,11 +9,11 @@
  * GPU"): 17 MB each way per 2048 px core and iteration, about 4 ms pageable (each copy then waited
  * for) and 2.4 ms pinned, against 17 ms of bf16 compute at half an H100's peak, so 10-20 % there,
  * 1-2 % in fp32, and on the CPU under 1 % (measured: 1.3 ms of 1.05 s). Exact mode has no
- * independent work to hide it behind (a window's first layer reads its halo). Where the ranks have
- * an exchange in backend memory (coll.exchange: NCCL between distinct GPUs), exact mode packs into
- * buffers there and sends device to device instead, with no copy through the host: pack kernels,
- * one NCCL group of sends and receives, unpack kernels, all on the stream. None of it measured on a
- * GPU yet. */
+ * independent work to hide it behind (a window's first layer reads its halo). Where every rank
+ * has an exchange in backend memory (coll.exchange: NCCL between distinct GPUs) and room for its
+ * buffers there, exact mode packs into them and sends device to device instead, with no copy
+ * through the host: pack kernels, one NCCL group of sends and receives, unpack kernels, all on the
+ * stream, and one wait of the host for the group. None of it measured on a GPU yet. */
 #ifndef NST_EXCHANGE_H
 #define NST_EXCHANGE_H
 
@@ -30,6 +30,7 @@ typedef struct {
     const float **from;       /* cheap mode: where each transfer's values are (stage or a receive buffer) */
     int resident;             /* the buffers below, in backend memory, instead of sendbuf and recvbuf */
     float **dsend, **drecv;
+    size_t resident_bytes;    /* their bytes on this rank, as allocated */
 } nst_exchange;
 
 /* Keep the layout's transfers this rank takes part in; size the per-peer buffers: in backend memory

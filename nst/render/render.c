@@ -532,6 +532,7 @@ static void render_teardown(render_run *r)
     const nst_render_ctx *ctx = r->ctx;
     const nst_layout *L = ctx->layout;
     r->st->bytes_peak = ctx->be->bytes_peak;
+    r->st->exchange_bytes = r->ex.resident_bytes;
     if (L->lbfgs && r->lb.resets) nst_info("L-BFGS: %d direction%s reset to the gradient (not a descent direction)\n", r->lb.resets, r->lb.resets == 1 ? "" : "s");
     nst_lbfgs_free(&r->lb);
     nst_stop_free(&r->stop);

@@ -33,6 +33,7 @@ typedef struct {
     double setup_seconds;       /* network, targets, tiles */
     nst_timers timers;          /* this rank's per-phase seconds in the loop */
     size_t bytes_peak;          /* the backend's peak allocation on this rank */
+    size_t exchange_bytes;      /* of it, the halo exchange's buffers in backend memory (device to device), beyond the layout's model */
     double checkpoint_seconds;  /* writing checkpoints (not in the loop's phases) */
     int checkpoints;
     double preview_seconds;     /* writing previews (output.save_every; not in the loop's phases) */

@@ -264,33 +264,60 @@ static nst_status max_ints(void *ctx, int *buf, size_t n)
     return nst_comm_max_ints(buf, n);
 }
 
-/* The halo exchange between buffers in backend memory: NCCL between distinct GPUs; on the CPU
- * (NSTBATCH_EXCHANGE=device, a test hook: its backend memory is the host's) MPI from them, so the
- * exchange's packing into backend buffers runs where there is no GPU */
+/* MPI between copies of the messages in host memory: the GPU's buffers read out, exchanged, the
+ * received ones written back (NSTBATCH_EXCHANGE=device on GPUs without NCCL: a test hook, so the
+ * packing kernels run on a GPU that ranks share) */
+static nst_status exchange_staged(nst_backend *be, nst_comm_msg *m, int nsend, int nrecv)
+{
+    nst_status s = NST_OK;
+    for (int i = 0; s == NST_OK && i < nsend + nrecv; i++) { /* each message's buffer becomes a host copy */
+        void *dev = m[i].buf, *host = nst_alloc_array(m[i].bytes ? m[i].bytes : 1, 1, "exchange staging");
+        if (!host) s = NST_ENOMEM;
+        else if (i < nsend) s = be->ops->read(be, host, dev, m[i].bytes);
+        m[i].buf = host;
+    }
+    if (s != NST_OK) nst_comm_abort(1, "the halo exchange's host staging failed"); /* the peers are in the exchange already */
+    return nst_comm_exchange(m, nsend, m + nsend, nrecv); /* (the caller writes back and frees: exchange_resident) */
+}
+
+/* The halo exchange between buffers in backend memory: NCCL between distinct GPUs; with
+ * NSTBATCH_EXCHANGE=device (a test hook) MPI from them on the CPU, whose backend memory is the
+ * host's, and through host copies on GPUs without NCCL, so the exchange's packing into backend
+ * buffers runs where there is no NCCL */
 static nst_status exchange_resident(void *ctx, const nst_peer_msg *sends, int nsend, const nst_peer_msg *recvs, int nrecv)
 {
     nst_device *d = ctx;
+    nst_backend *be = d->be;
     nst_comm_msg *m = nst_alloc_array((size_t)(nsend + nrecv) + 1, sizeof *m, "exchange messages");
-    if (!m) return NST_ENOMEM;
+    if (!m) nst_comm_abort(1, "out of memory for the halo exchange messages"); /* the peers are in the exchange already */
     for (int i = 0; i < nsend; i++) m[i] = (nst_comm_msg){sends[i].peer, sends[i].buf, sends[i].bytes};
     for (int i = 0; i < nrecv; i++) m[nsend + i] = (nst_comm_msg){recvs[i].peer, recvs[i].buf, recvs[i].bytes};
-    nst_status s = d->nccl ? nst_comm_nccl_exchange(m, nsend, m + nsend, nrecv, d->be->gpu_stream, d->nccl_timeout)
-                           : nst_comm_exchange(m, nsend, m + nsend, nrecv);
+    nst_status s;
+    if (d->nccl) {
+        s = nst_comm_nccl_exchange(m, nsend, m + nsend, nrecv, be->gpu_stream, d->nccl_timeout);
+    } else if (!be->gpu_stream) {
+        s = nst_comm_exchange(m, nsend, m + nsend, nrecv);
+    } else {
+        s = exchange_staged(be, m, nsend, nrecv);
+        for (int i = 0; i < nrecv; i++)
+            if (s == NST_OK) s = be->ops->write(be, recvs[i].buf, m[nsend + i].buf, recvs[i].bytes);
+        for (int i = 0; i < nsend + nrecv; i++) nst_free(m[i].buf);
+    }
     nst_free(m);
     return s;
 }
 
-static int exchange_hook(const nst_device *d)
+static int exchange_hook(void)
 {
     const char *v = getenv("NSTBATCH_EXCHANGE");
-    return v && strcmp(v, "device") == 0 && !d->be->gpu_stream;
+    return v && strcmp(v, "device") == 0;
 }
 
 nst_collectives nst_device_collectives(nst_device *d)
 {
     nst_collectives c = {d, sum_doubles, sum_grams, check, bcast, sum_int64, max_ints, agree, NULL};
     /* (the ranks agree on the path before they use it: nst/render/exchange.c) */
-    if (d->nccl || exchange_hook(d)) c.exchange = exchange_resident;
+    if (d->nccl || exchange_hook()) c.exchange = exchange_resident;
     return c;
 }
 

@@ -1,9 +1,10 @@
 /* nst/run/device.h: a rank's compute device. Binds the rank to a GPU (gpu.binding, gpu.share; GPUs
  * identified by UUID), opens the backend (run.device, run.precision; ranks sharing a GPU split one
- * agreed free-memory figure) and provides the collectives the algorithm uses: the Gram sums and
- * the halo exchange go through NCCL on device buffers when every rank has a GPU of its own (the
- * world's communicator made here, released at close before the backend), through host memory and
- * MPI when ranks share GPUs (NCCL needs distinct devices) or run on the CPU. */
+ * agreed free-memory figure) and provides the collectives the algorithm uses: the Gram sums go
+ * through NCCL on device buffers when every rank has a GPU of its own (the world's communicator
+ * made here, released at close before the backend), through host memory and MPI when ranks share
+ * GPUs (NCCL needs distinct devices) or run on the CPU; so does the halo exchange, in exact mode,
+ * where every rank has room for its buffers (nst/render/exchange.c). */
 #ifndef NST_DEVICE_H
 #define NST_DEVICE_H
 

@@ -191,7 +191,9 @@ static nst_status report_gather(const nst_layout *L, const nst_job_result *res, 
 {
     const nst_render_stats *st = &res->stats;
     const nst_output_stats *os = &res->output;
-    double mem[3] = {(double)L->mem_peak, (double)st->bytes_peak, L->mem_peak ? (double)st->bytes_peak / (double)L->mem_peak : 0};
+    /* the model: the layout's, and the halo exchange's buffers where they are in backend memory */
+    const double model = (double)L->mem_peak + (double)st->exchange_bytes;
+    double mem[3] = {model, (double)st->bytes_peak, model > 0 ? (double)st->bytes_peak / model : 0};
     double io[NIO];
     io[IO_OUT] = os->seconds;
     io[IO_EXCH] = os->exchange_seconds;
