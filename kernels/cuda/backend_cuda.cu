@@ -174,7 +174,6 @@ nst_status cuda_join(nst_backend *be)
     }
 JOIN_FIRST(cu_upload, (nst_backend * be, void *dst, const float *src, size_t n, nst_dtype dt), (be, dst, src, n, dt))
 JOIN_FIRST(cu_download, (nst_backend * be, float *dst, const void *src, size_t n, nst_dtype dt), (be, dst, src, n, dt))
-JOIN_FIRST(cu_sync, (nst_backend * be), (be))
 JOIN_FIRST(cuda_download_rect, (nst_backend * be, const nst_tensor *src, nst_rect r, float *host), (be, src, r, host))
 JOIN_FIRST(cuda_upload_rect, (nst_backend * be, const float *host, nst_tensor *dst, nst_rect r), (be, host, dst, r))
 JOIN_FIRST(cuda_dot, (nst_backend * be, const float *a, const float *b, size_t n, double *out), (be, a, b, n, out))
@@ -339,7 +338,7 @@ static void cu_range_pop(nst_backend *be)
 }
 
 static const nst_backend_ops cuda_ops = {
-    cu_alloc, cu_free, joined_cu_upload, joined_cu_download, cu_zero, cu_copy, joined_cu_sync,
+    cu_alloc, cu_free, joined_cu_upload, joined_cu_download, cu_zero, cu_copy, cu_sync, /* (cuda_wait joins) */
     cuda_copy_rect, joined_cuda_download_rect, joined_cuda_upload_rect,
     cuda_conv_create, cuda_conv_destroy, cuda_conv_forward, cuda_conv_backward_data,
     cuda_relu_backward, cuda_pool_forward, cuda_pool_backward, cuda_preprocess, cuda_preprocess_backward,
@@ -499,12 +498,6 @@ static nst_status open_side(nst_backend *be, cuda_impl *im)
     const char *v = getenv("NSTBATCH_CUDA_OVERLAP");
     im->overlap = v && strcmp(v, "1") == 0;
     if (!im->overlap) return NST_OK;
-    const char *prof = getenv("NSTBATCH_PROFILE"); /* (as kernels/backend.c reads it) */
-    if (prof && *prof && strcmp(prof, "0") != 0) { /* the profile times op by op (kernels/profile.c): no side */
-        im->overlap = 0;
-        cuda_note(im, "Gram sums: on the main stream, NSTBATCH_CUDA_OVERLAP=1 set aside while NSTBATCH_PROFILE times op by op");
-        return NST_OK;
-    }
     CUDA_TRY(cudaStreamCreateWithFlags(&im->side, cudaStreamNonBlocking));
     CUDA_TRY(cudaEventCreateWithFlags(&im->forked, cudaEventDisableTiming));
     CUDA_TRY(cudaEventCreateWithFlags(&im->joined, cudaEventDisableTiming));
@@ -515,7 +508,7 @@ static nst_status open_side(nst_backend *be, cuda_impl *im)
     void *ws = NULL;
     NST_TRY(cu_alloc(be, CUBLAS_WORKSPACE_BYTES, &ws));
     CUBLAS_TRY(im->cb->set_workspace(im->blas_side, ws, CUBLAS_WORKSPACE_BYTES)); /* (after set_stream, which resets it) */
-    cuda_note(im, "Gram sums: on a second stream beside the next layers (NSTBATCH_CUDA_OVERLAP=1)");
+    cuda_note(im, "Gram sums: on a second stream beside the next layers (NSTBATCH_CUDA_OVERLAP=1), unless NSTBATCH_PROFILE times op by op");
     return NST_OK;
 }
 
