@@ -386,11 +386,6 @@ static void cuda_destroy(nst_backend *be)
  * outside the arena and this budget). 32 MiB: cuBLAS's recommended size on Hopper (4 MiB on the
  * others); 256-byte aligned, as it requires (the arena's alignment). */
 #define CUBLAS_WORKSPACE_BYTES ((size_t)32 << 20)
-/* More for NCCL when this rank will sum Grams through it (an unshared GPU in a job of several
- * ranks): its communicator is created at the first sum, after the arena, and its P2P and NVLS
- * buffers on an NVSwitch node must still fit. An estimate, to be checked on a GPU node: the free
- * memory before and after ncclCommInitRank. */
-#define NCCL_RESERVE_BYTES ((size_t)1 << 30)
 #define ARENA_ALIGN 256
 
 /* The precision's data types and math modes for cuDNN and cuBLAS, and the backend's dtypes. */
@@ -449,7 +444,8 @@ static nst_status open_arena(nst_backend *be, cuda_impl *im, const nst_backend_o
     if (!free_b) CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
     int sharers = o->gpu_sharers > 0 ? o->gpu_sharers : 1;
     size_t share = free_b / (size_t)sharers;
-    size_t reserve = RESERVE_BYTES / (size_t)sharers + (o->collective_ranks > 1 && sharers == 1 ? NCCL_RESERVE_BYTES : 0);
+    /* NCCL's, created after the arena, when this rank sums Grams through it (cuda.h) */
+    size_t reserve = RESERVE_BYTES / (size_t)sharers + (o->collective_ranks > 1 && sharers == 1 ? NST_CUDA_NCCL_RESERVE_BYTES : 0);
     size_t cap = share > reserve ? share - reserve : 0;
     cap = (size_t)((double)cap * 0.95);
     if (o->memory_gb > 0) {

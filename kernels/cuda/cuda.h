@@ -43,6 +43,10 @@ int nst_cuda_free_bytes(int device, size_t *free_b, char *why, size_t cap);
 int nst_cuda_has_ops(void);
 /* "CUDA runtime 13.0, cuDNN 9.19.0, cuBLAS 13.0.0" or "built without CUDA" */
 const char *nst_cuda_build_info(void);
+/* Device memory the CUDA backend leaves outside its arena for NCCL, on an unshared GPU of a job of
+ * several ranks: its communicator, channels and each peer's buffers. An estimate, which the log
+ * measures on a node of several GPUs (nst/run/device.c: nccl_took). */
+#define NST_CUDA_NCCL_RESERVE_BYTES ((size_t)1 << 30)
 /* The CUDA backend on device o->gpu (see kernels/backend.h). */
 nst_status nst_cuda_backend_open(const nst_backend_options *o, nst_backend **out);
 

@@ -604,7 +604,7 @@ static nst_status sum_over_ranks(void *arg)
     nst_backend *be = o->net->be;
     if (!o->coll.sum_grams || !o->G_n || nst_planted("allreduce")) return NST_OK; /* planted: the tests must catch a missing sum */
     be->ops->range_push(be, "Gram allreduce");
-    const long long w0 = be->host_waits; /* MPI through the host waits; NCCL does not */
+    const long long w0 = be->host_waits; /* the steps between ranks wait: MPI through the host, NCCL for its stream */
     nst_status s = o->coll.sum_grams(o->coll.ctx, o->G_all, o->G_n);
     o->staged_waits += be->host_waits - w0;
     be->ops->range_pop(be);

@@ -41,9 +41,10 @@ typedef struct {
     long long resumed_at;       /* the iteration a resumed level started from (0: fresh) */
     int stepped;                /* an optimiser step was taken (all ranks agreed): a failure after it loses work */
     /* The host's waits for the backend (kernels/backend.h) in the iterations that read no loss
-     * terms (neither a row nor a stopping decision), less those of the halo exchange and the
-     * Gram sums staged through the host between ranks: 0 by design, a GPU's stream never
-     * drained between two reports. quiet_staged: those excepted. */
+     * terms (neither a row nor a stopping decision), less those of the steps between ranks (the
+     * halo exchange and the Gram sums, through the host or NCCL, whose end the host waits for so
+     * that gpu.nccl_timeout bounds a hung peer): 0 by design, a GPU's stream never drained
+     * between two reports but there. quiet_staged: those excepted. */
     long long quiet_iterations, quiet_waits, quiet_staged;
     long long graph_records, graph_replays; /* CUDA graphs (gpu.graphs): iterations recorded, and replayed */
     int graph_segments;                      /* ... as that many segments each (the steps between ranks between them) */

@@ -1,6 +1,7 @@
 /* nst/run/device.c: binding, backend and Gram-sum path of a rank (see device.h). */
 #include "device.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include "../../kernels/cpu/backend_cpu.h"
 #include "../../kernels/cuda/cuda.h"
 #include "../../mpi/comm.h"
+#include "../../util/log.h"
 #include "../../util/mem.h"
 #include "conv_store.h"
 
@@ -144,6 +146,27 @@ static nst_status agree_free_memory(const nst_device *d, const char *id, size_t 
     return nst_comm_agree(s);
 }
 
+/* The device's free memory now (0 where unknown: the CPU) */
+static size_t device_free_now(nst_backend *be)
+{
+    size_t free_b = 0, total = 0;
+    return be->device_free && be->device_free(be, &free_b, &total) == 0 ? free_b : 0;
+}
+
+/* NCCL allocates outside the arena, in the room kept for it (NST_CUDA_NCCL_RESERVE_BYTES, an
+ * estimate): its communicator as it opens, its channels at the first collective, each peer's
+ * buffers at the first send to it (runtime connect). What each took is marked (the memory
+ * diagnostics) and logged for rank 0, so a run on a node of several GPUs measures the estimate. */
+static void nccl_took(nst_backend *be, size_t before, const char *what)
+{
+    const size_t after = device_free_now(be);
+    nst_backend_mark(be, what);
+    if (before && after)
+        nst_info("%s: rank 0's free device memory %s by %.0f MiB, to %.0f MiB (NCCL's room outside the arena: %.0f MiB)\n", what,
+                 after <= before ? "fell" : "rose", fabs((double)before - (double)after) / (1 << 20), (double)after / (1 << 20),
+                 (double)NST_CUDA_NCCL_RESERVE_BYTES / (1 << 20));
+}
+
 /* The Gram path, agreed: NCCL only when every rank runs on a GPU of its own (one CPU rank or a
  * shared GPU: MPI through host memory).
  *
@@ -151,7 +174,7 @@ static nst_status agree_free_memory(const nst_device *d, const char *id, size_t 
  * Gram sum: its device memory then exists before the planner and the render loop run, and a
  * shortfall shows at open. Not before the backend: whether NCCL is used is known only once every
  * rank's backend is open and their arithmetic agreed, and the backend allocates its arena as it
- * opens. That arena left NCCL_RESERVE_BYTES outside itself for this communicator (collective_ranks
+ * opens. That arena left NST_CUDA_NCCL_RESERVE_BYTES outside itself for this communicator (collective_ranks
  * > 1 on an unshared GPU, kernels/cuda/backend_cuda.cu); NCCL connects its channels at the first
  * collective too (runtime connect), so that reserve would be needed in either order. */
 static nst_status choose_gram_path(nst_device *d)
@@ -159,7 +182,11 @@ static nst_status choose_gram_path(nst_device *d)
     double mine = d->be->gpu_stream && d->max_sharers == 1 && nst_comm_nccl_built() ? 1 : 0, lo, hi, sum;
     NST_TRY(nst_comm_agree(nst_comm_stats(&mine, &lo, &hi, &sum, 1)));
     d->nccl = lo > 0;
-    if (d->nccl) NST_TRY(nst_comm_nccl_open(d->nccl_timeout));
+    if (d->nccl) {
+        const size_t before = device_free_now(d->be);
+        NST_TRY(nst_comm_nccl_open(d->nccl_timeout));
+        nccl_took(d->be, before, "NCCL's communicator opened");
+    }
     char ver[64];
     nst_comm_nccl_version(ver, sizeof ver);
     if (d->nccl)
@@ -221,7 +248,13 @@ static nst_status sum_grams(void *ctx, double *buf, size_t n)
     nst_backend *be = d->be;
     if (!be->gpu_stream && !be->graph_standin) return nst_comm_sum_doubles(buf, n);
     if (nst_comm_size() == 1) return NST_OK;
-    if (d->nccl) return nst_comm_nccl_sum_doubles(buf, n, be->gpu_stream, d->nccl_timeout);
+    if (d->nccl) {
+        nst_backend_count_wait(be, 0); /* the host waits for NCCL's end on the stream (mpi/nccl.c: wait_for) */
+        const size_t before = d->nccl_summed ? 0 : device_free_now(be);
+        NST_TRY(nst_comm_nccl_sum_doubles(buf, n, be->gpu_stream, d->nccl_timeout));
+        if (!d->nccl_summed++) nccl_took(be, before, "NCCL's first Gram sum");
+        return NST_OK;
+    }
     if (n > d->stage_cap) {
         double *p = nst_alloc_array(n, sizeof(double), "Gram staging");
         if (!p) return NST_ENOMEM;
@@ -294,7 +327,10 @@ static nst_status exchange_resident(void *ctx, const nst_peer_msg *sends, int ns
     for (int i = 0; i < nrecv; i++) m[nsend + i] = (nst_comm_msg){recvs[i].peer, recvs[i].buf, recvs[i].bytes};
     nst_status s;
     if (d->nccl) {
+        nst_backend_count_wait(be, 0); /* as for the Gram sums: the host waits for the stream */
+        const size_t before = d->nccl_exchanged ? 0 : device_free_now(be);
         s = nst_comm_nccl_exchange(m, nsend, m + nsend, nrecv, be->gpu_stream, d->nccl_timeout);
+        if (s == NST_OK && !d->nccl_exchanged++) nccl_took(be, before, "NCCL's first halo exchange");
     } else if (!be->gpu_stream) {
         s = nst_comm_exchange(m, nsend, m + nsend, nrecv);
     } else {
