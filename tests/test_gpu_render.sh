@@ -23,7 +23,8 @@
 #   for bit; the Gram sums beside the next layers (NSTBATCH_CUDA_OVERLAP=1) == not, 1 and 2 ranks;
 #   the halos packed in device memory (NSTBATCH_EXCHANGE=device) == through the host, 2 ranks; convolution algorithms chosen by timing (gpu.conv_algorithms = timed) against the CPU,
 #   and a rerun from their file (gpu.conv_choices) bit for bit; compute-sanitizer where it exists:
-#   memcheck, and memcheck and racecheck with our own kernels (the Gram sums, conv1_1).
+#   memcheck, and memcheck and racecheck with our own kernels (the Gram sums, conv1_1), and
+#   racecheck reporting two planted hazards (NSTBATCH_PLANT=race), so its kernel filter is proven.
 #
 # STAND_IN=LEVEL replaces the GPU by the CPU capped at that instruction-set level
 # (ONEDNN_MAX_CPU_ISA, run.device = cpu): other rounding, the same promises, so every check must
@@ -39,7 +40,7 @@
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 . "$(dirname "$0")/lib.sh" test_gpu_render
 STAND_IN=${STAND_IN:-} PLANT=${PLANT:-} ONLY=${ONLY:-}
-CHECKS=26
+CHECKS=27
 
 if [ -z "$STAND_IN" ]; then
   gpus=$("$NST" --version | sed -n 's/.*GPUs visible now: \([0-9]*\).*/\1/p')
@@ -264,18 +265,24 @@ else
 fi
 
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-# sanitize WHAT "TOOL OPTIONS" [ENV=VALUE ...]: a 2-iteration render of 32 px tiles under compute-sanitizer
-sanitize() {
-  local what=$1 tool=$2 out st
+# cs_run WHAT "TOOL OPTIONS" [ENV=VALUE ...]: a 2-iteration render of 32 px tiles under
+# compute-sanitizer, its output in $out and status in $st; 1 (and the check skipped) where it cannot run
+cs_run() {
+  local what=$1 tool=$2
   shift 2
-  if [ -n "$STAND_IN" ]; then skip "compute-sanitizer $what: a GPU's"; return; fi
-  if [ -z "$CS" ]; then skip "compute-sanitizer $what: not installed"; return; fi
+  if [ -n "$STAND_IN" ]; then skip "compute-sanitizer $what: a GPU's"; return 1; fi
+  if [ -z "$CS" ]; then skip "compute-sanitizer $what: not installed"; return 1; fi
   # CS_SECONDS (default 300) bounds it: a sanitizer that has not finished is not a defect
   out=$(cd "$T" && env "$@" timeout "${CS_SECONDS:-300}" "$CS" $tool "$NST" g.ini --set run.device=cuda --set optim.iterations=2 \
         --set output.width=64 --set output.height=48 "${SHALLOW[@]}" --set tiling.tile_size=32 --set output.path=cs.tif \
         --set output.overwrite=true 2>&1); st=$?
-  if [ $st -eq 124 ]; then skip "compute-sanitizer $what: not finished within CS_SECONDS=${CS_SECONDS:-300} s"
-  elif grep -q "ERROR SUMMARY: 0 errors" <<<"$out" && [ $st -eq 0 ]; then ok "compute-sanitizer $what clean"
+  if [ $st -eq 124 ]; then skip "compute-sanitizer $what: not finished within CS_SECONDS=${CS_SECONDS:-300} s"; return 1; fi
+}
+# sanitize WHAT "TOOL OPTIONS" [ENV=VALUE ...]: that render clean
+sanitize() {
+  local what=$1 out st
+  cs_run "$@" || return 0
+  if grep -q "ERROR SUMMARY: 0 errors" <<<"$out" && [ $st -eq 0 ]; then ok "compute-sanitizer $what clean"
   else bad "compute-sanitizer $what" "exit $st, errors" "$out"; fi
 }
 # (with the Gram sums on the side stream: its cuBLAS handle's GEMMs under memcheck; no tool checks
@@ -286,5 +293,15 @@ sanitize memcheck "--tool memcheck --leak-check full" NSTBATCH_CUDA_OVERLAP=1
 # which the CPU's stand-in of their barriers cannot prove absent
 OWN=(NSTBATCH_CUDA_GRAM=own NSTBATCH_CUDA_CONV1=own NSTBATCH_CUDA_OVERLAP=1) # (and the Gram sums on the side stream)
 sanitize "memcheck, our own kernels" "--tool memcheck" "${OWN[@]}"
-sanitize "racecheck, our own kernels" "--tool racecheck $(printf -- '--kernel-name kns=%s ' k_gram_sums k_conv1_ k_gram_diff k_sumsq k_mse k_tv k_dot k_finish)" "${OWN[@]}"
+RACE="--tool racecheck $(printf -- '--kernel-name kns=%s ' k_gram_sums k_conv1_ k_gram_diff k_sumsq k_mse k_tv k_dot k_finish)"
+sanitize "racecheck, our own kernels" "$RACE" "${OWN[@]}"
+# ... and that filter bites: with NSTBATCH_PLANT=race two kernels with a shared-memory hazard run
+# once, named after its first and last names (kernels/cuda/reduce_cuda.cu), so racecheck must report
+# errors, and where its report names the kernels, both (a filter that took one name only would miss one)
+if cs_run "racecheck, the planted hazards" "$RACE" "${OWN[@]}" NSTBATCH_PLANT=race; then
+  named=$(grep -o 'k_gram_sums_planted_race\|k_finish_planted_race' <<<"$out" | sort -u | wc -l)
+  if [ $st -eq 0 ] && ! grep -q "ERROR SUMMARY: 0 errors" <<<"$out" && grep -q "ERROR SUMMARY: [1-9]" <<<"$out" && [ "$named" -ne 1 ]; then
+    ok "compute-sanitizer racecheck reports the planted hazards ($(grep -o 'ERROR SUMMARY: [0-9]* errors*' <<<"$out" | tail -n 1); $([ "$named" -eq 2 ] && echo "both planted kernels named" || echo "the report names no kernel")): its filter checks our kernels"
+  else bad "compute-sanitizer racecheck, the planted hazards" "exit $st; none reported, or one planted kernel of two: the filter misses our kernels" "$out"; fi
+fi
 finish

@@ -27,7 +27,9 @@
  *              forward overwrites the features the side's sums read
  *   exchangeoffset  the halo exchange in backend memory (nst/render/exchange.c) unpacks each rect
  *              but a peer's first one pixel further into its receive buffer
- * Used by tests/test_gpu_render.sh (PLANT=...), tests/test_selftest.sh, tests/test_hosts.sh and tests/test_optim.sh.
+ *   race       two CUDA kernels with a shared-memory hazard run once (kernels/cuda/reduce_cuda.cu), named
+ *              after the first and last names racecheck is filtered to: it must report them
+ * Used by tests/test_gpu_render.sh (PLANT=...; race directly), tests/test_selftest.sh, tests/test_hosts.sh and tests/test_optim.sh.
  * Never set otherwise; a process with one warns once. */
 #ifndef NST_PLANT_H
 #define NST_PLANT_H

@@ -10,6 +10,39 @@
 #include "../xsum_core.h" /* after cuda_impl.h: xsum.h's functions keep their C linkage */
 #include "reduce_kernels.cuh" /* (the kernels; tests/test_cuda_emu.cpp runs them on the CPU) */
 
+extern "C" {
+#include "../../util/plant.h"
+}
+
+/* NSTBATCH_PLANT=race: two kernels with a shared-memory hazard (a warp reads what the other wrote,
+ * no barrier between), launched once, named after the first and the last of the names
+ * tests/test_gpu_render.sh filters racecheck to, so that a filter that checks none of our kernels
+ * cannot pass as clean. Never launched otherwise. */
+__device__ double planted_sink[64];
+__global__ void k_gram_sums_planted_race(void)
+{
+    __shared__ double sh[64];
+    sh[threadIdx.x] = threadIdx.x;
+    planted_sink[threadIdx.x] = sh[threadIdx.x ^ 32]; /* the hazard */
+}
+__global__ void k_finish_planted_race(void)
+{
+    __shared__ double sh[64];
+    sh[threadIdx.x] = threadIdx.x;
+    planted_sink[threadIdx.x] += sh[threadIdx.x ^ 32]; /* the hazard */
+}
+
+static nst_status plant_race(cuda_impl *im)
+{
+    static int done;
+    if (done || !nst_planted("race")) return NST_OK;
+    done = 1;
+    k_gram_sums_planted_race<<<1, 64, 0, im->stream>>>();
+    k_finish_planted_race<<<1, 64, 0, im->stream>>>();
+    LAUNCH_TRY("the planted race");
+    return NST_OK;
+}
+
 static unsigned red_blocks(size_t n)
 {
     unsigned b = cuda_blocks(n, RED_THREADS);
@@ -19,6 +52,7 @@ static unsigned red_blocks(size_t n)
 nst_status cuda_reduce_on_device(nst_backend *be, unsigned blocks, double *out, nst_xsum *acc, double div)
 {
     cuda_impl *im = cuda_of(be);
+    NST_TRY(plant_race(im));
     LAUNCH_TRY("reduce");
     k_finish<<<1, RED_THREADS, 0, im->stream>>>(im->red, blocks, out, acc, div);
     LAUNCH_TRY("reduce");
