@@ -1,5 +1,6 @@
-/* mpi/patience.c: waits for MPI requests that test and nap instead of spinning (patience.h). The
- * caller marks the wait for the watchdog (NST_MPI_MARKED), as for a blocking call. */
+/* mpi/patience.c: waits for MPI requests that test and nap instead of spinning (patience.h), and the
+ * same pacing for other waits (NCCL's: nccl.c). The caller marks the wait for the watchdog
+ * (NST_MPI_MARKED), as for a blocking call. */
 #include "patience.h"
 
 #include <mpi.h>
@@ -20,11 +21,7 @@ static double thread_cpu(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* one wait's clocks: its start on the wall and on the thread's CPU, and whether its spin was judged */
-typedef struct {
-    double t0, c0;
-    int judged;
-} wait_clock;
+typedef nst_wait_clock wait_clock;
 
 static wait_clock wait_begin(void) { return (wait_clock){nst_now(), thread_cpu(), 0}; }
 
@@ -75,6 +72,10 @@ static int wait_end(wait_clock *w, int rc)
     judge(w, nst_now() - w->t0);
     return rc;
 }
+
+nst_wait_clock nst_patience_begin(void) { return wait_begin(); }
+void nst_patience_more(nst_wait_clock *w) { wait_more(w); }
+void nst_patience_end(nst_wait_clock *w) { (void)wait_end(w, 0); }
 
 int nst_mpi_waitsome(int n, MPI_Request *req, int *count, int *idx)
 {

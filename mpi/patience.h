@@ -57,4 +57,17 @@ static inline double nst_patience_spin(double spin, double spun, int shared)
     return next < NST_PATIENCE_SPIN_MIN ? NST_PATIENCE_SPIN_MIN : next > NST_PATIENCE_SPIN ? NST_PATIENCE_SPIN : next;
 }
 
+/* One wait's clocks: its start on the wall and on the thread's CPU, and whether its spin was judged. */
+typedef struct {
+    double t0, c0;
+    int judged;
+} nst_wait_clock;
+
+/* The pacing above for a wait that is not an MPI request's (NCCL's, mpi/nccl.c): begin, then
+ * after every test that found it unfinished, more (a return at once within the spin, else a
+ * nap), and end once it is done (the spin judged for the thread's next wait). */
+nst_wait_clock nst_patience_begin(void);
+void nst_patience_more(nst_wait_clock *w);
+void nst_patience_end(nst_wait_clock *w);
+
 #endif
