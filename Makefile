@@ -157,7 +157,7 @@ TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.
 TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/draw_mask $(BUILD)/tools/make_test_clip $(BUILD)/tools/nstbatch-flicker $(BUILD)/tools/demo_figure $(BUILD)/tools/make_test_tiff $(BUILD)/tests/png_probe $(BUILD)/tests/image_diff $(BUILD)/tests/rss_run $(BUILD)/tests/idle_timeout \
            $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
 
-.PHONY: install install-viewer viewer viewer-if-online all demo demo-video demo-video-figure demo-figure demo-masks demo-masks-figure print-figure test test-run asan fuzz bench bench-avx2 bench-auto bench-bf16 bench-gpu bench-gpu-frame bench-conv bench-scaling bench-cheap bench-masks bench-io bench-dzi bench-video bench-batch bench-ckpt bench-dryrun bench-quality weights deps test-deps check-deps clean demo-images gpu-bundle gpu-bundle-lean
+.PHONY: install install-viewer viewer viewer-if-online all demo demo-video demo-video-figure demo-figure demo-masks demo-masks-figure print-figure test test-run asan fuzz bench bench-avx2 bench-auto bench-bf16 bench-gpu bench-gpu-frame bench-conv bench-scaling bench-cheap bench-masks bench-io bench-dzi bench-video bench-video-iterations bench-batch bench-ckpt bench-dryrun bench-quality weights deps test-deps check-deps clean demo-images gpu-bundle gpu-bundle-lean
 all: check-deps nstbatch nstbatch-dzi nstbatch-view $(if $(NPM),viewer-if-online)
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
@@ -557,6 +557,10 @@ bench-dzi: all demo-images $(BUILD)/tools/make_test_tiff
 # the video mode's goals: flicker against independent frames, convergence, Full HD speed (bench/results/video.md)
 bench-video: all demo-images $(BUILD)/tools/make_test_clip
 	bench/video.sh
+
+# the iterations a warm video frame needs: the defaults' clip at video.iterations = 250, 100, 50, 25 (bench/results/video_iterations.md)
+bench-video-iterations: all demo-images $(BUILD)/tools/make_test_clip $(BUILD)/tests/image_diff
+	bench/video_iterations.sh
 
 # --dry-run's estimate against the render it predicts (bench/results/dryrun.md)
 bench-dryrun: all demo-images
