@@ -20,6 +20,8 @@
 #
 # VIT_DIR=DIR renders into DIR and keeps it; a K whose clip and frame events are there already is
 # not rendered again (a sweep stopped part way goes on; the tables come again from the renders).
+# VIT_OUT=FILE writes the tables there instead of bench/results/video_iterations.md; VIT_SETS adds
+# --set arguments to every render (tests/test_bench.sh: a narrow network, a short cold frame).
 #   bench/video_iterations.sh [SIZE FRAMES "KS"]   (default 256x192 8 "250 100 50 25")
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,7 +30,8 @@ SIZE=${1:-256x192} FRAMES=${2:-8} KS=${3:-250 100 50 25}
 command -v ffmpeg >/dev/null || { echo "bench/video_iterations.sh: needs ffmpeg (apt-get install ffmpeg) to read the rendered clips back" >&2; exit 2; }
 if [ -n "${VIT_DIR:-}" ]; then mkdir -p "$VIT_DIR" && B=$(readlink -f "$VIT_DIR")
 else B=$(mktemp -d /tmp/nstbatch-bench-vit.XXXXXX) && trap 'rm -rf "$B"' EXIT; fi
-OUT="$ROOT/bench/results/video_iterations.md"
+OUT=${VIT_OUT:-$ROOT/bench/results/video_iterations.md}
+read -r -a SETS <<<"${VIT_SETS:-}"
 [ -d "$B/clip" ] || "$CLIP" "$B/clip" --size "$SIZE" --frames "$FRAMES" --motion all >/dev/null
 cat >"$B/v.ini" <<INI
 [content]
@@ -52,7 +55,7 @@ for K in $KS; do
     ffmpeg -loglevel error -i "$B/k$K.mkv" "$B/f$K/%03d.png"; continue; fi
   rm -f "$B/k$K.jsonl"
   (cd "$B" && "$NST" v.ini --set output.path="k$K.mkv" --set video.codec=ffv1 --set metrics.path="k$K.jsonl" \
-     --set video.iterations="$K") >"$B/k$K.log" 2>&1
+     --set video.iterations="$K" "${SETS[@]}") >"$B/k$K.log" 2>&1
   mkdir -p "$B/f$K" && ffmpeg -loglevel error -i "$B/k$K.mkv" "$B/f$K/%03d.png"
 done
 for K in $KS; do # each frame's SSIM against the reference render's

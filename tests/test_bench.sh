@@ -19,7 +19,9 @@
 # - bench/quality.sh at 96x64, nstbatch for 30 iterations: its snapshots scored, the float64 scorer
 #   within 1e-4 of nstbatch's own final loss terms (the 16-bit output's quantisation); exit 2 and one
 #   line without its peers; with them in PEERS (else SKIP), each peer for 30 iterations a level
-#   (QUICK_ITERS), and each fair adapter's own objective within 1e-5 of the scorer's total.
+#   (QUICK_ITERS), and each fair adapter's own objective within 1e-5 of the scorer's total;
+# - bench/video_iterations.sh at 64x48, 3 frames, K = 6 and 3: its table, and again from its kept
+#   renders (VIT_DIR) without rendering.
 set -u
 NST=$(readlink -f "$1") CONV=$(readlink -f "$2") GRAM=$(readlink -f "$3")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -193,6 +195,25 @@ else
     bad "gpu_iteration.sh's profile table" "no conv_forward, conv_backward_data or gram_backward row" "$(grep -A12 'Where an iteration' "$T/results/gpu_iteration.md" 2>/dev/null)"
   fi
   quality_plumbing
+fi
+# bench/video_iterations.sh's plumbing (make bench-video-iterations): a 64x48 clip of 3 frames on the
+# narrow network, a 6-iteration cold frame, K = 6 and 3, into a folder kept (VIT_DIR): a row per K,
+# the reference's at 1.000 on every ratio, a verdict; run again, it renders nothing (its logs
+# untouched) and writes the same tables
+if ! command -v ffmpeg >/dev/null || ! pkg-config --exists libavformat libavcodec 2>/dev/null; then
+  skipped "video_iterations.sh" "no ffmpeg or no FFmpeg libraries (scripts/install-deps.sh)"
+else
+  vit() { VIT_DIR="$T/vit" VIT_OUT="$T/vit.md" VIT_SETS="--set model.random_width_divisor=8 --set optim.iterations=6" \
+            "$IDLE" 300 "$ROOT/bench/video_iterations.sh" 64x48 3 "6 3" >"$T/vit.log" 2>&1; }
+  vit; st=$?
+  cp "$T/vit.md" "$T/vit1.md" 2>/dev/null
+  logs=$(stat -c %y "$T/vit/k6.log" "$T/vit/k3.log" 2>/dev/null)
+  [ $st -eq 0 ] && { vit; st=$?; }
+  if [ $st -eq 0 ] && grep -q '^| 6 | 1.000 | [0-9.e+-]* | 1.000x | 1.000 | 1.000 | ' "$T/vit.md" && grep -q '^| 3 | [0-9.]* | ' "$T/vit.md" &&
+     grep -qE '^(The smallest K meeting the rule: \*\*[0-9]+\*\*|No K met the rule)' "$T/vit.md" && cmp -s "$T/vit.md" "$T/vit1.md" &&
+     [ -n "$logs" ] && [ "$logs" = "$(stat -c %y "$T/vit/k6.log" "$T/vit/k3.log")" ]; then
+    ok "video_iterations.sh at 64x48, K = 6 and 3: a row each, the reference's at 1.000, $(grep -oE '^(The smallest K meeting the rule: \*\*[0-9]+\*\*|No K met the rule)' "$T/vit.md"); again from VIT_DIR: nothing rendered, the same tables"
+  else bad "video_iterations.sh" "exit $st" "$(cat "$T/vit.log")"; fi
 fi
 # image_diff --fit (make print-figure's comparison): b resized to a's size by nstbatch's resampler.
 # The demo's content made twice as large by vips (Lanczos-3) and brought back is the content again,
