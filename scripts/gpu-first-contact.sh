@@ -130,7 +130,7 @@ selftest_step() {
 
 renders_step() {
   if [ "$MODE" = cpu ]; then STAND_IN=$LEVEL tests/test_gpu_render.sh "$NST" build/tests/image_diff
-  else CS_SECONDS=${CS_SECONDS:-50} tests/test_gpu_render.sh "$NST" build/tests/image_diff; fi # the sanitizer's 3 runs last, each bounded (3 x 50 s and the renders within the step's 240 s)
+  else CS_SECONDS=${CS_SECONDS:-40} tests/test_gpu_render.sh "$NST" build/tests/image_diff; fi # the sanitizer's 4 runs last, each bounded (4 x 40 s and the renders within the step's 240 s)
 }
 
 # the frame first (about 90 s on an H200: the 4K goal's numbers, with max pooling, the default, and

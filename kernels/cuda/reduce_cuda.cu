@@ -25,10 +25,10 @@ __global__ void k_gram_sums_planted_race(void)
     sh[threadIdx.x] = threadIdx.x;
     planted_sink[threadIdx.x] = sh[threadIdx.x ^ 32]; /* the hazard */
 }
-__global__ void k_finish_planted_race(void)
+__global__ void k_finish_planted_race(void) /* (its own values: no write of what the first left there) */
 {
     __shared__ double sh[64];
-    sh[threadIdx.x] = threadIdx.x;
+    sh[threadIdx.x] = -(double)threadIdx.x - 1;
     planted_sink[threadIdx.x] += sh[threadIdx.x ^ 32]; /* the hazard */
 }
 

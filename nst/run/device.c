@@ -155,14 +155,16 @@ static size_t device_free_now(nst_backend *be)
 
 /* NCCL allocates outside the arena, in the room kept for it (NST_CUDA_NCCL_RESERVE_BYTES, an
  * estimate): its communicator as it opens, its channels at the first collective, each peer's
- * buffers at the first send to it (runtime connect). What each took is marked (the memory
- * diagnostics) and logged for rank 0, so a run on a node of several GPUs measures the estimate. */
+ * buffers at the first send to it (runtime connect). What the world's communicator, the first sum
+ * and the first exchange took is marked (the memory diagnostics) and logged by the rank that logs,
+ * so a run on a node of several GPUs measures the estimate; peers first reached later, and rank
+ * groups' communicators, are not measured. */
 static void nccl_took(nst_backend *be, size_t before, const char *what)
 {
     const size_t after = device_free_now(be);
     nst_backend_mark(be, what);
     if (before && after)
-        nst_info("%s: rank 0's free device memory %s by %.0f MiB, to %.0f MiB (NCCL's room outside the arena: %.0f MiB)\n", what,
+        nst_info("%s: the free device memory %s by %.0f MiB, to %.0f MiB (kept for NCCL outside the arena: %.0f MiB)\n", what,
                  after <= before ? "fell" : "rose", fabs((double)before - (double)after) / (1 << 20), (double)after / (1 << 20),
                  (double)NST_CUDA_NCCL_RESERVE_BYTES / (1 << 20));
 }
@@ -185,7 +187,7 @@ static nst_status choose_gram_path(nst_device *d)
     if (d->nccl) {
         const size_t before = device_free_now(d->be);
         NST_TRY(nst_comm_nccl_open(d->nccl_timeout));
-        nccl_took(d->be, before, "NCCL's communicator opened");
+        if (nst_comm_world_size() > 1) nccl_took(d->be, before, "NCCL's communicator opened"); /* (one rank opens none) */
     }
     char ver[64];
     nst_comm_nccl_version(ver, sizeof ver);
@@ -327,10 +329,11 @@ static nst_status exchange_resident(void *ctx, const nst_peer_msg *sends, int ns
     for (int i = 0; i < nrecv; i++) m[nsend + i] = (nst_comm_msg){recvs[i].peer, recvs[i].buf, recvs[i].bytes};
     nst_status s;
     if (d->nccl) {
-        nst_backend_count_wait(be, 0); /* as for the Gram sums: the host waits for the stream */
-        const size_t before = d->nccl_exchanged ? 0 : device_free_now(be);
+        const int moves = nsend + nrecv > 0; /* (none: no NCCL call, no wait) */
+        if (moves) nst_backend_count_wait(be, 0); /* as for the Gram sums: the host waits for the stream */
+        const size_t before = d->nccl_exchanged || !moves ? 0 : device_free_now(be);
         s = nst_comm_nccl_exchange(m, nsend, m + nsend, nrecv, be->gpu_stream, d->nccl_timeout);
-        if (s == NST_OK && !d->nccl_exchanged++) nccl_took(be, before, "NCCL's first halo exchange");
+        if (s == NST_OK && moves && !d->nccl_exchanged++) nccl_took(be, before, "NCCL's first halo exchange");
     } else if (!be->gpu_stream) {
         s = nst_comm_exchange(m, nsend, m + nsend, nrecv);
     } else {

@@ -19,7 +19,7 @@ typedef struct {
     int max_sharers;       /* the most over all ranks */
     int nccl;              /* Gram sums over NCCL */
     double nccl_timeout;
-    int nccl_summed, nccl_exchanged; /* the first NCCL sum and exchange were measured (device.c: nccl_first) */
+    int nccl_summed, nccl_exchanged; /* the first NCCL sum and exchange were measured (device.c: nccl_took) */
     char gram_path[160];   /* how the Gram sums travel, for the log and the run record */
     double *stage;         /* host staging of the Gram sums (shared GPUs) */
     size_t stage_cap;
