@@ -388,6 +388,25 @@ static void cuda_destroy(nst_backend *be)
 #define CUBLAS_WORKSPACE_BYTES ((size_t)32 << 20)
 #define ARENA_ALIGN 256
 
+/* A cuBLAS handle on stream s, its scalars from the host (the main one and the side's alike) */
+static nst_status blas_open(nst_backend *be, cublasHandle_t *h, cudaStream_t s)
+{
+    const cuda_impl *im = cuda_of(be);
+    CUBLAS_TRY(im->cb->create(h));
+    CUBLAS_TRY(im->cb->set_stream(*h, s));
+    CUBLAS_TRY(im->cb->set_pointer_mode(*h, CUBLAS_POINTER_MODE_HOST));
+    return NST_OK;
+}
+
+/* A handle's workspace from the arena (after set_stream, which resets it) */
+static nst_status blas_workspace(nst_backend *be, cublasHandle_t h)
+{
+    void *ws = NULL;
+    NST_TRY(cu_alloc(be, CUBLAS_WORKSPACE_BYTES, &ws));
+    CUBLAS_TRY(cuda_of(be)->cb->set_workspace(h, ws, CUBLAS_WORKSPACE_BYTES));
+    return NST_OK;
+}
+
 /* The precision's data types and math modes for cuDNN and cuBLAS, and the backend's dtypes. */
 static nst_status set_precision(nst_backend *be, cuda_impl *im, const nst_backend_options *o)
 {
@@ -477,9 +496,7 @@ static nst_status open_arena(nst_backend *be, cuda_impl *im, const nst_backend_o
     be->reserve = im->ws_limit + CUDA_CHUNK_ELEMS * 16 + 256 + ((size_t)1 << 20) + be->capacity / 24 + be->capacity / 32;
     NST_TRY(cu_alloc(be, sizeof(double) * (RED_BLOCKS + 1), (void **)&im->red));
     NST_TRY(cu_alloc(be, sizeof(unsigned long long) * (NST_CLOCKS + 1), (void **)&im->clocks));
-    void *blas_ws = NULL;
-    NST_TRY(cu_alloc(be, CUBLAS_WORKSPACE_BYTES, &blas_ws));
-    CUBLAS_TRY(im->cb->set_workspace(im->blas, blas_ws, CUBLAS_WORKSPACE_BYTES)); /* (after set_stream, which resets it) */
+    NST_TRY(blas_workspace(be, im->blas));
     CUDA_TRY(cudaMemsetAsync(im->clocks, 0, sizeof(unsigned long long) * (NST_CLOCKS + 1), im->stream));
     CUDA_TRY(cudaMallocHost((void **)&im->red_host, sizeof(double)));
 
@@ -497,13 +514,9 @@ static nst_status open_side(nst_backend *be, cuda_impl *im)
     CUDA_TRY(cudaStreamCreateWithFlags(&im->side, cudaStreamNonBlocking));
     CUDA_TRY(cudaEventCreateWithFlags(&im->forked, cudaEventDisableTiming));
     CUDA_TRY(cudaEventCreateWithFlags(&im->joined, cudaEventDisableTiming));
-    CUBLAS_TRY(im->cb->create(&im->blas_side));
-    CUBLAS_TRY(im->cb->set_stream(im->blas_side, im->side));
-    CUBLAS_TRY(im->cb->set_pointer_mode(im->blas_side, CUBLAS_POINTER_MODE_HOST));
+    NST_TRY(blas_open(be, &im->blas_side, im->side));
     CUBLAS_TRY(im->cb->set_math_mode(im->blas_side, im->blas_math));
-    void *ws = NULL;
-    NST_TRY(cu_alloc(be, CUBLAS_WORKSPACE_BYTES, &ws));
-    CUBLAS_TRY(im->cb->set_workspace(im->blas_side, ws, CUBLAS_WORKSPACE_BYTES)); /* (after set_stream, which resets it) */
+    NST_TRY(blas_workspace(be, im->blas_side));
     cuda_note(im, "Gram sums: on a second stream beside the next layers (NSTBATCH_CUDA_OVERLAP=1), unless NSTBATCH_PROFILE times op by op");
     return NST_OK;
 }
@@ -536,9 +549,7 @@ static nst_status open_impl(nst_backend *be, cuda_impl *im, const nst_backend_op
                  older, CUDNN_MAJOR, CUDNN_MINOR);
     char why[256];
     if (!(im->cb = nst_cublas(why, sizeof why))) return nst_fail(NST_ERUNTIME, "cuBLAS: %s", why);
-    CUBLAS_TRY(im->cb->create(&im->blas));
-    CUBLAS_TRY(im->cb->set_stream(im->blas, im->stream));
-    CUBLAS_TRY(im->cb->set_pointer_mode(im->blas, CUBLAS_POINTER_MODE_HOST));
+    NST_TRY(blas_open(be, &im->blas, im->stream));
 
     NST_TRY(set_precision(be, im, o));
     size_t cap = 0;

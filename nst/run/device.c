@@ -323,17 +323,17 @@ static nst_status exchange_resident(void *ctx, const nst_peer_msg *sends, int ns
 {
     nst_device *d = ctx;
     nst_backend *be = d->be;
-    nst_comm_msg *m = nst_alloc_array((size_t)(nsend + nrecv) + 1, sizeof *m, "exchange messages");
+    if (nsend + nrecv == 0) return NST_OK; /* point to point only: a rank with no message waits for none */
+    nst_comm_msg *m = nst_alloc_array((size_t)(nsend + nrecv), sizeof *m, "exchange messages");
     if (!m) nst_comm_abort(1, "out of memory for the halo exchange messages"); /* the peers are in the exchange already */
     for (int i = 0; i < nsend; i++) m[i] = (nst_comm_msg){sends[i].peer, sends[i].buf, sends[i].bytes};
     for (int i = 0; i < nrecv; i++) m[nsend + i] = (nst_comm_msg){recvs[i].peer, recvs[i].buf, recvs[i].bytes};
     nst_status s;
     if (d->nccl) {
-        const int moves = nsend + nrecv > 0; /* (none: no NCCL call, no wait) */
-        if (moves) nst_backend_count_wait(be, 0); /* as for the Gram sums: the host waits for the stream */
-        const size_t before = d->nccl_exchanged || !moves ? 0 : device_free_now(be);
+        nst_backend_count_wait(be, 0); /* as for the Gram sums: the host waits for the stream */
+        const size_t before = d->nccl_exchanged ? 0 : device_free_now(be);
         s = nst_comm_nccl_exchange(m, nsend, m + nsend, nrecv, be->gpu_stream, d->nccl_timeout);
-        if (s == NST_OK && moves && !d->nccl_exchanged++) nccl_took(be, before, "NCCL's first halo exchange");
+        if (s == NST_OK && !d->nccl_exchanged++) nccl_took(be, before, "NCCL's first halo exchange");
     } else if (!be->gpu_stream) {
         s = nst_comm_exchange(m, nsend, m + nsend, nrecv);
     } else {
