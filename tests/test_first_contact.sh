@@ -22,8 +22,10 @@ run_fc() { local out=$1; shift; env "$@" OUT="$T/$out" "$FC" --cpu >"$T/$out.log
 line() { grep -E "^$2 " "$T/$1/summary.txt"; } # line OUT STEP
 
 # every step but the renders (test_gpu_standin runs those checks with the stand-in; the planted
-# run below runs this script's renders step), with the renders' file name kept in the count
-run_fc all STEPS="env selftest ops bench"
+# run below runs this script's renders step), with the renders' file name kept in the count; the
+# ops step's binary runs its CPU contracts alone (NST_TEST_ONLY, tests/test.h): the rest of it,
+# bf16 against fp32 above all, is test_backend_ops' own, and here only the step's plumbing is tested
+run_fc all STEPS="env selftest ops bench" NST_TEST_ONLY=t_cpu_fp32_contracts
 files=$(ls "$T/all" | wc -l)
 steps=$(grep -cE '^(env|selftest|ops|bench) +ok +[0-9]+ ' "$T/all/summary.txt" 2>/dev/null)
 if [ $rc -eq 0 ] && [ "$steps" -eq 4 ] && [ "$((files + 1))" -le 8 ] && grep -q '^total .* no step failed' "$T/all/summary.txt" &&
