@@ -40,8 +40,11 @@ prometheus-node-exporter --web.listen-address=127.0.0.1:$NP --collector.disable-
   --collector.textfile.directory="$T/textfile" >"$T/node.log" 2>&1 &
 pids+=($!)
 cp "$MON/prometheus/nstbatch-alerts.yml" "$T/prom/"
+# Prometheus's schedule, which bounds the waits for its scrapes below: a scrape every SCRAPE_S, and
+# target updates passed on by its discovery manager every UPDATE_S (5 s, fixed in Prometheus's code)
+SCRAPE_S=1 UPDATE_S=5
 cat >"$T/prom/prometheus.yml" <<EOF
-global: {scrape_interval: 1s, evaluation_interval: 1s}
+global: {scrape_interval: ${SCRAPE_S}s, evaluation_interval: 1s}
 rule_files: [nstbatch-alerts.yml]
 scrape_configs:
   - job_name: node
@@ -49,19 +52,27 @@ scrape_configs:
     static_configs: [{targets: ["127.0.0.1:$NP"]}]
 EOF
 prometheus --config.file="$T/prom/prometheus.yml" --storage.tsdb.path="$T/prom/data" --web.listen-address=127.0.0.1:$PP >"$T/prom.log" 2>&1 &
+prom_pid=$!
 pids+=($!)
 # api PATH [PARAM=VALUE...]: a GET of Prometheus's HTTP API, the parameters URL-encoded
 api() { local path=$1 args=(); shift; for a in "$@"; do args+=(--data-urlencode "$a"); done; curl -s -G --max-time 5 "http://127.0.0.1:$PP/api/v1/$path" "${args[@]}"; }
-# (daemons starting: no progress to follow, so 30 s and 20 s, many times their usual second)
-for ((i = 0; i < 60; i++)); do curl -s --max-time 2 "http://127.0.0.1:$PP/-/ready" | grep -q Ready && break; sleep 0.5; done
-if ! curl -s --max-time 2 "http://127.0.0.1:$PP/-/ready" | grep -q Ready; then
+# Prometheus's start is work on this machine (its storage opened, the rules loaded), a line of its log
+# for each stage: the wait ends once it is ready or has died, or after 60 s in which its log did not
+# grow (tests/idle.sh: bounded by progress, not by a length)
+ready() { curl -s --max-time 2 "http://127.0.0.1:$PP/-/ready" | grep -q Ready; }
+ready_or_gone() { ready || ! kill -0 "$prom_pid" 2>/dev/null; }
+grown_wait 60 "$T/prom.log" ready_or_gone
+SECONDS_READY=$SECONDS
+if ! ready; then
   bad "Prometheus did not start" "" "$(tail -n 5 "$T/prom.log"; tail -n 3 "$T/node.log")"
   finish
   exit
 fi
-# Prometheus applies its targets a few seconds after it is ready: wait for the first scrape
-for ((i = 0; i < 40; i++)); do [ "$(api query 'query=up' | grep -c '"value":\[[0-9.]*,"1"\]')" -ge 1 ] && break; sleep 0.5; done
-[ $i -lt 40 ] && ok "node_exporter (textfile collector) on :$NP and Prometheus on :$PP are up, the first scrape done" \
+# the first scrape: once ready, Prometheus's timers bring it within one target update and one scrape
+# interval; 4 of those (24 s), as the schedule is its clock's, not this machine's speed
+scraped() { [ "$(api query 'query=up' | grep -c '"value":\[[0-9.]*,"1"\]')" -ge 1 ]; }
+until scraped || [ $SECONDS -ge $((SECONDS_READY + 4 * (UPDATE_S + SCRAPE_S))) ]; do sleep 0.5; done
+scraped && ok "node_exporter (textfile collector) on :$NP and Prometheus on :$PP are up, the first scrape done" \
   || bad "Prometheus never scraped node_exporter" "" "$(api targets | head -c 600)"
 
 # ---- a render that writes the textfile --------------------------------------------------------------------
@@ -106,10 +117,11 @@ PY
 }
 close() { $PY -c 'import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if abs(a - b) <= 1e-6 * max(1.0, abs(b)) else 1)' "$1" "$2" 2>/dev/null; }
 # a scrape after the last write: until Prometheus holds the final iteration the metrics log names
-# (the textfile is written whole, so every series is that scrape's; a scrape a second: 30 s, many
-# times that, as for the daemons' starts above)
+# (the textfile is written whole, so every series is that scrape's), for 30 of its scrape intervals
+# (its clock's schedule, as the first scrape's above)
 final=$(last iteration)
-for ((i = 0; i < 60; i++)); do close "$(value 'nstbatch_iteration{job="print1"}')" "$final" && break; sleep 0.5; done
+waited=$SECONDS
+until close "$(value 'nstbatch_iteration{job="print1"}')" "$final" || [ $((SECONDS - waited)) -ge $((30 * SCRAPE_S)) ]; do sleep 0.5; done
 
 names=$(api query 'query=count by (__name__) ({__name__=~"nstbatch_.*",job="print1"})' | $PY -c 'import json, sys
 print(" ".join(sorted(s["metric"]["__name__"] for s in json.load(sys.stdin)["data"]["result"])))')

@@ -94,4 +94,21 @@ done
 out=$(TEST_LANES=0 bash "$T/r/tests/run.sh" 2>&1); rc=$?
 [ $rc -eq 2 ] && [ "$out" = "tests/run.sh: TEST_LANES=0: give a number of lanes, 1 or more" ] && ok "TEST_LANES=0: exit 2, one line" ||
   bad "TEST_LANES=0" "exit $rc" "$out"
+
+# tests/suite_times.sh, docs/TESTS.md's table from the runner's lines: two logs (a suite beside the
+# others, one missing from the second log, another order there), the rows by the first log's CPU
+# seconds, the totals; a file without a suite's time refused
+printf '== test_a\n  ok   x\ntest_a: 1 passed, 0 failed, 0 skipped\n   (10.0 s, cpu 2.5 s)\n== test_b\n   (3.0 s, cpu 7.5 s)\n== test_c (beside the others)\n   (100.0 s, cpu 5.0 s)\n' >"$T/times1"
+printf '== test_b\n   (4.0 s, cpu 8.0 s)\n== test_a\n   (9.0 s, cpu 2.0 s)\n' >"$T/times2"
+out=$("$ROOT/tests/suite_times.sh" "$T/times1" "$T/times2" 2>&1); rc=$?
+want='| suite | wall s | CPU s | wall s | CPU s |
+|---|---:|---:|---:|---:|
+| test_b | 3.0 | 7.5 | 4.0 | 8.0 |
+| test_c | 100.0 | 5.0 | - | - |
+| test_a | 10.0 | 2.5 | 9.0 | 2.0 |
+| all suites | 113 | 15 | 13 | 10 |'
+bad_out=$("$ROOT/tests/suite_times.sh" "$T/times1" "$T/r/tests/run.sh" 2>&1); bad_rc=$?
+if [ $rc -eq 0 ] && [ "$out" = "$want" ] && [ $bad_rc -eq 2 ] && grep -q "holds no suite's time line" <<<"$bad_out"; then
+  ok "suite_times.sh: a row a suite, a column pair a log, longest CPU first, the totals; a file that is no log refused (exit 2)"
+else bad "suite_times.sh" "exit $rc, then $bad_rc: $bad_out" "$out"; fi
 finish
