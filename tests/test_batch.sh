@@ -67,18 +67,21 @@ nst pyrc 2 base.ini --set output.path=out/pyrc.tif --set output.width=192 --set 
   || bad "pyramid.state = carry" "exit $rc" "$(cat "$T/pyrc.log")"
 
 # ---- a batch of 6 jobs in 2 groups == each job alone -------------------------------------------------
+# NAME|KEY=VALUE;KEY=VALUE... (';' apart: the checkout's path, in d's values, may hold a space)
 jobs=(
   "a|"
-  "b|optim.iterations=20 style.weight=1e4"
-  "c|output.width=128 output.height=96 pyramid.levels=2"
-  "d|style.path=$ROOT/configs/demo/style.png,$ROOT/configs/demo/content.png style.blend_weights=3,1"
+  "b|optim.iterations=20;style.weight=1e4"
+  "c|output.width=128;output.height=96;pyramid.levels=2"
+  "d|style.path=$ROOT/configs/demo/style.png,$ROOT/configs/demo/content.png;style.blend_weights=3,1"
   "e|color.mode=luminance"
-  "f|color.mode=match optim.method=lbfgs"
+  "f|color.mode=match;optim.method=lbfgs"
 )
+# settings JOB: the job's KEY=VALUE pairs into the array kvs
+settings() { IFS=';' read -ra kvs <<<"${1#*|}"; }
 { cat "$T/base.ini"; echo "[batch]"; echo "group_ranks = 2"; echo "summary = out/summary.json"
   for j in "${jobs[@]}"; do
     n=${j%%|*}; echo; echo "[job.$n]"; echo "output.path = out/$n.tif"
-    for kv in ${j#*|}; do echo "${kv%%=*} = ${kv#*=}"; done
+    settings "$j"; for kv in "${kvs[@]}"; do echo "${kv%%=*} = ${kv#*=}"; done
   done; } >"$T/batch.ini"
 nst batch 4 batch.ini
 if [ $rc -eq 0 ] && grep -q "6 jobs: 6 done, 0 failed" "$T/batch.log" && grep -q "2 groups of 2" "$T/batch.log"; then
@@ -86,7 +89,7 @@ if [ $rc -eq 0 ] && grep -q "6 jobs: 6 done, 0 failed" "$T/batch.log" && grep -q
 else bad "batch of 6" "exit $rc" "$(cat "$T/batch.log")"; fi
 for j in "${jobs[@]}"; do
   n=${j%%|*} sets=()
-  for kv in ${j#*|}; do sets+=(--set "$kv"); done
+  settings "$j"; for kv in "${kvs[@]}"; do sets+=(--set "$kv"); done
   nst alone_$n 2 base.ini --set output.path=out/alone_$n.tif "${sets[@]}"
   same "job $n: batch output == the job alone on 2 ranks" out/$n.tif out/alone_$n.tif
 done

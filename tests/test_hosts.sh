@@ -58,7 +58,11 @@ if ! "$HOSTS" up "$HD" 2 "$T" "$ROOT" "$B" "$(dirname "$NST")" "$(dirname "$DIFF
   finish
   exit
 fi
-MPIENV=(NSTH_DIR="$HD" OMPI_MCA_plm_rsh_agent="$ROOT/tests/hosts/agent.sh" OMPI_MCA_btl=self,vader,tcp
+# the launcher agent from the checkout, or from V where the checkout's path has a space: Open MPI
+# reads plm_rsh_agent as a command line and splits it there
+AGENT=$ROOT/tests/hosts/agent.sh
+case $ROOT in *[[:space:]]*) AGENT=$V/tests/hosts/agent.sh ;; esac
+MPIENV=(NSTH_DIR="$HD" OMPI_MCA_plm_rsh_agent="$AGENT" OMPI_MCA_btl=self,vader,tcp
         OMPI_MCA_btl_tcp_if_include=10.213.0.0/24 OMPI_MCA_oob_tcp_if_include=10.213.0.0/24)
 # on HOST CMD...: CMD on HOST, in T, with Open MPI told how to reach the hosts
 on() { local h=$1; shift; (cd "$T" && exec "$HOSTS" exec "$HD" "$h" env "${MPIENV[@]}" "$@"); }

@@ -161,7 +161,7 @@ if [ "$(awk '{ print $1 }' <<<"$etas")" = null ] && [ "$(awk '{ print $NF }' <<<
 else bad "pyramid ETA" "eta_s: $etas"; fi
 # run.progress = auto on a terminal without a launcher (a singleton, whose MPI start sets PMIX_RANK too)
 if command -v script >/dev/null; then
-  (cd "$T" && COLUMNS=60 "$IDLE" 120 script -qec "stty cols 60; $NST m.ini --set output.path=tty.png --set optim.iterations=20 --set run.print_every=10 --set pyramid.levels=1" /dev/null) >"$T/tty.log" 2>&1
+  (cd "$T" && COLUMNS=60 "$IDLE" 120 script -qec "stty cols 60; $(printf %q "$NST") m.ini --set output.path=tty.png --set optim.iterations=20 --set run.print_every=10 --set pyramid.levels=1" /dev/null) >"$T/tty.log" 2>&1
   widest=$(tr '\r' '\n' <"$T/tty.log" | sed 's/\x1b\[K//g' | grep -a '^level 1/1' | awk '{ print length($0) }' | sort -n | tail -n 1)
   if grep -a -q $'\r\033\\[Klevel 1/1  iteration' "$T/tty.log" && [ -n "$widest" ] && [ "$widest" -lt 60 ]; then
     ok "run.progress = auto on a terminal, run directly: the live line, cut to the terminal's 60 columns ($widest)"

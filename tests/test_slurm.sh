@@ -190,7 +190,8 @@ if [ "$state" = COMPLETED ] && [ "${restarts:-0}" -ge 1 ] && [ $((usr1 + term)) 
 else bad "time limit and requeue" "state '$state', restarts '$restarts'" "$(grep -v '^ *[0-9]' "$T/limit.out" | tail -n 8; grep -E "JobId=$J |job $J|JobId=$J\b" "$T/slurm/log/slurmctld.log" | tail -n 12)"; fi
 
 # a job array over a manifest: 2 elements, each a batch
-for i in 1 2 3 4; do echo "$ROOT/configs/demo/content.png $ROOT/configs/demo/style.png out/arr$i.tif optim.iterations=$((10 * i))"; done >"$T/jobs.txt"
+# (the paths quoted, as a manifest allows: the checkout's may hold a space)
+for i in 1 2 3 4; do echo "\"$ROOT/configs/demo/content.png\" \"$ROOT/configs/demo/style.png\" out/arr$i.tif optim.iterations=$((10 * i))"; done >"$T/jobs.txt"
 run_job --array=0-1 -o "$T/array-%a.out" "$T/array.sbatch" job.ini jobs.txt --set output.width=96 --set output.height=64
 n=$(ls "$T"/out/arr*.tif 2>/dev/null | wc -l)
 if [ $r -eq 0 ] && [ "$n" = 4 ] && grep -q "2 jobs: 2 done" "$T/array-0.out" && grep -q "2 jobs: 2 done" "$T/array-1.out"; then

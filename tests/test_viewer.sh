@@ -260,7 +260,9 @@ fi
 
 # ---- installed: the programs and the assets in PREFIX, found from there ------------------------
 P=$T/prefix
-out=$(make -C "$ROOT" -s --no-print-directory BUILD="$B" install PREFIX="$P" 2>&1); irc=$?
+# BUILD relative to the checkout where it lies inside it: make cannot take a target path with a
+# space, which an absolute one has in a checkout whose folder has one
+out=$(make -C "$ROOT" -s --no-print-directory BUILD="${B#"$ROOT"/}" install PREFIX="$P" 2>&1); irc=$?
 if [ $irc -eq 0 ] && [ -x "$P/bin/nstbatch-view" ] && [ -f "$P/share/nstbatch/viewer/web/viewer.js" ] \
    && [ -f "$P/share/nstbatch/viewer/openseadragon/openseadragon.min.js" ] && [ -f "$P/share/nstbatch/viewer/openseadragon/LICENSE.txt" ]; then
   ok "make install: bin/nstbatch-view, share/nstbatch/viewer/{web,openseadragon}"
