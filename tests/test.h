@@ -45,7 +45,8 @@ static const char *test_cur __attribute__((unused));
 
 /* NST_TEST_ONLY=t_a,t_b runs those tests of a suite alone (tests/test_isa.sh below the machine's
  * level: only the tests whose paths the level changes). A listed name that no RUN of the suite
- * has is a failure at the report, so a renamed test cannot leave a filtered run checking nothing. */
+ * has is a failure at the report (the first 32 names are checked), so a renamed test cannot leave
+ * a filtered run checking nothing. */
 static unsigned test_only_seen __attribute__((unused));
 
 /* name's place in the comma-separated list, or -1 */
