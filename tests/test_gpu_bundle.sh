@@ -32,8 +32,10 @@ if [ "$(wc -l <<<"$tops")" -eq 1 ] && [[ $tops == nstbatch-gpu-* ]] && [ "$pytop
 else
   bad "one top folder" "tar: $(echo $tops), python3: $(echo $pytops)"
 fi
-mkdir "$T/u" && tar -xzf "$TAR" -C "$T/u"
-U=$T/u/$(head -n 1 <<<"$tops")
+# unpacked into a folder whose path has a space, as a user's may be
+UP="$T/un packed"
+mkdir "$UP" && tar -xzf "$TAR" -C "$UP"
+U=$UP/$(head -n 1 <<<"$tops")
 
 # in_bundle SCRIPT: SCRIPT in the unpacked bundle, in a clean environment after . ./env.sh, under
 # set -euo pipefail (env.sh must not end the caller); extra variables before it with env
@@ -42,7 +44,7 @@ BOOT='set -euo pipefail; cd "$U"; . ./env.sh >"$U/../env.log" 2>&1;'
 
 # ---- env.sh here: the CUDA libraries -------------------------------------------------------
 out=$(in_bundle bash -c "$BOOT"' echo "DIRS=$NSTBATCH_CUDA_DIRS"; echo "MISSING=$NSTBATCH_BUNDLE_MISSING"; echo "LD=$LD_LIBRARY_PATH"; echo survived' 2>&1)
-envlog=$(cat "$T/u/env.log" 2>/dev/null)
+envlog=$(cat "$UP/env.log" 2>/dev/null)
 CUDA_DIRS=$(sed -n 's/^DIRS=//p' <<<"$out")
 mapfile -t want < <(grep -v '^#' "$U/runtime/cuda-libs.txt")
 # the bundled programs' DT_NEEDED that the bundle does not carry and glibc does not give
@@ -70,14 +72,18 @@ else
 fi
 
 # ---- every library of every bundled ELF resolves inside the bundle, to glibc or to CUDA ------
-(cd "$U" && find . -type f -exec sh -c 'for f; do [ "$(head -c 4 "$f" | od -An -c | tr -d " ")" = 177ELF ] && echo "$f"; done' _ {} +) >"$T/u/elves"
-in_bundle bash -c "$BOOT"' while read -r f; do ldd "$f" 2>&1 | sed "s|^|$f |"; done <"$U/../elves"' >"$T/ldd.log" 2>&1
+(cd "$U" && find . -type f -exec sh -c 'for f; do [ "$(head -c 4 "$f" | od -An -c | tr -d " ")" = 177ELF ] && echo "$f"; done' _ {} +) >"$UP/elves"
+# (each ldd line after its file and a tab: "FILE<tab><tab>NAME => PATH (0xADDRESS)", PATH as it is,
+# spaces and all, or "not found")
+in_bundle bash -c "$BOOT"' while read -r f; do ldd "$f" 2>&1 | sed "s|^|$f\t|"; done <"$U/../elves"' >"$T/ldd.log" 2>&1
 glibc_real=$(dpkg-query -L libc6 2>/dev/null | grep -E '\.so' | xargs -r readlink -f | sort -u)
-offenders=$(while read -r f name arrow path _; do
-  [ "$arrow" = "=>" ] || continue
+offenders=$(while IFS=$'\t' read -r f rest; do
+  case $rest in *" => "*) ;; *) continue ;; esac
+  name=${rest%% => *} path=${rest#* => }
+  name=${name//[[:space:]]/} path=${path% (0x*}
   case $path in
     "$U"/*) continue ;;
-    not) echo "$f: $name not found"; continue ;;
+    "not found") echo "$f: $name not found"; continue ;;
   esac
   real=$(readlink -f "$path")
   if [ -n "$glibc_real" ]; then grep -qxF "$real" <<<"$glibc_real" && continue
@@ -85,7 +91,7 @@ offenders=$(while read -r f name arrow path _; do
   case ":$CUDA_DIRS:" in *":${path%/*}:"*) continue ;; esac
   echo "$f: $name => $path"
 done <"$T/ldd.log")
-n_elves=$(wc -l <"$T/u/elves")
+n_elves=$(wc -l <"$UP/elves")
 if [ "$n_elves" -gt 0 ] && [ -z "$offenders" ] && ! grep -q 'not a dynamic executable' "$T/ldd.log"; then
   ok "ldd of all $n_elves programs, libraries and plugins: every library in the bundle, glibc or env.sh's CUDA folders"
 else
@@ -155,26 +161,26 @@ fi
 # magic FILE SIGNATURE: FILE starts with SIGNATURE (its first 8 bytes as od -c writes them)
 magic() { [ -s "$1" ] && [ "$(head -c 8 "$1" | od -An -c | tr -d ' ')" = "$2" ]; }
 png_ok() { magic "$1" '211PNG\r\n032\n'; }
-if png_ok "$T/u/r2.png" && grep -q '2 ranks' "$T/u/r2.log" && grep -q 'wrote .*r2.png (96x64' "$T/u/r2.log"; then
+if png_ok "$UP/r2.png" && grep -q '2 ranks' "$UP/r2.log" && grep -q 'wrote .*r2.png (96x64' "$UP/r2.log"; then
   ok "the bundled mpirun ran 2 ranks of a CPU render on 48 px tiles, wrote the 96x64 PNG ($where)"
 else
-  bad "2 ranks through the bundled mpirun" "no output ($where)" "$(cat "$T/u/r2.log" "$T/hide.log" 2>/dev/null)"
+  bad "2 ranks through the bundled mpirun" "no output ($where)" "$(cat "$UP/r2.log" "$T/hide.log" 2>/dev/null)"
 fi
-if magic "$T/u/r2.h5" '211HDF\r\n032\n' && grep -q 'wrote .*r2.h5 (96x64' "$T/u/h5.log"; then
+if magic "$UP/r2.h5" '211HDF\r\n032\n' && grep -q 'wrote .*r2.h5 (96x64' "$UP/h5.log"; then
   ok "the same 2 ranks wrote a parallel HDF5 output (MPI-IO through the bundled plugins)"
 else
-  bad "2 ranks writing HDF5 through the bundle" "no output" "$(cat "$T/u/h5.log" 2>/dev/null)"
+  bad "2 ranks writing HDF5 through the bundle" "no output" "$(cat "$UP/h5.log" 2>/dev/null)"
 fi
-if png_ok "$T/u/r1.png" && grep -q 'wrote .*r1.png (96x64' "$T/u/r1.log"; then
+if png_ok "$UP/r1.png" && grep -q 'wrote .*r1.png (96x64' "$UP/r1.log"; then
   ok "a render without mpirun (MPI singleton) wrote its PNG ($where)"
 else
-  bad "a render without mpirun" "no output" "$(cat "$T/u/r1.log" 2>/dev/null)"
+  bad "a render without mpirun" "no output" "$(cat "$UP/r1.log" 2>/dev/null)"
 fi
 oi_bad=""
-for k in pkglibdir pkgdatadir sysconfdir bindir; do grep -q "^path:$k:$U/runtime/openmpi/" "$T/u/oi.log" || oi_bad="$oi_bad $k"; done
-for c in "btl: self" "btl: vader" "btl: tcp" "pml: ob1" "pmix: ext3x" "plm: isolated" "io: ompio"; do grep -q "MCA $c " "$T/u/oi.log" || oi_bad="$oi_bad '$c'"; done
+for k in pkglibdir pkgdatadir sysconfdir bindir; do grep -q "^path:$k:$U/runtime/openmpi/" "$UP/oi.log" || oi_bad="$oi_bad $k"; done
+for c in "btl: self" "btl: vader" "btl: tcp" "pml: ob1" "pmix: ext3x" "plm: isolated" "io: ompio"; do grep -q "MCA $c " "$UP/oi.log" || oi_bad="$oi_bad '$c'"; done
 if [ -z "$oi_bad" ]; then ok "the bundled ompi_info: its install folders in the bundle, btl self/vader/tcp, pml ob1, pmix ext3x, plm isolated, io ompio found"
-else bad "Open MPI relocated into the bundle" "wrong or missing:$oi_bad" "$(cat "$T/u/oi.log" 2>/dev/null)"; fi
+else bad "Open MPI relocated into the bundle" "wrong or missing:$oi_bad" "$(cat "$UP/oi.log" 2>/dev/null)"; fi
 
 # ---- env.sh on a node's layout: a PyTorch venv's nvidia-* wheels --------------------------------
 # links to this machine's libraries where a CUDA 13 PyTorch keeps them, one library left out (NCCL's
