@@ -49,43 +49,43 @@ static const char *test_cur __attribute__((unused));
  * a filtered run checking nothing. */
 static unsigned test_only_seen __attribute__((unused));
 
-/* name's place in the comma-separated list, or -1 */
-static inline int test_only_index(const char *list, const char *name)
+/* the comma-separated list's item at p: its length in *len; the next item's start, or NULL */
+static inline const char *test_only_item(const char *p, int *len)
 {
-    size_t n = strlen(name);
-    for (int i = 0; *list; i++) {
-        const char *end = strchr(list, ',');
-        size_t len = end ? (size_t)(end - list) : strlen(list);
-        if (len == n && strncmp(list, name, n) == 0) return i;
-        if (!end) break;
-        list = end + 1;
-    }
-    return -1;
+    const char *end = strchr(p, ',');
+    *len = end ? (int)(end - p) : (int)strlen(p);
+    return end ? end + 1 : NULL;
 }
 
 static inline int test_selected(const char *name)
 {
     const char *only = getenv("NST_TEST_ONLY");
     if (!only || !*only) return 1;
-    int i = test_only_index(only, name);
-    if (i >= 0 && i < 32) test_only_seen |= 1u << i;
-    return i >= 0;
+    int len, n = (int)strlen(name);
+    for (int i = 0; only && *only; i++) {
+        const char *item = only;
+        only = test_only_item(only, &len);
+        if (len == n && strncmp(item, name, (size_t)n) == 0) {
+            if (i < 32) test_only_seen |= 1u << i;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* the listed names no RUN had: each a failure */
 static inline void test_only_report(void)
 {
-    const char *list = getenv("NST_TEST_ONLY");
-    if (!list || !*list) return;
-    for (int i = 0; i < 32 && *list; i++) {
-        const char *end = strchr(list, ',');
-        int len = end ? (int)(end - list) : (int)strlen(list);
+    const char *only = getenv("NST_TEST_ONLY");
+    if (!only || !*only) return;
+    int len;
+    for (int i = 0; only && *only && i < 32; i++) {
+        const char *item = only;
+        only = test_only_item(only, &len);
         if (!(test_only_seen & 1u << i)) {
-            printf("  FAIL NST_TEST_ONLY names %.*s, which no test of this suite has\n", len, list);
+            printf("  FAIL NST_TEST_ONLY names %.*s, which no test of this suite has\n", len, item);
             test_failed++;
         }
-        if (!end) break;
-        list = end + 1;
     }
 }
 
