@@ -15,8 +15,10 @@
 #                                    sound or a variable rate and check what was written; iproute2
 #                                    for the two hosts of the multi-node test (network namespaces;
 #                                    util-linux's unshare and nsenter are always there) and iptables
-#                                    for a firewall between them
-#   scripts/install-deps.sh --dev    also PyTorch (test fixtures, the CPU benchmarks) and OpenBLAS (make bench-conv)
+#                                    for a firewall between them; PyTorch (Debian's, for the CPU:
+#                                    the GPU benchmark's peer and the quality scorer, run at tiny
+#                                    sizes by test_bench)
+#   scripts/install-deps.sh --dev    also OpenBLAS (make bench-conv; make bench's fair PyTorch peer)
 set -euo pipefail
 
 pkgs=(
@@ -32,10 +34,10 @@ pkgs=(
   libvips-tools python3-h5py python3-tifffile python3-numpy python3-pil
                                               # readers we did not write, for the output tests
 )
-test_pkgs=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl chromium libopencv-video-dev ffmpeg iproute2 iptables)
+test_pkgs=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl chromium libopencv-video-dev ffmpeg iproute2 iptables python3-torch python3-torchvision)
 case "${1:-}" in
   --test) pkgs+=("${test_pkgs[@]}") ;;
-  --dev) pkgs+=("${test_pkgs[@]}" python3-torch libopenblas-dev) ;; # OpenBLAS: make bench-conv's comparison
+  --dev) pkgs+=("${test_pkgs[@]}" libopenblas-dev libopenblas0-openmp) ;; # OpenBLAS: make bench-conv's comparison, PyTorch's BLAS
 esac
 # Node.js and npm for the viewer (make viewer, the browser test): Debian's, unless an npm is there
 # already (NodeSource's nodejs carries its own npm and conflicts with Debian's package)

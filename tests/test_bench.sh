@@ -15,11 +15,15 @@
 # - bench/gpu_iteration.sh with DEVICE=cpu at a 64 px tile: its table has a row with numbers from
 #   both sides and the convolution table; with SWITCHES=1, the runs a GPU lease makes of the CUDA
 #   switches (the own Gram sums, without graphs, VEC8=0) with numbers on the line below the table,
-#   and the Gram ops per style layer both ways (SKIP without PyTorch);
+#   and the Gram ops per style layer both ways (SKIP without PyTorch); with stand-ins of PyTorch
+#   that never answer (no PyTorch needed), a variant cut at VARIANT_TIMEOUT and one cut at what is
+#   left of BENCH_SECONDS, nothing of either left running;
+# - bench/gpu_frame.sh with DEVICE=cpu: its rows, SSIM 1 on exact tiles, a refused pooling named;
 # - bench/quality.sh at 96x64, nstbatch for 30 iterations: its snapshots scored, the float64 scorer
 #   within 1e-4 of nstbatch's own final loss terms (the 16-bit output's quantisation); exit 2 and one
-#   line without its peers; with them in PEERS (else SKIP), each peer for 30 iterations a level
-#   (QUICK_ITERS), and each fair adapter's own objective within 1e-5 of the scorer's total;
+#   line without its peers (SKIP without PyTorch, which its scorer runs on); with them in PEERS
+#   (else SKIP), each peer for 30 iterations a level (QUICK_ITERS), and each fair adapter's own
+#   objective within 1e-5 of the scorer's total;
 # - bench/video_iterations.sh at 64x48, 3 frames, K = 6 and 3: its table, and again from its kept
 #   renders (VIT_DIR) without rendering.
 set -u
@@ -105,8 +109,22 @@ done
 out=$("$GRAM" --size 40x40 2>&1); status=$?
 if [ $status -eq 2 ] && grep -q '^usage: gram_layers' <<<"$out"; then ok "gram_layers refuses --size 40x40 with its usage, exit 2"; else bad "gram_layers usage" "exit $status" "$out"; fi
 
+# a budget (BENCH_SECONDS, as the first contact's bench step sets): a variant gets what is left of
+# it at most (less 5 s), the variants that find too little left (LATE_VARIANTS here) and the
+# profile say so, and the tables are written. It runs beside the cases below, as it mostly waits
+# for its hanging variant (its stand-in sleeps 327 and 328 s, the hang case's below 317 and 318);
+# nstbatch's 48x32 row takes a few seconds, so the variant is cut at about 15 s of the 24 (or, on
+# a machine too slow for that, finds too little left as well), checked after the hang case
+# hang_py FILE N: a stand-in python that answers the version probe (-c) and otherwise never
+# answers, leaving a child behind, as a stuck compile leaves its workers: sleep N, sleep N+1
+hang_py() { printf '#!/bin/sh\n[ "$1" = -c ] && { echo "stand-in"; exit 0; }\nsleep %d &\nexec sleep %d\n' "$2" $(($2 + 1)) >"$1" && chmod +x "$1"; }
+hang_py "$T/hangpy2" 327
+(DEVICE=cpu SIZES=48x32 ITERS=2 FIND_MAX=0 CONV_LAYERS=0 VARIANTS=eager LATE_VARIANTS=graph VARIANT_TIMEOUT=900 BENCH_SECONDS=24 \
+   PY="$T/hangpy2" NST="$NST" "$IDLE" 300 "$ROOT/bench/gpu_iteration.sh" "$T/budget" >"$T/budget.out" 2>&1; echo $? >"$T/budget.status") &
+budget_pid=$!
 if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-  skipped "torch_gatys.py and gpu_iteration.sh" "no PyTorch in /usr/bin/python3 (scripts/install-deps.sh --dev installs it)"
+  skipped "torch_gatys.py, gpu_iteration.sh against eager PyTorch, its profile table, quality.sh" \
+    "no PyTorch in /usr/bin/python3 (scripts/install-deps.sh --test installs it, as make test does)"
 else
   # PyTorch's bf16 convolutions are oneDNN's too: none where oneDNN has no bf16 (AVX2), as nstbatch says
   nobf16=$(cd "$T" && "$NST" "$ROOT/configs/demo.ini" --set run.device=cpu --set run.precision=bf16 --set optim.iterations=0 \
@@ -121,19 +139,6 @@ else
       bad "torch_gatys.py --random $flags" "exit $status" "$out"
     fi
   done
-  # a budget (BENCH_SECONDS, as the first contact's bench step sets): a variant gets what is left of
-  # it at most (less 5 s), the variants that find too little left (LATE_VARIANTS here) and the
-  # profile say so, and the tables are written. It runs beside the cases below, as it mostly waits
-  # for its hanging variant (its stand-in sleeps 327 and 328 s, the hang case's below 317 and 318);
-  # nstbatch's 48x32 row takes a few seconds, so the variant is cut at about 15 s of the 24 (or, on
-  # a machine too slow for that, finds too little left as well), checked after the hang case
-  # hang_py FILE N: a stand-in python that answers the version probe (-c) and otherwise never
-  # answers, leaving a child behind, as a stuck compile leaves its workers: sleep N, sleep N+1
-  hang_py() { printf '#!/bin/sh\n[ "$1" = -c ] && { echo "stand-in"; exit 0; }\nsleep %d &\nexec sleep %d\n' "$2" $(($2 + 1)) >"$1" && chmod +x "$1"; }
-  hang_py "$T/hangpy2" 327
-  (DEVICE=cpu SIZES=48x32 ITERS=2 FIND_MAX=0 CONV_LAYERS=0 VARIANTS=eager LATE_VARIANTS=graph VARIANT_TIMEOUT=900 BENCH_SECONDS=24 \
-     PY="$T/hangpy2" NST="$NST" "$IDLE" 300 "$ROOT/bench/gpu_iteration.sh" "$T/budget" >"$T/budget.out" 2>&1; echo $? >"$T/budget.status") &
-  budget_pid=$!
   # VARIANTS: graph needs CUDA, so on the CPU its cell must say why it has no time, and eager is the peer
   # SWITCHES=1: the runs of the CUDA backend's switches and the Gram ops per layer, which change
   # nothing on the CPU, run all the same: the plumbing a GPU lease would otherwise be first to run
@@ -149,43 +154,6 @@ else
   else
     bad "gpu_iteration.sh" "exit $status" "$out$(tail -n 20 "$T/stderr")"
   fi
-  # bench/gpu_frame.sh's plumbing on the CPU, where tiles are exact: the tiled frame's SSIM against
-  # the one-tile frame is 1 with either pooling, and the four rows have their numbers; a pooling
-  # whose renders fail (one nstbatch refuses) is a row saying so, the others' table is still
-  # written, and the exit status is 1
-  out=$(DEVICE=cpu W=96 H=64 TILE=48 ITERATIONS=4 PRECISION=fp32 POOLINGS="max,avg,none" NST="$NST" DIFF="$(dirname "$CONV")/../tests/image_diff" \
-        "$IDLE" 300 "$ROOT/bench/gpu_frame.sh" "$T/frame" 2>&1); status=$?
-  rows=$(grep -cE '^\| (max|avg) \| exact mode, .* \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' "$T/frame/gpu_frame.md" 2>/dev/null)
-  ssims=$(grep -cE '^SSIM of the tiled frame against the one-tile frame \(image_diff --ssim, luminance\), model.pooling = (max|avg): 1.000000\.$' "$T/frame/gpu_frame.md" 2>/dev/null)
-  if [ $status -eq 1 ] && [ "$rows" = 4 ] && [ "$ssims" = 2 ] && grep -q '^| none | a render failed' "$T/frame/gpu_frame.md" &&
-     grep -q "model.pooling = 'none': expected one of max, avg" <<<"$out"; then
-    ok "gpu_frame.sh (DEVICE=cpu, 96x64 in 48 px tiles, max and avg pooling): 4 rows, SSIM 1.000000 each (exact tiles); a refused pooling's row says so, exit 1"
-  else bad "gpu_frame.sh" "exit $status, $rows rows, $ssims SSIM lines of 1" "$out"; fi
-  # a variant that hangs (a stand-in python that never answers and leaves a child behind, as a stuck
-  # compile leaves its workers): its cell says so, and nothing of its session is left running
-  hang_py "$T/hangpy" 317
-  out=$(DEVICE=cpu SIZES=48x32 ITERS=2 FIND_MAX=0 PROFILE=0 CONV_LAYERS=0 VARIANTS=eager VARIANT_TIMEOUT=2 PY="$T/hangpy" NST="$NST" \
-        "$IDLE" 300 "$ROOT/bench/gpu_iteration.sh" "$T/hang" 2>&1); status=$?
-  cell=$(grep -E '^\| 48 x 32 \| not run: over VARIANT_TIMEOUT=2 s for all sizes \|$' "$T/hang/gpu_iteration.md" 2>/dev/null)
-  left=$(pgrep -f 'sleep 31[78]' || true)
-  if [ $status -eq 0 ] && [ -n "$cell" ] && [ -z "$left" ]; then
-    ok "gpu_iteration.sh: a variant over VARIANT_TIMEOUT is named in its cell, and its whole session is gone"
-  else
-    bad "gpu_iteration.sh with a hanging variant" "exit $status; cell '$cell'; left running: ${left:-none}" "$out"
-    [ -n "$left" ] && kill $left
-  fi
-  wait "$budget_pid"
-  status=$(cat "$T/budget.status" 2>/dev/null || echo none) out=$(cat "$T/budget.out" 2>/dev/null)
-  spent="not run: the bench's budget \(BENCH_SECONDS=24\) was spent"
-  cells=$(grep -E "^\| 48 x 32 \| not run: (over the [0-9]+ s left of the bench's budget \(BENCH_SECONDS=24\)|the bench's budget \(BENCH_SECONDS=24\) was spent) \| $spent \|\$" "$T/budget/gpu_iteration.md" 2>/dev/null)
-  left=$(pgrep -f 'sleep 32[78]' || true)
-  if [ "$status" = 0 ] && [ -n "$cells" ] && grep -qE '^\| 48 x 32 \| [0-9.]+ \|' "$T/budget/gpu_iteration.md" &&
-     grep -qE "^Where an iteration's time goes \(NSTBATCH_PROFILE=1\): $spent\.\$" "$T/budget/gpu_iteration.md" && [ -z "$left" ]; then
-    ok "gpu_iteration.sh under BENCH_SECONDS=24: nstbatch's row, then $(cut -d'|' -f3 <<<"$cells" | sed 's/^ *//' | cut -c1-60)...; the late variant and the profile named as not run"
-  else
-    bad "gpu_iteration.sh under a budget" "exit $status; cells '$cells'; left running: ${left:-none}" "$out"
-    [ -n "$left" ] && kill $left
-  fi
   # its profile: two runs' difference per op (its plumbing: at 64 px on a shared machine the
   # difference of two short runs can have either sign, so no value is judged)
   prow=$(grep -E '^\| conv_forward \| -?[0-9.]+ \| -?[0-9.]+ % \| - \|$' "$T/results/gpu_iteration.md" 2>/dev/null)
@@ -195,6 +163,43 @@ else
     bad "gpu_iteration.sh's profile table" "no conv_forward, conv_backward_data or gram_backward row" "$(grep -A12 'Where an iteration' "$T/results/gpu_iteration.md" 2>/dev/null)"
   fi
   quality_plumbing
+fi
+# bench/gpu_frame.sh's plumbing on the CPU, where tiles are exact: the tiled frame's SSIM against
+# the one-tile frame is 1 with either pooling, and the four rows have their numbers; a pooling
+# whose renders fail (one nstbatch refuses) is a row saying so, the others' table is still
+# written, and the exit status is 1
+out=$(DEVICE=cpu W=96 H=64 TILE=48 ITERATIONS=4 PRECISION=fp32 POOLINGS="max,avg,none" NST="$NST" DIFF="$(dirname "$CONV")/../tests/image_diff" \
+      "$IDLE" 300 "$ROOT/bench/gpu_frame.sh" "$T/frame" 2>&1); status=$?
+rows=$(grep -cE '^\| (max|avg) \| exact mode, .* \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' "$T/frame/gpu_frame.md" 2>/dev/null)
+ssims=$(grep -cE '^SSIM of the tiled frame against the one-tile frame \(image_diff --ssim, luminance\), model.pooling = (max|avg): 1.000000\.$' "$T/frame/gpu_frame.md" 2>/dev/null)
+if [ $status -eq 1 ] && [ "$rows" = 4 ] && [ "$ssims" = 2 ] && grep -q '^| none | a render failed' "$T/frame/gpu_frame.md" &&
+   grep -q "model.pooling = 'none': expected one of max, avg" <<<"$out"; then
+  ok "gpu_frame.sh (DEVICE=cpu, 96x64 in 48 px tiles, max and avg pooling): 4 rows, SSIM 1.000000 each (exact tiles); a refused pooling's row says so, exit 1"
+else bad "gpu_frame.sh" "exit $status, $rows rows, $ssims SSIM lines of 1" "$out"; fi
+# a variant that hangs (a stand-in python that never answers and leaves a child behind, as a stuck
+# compile leaves its workers): its cell says so, and nothing of its session is left running
+hang_py "$T/hangpy" 317
+out=$(DEVICE=cpu SIZES=48x32 ITERS=2 FIND_MAX=0 PROFILE=0 CONV_LAYERS=0 VARIANTS=eager VARIANT_TIMEOUT=2 PY="$T/hangpy" NST="$NST" \
+      "$IDLE" 300 "$ROOT/bench/gpu_iteration.sh" "$T/hang" 2>&1); status=$?
+cell=$(grep -E '^\| 48 x 32 \| not run: over VARIANT_TIMEOUT=2 s for all sizes \|$' "$T/hang/gpu_iteration.md" 2>/dev/null)
+left=$(pgrep -f 'sleep 31[78]' || true)
+if [ $status -eq 0 ] && [ -n "$cell" ] && [ -z "$left" ]; then
+  ok "gpu_iteration.sh: a variant over VARIANT_TIMEOUT is named in its cell, and its whole session is gone"
+else
+  bad "gpu_iteration.sh with a hanging variant" "exit $status; cell '$cell'; left running: ${left:-none}" "$out"
+  [ -n "$left" ] && kill $left
+fi
+wait "$budget_pid"
+status=$(cat "$T/budget.status" 2>/dev/null || echo none) out=$(cat "$T/budget.out" 2>/dev/null)
+spent="not run: the bench's budget \(BENCH_SECONDS=24\) was spent"
+cells=$(grep -E "^\| 48 x 32 \| not run: (over the [0-9]+ s left of the bench's budget \(BENCH_SECONDS=24\)|the bench's budget \(BENCH_SECONDS=24\) was spent) \| $spent \|\$" "$T/budget/gpu_iteration.md" 2>/dev/null)
+left=$(pgrep -f 'sleep 32[78]' || true)
+if [ "$status" = 0 ] && [ -n "$cells" ] && grep -qE '^\| 48 x 32 \| [0-9.]+ \|' "$T/budget/gpu_iteration.md" &&
+   grep -qE "^Where an iteration's time goes \(NSTBATCH_PROFILE=1\): $spent\.\$" "$T/budget/gpu_iteration.md" && [ -z "$left" ]; then
+  ok "gpu_iteration.sh under BENCH_SECONDS=24: nstbatch's row, then $(cut -d'|' -f3 <<<"$cells" | sed 's/^ *//' | cut -c1-60)...; the late variant and the profile named as not run"
+else
+  bad "gpu_iteration.sh under a budget" "exit $status; cells '$cells'; left running: ${left:-none}" "$out"
+  [ -n "$left" ] && kill $left
 fi
 # bench/video_iterations.sh's plumbing (make bench-video-iterations): a 64x48 clip of 3 frames on the
 # narrow network, a 6-iteration cold frame, K = 6 and 3, into a folder kept (VIT_DIR): a row per K,
