@@ -8,9 +8,12 @@
  * without a sync: serial with compute. The model (docs/PERFORMANCE.md, "The halo exchange on a
  * GPU"): 17 MB each way per 2048 px core and iteration, about 4 ms pageable (each copy then waited
  * for) and 2.4 ms pinned, against 17 ms of bf16 compute at half an H100's peak, so 10-20 % there,
- * 1-2 % in fp32, and on the CPU under 1 % (measured: 1.3 ms of 1.05 s). Exact mode has no
- * independent work to hide it behind (a window's first layer reads its halo). Where every rank
- * has an exchange in backend memory (coll.exchange: NCCL between distinct GPUs) and room for its
+ * 1-2 % in fp32, and on the CPU under 1 % (measured: 1.3 ms of 1.05 s). It is not overlapped:
+ * a window's first layer reads its halo, so only tiles whose windows read no remote core could
+ * run beside it; a rank has those only where its region is 3 tiles or more across (2 along the
+ * image's edge), and there the exchange (the region's perimeter) is already small against its
+ * tiles' compute (the area): the doc's "The exchange beside compute". Where every rank has an
+ * exchange in backend memory (coll.exchange: NCCL between distinct GPUs) and room for its
  * buffers there, exact mode packs into them and sends device to device instead, with no copy
  * through the host: pack kernels, one NCCL group of sends and receives, unpack kernels, all on the
  * stream, and one wait of the host for the group. None of it measured on a GPU yet. */
