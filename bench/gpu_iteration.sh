@@ -296,6 +296,20 @@ elif [ "$PROFILE" = 1 ]; then
   fi
 fi
 
+# tool_table CAP LABEL CMD...: CMD's table (its stdout), under CAP seconds; its stderr goes to the raw
+# log. Where it fails, one line naming LABEL, its exit status and its last error line instead, and
+# that stderr logged (the raw log may not come back: the first contact sends what log writes)
+tool_table() {
+  local cap=$1 label=$2 t st=0; shift 2
+  t=$(timeout "$cap" "$@" 2>"$T/tool.err") || st=$?
+  cat "$T/tool.err" >>"$raw"
+  if [ "$st" != 0 ]; then
+    log "### $label FAILED (exit $st)"$'\n'"$(tail -n 15 "$T/tool.err")"
+    t="$label failed (exit $st$([ "$st" = 124 ] && echo ": over its $cap s")): $(grep -v '^ *$' "$T/tool.err" | tail -n 1 | tr '|' '/' | cut -c1-160)"
+  fi
+  printf '%s\n' "$t"
+}
+
 # ---- 1. per-layer convolutions ----------------------------------------------------------------
 # bf16 with bias+ReLU fused into cuDNN's call, and with them as a separate kernel
 # (NSTBATCH_CUDA_FUSE=0), with the algorithms of cuDNN's heuristics and timed (gpu.conv_algorithms)
@@ -306,8 +320,8 @@ for run in $([ "$CONV_LAYERS" = 1 ] && echo bf16:1:heuristic bf16:1:timed bf16:0
   [ "$fuse" = own ] && fuse=1 conv1=own layers=1
   [ "$DEVICE" = cpu ] && [ "$run" != fp32:1:heuristic ] && continue # the CPU backend computes in fp32 only, chosen by oneDNN
   room 20 || { conv_tables+="conv_layers --precision $p --algorithms $a --layers $layers (NSTBATCH_CUDA_FUSE=$fuse NSTBATCH_CUDA_CONV1=$conv1): $SPENT"$'\n\n'; continue; }
-  t=$(NSTBATCH_CUDA_FUSE=$fuse NSTBATCH_CUDA_CONV1=$conv1 "$CONV" --device "$DEVICE" --precision "$p" --tile "$CONV_TILE" --reps "$ITERS" \
-      --algorithms "$a" --layers $layers 2>>"$raw")
+  t=$(NSTBATCH_CUDA_FUSE=$fuse NSTBATCH_CUDA_CONV1=$conv1 tool_table "$(within 120)" "conv_layers --precision $p --algorithms $a" \
+      "$CONV" --device "$DEVICE" --precision "$p" --tile "$CONV_TILE" --reps "$ITERS" --algorithms "$a" --layers $layers)
   [ "$fuse" = 0 ] && t=$(sed '1s/$/, bias+ReLU as a separate kernel (NSTBATCH_CUDA_FUSE=0)/' <<<"$t")
   [ "$conv1" = own ] && t=$(sed '1s/$/, conv1_1 on our own kernels (NSTBATCH_CUDA_CONV1=own)/' <<<"$t")
   log "### conv_layers --precision $p --tile $CONV_TILE --algorithms $a --layers $layers (NSTBATCH_CUDA_FUSE=$fuse NSTBATCH_CUDA_CONV1=$conv1)"$'\n'"$t"
@@ -320,8 +334,8 @@ done
 gram_tables=""
 for g in $([ "$GRAM_LAYERS" = 1 ] && [ "$SWITCHES" = 1 ] && echo cublas own); do
   room 15 || { gram_tables+="gram_layers --size $GRAM_SIZE (NSTBATCH_CUDA_GRAM=$g): $SPENT"$'\n\n'; continue; }
-  t=$(NSTBATCH_CUDA_GRAM=$g timeout "$(within 60)" "$GRAM" --device "$DEVICE" --precision "$PRECISION" --size "$GRAM_SIZE" --reps "$ITERS" 2>>"$raw") ||
-    t="gram_layers --size $GRAM_SIZE (NSTBATCH_CUDA_GRAM=$g) failed: gpu_iteration.log"
+  t=$(NSTBATCH_CUDA_GRAM=$g tool_table "$(within 60)" "gram_layers --size $GRAM_SIZE" \
+      "$GRAM" --device "$DEVICE" --precision "$PRECISION" --size "$GRAM_SIZE" --reps "$ITERS")
   t=$(sed "1s/\$/ (NSTBATCH_CUDA_GRAM=$g)/" <<<"$t")
   log "### gram_layers --precision $PRECISION --size $GRAM_SIZE (NSTBATCH_CUDA_GRAM=$g)"$'\n'"$t"
   gram_tables+="$t"$'\n\n'

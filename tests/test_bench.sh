@@ -17,7 +17,8 @@
 #   switches (the own Gram sums, without graphs, VEC8=0) with numbers on the line below the table,
 #   and the Gram ops per style layer both ways (SKIP without PyTorch); with stand-ins of PyTorch
 #   that never answer (no PyTorch needed), a variant cut at VARIANT_TIMEOUT and one cut at what is
-#   left of BENCH_SECONDS, nothing of either left running;
+#   left of BENCH_SECONDS, nothing of either left running; a conv_layers that fails, its table a
+#   line saying so, the rest written;
 # - bench/gpu_frame.sh with DEVICE=cpu: its rows, SSIM 1 on exact tiles, a refused pooling named;
 # - bench/quality.sh at 96x64, nstbatch for 30 iterations: its snapshots scored, the float64 scorer
 #   within 1e-4 of nstbatch's own final loss terms (the 16-bit output's quantisation); exit 2 and one
@@ -178,16 +179,25 @@ if [ $status -eq 1 ] && [ "$rows" = 4 ] && [ "$ssims" = 2 ] && grep -q '^| none 
 else bad "gpu_frame.sh" "exit $status, $rows rows, $ssims SSIM lines of 1" "$out"; fi
 # a variant that hangs (a stand-in python that never answers and leaves a child behind, as a stuck
 # compile leaves its workers): its cell says so, and nothing of its session is left running
+# and its per-layer convolutions from a conv_layers that fails (a stand-in, as a GPU's bf16 or timed
+# runs might): the table says so with its error, the other tables are still written, exit 0
 hang_py "$T/hangpy" 317
-out=$(DEVICE=cpu SIZES=48x32 ITERS=2 FIND_MAX=0 PROFILE=0 CONV_LAYERS=0 VARIANTS=eager VARIANT_TIMEOUT=2 PY="$T/hangpy" NST="$NST" \
+printf '#!/bin/sh\necho "| conv1_1 | half a table"\necho "conv_layers: planted failure (%s)" >&2\nexit 3\n' '$*' >"$T/failconv" && chmod +x "$T/failconv"
+out=$(DEVICE=cpu SIZES=48x32 ITERS=2 FIND_MAX=0 PROFILE=0 VARIANTS=eager VARIANT_TIMEOUT=2 PY="$T/hangpy" NST="$NST" CONV="$T/failconv" \
       "$IDLE" 300 "$ROOT/bench/gpu_iteration.sh" "$T/hang" 2>&1); status=$?
 cell=$(grep -E '^\| 48 x 32 \| not run: over VARIANT_TIMEOUT=2 s for all sizes \|$' "$T/hang/gpu_iteration.md" 2>/dev/null)
+conv=$(grep -E '^conv_layers --precision fp32 --algorithms heuristic failed \(exit 3\): conv_layers: planted failure \(--device cpu .*\)$' "$T/hang/gpu_iteration.md" 2>/dev/null)
 left=$(pgrep -f 'sleep 31[78]' || true)
 if [ $status -eq 0 ] && [ -n "$cell" ] && [ -z "$left" ]; then
   ok "gpu_iteration.sh: a variant over VARIANT_TIMEOUT is named in its cell, and its whole session is gone"
 else
   bad "gpu_iteration.sh with a hanging variant" "exit $status; cell '$cell'; left running: ${left:-none}" "$out"
   [ -n "$left" ] && kill $left
+fi
+if [ $status -eq 0 ] && [ -n "$conv" ] && grep -q '^| 48 x 32 | [0-9.]* |' "$T/hang/gpu_iteration.md" && grep -q '### conv_layers --precision fp32 --algorithms heuristic FAILED (exit 3)' <<<"$out"; then
+  ok "gpu_iteration.sh with a conv_layers that fails: its table a line with its exit and error, logged, the iteration's table written, exit 0"
+else
+  bad "gpu_iteration.sh with a failing conv_layers" "exit $status; line '$conv'" "$out"
 fi
 wait "$budget_pid"
 status=$(cat "$T/budget.status" 2>/dev/null || echo none) out=$(cat "$T/budget.out" 2>/dev/null)
