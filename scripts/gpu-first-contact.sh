@@ -17,7 +17,8 @@
 #            on == off on 1 rank and 2, the Gram sums beside the next layers
 #            (NSTBATCH_CUDA_OVERLAP=1) == not on 1 rank and 2                     -> renders.txt
 #            (--cpu: with the CPU capped one instruction-set level down as the "GPU")
-#   ops      build/tests/test_backend_ops: every op against the CPU in fp32     -> ops.txt
+#   ops      build/tests/test_backend_ops: every op against the CPU in fp32 (on a GPU, its GPU
+#            tests alone)                                                       -> ops.txt
 #   bench    issue 45's measurement, with what is left of the budget (about 6 minutes):
 #            bench/gpu_frame.sh (a 3840x2160 frame, bf16, 250 Adam iterations, in 1024 px tiles
 #            and in one tile, max and average pooling: seconds, SSIM), then bench/gpu_iteration.sh at 512x384, 1024x768,
@@ -167,7 +168,11 @@ export MODE NST OUT PY LEVEL ORIG_LD ROOT
 step env 60 10 "driver, GPU, libraries, PyTorch" env_step
 step selftest 150 30 "nstbatch --self-test on 1 rank" selftest_step
 step renders 240 60 "tests/test_gpu_render.sh$([ "$MODE" = cpu ] && echo " (STAND_IN=$LEVEL)")" renders_step
-step ops 150 30 "build/tests/test_backend_ops" build/tests/test_backend_ops
+# on a GPU, the op harness's GPU tests alone (and the tolerances' own): its CPU tests, make test's,
+# took about a minute on 2 cores, which the step's cap needs for its 13 GPU passes
+ops_only=${NST_TEST_ONLY:-}
+[ "$MODE" = gpu ] && [ -z "$ops_only" ] && ops_only=t_tolerances_follow_the_precision,t_cuda_against_cpu,t_cuda_vec8_bits
+step ops 150 30 "build/tests/test_backend_ops${ops_only:+ (NST_TEST_ONLY=$ops_only)}" env NST_TEST_ONLY="$ops_only" build/tests/test_backend_ops
 step bench 400 90 "bench/gpu_frame.sh, bench/gpu_iteration.sh against PyTorch" bench_step
 
 rm -rf "$OUT/.bench" "$OUT/.env-search.txt" "$OUT/.selftest-report.txt"

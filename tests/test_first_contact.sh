@@ -15,7 +15,8 @@
 #   the summary;
 # - the bench step's frame that never ends (planted) is stopped at its share of the step, and the
 #   iteration's tables still come; exit 1;
-# - STEPS picks steps (a second try runs only what failed); no OUT: exit 2 with how to call it.
+# - STEPS picks steps (a second try runs only what failed); no OUT: exit 2 with how to call it;
+# - the ops step's list of test_backend_ops' tests on a GPU names tests it has.
 . "$(dirname "$0")/lib.sh" test_first_contact
 FC=$ROOT/scripts/gpu-first-contact.sh
 run_fc() { local out=$1; shift; env "$@" OUT="$T/$out" "$FC" --cpu >"$T/$out.log" 2>&1; rc=$?; } # run_fc OUT [VAR=VALUE ...]
@@ -74,4 +75,12 @@ else bad "a frame that never ends" "exit $rc" "$(cat "$T/framehang.log")"; fi
 
 out=$("$FC" --cpu 2>&1); st=$?
 if [ $st -eq 2 ] && grep -q 'set OUT' <<<"$out"; then ok "no OUT: exit 2, $out"; else bad "no OUT" "exit $st" "$out"; fi
+
+# the ops step's list of tests on a GPU names tests test_backend_ops has (tests/test.h fails a name
+# it does not know, but only on the GPU would this list run)
+only=$(sed -n 's/.*ops_only=\(t_[a-z0-9_,]*\).*/\1/p' "$FC" | head -n 1)
+out=$(NST_TEST_ONLY=$only "$ROOT/build/tests/test_backend_ops" 2>&1); st=$?
+if [ -n "$only" ] && [ $st -eq 0 ] && ! grep -q 'NST_TEST_ONLY names' <<<"$out" && grep -q '^  ok   t_tolerances_follow_the_precision' <<<"$out"; then
+  ok "the ops step's GPU list ($only): every name a test of test_backend_ops"
+else bad "the ops step's GPU list" "'$only', exit $st" "$out"; fi
 finish

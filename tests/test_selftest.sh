@@ -7,7 +7,8 @@
 #   tiles against one tile and against the CPU in fp32) and "self-test passed", exit 0; on a GPU
 #   host this is the GPU's own check. A halo planted one pixel short (NSTBATCH_PLANT=halo) fails
 #   the tiles' row. CUDA graphs' row (a short render replayed against it run as it is) passes
-#   through the graph stand-in, and fails with Adam's step planted on the host.
+#   through the graph stand-in, and fails with Adam's step planted on the host. Rows past the
+#   table's room (planted: room for 8) fail the self-test in a row saying so, on 1 rank and 2.
 # - A GPU this build cannot use (the stand-in NVML of tests/fake_nvml.c counts one): the GPU row
 #   fails and so does the self-test, unless run.device = cpu says the CPU is meant.
 # - A time budget too small for the op harness: its passes are left out, named "late", and the
@@ -85,6 +86,15 @@ NSTBATCH_PLANT=halo st halo "$NST" --self-test --set run.threads=1
 if [ $rc -eq 1 ] && row halo "first objective on tiles" | grep -q ' FAIL ' && grep -q '^self-test FAILED' "$T/halo.log"; then
   ok "a halo one pixel short fails the tiles' row: exit 1, $(row halo 'first objective on tiles' | grep -o 'max [^ ]* rms apart')"
 else bad "a planted halo defect" "exit $rc" "$(cat "$T/halo.log")"; fi
+
+# rows past the table's room (a GPU's run makes about 270 rows, the room is 412; planted: 8) fail
+# the self-test in a row of their own, on one rank and merged from two, never dropped unsaid
+NSTBATCH_PLANT=tablefull st full "$NST" --self-test --set run.threads=1
+NSTBATCH_PLANT=tablefull st full2 mpirun --oversubscribe --bind-to none -np 2 "$NST" --self-test --set run.threads=1 --set run.device=cpu
+if [ $rc -eq 1 ] && row full "self-test table" | grep -qE ' FAIL +[1-9][0-9]* rows past its room of 8 lost' && grep -q '^self-test FAILED' "$T/full.log" &&
+   row full2 "self-test table" | grep -q ' FAIL ' && grep -q '^self-test FAILED' "$T/full2.log"; then
+  ok "rows past the self-test table's room (planted: 8) fail it on 1 rank and 2: $(row full 'self-test table' | grep -oE '[0-9]+ rows past')"
+else bad "rows past the self-test table's room" "exit $rc" "$(cat "$T/full.log" "$T/full2.log")"; fi
 
 # CUDA graphs' row, run on the CPU through the graph stand-in (kernels/graph_standin.h): the
 # replayed render equals the one run as it is; with Adam's step from the host (planted: a replay

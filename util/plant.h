@@ -29,6 +29,8 @@
  *              but a peer's first one pixel further into its receive buffer
  *   race       two CUDA kernels with a shared-memory hazard run once (kernels/cuda/reduce_cuda.cu), named
  *              after the first and last names racecheck is filtered to: it must report them
+ *   tablefull  the self-test's table has room for 8 rows (nst/run/selftest_checks.c): the rows past
+ *              it must fail the self-test, as a GPU's would past its real room
  * Used by tests/test_gpu_render.sh (PLANT=...; race directly), tests/test_selftest.sh, tests/test_hosts.sh and tests/test_optim.sh.
  * Never set otherwise; a process with one warns once. */
 #ifndef NST_PLANT_H

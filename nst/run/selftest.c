@@ -47,7 +47,8 @@ static void merge_row(st_table *m, const st_row *r)
         q->late = late;
         return;
     }
-    if (m->n < ST_MAX_ROWS) m->row[m->n++] = *r;
+    if (m->n < st_room()) m->row[m->n++] = *r;
+    else st_lost(m, strcmp(r->op, ST_LOST_OP) == 0 ? r->failed : 1); /* (a rank's own lost rows, all of them) */
 }
 
 /* Rank 0 receives every rank's table into devices[] (one line each) and the merged table. */
