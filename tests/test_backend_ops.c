@@ -176,6 +176,23 @@ static const int gram[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1};  /* NSTBATCH_
 #define NPASS (int)(sizeof precs / sizeof *precs)
 static int pass;
 
+/* A timed pass compared the algorithms cuDNN's Find timed: its notes (the device's diagnostics)
+ * name some picks timed; where Find fails a pick keeps the heuristics' choice and says so, and a
+ * pass with no timed pick would have compared the heuristics' algorithms again */
+static void timed_picks(nst_backend *dev, const char *label)
+{
+    const size_t cap = 1 << 18;
+    char *text = nst_alloc_array(cap, 1, "the device's notes");
+    if (!text) return;
+    nst_backend_diagnostics(dev, text, cap, "");
+    int got = 0, kept = 0;
+    for (const char *p = text; (p = strstr(p, "; timed ")); p++) got++;
+    for (const char *p = text; (p = strstr(p, "; heuristics' (")); p++) kept++;
+    CHECK(got > 0, "%s: no algorithm timed by cuDNN's Find (%d picks kept the heuristics' choice)", label, kept);
+    if (got > 0) printf("    %s: %d algorithms timed by cuDNN's Find, %d kept the heuristics' choice\n", label, got, kept);
+    nst_free(text);
+}
+
 static void t_cuda_against_cpu(void)
 {
     /* SKIP only where no NVIDIA device exists; one that CUDA cannot use (a driver too old for this
@@ -201,6 +218,7 @@ static void t_cuda_against_cpu(void)
     /* conv1_1 on our own kernels reads the image: the harness compared that path (else a render
      * would take the other one without any check noticing) */
     CHECK(images == (conv1[pass] ? 2 : 0), "%s: %d rows of conv1_1 from the image compared", label, images);
+    if (timed[pass]) timed_picks(dev, label);
     CHECK(dev->ops->synchronize(dev) == NST_OK, "the stream ends clean: %s", nst_fail_message());
     nst_backend_close(dev);
 }
