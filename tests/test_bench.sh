@@ -178,9 +178,9 @@ if [ $status -eq 1 ] && [ "$rows" = 4 ] && [ "$ssims" = 2 ] && grep -q '^| none 
   ok "gpu_frame.sh (DEVICE=cpu, 96x64 in 48 px tiles, max and avg pooling): 4 rows, SSIM 1.000000 each (exact tiles); a refused pooling's row says so, exit 1"
 else bad "gpu_frame.sh" "exit $status, $rows rows, $ssims SSIM lines of 1" "$out"; fi
 # a variant that hangs (a stand-in python that never answers and leaves a child behind, as a stuck
-# compile leaves its workers): its cell says so, and nothing of its session is left running
-# and its per-layer convolutions from a conv_layers that fails (a stand-in, as a GPU's bf16 or timed
-# runs might): the table says so with its error, the other tables are still written, exit 0
+# compile leaves its workers): its cell says so, and nothing of its session is left running; in the
+# same run a conv_layers that fails (a stand-in, as a GPU's bf16 or timed runs might): a line with
+# its exit status and error instead of its table, the other tables still written, exit 0
 hang_py "$T/hangpy" 317
 printf '#!/bin/sh\necho "| conv1_1 | half a table"\necho "conv_layers: planted failure (%s)" >&2\nexit 3\n' '$*' >"$T/failconv" && chmod +x "$T/failconv"
 out=$(DEVICE=cpu SIZES=48x32 ITERS=2 FIND_MAX=0 PROFILE=0 VARIANTS=eager VARIANT_TIMEOUT=2 PY="$T/hangpy" NST="$NST" CONV="$T/failconv" \
