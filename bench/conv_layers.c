@@ -1,7 +1,10 @@
 /* bench/conv_layers.c: per-layer throughput of nstbatch's own 3x3 convolutions (forward with bias +
  * ReLU, and backward-data) on the VGG-19 shapes of one square tile, through the backend interface,
- * so it measures exactly what a render runs: cuDNN with the cached algorithm on a GPU, oneDNN on
- * the CPU.
+ * so it measures the calls a render makes: cuDNN with the cached algorithm on a GPU, oneDNN on the
+ * CPU. Except conv1_1 on our own kernels (NSTBATCH_CUDA_CONV1=own): timed here from the network's
+ * input, where a render reads the image (the preprocessing inside them, and no preprocessing
+ * passes on either side here); bench/gpu_iteration.sh times whole iterations both ways. On a GPU,
+ * a line under the table says what ran (the device's notes).
  *
  *   build/bench/conv_layers [--device auto|cpu|cuda] [--precision auto|fp32|tf32|bf16|fp16]
  *                           [--tile N | --size WxH] [--reps N] [--layers N (13: up to conv5_1)]
@@ -37,6 +40,21 @@ static double time_op(nst_backend *be, nst_conv *cv, nst_tensor *x, nst_tensor *
     double m = bench_median(t, reps);
     nst_free(t);
     return m;
+}
+
+/* What the device ran, from its notes (a GPU's; the CPU keeps none): the picks (each layer's
+ * algorithm a direction), those timed by cuDNN's Find and those that kept the heuristics' choice
+ * (Find failed or none of its fit), bias+ReLU fused or a separate kernel, conv1_1's kernels. */
+static void print_what_ran(const nst_backend *be)
+{
+    if (!be->report) return;
+    printf("\nWhat ran (the device's notes): %d picks (%d timed by cuDNN's Find, %d kept the heuristics' choice); "
+           "bias+ReLU fused into cuDNN's call at %d shapes, a separate kernel at %d; conv1_1 on %s.\n",
+           nst_backend_notes_count(be, ": forward ") + nst_backend_notes_count(be, ": backward-data "),
+           nst_backend_notes_count(be, "; timed ") + nst_backend_notes_count(be, "; kept from an earlier timing"),
+           nst_backend_notes_count(be, "; heuristics' ("), nst_backend_notes_count(be, "bias+ReLU fused into cuDNN's call"),
+           nst_backend_notes_count(be, "bias+ReLU as a separate kernel"),
+           nst_backend_notes_count(be, "our own kernels, forward and backward-data") ? "our own kernels (from the network's input: a render's reads the image)" : "cuDNN");
 }
 
 int main(int argc, char **argv)
@@ -105,6 +123,7 @@ int main(int argc, char **argv)
     }
     printf("| **all %d** | | | %.3g | %.3f | **%.3g** | %.3f | **%.3g** |\n", nlayers, sum_flop / 1e9, sum_f * 1e3, sum_flop / sum_f / 1e12,
            sum_b * 1e3, sum_flop / sum_b / 1e12);
+    print_what_ran(be);
     nst_backend_close(be);
     return 0;
 usage:

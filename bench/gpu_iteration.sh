@@ -16,8 +16,9 @@
 #      nothing back and, on a GPU, replay one recorded CUDA graph; the mean of the ITERS before the
 #      rows at 2 ITERS and 3 ITERS, their median, with gpu.graphs = true and, on CUDA, with the Gram
 #      sums on our own kernel (NSTBATCH_CUDA_GRAM=own), with gpu.graphs = false, with the element
-#      passes one element a thread, NSTBATCH_CUDA_VEC8=0, and with the Gram sums on a second stream
-#      beside the next layers, NSTBATCH_CUDA_OVERLAP=1; the run record's replays
+#      passes one element a thread, NSTBATCH_CUDA_VEC8=0, with the Gram sums on a second stream
+#      beside the next layers, NSTBATCH_CUDA_OVERLAP=1, and with conv1_1 on our own kernels,
+#      NSTBATCH_CUDA_CONV1=own; the run record's replays
 #      and host waits), megapixel-
 #      iterations/s, MFU (1.514 MFLOP per pixel per iteration over $PEAK_TFLOPS, default the bf16
 #      dense peak of an H100/H200: 989.4), the backend's peak bytes per megapixel against the
@@ -38,7 +39,7 @@
 # BENCH_SECONDS (a budget, as a GPU lease's minutes): the parts run in the order of what they decide,
 # each only where enough of the budget is left, and the tables are written whatever was skipped
 # (a cell or line says "not run: the bench's budget"): nstbatch at every size (with graphs, then
-# with GRAM=own), the PyTorch VARIANTS, nstbatch without graphs, with VEC8=0 and with OVERLAP=1 (what each is worth),
+# with GRAM=own), the PyTorch VARIANTS, nstbatch with CONV1=own and OVERLAP=1, without graphs and with VEC8=0 (what each is worth),
 # the profile, the per-layer convolutions, the Gram ops,
 # LATE_VARIANTS (PyTorch variants run last, e.g. compile-max's minutes of tuning), the largest tile.
 # A PyTorch variant or precompile gets what is left at most. Without BENCH_SECONDS, no bound.
@@ -68,7 +69,7 @@ PROFILE=${PROFILE:-1}
 CONV_TILE=${CONV_TILE:-1024}
 CONV_LAYERS=${CONV_LAYERS:-1}
 GRAM_LAYERS=${GRAM_LAYERS:-1}
-# the CUDA backend's switches timed (NSTBATCH_CUDA_GRAM=own, gpu.graphs = false, VEC8=0, OVERLAP=1, part 1b):
+# the CUDA backend's switches timed (NSTBATCH_CUDA_GRAM=own, CONV1=own, OVERLAP=1, gpu.graphs = false, VEC8=0, part 1b):
 # on CUDA; SWITCHES=1 runs them on the CPU too, where they change nothing (tests/test_bench.sh: their
 # plumbing, which only a GPU lease would otherwise run)
 SWITCHES=${SWITCHES:-$([ "$DEVICE" = cuda ] && echo 1 || echo 0)}
@@ -188,8 +189,8 @@ switch_spi() {
     rows_spi
   else echo "-"; fi
 }
-# quiet_line S OWN_GRAM NO_GRAPHS SCALAR OVERLAP: the line below the table for size S
-quiet_line() { QUIET[$1]="${REPLAYS[$1]}, ${2:--} s/iter with the own Gram sums, ${3:--} without graphs, ${4:--} with the element passes one element a thread, ${5:--} with the Gram sums beside the next layers"; }
+# quiet_line S OWN_GRAM NO_GRAPHS SCALAR OVERLAP OWN_CONV1: the line below the table for size S
+quiet_line() { QUIET[$1]="${REPLAYS[$1]}, ${2:--} s/iter with the own Gram sums, ${3:--} without graphs, ${4:--} with the element passes one element a thread, ${5:--} with the Gram sums beside the next layers, ${6:--} with conv1_1 on our own kernels"; }
 for S in $SIZES; do
   mp=$(mp_of "$S")
   NSTS[$S]="" GBMP[$S]="-" QUIET[$S]="$SPENT"
@@ -272,13 +273,17 @@ variant() {
 for V in $VARIANTS; do variant "$V"; done
 
 # ---- 2b. what nstbatch's other switches are worth, every size that ran --------------------------------
-# without CUDA graphs (gpu.graphs' default), with the element passes one element a thread
-# (NSTBATCH_CUDA_VEC8=0) and with the Gram sums on a second stream beside the next layers
-# (NSTBATCH_CUDA_OVERLAP=1: a default to flip where faster), for the line below the table
+# the defaults to flip where faster first: conv1_1 on our own kernels (NSTBATCH_CUDA_CONV1=own: the
+# whole iteration, as a render runs them, from the image; the per-layer table times them from the
+# network's input) and the Gram sums on a second stream beside the next layers
+# (NSTBATCH_CUDA_OVERLAP=1); then without CUDA graphs (gpu.graphs' default) and with the element
+# passes one element a thread (NSTBATCH_CUDA_VEC8=0); for the line below the table
 for S in $SIZES; do
   [ -n "${NSTS[$S]}" ] && [ "$SWITCHES" = 1 ] || continue
+  own1=$(switch_spi "$S" NSTBATCH_CUDA_CONV1=own true NSTBATCH_CUDA_CONV1=own)
+  overlap=$(switch_spi "$S" NSTBATCH_CUDA_OVERLAP=1 true NSTBATCH_CUDA_OVERLAP=1)
   quiet_line "$S" "${GRAMS[$S]}" "$(switch_spi "$S" "gpu.graphs = false" false)" "$(switch_spi "$S" NSTBATCH_CUDA_VEC8=0 true NSTBATCH_CUDA_VEC8=0)" \
-    "$(switch_spi "$S" NSTBATCH_CUDA_OVERLAP=1 true NSTBATCH_CUDA_OVERLAP=1)"
+    "$overlap" "$own1"
 done
 
 # ---- 3b. where the largest size's iteration goes ----------------------------------------------------
@@ -394,7 +399,7 @@ fi
   printf '%s\n' "${rows[@]}"
   echo
   echo "nstbatch ran with gpu.conv_algorithms = $CONV_ALGOS, the choices kept in one gpu.conv_choices file for all its runs (timed once a shape)."
-  echo "nstbatch (gpu.graphs = true in the table)'s iterations between rows (run record: cuda_graphs, host_waits), and its s/iter with NSTBATCH_CUDA_GRAM=own, with gpu.graphs = false, with NSTBATCH_CUDA_VEC8=0 and with NSTBATCH_CUDA_OVERLAP=1:$(for S in $SIZES; do printf ' %s: %s;' "$S" "${QUIET[$S]}"; done)"
+  echo "nstbatch (gpu.graphs = true in the table)'s iterations between rows (run record: cuda_graphs, host_waits), and its s/iter with NSTBATCH_CUDA_GRAM=own, with gpu.graphs = false, with NSTBATCH_CUDA_VEC8=0, with NSTBATCH_CUDA_OVERLAP=1 and with NSTBATCH_CUDA_CONV1=own:$(for S in $SIZES; do printf ' %s: %s;' "$S" "${QUIET[$S]}"; done)"
   echo
   echo "PyTorch's variants (bench/torch_gatys.py --variant), s/iter (warm-up seconds):"
   echo

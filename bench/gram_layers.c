@@ -117,12 +117,15 @@ int main(int argc, char **argv)
         double r[4];
         one_layer(be, l, W, H, reps, use_mask, fp64, r);
         ts += r[0], tb += r[1], fs += r[2], fb += r[3];
-        printf("| %s | %dx%d | %d | %.2f | %.3g | %.2f | %.3g |\n", style_name[l], W / style_div[l], H / style_div[l], style_c[l],
+        printf("| %s | %dx%d | %d | %.4f | %.3g | %.4f | %.3g |\n", style_name[l], W / style_div[l], H / style_div[l], style_c[l],
                r[0] * 1e3, r[2] / r[0] / 1e9, r[1] * 1e3, r[3] / r[1] / 1e9);
         fprintf(stderr, "{\"layer\": \"%s\", \"c\": %d, \"sums_s\": %.6e, \"backward_s\": %.6e, \"precision\": \"%s\", \"mask\": %d, \"sums\": \"%s\"}\n",
                 style_name[l], style_c[l], r[0], r[1], nst_precision_name(be->precision), use_mask, fixed ? "fixed" : "fp64");
     }
-    printf("| **all 5** | | | %.2f | **%.3g** | %.2f | **%.3g** |\n", ts * 1e3, fs / ts / 1e9, tb * 1e3, fb / tb / 1e9);
+    printf("| **all 5** | | | %.4f | **%.3g** | %.4f | **%.3g** |\n", ts * 1e3, fs / ts / 1e9, tb * 1e3, fb / tb / 1e9);
+    if (be->report) /* a GPU's notes: which kernel the sums ran on, whatever the environment asked */
+        printf("\nWhat ran (the device's notes): the sums on %s.\n",
+               nst_backend_notes_count(be, "Gram sums: our own kernel") ? "our own kernel (FP64 tensor cores, upper triangle)" : "cuBLAS's FP64 GEMM");
     nst_backend_close(be);
     return 0;
 usage:

@@ -173,6 +173,19 @@ void nst_backend_diagnostics(const nst_backend *be, char *out, size_t cap, const
     }
 }
 
+int nst_backend_notes_count(const nst_backend *be, const char *what)
+{
+    const size_t cap = 1 << 18;
+    char *text = be->report && *what ? nst_alloc_array(cap, 1, "the device report") : NULL;
+    int n = 0;
+    if (!text) return 0;
+    text[0] = 0;
+    be->report((nst_backend *)be, text, cap);
+    for (const char *p = text; (p = strstr(p, what)); p += strlen(what)) n++;
+    nst_free(text);
+    return n;
+}
+
 void nst_backend_set_fatal_handler(nst_backend_fatal_fn fn) { fatal_handler = fn; }
 
 nst_status nst_backend_fault(const char *fmt, ...)

@@ -365,6 +365,9 @@ nst_status nst_backend_fault(const char *fmt, ...) __attribute__((format(printf,
 void nst_backend_mark(nst_backend *be, const char *phase);
 /* The marks and be->report's lines as text, each line prefixed by indent. */
 void nst_backend_diagnostics(const nst_backend *be, char *out, size_t cap, const char *indent);
+/* How many times `what` occurs in be->report's text (on a GPU, the notes of what ran: the cuDNN
+ * picks, "; timed ", bias+ReLU fused or not, our own kernels); 0 without a report. */
+int nst_backend_notes_count(const nst_backend *be, const char *what);
 
 /* The backends' allocators call this first: NST_ENOMEM (counted in be->alloc_failures) when bytes
  * more would pass be->limit (the NSTBATCH_MEMORY_LIMIT_MB test hook). */

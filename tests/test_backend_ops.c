@@ -181,16 +181,10 @@ static int pass;
  * pass with no timed pick would have compared the heuristics' algorithms again */
 static void timed_picks(nst_backend *dev, const char *label)
 {
-    const size_t cap = 1 << 18;
-    char *text = nst_alloc_array(cap, 1, "the device's notes");
-    if (!text) return;
-    nst_backend_diagnostics(dev, text, cap, "");
-    int got = 0, kept = 0;
-    for (const char *p = text; (p = strstr(p, "; timed ")); p++) got++;
-    for (const char *p = text; (p = strstr(p, "; heuristics' (")); p++) kept++;
+    const int got = nst_backend_notes_count(dev, "; timed ") + nst_backend_notes_count(dev, "; kept from an earlier timing"),
+              kept = nst_backend_notes_count(dev, "; heuristics' (");
     CHECK(got > 0, "%s: no algorithm timed by cuDNN's Find (%d picks kept the heuristics' choice)", label, kept);
     if (got > 0) printf("    %s: %d algorithms timed by cuDNN's Find, %d kept the heuristics' choice\n", label, got, kept);
-    nst_free(text);
 }
 
 static void t_cuda_against_cpu(void)

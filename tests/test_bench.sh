@@ -14,11 +14,11 @@
 #   one JSON line with a positive median (SKIP without PyTorch in /usr/bin/python3);
 # - bench/gpu_iteration.sh with DEVICE=cpu at a 64 px tile: its table has a row with numbers from
 #   both sides and the convolution table; with SWITCHES=1, the runs a GPU lease makes of the CUDA
-#   switches (the own Gram sums, without graphs, VEC8=0) with numbers on the line below the table,
-#   and the Gram ops per style layer both ways (SKIP without PyTorch); with stand-ins of PyTorch
-#   that never answer (no PyTorch needed), a variant cut at VARIANT_TIMEOUT and one cut at what is
-#   left of BENCH_SECONDS, nothing of either left running; a conv_layers that fails, its table a
-#   line saying so, the rest written;
+#   switches (the own Gram sums, without graphs, VEC8=0, OVERLAP=1, CONV1=own) with numbers on the
+#   line below the table, and the Gram ops per style layer both ways (SKIP without PyTorch); with
+#   stand-ins of PyTorch that never answer (no PyTorch needed), a variant cut at VARIANT_TIMEOUT
+#   and one cut at what is left of BENCH_SECONDS, nothing of either left running; a conv_layers
+#   that fails, its table a line saying so, the rest written;
 # - bench/gpu_frame.sh with DEVICE=cpu: its rows, SSIM 1 on exact tiles, a refused pooling named;
 # - bench/quality.sh at 96x64, nstbatch for 30 iterations: its snapshots scored, the float64 scorer
 #   within 1e-4 of nstbatch's own final loss terms (the 16-bit output's quantisation); exit 2 and one
@@ -145,7 +145,7 @@ else
   # nothing on the CPU, run all the same: the plumbing a GPU lease would otherwise be first to run
   out=$(DEVICE=cpu SIZES=64 ITERS=2 FIND_MAX=0 CONV_TILE=32 VARIANTS="eager graph" SWITCHES=1 GRAM_SIZE=64x48 PY=/usr/bin/python3 \
         NST="$NST" CONV="$CONV" GRAM="$GRAM" "$IDLE" 600 "$ROOT/bench/gpu_iteration.sh" "$T/results" 2>"$T/stderr"); status=$?
-  quiet=$(grep -oE '64x64: [0-9]+ of [0-9]+ replayed, [0-9]+ host waits, [0-9.]+ s/iter with the own Gram sums, [0-9.]+ without graphs, [0-9.]+ with the element passes one element a thread, [0-9.]+ with the Gram sums beside the next layers;' "$T/results/gpu_iteration.md" 2>/dev/null)
+  quiet=$(grep -oE '64x64: [0-9]+ of [0-9]+ replayed, [0-9]+ host waits, [0-9.]+ s/iter with the own Gram sums, [0-9.]+ without graphs, [0-9.]+ with the element passes one element a thread, [0-9.]+ with the Gram sums beside the next layers, [0-9.]+ with conv1_1 on our own kernels;' "$T/results/gpu_iteration.md" 2>/dev/null)
   grams=$(grep -cE '^# Gram ops, image 64x48, .*\(NSTBATCH_CUDA_GRAM=(cublas|own)\)$' "$T/results/gpu_iteration.md" 2>/dev/null)
   row=$(grep -E '^\| 64 x 64 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+% \| [0-9.]+ \(model [0-9.]+\) \| eager \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| \*\*[0-9.]+x\*\* \|$' "$T/results/gpu_iteration.md" 2>/dev/null)
   vrow=$(grep -E '^\| 64 x 64 \| [0-9.]+ \([0-9]+ s\) \| failed \(exit 2\): .*needs --device cuda.* \|$' "$T/results/gpu_iteration.md" 2>/dev/null)
