@@ -187,6 +187,34 @@ static void timed_picks(nst_backend *dev, const char *label)
     if (got > 0) printf("    %s: %d algorithms timed by cuDNN's Find, %d kept the heuristics' choice\n", label, got, kept);
 }
 
+/* nst_backend_notes_count, which the timed passes above and the benchmarks read a GPU's notes
+ * with: every occurrence, overlapping none, in a report of the CUDA backend's line formats; 0
+ * without a report (the CPU's) or for an empty string */
+static void notes_stand_in(nst_backend *be, char *out, size_t cap)
+{
+    (void)be;
+    snprintf(out, cap, "cuDNN algorithms (layer, window: forward; backward-data; bias+ReLU):\n"
+                       "  64->64 at 32x32: forward IMPLICIT_PRECOMP_GEMM tensor cores (bf16) (TENSOR_OP, 1.0 MiB; timed 0.010 ms, the fastest of 4 that fit)\n"
+                       "  64->64 at 32x32: backward-data ALGO_1 tensor cores (bf16) (TENSOR_OP, 0.0 MiB; heuristics' (cuDNN's Find: NOT_SUPPORTED))\n"
+                       "  64->64 at 32x32: bias+ReLU fused into cuDNN's call\n  128->128 at 16x16: forward GEMM (DEFAULT, 0.0 MiB; timed 0.002 ms, the fastest of 2 that fit)\n");
+}
+
+static void t_notes_count(void)
+{
+    nst_backend *host = NULL;
+    CHECK(nst_backend_open("cpu", 1, &host) == NST_OK, "opening the CPU backend: %s", nst_fail_message());
+    if (!host) return;
+    CHECK(!host->report && nst_backend_notes_count(host, "; timed ") == 0, "the CPU keeps no notes: 0");
+    host->report = notes_stand_in;
+    CHECK(nst_backend_notes_count(host, "; timed ") == 2 && nst_backend_notes_count(host, "; heuristics' (") == 1 &&
+              nst_backend_notes_count(host, ": forward ") == 2 && nst_backend_notes_count(host, ": backward-data ") == 1 &&
+              nst_backend_notes_count(host, "bias+ReLU fused into cuDNN's call") == 1 && nst_backend_notes_count(host, "") == 0,
+          "the counts in a stand-in report of the CUDA notes' formats");
+    CHECK(nst_backend_notes_count(host, "aa") == 0, "a string absent from the notes: 0");
+    host->report = NULL;
+    nst_backend_close(host);
+}
+
 static void t_cuda_against_cpu(void)
 {
     /* SKIP only where no NVIDIA device exists; one that CUDA cannot use (a driver too old for this
@@ -376,6 +404,7 @@ int main(void)
     RUN(t_harness_catches_errors);
     RUN(t_standin_queued_transfers);
     RUN(t_standin_conv_image);
+    RUN(t_notes_count);
     gpu_state = nst_cuda_probe_state(&ngpu, skip_why, sizeof skip_why);
     if (ngpu > 0 && !nst_cuda_has_ops()) ngpu = 0, snprintf(skip_why, sizeof skip_why, "this build has no CUDA backend");
     for (pass = 0; pass < (ngpu > 0 ? NPASS : 1); pass++) RUN(t_cuda_against_cpu);
