@@ -50,7 +50,7 @@ STEPS=${STEPS:-env selftest renders ops bench}
 START=$(date +%s.%N)
 cd "$ROOT" || exit 2
 # the bundle's environment: its Open MPI, its libraries, the node's CUDA libraries found
-ORIG_LD=${LD_LIBRARY_PATH:-}
+ORIG_LD=${NSTBATCH_ORIG_LD_LIBRARY_PATH-${LD_LIBRARY_PATH:-}} # (the node's own, where env.sh was sourced already)
 [ -f "$ROOT/env.sh" ] && . "$ROOT/env.sh" >"$OUT/.env-search.txt" 2>&1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent-}
 NST=$ROOT/nstbatch

@@ -277,6 +277,28 @@ else
      grep -q '^survived$' <<<"$cv"; then
     ok "env.sh passes over a cuDNN older than the build's ($(vs $older) < $(vs "$bv")) and a newer one for CUDA $((bc / 1000 - 1)), takes $(vs $newer), its folder first on the path, in one line"
   else bad "env.sh and an older cuDNN first" "not the suitable one, or not first" "$cv"; fi
+  # a suitable cuDNN found first, alone in its folder, and the other libraries in a folder with an
+  # older cuDNN: the suitable one's folder still goes first on the path (its sub-libraries, loaded
+  # by name, would otherwise come from the other); sourced from a shell with IFS unset (set -u)
+  mkdir -p "$T/cv/only" && cp "$T/cv/$newer/libcudnn.so.9" "$T/cv/only/"
+  cv=$(in_bundle NSTBATCH_CUDA_SEARCH="$T/cv/only $T/cv/$older" bash -c 'unset IFS; '"$BOOT"' cat "$U/../env.log"; echo "DIRS=$NSTBATCH_CUDA_DIRS"; echo "IFS=${IFS-unset}"; echo survived' 2>&1)
+  if grep -qxF "env.sh: libcudnn.so.9: $T/cv/only" <<<"$cv" && grep -qx "DIRS=$T/cv/only:$T/cv/$older" <<<"$cv" && grep -qx 'IFS=unset' <<<"$cv" &&
+     grep -q '^survived$' <<<"$cv"; then
+    ok "a suitable cuDNN found first: its folder first on the path, before the other libraries' folder with an older cuDNN; IFS unset in the shell (set -u) stays unset"
+  else bad "env.sh, the first cuDNN's folder first" "not first, or the shell ended" "$cv"; fi
+  # a cuDNN that answers through its sub-library, loaded by name (as cuDNN 9 does, libcudnn_graph),
+  # read with its own folder first: the node's path (LD_LIBRARY_PATH) holding another cuDNN's
+  # sub-library (the older) does not answer for it
+  printf '#include <dlfcn.h>\nstatic unsigned long ask(const char *f) { void *h = dlopen("libcudnn_graph.so.9", RTLD_NOW | RTLD_LOCAL);\n'\
+'  unsigned long (*g)(void) = h ? (unsigned long (*)(void))dlsym(h, f) : 0; return g ? g() : 0; }\n'\
+'unsigned long cudnnGetVersion(void) { return ask("cudnnGetVersion"); }\nunsigned long cudnnGetCudartVersion(void) { return ask("cudnnGetCudartVersion"); }\n' >"$T/fwd_cudnn.c"
+  mkdir -p "$T/cv/fwd" && cc -shared -fPIC -o "$T/cv/fwd/libcudnn.so.9" "$T/fwd_cudnn.c" -ldl &&
+    cp "$T/cv/$newer/libcudnn.so.9" "$T/cv/fwd/libcudnn_graph.so.9" && cp "$T/cv/$older/libcudnn.so.9" "$T/cv/$older/libcudnn_graph.so.9"
+  cv=$(in_bundle LD_LIBRARY_PATH="$T/cv/$older" NSTBATCH_CUDA_SEARCH="$T/cv/$older $T/cv/fwd" bash -c "$BOOT"' cat "$U/../env.log"; echo survived' 2>&1)
+  if grep -qxF "env.sh: libcudnn.so.9: $T/cv/fwd" <<<"$cv" && grep -qF "taking cuDNN $(vs $newer) for CUDA $((bc / 1000)) in $T/cv/fwd" <<<"$cv" &&
+     grep -q '^survived$' <<<"$cv"; then
+    ok "a cuDNN that answers through its sub-library, with another cuDNN's on the node's path: read as its own version ($(vs $newer)), taken"
+  else bad "env.sh reading a cuDNN through its sub-library" "read as another's version" "$cv"; fi
   # only the older one: kept, with a note that says what to do
   cv=$(in_bundle NSTBATCH_CUDA_SEARCH="$T/cv/$older" bash -c "$BOOT"' cat "$U/../env.log"; echo "MISSING=$NSTBATCH_BUNDLE_MISSING"; echo survived' 2>&1)
   if grep -qxF "env.sh: libcudnn.so.9: $T/cv/$older" <<<"$cv" && grep -q "^env.sh: note: libcudnn.so.9 in .* is cuDNN $(vs $older) for CUDA .*NSTBATCH_CUDA_SEARCH" <<<"$cv" &&

@@ -122,12 +122,18 @@ _nst_find_cuda() {
       NSTBATCH_BUNDLE_MISSING=$NSTBATCH_BUNDLE_MISSING${NSTBATCH_BUNDLE_MISSING:+ }$_nst_n
     fi
   done
-  if [ -n "$_nst_best" ]; then # the chosen cuDNN's folder first: its sub-libraries, not another's
-    _nst_rest="" _nst_ifs=$IFS
-    IFS=:
-    for _nst_d in $NSTBATCH_CUDA_DIRS; do [ "$_nst_d" = "$_nst_best" ] || _nst_rest=$_nst_rest${_nst_rest:+:}$_nst_d; done
-    IFS=$_nst_ifs
-    NSTBATCH_CUDA_DIRS=$_nst_best${_nst_rest:+:$_nst_rest}
+  # the folder of the cuDNN taken (the first found, or the one taken over it) first: cuDNN loads its
+  # sub-libraries by name, and a folder before it with another cuDNN (one of cuBLAS's, say) would
+  # give them; the list walked without IFS, which the calling shell may have unset or changed
+  _nst_cdir=$(printf '%s' "$_nst_found" | awk '$1 == "libcudnn.so.9" { print $2; exit }')
+  if [ -n "$_nst_cdir" ]; then
+    _nst_rest="" _nst_dl=$NSTBATCH_CUDA_DIRS
+    while [ -n "$_nst_dl" ]; do
+      _nst_d=${_nst_dl%%:*}
+      case $_nst_dl in *:*) _nst_dl=${_nst_dl#*:} ;; *) _nst_dl="" ;; esac
+      [ "$_nst_d" = "$_nst_cdir" ] || _nst_rest=$_nst_rest${_nst_rest:+:}$_nst_d
+    done
+    NSTBATCH_CUDA_DIRS=$_nst_cdir${_nst_rest:+:$_nst_rest}
   fi
   export NSTBATCH_CUDA_DIRS NSTBATCH_BUNDLE_MISSING
 }
@@ -184,10 +190,13 @@ _nst_cudnn_pick() {
     echo "env.sh: note: libcudnn.so.9 in $_nst_dir is cuDNN $(_nst_cudnn_s "$_nst_have"), not one the $(_nst_cudnn_s "$_nst_built") build promises to run on (an older minor version or another CUDA), and no suitable one is under$_nst_seen: nstbatch will warn; set NSTBATCH_CUDA_SEARCH=\"DIR ...\" to a suitable cuDNN's folder, then the folders above, and source env.sh again"
   fi
 }
-# "VERSION CUDART" of a cuDNN (or --built), with the bundle's libraries (a cuDNN may need a newer
-# libstdc++ than the node's); fails unless the last line is two numbers (a library may print)
+# "VERSION CUDART" of a cuDNN (or --built), with its own folder first (it answers through its
+# sub-library libcudnn_graph, loaded by name: another folder's would answer for it) and the bundle's
+# libraries (a cuDNN may need a newer libstdc++ than the node's); fails unless the last line is two
+# numbers (a library may print)
 _nst_cudnn_v() {
-  _nst_o=$(env LD_LIBRARY_PATH="$NSTBATCH_BUNDLE/runtime/lib${NSTBATCH_ORIG_LD_LIBRARY_PATH:+:$NSTBATCH_ORIG_LD_LIBRARY_PATH}" "$_nst_cv" "$1" 2>/dev/null | tail -n 1) || return 1
+  case $1 in */*) _nst_own=${1%/*}: ;; *) _nst_own="" ;; esac
+  _nst_o=$(env LD_LIBRARY_PATH="$_nst_own$NSTBATCH_BUNDLE/runtime/lib${NSTBATCH_ORIG_LD_LIBRARY_PATH:+:$NSTBATCH_ORIG_LD_LIBRARY_PATH}" "$_nst_cv" "$1" 2>/dev/null | tail -n 1) || return 1
   case $_nst_o in [0-9]*" "[0-9]*) ;; *) return 1 ;; esac
   case ${_nst_o%% *}${_nst_o#* } in *[!0-9]*) return 1 ;; esac
   echo "$_nst_o"
@@ -217,4 +226,4 @@ $_nst_m "*) ;; *) printf '%s ' "$_nst_m" ;; esac
 _nst_env_main || true
 unset -f _nst_env_main _nst_openmpi _nst_cuda_roots _nst_find_cuda _nst_search _nst_missing _nst_cudnn_pick _nst_cudnn_v _nst_cudnn_ok _nst_cudnn_s
 unset _nst_b _nst_o _nst_p _nst_d _nst_want _nst_roots _nst_to _nst_found _nst_round _nst_r _nst_left _nst_expr _nst_n _nst_hits _nst_h _nst_dir _nst_m \
-      _nst_cv _nst_built _nst_have _nst_best _nst_bestv _nst_bestf _nst_v _nst_seen _nst_o _nst_a _nst_c _nst_ba _nst_bc _nst_rest _nst_ifs
+      _nst_cv _nst_built _nst_have _nst_best _nst_bestv _nst_bestf _nst_v _nst_seen _nst_o _nst_a _nst_c _nst_ba _nst_bc _nst_rest _nst_cdir _nst_dl _nst_own
