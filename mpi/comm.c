@@ -68,18 +68,18 @@ static char own_tmpdir[512]; /* a singleton's session base (singleton_isolated),
  * session directories share one path (TMPDIR/ompi.HOST.UID/jf.0), and one that ends removes it
  * under another that starts: "A call to mkdir was unable to create the desired directory:
  * .../jf.0/1", then MPI_Init fails (once in 450 starts, 3 at a time, here). So each gets a session
- * base of its own, TMPDIR/nstbatch-mpi.XXXXXX. Values the user set are kept. */
+ * base of its own, nstbatch-mpi.XXXXXX under the base the user set (OMPI_MCA_orte_tmpdir_base: the
+ * folder kept, the session still private), or under TMPDIR. */
 static void singleton_isolated(void)
 {
     static const char *const launched[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_STEP_ID"};
     for (size_t i = 0; i < sizeof launched / sizeof *launched; i++)
         if (getenv(launched[i])) return;
     setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
-    if (getenv("OMPI_MCA_orte_tmpdir_base")) return;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(own_tmpdir, sizeof own_tmpdir, "%s/nstbatch-mpi.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    const char *user = getenv("OMPI_MCA_orte_tmpdir_base"), *tmp = getenv("TMPDIR");
+    snprintf(own_tmpdir, sizeof own_tmpdir, "%s/nstbatch-mpi.XXXXXX", user && *user ? user : tmp && *tmp ? tmp : "/tmp");
     if (mkdtemp(own_tmpdir)) setenv("OMPI_MCA_orte_tmpdir_base", own_tmpdir, 1);
-    else own_tmpdir[0] = 0; /* Open MPI's default then, shared as before */
+    else own_tmpdir[0] = 0; /* the user's base, or Open MPI's default: shared as before */
 }
 
 /* No message before every rank has returned from MPI_Init (launch_fence.c: Open MPI 4.1 under
