@@ -209,27 +209,25 @@ case_ "weights missing" 2 "model.weights: missing.h5: cannot open" -- "$NST" ok.
 # Without a launcher, Open MPI's isolated singletons all share one session path (TMPDIR/ompi.HOST.UID/
 # jf.0), which one that ends removes under another that starts (MPI_Init then fails): each run must
 # keep its session under a base of its own, TMPDIR/nstbatch-mpi.*, and leave TMPDIR empty
-mkdir -p "$T/tmpd"
-(cd "$T" && env -u OMPI_MCA_orte_tmpdir_base TMPDIR="$T/tmpd" "$IDLE" 120 "$NST" ok.ini --set optim.iterations=40 --set output.size=64 \
-   --set output.overwrite=true >"$T/single.log" 2>&1) &
-seen=""
-sessions() { seen=$(cd "$T/tmpd" && ls -d nstbatch-mpi.*/ompi.*/jf.0 ompi.* 2>/dev/null | tr '\n' ' '); [ -n "$seen" ]; }
-grown_wait 120 "$T/single.log" sessions # (bounded by the render's log growing)
-seen=${seen% }
-wait $!; st=$?
+# session NAME BASE ENV...: a render without a launcher with ENV (TMPDIR, OMPI_MCA_orte_tmpdir_base);
+# what BASE holds while it runs in $seen (bounded by the render's log growing), its status in $st
+session() {
+  local name=$1 base=$2; shift 2
+  mkdir -p "$T/tmpd" "$base"
+  (cd "$T" && env "$@" "$IDLE" 120 "$NST" ok.ini --set optim.iterations=40 --set output.size=64 --set output.overwrite=true >"$T/$name.log" 2>&1) &
+  seen=""
+  sessions() { seen=$(cd "$base" && ls -d nstbatch-mpi.*/ompi.*/jf.0 ompi.* 2>/dev/null | tr '\n' ' '); [ -n "$seen" ]; }
+  grown_wait 120 "$T/$name.log" sessions
+  seen=${seen% }
+  wait $!; st=$?
+}
+session single "$T/tmpd" -u OMPI_MCA_orte_tmpdir_base TMPDIR="$T/tmpd"
 left=$(ls -A "$T/tmpd")
 if [ $st -eq 0 ] && [[ "$seen" == nstbatch-mpi.*/ompi.*/jf.0 ]] && [ -z "$left" ]; then
   ok "a singleton's MPI session under a base of its own ($seen), TMPDIR left empty"
 else bad "a singleton's MPI session" "exit $st, seen '$seen', left '$left'" "$(tail -n 5 "$T/single.log")"; fi
 # with a base set (OMPI_MCA_orte_tmpdir_base, as make test's suites run): under it, still its own
-mkdir -p "$T/based"
-(cd "$T" && OMPI_MCA_orte_tmpdir_base="$T/based" TMPDIR="$T/tmpd" "$IDLE" 120 "$NST" ok.ini --set optim.iterations=40 --set output.size=64 \
-   --set output.overwrite=true >"$T/based.log" 2>&1) &
-seen=""
-sessions() { seen=$(cd "$T/based" && ls -d nstbatch-mpi.*/ompi.*/jf.0 ompi.* 2>/dev/null | tr '\n' ' '); [ -n "$seen" ]; }
-grown_wait 120 "$T/based.log" sessions # (bounded by the render's log growing)
-seen=${seen% }
-wait $!; st=$?
+session based "$T/based" OMPI_MCA_orte_tmpdir_base="$T/based" TMPDIR="$T/tmpd"
 left="$(ls -A "$T/based")$(ls -A "$T/tmpd")"
 if [ $st -eq 0 ] && [[ "$seen" == nstbatch-mpi.*/ompi.*/jf.0 ]] && [ -z "$left" ]; then
   ok "with OMPI_MCA_orte_tmpdir_base set: the session under a base of its own inside it ($seen), both folders left empty"
