@@ -4,6 +4,7 @@
 #include "first_contact.h"
 #include "launch_fence.h"
 #include "lifeline.h"
+#include "singleton.h"
 
 #include <limits.h>
 #include <mpi.h>
@@ -60,28 +61,6 @@ nst_status nst_comm_mpi_fail(int rc, const char *call)
 #define MPI_TRY NST_MPI_TRY
 #define MPI_TRY_WAIT NST_MPI_TRY_WAIT
 
-static char own_tmpdir[512]; /* a singleton's session base (singleton_isolated), removed at the end */
-
-/* Started without a launcher (no mpirun, srun or PMIx in the environment): a singleton. Open MPI
- * 4 then forks its runtime daemon, about 3 s of waiting for nothing we use (spawn, connect);
- * isolated, it starts in a tenth of that. But isolated singletons all take job family 0, so their
- * session directories share one path (TMPDIR/ompi.HOST.UID/jf.0), and one that ends removes it
- * under another that starts: "A call to mkdir was unable to create the desired directory:
- * .../jf.0/1", then MPI_Init fails (once in 450 starts, 3 at a time, here). So each gets a session
- * base of its own, nstbatch-mpi.XXXXXX under the base the user set (OMPI_MCA_orte_tmpdir_base: the
- * folder kept, the session still private), or under TMPDIR. */
-static void singleton_isolated(void)
-{
-    static const char *const launched[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_STEP_ID"};
-    for (size_t i = 0; i < sizeof launched / sizeof *launched; i++)
-        if (getenv(launched[i])) return;
-    setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
-    const char *user = getenv("OMPI_MCA_orte_tmpdir_base"), *tmp = getenv("TMPDIR");
-    snprintf(own_tmpdir, sizeof own_tmpdir, "%s/nstbatch-mpi.XXXXXX", user && *user ? user : tmp && *tmp ? tmp : "/tmp");
-    if (mkdtemp(own_tmpdir)) setenv("OMPI_MCA_orte_tmpdir_base", own_tmpdir, 1);
-    else own_tmpdir[0] = 0; /* the user's base, or Open MPI's default: shared as before */
-}
-
 /* No message before every rank has returned from MPI_Init (launch_fence.c: Open MPI 4.1 under
  * srun --mpi=pmix); a failed fence leaves that unknown, so this rank ends the job. */
 static nst_status launch_fenced(void)
@@ -117,7 +96,7 @@ static nst_status first_exchanges(void)
 nst_status nst_comm_init(int *argc, char ***argv)
 {
     gethostname(host, sizeof host - 1);
-    singleton_isolated();
+    nst_singleton_begin(); /* (without a launcher) */
     int rc = MPI_Init(argc, argv);
     if (rc != MPI_SUCCESS) return nst_fail(NST_ERUNTIME, "MPI_Init failed on %s", host);
     initialised = 1;
@@ -140,8 +119,7 @@ void nst_comm_finalize(void)
     if (node_comm != MPI_COMM_NULL) MPI_Comm_free(&node_comm);
     if (initialised) MPI_Finalize();
     initialised = 0;
-    if (own_tmpdir[0]) rmdir(own_tmpdir); /* MPI_Finalize removed the session tree inside */
-    own_tmpdir[0] = 0;
+    nst_singleton_end();
 }
 
 int nst_comm_rank(void) { return cur_rank; }

@@ -13,7 +13,7 @@ LABEL=${2:-test_cli}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/tests/idle.sh"
 T=$(mktemp -d /tmp/nstbatch-cli.XXXXXX)
-trap 'rm -rf "$T"' EXIT
+trap 'kill ${live_pid:-} 2>/dev/null; rm -rf "$T"' EXIT # (live_pid: the living singleton below)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 pass=0 fail=0 skipped=0
@@ -233,6 +233,43 @@ if [ $st -eq 0 ] && [[ "$seen" == nstbatch-mpi.*/ompi.*/jf.0 ]] && [ -z "$left" 
   ok "with OMPI_MCA_orte_tmpdir_base set: the session under a base of its own inside it ($seen), both folders left empty"
 else bad "a singleton's MPI session with a base set" "exit $st, seen '$seen', left '$left'" "$(tail -n 5 "$T/based.log")"; fi
 rm -f "$T/out.png" "$T/out.preview.png"
+# A killed singleton cannot remove its base: the next singleton on the host removes it (its .owner
+# lock no longer held), and leaves alone a living run's base, one without .owner and another host's
+S=$T/sweep
+mkdir -p "$S"
+# long N: a singleton rendering until stopped, its base in $S; its pid in $pid, its base in $base
+long() {
+  local before; before=$(ls "$S")
+  (cd "$T" && exec env -u OMPI_MCA_orte_tmpdir_base TMPDIR="$S" "$NST" ok.ini --set optim.iterations=1000000 --set output.size=64 \
+    --set output.path=long$1.png --set run.print_every=10 >"$T/long$1.log" 2>&1) &
+  pid=$!
+  fresh() { base=$(cd "$S" && ls -d nstbatch-mpi.*/.owner 2>/dev/null | grep -vxF -f <(sed 's|$|/.owner|' <<<"$before") | head -n 1); [ -n "$base" ]; }
+  # (its base and .owner come before MPI_Init, the banner after: a banner without them ends the wait)
+  local log=$T/long$1.log
+  started() { fresh || grep -q '^nstbatch .*: 1 rank' "$log"; }
+  grown_wait 120 "$log" started
+  fresh
+  base=${base%/.owner}
+}
+long 1; live_pid=$pid live=$base
+long 2; kill -KILL $pid; wait $pid 2>/dev/null; dead=$base
+prefix=${live%.*}. # (nstbatch-mpi.HOST.)
+names() { if [ $# -gt 0 ]; then printf '%s\n' "$@"; else ls "$S"; fi | LC_ALL=C sort | tr '\n' ' '; } # NAME... or $S's, in one order
+mkdir -p "$S/${prefix}nolock" "$S/nstbatch-mpi.otherhost.abcdef" && touch "$S/nstbatch-mpi.otherhost.abcdef/.owner"
+if [ -n "$live" ] && [ -n "$dead" ] && [ -e "$S/$dead/.owner" ]; then
+  (cd "$T" && env -u OMPI_MCA_orte_tmpdir_base TMPDIR="$S" "$IDLE" 120 "$NST" ok.ini --set optim.iterations=2 --set output.size=64 --set output.overwrite=true >"$T/sweeper.log" 2>&1)
+  st=$? left=$(names)
+  kill -TERM $live_pid; wait $live_pid 2>/dev/null
+  after=$(names)
+  if [ $st -eq 0 ] && [ "$left" = "$(names "$live" "${prefix}nolock" nstbatch-mpi.otherhost.abcdef)" ] &&
+    [ "$after" = "$(names "${prefix}nolock" nstbatch-mpi.otherhost.abcdef)" ]; then
+    ok "a killed singleton's base removed by the next singleton; a living one's, one without .owner and another host's kept; the living one's removed at its end"
+  else bad "the killed singletons' bases" "exit $st; left '$left' (living $live, killed $dead); after the living one ended '$after'" "$(tail -n 5 "$T/sweeper.log")"; fi
+else
+  kill -TERM $live_pid 2>/dev/null; wait $live_pid 2>/dev/null
+  bad "the killed singletons' bases" "no base seen: living '$live', killed '$dead' (its .owner $([ -e "$S/$dead/.owner" ] && echo there || echo missing))" "$(tail -n 5 "$T/long1.log" "$T/long2.log")"
+fi
+rm -f "$T/out.png" "$T/out.preview.png" "$T"/long*.png
 
 # ---- ranks ---------------------------------------------------------------------------------------------
 if command -v mpirun >/dev/null; then
