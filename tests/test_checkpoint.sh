@@ -179,6 +179,30 @@ if [ $r -eq 75 ] && grep -q "stopped by SIGUSR1.*checkpoint written to ck_wint" 
   ok "SIGINT to tools/nstbatch-mpirun: checkpoint, exit 75, and the run resumes from it"
 else bad "SIGINT to tools/nstbatch-mpirun" "exit $r, resume $rc" "$(tail -n 4 "$T/wint.log")"; fi
 same "the render interrupted by Ctrl-C and resumed equals the uninterrupted one" out/ref_adam.tif out/wint.tif
+# Ctrl-C to a run without mpirun (a terminal's reaches it alone; $IDLE passes SIGINT to it): it
+# says so at once, checkpoints at the iteration's end and exits 75; resumed, the same image as 2
+# ranks' (exact tiling: the image does not depend on the ranks)
+(cd "$T" && NSTBATCH_SLOW='*:20:signal' exec "$IDLE" 300 "$NST" ck.ini --set output.path=out/sint.tif --set checkpoint.path=ck_sint) >"$T/sint.log" 2>&1 &
+bg=$!
+paused sint; kill -INT $bg; wait $bg; r=$?
+(cd "$T" && "$IDLE" 300 "$NST" ck.ini --set output.path=out/sint.tif --set checkpoint.path=ck_sint) >"$T/sint_resume.log" 2>&1; rc=$?
+if [ $r -eq 75 ] && grep -q "Ctrl-C: stopping at the end of this iteration" "$T/sint.log" &&
+  grep -q "stopped by SIGINT (Ctrl-C) at level 1, iteration [0-9]* of [0-9]*: checkpoint written to ck_sint" "$T/sint.log" && [ $rc -eq 0 ] && grep -q resum "$T/sint_resume.log"; then
+  ok "Ctrl-C to a run without mpirun: said at once, checkpoint at the iteration's end, exit 75, and the run resumes from it"
+else bad "Ctrl-C without mpirun" "exit $r, resume $rc" "$(tail -n 4 "$T/sint.log" "$T/sint_resume.log")"; fi
+same "the render without mpirun interrupted by Ctrl-C and resumed equals 2 ranks' uninterrupted one" out/ref_adam.tif out/sint.tif
+# a second Ctrl-C stops it at once: here in the set-up, where nothing acts on the first (the rank
+# kept computing there for 300 s by the hook, so only the second signal can end it before then)
+(cd "$T" && NSTBATCH_FREEZE=0:setup:300 exec "$IDLE" 300 "$NST" ck.ini --set output.path=out/sint2.tif --set checkpoint.path=ck_sint2) >"$T/sint2.log" 2>&1 &
+bg=$!
+grown_wait 120 "$T/sint2.log" grep -q "NSTBATCH_FREEZE: rank 0 computes" "$T/sint2.log"
+kill -INT $bg
+said() { grep -q "Ctrl-C again stops at once" "$T/sint2.log" || ! kill -0 $bg 2>/dev/null; } # (or ended by the first)
+grown_wait 120 "$T/sint2.log" said
+t0=$SECONDS
+kill -INT $bg 2>/dev/null; wait $bg; r=$?
+if [ $r -eq 130 ] && grep -q "Ctrl-C again stops at once" "$T/sint2.log" && [ ! -e "$T/out/sint2.tif" ] && [ ! -e "$T/ck_sint2/manifest" ]; then ok "a second Ctrl-C stops it at once ($((SECONDS - t0)) s; exit 130, no output, no checkpoint)"
+else bad "a second Ctrl-C" "exit $r after $((SECONDS - t0)) s" "$(tail -n 4 "$T/sint2.log")"; fi
 NSTBATCH_SLOW='*:20:signal' nst_bg nockpt ck.ini --set output.path=out/nockpt.tif
 paused nockpt; ranks TERM; wait $bg; r=$?
 [ $r -eq 1 ] && grep -q "checkpoint.path is not set, so nothing was saved" "$T/nockpt.log" && [ ! -e "$T/out/nockpt.tif" ] \

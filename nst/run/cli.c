@@ -200,7 +200,8 @@ void nst_cli_help(FILE *f)
             "    --force                replace OUT.h5 if it exists\n"
             "\n"
             "exit status: 0 done; 2 bad input (config, flags, images, weights); 1 runtime failure;\n"
-            "75 stopped by SIGUSR1/SIGTERM after writing a checkpoint (requeue the job to resume).\n"
+            "75 stopped by SIGUSR1/SIGTERM (or, without mpirun, Ctrl-C) after writing a checkpoint\n"
+            "(requeue the job, or run it again, to resume; without mpirun a second Ctrl-C stops at once).\n"
             "Relative paths in a config file are relative to that file's directory.\n"
             "\n"
             "configuration keys ([section] key = value in CONFIG.ini, or --set section.key=value):\n");
