@@ -289,7 +289,7 @@ int main(int argc, char **argv)
     if (s != NST_OK) return fail_exit(s);
     nst_log_set_rank(nst_comm_rank());
     nst_signals_install();
-    if (!launched) nst_signals_install_interrupt(); /* a terminal's Ctrl-C reaches this process itself */
+    nst_signals_install_interrupt(nst_comm_rank() == 0); /* (a terminal's Ctrl-C, srun's) */
     /* from the ranks' first exchange (bounded in nst_comm_init) to the end, the stall watchdog
      * watches every phase: render loops by their iterations, the rest by MPI's waits */
     nst_watchdog_phase("setup", "in the set-up (config, device, weights, inputs, style targets)", 0);

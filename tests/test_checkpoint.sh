@@ -191,6 +191,13 @@ if [ $r -eq 75 ] && grep -q "Ctrl-C: stopping at the end of this iteration" "$T/
   ok "Ctrl-C to a run without mpirun: said at once, checkpoint at the iteration's end, exit 75, and the run resumes from it"
 else bad "Ctrl-C without mpirun" "exit $r, resume $rc" "$(tail -n 4 "$T/sint.log" "$T/sint_resume.log")"; fi
 same "the render without mpirun interrupted by Ctrl-C and resumed equals 2 ranks' uninterrupted one" out/ref_adam.tif out/sint.tif
+# srun's double Ctrl-C sends every task SIGINT (then SIGTERM): the ranks checkpoint and stop, 75,
+# and one line says so (rank 0's)
+NSTBATCH_SLOW='*:20:signal' nst_bg rint ck.ini --set output.path=out/rint.tif --set checkpoint.path=ck_rint
+paused rint; ranks INT; wait $bg; r=$?
+said=$(grep -c "Ctrl-C: stopping at the end of this iteration" "$T/rint.log")
+[ $r -eq 75 ] && [ "$said" = 1 ] && grep -q "stopped by SIGINT (Ctrl-C) .*checkpoint written to ck_rint" "$T/rint.log" &&
+  ok "SIGINT to 2 ranks (srun's Ctrl-C): checkpoint, exit 75, said once" || bad "SIGINT to the ranks" "exit $r, said $said times" "$(tail -n 4 "$T/rint.log")"
 # a second Ctrl-C stops it at once: here in the set-up, where nothing acts on the first (the rank
 # kept computing there for 300 s by the hook, so only the second signal can end it before then)
 (cd "$T" && NSTBATCH_FREEZE=0:setup:300 exec "$IDLE" 300 "$NST" ck.ini --set output.path=out/sint2.tif --set checkpoint.path=ck_sint2) >"$T/sint2.log" 2>&1 &

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t pending, interrupts;
+static volatile sig_atomic_t pending, interrupts, speaks;
 
 static void on_signal(int sig) { pending = sig; }
 
@@ -20,6 +20,7 @@ static void on_interrupt(int sig)
         return;
     }
     pending = sig;
+    if (!speaks) return;
     static const char msg[] = "\nnstbatch: Ctrl-C: stopping at the end of this iteration, with a checkpoint where checkpoint.path "
                               "is set; Ctrl-C again stops at once\n";
     ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
@@ -37,8 +38,9 @@ void nst_signals_install(void)
     sigaction(SIGTERM, &sa, NULL);
 }
 
-void nst_signals_install_interrupt(void)
+void nst_signals_install_interrupt(int says)
 {
+    speaks = says != 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_interrupt;

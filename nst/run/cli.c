@@ -200,8 +200,9 @@ void nst_cli_help(FILE *f)
             "    --force                replace OUT.h5 if it exists\n"
             "\n"
             "exit status: 0 done; 2 bad input (config, flags, images, weights); 1 runtime failure;\n"
-            "75 stopped by SIGUSR1/SIGTERM (or, without mpirun, Ctrl-C) after writing a checkpoint\n"
-            "(requeue the job, or run it again, to resume; without mpirun a second Ctrl-C stops at once).\n"
+            "75 stopped by SIGUSR1/SIGTERM or Ctrl-C after writing a checkpoint (requeue the job, or\n"
+            "run it again, to resume; where Ctrl-C reaches nstbatch itself, without mpirun, a second one\n"
+            "stops it at once).\n"
             "Relative paths in a config file are relative to that file's directory.\n"
             "\n"
             "configuration keys ([section] key = value in CONFIG.ini, or --set section.key=value):\n");
