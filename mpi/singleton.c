@@ -15,13 +15,21 @@
  * A starting singleton removes each base of this host's in the same folder whose `.owner` it can
  * lock. By construction it never removes a living run's base:
  *  - `.owner` is made under another name, locked, then renamed, so whoever finds `.owner` finds it
- *    locked while its run lives;
+ *    locked while its run lives; its descriptor is kept above 2, out of reach of anything that
+ *    closes or replaces the standard streams;
+ *  - the lock taken must be on the file the name still holds (same device and inode): one taken
+ *    on a `.owner` that a second sweeper removed meanwhile, its folder's name since given to a new
+ *    run, proves nothing;
  *  - a base without `.owner` (one being made, one whose run died before locking, one of another
  *    program) is left alone;
- *  - only bases named after this host are looked at, so a folder shared between hosts whose locks
+ *  - only bases of this host's exact name are looked at (nstbatch-mpi.HOST. and mkdtemp's six
+ *    letters and digits, nothing more: not HOST.ib's), so a folder shared between hosts whose locks
  *    are not shared (NFS mounted with local_lock) cannot mislead it;
- *  - where the filesystem cannot lock, no `.owner` is made, and nothing is ever removed there;
- *  - the tree is removed without following links or leaving the filesystem. */
+ *  - where the filesystem cannot lock, no `.owner` is made, and nothing is ever removed there (NFS
+ *    can: it takes flock as a lock on the whole file, which needs the file open for writing, as
+ *    both sides open it);
+ *  - the tree is removed without following links or leaving the filesystem, `.owner` last, so an
+ *    interrupted removal leaves a base that the next sweep still finds. */
 #define _GNU_SOURCE /* nftw */
 #include "singleton.h"
 
@@ -43,12 +51,12 @@ static int own_lock = -1; /* its locked .owner */
 /* "nstbatch-mpi.HOST." for this host, with any character outside [A-Za-z0-9._-] made '_' */
 static void prefix_of_host(char *p, size_t cap)
 {
-    char h[65] = "";
+    char h[256] = "";
     if (gethostname(h, sizeof h - 1) != 0 || !h[0]) strcpy(h, "host");
     for (char *c = h; *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '.' || *c == '-'))
             *c = '_';
-    snprintf(p, cap, "nstbatch-mpi.%s.", h);
+    snprintf(p, cap, "nstbatch-mpi.%.64s.", h);
 }
 
 /* own/.owner, locked before it takes its name; on any failure the base simply has none */
@@ -57,34 +65,63 @@ static void owner_take(void)
     char tmp[600], fin[600];
     snprintf(tmp, sizeof tmp, "%s/.owner.new", own);
     snprintf(fin, sizeof fin, "%s/" OWNER, own);
-    int fd = open(tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
-    if (fd < 0) return;
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0 || rename(tmp, fin) != 0) {
-        close(fd);
+    int fd0 = open(tmp, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    if (fd0 < 0) return;
+    int fd = fd0 > 2 ? fd0 : fcntl(fd0, F_DUPFD_CLOEXEC, 3);
+    if (fd != fd0) close(fd0);
+    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0 || rename(tmp, fin) != 0) {
+        if (fd >= 0) close(fd);
         unlink(tmp);
         return;
     }
     own_lock = fd;
 }
 
+static const char *keep; /* the .owner that remove_tree leaves, its folder's removal after it */
+
 static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-    (void)st, (void)flag, (void)ftw;
-    remove(path); /* (one that cannot go leaves its folder, which then stays too: no harm) */
+    (void)st, (void)flag;
+    if (ftw->level > 0 && strcmp(path, keep) != 0) remove(path); /* (one that cannot go leaves its folder: no harm) */
     return 0;
+}
+
+/* Everything inside `dir` but its .owner, `lock` (an open descriptor keeps NFS from deleting it),
+ * then, the descriptor `fd` closed, .owner and the folder. */
+static void remove_tree(const char *dir, const char *lock, int fd)
+{
+    keep = lock;
+    nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    close(fd);
+    unlink(lock);
+    rmdir(dir);
+}
+
+/* name: nstbatch-mpi.HOST. (prefix) and mkdtemp's six letters and digits */
+static int ours(const char *name, const char *prefix)
+{
+    const size_t n = strlen(prefix);
+    if (strncmp(name, prefix, n) != 0 || strlen(name + n) != 6) return 0;
+    for (const char *c = name + n; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9'))) return 0;
+    return 1;
 }
 
 /* base/name, when it is a folder of this user's whose .owner nobody holds */
 static void sweep_one(const char *base, const char *name)
 {
     char path[512], lock[520];
-    struct stat st;
+    struct stat st, held;
     if (snprintf(path, sizeof path, "%s/%s", base, name) >= (int)sizeof path) return; /* (too long to be one we made) */
-    if (strcmp(path, own) == 0 || lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()) return;
+    if (strcmp(path, own) == 0 || lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) return;
     snprintf(lock, sizeof lock, "%s/" OWNER, path);
-    int fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = open(lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) return;
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0) nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &held) == 0 && lstat(lock, &st) == 0 && st.st_dev == held.st_dev &&
+        st.st_ino == held.st_ino) {
+        remove_tree(path, lock, fd);
+        return;
+    }
     close(fd);
 }
 
@@ -93,7 +130,7 @@ static void sweep(const char *base, const char *prefix)
     DIR *d = opendir(base);
     if (!d) return;
     for (struct dirent *e; (e = readdir(d));)
-        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) sweep_one(base, e->d_name);
+        if (ours(e->d_name, prefix)) sweep_one(base, e->d_name);
     closedir(d);
 }
 
@@ -122,11 +159,8 @@ void nst_singleton_end(void)
     if (!own[0]) return;
     char lock[600];
     snprintf(lock, sizeof lock, "%s/" OWNER, own);
-    if (own_lock >= 0) {
-        unlink(lock);
-        close(own_lock);
-        own_lock = -1;
-    }
-    rmdir(own); /* MPI_Finalize removed the session tree inside */
+    if (own_lock >= 0) remove_tree(own, lock, own_lock); /* (MPI_Finalize removed the session tree inside) */
+    else rmdir(own);
+    own_lock = -1;
     own[0] = 0;
 }

@@ -234,7 +234,8 @@ if [ $st -eq 0 ] && [[ "$seen" == nstbatch-mpi.*/ompi.*/jf.0 ]] && [ -z "$left" 
 else bad "a singleton's MPI session with a base set" "exit $st, seen '$seen', left '$left'" "$(tail -n 5 "$T/based.log")"; fi
 rm -f "$T/out.png" "$T/out.preview.png"
 # A killed singleton cannot remove its base: the next singleton on the host removes it (its .owner
-# lock no longer held), and leaves alone a living run's base, one without .owner and another host's
+# lock no longer held), and leaves alone a living run's base, one without .owner and that of a host
+# whose name begins with this one's (HOST.ib)
 S=$T/sweep
 mkdir -p "$S"
 # long N: a singleton rendering until stopped, its base in $S; its pid in $pid, its base in $base
@@ -255,18 +256,18 @@ long 1; live_pid=$pid live=$base
 long 2; kill -KILL $pid; wait $pid 2>/dev/null; dead=$base
 prefix=${live%.*}. # (nstbatch-mpi.HOST.)
 names() { if [ $# -gt 0 ]; then printf '%s\n' "$@"; else ls "$S"; fi | LC_ALL=C sort | tr '\n' ' '; } # NAME... or $S's, in one order
-mkdir -p "$S/${prefix}nolock" "$S/nstbatch-mpi.otherhost.abcdef" && touch "$S/nstbatch-mpi.otherhost.abcdef/.owner"
+mkdir -p "$S/${prefix}nolock" "$S/${prefix}ib.abcdef" && touch "$S/${prefix}ib.abcdef/.owner"
 if [ -n "$live" ] && [ -n "$dead" ] && [ -e "$S/$dead/.owner" ]; then
   (cd "$T" && env -u OMPI_MCA_orte_tmpdir_base TMPDIR="$S" "$IDLE" 120 "$NST" ok.ini --set optim.iterations=2 --set output.size=64 --set output.overwrite=true >"$T/sweeper.log" 2>&1)
   st=$? left=$(names)
-  kill -TERM $live_pid; wait $live_pid 2>/dev/null
+  kill -TERM $live_pid; wait $live_pid 2>/dev/null; live_pid=
   after=$(names)
-  if [ $st -eq 0 ] && [ "$left" = "$(names "$live" "${prefix}nolock" nstbatch-mpi.otherhost.abcdef)" ] &&
-    [ "$after" = "$(names "${prefix}nolock" nstbatch-mpi.otherhost.abcdef)" ]; then
-    ok "a killed singleton's base removed by the next singleton; a living one's, one without .owner and another host's kept; the living one's removed at its end"
+  if [ $st -eq 0 ] && [ "$left" = "$(names "$live" "${prefix}nolock" "${prefix}ib.abcdef")" ] &&
+    [ "$after" = "$(names "${prefix}nolock" "${prefix}ib.abcdef")" ]; then
+    ok "a killed singleton's base removed by the next singleton; a living one's, one without .owner and host HOST.ib's kept; the living one's removed at its end"
   else bad "the killed singletons' bases" "exit $st; left '$left' (living $live, killed $dead); after the living one ended '$after'" "$(tail -n 5 "$T/sweeper.log")"; fi
 else
-  kill -TERM $live_pid 2>/dev/null; wait $live_pid 2>/dev/null
+  kill -TERM $live_pid 2>/dev/null; wait $live_pid 2>/dev/null; live_pid=
   bad "the killed singletons' bases" "no base seen: living '$live', killed '$dead' (its .owner $([ -e "$S/$dead/.owner" ] && echo there || echo missing))" "$(tail -n 5 "$T/long1.log" "$T/long2.log")"
 fi
 rm -f "$T/out.png" "$T/out.preview.png" "$T"/long*.png
