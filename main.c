@@ -289,7 +289,6 @@ int main(int argc, char **argv)
     if (s != NST_OK) return fail_exit(s);
     nst_log_set_rank(nst_comm_rank());
     nst_signals_install();
-    nst_signals_install_interrupt(nst_comm_rank() == 0); /* (a terminal's Ctrl-C, srun's) */
     /* from the ranks' first exchange (bounded in nst_comm_init) to the end, the stall watchdog
      * watches every phase: render loops by their iterations, the rest by MPI's waits */
     nst_watchdog_phase("setup", "in the set-up (config, device, weights, inputs, style targets)", 0);
@@ -324,6 +323,7 @@ int main(int argc, char **argv)
         nst_backend_set_fatal_handler(device_fault);
         announce(&cfg, &dev, launched);
         nst_ckpt_arithmetic(dev.be->name, nst_precision_name(dev.be->precision));
+        nst_signals_install_interrupt(nst_comm_rank() == 0); /* (a terminal's Ctrl-C, srun's: now a checkpoint can follow) */
         s = run_jobs(&cli, &cfg, &jobs, &dev, launched);
     }
     nst_backend_set_fatal_handler(NULL); /* MPI ends below */

@@ -4,27 +4,47 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t pending, interrupts, speaks;
+static volatile sig_atomic_t pending, speaks;
+static int interrupts;        /* SIGINTs taken (atomic: any thread may run the handler) */
+static long long first_ns;    /* when the first came */
 
-static void on_signal(int sig) { pending = sig; }
+/* the first of several signals names the stop (srun's SIGINT, then its SIGTERM: "SIGINT") */
+static void on_signal(int sig)
+{
+    if (!pending) pending = sig;
+}
 
-/* Ctrl-C: the first asks for the stop as SIGTERM does, and says so; the second ends the process at
- * once (the signal raised again with its default action, delivered as this handler returns) */
+static long long now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t); /* (async-signal-safe) */
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* Ctrl-C: the first asks for the stop as SIGTERM does, and says so; one more, a second or more
+ * later, ends the process at once (the signal raised again with its default action, delivered as
+ * this handler returns). Repeats within the second are one Ctrl-C delivered twice (the terminal's
+ * to the process group, and `timeout` or a wrapper passing its own on), as tools/nstbatch-mpirun
+ * takes them. */
 static void on_interrupt(int sig)
 {
-    if (interrupts++) {
-        signal(sig, SIG_DFL);
-        raise(sig);
+    if (__atomic_fetch_add(&interrupts, 1, __ATOMIC_SEQ_CST) == 0) {
+        __atomic_store_n(&first_ns, now_ns(), __ATOMIC_SEQ_CST);
+        on_signal(sig);
+        if (!speaks) return;
+        static const char msg[] = "\nnstbatch: Ctrl-C: stopping at the next iteration's end, with a checkpoint where checkpoint.path "
+                                  "is set; Ctrl-C again (a second later) stops at once\n";
+        ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+        (void)w; /* (nothing to do where stderr is gone) */
         return;
     }
-    pending = sig;
-    if (!speaks) return;
-    static const char msg[] = "\nnstbatch: Ctrl-C: stopping at the end of this iteration, with a checkpoint where checkpoint.path "
-                              "is set; Ctrl-C again stops at once\n";
-    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
-    (void)w; /* (nothing to do where stderr is gone) */
+    const long long first = __atomic_load_n(&first_ns, __ATOMIC_SEQ_CST);
+    if (first == 0 || now_ns() - first < 1000000000LL) return;
+    signal(sig, SIG_DFL);
+    raise(sig);
 }
 
 void nst_signals_install(void)
@@ -40,6 +60,8 @@ void nst_signals_install(void)
 
 void nst_signals_install_interrupt(int says)
 {
+    struct sigaction old;
+    if (sigaction(SIGINT, NULL, &old) == 0 && old.sa_handler == SIG_IGN) return; /* (a script's background run: kept so) */
     speaks = says != 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

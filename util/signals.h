@@ -12,10 +12,12 @@
 
 /* Install the handlers (after MPI_Init, so that they are ours and not the launcher library's). */
 void nst_signals_install(void);
-/* After nst_signals_install: SIGINT (Ctrl-C) asks for the stop too (`says`: and this process says
- * so on stderr: rank 0), and a second SIGINT ends the process at once. A terminal's Ctrl-C reaches
- * a run without a launcher itself; srun sends its tasks SIGINT on a double Ctrl-C (then SIGTERM);
- * mpirun keeps its ranks out of the terminal's process group and sends them SIGTERM. */
+/* Once a stop can be checkpointed (the render's jobs about to run): SIGINT (Ctrl-C) asks for the
+ * stop too (`says`: and this process says so on stderr: rank 0), and one more, a second or more
+ * later, ends the process at once; an ignored SIGINT (a script's background job) stays ignored. A
+ * terminal's Ctrl-C reaches a run without a launcher itself; srun sends its tasks SIGINT on a
+ * double Ctrl-C (then SIGTERM); mpirun keeps its ranks out of the terminal's process group and
+ * sends them SIGTERM. The first signal received names the stop. */
 void nst_signals_install_interrupt(int says);
 /* The signal received and not yet handled (SIGUSR1, SIGTERM or SIGINT), or 0. */
 int nst_signal_pending(void);
