@@ -323,7 +323,7 @@ int main(int argc, char **argv)
         nst_backend_set_fatal_handler(device_fault);
         announce(&cfg, &dev, launched);
         nst_ckpt_arithmetic(dev.be->name, nst_precision_name(dev.be->precision));
-        nst_signals_install_interrupt(nst_comm_rank() == 0); /* (a terminal's Ctrl-C, srun's: now a checkpoint can follow) */
+        nst_signals_install_interrupt(nst_comm_rank() == 0); /* (a terminal's Ctrl-C, srun -X's: now a checkpoint can follow) */
         s = run_jobs(&cli, &cfg, &jobs, &dev, launched);
     }
     nst_backend_set_fatal_handler(NULL); /* MPI ends below */

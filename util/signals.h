@@ -5,8 +5,9 @@
  * checkpoint and stops with exit status 75 (requeue me). Slurm sends SIGUSR1 ahead of a time
  * limit (--signal=B:USR1@120, forwarded by the batch script) and SIGTERM on preemption or
  * scancel; mpirun and srun forward both to every rank. Ctrl-C, where it reaches the ranks (a run
- * without a launcher, started from a terminal; srun), is taken the same way: the first stops the
- * run at the next boundary, with a checkpoint; the second stops it at once. */
+ * without a launcher, started from a terminal; `srun -X`, which forwards it), is taken the same
+ * way: the first stops the run at the next boundary, with a checkpoint; the second stops it at
+ * once. (srun's default double Ctrl-C sends SIGINT too, but kills the step straight after.) */
 #ifndef NST_SIGNALS_H
 #define NST_SIGNALS_H
 
@@ -15,9 +16,9 @@ void nst_signals_install(void);
 /* Once a stop can be checkpointed (the render's jobs about to run): SIGINT (Ctrl-C) asks for the
  * stop too (`says`: and this process says so on stderr: rank 0), and one more, a second or more
  * later, ends the process at once; an ignored SIGINT (a script's background job) stays ignored. A
- * terminal's Ctrl-C reaches a run without a launcher itself; srun sends its tasks SIGINT on a
- * double Ctrl-C (then SIGTERM); mpirun keeps its ranks out of the terminal's process group and
- * sends them SIGTERM. The first signal received names the stop. */
+ * terminal's Ctrl-C reaches a run without a launcher itself; `srun -X` passes one on to its tasks
+ * (its default double Ctrl-C also sends SIGINT, then kills the step at once); mpirun keeps its
+ * ranks out of the terminal's process group and sends them SIGTERM. The first signal received names the stop. */
 void nst_signals_install_interrupt(int says);
 /* The signal received and not yet handled (SIGUSR1, SIGTERM or SIGINT), or 0. */
 int nst_signal_pending(void);
