@@ -191,13 +191,13 @@ if [ $r -eq 75 ] && grep -q "Ctrl-C: stopping at the next iteration's end" "$T/s
   ok "Ctrl-C to a run without mpirun: said at once, checkpoint at the iteration's end, exit 75, and the run resumes from it"
 else bad "Ctrl-C without mpirun" "exit $r, resume $rc" "$(tail -n 4 "$T/sint.log" "$T/sint_resume.log")"; fi
 same "the render without mpirun interrupted by Ctrl-C and resumed equals 2 ranks' uninterrupted one" out/ref_adam.tif out/sint.tif
-# srun's double Ctrl-C sends every task SIGINT (then SIGTERM): the ranks checkpoint and stop, 75,
-# and one line says so (rank 0's)
+# srun -X passes a Ctrl-C on to every task as SIGINT: the ranks checkpoint and stop, 75, and one
+# line says so (rank 0's)
 NSTBATCH_SLOW='*:20:signal' nst_bg rint ck.ini --set output.path=out/rint.tif --set checkpoint.path=ck_rint
 paused rint; ranks INT; wait $bg; r=$?
 said=$(grep -c "Ctrl-C: stopping at the next iteration's end" "$T/rint.log")
 [ $r -eq 75 ] && [ "$said" = 1 ] && grep -q "stopped by SIGINT (Ctrl-C) .*checkpoint written to ck_rint" "$T/rint.log" &&
-  ok "SIGINT to 2 ranks (srun's Ctrl-C): checkpoint, exit 75, said once" || bad "SIGINT to the ranks" "exit $r, said $said times" "$(tail -n 4 "$T/rint.log")"
+  ok "SIGINT to 2 ranks (as srun -X passes a Ctrl-C on): checkpoint, exit 75, said once" || bad "SIGINT to the ranks" "exit $r, said $said times" "$(tail -n 4 "$T/rint.log")"
 # a second Ctrl-C, a second or more later, stops it at once, and a repeat within the second (the
 # same Ctrl-C passed on twice: the terminal's and a wrapper's) does not: here while the rank
 # computes 300 s before iteration 5 (the hook), where nothing acts on the first
