@@ -48,14 +48,15 @@
 static char own[512];   /* this run's base, "" when it has none */
 static int own_lock = -1; /* its locked .owner */
 
+static int alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); } /* (whatever the locale) */
+
 /* "nstbatch-mpi.HOST." for this host, with any character outside [A-Za-z0-9._-] made '_' */
 static void prefix_of_host(char *p, size_t cap)
 {
     char h[256] = "";
     if (gethostname(h, sizeof h - 1) != 0 || !h[0]) strcpy(h, "host");
     for (char *c = h; *c; c++)
-        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '.' || *c == '-'))
-            *c = '_';
+        if (!alnum(*c) && *c != '.' && *c != '-') *c = '_';
     snprintf(p, cap, "nstbatch-mpi.%.64s.", h);
 }
 
@@ -103,7 +104,7 @@ static int ours(const char *name, const char *prefix)
     const size_t n = strlen(prefix);
     if (strncmp(name, prefix, n) != 0 || strlen(name + n) != 6) return 0;
     for (const char *c = name + n; *c; c++)
-        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9'))) return 0;
+        if (!alnum(*c)) return 0;
     return 1;
 }
 

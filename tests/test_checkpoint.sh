@@ -67,16 +67,18 @@ EOF
 # the whole image, so a render costs its tiles times the one-tile render: 192x128 in 96 px tiles,
 # the same 4 tiles, took twice the CPU for the same checks)
 
-# nst LOG ARGS...: nstbatch on 2 ranks in T, log in T/LOG.log, exit status in $rc
+# nst LOG ARGS...: nstbatch on 2 ranks in T (SINGLE=1: one, without mpirun), log in T/LOG.log,
+# exit status in $rc
+launcher() { [ -n "${SINGLE:-}" ] || echo "mpirun --oversubscribe --bind-to none -np 2"; }
 nst() {
   local log=$1; shift
-  (cd "$T" && "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" "$@") >"$T/$log.log" 2>&1
+  (cd "$T" && "$IDLE" 300 $(launcher) "$NST" "$@") >"$T/$log.log" 2>&1
   rc=$?
 }
-# nst_bg LOG ARGS...: the same in the background; its mpirun's pid in $bg
+# nst_bg LOG ARGS...: the same in the background; its pid (mpirun's, or nstbatch's $IDLE's) in $bg
 nst_bg() {
   local log=$1; shift
-  (cd "$T" && exec "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" "$@") >"$T/$log.log" 2>&1 &
+  (cd "$T" && exec "$IDLE" 300 $(launcher) "$NST" "$@") >"$T/$log.log" 2>&1 &
   bg=$!
 }
 same() { # same NAME A B: image_diff says max 0
@@ -182,10 +184,9 @@ same "the render interrupted by Ctrl-C and resumed equals the uninterrupted one"
 # Ctrl-C to a run without mpirun (a terminal's reaches it alone; $IDLE passes SIGINT to it): it
 # says so at once, checkpoints at the iteration's end and exits 75; resumed, the same image as 2
 # ranks' (exact tiling: the image does not depend on the ranks)
-(cd "$T" && NSTBATCH_SLOW='*:20:signal' exec "$IDLE" 300 "$NST" ck.ini --set output.path=out/sint.tif --set checkpoint.path=ck_sint) >"$T/sint.log" 2>&1 &
-bg=$!
+SINGLE=1 NSTBATCH_SLOW='*:20:signal' nst_bg sint ck.ini --set output.path=out/sint.tif --set checkpoint.path=ck_sint
 paused sint; kill -INT $bg; wait $bg; r=$?
-(cd "$T" && "$IDLE" 300 "$NST" ck.ini --set output.path=out/sint.tif --set checkpoint.path=ck_sint) >"$T/sint_resume.log" 2>&1; rc=$?
+SINGLE=1 nst sint_resume ck.ini --set output.path=out/sint.tif --set checkpoint.path=ck_sint
 if [ $r -eq 75 ] && grep -q "Ctrl-C: stopping at the next iteration's end" "$T/sint.log" &&
   grep -q "stopped by SIGINT (Ctrl-C) at level 1, iteration [0-9]* of [0-9]*: checkpoint written to ck_sint" "$T/sint.log" && [ $rc -eq 0 ] && grep -q resum "$T/sint_resume.log"; then
   ok "Ctrl-C to a run without mpirun: said at once, checkpoint at the iteration's end, exit 75, and the run resumes from it"
@@ -201,8 +202,7 @@ said=$(grep -c "Ctrl-C: stopping at the next iteration's end" "$T/rint.log")
 # a second Ctrl-C, a second or more later, stops it at once, and a repeat within the second (the
 # same Ctrl-C passed on twice: the terminal's and a wrapper's) does not: here while the rank
 # computes 300 s before iteration 5 (the hook), where nothing acts on the first
-(cd "$T" && NSTBATCH_SLOW='*:5:300' exec "$IDLE" 300 "$NST" ck.ini --set output.path=out/sint2.tif --set checkpoint.path=ck_sint2) >"$T/sint2.log" 2>&1 &
-bg=$!
+SINGLE=1 NSTBATCH_SLOW='*:5:300' nst_bg sint2 ck.ini --set output.path=out/sint2.tif --set checkpoint.path=ck_sint2
 grown_wait 120 "$T/sint2.log" grep -q "NSTBATCH_SLOW: rank 0 computes" "$T/sint2.log"
 t1=$(date +%s.%N)
 kill -INT $bg

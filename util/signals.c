@@ -11,7 +11,7 @@ static volatile sig_atomic_t pending, speaks;
 static int interrupts;        /* SIGINTs taken (atomic: any thread may run the handler) */
 static long long first_ns;    /* when the first came */
 
-/* the first of several signals names the stop (srun's SIGINT, then its SIGTERM: "SIGINT") */
+/* the first of several signals names the stop (a SIGINT, then a launcher's SIGTERM: "SIGINT") */
 static void on_signal(int sig)
 {
     if (!pending) pending = sig;
