@@ -19,6 +19,9 @@
 # - SIGUSR1 to mpirun: exit status 75; SIGINT (Ctrl-C) to mpirun: the ranks checkpoint, mpirun exits
 #   1 (Open MPI's own status); to tools/nstbatch-mpirun: exit 75, and the run resumes to the same
 #   image; SIGTERM without checkpoint.path: exit 1, "nothing saved";
+# - Ctrl-C to a run without mpirun and to 2 ranks (srun -X): checkpoint, 75, said once; a second
+#   a second later stops at once; SIGHUP with the output's reader gone: checkpoint, 75; an ignored
+#   SIGINT or SIGHUP (a background job, nohup) stays ignored;
 # - a changed config (naming the key), a changed input file, another rank count and a corrupt
 #   rank file are refused with exit 2; --restart starts over;
 # - a finished job is not rendered again ("already rendered"), but with a changed key it is, without
@@ -223,14 +226,27 @@ if [ $r -eq 130 ] && grep -q "Ctrl-C again (a second later) stops at once" "$T/s
   ok "one more Ctrl-C a second later stops it at once ($((SECONDS - t0)) s; exit 130, no output, no checkpoint); $repeat$([ $quick = 1 ] && echo ", ignored")"
 else bad "a second Ctrl-C" "exit $r after $((SECONDS - t0)) s; alive after the repeat: $alive ($repeat)" "$(tail -n 4 "$T/sint2.log")"; fi
 
-# a run started with SIGINT ignored (a script's background job) keeps ignoring it: SIGTERM stops it
-# (started without $IDLE, which would give it SIGINT's default action back)
-(cd "$T" && trap '' INT && NSTBATCH_SLOW='*:20:signal' exec "$NST" ck.ini --set output.path=out/ign.tif --set checkpoint.path=ck_ign) >"$T/ign.log" 2>&1 &
+# a run started with SIGINT and SIGHUP ignored (a script's background job, nohup) keeps ignoring
+# them: SIGTERM stops it (started without $IDLE, which would give SIGINT its default action back)
+(cd "$T" && trap '' INT HUP && NSTBATCH_SLOW='*:20:signal' exec "$NST" ck.ini --set output.path=out/ign.tif --set checkpoint.path=ck_ign) >"$T/ign.log" 2>&1 &
 bg=$!
-paused ign; kill -INT $bg; sleep 0.5; alive=0; kill -0 $bg 2>/dev/null && alive=1
+paused ign; kill -INT $bg; kill -HUP $bg; sleep 0.5; alive=0; kill -0 $bg 2>/dev/null && alive=1
 kill -TERM $bg; wait $bg; r=$?
 [ $alive = 1 ] && [ $r -eq 75 ] && ! grep -q "nstbatch: Ctrl-C:" "$T/ign.log" && grep -q "stopped by SIGTERM" "$T/ign.log" &&
-  ok "SIGINT ignored at the start stays ignored (a script's background run); SIGTERM then stops it, 75" || bad "an ignored SIGINT" "alive $alive, exit $r" "$(tail -n 3 "$T/ign.log")"
+  ok "SIGINT and SIGHUP ignored at the start stay ignored (a script's background run, nohup); SIGTERM then stops it, 75" ||
+  bad "an ignored SIGINT and SIGHUP" "alive $alive, exit $r" "$(tail -n 3 "$T/ign.log")"
+# SIGHUP (the terminal or ssh session of a run without mpirun closed) checkpoints and stops it, and
+# a reader of its output that has gone first (| tee, ended by the same Ctrl-C or hang-up) does not
+# end it: its writes fail instead (SIGPIPE, exit 141, came with the stop's line after the checkpoint)
+mkfifo "$T/hup.pipe"
+cat "$T/hup.pipe" >"$T/hup.log" &
+reader=$!
+(cd "$T" && NSTBATCH_SLOW='*:20:signal' exec "$NST" ck.ini --set output.path=out/hup.tif --set checkpoint.path=ck_hup) >"$T/hup.pipe" 2>&1 &
+bg=$!
+paused hup; kill $reader; wait $reader
+kill -HUP $bg; wait $bg; r=$?
+[ $r -eq 75 ] && grep -q '^state = running' "$T/ck_hup/manifest" && [ ! -e "$T/out/hup.tif" ] &&
+  ok "SIGHUP to a run without mpirun whose output's reader has gone: checkpoint, exit 75" || bad "SIGHUP with the reader gone" "exit $r" "$(tail -n 3 "$T/hup.log")"
 NSTBATCH_SLOW='*:20:signal' nst_bg nockpt ck.ini --set output.path=out/nockpt.tif
 paused nockpt; ranks TERM; wait $bg; r=$?
 [ $r -eq 1 ] && grep -q "checkpoint.path is not set, so nothing was saved" "$T/nockpt.log" && [ ! -e "$T/out/nockpt.tif" ] \

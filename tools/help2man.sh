@@ -21,8 +21,8 @@ cat <<'TAIL'
 .fi
 .SH EXIT STATUS
 0 done; 2 bad input (config, flags, images, weights); 1 runtime failure; 75 stopped by
-SIGUSR1/SIGTERM (or Ctrl-C, without mpirun or under srun -X) after writing a checkpoint (requeue the
-job, or run it again, to resume; a second Ctrl-C, a second later, stops at once).
+SIGUSR1/SIGTERM/SIGHUP (or Ctrl-C, without mpirun or under srun -X) after writing a checkpoint
+(requeue the job, or run it again, to resume; a second Ctrl-C, a second later, stops at once).
 .SH SEE ALSO
 .BR mpirun (1),
 .BR sbatch (1)

@@ -47,6 +47,12 @@ static void on_interrupt(int sig)
     raise(sig);
 }
 
+static int ignored(int sig)
+{
+    struct sigaction old;
+    return sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN;
+}
+
 void nst_signals_install(void)
 {
     struct sigaction sa;
@@ -56,12 +62,16 @@ void nst_signals_install(void)
     sa.sa_flags = SA_RESTART; /* reads and writes in progress go on; the flag is polled */
     sigaction(SIGUSR1, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    if (!ignored(SIGHUP)) sigaction(SIGHUP, &sa, NULL); /* (nohup's ignored SIGHUP kept so) */
+    /* A reader of stdout or stderr that has gone (`| tee` ended by the same Ctrl-C, a dropped ssh
+     * session's pipe) must not end the run between its stop and its checkpoint, or a finished render
+     * before its output: writes to it fail (EPIPE) and are lost instead. */
+    signal(SIGPIPE, SIG_IGN);
 }
 
 void nst_signals_install_interrupt(int says)
 {
-    struct sigaction old;
-    if (sigaction(SIGINT, NULL, &old) == 0 && old.sa_handler == SIG_IGN) return; /* (a script's background run: kept so) */
+    if (ignored(SIGINT)) return; /* (a script's background run: kept so) */
     speaks = says != 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -79,6 +89,7 @@ const char *nst_signal_name(int sig)
     if (sig == SIGUSR1) return "SIGUSR1";
     if (sig == SIGTERM) return "SIGTERM";
     if (sig == SIGINT) return "SIGINT (Ctrl-C)";
+    if (sig == SIGHUP) return "SIGHUP (its terminal closed)";
     snprintf(buf, sizeof buf, "signal %d", sig);
     return buf;
 }

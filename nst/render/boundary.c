@@ -114,7 +114,7 @@ nst_status nst_render_boundary(const nst_render_ctx *ctx, nst_render_state *rs, 
     }
     if (p != NST_CKPT_SIGNAL) return NST_OK;
     int sig = nst_signal_pending();
-    const char *name = sig ? nst_signal_name(sig) : "SIGUSR1/SIGTERM/SIGINT";
+    const char *name = sig ? nst_signal_name(sig) : "SIGUSR1/SIGTERM/SIGHUP/SIGINT";
     if (!c->enabled)
         return nst_fail(NST_ERUNTIME, "stopped by %s at level %d, iteration %lld of %lld; checkpoint.path is not set, so nothing was saved", name,
                         ctx->level + 1, done, ctx->iterations);

@@ -200,9 +200,9 @@ void nst_cli_help(FILE *f)
             "    --force                replace OUT.h5 if it exists\n"
             "\n"
             "exit status: 0 done; 2 bad input (config, flags, images, weights); 1 runtime failure;\n"
-            "75 stopped by SIGUSR1/SIGTERM (or Ctrl-C, without mpirun or under srun -X) after writing a\n"
-            "checkpoint (requeue the job, or run it again, to resume; a second Ctrl-C, a second later,\n"
-            "stops at once).\n"
+            "75 stopped by SIGUSR1/SIGTERM/SIGHUP (or Ctrl-C, without mpirun or under srun -X) after\n"
+            "writing a checkpoint (requeue the job, or run it again, to resume; a second Ctrl-C, a second\n"
+            "later, stops at once).\n"
             "Relative paths in a config file are relative to that file's directory.\n"
             "\n"
             "configuration keys ([section] key = value in CONFIG.ini, or --set section.key=value):\n");
