@@ -17,6 +17,7 @@
 #   (slurm/launch.sh), resumes (its limit lifted at the first requeue after a checkpoint) and ends
 #   bit-identical to the uninterrupted render;
 # - array.sbatch splits a manifest over 2 elements, each a packed batch;
+# - Ctrl-C to `srun -X` (2 tasks): checkpoint, 75, and the run resumed under srun gives the same image;
 # - a job asking for more CPUs than the node has fails within a minute, with the reason.
 set -u
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
@@ -197,6 +198,24 @@ n=$(ls "$T"/out/arr*.tif 2>/dev/null | wc -l)
 if [ $r -eq 0 ] && [ "$n" = 4 ] && grep -q "2 jobs: 2 done" "$T/array-0.out" && grep -q "2 jobs: 2 done" "$T/array-1.out"; then
   ok "array.sbatch --array=0-1: 2 elements of 2 jobs each, 4 images"
 else bad "array.sbatch" "${why:-$n images}" "$(tail -n 8 "$T"/array-*.out)"; fi
+
+# Ctrl-C to an interactive `srun -X` (--disable-status), as its tasks compute before iteration 5
+# until a signal comes (the test hook): srun passes the one SIGINT on to every task ($IDLE passes it
+# to srun alone, as a terminal's would reach it), the ranks checkpoint and stop, 75, and the run
+# resumed under srun ends with the uninterrupted render's image. (srun's default, a double Ctrl-C,
+# kills the step before any checkpoint, measured by hand: why the docs say -X.)
+(cd "$T" && NSTBATCH_SLOW='*:5:signal' exec "$IDLE" 300 srun -X --mpi=pmix -n 2 "$NST" job.ini --set output.path=out/srunx.tif \
+    --set checkpoint.path=ck-srunx) >"$T/srunx.log" 2>&1 &
+bg=$!
+both_wait() { [ "$(grep -c "until a signal comes" "$T/srunx.log")" = 2 ] || ! kill -0 $bg 2>/dev/null; }
+grown_wait 300 "$T/srunx.log" both_wait # (bounded by the log's growth: srun may queue for the node first)
+kill -INT $bg; wait $bg; r=$?
+(cd "$T" && "$IDLE" 300 srun --mpi=pmix -n 2 "$NST" job.ini --set output.path=out/srunx.tif --set checkpoint.path=ck-srunx) >"$T/srunx2.log" 2>&1
+if [ $r -eq 75 ] && [ "$(grep -c "stopped by SIGINT (Ctrl-C) .*checkpoint written to ck-srunx" "$T/srunx.log")" = 1 ] &&
+  grep -q "resumed: level 1 at iteration" "$T/srunx2.log"; then
+  ok "Ctrl-C to srun -X: the tasks checkpoint and stop, srun exits 75, said once; resumed under srun"
+  same "... and the resumed render's image == the uninterrupted render" out/srunx.tif out/ref.tif
+else bad "Ctrl-C to srun -X" "exit $r" "$(tail -n 6 "$T/srunx.log" "$T/srunx2.log")"; fi
 
 # a job this node can never run (more CPUs than it has) fails at once, with the reason
 t0=$SECONDS
