@@ -283,7 +283,7 @@ int main(int argc, char **argv)
     const int launched = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK") || getenv("SLURM_STEP_ID");
     /* a stop signal from the launcher as the ranks start (Slurm's --signal can come at any time)
      * is recorded, not the default action's end of the rank; and again after MPI_Init, in case it
-     * took them: SIGUSR1/SIGTERM are ours */
+     * took them: SIGUSR1, SIGTERM and SIGHUP are ours, SIGPIPE ignored */
     nst_signals_install();
     s = nst_comm_init(&argc, &argv);
     if (s != NST_OK) return fail_exit(s);

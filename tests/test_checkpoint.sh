@@ -18,7 +18,8 @@
 #   partial checkpoint;
 # - SIGUSR1 to mpirun: exit status 75; SIGINT (Ctrl-C) to mpirun: the ranks checkpoint, mpirun exits
 #   1 (Open MPI's own status); to tools/nstbatch-mpirun: exit 75, and the run resumes to the same
-#   image; SIGTERM without checkpoint.path: exit 1, "nothing saved";
+#   image, and two SIGHUPs a second apart are one stop (75); SIGTERM without checkpoint.path: exit 1,
+#   "nothing saved";
 # - Ctrl-C to a run without mpirun and to 2 ranks (srun -X): checkpoint, 75, said once; a second
 #   a second later stops at once; SIGHUP with the output's reader gone: checkpoint, 75; an ignored
 #   SIGINT or SIGHUP (a background job, nohup) stays ignored;
@@ -184,6 +185,15 @@ if [ $r -eq 75 ] && grep -q "stopped by SIGUSR1.*checkpoint written to ck_wint" 
   ok "SIGINT to tools/nstbatch-mpirun: checkpoint, exit 75, and the run resumes from it"
 else bad "SIGINT to tools/nstbatch-mpirun" "exit $r, resume $rc" "$(tail -n 4 "$T/wint.log")"; fi
 same "the render interrupted by Ctrl-C and resumed equals the uninterrupted one" out/ref_adam.tif out/wint.tif
+# a closed terminal sends tools/nstbatch-mpirun SIGHUP, often twice: both come as one stop (USR1: the
+# checkpoint, 75), the second never as a second Ctrl-C, even a second later, while the checkpoint is
+# still being written (held 3 s by the test hook; a TERM to mpirun there would have it killed: exit 1)
+(cd "$T" && NSTBATCH_CKPT_PAUSE=3 NSTBATCH_SLOW='*:20:signal' exec "$IDLE" 300 "$ROOT/tools/nstbatch-mpirun" --oversubscribe --bind-to none -np 2 "$NST" ck.ini \
+    --set output.path=out/whup.tif --set checkpoint.path=ck_whup) >"$T/whup.log" 2>&1 &
+bg=$!
+paused whup; kill -HUP $bg; sleep 1.1; kill -HUP $bg; wait $bg; r=$?
+[ $r -eq 75 ] && grep -q "nstbatch-mpirun: SIGHUP: asking every rank" "$T/whup.log" && grep -q "stopped by SIGUSR1.*checkpoint written to ck_whup" "$T/whup.log" &&
+  ok "SIGHUP twice, a second apart, to tools/nstbatch-mpirun (a closed terminal): one stop, checkpoint, exit 75" || bad "SIGHUP to tools/nstbatch-mpirun" "exit $r" "$(tail -n 4 "$T/whup.log")"
 # Ctrl-C to a run without mpirun (a terminal's reaches it alone; $IDLE passes SIGINT to it): it
 # says so at once, checkpoints at the iteration's end and exits 75; resumed, the same image as 2
 # ranks' (exact tiling: the image does not depend on the ranks)

@@ -211,11 +211,12 @@ both_wait() { [ "$(grep -c "until a signal comes" "$T/srunx.log")" = 2 ] || ! ki
 grown_wait 300 "$T/srunx.log" both_wait # (bounded by the log's growth: srun may queue for the node first)
 kill -INT $bg; wait $bg; r=$?
 (cd "$T" && "$IDLE" 300 srun --mpi=pmix -n 2 "$NST" job.ini --set output.path=out/srunx.tif --set checkpoint.path=ck-srunx) >"$T/srunx2.log" 2>&1
-if [ $r -eq 75 ] && [ "$(grep -c "stopped by SIGINT (Ctrl-C) .*checkpoint written to ck-srunx" "$T/srunx.log")" = 1 ] &&
+rc=$?
+if [ $r -eq 75 ] && [ $rc -eq 0 ] && [ "$(grep -c "stopped by SIGINT (Ctrl-C) .*checkpoint written to ck-srunx" "$T/srunx.log")" = 1 ] &&
   grep -q "resumed: level 1 at iteration" "$T/srunx2.log"; then
   ok "Ctrl-C to srun -X: the tasks checkpoint and stop, srun exits 75, said once; resumed under srun"
   same "... and the resumed render's image == the uninterrupted render" out/srunx.tif out/ref.tif
-else bad "Ctrl-C to srun -X" "exit $r" "$(tail -n 6 "$T/srunx.log" "$T/srunx2.log")"; fi
+else bad "Ctrl-C to srun -X" "exit $r, resumed: exit $rc" "$(tail -n 6 "$T/srunx.log" "$T/srunx2.log")"; fi
 
 # a job this node can never run (more CPUs than it has) fails at once, with the reason
 t0=$SECONDS
