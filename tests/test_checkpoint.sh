@@ -71,18 +71,24 @@ EOF
 # the whole image, so a render costs its tiles times the one-tile render: 192x128 in 96 px tiles,
 # the same 4 tiles, took twice the CPU for the same checks)
 
-# nst LOG ARGS...: nstbatch on 2 ranks in T (SINGLE=1: one, without mpirun), log in T/LOG.log,
-# exit status in $rc
-launcher() { [ -n "${SINGLE:-}" ] || echo "mpirun --oversubscribe --bind-to none -np 2"; }
+# nst LOG ARGS...: nstbatch on 2 ranks in T (SINGLE=1: one, without mpirun; WRAP=1: through
+# tools/nstbatch-mpirun), log in T/LOG.log, exit status in $rc
+launcher() {
+  launch=(mpirun --oversubscribe --bind-to none -np 2)
+  [ -n "${WRAP:-}" ] && launch=("$ROOT/tools/nstbatch-mpirun" "${launch[@]:1}")
+  [ -n "${SINGLE:-}" ] && launch=()
+}
 nst() {
   local log=$1; shift
-  (cd "$T" && "$IDLE" 300 $(launcher) "$NST" "$@") >"$T/$log.log" 2>&1
+  launcher
+  (cd "$T" && "$IDLE" 300 "${launch[@]}" "$NST" "$@") >"$T/$log.log" 2>&1
   rc=$?
 }
-# nst_bg LOG ARGS...: the same in the background; its pid (mpirun's, or nstbatch's $IDLE's) in $bg
+# nst_bg LOG ARGS...: the same in the background; its pid ($IDLE's, which passes signals on) in $bg
 nst_bg() {
   local log=$1; shift
-  (cd "$T" && exec "$IDLE" 300 $(launcher) "$NST" "$@") >"$T/$log.log" 2>&1 &
+  launcher
+  (cd "$T" && exec "$IDLE" 300 "${launch[@]}" "$NST" "$@") >"$T/$log.log" 2>&1 &
   bg=$!
 }
 same() { # same NAME A B: image_diff says max 0
@@ -176,9 +182,7 @@ bg=$!
 paused int; kill -INT $bg; wait $bg; r=$?
 [ $r -eq 1 ] && grep -q "stopped by SIGTERM.*checkpoint written to ck_int" "$T/int.log" && grep -q '^state = running' "$T/ck_int/manifest" &&
   ok "SIGINT to mpirun: the ranks checkpoint and stop; mpirun exits 1 (Open MPI's status for a job it ends)" || bad "SIGINT to mpirun" "exit $r" "$(tail -n 4 "$T/int.log")"
-(cd "$T" && NSTBATCH_SLOW='*:20:signal' exec "$IDLE" 300 "$ROOT/tools/nstbatch-mpirun" --oversubscribe --bind-to none -np 2 "$NST" ck.ini --set output.path=out/wint.tif \
-    --set checkpoint.path=ck_wint) >"$T/wint.log" 2>&1 &
-bg=$!
+WRAP=1 NSTBATCH_SLOW='*:20:signal' nst_bg wint ck.ini --set output.path=out/wint.tif --set checkpoint.path=ck_wint
 paused wint; kill -INT $bg; wait $bg; r=$?
 nst wint_resume ck.ini --set output.path=out/wint.tif --set checkpoint.path=ck_wint
 if [ $r -eq 75 ] && grep -q "stopped by SIGUSR1.*checkpoint written to ck_wint" "$T/wint.log" && [ $rc -eq 0 ] && grep -q resum "$T/wint_resume.log"; then
@@ -188,9 +192,7 @@ same "the render interrupted by Ctrl-C and resumed equals the uninterrupted one"
 # a closed terminal sends tools/nstbatch-mpirun SIGHUP, often twice: both come as one stop (USR1: the
 # checkpoint, 75), the second never as a second Ctrl-C, even a second later, while the checkpoint is
 # still being written (held 3 s by the test hook; a TERM to mpirun there would have it killed: exit 1)
-(cd "$T" && NSTBATCH_CKPT_PAUSE=3 NSTBATCH_SLOW='*:20:signal' exec "$IDLE" 300 "$ROOT/tools/nstbatch-mpirun" --oversubscribe --bind-to none -np 2 "$NST" ck.ini \
-    --set output.path=out/whup.tif --set checkpoint.path=ck_whup) >"$T/whup.log" 2>&1 &
-bg=$!
+WRAP=1 NSTBATCH_CKPT_PAUSE=3 NSTBATCH_SLOW='*:20:signal' nst_bg whup ck.ini --set output.path=out/whup.tif --set checkpoint.path=ck_whup
 paused whup; kill -HUP $bg; sleep 1.1; kill -HUP $bg; wait $bg; r=$?
 [ $r -eq 75 ] && grep -q "nstbatch-mpirun: SIGHUP: asking every rank" "$T/whup.log" && grep -q "stopped by SIGUSR1.*checkpoint written to ck_whup" "$T/whup.log" &&
   ok "SIGHUP twice, a second apart, to tools/nstbatch-mpirun (a closed terminal): one stop, checkpoint, exit 75" || bad "SIGHUP to tools/nstbatch-mpirun" "exit $r" "$(tail -n 4 "$T/whup.log")"

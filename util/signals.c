@@ -53,16 +53,21 @@ static int ignored(int sig)
     return sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN;
 }
 
-void nst_signals_install(void)
+static void take(int sig, void (*handler)(int))
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
+    sa.sa_handler = handler;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART; /* reads and writes in progress go on; the flag is polled */
-    sigaction(SIGUSR1, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    if (!ignored(SIGHUP)) sigaction(SIGHUP, &sa, NULL); /* (nohup's ignored SIGHUP kept so) */
+    sigaction(sig, &sa, NULL);
+}
+
+void nst_signals_install(void)
+{
+    take(SIGUSR1, on_signal);
+    take(SIGTERM, on_signal);
+    if (!ignored(SIGHUP)) take(SIGHUP, on_signal); /* (nohup's ignored SIGHUP kept so) */
     /* A reader of stdout or stderr that has gone (`| tee` ended by the same Ctrl-C, a dropped ssh
      * session's pipe) must not end the run between its stop and its checkpoint, or a finished render
      * before its output: writes to it fail (EPIPE) and are lost instead. */
@@ -73,12 +78,7 @@ void nst_signals_install_interrupt(int says)
 {
     if (ignored(SIGINT)) return; /* (a script's background run: kept so) */
     speaks = says != 0;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_interrupt;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGINT, &sa, NULL);
+    take(SIGINT, on_interrupt);
 }
 
 int nst_signal_pending(void) { return (int)pending; }
