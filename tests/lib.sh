@@ -13,12 +13,22 @@ pass=0 fail=0 skipped=0
 ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
 # bad WHAT WHY [OUTPUT]: a failure, with the output's last 15 lines
 bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
-skip() { skipped=$((skipped + 1)); printf '  SKIP %s\n' "$1"; }
+# skip WHAT [WHY]: a check not run here, and why
+skip() { skipped=$((skipped + 1)); printf '  SKIP %s%s\n' "$1" "${2:+: $2}"; }
 # run_nst INI LOG ARGS...: one rank of $NST on T/INI, run in T, output in T/LOG.log, status in $rc
 run_nst() {
   local ini=$1 log=$2; shift 2
   (cd "$T" && "$IDLE" 300 "$NST" "$ini" "$@") >"$T/$log.log" 2>&1
   rc=$?
+}
+# render_ranks INI PATH RANKS [ARGS...]: RANKS ranks of $NST under mpirun render T/INI with
+# output.path = PATH, in T; the output in T/NAME.log (NAME: PATH less its extension), and a failed
+# run one bad "NAME renders" with its status
+render_ranks() {
+  local ini=$1 path=$2 ranks=$3 out status; shift 3
+  out=$(cd "$T" && "$IDLE" 300 mpirun --oversubscribe --bind-to none -np "$ranks" "$NST" "$ini" --set output.path="$path" "$@" 2>&1); status=$?
+  echo "$out" >"$T/${path%.*}.log"
+  [ $status -eq 0 ] || { bad "${path%.*} renders" "exit status $status" "$out"; return 1; }
 }
 # one_error LOG STATUS FRAGMENT: exit STATUS and exactly one "nstbatch: error:" line in T/LOG.log,
 # which holds FRAGMENT (a grep pattern)

@@ -27,16 +27,8 @@
 #   objective within 1e-5 of the scorer's total;
 # - bench/video_iterations.sh at 64x48, 3 frames, K = 6 and 3: its table, and again from its kept
 #   renders (VIT_DIR) without rendering.
-set -u
+. "$(dirname "$0")/lib.sh" test_bench
 NST=$(readlink -f "$1") CONV=$(readlink -f "$2") GRAM=$(readlink -f "$3")
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-. "$ROOT/tests/idle.sh"
-T=$(mktemp -d /tmp/nstbatch-bench.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0 skip=0
-ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
-bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
-skipped() { skip=$((skip + 1)); printf '  SKIP %s: %s\n' "$1" "$2"; }
 
 # bench/quality.sh at 96x64: nstbatch for 30 iterations (fp32: the scorer is held to its logged loss),
 # and with the peers in PEERS each of them for 30 iterations a level
@@ -52,10 +44,10 @@ quality_plumbing() {
   if [ -d "$peers/style-transfer-pytorch" ] && [ -d "$peers/neural-style-pt" ]; then
     tools="kc pt kc-whole pt-whole"
   else
-    skipped "quality.sh's peers (kc, pt, kc-whole, pt-whole)" "no style-transfer-pytorch and neural-style-pt in $peers (bench/quality.sh says how to get them)"
+    skip "quality.sh's peers (kc, pt, kc-whole, pt-whole)" "no style-transfer-pytorch and neural-style-pt in $peers (bench/quality.sh says how to get them)"
   fi
   if [ ! -f "$content" ]; then # without the demo's images (make demo-images), neural-style-pt's
-    [ -n "$tools" ] || { skipped "quality.sh" "neither the demo's images (make demo-images) nor the peers"; return 0; }
+    [ -n "$tools" ] || { skip "quality.sh" "neither the demo's images (make demo-images) nor the peers"; return 0; }
     content="" style=""
   fi
   out=$(SIZES=96x64 TOOLS="$tools" QUICK_ITERS=30 VARIANTS='q30:--set pyramid.levels=1 --set optim.iterations=30 --set run.precision=fp32' \
@@ -124,14 +116,14 @@ hang_py "$T/hangpy2" 327
    PY="$T/hangpy2" NST="$NST" "$IDLE" 300 "$ROOT/bench/gpu_iteration.sh" "$T/budget" >"$T/budget.out" 2>&1; echo $? >"$T/budget.status") &
 budget_pid=$!
 if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-  skipped "torch_gatys.py, gpu_iteration.sh against eager PyTorch, its profile table, quality.sh" \
+  skip "torch_gatys.py, gpu_iteration.sh against eager PyTorch, its profile table, quality.sh" \
     "no PyTorch in /usr/bin/python3 (scripts/install-deps.sh --test installs it, as make test does)"
 else
   # PyTorch's bf16 convolutions are oneDNN's too: none where oneDNN has no bf16 (AVX2), as nstbatch says
   nobf16=$(cd "$T" && "$NST" "$ROOT/configs/demo.ini" --set run.device=cpu --set run.precision=bf16 --set optim.iterations=0 \
            --set output.path="$T/probe.png" 2>&1 | grep -m1 'run.precision = bf16 on this CPU')
   for flags in "" "--bf16 --channels-last"; do
-    if [ -n "$flags" ] && [ -n "$nobf16" ]; then skipped "torch_gatys.py --random $flags" "${nobf16#nstbatch: error: }"; continue; fi
+    if [ -n "$flags" ] && [ -n "$nobf16" ]; then skip "torch_gatys.py --random $flags" "${nobf16#nstbatch: error: }"; continue; fi
     out=$(/usr/bin/python3 "$ROOT/bench/torch_gatys.py" --random --size 64x48 --iters 2 --threads 1 $flags 2>&1); status=$?
     med=$(sed -n 's/.*"s_per_iter_median": \([0-9.eE+-]*\).*/\1/p' <<<"$out")
     if [ $status -eq 0 ] && [ -n "$med" ] && awk -v m="$med" 'BEGIN { exit !(m > 0) }'; then
@@ -216,7 +208,7 @@ fi
 # the reference's at 1.000 on every ratio, a verdict; run again, it renders nothing (its logs
 # untouched) and writes the same tables
 if ! command -v ffmpeg >/dev/null || ! pkg-config --exists libavformat libavcodec 2>/dev/null; then
-  skipped "video_iterations.sh" "no ffmpeg or no FFmpeg libraries (scripts/install-deps.sh)"
+  skip "video_iterations.sh" "no ffmpeg or no FFmpeg libraries (scripts/install-deps.sh)"
 else
   vit() { VIT_DIR="$T/vit" VIT_OUT="$T/vit.md" VIT_SETS="--set model.random_width_divisor=8 --set optim.iterations=6" \
             "$IDLE" 300 "$ROOT/bench/video_iterations.sh" 64x48 3 "6 3" >"$T/vit.log" 2>&1; }
@@ -239,6 +231,5 @@ if command -v vips >/dev/null && [ -f "$C" ] && vips resize "$C" "$T/big.png" 2 
   if awk -v s="${fit#ssim }" 'BEGIN { exit !(s >= 0.95 && s <= 1) }' && [ $prc -eq 2 ] && [ "$plain" = "image_diff: 384x256 vs 768x512" ]; then
     ok "image_diff --fit: the content enlarged twice by vips and brought back, $fit; without --fit, exit 2 naming both sizes"
   else bad "image_diff --fit" "with --fit: '$fit'; without: exit $prc, '$plain'"; fi
-else skipped "image_diff --fit" "no vips (libvips-tools) or no demo content (make demo-images)"; fi
-echo "test_bench: $pass passed, $fail failed, $skip skipped"
-[ "$fail" -eq 0 ]
+else skip "image_diff --fit" "no vips (libvips-tools) or no demo content (make demo-images)"; fi
+finish

@@ -17,22 +17,14 @@
 # works in); the peak also falls with more ranks. F, what does not grow with the image (libraries,
 # MPI, the network, fixed buffers), is each rank count's peak on a 512x512 input with the same
 # settings. Level 0 of both files must equal the input.
-set -u
+. "$(dirname "$0")/lib.sh" test_bigio
 NST=$(readlink -f "$1") MKTIFF=$(readlink -f "$2") RSS=$(readlink -f "$3")
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-. "$ROOT/tests/idle.sh"
-T=$(mktemp -d /tmp/nstbatch-bigio.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-pass=0 fail=0 skip=0
-ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
-bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
 
 W=12000 H=8400 TILE=512
 free_kib=$(awk '/MemAvailable/ {print $2}' /proc/meminfo)
 if [ "$free_kib" -lt 6000000 ]; then
-  printf '  SKIP 100 MP through 2 and 4 ranks: needs 6 GB of available memory, %d MB here\n' $((free_kib / 1024))
-  printf 'test_bigio: 0 passed, 0 failed, 1 skipped\n'; exit 0
+  skip "100 MP through 2 and 4 ranks" "needs 6 GB of available memory, $((free_kib / 1024)) MB here"
+  finish; exit
 fi
 "$MKTIFF" "$T/in.tif" $W $H --tile 512 --level 1 || { echo "cannot make the input"; exit 1; }
 # deflate at level 1: the writers' compressed paths as by default (the TIFF's tiles, HDF5's filtered
@@ -106,7 +98,7 @@ elif [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import h5py, tifffile, nump
     [ "$fails" -eq 0 ] && [ "$oks" -eq 2 ] && ok "$n ranks: level 0 of out.tif and out.h5 equals the 100 MP input" || bad "$n ranks: output equals input" "" "$res"
   done
 else
-  skip=$((skip + ${#wrote[@]})); echo "  SKIP ${wrote[*]} ranks: output equals input: python3 h5py/tifffile/numpy missing"
+  skipped=$((skipped + ${#wrote[@]})); echo "  SKIP ${wrote[*]} ranks: output equals input: python3 h5py/tifffile/numpy missing"
 fi
 if [ -n "${peak[2]:-}" ] && [ -n "${peak[4]:-}" ]; then
   # above the fixed part measured on the small input (0.45x: about 500 MiB with the 64 MiB once
@@ -118,5 +110,4 @@ if [ -n "${peak[2]:-}" ] && [ -n "${peak[4]:-}" ]; then
     bad "the peak above the fixed part falls with the ranks" "$((p2 >> 20)) MiB on 2, $((p4 >> 20)) MiB on 4, image $((whole >> 20)) MiB, fixed $((base[2] >> 10)) and $((base[4] >> 10)) MiB"
   fi
 fi
-printf 'test_bigio: %d passed, %d failed, %d skipped\n' "$pass" "$fail" "$skip"
-[ "$fail" -eq 0 ]
+finish

@@ -31,16 +31,9 @@
 #   ones, with the same images; --restart=JOB starts over one job of a batch;
 # - a level whose tiles were halved (over NSTBATCH_MEMORY_LIMIT_MB) resumes with the checkpoint's
 #   tiles in less memory (two-pass Gram), with the same image.
-set -u
+. "$(dirname "$0")/lib.sh" test_checkpoint
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-. "$ROOT/tests/idle.sh"
-T=$(mktemp -d /tmp/nstbatch-ckpt.XXXXXX)
 trap 'pkill -KILL -f "$T/" 2>/dev/null; rm -rf "$T"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-pass=0 fail=0
-ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
-bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
 mkdir -p "$T/out"
 cp "$ROOT/configs/demo/content.png" "$T/content.png"
 
@@ -344,5 +337,4 @@ else
   bad "halved tiles resumed" "exit $f then $rc" "$(grep -h 'warning\|error\|resumed' "$T/halve_fault.log" "$T/halve_resume.log")"
 fi
 
-echo "test_checkpoint: $pass passed, $fail failed, 0 skipped"
-[ $fail -eq 0 ]
+finish

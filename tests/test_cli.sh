@@ -7,19 +7,10 @@
 # failures), exactly one "nstbatch: error:" line containing the expected text, no sanitizer
 # report, no crash, and leave no output or temporary file behind. make test runs this table
 # with the normal build and with the ASan+UBSan build (build/asan/nstbatch).
-set -u
+. "$(dirname "$0")/lib.sh" "${2:-test_cli}" # (the ASan build's run is test_cli_asan)
 NST=$(readlink -f "$1")
-LABEL=${2:-test_cli}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-. "$ROOT/tests/idle.sh"
-T=$(mktemp -d /tmp/nstbatch-cli.XXXXXX)
 trap 'kill ${live_pid:-} 2>/dev/null; rm -rf "$T"' EXIT # (live_pid: the living singleton below)
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
-pass=0 fail=0 skipped=0
-
-ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
-bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | head -n 12; }
 
 # case NAME EXPECTED_STATUS FRAGMENT -- ARGS...
 case_() {
@@ -167,7 +158,7 @@ case_ "no config" 2 "no config file given" -- "$NST"
 case_ "bad width divisor" 2 "expected 1, 2, 4, 8, 16, 32 or 64" -- "$NST" --make-weights random x.h5 --width-divisor 5
 # (where a GPU is usable, run.device = cuda renders: that is test_gpu_render.sh's)
 if "$NST" --version | grep -q 'GPUs visible now: [1-9]'; then
-  skipped=$((skipped + 1)); echo "  SKIP cuda without a GPU: this host has a GPU"
+  skip "cuda without a GPU: this host has a GPU"
 else
   case_ "cuda without a GPU" 2 "run.device = cuda" -- "$NST" ok.ini --set run.device=cuda
 fi
@@ -302,5 +293,4 @@ if command -v mpirun >/dev/null; then
   case_ "resident that cannot fit" 2 "fits the memory budget" -- "$NST" ok.ini --set tiling.gram=resident --set run.memory_gb=0.001
 fi
 
-printf '%s: %d passed, %d failed, %d skipped\n' "$LABEL" "$pass" "$fail" "$skipped"
-[ "$fail" -eq 0 ]
+finish

@@ -12,24 +12,15 @@
 # 16-bit output's tiles rounded to 8 bits; a rank failing while writing leaves the previous
 # pyramid whole and no temporary behind; nstbatch-dzi on the TIFF gives the render's own tiles,
 # byte for byte, and refuses what it cannot convert with one line.
-set -u
+. "$(dirname "$0")/lib.sh" test_dzi
 NST=$(readlink -f "$1") DZI=$(readlink -f "$2") MKTIFF=$(readlink -f "$3")
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-. "$ROOT/tests/idle.sh"
-T=$(mktemp -d /tmp/nstbatch-dzi.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-pass=0 fail=0 skip=0
-ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
-bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
-skipped() { skip=$((skip + 1)); printf '  SKIP %s: %s\n' "$1" "$2"; }
 
 readers=1
 /usr/bin/python3 -c 'import tifffile, numpy, PIL' 2>/dev/null || { readers=0; why="python3 tifffile/numpy/PIL missing (scripts/install-deps.sh --test)"; }
 # py NAME SCRIPT ARGS...: a check in Python, passing when it prints "ok"
 py() {
   local name=$1; shift
-  if [ $readers -eq 0 ]; then skipped "$name" "$why"; return; fi
+  if [ $readers -eq 0 ]; then skip "$name" "$why"; return; fi
   local out; out=$(/usr/bin/python3 - "$@" 2>&1)
   if [ "$(tail -n 1 <<<"$out")" = ok ]; then ok "$name${out:+: $(grep -v '^ok$' <<<"$out" | tr '\n' ' ')}"; else bad "$name" "" "$out"; fi
 }
@@ -60,14 +51,7 @@ print_every = 0
 EOF
 
 # run NAME RANKS [--set ...]: renders T/NAME.dzi (and the config's other formats)
-run() {
-  local name=$1 ranks=$2; shift 2
-  local out status
-  out=$(cd "$T" && "$IDLE" 300 mpirun --oversubscribe -np "$ranks" "$NST" out.ini --set output.path="$name.dzi" "$@" 2>&1); status=$?
-  echo "$out" >"$T/$name.log"
-  if [ $status -ne 0 ]; then bad "$name renders" "exit status $status" "$out"; return 1; fi
-  return 0
-}
+run() { render_ranks out.ini "$1.dzi" "$2" "${@:3}"; }
 
 # ---- the pyramid: layout, ranks, pixels ----------------------------------------------------------
 CHECK=$(cat <<'EOF'
@@ -135,7 +119,7 @@ if command -v vips >/dev/null && [ -f "$T/r1.png" ]; then
      && grep -q 'TileSize="64"' "$T/vref.dzi" && grep -q 'Height="214"' "$T/vref.dzi"; then
     ok "vips dzsave makes the same levels and tile names"
   else bad "vips dzsave" "different file sets" "$(diff <(cd "$T/r1_files" && find . | sort) <(cd "$T/vref_files" && find . | sort) | head)"; fi
-else skipped "vips dzsave comparison" "vips missing"; fi
+else skip "vips dzsave comparison" "vips missing"; fi
 
 # 16-bit: the tiles are the 16-bit samples rounded to 8 bits
 if run b16 2 --set output.bits=16 --set output.format=dzi,tiff --set output.dzi_tiles=png; then
@@ -211,5 +195,4 @@ EOF
     [ $status -eq 2 ] && grep -q 'not tiled' <<<"$out" && ok "nstbatch-dzi, a striped TIFF: $out" || bad "nstbatch-dzi, striped TIFF" "exit $status" "$out"; }
 fi
 
-echo "test_dzi: $pass passed, $fail failed, $skip skipped"
-[ "$fail" -eq 0 ]
+finish

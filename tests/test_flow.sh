@@ -6,13 +6,8 @@
 # with), from the exact flow and from DIS's, and refuses bad input with one line.
 #
 #   tests/test_flow.sh BUILD_DIR
-set -u
+. "$(dirname "$0")/lib.sh" test_flow
 B=$(readlink -f "${1:-build}")
-T=$(mktemp -d /tmp/nstbatch-flow.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
-bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 12; }
 FLICKER="$B/tools/nstbatch-flicker"
 
 for m in translate rotate zoom all; do
@@ -28,7 +23,7 @@ done
 
 # estimated flow (OpenCV's DIS) instead of the exact: a higher floor, still far below a flicker
 out=$("$FLICKER" "$T/all/frame_%05d.png" --dis medium 2>&1); r=$?
-if grep -q "needs OpenCV" <<<"$out"; then printf '  SKIP nstbatch-flicker --dis: %s\n' "$out"
+if grep -q "needs OpenCV" <<<"$out"; then skip "nstbatch-flicker --dis" "$out"
 else
   lai=$(sed -n 's/^mean over 3 pairs: ruder [0-9.e+-]*  lai \([0-9.e+-]*\)$/\1/p' <<<"$out")
   [ $r -eq 0 ] && [ -n "$lai" ] && awk -v l="$lai" 'BEGIN { exit !(l > 0 && l < 1e-3) }' && ok "--dis medium (flow estimated both ways): $(tail -n 1 <<<"$out")" \
@@ -50,5 +45,4 @@ one "a missing first frame" "frame_00007.png" "$A/frame_%05d.png" "$A/fwd_%05d.f
 cp "$B/../tests/fuzz/corpus_flo/small.flo" "$T/small.flo" 2>/dev/null || cp "$(dirname "$0")/fuzz/corpus_flo/small.flo" "$T/small.flo"
 mkdir -p "$T/mis" && cp "$A"/frame_0000[01].png "$T/mis/" && cp "$T/small.flo" "$T/mis/fwd_00000.flo" && cp "$A/bwd_00000.flo" "$T/mis/"
 one "flow of another size" "4x3 flow for 320x240 frames" "$T/mis/frame_%05d.png" "$T/mis/fwd_%05d.flo" "$T/mis/bwd_%05d.flo"
-echo "test_flow: $pass passed, $fail failed, 0 skipped"
-[ "$fail" -eq 0 ]
+finish

@@ -82,12 +82,8 @@ EOF
 # run NAME RANKS [ARGS...]: renders T/NAME.tif with a run record T/NAME.json, log T/NAME.log
 run() {
   local name=$1 ranks=$2; shift 2
-  local out status
-  out=$(cd "$T" && "$IDLE" 300 mpirun --oversubscribe --bind-to none -np "$ranks" "$NST" masks.ini --set output.path="$name.tif" \
-        --set run.record="$name.json" "$@" 2>&1); status=$?
-  echo "$out" >"$T/$name.log"
-  if [ $status -ne 0 ] || [ ! -f "$T/$name.tif" ]; then bad "$name renders" "exit status $status" "$out"; return 1; fi
-  return 0
+  render_ranks masks.ini "$name.tif" "$ranks" --set run.record="$name.json" "$@" || return 1
+  [ -f "$T/$name.tif" ] || { bad "$name renders" "exit status 0, no $name.tif" "$(cat "$T/$name.log")"; return 1; }
 }
 json() { sed -n "s/.*\"$2\": \"\{0,1\}\([^\",}]*\).*/\1/p" "$T/$1.json" | head -n 1; }
 

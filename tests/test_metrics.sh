@@ -15,17 +15,8 @@
 # - tools/nstbatch-plot makes its PNGs (with the GPU plot when the log has samples) and refuses a
 #   log that is not JSON lines (exit 2).
 # Skips the JSON/PNG checks with a reason when /usr/bin/python3 or gnuplot are missing.
-set -u
+. "$(dirname "$0")/lib.sh" test_metrics
 NST=$(readlink -f "$1") NVML=$(readlink -f "$2")
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-. "$ROOT/tests/idle.sh"
-T=$(mktemp -d /tmp/nstbatch-metrics.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-pass=0 fail=0 skip=0
-ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
-bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
-skipped() { skip=$((skip + 1)); printf '  SKIP %s: %s\n' "$1" "$2"; }
 PY=/usr/bin/python3
 have_py=1; $PY -c 'import json' 2>/dev/null || have_py=0
 
@@ -89,7 +80,7 @@ EOF
 )
   [ $? -eq 0 ] && ok "metrics.path: $out parse, with phases min <= mean <= max; the run record has build, config, rank map" \
     || bad "metrics.path / run.record" "$out" "$(head -c 600 "$T/m.jsonl")"
-else skipped "JSON checks" "no /usr/bin/python3"; fi
+else skip "JSON checks" "no /usr/bin/python3"; fi
 bad_lines=$(grep -v -E '^# (HELP|TYPE) nstbatch_[a-z_]+ ' "$T/m.prom" | grep -v -E '^nstbatch_[a-z_]+\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\} -?[0-9.e+-]+$' | head -n 3)
 if [ -s "$T/m.prom" ] && [ -z "$bad_lines" ] && grep -q '^nstbatch_level{job="m"} 2$' "$T/m.prom" && ! ls -a "$T" | grep -q 'm.prom.*tmp'; then
   ok "metrics.prometheus: $(grep -c '^nstbatch' "$T/m.prom") samples in the text format, written atomically"
@@ -131,7 +122,7 @@ nst gpushort env LD_LIBRARY_PATH="$NVML" FAKE_NVML_UTIL=40 FAKE_NVML_TEMP=91 "$N
   --set output.width=96 --set output.height=64
 secs=$(grep -m1 '^ *{"width": .*"tiles": .*"seconds": ' "$T/gsrec.json" 2>/dev/null | sed 's/.*"seconds": \([0-9.]*\).*/\1/')
 if [ $rc -ne 0 ] || [ -z "$secs" ]; then bad "a short job with GPU monitoring" "exit $rc, no level seconds in the record" "$(cat "$T/gpushort.err")"
-elif awk -v s="$secs" 'BEGIN { exit !(s >= 1) }'; then skipped "a short job's utilisation" "its level took $secs s (a loaded machine): not shorter than NVML's window"
+elif awk -v s="$secs" 'BEGIN { exit !(s >= 1) }'; then skip "a short job's utilisation" "its level took $secs s (a loaded machine): not shorter than NVML's window"
 elif ! grep -q "utilisation under" "$T/gpushort.err" && grep -q "GPU temperature over 85 C: 91 C" "$T/gpushort.err"; then
   ok "a level shorter than NVML's 1 s window ($secs s): no utilisation verdict, the temperature warned"
 else bad "a short job's GPU warnings" "$secs s" "$(cat "$T/gpushort.err")"; fi
@@ -167,7 +158,7 @@ if command -v script >/dev/null; then
     ok "run.progress = auto on a terminal, run directly: the live line, cut to the terminal's 60 columns ($widest)"
   else bad "live line on a terminal" "widest ${widest:-none}" "$(tr '\r' '\n' <"$T/tty.log" | tail -n 4)"; fi
 else
-  skipped "the live line on a terminal" "no script(1) to make one"
+  skip "the live line on a terminal" "no script(1) to make one"
 fi
 nst quiet "$NST" m.ini --set output.path=quiet.png --quiet
 [ $rc -eq 0 ] && [ ! -s "$T/quiet.log" ] && ok "--quiet: nothing on stdout" || bad "--quiet" "exit $rc" "$(head -n 5 "$T/quiet.log")"
@@ -184,8 +175,7 @@ if [ $have_py = 1 ] && command -v gnuplot >/dev/null; then
   out=$("$ROOT/tools/nstbatch-plot" "$T/bad.jsonl" "$T/plots2" 2>&1); r=$?
   [ $r -eq 2 ] && grep -q "bad.jsonl:1: not a JSON line" <<<"$out" && ok "tools/nstbatch-plot refuses a log that is not JSON lines (exit 2)" || bad "plot on bad input" "exit $r" "$out"
 else
-  skipped "plots" "needs /usr/bin/python3 and gnuplot (scripts/install-deps.sh --test)"
+  skip "plots" "needs /usr/bin/python3 and gnuplot (scripts/install-deps.sh --test)"
 fi
 
-echo "test_metrics: $pass passed, $fail failed, $skip skipped"
-[ $fail -eq 0 ]
+finish

@@ -13,18 +13,9 @@
 # lzw (lossless: the same pixels), jpeg (PSNR), the cheap mode's blend over ranks, and the
 # guarantees: a run killed with SIGKILL while writing leaves no output under the final name and
 # an existing output intact; a rank that fails while writing leaves nothing at all.
-set -u
+. "$(dirname "$0")/lib.sh" test_outputs
 NST=$(readlink -f "$1") MKTIFF=$(readlink -f "$2")
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-. "$ROOT/tests/idle.sh"
 CHECK="$ROOT/tests/check_outputs.py"
-T=$(mktemp -d /tmp/nstbatch-outputs.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-pass=0 fail=0 skip=0
-ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
-bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
-skipped() { skip=$((skip + 1)); printf '  SKIP %s: %s\n' "$1" "$2"; }
 
 # readers we did not write: present where scripts/install-deps.sh ran
 readers=1
@@ -33,7 +24,7 @@ for tool in vips tiffinfo tiffdump h5dump; do command -v $tool >/dev/null || { r
 [ $readers -eq 1 ] || echo "  (reader checks skipped: $why; scripts/install-deps.sh installs them)"
 # check_outputs.py ARGS...: count its ok/FAIL lines
 pycheck() {
-  if [ $readers -eq 0 ]; then skipped "check_outputs.py $1 ${2##*/}" "$why"; return; fi
+  if [ $readers -eq 0 ]; then skip "check_outputs.py $1 ${2##*/}" "$why"; return; fi
   local out; out=$(/usr/bin/python3 "$CHECK" "$@" 2>&1)
   echo "$out" | grep -E '^  (ok|FAIL) '
   pass=$((pass + $(grep -c '^  ok ' <<<"$out"))) fail=$((fail + $(grep -c '^  FAIL ' <<<"$out")))
@@ -66,14 +57,7 @@ print_every = 0
 EOF
 
 # run NAME RANKS [--set ...]: renders T/NAME.{tif,h5,png} (the formats of the config)
-run() {
-  local name=$1 ranks=$2; shift 2
-  local out status
-  out=$(cd "$T" && "$IDLE" 300 mpirun --oversubscribe -np "$ranks" "$NST" out.ini --set output.path="$name.png" "$@" 2>&1); status=$?
-  echo "$out" >"$T/$name.log"
-  if [ $status -ne 0 ]; then bad "$name renders" "exit status $status" "$out"; return 1; fi
-  return 0
-}
+run() { render_ranks out.ini "$1.png" "$2" "${@:3}"; }
 
 # ---- the three formats on 1, 2 and 4 ranks -----------------------------------------------------
 for n in 1 2 4; do
@@ -132,7 +116,7 @@ if [ $readers -eq 1 ]; then
     ok "the only output a JPEG: the preview is q75.preview.jpg (a JPEG)"
   else bad "JPEG preview" "" "$(ls "$T" | grep q75)"; fi
 else
-  skipped "print-ready outputs" "$why"
+  skip "print-ready outputs" "$why"
 fi
 
 # ---- the cheap mode: blended overlaps, the same on any rank count -------------------------------
@@ -184,5 +168,4 @@ else
 $(ls -la "$T")"
 fi
 
-printf 'test_outputs: %d passed, %d failed, %d skipped\n' "$pass" "$fail" "$skip"
-[ "$fail" -eq 0 ]
+finish

@@ -19,16 +19,8 @@
 # - array.sbatch splits a manifest over 2 elements, each a packed batch;
 # - Ctrl-C to `srun -X` (2 tasks): checkpoint, 75, and the run resumed under srun gives the same image;
 # - a job asking for more CPUs than the node has fails within a minute, with the reason.
-set -u
+. "$(dirname "$0")/lib.sh" test_slurm
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-. "$ROOT/tests/idle.sh"
-T=$(mktemp -d /tmp/nstbatch-slurm.XXXXXX)
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-pass=0 fail=0 skip=0
-ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
-bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
-skipped() { skip=$((skip + 1)); printf '  SKIP %s: %s\n' "$1" "$2"; }
 slurm_up=0
 cleanup() {
   [ $slurm_up = 1 ] && { scancel -u root 2>/dev/null; "$ROOT/tests/slurm/start_local.sh" --stop "$T/slurm"; }
@@ -100,9 +92,8 @@ else bad "a USR1 before the ranks' handler" "$(cat "$T/requeued" 2>/dev/null)" "
 
 # ---- a real Slurm ------------------------------------------------------------------------------------
 if ! conf=$("$ROOT/tests/slurm/start_local.sh" "$T/slurm" 2>"$T/slurm.err"); then
-  skipped "real Slurm" "$(tail -n 1 "$T/slurm.err")"
-  echo "test_slurm: $pass passed, $fail failed, $skip skipped"
-  [ $fail -eq 0 ]
+  skip "real Slurm" "$(tail -n 1 "$T/slurm.err")"
+  finish
   exit
 fi
 eval "$conf"
@@ -227,5 +218,4 @@ if [ $r -ne 0 ] && grep -qE '^(sbatch refused it|job [0-9]+ can never start here
   ok "a job that can never start: refused or cancelled for its reason, after $((SECONDS - t0)) s ($why)"
 else bad "a job that can never start" "r=$r after $((SECONDS - t0)) s: ${why:-no reason}"; fi
 
-echo "test_slurm: $pass passed, $fail failed, $skip skipped"
-[ $fail -eq 0 ]
+finish

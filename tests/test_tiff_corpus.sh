@@ -9,18 +9,11 @@
 # target for the region reader runs every file once under the same caps.
 #
 #   tests/test_tiff_corpus.sh ASAN_NSTBATCH FUZZ_TIFF
-set -u
+. "$(dirname "$0")/lib.sh" test_tiff_corpus
 NST=$(readlink -f "$1") FUZZ=$(readlink -f "$2")
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-. "$ROOT/tests/idle.sh"
 C="$ROOT/tests/fuzz/corpus_tiff_bad"
-T=$(mktemp -d /tmp/nstbatch-tiffcorpus.XXXXXX)
-trap 'rm -rf "$T"' EXIT
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:max_allocation_size_mb=300:allocator_may_return_null=0:hard_rss_limit_mb=1024
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-pass=0 fail=0
-ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
-bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 12; }
 
 printf '[style]\npath = %s/configs/demo/style.png\n[output]\npath = out.tif\npreview = 0\n[optim]\niterations = 0\n[run]\ndevice = cpu\n' "$ROOT" >"$T/c.ini"
 while IFS='|' read -r name frag; do
@@ -45,5 +38,4 @@ if [ $status -eq 0 ]; then
 else
   bad "libFuzzer target over the corpus" "status $status" "$(grep -E 'ERROR|SUMMARY|==[0-9]+==|Running' <<<"$out" | tail -n 12)"
 fi
-printf 'test_tiff_corpus: %d passed, %d failed, 0 skipped\n' "$pass" "$fail"
-[ "$fail" -eq 0 ]
+finish

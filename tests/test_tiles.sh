@@ -19,16 +19,8 @@
 # rank within seconds with one message, and so does a device fault in an op between collectives
 # (NSTBATCH_DEVICE_FAULT on rank 1), leaving no output. Over an allocation limit the tiles are halved and the
 # level tried again, with the same image.
-set -u
+. "$(dirname "$0")/lib.sh" test_tiles
 NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-. "$ROOT/tests/idle.sh"
-T=$(mktemp -d /tmp/nstbatch-tiles.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-pass=0 fail=0 skipped=0
-ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
-bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
 
 cat >"$T/tiles.ini" <<EOF
 [content]
@@ -55,12 +47,8 @@ EOF
 # run NAME RANKS [--set ...]: renders T/NAME.tif with a run record T/NAME.json
 run() {
   local name=$1 ranks=$2; shift 2
-  local out status
-  out=$(cd "$T" && "$IDLE" 300 mpirun --oversubscribe -np "$ranks" "$NST" tiles.ini --set output.path="$name.tif" \
-        --set run.record="$name.json" "$@" 2>&1); status=$?
-  echo "$out" >"$T/$name.log"
-  if [ $status -ne 0 ] || [ ! -f "$T/$name.tif" ]; then bad "$name renders" "exit status $status" "$out"; return 1; fi
-  return 0
+  render_ranks tiles.ini "$name.tif" "$ranks" --set run.record="$name.json" "$@" || return 1
+  [ -f "$T/$name.tif" ] || { bad "$name renders" "exit status 0, no $name.tif" "$(cat "$T/$name.log")"; return 1; }
 }
 json() { sed -n "s/.*\"$2\": \"\{0,1\}\([^\",}]*\).*/\1/p" "$T/$1.json" | head -n 1; }
 
@@ -81,7 +69,7 @@ for prec in fp32 bf16; do
     # a CPU without bf16 convolutions in oneDNN refuses bf16 at start: skip, saying so
     why=$(cd "$T" && "$IDLE" 60 "$NST" tiles.ini --set run.precision=bf16 --set optim.iterations=0 --set output.path=probe.tif 2>&1 |
           grep -m1 'run.precision = bf16 on this CPU')
-    if [ -n "$why" ]; then skipped=$((skipped + 1)); echo "  SKIP bf16 tiles: $why"; continue; fi
+    if [ -n "$why" ]; then skip "bf16 tiles: $why"; continue; fi
     run ref_bf16 1 --set tiling.tile_size=192 --set run.precision=bf16 || continue
     grep -q '"precision": "bf16"' "$T/ref_bf16.json" && ok "bf16 reference: the record names the precision" ||
       bad "bf16 reference" "$(grep precision "$T/ref_bf16.json")"
@@ -221,5 +209,4 @@ for ranks in 1 2; do
   else bad "tiled Gram on $ranks rank(s)" "status $status" "$out"; fi
 done
 
-echo "test_tiles: $pass passed, $fail failed, $skipped skipped"
-[ "$fail" -eq 0 ]
+finish
