@@ -81,6 +81,11 @@ FFMPEG_VER := $(if $(FFMPEG_OK),$(shell pkg-config --modversion $(FFMPEG_PC) | p
 NPM       := $(shell command -v npm 2>/dev/null)
 
 # ---- flags ------------------------------------------------------------------------------------
+# Paths of the checkout baked into the programs pass through the shell: a folder named O'Brien or
+# "x" must not end the quoting. shq: one shell word for any text (single quotes, a ' inside written
+# '\''); cstr: a C string literal of it (\ and " escaped)
+shq  = '$(subst ','\'',$(1))'
+cstr = "$(subst ",\",$(subst \,\\,$(1)))"
 CC      := $(if $(MPICC),$(MPICC),mpicc)
 DEPCFLAGS := $(if $(HDF5_PC),$(shell pkg-config --cflags $(HDF5_PC))) $(shell pkg-config --cflags libtiff-4 libpng libjpeg 2>/dev/null)
 # PMIx's header only, for mpi/launch_fence.c's types (the library is Open MPI's, found at run time)
@@ -245,11 +250,11 @@ PLUGIN_SEAM  := util/plugin.h util/plugin.syms util/status.h util/mem.h io/video
                 io/image/pixels.h io/atomic_file.h flow/dis.h
 PLUGIN_ID    := $(shell cat $(PLUGIN_SEAM) 2>/dev/null | cksum | cut -d' ' -f1)
 PLUGIN_TREE  := $(abspath $(BUILD))/lib/nstbatch-video.so
-PLUGIN_STAMP := $(BUILD)/plugin-$(shell echo '$(PLUGIN_ID) $(PLUGIN_TREE)' | cksum | cut -d' ' -f1)
+PLUGIN_STAMP := $(BUILD)/plugin-$(shell echo $(call shq,$(PLUGIN_ID) $(PLUGIN_TREE)) | cksum | cut -d' ' -f1)
 $(PLUGIN_STAMP):
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/plugin-* && touch $@
 $(BUILD)/obj/util/plugin.o $(BUILD)/pic/io/video/video_entry.o $(BUILD)/pic/flow/dis_entry.o: $(PLUGIN_STAMP)
-$(BUILD)/obj/util/plugin.o: ALLCFLAGS += -DNST_PLUGIN_TREE='"$(PLUGIN_TREE)"' -DNST_PLUGIN_ID=$(PLUGIN_ID)u
+$(BUILD)/obj/util/plugin.o: ALLCFLAGS += -DNST_PLUGIN_TREE=$(call shq,$(call cstr,$(PLUGIN_TREE))) -DNST_PLUGIN_ID=$(PLUGIN_ID)u
 $(BUILD)/pic/io/video/video_entry.o $(BUILD)/pic/flow/dis_entry.o: ALLCFLAGS += -DNST_PLUGIN_ID=$(PLUGIN_ID)u
 
 # a program copied into place under another name, then renamed: a run of the old one goes on
@@ -274,7 +279,7 @@ nstbatch-dzi: $(BUILD)/nstbatch-dzi
 # ---- the viewer: nstbatch-view, the page's assets (docs/VIEWER.md) ----------------------------
 # The source tree's viewer/ is where an uninstalled nstbatch finds the page's assets; an installed
 # one looks in ../share/nstbatch/viewer beside its program first (viewer/assets.c).
-$(BUILD)/obj/viewer/assets.o: ALLCFLAGS += -DNST_VIEWER_DIR='"$(CURDIR)/viewer"'
+$(BUILD)/obj/viewer/assets.o: ALLCFLAGS += -DNST_VIEWER_DIR=$(call shq,$(call cstr,$(CURDIR)/viewer))
 
 # linked with the plain C compiler: the server needs none of MPI, HDF5, oneDNN or CUDA
 $(BUILD)/nstbatch-view: $(BUILD)/obj/viewer/view_main.o $(LIB)

@@ -2,14 +2,14 @@
 # tests/test_install.sh: `make install PREFIX=DIR` into a scratch prefix, then the installed files:
 # the programs run from there and the installed nstbatch loads its own video plugin, the manual page renders (man -l), the Slurm templates find
 # launch.sh and nstbatch through NSTBATCH_HOME=PREFIX/share/nstbatch, the docs are all there, and
-# the installed nstbatch plans the demo from another directory. The prefix's path has a space, as
-# a user's folder may.
+# the installed nstbatch plans the demo from another directory. The prefix's path has a space, an
+# apostrophe and letters outside ASCII, as a user's folder may (/home/o'brien/données).
 #
 #   tests/test_install.sh BUILD_DIR
 B=$1
 . "$(dirname "$0")/lib.sh" test_install
 
-P="$T/install prefix"
+P="$T/install prefix d'été"
 out=$(make -C "$ROOT" -s --no-print-directory BUILD="$B" install PREFIX="$P" 2>&1); r=$?
 if [ $r -eq 0 ] && grep -q "installed in $P" <<<"$out"; then ok "make install PREFIX=...: $(grep -o 'installed in .*' <<<"$out" | cut -c1-60)..."
 else bad "make install" "exit $r" "$out"; fi
@@ -50,6 +50,19 @@ if command -v man >/dev/null; then
 else
   skip "man page: no man(1) here"
 fi
+
+# the checkout's own path, baked into the programs (the viewer's assets), passes through the shell
+# and the C compiler whole whatever its folder's name: the viewer's assets object made as if the
+# checkout were in an awkward folder (CURDIR), with a "compiler" that keeps its -D argument, which
+# then compiles into a program that prints it back (before 2026-12-01 an apostrophe ended the
+# quoting: "Unterminated quoted string", no build)
+odd="/home/o'brien \"x\" \\y données"
+printf '#!/bin/sh\nfor a; do case $a in -DNST_VIEWER_DIR=*) printf "%%s\\n" "$a" >"$0.arg" ;; esac; done\n' >"$T/cc-args" && chmod +x "$T/cc-args"
+out=$(make -C "$ROOT" -s --no-print-directory BUILD="$T/qb" CC="$T/cc-args" CURDIR="$odd" "$T/qb/obj/viewer/assets.o" 2>&1); r=$?
+got=$([ -s "$T/cc-args.arg" ] && printf '#include <stdio.h>\nint main(void) { return puts(NST_VIEWER_DIR) < 0; }\n' \
+      | cc "$(cat "$T/cc-args.arg")" -x c - -o "$T/viewer-dir" && "$T/viewer-dir")
+[ $r -eq 0 ] && [ "$got" = "$odd/viewer" ] && ok "a checkout under $odd: its viewer folder baked in whole" \
+  || bad "a checkout's path with ', \", \\ and a space" "exit $r, baked in: '$got'" "$out$(cat "$T/cc-args.arg" 2>/dev/null)"
 
 # the installed program, from elsewhere, on a copy of the demo config and its two inputs (not the
 # folder: test_demo may be writing its outputs there at the same time): a dry run plans it
