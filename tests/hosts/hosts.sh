@@ -13,7 +13,8 @@
 #                                          build: any of them may live under /tmp) is seen by every
 #                                          host at its own path; writes
 #                                          DIR/hosts ("NAME NETNS ADDRESS"); exit 3 with the reason
-#                                          when the namespaces cannot be made here
+#                                          when the namespaces cannot be made here, 1 when they
+#                                          can but a host's set-up failed
 #   tests/hosts/hosts.sh down DIR          every process of every host SIGKILLed, the namespaces gone
 #   tests/hosts/hosts.sh exec DIR HOST CMD...   CMD on HOST (its network, hostname and /tmp), in this folder
 #   tests/hosts/hosts.sh cut DIR HOST      HOST's cable pulled at the switch: its packets vanish, no error
@@ -37,9 +38,17 @@ host_pids() {
   [ -n "$n" ] && ip netns pids "$n" 2>/dev/null | grep -vx "${k:-none}"
 }
 
+# a host's mounts, run by sh in the host's new namespaces with HOST SCRATCH PIDFILE SHARED...: its
+# hostname, each shared folder bound into SCRATCH at its path under /tmp, SCRATCH over /tmp; the
+# keeper then writes its pid to PIDFILE and holds the namespaces
+MOUNTS='h=$1 scratch=$2 new=$3; shift 3
+  hostname "$h" || exit 1
+  for shared; do mount --bind "$shared" "$scratch/${shared#/tmp/}" || exit 1; done
+  mount --rbind "$scratch" /tmp'
+
 # host_up NAME INDEX SHARED...: the host's link, then its keeper in new UTS and mount namespaces
 host_up() {
-  local h=$1 i=$2 n mnt shared
+  local h=$1 i=$2 n shared binds=()
   shift 2
   n="$(cat "$D/prefix")-$h"
   ip netns add "$n" 2>"$D/ip.err" || skip "ip netns add: $(tail -n 1 "$D/ip.err")"
@@ -53,19 +62,26 @@ host_up() {
   # the host's /tmp: its scratch folder, with each shared folder under /tmp bound in at its own
   # path (outside /tmp the host sees the machine's own folders already)
   mkdir -p "$D/scratch-$h"
-  mnt="mount --rbind '$D/scratch-$h' /tmp"
   for shared in "$@"; do
-    case $shared in /tmp/?*)
-      mkdir -p "$D/scratch-$h/${shared#/tmp/}"
-      mnt="mount --bind '$shared' '$D/scratch-$h/${shared#/tmp/}' && $mnt" ;;
-    esac
+    case $shared in /tmp/?*) mkdir -p "$D/scratch-$h/${shared#/tmp/}" && binds+=("$shared") ;; esac
   done
+  # (the paths go in as the shell's arguments, not into its script: a folder named o'brien stays whole)
   nsenter --net="/run/netns/$n" unshare --uts --mount --propagation private \
-    sh -c "hostname $h && $mnt && echo \$\$ >'$D/keeper-$h.new' && exec sleep infinity" </dev/null >/dev/null 2>"$D/mnt.err" &
+    sh -c "$MOUNTS"' && echo $$ >"$new" && exec sleep infinity' sh "$h" "$D/scratch-$h" "$D/keeper-$h.new" "${binds[@]}" \
+    </dev/null >/dev/null 2>"$D/mnt.err" &
   # (follows the keeper: it writes its file or exits, however long a loaded machine takes)
   local kp=$!
   while kill -0 $kp 2>/dev/null && [ ! -s "$D/keeper-$h.new" ]; do sleep 0.05; done
-  [ -s "$D/keeper-$h.new" ] || skip "a host's hostname and /tmp (unshare --uts --mount): $(tail -n 1 "$D/mnt.err")"
+  if [ ! -s "$D/keeper-$h.new" ]; then
+    # the machine's refusal is a skip; but where the same keeper starts without the shared folders'
+    # binds (a scratch of its own, no folder of the user's), the fault is in those: exit 1, not a skip
+    mkdir -p "$D/probe"
+    nsenter --net="/run/netns/$n" unshare --uts --mount --propagation private sh -c "$MOUNTS" sh "$h" "$D/probe" "" \
+      </dev/null >/dev/null 2>&1 \
+      || skip "a host's hostname and /tmp (unshare --uts --mount): $(tail -n 1 "$D/mnt.err")"
+    echo "hosts.sh: host $h's keeper did not start (unshare works here): $(tail -n 1 "$D/mnt.err")" >&2
+    exit 1
+  fi
   mv "$D/keeper-$h.new" "$D/keeper-$h"
 }
 
