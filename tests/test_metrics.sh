@@ -85,6 +85,24 @@ bad_lines=$(grep -v -E '^# (HELP|TYPE) nstbatch_[a-z_]+ ' "$T/m.prom" | grep -v 
 if [ -s "$T/m.prom" ] && [ -z "$bad_lines" ] && grep -q '^nstbatch_level{job="m"} 2$' "$T/m.prom" && ! ls -a "$T" | grep -q 'm.prom.*tmp'; then
   ok "metrics.prometheus: $(grep -c '^nstbatch' "$T/m.prom") samples in the text format, written atomically"
 else bad "metrics.prometheus" "'$bad_lines'" "$(head -n 20 "$T/m.prom")"; fi
+# a user's file names as they are: an output path with a quote, a backslash and a Latin-1 byte
+# (not UTF-8) gives a run record that is valid JSON read as strict UTF-8 (the path's bad byte as
+# U+FFFD), and a Prometheus file whose job label is valid UTF-8 (each bad byte, quote or backslash
+# '_'); before 2026-12-01 the record wrote the path unescaped and promtool refused the label
+odd=$(printf 'caf\351 "q" \\b')
+nst odd "$NST" m.ini --set pyramid.levels=1 --set optim.iterations=2 --set output.path="$odd.png" --set run.record="$odd.json" \
+  --set metrics.prometheus="$odd.prom"
+if [ $rc -ne 0 ]; then bad "a render with an odd file name" "exit $rc" "$(cat "$T/odd.err")"
+elif [ $have_py = 1 ]; then
+  out=$($PY -c 'import json, sys
+rec = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))
+assert rec["output"]["files"]["png"]["path"] == "caf\ufffd \"q\" \\b.png", rec["output"]["files"]
+open(sys.argv[2], "rb").read().decode("utf-8")' "$T/$odd.json" "$T/$odd.prom" 2>&1)
+  if [ $? -eq 0 ] && grep -q '^nstbatch_level{job="caf_ _q_ _b"} 1$' "$T/$odd.prom" \
+     && { ! command -v promtool >/dev/null || promtool check metrics <"$T/$odd.prom" >/dev/null 2>&1; }; then
+    ok "an output named 'caf\\351 \"q\" \\b': the run record is JSON in UTF-8, the Prometheus label '$(grep -o -m1 'job="[^"]*"' "$T/$odd.prom")'$(command -v promtool >/dev/null && echo ", promtool check metrics passes")"
+  else bad "an odd file name in the run record and the Prometheus file" "$out" "$(grep -m1 'nstbatch_level' "$T/$odd.prom")"; fi
+else skip "an odd file name in the run record" "no /usr/bin/python3"; fi
 grep -qi "gpu\|nvml" "$T/plain.err" && bad "CPU run with metrics.gpu = auto" "mentions GPUs" "$(cat "$T/plain.err")" || ok "a CPU run (metrics.gpu = auto) says nothing about GPUs"
 
 # ---- GPU monitoring with the stand-in NVML -----------------------------------------------------------

@@ -19,6 +19,7 @@
 #include "../viewer/dzi_info.h"
 #include "../viewer/http.h"
 #include "../viewer/page.h"
+#include "../util/text.h"
 #include "../viewer/view_json.h"
 #include "test.h"
 
@@ -57,7 +58,7 @@ static char *json_of(const char *s)
     char *buf = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);
-    nst_viewer_json_string(f, s);
+    nst_json_string(f, s);
     fclose(f);
     return buf;
 }

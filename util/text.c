@@ -1,4 +1,4 @@
-/* util/text.c: edit distance, "did you mean", JSON strings (see text.h). */
+/* util/text.c: edit distance, "did you mean", lines, UTF-8 and JSON strings (see text.h). */
 #include "text.h"
 
 #include <string.h>
@@ -40,16 +40,58 @@ const char *nst_nearest(const char *typed, const char *const *cand, size_t n)
     return best;
 }
 
+size_t nst_utf8_length(const unsigned char *p)
+{
+    unsigned char c = p[0];
+    if (c < 0x80) return 1;
+    if (c >= 0xc2 && c <= 0xdf) return (p[1] & 0xc0) == 0x80 ? 2 : 0;
+    unsigned char lo = 0x80, hi = 0xbf;
+    size_t n;
+    if (c >= 0xe0 && c <= 0xef) {
+        n = 3;
+        if (c == 0xe0) lo = 0xa0;
+        if (c == 0xed) hi = 0x9f; /* U+D800..U+DFFF are surrogates */
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4;
+        if (c == 0xf0) lo = 0x90;
+        if (c == 0xf4) hi = 0x8f;
+    } else {
+        return 0;
+    }
+    if (p[1] < lo || p[1] > hi) return 0;
+    for (size_t i = 2; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80) return 0; /* also stops at the terminating NUL */
+    return n;
+}
+
 void nst_json_string(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t n = nst_utf8_length(p);
+        if (n == 0) {
+            fputs("\\ufffd", f);
+            p++;
+            continue;
+        }
+        if (n > 1) {
+            fwrite(p, 1, n, f);
+            p += n;
+            continue;
+        }
+        unsigned char c = *p++;
+        switch (c) {
+        case '"': fputs("\\\"", f); break;
+        case '\\': fputs("\\\\", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
+        default:
+            if (c < 0x20 || c == 0x7f)
+                fprintf(f, "\\u%04x", c);
+            else
+                fputc(c, f);
+        }
     }
     fputc('"', f);
 }

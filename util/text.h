@@ -14,7 +14,13 @@ const char *nst_nearest(const char *typed, const char *const *candidates, size_t
  * *pos moves past it. NULL at the end. A UTF-8 byte-order mark at offset 0 is skipped. */
 const char *nst_text_line(const char *text, size_t len, size_t *pos, size_t *n);
 
-/* s as a JSON string literal, quoted and escaped. */
+/* Length of the well-formed UTF-8 sequence starting at p (RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF), or 0 if it is not one (a NUL ends any sequence). */
+size_t nst_utf8_length(const unsigned char *p);
+
+/* s as a JSON string literal: quoted; '"', '\\' and control characters escaped; valid UTF-8
+ * passed through, each byte of an invalid sequence written as U+FFFD, so that a run record or a
+ * view.json is valid JSON whatever bytes a path or a configuration holds (a Latin-1 file name). */
 void nst_json_string(FILE *f, const char *s);
 
 #endif

@@ -6,11 +6,6 @@
 
 #include "page.h"
 
-/* s as a JSON string literal: quoted; '"', '\\' and control characters escaped; valid UTF-8
- * passed through, each byte of an invalid sequence written as U+FFFD (so that the file is always
- * valid JSON, whatever bytes the configuration holds). */
-void nst_viewer_json_string(FILE *f, const char *s);
-
 /* The whole view.json of page p; image and content are the file names the page loads (beside it),
  * content NULL for none. Returns 0, or -1 if a write failed (errno set). */
 int nst_viewer_json_write(FILE *f, const nst_viewer_page *p, const char *image, const char *content);

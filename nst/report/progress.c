@@ -265,8 +265,15 @@ static void write_prometheus(nst_progress *p, long long it, const nst_loss_terms
         const char *base = strrchr(p->prom, '/') ? strrchr(p->prom, '/') + 1 : p->prom;
         snprintf(job, sizeof job, "%.*s", (int)strcspn(base, "."), base);
     }
-    for (char *c = job; *c; c++)
-        if (*c == '"' || *c == '\\' || *c == '\n') *c = '_';
+    /* a label's value is UTF-8 in quotes: quotes, backslashes, newlines and the bytes of an invalid
+     * sequence (a Latin-1 file name, a name cut at 95 bytes) become '_' */
+    for (unsigned char *c = (unsigned char *)job; *c;) {
+        size_t n = nst_utf8_length(c);
+        if (n == 0 || *c == '"' || *c == '\\' || *c == '\n')
+            *c++ = '_';
+        else
+            c += n;
+    }
 #define GAUGE(name, help) fprintf(f, "# HELP nstbatch_%s %s\n# TYPE nstbatch_%s gauge\n", name, help, name)
     GAUGE("level", "Pyramid level being rendered (1 = coarsest).");
     fprintf(f, "nstbatch_level{job=\"%s\"} %d\n", job, p->level + 1);
@@ -353,12 +360,15 @@ static void write_row_json(nst_progress *p, long long it, int final, const nst_l
         fprintf(f, "}");
     }
     fprintf(f, ", \"memory\": {\"backend_bytes_max\": %.0f, \"rss_peak_bytes_max\": %.0f}", r->mmax[0], r->mmax[1]);
-    if (r->gpus)
-        fprintf(f, ", \"gpu\": {\"gpus\": %d, \"name\": \"%s\", \"util_percent_min\": %.1f, \"util_percent_mean\": %.1f, \"memory_used_bytes_max\": "
+    if (r->gpus) {
+        fprintf(f, ", \"gpu\": {\"gpus\": %d, \"name\": ", r->gpus);
+        nst_json_string(f, r->gpu_name); /* as the driver names it */
+        fprintf(f, ", \"util_percent_min\": %.1f, \"util_percent_mean\": %.1f, \"memory_used_bytes_max\": "
                    "%.0f, \"memory_fraction_max\": %.4f, \"temperature_c_max\": %.0f, \"power_w_mean\": %.1f, \"power_w_max\": %.1f, "
                    "\"power_limit_fraction_max\": %.3f, \"sm_clock_mhz_min\": %.0f, \"memory_clock_mhz_min\": %.0f}",
-                r->gpus, r->gpu_name, r->gmin[G_UTIL_MEAN], r->gsum[G_UTIL_MEAN] / r->gpus, r->gmax[G_MEM], r->gmax[G_MEM_FRAC], r->gmax[G_TEMP],
+                r->gmin[G_UTIL_MEAN], r->gsum[G_UTIL_MEAN] / r->gpus, r->gmax[G_MEM], r->gmax[G_MEM_FRAC], r->gmax[G_TEMP],
                 r->gsum[G_POWER] / r->gpus, r->gmax[G_POWER_MAX], r->gmax[G_POWER_FRAC], r->gmin[G_SM], r->gmin[G_MEMCLK]);
+    }
     line_end(p, f, &buf, &len);
 }
 

@@ -338,8 +338,10 @@ static void record_tail(FILE *f, const nst_output_spec *o, const nst_job_result 
             os->levels, o->bits, o->tiff.tile, fg->io_mx[IO_OUT], fg->io_mx[IO_EXCH]);
     for (int fm = 0, k = 0; fm < NST_OUT_NFORMATS; fm++) {
         if (!o->want[fm]) continue;
-        fprintf(f, "%s\n    \"%s\": {\"path\": \"%s\", \"bytes\": %llu, \"seconds_max\": %.6f, \"io_seconds_max\": %.6f}", k++ ? "," : "",
-                format_keys[fm], o->path[fm], os->bytes[fm], fg->io_mx[IO_FMT + fm], fg->io_mx[IO_FMTIO + fm]);
+        fprintf(f, "%s\n    \"%s\": {\"path\": ", k++ ? "," : "", format_keys[fm]);
+        nst_json_string(f, o->path[fm]); /* a user's file name: quotes, backslashes, any bytes */
+        fprintf(f, ", \"bytes\": %llu, \"seconds_max\": %.6f, \"io_seconds_max\": %.6f}", os->bytes[fm], fg->io_mx[IO_FMT + fm],
+                fg->io_mx[IO_FMTIO + fm]);
     }
     fprintf(f, "\n  }},\n");
     fprintf(f, "  \"loss\": {\"first\": {\"total\": %.9g, \"content\": %.9g, \"style\": %.9g, \"tv\": %.9g}, "
