@@ -251,22 +251,17 @@ static void gpu_warnings(nst_progress *p, const reduced *r, int first_row)
     }
 }
 
-static void write_prometheus(nst_progress *p, long long it, const nst_loss_terms *t, double rate, double eta, const reduced *r)
+/* The Prometheus job label: a batch job's name; a lone render is named by its file, e.g. "print1"
+ * for DIR/print1.prom. A label's value is UTF-8 in quotes: quotes, backslashes, newlines and the
+ * bytes of an invalid sequence (a Latin-1 file name, a name cut at cap - 1 bytes) become '_'. */
+static void prom_job_label(const nst_progress *p, char *job, size_t cap)
 {
-    if (!p->prom[0] || nst_comm_world_rank() != 0) return;
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) return;
-    char job[96]; /* a batch job's name; a lone render is named by its file, e.g. "print1" for DIR/print1.prom */
     if (p->job[0]) {
-        snprintf(job, sizeof job, "%s", p->job);
+        snprintf(job, cap, "%s", p->job);
     } else {
         const char *base = strrchr(p->prom, '/') ? strrchr(p->prom, '/') + 1 : p->prom;
-        snprintf(job, sizeof job, "%.*s", (int)strcspn(base, "."), base);
+        snprintf(job, cap, "%.*s", (int)strcspn(base, "."), base);
     }
-    /* a label's value is UTF-8 in quotes: quotes, backslashes, newlines and the bytes of an invalid
-     * sequence (a Latin-1 file name, a name cut at 95 bytes) become '_' */
     for (unsigned char *c = (unsigned char *)job; *c;) {
         size_t n = nst_utf8_length(c);
         if (n == 0 || *c == '"' || *c == '\\' || *c == '\n')
@@ -274,6 +269,17 @@ static void write_prometheus(nst_progress *p, long long it, const nst_loss_terms
         else
             c += n;
     }
+}
+
+static void write_prometheus(nst_progress *p, long long it, const nst_loss_terms *t, double rate, double eta, const reduced *r)
+{
+    if (!p->prom[0] || nst_comm_world_rank() != 0) return;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return;
+    char job[96];
+    prom_job_label(p, job, sizeof job);
 #define GAUGE(name, help) fprintf(f, "# HELP nstbatch_%s %s\n# TYPE nstbatch_%s gauge\n", name, help, name)
     GAUGE("level", "Pyramid level being rendered (1 = coarsest).");
     fprintf(f, "nstbatch_level{job=\"%s\"} %d\n", job, p->level + 1);
