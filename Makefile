@@ -81,11 +81,14 @@ FFMPEG_VER := $(if $(FFMPEG_OK),$(shell pkg-config --modversion $(FFMPEG_PC) | p
 NPM       := $(shell command -v npm 2>/dev/null)
 
 # ---- flags ------------------------------------------------------------------------------------
-# Paths of the checkout baked into the programs pass through the shell: a folder named O'Brien or
-# "x" must not end the quoting. shq: one shell word for any text (single quotes, a ' inside written
-# '\''); cstr: a C string literal of it (\ and " escaped)
+# Paths of the checkout (and the compiler's, the flags) baked into the programs or hashed into stamps
+# pass through the shell: a folder named O'Brien or "x" must not end the quoting. shq: one shell
+# word for any text (single quotes, a ' inside written '\''); cstr: a C string literal of it (\ and
+# " escaped)
 shq  = '$(subst ','\'',$(1))'
 cstr = "$(subst ",\",$(subst \,\\,$(1)))"
+# sum: a checksum of any text (a stamp's name: the flags, compilers and paths it stands for)
+sum  = $(shell printf '%s\n' $(call shq,$(1)) | cksum | cut -d' ' -f1)
 CC      := $(if $(MPICC),$(MPICC),mpicc)
 DEPCFLAGS := $(if $(HDF5_PC),$(shell pkg-config --cflags $(HDF5_PC))) $(shell pkg-config --cflags libtiff-4 libpng libjpeg 2>/dev/null)
 # PMIx's header only, for mpi/launch_fence.c's types (the library is Open MPI's, found at run time)
@@ -145,7 +148,7 @@ PLUGIN := $(BUILD)/lib/nstbatch-video.so
 LDLIBS += -Wl,--dynamic-list=util/plugin.syms
 endif
 
-BUILD_FLAGS_DEF := -DNST_BUILD_FLAGS='"$(FLAVOUR) build: $(CC) $(CFLAGS)"'
+BUILD_FLAGS_DEF := -DNST_BUILD_FLAGS=$(call shq,$(call cstr,$(FLAVOUR) build: $(CC) $(CFLAGS)))
 ALLCFLAGS += $(BUILD_FLAGS_DEF)
 
 # lib_src(SKIP): the library's C sources, less SKIP; the viewer page and nstbatch-view's server among them
@@ -166,7 +169,7 @@ TOOLS   := $(BUILD)/tools/draw_demo_images $(BUILD)/tools/draw_mask $(BUILD)/too
 all: check-deps nstbatch nstbatch-dzi nstbatch-view $(if $(NPM),viewer-if-online)
 
 # The flavour stamp: objects rebuild when the compiler, flags or CUDA switch change.
-STAMP := $(BUILD)/flavour-$(FLAVOUR)-$(shell echo '$(CC) $(ALLCFLAGS) $(NVCC) $(NVCC_GENCODE)' | cksum | cut -d' ' -f1)
+STAMP := $(BUILD)/flavour-$(FLAVOUR)-$(call sum,$(CC) $(ALLCFLAGS) $(NVCC) $(NVCC_GENCODE))
 $(STAMP):
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/flavour-* && touch $@
 
@@ -208,7 +211,7 @@ $(BUILD)/obj/%.o: %.cpp $(STAMP)
 	$(Q)$(CXX) $(CXXFLAGS_NST) -MMD -MP -c $< -o $@
 
 # (their stamp: nvcc and the gencodes only, so the asan build finds them current)
-CU_STAMP := $(CU_DIR)/nvcc-$(shell echo '$(NVCC) $(NVCC_GENCODE)' | cksum | cut -d' ' -f1)
+CU_STAMP := $(CU_DIR)/nvcc-$(call sum,$(NVCC) $(NVCC_GENCODE))
 $(CU_STAMP):
 	@mkdir -p $(CU_DIR) && rm -f $(CU_DIR)/nvcc-* && touch $@
 
@@ -250,7 +253,7 @@ PLUGIN_SEAM  := util/plugin.h util/plugin.syms util/status.h util/mem.h io/video
                 io/image/pixels.h io/atomic_file.h flow/dis.h
 PLUGIN_ID    := $(shell cat $(PLUGIN_SEAM) 2>/dev/null | cksum | cut -d' ' -f1)
 PLUGIN_TREE  := $(abspath $(BUILD))/lib/nstbatch-video.so
-PLUGIN_STAMP := $(BUILD)/plugin-$(shell echo $(call shq,$(PLUGIN_ID) $(PLUGIN_TREE)) | cksum | cut -d' ' -f1)
+PLUGIN_STAMP := $(BUILD)/plugin-$(call sum,$(PLUGIN_ID) $(PLUGIN_TREE))
 $(PLUGIN_STAMP):
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/plugin-* && touch $@
 $(BUILD)/obj/util/plugin.o $(BUILD)/pic/io/video/video_entry.o $(BUILD)/pic/flow/dis_entry.o: $(PLUGIN_STAMP)
@@ -424,7 +427,7 @@ LEAN_MAIN  := $(call lean_obj,main.c)
 LEAN_CFLAGS := $(CORE_CFLAGS) $(BUILD_FLAGS_DEF)
 # no run path: the bundle's env.sh finds the CUDA libraries, wherever the node has them
 LEAN_LDLIBS := $(filter-out -Wl$(comma)-rpath$(comma)%,$(CORE_LDLIBS))
-LEAN_STAMP := $(BUNDLE_DIR)/flavour-$(shell echo '$(CC) $(LEAN_CFLAGS)' | cksum | cut -d' ' -f1)
+LEAN_STAMP := $(BUNDLE_DIR)/flavour-$(call sum,$(CC) $(LEAN_CFLAGS))
 LEAN_PROGS := $(addprefix $(BUNDLE_DIR)/bin/,nstbatch test_backend_ops image_diff conv_layers gram_layers)
 BUNDLE_IN  := $(wildcard scripts/*.sh scripts/gpu-bundle/* configs/demo/*.png) tests/test_gpu_render.sh tests/lib.sh tests/idle.sh bench/gpu_frame.sh \
               bench/gpu_iteration.sh bench/profile_table.sh bench/torch_gatys.py configs/demo.ini
@@ -622,7 +625,7 @@ models/$(KERAS_VGG19):
 	test -s $@.part || { rm -f $@.part; echo "weights: download failed (no internet?); fetch $(KERAS_VGG19) by hand into models/" >&2; exit 1; }; \
 	sum=$$(md5sum $@.part | cut -d' ' -f1); \
 	if [ "$$sum" != "$(KERAS_MD5)" ]; then rm -f $@.part; echo "weights: MD5 $$sum, expected $(KERAS_MD5): refusing the file" >&2; exit 1; fi; \
-	mv $@.part $@ && echo "weights: $@ (MD5 ok); set model.weights = $(CURDIR)/$@"
+	mv $@.part $@ && printf 'weights: %s (MD5 ok); set model.weights = %s\n' $(call shq,$@) $(call shq,$(CURDIR)/$@)
 
 # make install PREFIX=DIR (default /usr/local; DESTDIR for packagers): the programs in bin/, the
 # video plugin in lib/nstbatch/ (where bin/nstbatch looks for it, util/plugin.h), the manual page
