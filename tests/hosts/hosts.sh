@@ -38,10 +38,10 @@ host_pids() {
   [ -n "$n" ] && ip netns pids "$n" 2>/dev/null | grep -vx "${k:-none}"
 }
 
-# a host's mounts, run by sh in the host's new namespaces with HOST SCRATCH PIDFILE SHARED...: its
-# hostname, each shared folder bound into SCRATCH at its path under /tmp, SCRATCH over /tmp; the
-# keeper then writes its pid to PIDFILE and holds the namespaces
-MOUNTS='h=$1 scratch=$2 new=$3; shift 3
+# a host's mounts, run by sh in the host's new namespaces with HOST SCRATCH SHARED...: its hostname,
+# each shared folder bound into SCRATCH at its path under /tmp, SCRATCH over /tmp; the keeper then
+# writes its pid to its fd 3 (opened before the mounts hid the folder it is in) and holds them
+MOUNTS='h=$1 scratch=$2; shift 2
   hostname "$h" || exit 1
   for shared; do mount --bind "$shared" "$scratch/${shared#/tmp/}" || exit 1; done
   mount --rbind "$scratch" /tmp'
@@ -67,17 +67,18 @@ host_up() {
   done
   # (the paths go in as the shell's arguments, not into its script: a folder named o'brien stays whole)
   nsenter --net="/run/netns/$n" unshare --uts --mount --propagation private \
-    sh -c "$MOUNTS"' && echo $$ >"$new" && exec sleep infinity' sh "$h" "$D/scratch-$h" "$D/keeper-$h.new" "${binds[@]}" \
-    </dev/null >/dev/null 2>"$D/mnt.err" &
+    sh -c "$MOUNTS"' && echo $$ >&3 && exec sleep infinity 3>&-' sh "$h" "$D/scratch-$h" "${binds[@]}" \
+    </dev/null >/dev/null 2>"$D/mnt.err" 3>"$D/keeper-$h.new" &
   # (follows the keeper: it writes its file or exits, however long a loaded machine takes)
   local kp=$!
   while kill -0 $kp 2>/dev/null && [ ! -s "$D/keeper-$h.new" ]; do sleep 0.05; done
   if [ ! -s "$D/keeper-$h.new" ]; then
-    # the machine's refusal is a skip; but where the same keeper starts without the shared folders'
-    # binds (a scratch of its own, no folder of the user's), the fault is in those: exit 1, not a skip
+    # the machine's refusal is a skip; but where a hostname and a /tmp of its own can be had (the
+    # probe: its own literal, not MOUNTS, whose slip would fail both), the fault is in the keeper's
+    # shared folders or in MOUNTS: exit 1, not a skip
     mkdir -p "$D/probe"
-    nsenter --net="/run/netns/$n" unshare --uts --mount --propagation private sh -c "$MOUNTS" sh "$h" "$D/probe" "" \
-      </dev/null >/dev/null 2>&1 \
+    nsenter --net="/run/netns/$n" unshare --uts --mount --propagation private sh -c 'hostname "$1" && mount --rbind "$2" /tmp' sh "$h" \
+      "$D/probe" </dev/null >/dev/null 2>&1 \
       || skip "a host's hostname and /tmp (unshare --uts --mount): $(tail -n 1 "$D/mnt.err")"
     echo "hosts.sh: host $h's keeper did not start (unshare works here): $(tail -n 1 "$D/mnt.err")" >&2
     exit 1
