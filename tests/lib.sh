@@ -11,8 +11,8 @@ trap 'rm -rf "$T"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 pass=0 fail=0 skipped=0
 ok() { pass=$((pass + 1)); printf '  ok   %s\n' "$1"; }
-# bad WHAT WHY [OUTPUT]: a failure, with the output's last 15 lines
-bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | tail -n 15; }
+# bad WHAT WHY [OUTPUT]: a failure, with the output's last 15 lines (BAD_LINES: another choice)
+bad() { fail=$((fail + 1)); printf '  FAIL %s: %s\n' "$1" "$2"; [ -n "${3:-}" ] && sed 's/^/       | /' <<<"$3" | ${BAD_LINES:-tail -n 15}; }
 # skip WHAT [WHY]: a check not run here, and why
 skip() { skipped=$((skipped + 1)); printf '  SKIP %s%s\n' "$1" "${2:+: $2}"; }
 # run_nst INI LOG ARGS...: one rank of $NST on T/INI, run in T, output in T/LOG.log, status in $rc

@@ -9,6 +9,7 @@
 # with the normal build and with the ASan+UBSan build (build/asan/nstbatch).
 . "$(dirname "$0")/lib.sh" "${2:-test_cli}" # (the ASan build's run is test_cli_asan)
 NST=$(readlink -f "$1")
+BAD_LINES="head -n 12" # a failure shows a sanitizer report's first lines: the error and its top frames
 trap 'kill ${live_pid:-} 2>/dev/null; rm -rf "$T"' EXIT # (live_pid: the living singleton below)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 

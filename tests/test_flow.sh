@@ -6,8 +6,9 @@
 # with), from the exact flow and from DIS's, and refuses bad input with one line.
 #
 #   tests/test_flow.sh BUILD_DIR
-. "$(dirname "$0")/lib.sh" test_flow
 B=$(readlink -f "${1:-build}")
+export NST_IDLE=${NST_IDLE:-$B/tests/idle_timeout} # (lib.sh's; this suite's build may be another than the checkout's)
+. "$(dirname "$0")/lib.sh" test_flow
 FLICKER="$B/tools/nstbatch-flicker"
 
 for m in translate rotate zoom all; do

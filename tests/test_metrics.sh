@@ -93,16 +93,20 @@ odd=$(printf 'caf\351 "q" \\b')
 nst odd "$NST" m.ini --set pyramid.levels=1 --set optim.iterations=2 --set output.path="$odd.png" --set run.record="$odd.json" \
   --set metrics.prometheus="$odd.prom"
 if [ $rc -ne 0 ]; then bad "a render with an odd file name" "exit $rc" "$(cat "$T/odd.err")"
-elif [ $have_py = 1 ]; then
-  out=$($PY -c 'import json, sys
+else
+  if [ $have_py = 1 ]; then
+    out=$($PY -c 'import json, sys
 rec = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))
-assert rec["output"]["files"]["png"]["path"] == "caf\ufffd \"q\" \\b.png", rec["output"]["files"]
-open(sys.argv[2], "rb").read().decode("utf-8")' "$T/$odd.json" "$T/$odd.prom" 2>&1)
-  if [ $? -eq 0 ] && grep -q '^nstbatch_level{job="caf_ _q_ _b"} 1$' "$T/$odd.prom" \
+assert rec["output"]["files"]["png"]["path"] == "caf\ufffd \"q\" \\b.png", rec["output"]["files"]' "$T/$odd.json" 2>&1) \
+      && ok "an output named 'caf\\351 \"q\" \\b': the run record is JSON in UTF-8, the path's byte as U+FFFD" \
+      || bad "an odd file name in the run record" "$out"
+  else skip "an odd file name in the run record" "no /usr/bin/python3"; fi
+  label=$(grep -o -m1 '^nstbatch_level{job="[^"]*"}' "$T/$odd.prom")
+  if [ "$label" = 'nstbatch_level{job="caf_ _q_ _b"}' ] && iconv -f UTF-8 -t UTF-8 "$T/$odd.prom" >/dev/null 2>&1 \
      && { ! command -v promtool >/dev/null || promtool check metrics <"$T/$odd.prom" >/dev/null 2>&1; }; then
-    ok "an output named 'caf\\351 \"q\" \\b': the run record is JSON in UTF-8, the Prometheus label '$(grep -o -m1 'job="[^"]*"' "$T/$odd.prom")'$(command -v promtool >/dev/null && echo ", promtool check metrics passes")"
-  else bad "an odd file name in the run record and the Prometheus file" "$out" "$(grep -m1 'nstbatch_level' "$T/$odd.prom")"; fi
-else skip "an odd file name in the run record" "no /usr/bin/python3"; fi
+    ok "... its Prometheus file is UTF-8, the label $label$(command -v promtool >/dev/null && echo ", promtool check metrics passes")"
+  else bad "an odd file name in the Prometheus file" "label '$label'" "$(head -n 3 "$T/$odd.prom")"; fi
+fi
 grep -qi "gpu\|nvml" "$T/plain.err" && bad "CPU run with metrics.gpu = auto" "mentions GPUs" "$(cat "$T/plain.err")" || ok "a CPU run (metrics.gpu = auto) says nothing about GPUs"
 
 # ---- GPU monitoring with the stand-in NVML -----------------------------------------------------------
