@@ -10,6 +10,7 @@
  * (the losses: first and last, each total,content,style,tv). */
 #define _GNU_SOURCE /* open_memstream, setenv */
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,21 @@ static void t_json_escaping(void)
         char *got = json_of(cases[i].in);
         CHECK(strcmp(got, cases[i].out) == 0, "case %zu: got %s, expected %s", i, got, cases[i].out);
         free(got);
+    }
+}
+
+/* util/text.c's JSON numbers (the run record's, the metrics log's, view.json's): null for what JSON
+ * cannot hold, the format's text otherwise */
+static void t_json_numbers(void)
+{
+    static const struct { double v; const char *fmt, *out; } cases[] = {
+        {12.5, "%.9g", "12.5"}, {-3e-7, "%.6e", "-3.000000e-07"}, {0.1, "%.17g", "0.10000000000000001"},
+        {NAN, "%.9g", "null"}, {INFINITY, "%.6e", "null"}, {-INFINITY, "%.17g", "null"}, {-1.7976931348623157e308, "%.17g", "-1.7976931348623157e+308"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char b[NST_JSON_NUM];
+        const char *got = nst_json_num(b, cases[i].fmt, cases[i].v);
+        CHECK(got == b && strcmp(got, cases[i].out) == 0, "case %zu: got %s, expected %s", i, got, cases[i].out);
     }
 }
 
@@ -308,6 +324,7 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "write") == 0) return write_mode(argc, argv);
     if (!test_scratch_init(argc, argv, "test_viewer_page")) return 1;
     RUN(t_json_escaping);
+    RUN(t_json_numbers);
     RUN(t_writes_the_page);
     RUN(t_encodes_the_stem);
     RUN(t_names_its_failures);

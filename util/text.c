@@ -1,6 +1,7 @@
 /* util/text.c: edit distance, "did you mean", lines, UTF-8 and JSON strings (see text.h). */
 #include "text.h"
 
+#include <math.h>
 #include <string.h>
 
 size_t nst_edit_distance(const char *a, const char *b)
@@ -94,6 +95,15 @@ void nst_json_string(FILE *f, const char *s)
         }
     }
     fputc('"', f);
+}
+
+const char *nst_json_num(char *b, const char *fmt, double v)
+{
+    if (isfinite(v))
+        snprintf(b, NST_JSON_NUM, fmt, v);
+    else
+        snprintf(b, NST_JSON_NUM, "null");
+    return b;
 }
 
 const char *nst_text_line(const char *text, size_t len, size_t *pos, size_t *n)

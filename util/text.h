@@ -23,4 +23,10 @@ size_t nst_utf8_length(const unsigned char *p);
  * view.json is valid JSON whatever bytes a path or a configuration holds (a Latin-1 file name). */
 void nst_json_string(FILE *f, const char *s);
 
+/* JSON's text for the number v: printf's fmt (one conversion of a double) where v is finite, null
+ * where it is NaN or infinite (JSON has neither: a diverged loss stays readable); written in b, of
+ * NST_JSON_NUM bytes, which it returns. */
+#define NST_JSON_NUM 40
+const char *nst_json_num(char *b, const char *fmt, double v);
+
 #endif

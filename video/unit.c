@@ -11,6 +11,7 @@
 #include "../util/log.h"
 #include "../util/mem.h"
 #include "../util/signals.h"
+#include "../util/text.h"
 #include "passes.h"
 #include "temporal.h"
 
@@ -78,7 +79,7 @@ static nst_status finish_frame(const nst_unit_ctx *u, ring *g, const nst_clip_un
     }
     nst_clip_totals *t = u->tot;
     t->frames++, t->render_seconds += st->seconds, t->flow_seconds += fr->flow_seconds, t->decode_seconds += fr->decode_seconds;
-    char fl[200] = "", ev[800], evf[300] = "";
+    char fl[200] = "", ev[800], evf[300] = "", n[5][NST_JSON_NUM];
     const nst_image *prev = ring_at(g, r - 1);
     const int measured = fr->nflows > 0 && prev && g->prev_content.px;
     double errs[4] = {0, 0, 0, 0}; /* the result's and the input's, Ruder's and Lai's */
@@ -90,13 +91,15 @@ static nst_status finish_frame(const nst_unit_ctx *u, ring *g, const nst_clip_un
         errs[0] = out.ruder, errs[1] = out.lai, errs[2] = in.ruder, errs[3] = in.lai;
         t->flicker_ruder += out.ruder, t->flicker_lai += out.lai, t->floor_ruder += in.ruder, t->floor_lai += in.lai, t->measured++;
         snprintf(fl, sizeof fl, "; warping error %.3e (input %.3e), Lai %.3e (input %.3e)", out.ruder, in.ruder, out.lai, in.lai);
-        snprintf(evf, sizeof evf, ", \"warping_error\": %.6e, \"warping_error_lai\": %.6e, \"input_warping_error\": %.6e, "
-                 "\"input_warping_error_lai\": %.6e", out.ruder, out.lai, in.ruder, in.lai);
+        snprintf(evf, sizeof evf, ", \"warping_error\": %s, \"warping_error_lai\": %s, \"input_warping_error\": %s, "
+                 "\"input_warping_error_lai\": %s", nst_json_num(n[0], "%.6e", out.ruder), nst_json_num(n[1], "%.6e", out.lai),
+                 nst_json_num(n[2], "%.6e", in.ruder), nst_json_num(n[3], "%.6e", in.lai));
     }
-    snprintf(ev, sizeof ev, "\"frame\": %lld, \"shot\": %d, \"cold\": %s, \"iterations\": %lld, \"loss\": %.6e, \"content\": %.6e, "
-             "\"style\": %.6e, \"tv\": %.6e, \"temporal\": %.6e, \"seconds\": %.3f, \"flow_seconds\": %.3f%s", r, unit->shot,
-             r == unit->start ? "true" : "false", st->iterations, st->last.total, st->last.content, st->last.style, st->last.tv,
-             st->last.temporal, st->seconds, fr->flow_seconds, evf);
+    snprintf(ev, sizeof ev, "\"frame\": %lld, \"shot\": %d, \"cold\": %s, \"iterations\": %lld, \"loss\": %s, \"content\": %s, "
+             "\"style\": %s, \"tv\": %s, \"temporal\": %s, \"seconds\": %.3f, \"flow_seconds\": %.3f%s", r, unit->shot,
+             r == unit->start ? "true" : "false", st->iterations, nst_json_num(n[0], "%.6e", st->last.total),
+             nst_json_num(n[1], "%.6e", st->last.content), nst_json_num(n[2], "%.6e", st->last.style), nst_json_num(n[3], "%.6e", st->last.tv),
+             nst_json_num(n[4], "%.6e", st->last.temporal), st->seconds, fr->flow_seconds, evf);
     nst_progress_event(u->fe->progress, "frame", ev);
     nst_progress_frame(u->fe->progress, t->frames, u->total_frames, measured ? errs : NULL);
     nst_info("frame %lld/%lld (shot %d%s): %lld its, loss %.4e -> %.4e (style %.3e, content %.3e, temporal %.3e, %.0f%% held), %.2f s, "

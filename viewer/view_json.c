@@ -3,16 +3,13 @@
 
 #include "../util/text.h"
 
-#include <math.h>
 #include <stddef.h>
 
-/* A loss term: JSON has no NaN or infinity, so those are null. */
+/* A loss term (null where NaN or infinite). */
 static void number(FILE *f, const char *name, double v, const char *sep)
 {
-    if (isfinite(v))
-        fprintf(f, "\"%s\": %.9g%s", name, v, sep);
-    else
-        fprintf(f, "\"%s\": null%s", name, sep);
+    char n[NST_JSON_NUM];
+    fprintf(f, "\"%s\": %s%s", name, nst_json_num(n, "%.9g", v), sep);
 }
 
 static void loss(FILE *f, const nst_viewer_loss *l)

@@ -349,10 +349,12 @@ static void write_row_json(nst_progress *p, long long it, int final, const nst_l
     const int k = p->level;
     fprintf(f, ", \"level\": %d, \"levels\": %d, \"width\": %d, \"height\": %d, \"iteration\": %lld, \"iterations\": %lld", k + 1, p->nlevels,
             p->w[k], p->h[k], it, p->iters[k]);
-    fprintf(f, ", \"loss\": {\"total\": %.9g, \"content\": %.9g, \"style\": %.9g, \"tv\": %.9g", t->total, t->content, t->style, t->tv);
-    if (p->video) fprintf(f, ", \"temporal\": %.9g", t->temporal);
+    char n[6][NST_JSON_NUM];
+    fprintf(f, ", \"loss\": {\"total\": %s, \"content\": %s, \"style\": %s, \"tv\": %s", nst_json_num(n[0], "%.9g", t->total),
+            nst_json_num(n[1], "%.9g", t->content), nst_json_num(n[2], "%.9g", t->style), nst_json_num(n[3], "%.9g", t->tv));
+    if (p->video) fprintf(f, ", \"temporal\": %s", nst_json_num(n[4], "%.9g", t->temporal));
     fputc('}', f);
-    fprintf(f, ", \"megapixel_iterations_per_second\": %.6g, \"eta_s\": ", rate);
+    fprintf(f, ", \"megapixel_iterations_per_second\": %s, \"eta_s\": ", nst_json_num(n[5], "%.6g", rate));
     if (eta >= 0)
         fprintf(f, "%.3f", eta);
     else

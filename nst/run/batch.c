@@ -343,13 +343,14 @@ static nst_status write_summary(const nst_batch *b, const row *rows, const sched
             NST_VERSION, nst_comm_world_size(), sc->ngroups, sc->G, seconds);
     for (int j = 0; j < b->jobs->njobs; j++) {
         const row *r = &rows[j];
+        char n[NST_JSON_NUM];
         fprintf(f, "%s\n    {\"name\": ", j ? "," : "");
         nst_json_string(f, nst_job_name(b->jobs, j));
         fprintf(f, ", \"where\": ");
         nst_json_string(f, nst_job_where(b->jobs, j));
         fprintf(f, ", \"status\": \"%s\", \"exit_code\": %d, \"ranks\": %d, \"group\": %d, \"large\": %s, \"width\": %d, \"height\": %d, "
-                   "\"seconds\": %.6f, \"loss\": %.9g, \"output\": ",
-                state_names[r->state], r->code, r->ranks, r->group, r->large ? "true" : "false", r->w, r->h, r->seconds, r->loss);
+                   "\"seconds\": %.6f, \"loss\": %s, \"output\": ",
+                state_names[r->state], r->code, r->ranks, r->group, r->large ? "true" : "false", r->w, r->h, r->seconds, nst_json_num(n, "%.9g", r->loss));
         nst_json_string(f, r->state == ROW_DONE || r->state == ROW_EARLIER ? r->output : "");
         fprintf(f, ", \"message\": ");
         nst_json_string(f, r->message);

@@ -313,15 +313,16 @@ static void record_render(FILE *f, const nst_layout *L, const nst_job_result *re
             fg->mem_mx[0], fg->mem_mx[1], fg->mem_mx[2], fg->mem_mn[2], fg->io_mx[IO_RSS], fg->io_mn[IO_RSS], fg->io_mx[IO_OUTPEAK]);
     fprintf(f, "  \"weights_bytes\": %zu,\n", res->weights_bytes);
     fprintf(f, "  \"seconds_total\": %.6f,\n  \"levels\": [", res->seconds);
+    char n[2][NST_JSON_NUM];
     for (int k = 0; k < res->nlevels; k++) {
         const nst_level_report *lr = &res->levels[k];
         fprintf(f, "%s\n    {\"width\": %d, \"height\": %d, \"iterations\": %lld, \"iterations_planned\": %lld, \"stopped\": %s, "
                    "\"tiles\": %d, \"tile_w\": %d, \"tile_h\": %d, \"tile_halvings\": %d, \"ranks\": %d, \"seconds\": %.6f, "
-                   "\"style_seconds\": %.6f, \"style_tiles\": %d, \"style_from_cache\": %d, \"previews\": %d, \"loss_first\": %.17g, "
-                   "\"loss_last\": %.17g}",
+                   "\"style_seconds\": %.6f, \"style_tiles\": %d, \"style_from_cache\": %d, \"previews\": %d, \"loss_first\": %s, "
+                   "\"loss_last\": %s}",
                 k ? "," : "", lr->w, lr->h, lr->iterations, lr->planned, lr->iterations < lr->planned ? "true" : "false", lr->tiles,
                 lr->tile_w, lr->tile_h, lr->halvings, lr->ranks, lr->seconds, lr->style_seconds, lr->style_tiles, lr->style_cached,
-                lr->stats.previews, lr->first.total, lr->last.total);
+                lr->stats.previews, nst_json_num(n[0], "%.17g", lr->first.total), nst_json_num(n[1], "%.17g", lr->last.total));
     }
     fprintf(f, "\n  ],\n");
 }
@@ -344,10 +345,13 @@ static void record_tail(FILE *f, const nst_output_spec *o, const nst_job_result 
                 fg->io_mx[IO_FMTIO + fm]);
     }
     fprintf(f, "\n  }},\n");
-    fprintf(f, "  \"loss\": {\"first\": {\"total\": %.9g, \"content\": %.9g, \"style\": %.9g, \"tv\": %.9g}, "
-               "\"last\": {\"total\": %.9g, \"content\": %.9g, \"style\": %.9g, \"tv\": %.9g}}\n}\n",
-            st->first.total, st->first.content, st->first.style, st->first.tv, st->last.total, st->last.content, st->last.style,
-            st->last.tv);
+    const nst_loss_terms *lt[2] = {&st->first, &st->last};
+    char n[4][NST_JSON_NUM];
+    for (int i = 0; i < 2; i++)
+        fprintf(f, "%s\"%s\": {\"total\": %s, \"content\": %s, \"style\": %s, \"tv\": %s}", i ? ", " : "  \"loss\": {", i ? "last" : "first",
+                nst_json_num(n[0], "%.9g", lt[i]->total), nst_json_num(n[1], "%.9g", lt[i]->content), nst_json_num(n[2], "%.9g", lt[i]->style),
+                nst_json_num(n[3], "%.9g", lt[i]->tv));
+    fprintf(f, "}\n}\n");
 }
 
 /* The run record (rank 0), written whole or not at all; it frees the rank map. */
