@@ -60,6 +60,13 @@ if [ $st -ne 0 ]; then
   finish
   exit
 fi
+# where namespaces can be made, a host whose set-up fails is a failure, not a skip: a shared folder
+# that cannot be bound (one that does not exist) makes hosts.sh exit 1, not 3 (it skipped before)
+"$HOSTS" up "$T/hosts-bad" 2 "$T" "/tmp/nstbatch-no-such-folder.$$" 2>"$T/bad-up.err"; st=$?
+"$HOSTS" down "$T/hosts-bad" >/dev/null 2>&1
+if [ $st -eq 1 ] && grep -q "keeper did not start (unshare works here)" "$T/bad-up.err"; then
+  ok "a host whose shared folder cannot be bound: hosts.sh exit 1 (a failure of the set-up), not 3 (a machine without namespaces)"
+else bad "a host's failed set-up" "hosts.sh up: exit $st, expected 1" "$(cat "$T/bad-up.err")"; fi
 # the launcher agent from the checkout, or from V where the checkout's path has a space: Open MPI
 # reads plm_rsh_agent as a command line and splits it there
 AGENT=$ROOT/tests/hosts/agent.sh
