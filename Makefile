@@ -307,11 +307,11 @@ viewer-if-online:
 # the programs, and the page's assets in share/nstbatch/viewer/{web,openseadragon} (a note, not a
 # failure, where make viewer has not run)
 install-viewer: all
-	install -d "$(INSTALL_DIR)"/bin "$(INSTALL_DIR)"/share/nstbatch/viewer/web
-	install -m 755 $(BUILD)/nstbatch-view "$(INSTALL_DIR)"/bin/
-	install -m 644 viewer/web/viewer.html viewer/web/viewer.js viewer/web/viewer.css "$(INSTALL_DIR)"/share/nstbatch/viewer/web/
+	install -d $(IDIR)/bin $(IDIR)/share/nstbatch/viewer/web
+	install -m 755 $(BUILD)/nstbatch-view $(IDIR)/bin/
+	install -m 644 viewer/web/viewer.html viewer/web/viewer.js viewer/web/viewer.css $(IDIR)/share/nstbatch/viewer/web/
 	@if [ -f $(VIEWER_OSD) ]; then \
-	  osd=$$(dirname $(VIEWER_OSD)); d="$(INSTALL_DIR)/share/nstbatch/viewer/openseadragon"; \
+	  osd=$$(dirname $(VIEWER_OSD)); d=$(call shq,$(INSTALL_DIR)/share/nstbatch/viewer/openseadragon); \
 	  install -d "$$d/images" && install -m 644 $$osd/openseadragon.min.js viewer/node_modules/openseadragon/LICENSE.txt "$$d/" && \
 	  install -m 644 $$osd/images/*.png "$$d/images/"; \
 	else echo "nstbatch: note: OpenSeadragon is not installed (run make viewer, then make install again): the viewer page cannot be written" >&2; fi
@@ -633,17 +633,20 @@ models/$(KERAS_VGG19):
 # NSTBATCH_HOME: it holds a link to bin/nstbatch), and the README, LICENSE and docs/ in share/doc/nstbatch/.
 PREFIX ?= /usr/local
 INSTALL_DIR = $(DESTDIR)$(PREFIX)
+# (one shell word, whatever the prefix's name)
+IDIR = $(call shq,$(INSTALL_DIR))
 install: all install-viewer
-	install -d "$(INSTALL_DIR)"/bin "$(INSTALL_DIR)"/share/man/man1 "$(INSTALL_DIR)"/share/nstbatch/slurm "$(INSTALL_DIR)"/share/doc/nstbatch/docs
-	install -m 755 $(BUILD)/nstbatch $(BUILD)/nstbatch-dzi tools/nstbatch-plot tools/nstbatch-mpirun "$(INSTALL_DIR)"/bin/
-	$(if $(PLUGIN),install -d "$(INSTALL_DIR)"/lib/nstbatch && install -m 644 $(PLUGIN) "$(INSTALL_DIR)"/lib/nstbatch/)
-	tools/help2man.sh $(BUILD)/nstbatch > "$(INSTALL_DIR)"/share/man/man1/nstbatch.1
-	install -m 644 slurm/*.sbatch "$(INSTALL_DIR)"/share/nstbatch/slurm/
-	install -m 755 slurm/launch.sh "$(INSTALL_DIR)"/share/nstbatch/slurm/
-	ln -sfn ../../bin/nstbatch "$(INSTALL_DIR)"/share/nstbatch/nstbatch
-	install -m 644 README.md LICENSE "$(INSTALL_DIR)"/share/doc/nstbatch/
-	install -m 644 docs/*.md docs/*.jpg "$(INSTALL_DIR)"/share/doc/nstbatch/docs/
-	@echo "installed in $(INSTALL_DIR): run $(PREFIX)/bin/nstbatch (add $(PREFIX)/bin to PATH); Slurm: NSTBATCH_HOME=$(PREFIX)/share/nstbatch"
+	install -d $(IDIR)/bin $(IDIR)/share/man/man1 $(IDIR)/share/nstbatch/slurm $(IDIR)/share/doc/nstbatch/docs
+	install -m 755 $(BUILD)/nstbatch $(BUILD)/nstbatch-dzi tools/nstbatch-plot tools/nstbatch-mpirun $(IDIR)/bin/
+	$(if $(PLUGIN),install -d $(IDIR)/lib/nstbatch && install -m 644 $(PLUGIN) $(IDIR)/lib/nstbatch/)
+	tools/help2man.sh $(BUILD)/nstbatch > $(IDIR)/share/man/man1/nstbatch.1
+	install -m 644 slurm/*.sbatch $(IDIR)/share/nstbatch/slurm/
+	install -m 755 slurm/launch.sh $(IDIR)/share/nstbatch/slurm/
+	ln -sfn ../../bin/nstbatch $(IDIR)/share/nstbatch/nstbatch
+	install -m 644 README.md LICENSE $(IDIR)/share/doc/nstbatch/
+	install -m 644 docs/*.md docs/*.jpg $(IDIR)/share/doc/nstbatch/docs/
+	@printf 'installed in %s: run %s/bin/nstbatch (add %s/bin to PATH); Slurm: NSTBATCH_HOME=%s/share/nstbatch\n' \
+	  $(call shq,$(INSTALL_DIR)) $(call shq,$(PREFIX)) $(call shq,$(PREFIX)) $(call shq,$(PREFIX))
 
 clean:
 	rm -rf $(BUILD) nstbatch nstbatch-dzi nstbatch-view configs/demo

@@ -3,13 +3,13 @@
 # the programs run from there and the installed nstbatch loads its own video plugin, the manual page renders (man -l), the Slurm templates find
 # launch.sh and nstbatch through NSTBATCH_HOME=PREFIX/share/nstbatch, the docs are all there, and
 # the installed nstbatch plans the demo from another directory. The prefix's path has a space, an
-# apostrophe and letters outside ASCII, as a user's folder may (/home/o'brien/données).
+# apostrophe, a double quote and letters outside ASCII, as a user's folder may (/home/o'brien/données).
 #
 #   tests/test_install.sh BUILD_DIR
 B=$1
 . "$(dirname "$0")/lib.sh" test_install
 
-P="$T/install prefix d'été"
+P="$T/install prefix d'été \"q\""
 out=$(make -C "$ROOT" -s --no-print-directory BUILD="$B" install PREFIX="$P" 2>&1); r=$?
 if [ $r -eq 0 ] && grep -q "installed in $P" <<<"$out"; then ok "make install PREFIX=...: $(grep -o 'installed in .*' <<<"$out" | cut -c1-60)..."
 else bad "make install" "exit $r" "$out"; fi
