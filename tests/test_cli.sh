@@ -167,6 +167,13 @@ fi
 # ---- images --------------------------------------------------------------------------------------------
 case_ "truncated content" 2 "content.path: trunc.png: corrupt PNG" -- "$NST" ok.ini --set content.path=trunc.png
 case_ "style not an image" 2 "style.path: text.png: not a PNG, JPEG or TIFF" -- "$NST" ok.ini --set style.path=text.png
+# a file whose name has a comma (a painting's "Monet, Water Lilies.png") is named, with what to do,
+# rather than "Monet: cannot open"
+cp "$T/style.png" "$T/Monet, Water Lilies.png"
+case_ "style file with a comma in its name" 2 "'Monet, Water Lilies.png' is one file whose name has a comma, but style.path splits at commas: give it a name without one (ln -s" \
+  -- "$NST" ok.ini --set style.path="style.png, Monet, Water Lilies.png"
+case_ "mask file with a comma in its name" 2 "'Monet, Water Lilies.png' is one file whose name has a comma, but style.masks splits" \
+  -- "$NST" ok.ini --set style.masks="Monet, Water Lilies.png"
 case_ "huge TIFF header" 2 "1000000x1000000 = 1000000.0 megapixels" -- "$NST" ok.ini --set content.path=huge.tif
 case_ "content is a directory" 2 "not a regular file" -- "$NST" ok.ini --set content.path=adir
 case_ "content missing" 2 "content.path: missing.png: cannot open" -- "$NST" ok.ini --set content.path=missing.png

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 static nst_key_info keys[] = {
 #define NST_KEY(sec, name, type, def, lo, hi, allowed, help)                                      \
@@ -249,6 +250,33 @@ static nst_status set_scalar(const nst_key_info *k, char *field, const char *val
     return NST_OK;
 }
 
+/* Whether path (relative to base_dir unless absolute) is a file there. */
+static int is_file(const char *path, size_t len, const char *base_dir)
+{
+    char full[NST_CFG_STR_MAX * 2];
+    struct stat st;
+    int w = path[0] != '/' && base_dir && *base_dir ? snprintf(full, sizeof full, "%s/%.*s", base_dir, (int)len, path)
+                                                    : snprintf(full, sizeof full, "%.*s", (int)len, path);
+    return w > 0 && (size_t)w < sizeof full && stat(full, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* A list splits at every comma, so a file named "Monet, Water Lilies.jpg" reads as two that do not
+ * exist. Where the item at p is no file but it and the items after it, commas and all, name one,
+ * that is said (rather than "Monet: cannot open"), with what to do. */
+static nst_status comma_in_name(const nst_key_info *k, const char *p, size_t len, const char *where, const char *base_dir)
+{
+    if (!len || is_file(p, len, base_dir)) return NST_OK;
+    for (const char *c = strchr(p, ','); c; c = strchr(c + 1, ',')) { /* the item, then it with the next, ... */
+        const char *end = strchr(c + 1, ',');
+        size_t m = end ? (size_t)(end - p) : strlen(p);
+        while (m && (p[m - 1] == ' ' || p[m - 1] == '\t')) m--;
+        if (is_file(p, m, base_dir))
+            return nst_fail(NST_EINPUT, "%s: '%.*s' is one file whose name has a comma, but %s splits at commas: give it a name without "
+                            "one (ln -s '%.*s' NEWNAME) and list that", where, (int)m, p, k->full, (int)m, p);
+    }
+    return NST_OK;
+}
+
 /* A PATHLIST key's value: each item resolved like a PATH; items joined with ", ". */
 static nst_status set_pathlist(const nst_key_info *k, char *field, const char *value, const char *where, const char *base_dir)
 {
@@ -263,6 +291,7 @@ static nst_status set_pathlist(const nst_key_info *k, char *field, const char *v
         if (len >= sizeof item) return nst_fail(NST_EINPUT, "%s: %s: path longer than %zu bytes", where, k->full, sizeof item - 1);
         memcpy(item, p, len);
         item[len] = 0;
+        if (comma) NST_TRY(comma_in_name(k, p, len, where, base_dir));
         if (len) {
             int w = item[0] != '/' && base_dir && *base_dir
                         ? snprintf(joined + n, sizeof joined - n, "%s%s/%s", n ? ", " : "", base_dir, item)
