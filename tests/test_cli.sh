@@ -174,6 +174,21 @@ case_ "style file with a comma in its name" 2 "'Monet, Water Lilies.png' is one 
   -- "$NST" ok.ini --set style.path="style.png, Monet, Water Lilies.png"
 case_ "mask file with a comma in its name" 2 "'Monet, Water Lilies.png' is one file whose name has a comma, but style.masks splits" \
   -- "$NST" ok.ini --set style.masks="Monet, Water Lilies.png"
+# ... its link to make is the file's absolute path as one shell word (an apostrophe too), so it
+# works from any folder: here the config's folder is not the current one
+mkdir -p "$T/cfgdir"; cp "$T/style.png" "$T/cfgdir/it's, odd.png"
+base "" cfgdir/a.ini; sed -i "s|^path = style.png|path = style.png, it's, odd.png|" "$T/cfgdir/a.ini"
+link=$(printf '%s' "$(readlink -f "$T/cfgdir")/it's, odd.png" | sed "s/'/'\\\\''/g")
+case_ "comma file named from another folder, its link quoted" 2 "cfgdir/a.ini:4: 'it's, odd.png' is one file whose name has a comma, but style.path splits at commas: give it a name without one (ln -s '$link' NEWNAME) and list that" \
+  -- "$NST" cfgdir/a.ini
+# a long list of missing files (700, within the value's 4095 bytes): a stat an item and a bounded
+# number of joins, not one for every pair (about 245000)
+if command -v strace >/dev/null; then
+  many=$(printf '/n/x,%.0s' $(seq 700))
+  stats=$(cd "$T" && strace -f -c -e trace=stat,newfstatat,statx "$NST" ok.ini --print-config --set style.path="${many}style.png" 2>&1 >/dev/null | awk '$NF ~ /stat/ {s += $4} END {print s + 0}')
+  [ "$stats" -gt 0 ] && [ "$stats" -lt 2000 ] && ok "700 missing files in a list: $stats stats (a stat each and a bounded number of joins)" ||
+    bad "the stats of a list of 700 missing files" "$stats (a join for every pair would be about 245000)"
+else skip "the stats of a long list of missing files" "no strace"; fi
 case_ "huge TIFF header" 2 "1000000x1000000 = 1000000.0 megapixels" -- "$NST" ok.ini --set content.path=huge.tif
 case_ "content is a directory" 2 "not a regular file" -- "$NST" ok.ini --set content.path=adir
 case_ "content missing" 2 "content.path: missing.png: cannot open" -- "$NST" ok.ini --set content.path=missing.png

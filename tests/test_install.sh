@@ -15,14 +15,18 @@ if [ $r -eq 0 ] && grep -q "installed in $P" <<<"$out"; then ok "make install PR
 else bad "make install" "exit $r" "$out"; fi
 
 missing=""
-for f in bin/nstbatch bin/nstbatch-plot bin/nstbatch-mpirun share/man/man1/nstbatch.1 share/nstbatch/slurm/launch.sh \
+# (OpenSeadragon's files only where the build has them: make install says when it does not)
+osd=; [ -f "$ROOT/viewer/node_modules/openseadragon/build/openseadragon/openseadragon.min.js" ] &&
+  osd="share/nstbatch/viewer/openseadragon/openseadragon.min.js share/nstbatch/viewer/openseadragon/LICENSE.txt share/nstbatch/viewer/openseadragon/images/button_hover.png"
+for f in bin/nstbatch bin/nstbatch-plot bin/nstbatch-mpirun bin/nstbatch-dzi bin/nstbatch-view share/man/man1/nstbatch.1 share/nstbatch/slurm/launch.sh \
+         share/nstbatch/viewer/web/viewer.html share/nstbatch/viewer/web/viewer.js share/nstbatch/viewer/web/viewer.css $osd \
          share/nstbatch/slurm/one-node-srun.sbatch share/nstbatch/slurm/multi-node.sbatch share/nstbatch/slurm/array.sbatch \
          share/nstbatch/slurm/one-node-mpirun.sbatch share/doc/nstbatch/README.md share/doc/nstbatch/docs/DESIGN.md \
          share/doc/nstbatch/docs/PERFORMANCE.md share/doc/nstbatch/docs/INPUT_SAFETY.md share/doc/nstbatch/docs/OUTPUTS.md; do
   [ -s "$P/$f" ] || missing="$missing $f"
 done
-[ -z "$missing" ] && ok "every file is installed (programs, manual page, 4 Slurm templates and launch.sh, README and docs/)" || bad "installed files" "missing:$missing"
-for f in nstbatch nstbatch-plot nstbatch-mpirun; do [ -x "$P/bin/$f" ] || missing="$missing bin/$f"; done
+[ -z "$missing" ] && ok "every file is installed (programs, manual page, 4 Slurm templates and launch.sh, the viewer's page${osd:+ and OpenSeadragon}, README and docs/)" || bad "installed files" "missing:$missing"
+for f in nstbatch nstbatch-plot nstbatch-mpirun nstbatch-dzi nstbatch-view; do [ -x "$P/bin/$f" ] || missing="$missing bin/$f"; done
 [ -x "$P/share/nstbatch/slurm/launch.sh" ] || missing="$missing launch.sh"
 [ -z "$missing" ] && ok "the programs and launch.sh are executable" || bad "executables" "not executable:$missing"
 [ "$(readlink -f "$P/share/nstbatch/nstbatch")" = "$(readlink -f "$P/bin/nstbatch")" ] \

@@ -262,17 +262,43 @@ static int is_file(const char *path, size_t len, const char *base_dir)
 
 /* A list splits at every comma, so a file named "Monet, Water Lilies.jpg" reads as two that do not
  * exist. Where the item at p is no file but it and the items after it, commas and all, name one,
- * that is said (rather than "Monet: cannot open"), with what to do. */
-static nst_status comma_in_name(const nst_key_info *k, const char *p, size_t len, const char *where, const char *base_dir)
+ * that is said (rather than "Monet: cannot open"), with what to do. The joins are bounded (a name
+ * of up to COMMA_JOINS commas; COMMA_BUDGET stats a list), so a long list of missing files costs a
+ * stat an item and a few more, not one for every pair. */
+enum { COMMA_JOINS = 8, COMMA_BUDGET = 64 };
+
+/* s as one shell word: between single quotes, each ' written as '\'' */
+static void shell_word(const char *s, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[n++] = '\'';
+    for (; *s && n + 6 < cap; s++)
+        if (*s == '\'') memcpy(out + n, "'\\''", 4), n += 4;
+        else out[n++] = *s;
+    out[n++] = '\'';
+    out[n] = 0;
+}
+
+static nst_status comma_named(const nst_key_info *k, const char *p, size_t m, const char *where, const char *base_dir)
+{
+    char rel[NST_CFG_STR_MAX * 2], abs[PATH_MAX], word[PATH_MAX * 4 + 8];
+    if (p[0] != '/' && base_dir && *base_dir) snprintf(rel, sizeof rel, "%s/%.*s", base_dir, (int)m, p);
+    else snprintf(rel, sizeof rel, "%.*s", (int)m, p);
+    shell_word(realpath(rel, abs) ? abs : rel, word, sizeof word); /* absolute: the link works from any folder */
+    return nst_fail(NST_EINPUT, "%s: '%.*s' is one file whose name has a comma, but %s splits at commas: give it a name without "
+                    "one (ln -s %s NEWNAME) and list that", where, (int)m, p, k->full, word);
+}
+
+static nst_status comma_in_name(const nst_key_info *k, const char *p, size_t len, const char *where, const char *base_dir, int *budget)
 {
     if (!len || is_file(p, len, base_dir)) return NST_OK;
-    for (const char *c = strchr(p, ','); c; c = strchr(c + 1, ',')) { /* the item, then it with the next, ... */
+    int joins = 0;
+    for (const char *c = strchr(p, ','); c && joins < COMMA_JOINS && *budget > 0; c = strchr(c + 1, ',')) { /* the item, then it with the next, ... */
         const char *end = strchr(c + 1, ',');
         size_t m = end ? (size_t)(end - p) : strlen(p);
         while (m && (p[m - 1] == ' ' || p[m - 1] == '\t')) m--;
-        if (is_file(p, m, base_dir))
-            return nst_fail(NST_EINPUT, "%s: '%.*s' is one file whose name has a comma, but %s splits at commas: give it a name without "
-                            "one (ln -s '%.*s' NEWNAME) and list that", where, (int)m, p, k->full, (int)m, p);
+        joins++, (*budget)--;
+        if (is_file(p, m, base_dir)) return comma_named(k, p, m, where, base_dir);
     }
     return NST_OK;
 }
@@ -282,6 +308,7 @@ static nst_status set_pathlist(const nst_key_info *k, char *field, const char *v
 {
     char joined[NST_CFG_STR_MAX], item[NST_CFG_STR_MAX];
     size_t n = 0;
+    int budget = COMMA_BUDGET;
     joined[0] = 0;
     for (const char *p = value; *p;) {
         const char *comma = strchr(p, ',');
@@ -291,7 +318,7 @@ static nst_status set_pathlist(const nst_key_info *k, char *field, const char *v
         if (len >= sizeof item) return nst_fail(NST_EINPUT, "%s: %s: path longer than %zu bytes", where, k->full, sizeof item - 1);
         memcpy(item, p, len);
         item[len] = 0;
-        if (comma) NST_TRY(comma_in_name(k, p, len, where, base_dir));
+        if (comma) NST_TRY(comma_in_name(k, p, len, where, base_dir, &budget));
         if (len) {
             int w = item[0] != '/' && base_dir && *base_dir
                         ? snprintf(joined + n, sizeof joined - n, "%s%s/%s", n ? ", " : "", base_dir, item)
