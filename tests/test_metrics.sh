@@ -107,6 +107,25 @@ assert rec["output"]["files"]["png"]["path"] == "caf\ufffd \"q\" \\b.png", rec["
     ok "... its Prometheus file is UTF-8, the label $label$(command -v promtool >/dev/null && echo ", promtool check metrics passes")"
   else bad "an odd file name in the Prometheus file" "label '$label'" "$(head -n 3 "$T/$odd.prom")"; fi
 fi
+# a diverged run's losses (NaN, planted: no CPU input gives one) are null in the metrics log's rows
+# and the run record's levels, which a strict JSON reader takes (NaN is no JSON; Python's json
+# reads it unless told not to, so it is told)
+if [ $have_py = 1 ]; then
+  NSTBATCH_PLANT=nanloss nst nan "$NST" m.ini --set pyramid.levels=1 --set optim.iterations=4 --set run.print_every=2 \
+    --set output.path=nan.png --set metrics.path=nan.jsonl --set run.record=nan.json
+  out=$($PY -c 'import json, sys
+def no(c): raise ValueError("not JSON: " + c)
+rows = [json.loads(l, parse_constant=no) for l in open(sys.argv[1])]
+its = [r for r in rows if r["event"] == "iteration"]
+assert its and all(r["loss"]["total"] is None and r["loss"]["style"] is None and r["loss"]["content"] >= 0 for r in its), its
+rec = json.loads(open(sys.argv[2]).read(), parse_constant=no)
+lv, ls = rec["levels"], rec["loss"]
+assert lv and all(l["loss_first"] is None and l["loss_last"] is None for l in lv), lv
+assert all(ls[w]["total"] is None and ls[w]["style"] is None and ls[w]["content"] >= 0 for w in ("first", "last")), ls
+print(len(its), "rows")' "$T/nan.jsonl" "$T/nan.json" 2>&1); py=$?
+  [ $rc -eq 0 ] && [ $py -eq 0 ] && ok "a diverged loss (NaN, planted): null in the metrics log ($out) and the run record (its loss, its levels), strict JSON" \
+    || bad "a diverged loss in the metrics log and the run record" "exit $rc: $out" "$(grep -m2 loss "$T/nan.jsonl" 2>/dev/null; cat "$T/nan.err")"
+else skip "a diverged loss in the metrics log" "no /usr/bin/python3"; fi
 grep -qi "gpu\|nvml" "$T/plain.err" && bad "CPU run with metrics.gpu = auto" "mentions GPUs" "$(cat "$T/plain.err")" || ok "a CPU run (metrics.gpu = auto) says nothing about GPUs"
 
 # ---- GPU monitoring with the stand-in NVML -----------------------------------------------------------
