@@ -112,7 +112,7 @@ fi
 # reads it unless told not to, so it is told)
 if [ $have_py = 1 ]; then
   NSTBATCH_PLANT=nanloss nst nan "$NST" m.ini --set pyramid.levels=1 --set optim.iterations=4 --set run.print_every=2 \
-    --set output.path=nan.png --set metrics.path=nan.jsonl --set run.record=nan.json
+    --set output.path=nan.png --set metrics.path=nan.jsonl --set run.record=nan.json --set metrics.prometheus=nan.prom
   out=$($PY -c 'import json, sys
 def no(c): raise ValueError("not JSON: " + c)
 rows = [json.loads(l, parse_constant=no) for l in open(sys.argv[1])]
@@ -126,6 +126,11 @@ print(len(its), "rows")' "$T/nan.jsonl" "$T/nan.json" 2>&1); py=$?
   [ $rc -eq 0 ] && [ $py -eq 0 ] && ok "a diverged loss (NaN, planted): null in the metrics log ($out) and the run record (its loss, its levels), strict JSON" \
     || bad "a diverged loss in the metrics log and the run record" "exit $rc: $out" "$(grep -m2 loss "$T/nan.jsonl" 2>/dev/null; cat "$T/nan.err")"
 else skip "a diverged loss in the metrics log" "no /usr/bin/python3"; fi
+# ... and NaN in the Prometheus file as the format spells it (printf's "-nan", x86's NaN, is refused)
+if [ -s "$T/nan.prom" ] && grep -q '^nstbatch_loss{job="nan",term="total"} NaN$' "$T/nan.prom" && grep -q '^nstbatch_loss{job="nan",term="style"} NaN$' "$T/nan.prom" &&
+   ! grep -q -- '-nan\| nan$' "$T/nan.prom" && { ! command -v promtool >/dev/null || promtool check metrics <"$T/nan.prom" >/dev/null 2>&1; }; then
+  ok "... the Prometheus file has it as NaN$(command -v promtool >/dev/null && echo ", promtool check metrics passes")"
+else bad "a diverged loss in the Prometheus file" "$(grep -m2 'term="total"\|term="style"' "$T/nan.prom" 2>/dev/null)"; fi
 grep -qi "gpu\|nvml" "$T/plain.err" && bad "CPU run with metrics.gpu = auto" "mentions GPUs" "$(cat "$T/plain.err")" || ok "a CPU run (metrics.gpu = auto) says nothing about GPUs"
 
 # ---- GPU monitoring with the stand-in NVML -----------------------------------------------------------

@@ -31,9 +31,10 @@
  *              after the first and last names racecheck is filtered to: it must report them
  *   tablefull  the self-test's table has room for 8 rows (nst/run/selftest_checks.c): the rows past
  *              it must fail the self-test, as a GPU's would past its real room
- *   nanloss    the style and total loss read at a row are NaN (nst/optimise/objective.c): not a defect,
- *              a diverged run's terms (an fp16 overflow on a GPU; no CPU input was found to give one),
- *              which the metrics log and the run record must still write as valid JSON
+ *   nanloss    the style and total loss read at a row are -NaN, the sign x86 gives a NaN
+ *              (nst/optimise/objective.c): not a defect, a diverged run's terms (an fp16 overflow on a
+ *              GPU; no CPU input was found to give one), which the metrics log and the run record must
+ *              still write as valid JSON, and the Prometheus file as its format spells NaN
  * Used by tests/test_gpu_render.sh (PLANT=...; race directly), tests/test_selftest.sh, tests/test_hosts.sh,
  * tests/test_optim.sh and tests/test_metrics.sh.
  * Never set otherwise; a process with one warns once. */

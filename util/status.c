@@ -5,8 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define NST_MSG_MAX 2048
-
 static _Thread_local char msg[NST_MSG_MAX];
 static _Thread_local int have_msg;
 

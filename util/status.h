@@ -22,6 +22,9 @@ typedef enum {
 
 /* Record the failure message (printf format) and return kind. The first failure wins until
  * nst_fail_clear(): later nst_fail() calls made while unwinding do not overwrite it. */
+/* A message's room, its NUL included: a longer one is cut there. */
+#define NST_MSG_MAX 2048
+
 nst_status nst_fail(nst_status kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Prefix the recorded message with "context: " (e.g. the file being read). Returns kind. */

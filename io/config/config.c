@@ -279,14 +279,38 @@ static void shell_word(const char *s, char *out, size_t cap)
     out[n] = 0;
 }
 
+/* The absolute path of the file listed as p (m bytes), for the advice's ln -s: its folder resolved,
+ * its own name as listed (realpath of the file would follow its link). 0 where that cannot be made
+ * or holds a control byte (the error is one line). */
+static int absolute_listed(const char *p, size_t m, const char *base_dir, char *out, size_t cap)
+{
+    char rel[NST_CFG_STR_MAX * 2], dir[PATH_MAX];
+    int w = p[0] != '/' && base_dir && *base_dir ? snprintf(rel, sizeof rel, "%s/%.*s", base_dir, (int)m, p)
+                                                : snprintf(rel, sizeof rel, "%.*s", (int)m, p);
+    if (w <= 0 || (size_t)w >= sizeof rel) return 0;
+    char *slash = strrchr(rel, '/');
+    const char *name = slash ? slash + 1 : rel;
+    if (slash) *slash = 0;
+    if (!realpath(slash ? (rel[0] ? rel : "/") : ".", dir)) return 0;
+    w = snprintf(out, cap, "%s/%s", strcmp(dir, "/") ? dir : "", name);
+    if (w <= 0 || (size_t)w >= cap) return 0;
+    for (const char *c = out; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) return 0;
+    return 1;
+}
+
 static nst_status comma_named(const nst_key_info *k, const char *p, size_t m, const char *where, const char *base_dir)
 {
-    char rel[NST_CFG_STR_MAX * 2], abs[PATH_MAX], word[PATH_MAX * 4 + 8];
-    if (p[0] != '/' && base_dir && *base_dir) snprintf(rel, sizeof rel, "%s/%.*s", base_dir, (int)m, p);
-    else snprintf(rel, sizeof rel, "%.*s", (int)m, p);
-    shell_word(realpath(rel, abs) ? abs : rel, word, sizeof word); /* absolute: the link works from any folder */
+    char abs[PATH_MAX], word[PATH_MAX * 4 + 8], advice[sizeof word + 32] = "";
+    if (absolute_listed(p, m, base_dir, abs, sizeof abs)) {
+        shell_word(abs, word, sizeof word);
+        snprintf(advice, sizeof advice, " (ln -s %s NEWNAME)", word);
+    }
+    /* the advice whole or not at all: a message cut inside its quotes would be a broken command
+     * (room kept for a context prefixed later) */
+    if (strlen(where) + 2 * m + strlen(k->full) + strlen(advice) + 128 > NST_MSG_MAX - 256) advice[0] = 0;
     return nst_fail(NST_EINPUT, "%s: '%.*s' is one file whose name has a comma, but %s splits at commas: give it a name without "
-                    "one (ln -s %s NEWNAME) and list that", where, (int)m, p, k->full, word);
+                    "one%s and list that", where, (int)m, p, k->full, advice);
 }
 
 static nst_status comma_in_name(const nst_key_info *k, const char *p, size_t len, const char *where, const char *base_dir, int *budget)

@@ -656,7 +656,7 @@ static nst_status read_terms(nst_objective *o, nst_loss_terms *terms)
     terms->tv = spec->tv_weight / (3.0 * o->img_w * o->img_h) * sums[spec->ncontent];
     terms->temporal = spec->temporal_weight / (3.0 * o->img_w * o->img_h) * sums[spec->ncontent + 1];
     terms->total = terms->content + terms->style + terms->tv + terms->temporal;
-    if (nst_planted("nanloss")) terms->style = terms->total = NAN; /* planted: a diverged run's terms, for its writers */
+    if (nst_planted("nanloss")) terms->style = terms->total = -NAN; /* planted: a diverged run's terms (x86 makes them -NaN), for its writers */
     return NST_OK;
 }
 

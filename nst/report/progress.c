@@ -271,6 +271,16 @@ static void prom_job_label(const nst_progress *p, char *job, size_t cap)
     }
 }
 
+/* A sample's value in the text format: NaN, +Inf and -Inf as it spells them (printf's "-nan", the
+ * sign of a NaN made on x86, is refused by Prometheus and promtool). */
+static const char *prom_num(char b[32], const char *fmt, double v)
+{
+    if (isnan(v)) return "NaN";
+    if (isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+    snprintf(b, 32, fmt, v);
+    return b;
+}
+
 static void write_prometheus(nst_progress *p, long long it, const nst_loss_terms *t, double rate, double eta, const reduced *r)
 {
     if (!p->prom[0] || nst_comm_world_rank() != 0) return;
@@ -286,10 +296,13 @@ static void write_prometheus(nst_progress *p, long long it, const nst_loss_terms
     GAUGE("iteration", "Iteration within the level.");
     fprintf(f, "nstbatch_iteration{job=\"%s\"} %lld\n", job, it);
     GAUGE("loss", "Loss terms at the last row.");
-    fprintf(f, "nstbatch_loss{job=\"%s\",term=\"total\"} %.9g\nnstbatch_loss{job=\"%s\",term=\"content\"} %.9g\n", job, t->total, job, t->content);
-    fprintf(f, "nstbatch_loss{job=\"%s\",term=\"style\"} %.9g\nnstbatch_loss{job=\"%s\",term=\"tv\"} %.9g\n", job, t->style, job, t->tv);
+    char n[2][32];
+    fprintf(f, "nstbatch_loss{job=\"%s\",term=\"total\"} %s\n", job, prom_num(n[0], "%.9g", t->total));
+    fprintf(f, "nstbatch_loss{job=\"%s\",term=\"content\"} %s\n", job, prom_num(n[0], "%.9g", t->content));
+    fprintf(f, "nstbatch_loss{job=\"%s\",term=\"style\"} %s\nnstbatch_loss{job=\"%s\",term=\"tv\"} %s\n", job,
+            prom_num(n[0], "%.9g", t->style), job, prom_num(n[1], "%.9g", t->tv));
     if (p->video) {
-        fprintf(f, "nstbatch_loss{job=\"%s\",term=\"temporal\"} %.9g\n", job, t->temporal);
+        fprintf(f, "nstbatch_loss{job=\"%s\",term=\"temporal\"} %s\n", job, prom_num(n[0], "%.9g", t->temporal));
         GAUGE("video_frames_done", "Frames of the clip finished by this run (rank 0's group).");
         fprintf(f, "nstbatch_video_frames_done{job=\"%s\"} %lld\n", job, p->frames_done);
         GAUGE("video_frames", "Frames of the clip to render.");
@@ -297,8 +310,8 @@ static void write_prometheus(nst_progress *p, long long it, const nst_loss_terms
         GAUGE("video_warping_error", "Temporal warping error of the last frame finished against the previous one (NaN: not measured).");
         static const char *const what[4][2] = {{"result", "ruder"}, {"result", "lai"}, {"input", "ruder"}, {"input", "lai"}};
         for (int k = 0; k < 4; k++)
-            fprintf(f, "nstbatch_video_warping_error{job=\"%s\",clip=\"%s\",normalisation=\"%s\"} %.9g\n", job, what[k][0], what[k][1],
-                    p->flicker[k]);
+            fprintf(f, "nstbatch_video_warping_error{job=\"%s\",clip=\"%s\",normalisation=\"%s\"} %s\n", job, what[k][0], what[k][1],
+                    prom_num(n[0], "%.9g", p->flicker[k]));
     }
     GAUGE("megapixel_iterations_per_second", "Throughput over the last interval.");
     fprintf(f, "nstbatch_megapixel_iterations_per_second{job=\"%s\"} %.6g\n", job, rate);
