@@ -250,14 +250,21 @@ static nst_status set_scalar(const nst_key_info *k, char *field, const char *val
     return NST_OK;
 }
 
+/* path (len bytes) as a list item resolves: relative to base_dir unless absolute; 0 where it does
+ * not fit in cap. */
+static int listed_path(char *out, size_t cap, const char *path, size_t len, const char *base_dir)
+{
+    int w = path[0] != '/' && base_dir && *base_dir ? snprintf(out, cap, "%s/%.*s", base_dir, (int)len, path)
+                                                    : snprintf(out, cap, "%.*s", (int)len, path);
+    return w > 0 && (size_t)w < cap;
+}
+
 /* Whether path (relative to base_dir unless absolute) is a file there. */
 static int is_file(const char *path, size_t len, const char *base_dir)
 {
     char full[NST_CFG_STR_MAX * 2];
     struct stat st;
-    int w = path[0] != '/' && base_dir && *base_dir ? snprintf(full, sizeof full, "%s/%.*s", base_dir, (int)len, path)
-                                                    : snprintf(full, sizeof full, "%.*s", (int)len, path);
-    return w > 0 && (size_t)w < sizeof full && stat(full, &st) == 0 && S_ISREG(st.st_mode);
+    return listed_path(full, sizeof full, path, len, base_dir) && stat(full, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 /* A list splits at every comma, so a file named "Monet, Water Lilies.jpg" reads as two that do not
@@ -285,14 +292,12 @@ static void shell_word(const char *s, char *out, size_t cap)
 static int absolute_listed(const char *p, size_t m, const char *base_dir, char *out, size_t cap)
 {
     char rel[NST_CFG_STR_MAX * 2], dir[PATH_MAX];
-    int w = p[0] != '/' && base_dir && *base_dir ? snprintf(rel, sizeof rel, "%s/%.*s", base_dir, (int)m, p)
-                                                : snprintf(rel, sizeof rel, "%.*s", (int)m, p);
-    if (w <= 0 || (size_t)w >= sizeof rel) return 0;
+    if (!listed_path(rel, sizeof rel, p, m, base_dir)) return 0;
     char *slash = strrchr(rel, '/');
     const char *name = slash ? slash + 1 : rel;
     if (slash) *slash = 0;
     if (!realpath(slash ? (rel[0] ? rel : "/") : ".", dir)) return 0;
-    w = snprintf(out, cap, "%s/%s", strcmp(dir, "/") ? dir : "", name);
+    int w = snprintf(out, cap, "%s/%s", strcmp(dir, "/") ? dir : "", name);
     if (w <= 0 || (size_t)w >= cap) return 0;
     for (const char *c = out; *c; c++)
         if ((unsigned char)*c < 0x20 || *c == 0x7f) return 0;
