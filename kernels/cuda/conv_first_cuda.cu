@@ -50,7 +50,7 @@ nst_status cuda_conv_first_forward(nst_backend *be, const void *x, const nst_pre
                                    int wd, int cout, int cin_p, int relu)
 {
     cuda_impl *im = cuda_of(be);
-    const bool vec = (uintptr_t)y % 16 == 0; /* (cout a multiple of 8: every pixel's outputs then aligned too) */
+    const bool vec = im->vec8 && (uintptr_t)y % 16 == 0; /* (cout a multiple of 8: every pixel's outputs then aligned too) */
     const affine3 f = pre ? cuda_affine(pre) : affine3{};
 #define FWD(T)                                                                                                            \
     (pre ? launch_fwd<T>(im->stream, conv1_in_image<T>{(const float *)x, f, im->fscale}, w, bias, y, h, wd, cout, cin_p, relu, vec) \
@@ -66,7 +66,7 @@ nst_status cuda_conv_first_backward(nst_backend *be, const void *dy, const nst_p
                                     int cin_p)
 {
     cuda_impl *im = cuda_of(be);
-    const bool vec = (uintptr_t)dy % 16 == 0;
+    const bool vec = im->vec8 && (uintptr_t)dy % 16 == 0;
     const affine3 f = pre ? cuda_affine(pre) : affine3{};
 #define BWD(T)                                                                                                              \
     (pre ? launch_bwd<T>(im->stream, dy, w, conv1_out_image<T>{(float *)dx, f, 1.f / im->fscale}, h, wd, cout, cin_p, vec) \

@@ -103,8 +103,12 @@ nst_status cuda_fail(const char *lib, const char *call, const char *what, const 
         cublasStatus_t e_ = (call);                                                                             \
         if (e_ != CUBLAS_STATUS_SUCCESS) return cuda_fail("cuBLAS", #call, cuda_of(be)->cb->status_string(e_), __FILE__, __LINE__); \
     } while (0)
-/* after every kernel launch: a bad configuration shows here, a fault at the next sync */
-#define LAUNCH_TRY(name) CUDA_TRY(cudaGetLastError())
+/* after every kernel launch, naming it: a bad configuration shows here, a fault at the next sync */
+#define LAUNCH_TRY(name)                                                                                        \
+    do {                                                                                                        \
+        cudaError_t e_ = cudaGetLastError();                                                                    \
+        if (e_ != cudaSuccess) return cuda_fail("CUDA launch of", (name), cudaGetErrorString(e_), __FILE__, __LINE__); \
+    } while (0)
 
 /* The stream and cuBLAS handle of the Gram sums: the side's between side(1) and side(0) */
 static inline cudaStream_t cuda_gram_stream(const cuda_impl *im) { return im->on_side ? im->side : im->stream; }

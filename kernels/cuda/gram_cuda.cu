@@ -107,6 +107,7 @@ nst_status cuda_gram_diff(nst_backend *be, const double *g, const double *g_prev
     unsigned b = cuda_blocks(n, RED_THREADS);
     if (b > RED_BLOCKS) b = RED_BLOCKS;
     k_gram_diff<<<b, RED_THREADS, 0, im->stream>>>(g, g_prev, g_scale, a, c, d, im->red);
+    LAUNCH_TRY("gram_diff");
     return cuda_reduce_on_device(be, b, sumsq, NULL, 1.0); /* *sumsq in device memory, no wait */
 }
 

@@ -53,9 +53,8 @@ nst_status cuda_reduce_on_device(nst_backend *be, unsigned blocks, double *out, 
 {
     cuda_impl *im = cuda_of(be);
     NST_TRY(plant_race(im));
-    LAUNCH_TRY("reduce");
     k_finish<<<1, RED_THREADS, 0, im->stream>>>(im->red, blocks, out, acc, div);
-    LAUNCH_TRY("reduce");
+    LAUNCH_TRY("reduce (the partial sums' total)");
     return NST_OK;
 }
 
@@ -83,6 +82,7 @@ nst_status cuda_sumsq(nst_backend *be, const nst_tensor *t, nst_rect own, nst_xs
 #define SS(T) (k_sumsq<T><<<b, RED_THREADS, 0, im->stream>>>((const T *)t->data, g, n, im->red), 0)
     CUDA_DISPATCH(t->dt, SS);
 #undef SS
+    LAUNCH_TRY("sumsq");
     float s = cuda_act_scale(im, t->dt); /* the tile's double, added exactly (not tile-exact: see backend.h) */
     return cuda_reduce_on_device(be, b, NULL, out, (double)s * s);
 }
@@ -105,6 +105,7 @@ nst_status cuda_mse(nst_backend *be, const nst_tensor *f, const nst_tensor *p, n
 #define MSE(T) (k_mse<T><<<b, RED_THREADS, 0, im->stream>>>((const T *)f->data, (const T *)p->data, w, g, n, im->red), 0)
         CUDA_DISPATCH(f->dt, MSE);
 #undef MSE
+        LAUNCH_TRY("mse");
         float s = cuda_act_scale(im, f->dt);
         NST_TRY(cuda_reduce_on_device(be, b, NULL, sumsq, (double)s * s));
     }
@@ -135,6 +136,7 @@ nst_status cuda_tv(nst_backend *be, const nst_tensor *img, nst_rect own, nst_rec
     if (n) {
         unsigned b = red_blocks(n);
         k_tv<<<b, RED_THREADS, 0, im->stream>>>((const float *)img->data, img->w, img->h, img->c, region_of(img, own), n, im->red);
+        LAUNCH_TRY("tv");
         NST_TRY(cuda_reduce_on_device(be, b, NULL, sum, 1.0));
     }
     if (!dimg) return NST_OK;
@@ -155,6 +157,7 @@ nst_status cuda_dot(nst_backend *be, const float *a, const float *b, size_t n, d
     cuda_impl *im = cuda_of(be);
     unsigned blocks = red_blocks(n);
     k_dot<<<blocks, RED_THREADS, 0, im->stream>>>(a, b, n, im->red);
+    LAUNCH_TRY("dot");
     return cuda_reduce_to_host(be, blocks, out);
 }
 
