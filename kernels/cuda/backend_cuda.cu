@@ -271,10 +271,34 @@ static nst_status cu_graph_begin(nst_backend *be, int seg)
         return nst_fail(NST_ERUNTIME, "CUDA graphs: segment %d recorded after %d held (%d at most)", seg, im->graphs, NST_GRAPH_SEGMENTS);
     if (seg == 0) cuda_graphs_drop(im);
     NST_TRY(cuda_join(be)); /* a capture starts joined: a join inside it may not wait for work from before it */
-    CUDA_TRY(cudaStreamBeginCapture(im->stream, cudaStreamCaptureModeThreadLocal));
+    cudaError_t e = cudaStreamBeginCapture(im->stream, cudaStreamCaptureModeThreadLocal);
+    if (e != cudaSuccess) { /* a recording that could not start, not a device fault: the caller runs the work */
+        cudaGetLastError();
+        return nst_fail(NST_ERUNTIME, "CUDA graphs: cudaStreamBeginCapture: %s", cudaGetErrorString(e));
+    }
     im->graph_seg = seg;
     recording = 1, recording_failed = 0;
     return NST_OK;
+}
+
+/* Whether a recording holds memory nodes: a library's cudaMallocAsync inside it. Such a graph
+ * replays once; its next launch fails with cudaErrorInvalidValue while the first's allocation is
+ * unfreed (cudaGraphLaunch), and the memory is outside the arena's budget. 1, 0, or -1 (unknown). */
+static int graph_allocates(cudaGraph_t g, size_t nodes)
+{
+    cudaGraphNode_t *v = (cudaGraphNode_t *)malloc(nodes * sizeof *v);
+    if (!v || cudaGraphGetNodes(g, v, &nodes) != cudaSuccess) {
+        free(v);
+        return -1;
+    }
+    int found = 0;
+    for (size_t i = 0; i < nodes && !found; i++) {
+        cudaGraphNodeType t;
+        if (cudaGraphNodeGetType(v[i], &t) != cudaSuccess) found = -1;
+        else if (t == cudaGraphNodeTypeMemAlloc || t == cudaGraphNodeTypeMemFree) found = 1;
+    }
+    free(v);
+    return found;
 }
 
 static nst_status cu_graph_end(nst_backend *be)
@@ -300,6 +324,13 @@ static nst_status cu_graph_end(nst_backend *be)
     if (e == cudaSuccess && nodes == 0) { /* nothing recorded (a host step first): no segment */
         cudaGraphDestroy(g);
         return NST_OK;
+    }
+    const int allocates = e == cudaSuccess ? graph_allocates(g, nodes) : 0;
+    if (allocates != 0) {
+        cudaGraphDestroy(g);
+        cudaGetLastError();
+        return nst_fail(NST_ERUNTIME, "the recorded iteration %s", allocates > 0 ? "allocates memory (a library's cudaMallocAsync): its replays would fail"
+                                                                               : "could not be inspected for memory nodes");
     }
     if (e == cudaSuccess) e = cudaGraphInstantiate(&x, g, 0);
     cudaGraphDestroy(g);
