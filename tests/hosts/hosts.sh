@@ -92,7 +92,7 @@ up() {
   # each folder once, and none inside another (its parent's bind shows it)
   for s in "$@"; do shared+=("$(readlink -f "$s")"); done
   mapfile -t shared < <(printf '%s\n' "${shared[@]}" | LC_ALL=C sort -u | awk '{ for (i = 1; i <= n; i++) if (index($0, k[i] "/") == 1) next; k[++n] = $0; print }')
-  [ "$(id -u)" -eq 0 ] || skip "not root (network namespaces need it)"
+  [ "$(id -u)" -eq 0 ] || skip "not root (network namespaces need it: run make test as root to include these checks)"
   for b in ip nsenter unshare; do command -v $b >/dev/null || skip "$b not installed (iproute2, util-linux)"; done
   echo "nsth$$" >"$D/prefix"
   : >"$D/hosts"

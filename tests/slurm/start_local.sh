@@ -30,7 +30,7 @@ HD=""
 [ "${2:-}" = "--hosts" ] && HD=$(readlink -f "${3:?--hosts HOSTS_DIR}")
 HOSTS=$(cd "$(dirname "$0")/../hosts" && pwd)/hosts.sh
 skip() { echo "cannot start Slurm: $*" >&2; exit 3; }
-[ "$(id -u)" -eq 0 ] || skip "not root (slurmd and munged need it)"
+[ "$(id -u)" -eq 0 ] || skip "not root (slurmd and munged need it: run make test as root to include these checks)"
 for b in slurmctld slurmd munged sbatch scontrol; do command -v "$b" >/dev/null || PATH=$PATH:/usr/sbin; command -v "$b" >/dev/null || skip "$b not installed (scripts/install-deps.sh --test)"; done
 mkdir -p "$D/state" "$D/spool" "$D/log"
 host=$(hostname -s)
