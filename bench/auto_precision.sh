@@ -11,6 +11,8 @@
 # (default 5), the fastest round of each (a shared machine only ever slows a round down).
 # SIZES (default "512x384 1024x768"), ITERS (8).
 set -euo pipefail
+# numbers with a decimal point in any locale (awk, printf, sort -n): a user's LC_ALL becomes LANG
+[ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MD=${1:-$ROOT/bench/results/auto_precision.md}
 NST=${NST:-$ROOT/nstbatch}

@@ -10,6 +10,8 @@
 #             whole jobs side by side (no halos, no per-iteration collectives between ranks).
 # Writes bench/results/batch_packing.md.
 set -euo pipefail
+# numbers with a decimal point in any locale (awk, printf, sort -n): a user's LC_ALL becomes LANG
+[ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 make -s nstbatch demo-images >/dev/null

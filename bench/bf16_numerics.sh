@@ -17,6 +17,8 @@
 # Needs PyTorch and tifffile (scripts/install-deps.sh --dev). Writes bench/results/bf16_numerics.md
 # and the raw log bench/results/bf16_numerics.log.
 set -euo pipefail
+# numbers with a decimal point in any locale (awk, printf, sort -n): a user's LC_ALL becomes LANG
+[ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 size=${SIZE:-384} iters=${ITERS:-300} long_size=${LONG_SIZE:-1024} long_iters=${LONG_ITERS:-1000}

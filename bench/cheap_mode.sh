@@ -8,6 +8,8 @@
 # with different rounding drift apart over hundreds of Adam steps, so the loss is the fairer
 # measure of quality). Writes bench/results/cheap_mode.md.
 set -euo pipefail
+# numbers with a decimal point in any locale (awk, printf, sort -n): a user's LC_ALL becomes LANG
+[ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 make -s nstbatch demo-images build/tests/image_diff >/dev/null

@@ -2,6 +2,8 @@
 # bench/checkpoint_format.sh: per-rank checkpoint files against one parallel HDF5 file
 # (make bench-ckpt; writes bench/results/checkpoint.md). See bench/checkpoint_format.c.
 set -eu
+# numbers with a decimal point in any locale (awk, printf, sort -n): a user's LC_ALL becomes LANG
+[ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 cd "$(dirname "$0")/.."
 B=${BUILD:-build}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none

@@ -31,6 +31,8 @@
 # bench/results/cpu_iteration.md (with ISA: cpu_iteration_avx2.md, ...; with TAG: ..._zen5.md, so
 # that another CPU's results stand beside these) and the raw log beside it.
 set -euo pipefail
+# numbers with a decimal point in any locale (awk, printf, sort -n): a user's LC_ALL becomes LANG
+[ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 threads=${THREADS:-$(nproc)}

@@ -7,6 +7,8 @@
 # Writes bench/results/dryrun.md. (tests/test_dryrun.sh only holds the estimate within a factor of
 # 3, which no busy machine breaks; this is the measurement.)
 set -euo pipefail
+# numbers with a decimal point in any locale (awk, printf, sort -n): a user's LC_ALL becomes LANG
+[ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 make -s nstbatch demo-images >/dev/null

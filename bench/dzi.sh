@@ -14,6 +14,8 @@
 #
 #   bench/dzi.sh [WIDTH HEIGHT]      (default 8192 8192)
 set -eu
+# numbers with a decimal point in any locale (awk, printf, sort -n): a user's LC_ALL becomes LANG
+[ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 NST="$ROOT/nstbatch" DZI="$ROOT/nstbatch-dzi" MKTIFF="$ROOT/build/tools/make_test_tiff"
 W=${1:-8192} H=${2:-8192}

@@ -17,6 +17,8 @@
 # timed; the choices kept in one gpu.conv_choices file for both renders, so a render's seconds include
 # the timing of its tile shapes' algorithms once), NST (./nstbatch), DIFF (build/tests/image_diff).
 set -euo pipefail
+# numbers with a decimal point in any locale (awk, printf, sort -n): a user's LC_ALL becomes LANG
+[ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=$(mkdir -p "${1:-$ROOT/bench/results}" && cd "${1:-$ROOT/bench/results}" && pwd)
 NST=$(readlink -f "${NST:-$ROOT/nstbatch}")

@@ -20,6 +20,8 @@
 #
 #   bench/io_throughput.sh [WIDTH HEIGHT]      (default 20000 20000)
 set -eu
+# numbers with a decimal point in any locale (awk, printf, sort -n): a user's LC_ALL becomes LANG
+[ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 NST="$ROOT/nstbatch" MKTIFF="$ROOT/build/tools/make_test_tiff"
 W=${1:-20000} H=${2:-20000}

@@ -7,6 +7,8 @@
 # convolutions weigh as they do with real weights). Reports the median s/iteration of each, their
 # ratio and the peak backend memory. Writes bench/results/masks.md.
 set -euo pipefail
+# numbers with a decimal point in any locale (awk, printf, sort -n): a user's LC_ALL becomes LANG
+[ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 make -s nstbatch demo-images >/dev/null

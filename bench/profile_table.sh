@@ -12,6 +12,8 @@
 # prints it at the end ("profile: ...", "op calls seconds share GB/s", then a row per op and
 # channels).
 set -euo pipefail
+# numbers with a decimal point in any locale (awk, printf, sort -n): a user's LC_ALL becomes LANG
+[ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 [ $# -eq 3 ] || { echo "usage: $0 SHORT_LOG LONG_LOG N" >&2; exit 2; }
 (sed -n '/^profile:/,$p' "$1" | sed 's/^/short /'; sed -n '/^profile:/,$p' "$2" | sed 's/^/long /') | awk -v n="$3" '
   $2 != "profile:" && $2 != "op" && NF >= 6 {

@@ -25,6 +25,8 @@
 # report as not their defaults). Needs /usr/bin/python3 with PyTorch, torchvision, h5py, tifffile,
 # Pillow, and vips (scripts/install-deps.sh --dev).
 set -euo pipefail
+# numbers with a decimal point in any locale (awk, printf, sort -n): a user's LC_ALL becomes LANG
+[ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=$(mkdir -p "${1:-$ROOT/bench/results}" && cd "${1:-$ROOT/bench/results}" && pwd)
 NST=$(readlink -f "${NST:-$ROOT/nstbatch}")

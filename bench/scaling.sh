@@ -18,6 +18,8 @@
 # mean / max over ranks, milliseconds per iteration; a collective phase includes the wait for the
 # slowest rank, so its max - min is the load imbalance.
 set -euo pipefail
+# numbers with a decimal point in any locale (awk, printf, sort -n): a user's LC_ALL becomes LANG
+[ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 ranks=("${@:-1 2 4}")

@@ -39,6 +39,8 @@
 # Knobs: STEPS (a subset, e.g. "renders bench", for a second try), FIRST_CONTACT_SECONDS, PY (the
 # python3 that has PyTorch; --cpu: /usr/bin/python3).
 set -u
+# numbers with a decimal point in any locale (awk, printf, sort -n): a user's LC_ALL becomes LANG
+[ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MODE=gpu
 case "${1:-}" in --cpu) MODE=cpu ;; "") ;; *) echo "usage: OUT=DIR $0 [--cpu]" >&2; exit 2 ;; esac

@@ -17,7 +17,9 @@
 #                                    util-linux's unshare and nsenter are always there) and iptables
 #                                    for a firewall between them; PyTorch (Debian's, for the CPU:
 #                                    the GPU benchmark's peer and the quality scorer, run at tiny
-#                                    sizes by test_bench)
+#                                    sizes by test_bench); Debian's locale sources (locales), from
+#                                    which test_runner makes a locale that writes 0,5 to run a
+#                                    script under
 #   scripts/install-deps.sh --dev    also OpenBLAS (make bench-conv; make bench's fair PyTorch peer)
 set -euo pipefail
 
@@ -34,7 +36,7 @@ pkgs=(
   libvips-tools python3-h5py python3-tifffile python3-numpy python3-pil
                                               # readers we did not write, for the output tests
 )
-test_pkgs=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl chromium libopencv-video-dev ffmpeg iproute2 iptables python3-torch python3-torchvision)
+test_pkgs=(slurm-wlm munge gnuplot-nox prometheus prometheus-node-exporter curl chromium libopencv-video-dev ffmpeg iproute2 iptables python3-torch python3-torchvision locales)
 case "${1:-}" in
   --test) pkgs+=("${test_pkgs[@]}") ;;
   --dev) pkgs+=("${test_pkgs[@]}" libopenblas-dev libopenblas0-openmp) ;; # OpenBLAS: make bench-conv's comparison, PyTorch's BLAS

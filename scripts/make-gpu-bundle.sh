@@ -9,6 +9,8 @@
 #
 #   scripts/make-gpu-bundle.sh BUNDLE_DIR VERSION        (CUDA_HOME: default /usr/local/cuda)
 set -euo pipefail
+# numbers with a decimal point in any locale (awk, printf, sort -n): a user's LC_ALL becomes LANG
+[ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 die() { echo "make-gpu-bundle: $*" >&2; exit 1; }
 [ $# -eq 2 ] || die "usage: scripts/make-gpu-bundle.sh BUNDLE_DIR VERSION (make gpu-bundle runs it)"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

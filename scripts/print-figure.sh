@@ -19,6 +19,8 @@
 # divisor. The defaults (about 17 minutes on 2 cores) are smaller than a render's (500 iterations,
 # 1/1 width): what sets the strokes' scale is there after the first hundred.
 set -eu
+# numbers with a decimal point in any locale (awk, printf, sort -n): a user's LC_ALL becomes LANG
+[ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PREVIEW=${PREVIEW:-1024} PRINT=${PRINT:-4096} ITERS=${ITERS:-100} MINITS=${MINITS:-50} DIVISOR=${DIVISOR:-8} NP=${NP:-1} PANEL=${PANEL:-480}
 OUT=${OUT:-$ROOT/docs/print.jpg} RESULTS=${RESULTS:-$ROOT/bench/results/print_preview.md}

@@ -3,6 +3,8 @@
 # counters with ok / bad / skip, and finish, which prints "NAME: N passed, N failed, N skipped"
 # (tests/run.sh adds these up) and returns the suite's status.
 set -u
+# numbers with a decimal point in any locale (awk, printf, sort -n): a user's LC_ALL becomes LANG
+[ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 SUITE=$1
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 T=$(mktemp -d "/tmp/nstbatch-$SUITE.XXXXXX")

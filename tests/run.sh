@@ -18,6 +18,8 @@
 # up, stopped ranks waited out), with their own Slurm ports and network namespaces. Every wait in
 # every suite is bounded generously, not timed to the machine's load.
 set -u
+# numbers with a decimal point in any locale (awk, printf, sort -n): a user's LC_ALL becomes LANG
+[ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 B=${1:-build}
 cd "$(dirname "$0")/.."
 # each suite's bound is on its silence, not its length (tests/idle.sh); the suites find it here too

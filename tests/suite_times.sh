@@ -11,6 +11,8 @@
 # side, so more than the run's length). A suite missing from a log has "-" there. Exit 2 when a log
 # is unreadable or holds no suite's time. Tested in tests/test_runner.sh.
 set -u
+# numbers with a decimal point in any locale (awk, printf, sort -n): a user's LC_ALL becomes LANG
+[ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 [ $# -ge 1 ] || { echo "usage: tests/suite_times.sh LOG [LOG...]" >&2; exit 2; }
 for f in "$@"; do
   [ -r "$f" ] || { echo "suite_times: cannot read $f" >&2; exit 2; }

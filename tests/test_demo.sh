@@ -8,6 +8,8 @@
 #
 #   tests/test_demo.sh NSTBATCH PNG_PROBE
 set -u
+# numbers with a decimal point in any locale (awk, printf, sort -n): a user's LC_ALL becomes LANG
+[ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 NST=$(readlink -f "$1") PROBE=$(readlink -f "$2")
 FIGURE=$(dirname "$PROBE")/../tools/demo_figure
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

@@ -111,4 +111,30 @@ bad_out=$("$ROOT/tests/suite_times.sh" "$T/times1" "$T/r/tests/run.sh" 2>&1); ba
 if [ $rc -eq 0 ] && [ "$out" = "$want" ] && [ $bad_rc -eq 2 ] && grep -q "holds no suite's time line" <<<"$bad_out"; then
   ok "suite_times.sh: a row a suite, a column pair a log, longest CPU first, the totals; a file that is no log refused (exit 2)"
 else bad "suite_times.sh" "exit $rc, then $bad_rc: $bad_out" "$out"; fi
+# ---- a locale that writes numbers with a decimal comma (German, French, Russian, ...) -------------
+# There mawk reads an input's 1.5 as 1 and prints 0.5 as 0,5, and bash's printf refuses 0.5: the
+# first contact, the benchmarks and this runner's time lines went wrong under LANG=de_DE.UTF-8 (13
+# checks failed). Every script of ours that handles numbers sets LC_NUMERIC=C (the suites through
+# lib.sh and run.sh): the rule over every script, then suite_times.sh under such a locale for real.
+NUMERIC_USE='\bawk\b|sort -[a-zA-Z]*[ng]\b|\bseq |\bbc\b|EPOCHREALTIME|printf [^|;]*%[-+ 0-9.]*[fge]'
+numbers_unset() { # the files named on stdin: the shell scripts handling numbers without LC_NUMERIC=C
+  local f
+  while IFS= read -r f; do
+    [ -f "$f" ] && head -n 1 "$f" | grep -qE '^#!.*(bash|/sh)' || continue
+    grep -qE "$NUMERIC_USE" "$f" && ! grep -qE '^[^#]*export LC_NUMERIC=C|^\. .*/lib\.sh' "$f" && echo "$f"
+  done
+}
+printf '#!/bin/sh\nawk "BEGIN { printf \\"%%.1f\\", 1 / 2 }"\n' >"$T/plant_numbers.sh"
+scripts=$(cd "$ROOT" && { git ls-files 2>/dev/null || find . -path ./build -prune -o -path '*/node_modules' -prune -o -type f -print; })
+unset_now=$(cd "$ROOT" && numbers_unset <<<"$scripts") planted=$(numbers_unset <<<"$T/plant_numbers.sh")
+if [ -z "$unset_now" ] && [ "$planted" = "$T/plant_numbers.sh" ]; then
+  ok "every shell script of ours that handles numbers sets LC_NUMERIC=C ($(grep -c . <<<"$scripts") files read; a planted one without it is named)"
+else bad "LC_NUMERIC=C in the scripts that handle numbers" "without it: ${unset_now:-none}; the planted one named: ${planted:-no}"; fi
+mkdir -p "$T/loc"
+localedef -i de_DE -f UTF-8 "$T/loc/de_DE.UTF-8" >/dev/null 2>&1 # (its own, where none is installed)
+if [ "$(LOCPATH=$T/loc LC_ALL=de_DE.UTF-8 awk 'BEGIN { printf "%.1f", 0.5 }' 2>/dev/null)" = "0,5" ]; then
+  out=$(LOCPATH=$T/loc LC_ALL=de_DE.UTF-8 "$ROOT/tests/suite_times.sh" "$T/times1" "$T/times2" 2>&1)
+  [ "$out" = "$want" ] && ok "suite_times.sh under LC_ALL=de_DE.UTF-8 (0.5 written 0,5 there): the same table" ||
+    bad "suite_times.sh under LC_ALL=de_DE.UTF-8" "its table differs" "$out"
+else skip "suite_times.sh under a locale with a decimal comma: none could be made (localedef and Debian's locales package: scripts/install-deps.sh --test installs it)"; fi
 finish

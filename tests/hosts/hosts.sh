@@ -25,6 +25,8 @@
 #   tests/hosts/hosts.sh kill DIR HOST     every process of HOST SIGKILLed (a node lost); prints the count
 #   tests/hosts/hosts.sh pids DIR HOST     the processes of HOST (its keeper left out)
 set -u
+# numbers with a decimal point in any locale (awk, printf, sort -n): a user's LC_ALL becomes LANG
+[ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 cmd=${1:?usage: hosts.sh up|down|exec|cut|mend|kill|pids DIR ...}
 D=${2:?hosts.sh: DIR}
 [ "$cmd" = up ] && mkdir -p "$D"

@@ -15,6 +15,8 @@
 # spool and logs live under DIR. Exit status 3 with a reason when Slurm cannot be started here
 # (not root, packages missing, daemons refusing): the tests SKIP on it.
 set -u
+# numbers with a decimal point in any locale (awk, printf, sort -n): a user's LC_ALL becomes LANG
+[ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 if [ "${1:-}" = "--stop" ]; then
   D=$2
   pids=$(cat "$D"/slurmd*.pid "$D/slurmctld.pid" 2>/dev/null)
