@@ -24,6 +24,7 @@ NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 slurm_up=0
 cleanup() {
   [ $slurm_up = 1 ] && { scancel -u root 2>/dev/null; "$ROOT/tests/slurm/start_local.sh" --stop "$T/slurm"; }
+  "$ROOT/tests/slurm/start_local.sh" --stop "$T/slurm2" # (the side-by-side check's, where it was left up)
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -99,6 +100,16 @@ fi
 eval "$conf"
 slurm_up=1
 ok "Slurm on localhost: $(sinfo -h -o '%P %D node %c CPUs %t' | head -n 1)"
+# another run's cluster beside this one (a second checkout's make test, a suite run by hand): its own
+# ports and its own controller answering it (its state folder), not this one's; stopped at once
+if conf2=$("$ROOT/tests/slurm/start_local.sh" "$T/slurm2" 2>"$T/slurm2.err"); then
+  port() { sed -n 's/^SlurmctldPort=//p' "$1/slurm.conf"; }
+  state=$(SLURM_CONF=$T/slurm2/slurm.conf scontrol show config 2>&1 | sed -n 's/^StateSaveLocation *= *//p')
+  if [ "$(port "$T/slurm")" != "$(port "$T/slurm2")" ] && [ "$state" = "$T/slurm2/state" ]; then
+    ok "a second cluster beside it: its own ports ($(port "$T/slurm") and $(port "$T/slurm2")), its own controller answering"
+  else bad "a second cluster beside it" "ports $(port "$T/slurm") and $(port "$T/slurm2"); its controller's state folder: ${state:-none}" "$(tail -n 3 "$T/slurm2/log/slurmctld.log" 2>/dev/null)"; fi
+else bad "a second cluster beside it" "it did not start: $(tail -n 1 "$T/slurm2.err")"; fi
+"$ROOT/tests/slurm/start_local.sh" --stop "$T/slurm2"
 # cpu TEMPLATE: the template for this 2-CPU node: no GPU lines, 2 tasks of 1 CPU
 cpu() { sed -e '/--gpus-per-task\|--gpus-per-node\|--partition\|--output/d' -e 's/--ntasks-per-node=[48]$/--ntasks-per-node=2/' \
             -e 's/--ntasks-per-node=[48] /--ntasks-per-node=2 /' -e 's/--nodes=4/--nodes=1/' -e 's/--cpus-per-task=\(8\|16\)/--cpus-per-task=1/' \

@@ -52,13 +52,25 @@ if ! munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; then
   munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1 || skip "munged did not start ($(tail -n 1 "$D/log/munged.err" 2>/dev/null))"
 fi
 
+# listening PORT: whether something on this machine listens on PORT (a connection is taken)
+listening() { (: <"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # the cluster: this machine as one node, or the hosts (names and addresses from HOSTS_DIR/hosts)
-name=nstbatch-test ctl="$host(127.0.0.1)" port=16817 pidfile=$D/slurmd.pid logfile=$D/log/slurmd.log
+name=nstbatch-test ctl="$host(127.0.0.1)" pidfile=$D/slurmd.pid logfile=$D/log/slurmd.log
+if [ -z "$HD" ]; then
+  # two runs on one machine side by side (two checkouts, a suite run by hand beside make test):
+  # each its own controller, on the first pair of ports free from 16817 (one run's sinfo and jobs
+  # went to the other's controller, which went away with it), chosen under a lock held until this
+  # run's daemons listen (this script's end; the daemons do not inherit it)
+  exec {lock}>"$(if [ -w /run/lock ]; then echo /run/lock; else echo /tmp; fi)/nstbatch-test-slurm.lock"
+  command -v flock >/dev/null && { flock -w 600 "$lock" || skip "another run held the lock on the ports for 600 s"; }
+  for port in $(seq 16817 10 17807) none; do ! listening "$port" && ! listening $((port + 1)) && break; done
+  [ "$port" != none ] || skip "no free pair of ports for slurmctld and slurmd from 16817 to 17808"
+else port=16917; fi # (in the hosts' own network namespaces: no other run's daemons there)
 nodes="NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN" list=$host
 if [ -n "$HD" ]; then
   [ -s "$HD/hosts" ] || skip "no hosts in $HD"
   n=$(wc -l <"$HD/hosts") mem=$((mem / n))
-  name=nstbatch-hosts ctl="$(awk 'NR == 1 { print $1 "(" $3 ")" }' "$HD/hosts")" port=16917
+  name=nstbatch-hosts ctl="$(awk 'NR == 1 { print $1 "(" $3 ")" }' "$HD/hosts")"
   pidfile=$D/slurmd-%n.pid logfile=$D/log/slurmd-%n.log
   # two GPUs in name only per node (Slurm wants a device file for each: /dev/null and /dev/zero),
   # so that the GPU templates' --gpus-per-task is granted; the tests render on the CPU
@@ -103,8 +115,8 @@ PartitionName=test Nodes=$list Default=YES MaxTime=INFINITE State=UP OverSubscri
 CONF
 export SLURM_CONF=$D/slurm.conf
 if [ -z "$HD" ]; then
-  /usr/sbin/slurmctld -c -f "$SLURM_CONF" 2>"$D/log/slurmctld.err" || skip "slurmctld failed: $(tail -n 2 "$D/log/slurmctld.err")"
-  /usr/sbin/slurmd -c -f "$SLURM_CONF" 2>"$D/log/slurmd.err" || skip "slurmd failed: $(tail -n 2 "$D/log/slurmd.err")"
+  /usr/sbin/slurmctld -c -f "$SLURM_CONF" 2>"$D/log/slurmctld.err" {lock}>&- || skip "slurmctld failed: $(tail -n 2 "$D/log/slurmctld.err")"
+  /usr/sbin/slurmd -c -f "$SLURM_CONF" 2>"$D/log/slurmd.err" {lock}>&- || skip "slurmd failed: $(tail -n 2 "$D/log/slurmd.err")"
   on_head=()
 else # slurmctld on the first host, a slurmd in every host
   on_head=("$HOSTS" exec "$HD" "${list%%,*}")
