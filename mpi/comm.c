@@ -97,15 +97,17 @@ nst_status nst_comm_init(int *argc, char ***argv)
 {
     gethostname(host, sizeof host - 1);
     nst_singleton_begin(); /* (without a launcher) */
+    const double t0 = nst_now();
     int rc = MPI_Init(argc, argv);
     if (rc != MPI_SUCCESS) return nst_fail(NST_ERUNTIME, "MPI_Init failed on %s", host);
+    const double init_seconds = nst_now() - t0;
     initialised = 1;
     MPI_TRY(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     MPI_TRY(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
     MPI_TRY(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
     world_group = (struct nst_group){MPI_COMM_WORLD, world_rank, world_size, NULL};
     set_current(&world_group);
-    nst_first_contact_begin(); /* the exchanges below are the ranks' first: bounded (first_contact.c) */
+    nst_first_contact_begin(init_seconds); /* the exchanges below are the ranks' first: bounded (first_contact.c) */
     nst_status s = launch_fenced();
     if (s == NST_OK) s = first_exchanges();
     nst_first_contact_end();

@@ -8,7 +8,8 @@
  * pairs meet at once: after its own exchanges (the node split, the lifeline), every rank exchanges
  * one message with every other (up to PAIRS_ALL ranks; beyond, with the ranks at distances +-1,
  * +-2, +-4, ...: a socket per peer would not scale). A timer thread ends the job if that has not
- * completed within the watchdog's floor (5 minutes): a few bytes per pair, with nothing computed in
+ * completed within the watchdog's floor (5 minutes; more where this rank's MPI_Init was slow
+ * enough, INIT_TIMES): a few bytes per pair, with nothing computed in
  * between, take milliseconds where the network works, so the bound only ever cuts a wait that
  * cannot end. Its line names the ranks this rank has not heard from, by host. Rank 0 speaks first;
  * another rank only if the job is still alive a while later (rank 0 got through, it did not). */
@@ -30,6 +31,8 @@
 #define OTHERS_LATER 10.0 /* a rank other than 0 waits this much longer: rank 0's line comes first */
 #define LEAST_SECONDS 20.0 /* the test hook lowers the watchdog's floor to seconds; a loaded machine
                               can hold a rank's start for a few, so the bound stays above that */
+#define INIT_TIMES 20.0    /* and above this many times this rank's MPI_Init: the machine's pace now
+                              (a machine loaded many times over stretches every rank's start) */
 #define PAIRS_ALL 256     /* up to this many ranks every pair meets */
 #define PAIRS_TAG 7001
 
@@ -90,7 +93,14 @@ static void *guard(void *p)
     return NULL;
 }
 
-void nst_first_contact_begin(void)
+double nst_first_contact_limit(double floor, double init_seconds)
+{
+    double limit = floor > LEAST_SECONDS ? (double)(long)(floor + 0.5) : LEAST_SECONDS;
+    const double paced = INIT_TIMES * (init_seconds > 0 ? init_seconds : 0);
+    return paced > limit ? (double)(long)(paced + 0.5) : limit;
+}
+
+void nst_first_contact_begin(double init_seconds)
 {
     if (nst_comm_world_size() < 2) return;
     pthread_condattr_t a; /* CLOCK_MONOTONIC: a clock set back cannot stretch the bound */
@@ -98,8 +108,7 @@ void nst_first_contact_begin(void)
     fc.clock = pthread_condattr_setclock(&a, CLOCK_MONOTONIC) == 0 ? CLOCK_MONOTONIC : CLOCK_REALTIME;
     pthread_cond_init(&fc.cv, &a);
     pthread_condattr_destroy(&a);
-    const double floor = nst_watchdog_floor();
-    fc.limit = floor > LEAST_SECONDS ? (double)(long)(floor + 0.5) : LEAST_SECONDS, fc.done = 0;
+    fc.limit = nst_first_contact_limit(nst_watchdog_floor(), init_seconds), fc.done = 0;
     fc.running = pthread_create(&fc.thread, NULL, guard, NULL) == 0; /* without it the exchanges are merely unguarded */
 }
 

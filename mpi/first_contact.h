@@ -5,9 +5,12 @@
 
 #include "../util/status.h"
 
-/* The bound: begun before nst_comm_init's exchanges, ended after them. Past the watchdog's floor
- * (5 minutes) the job ends with one line naming the ranks not met, and exit status 75. */
-void nst_first_contact_begin(void);
+/* The bound: begun before nst_comm_init's exchanges, ended after them. Past the limit below the
+ * job ends with one line naming the ranks not met, and exit status 75. */
+void nst_first_contact_begin(double init_seconds);
+/* The limit, seconds: the watchdog's floor (5 minutes; its test hook lowers it), at least 20 s, and
+ * at least 20 times this rank's MPI_Init (init_seconds), whole seconds. Pure. */
+double nst_first_contact_limit(double floor, double init_seconds);
 void nst_first_contact_end(void);
 /* Every rank exchanges one message with each of its peers (below); collective on the world,
  * after nst_lifeline_open (whose host names the line uses). */

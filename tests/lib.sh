@@ -7,7 +7,8 @@ set -u
 [ -z "${LC_ALL:-}" ] || { export LANG="$LC_ALL"; unset LC_ALL; }; export LC_NUMERIC=C
 SUITE=$1
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-T=$(mktemp -d "/tmp/nstbatch-$SUITE.XXXXXX")
+# (under TMPDIR where the user set one, as on a cluster whose /tmp is small)
+T=$(mktemp -d "${TMPDIR:-/tmp}/nstbatch-$SUITE.XXXXXX") || { echo "$SUITE: cannot make a folder in ${TMPDIR:-/tmp}: set TMPDIR to a writable folder"; exit 1; }
 trap 'rm -rf "$T"' EXIT
 . "$ROOT/tests/idle.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none

@@ -308,6 +308,20 @@ static void t_first_contact_peers(void)
     CHECK(n > 0 && peer[n - 1] == 999, "1000 ranks: rank 0 meets rank 999 (-1, round the ring)");
 }
 
+/* The first exchange's limit: the watchdog's floor in whole seconds, at least 20 s (the floor's
+ * test hook), and at least 20 times this rank's MPI_Init, so a machine loaded many times over,
+ * whose every rank starts slowly, stretches it. */
+static void t_first_contact_limit(void)
+{
+    static const struct { double floor, init, want; } c[] = {
+        {300, 0.2, 300}, {5, 0.2, 20}, {5, 0, 20}, {5, -1, 20}, {30.4, 0.1, 30}, {5, 2.5, 50}, {300, 30, 600}, {5, 1.03, 21},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        const double got = nst_first_contact_limit(c[i].floor, c[i].init);
+        CHECK(got == c[i].want, "floor %g s, MPI_Init %g s: %g s (want %g)", c[i].floor, c[i].init, got, c[i].want);
+    }
+}
+
 /* The barrier after MPI_Init (mpi/launch_fence.c), through the PMIx client Open MPI loaded: made,
  * with its data, under mpirun (nst_comm_init made it once already; it is collective, so again). */
 static void t_launch_fence(void)
@@ -408,6 +422,7 @@ int main(int argc, char **argv)
     RUN(t_watchdog_phase_limit);
     RUN(t_watchdog_moving);
     RUN(t_first_contact_peers);
+    RUN(t_first_contact_limit);
     RUN(t_launch_fence);
     RUN(t_patience_schedule);
     RUN(t_patience_spin_follows_the_machine);
