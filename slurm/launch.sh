@@ -83,6 +83,7 @@ requeue() {
     exit 75
   fi
   echo "slurm/launch.sh: $(date -Is) $1: requeueing job $SLURM_JOB_ID" >&2
+  rm -f "$NSTBATCH_END_NOTE" # (read already; Slurm's TERM below ends this shell without its EXIT trap)
   trap - USR1 TERM
   local err restarts
   if ! err=$(scontrol requeue "$SLURM_JOB_ID" 2>&1); then

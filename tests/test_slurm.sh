@@ -90,6 +90,18 @@ pkill -P $lp; kill $lp 2>/dev/null; wait $lp
 if grep -q '^scontrol requeue 77$' "$T/requeued" 2>/dev/null && grep -q 'signalled as the ranks started, before they could checkpoint (exit 138)' "$T/early.log"; then
   ok "slurm/launch.sh: a USR1 that ends the step as its ranks start (exit 138) requeues the job"
 else bad "a USR1 before the ranks' handler" "$(cat "$T/requeued" 2>/dev/null)" "$(cat "$T/early.log")"; fi
+# a step the watchdog ended (its verdict, 75, in NSTBATCH_END_NOTE: here a stand-in writes it) is
+# requeued, and once Slurm ends launch.sh (TERM), nothing is left in its TMPDIR (each requeue left
+# the note there, on the node)
+mkdir -p "$T/note-tmp" && rm -f "$T/requeued"
+(cd "$T" && exec env PATH="$T/fakebin:$PATH" SLURM_JOB_ID=78 SLURM_RESTART_COUNT=0 TMPDIR="$T/note-tmp" "$ROOT/slurm/launch.sh" ck-note \
+   sh -c 'echo "75 stalled (a stand-in verdict)" >"$NSTBATCH_END_NOTE"; exit 1') >"$T/note.log" 2>&1 &
+lp=$!
+grown_wait 10 "$T/note.log" test -s "$T/requeued"
+kill $lp 2>/dev/null; wait $lp
+if grep -q '^scontrol requeue 78$' "$T/requeued" 2>/dev/null && [ -z "$(ls -A "$T/note-tmp")" ]; then
+  ok "slurm/launch.sh: a step the watchdog ended (75) requeues the job, and leaves nothing in its TMPDIR once Slurm ends it"
+else bad "a step the watchdog ended" "$(cat "$T/requeued" 2>/dev/null); left in its TMPDIR: $(ls -A "$T/note-tmp")" "$(cat "$T/note.log")"; fi
 
 # ---- a real Slurm ------------------------------------------------------------------------------------
 if ! conf=$("$ROOT/tests/slurm/start_local.sh" "$T/slurm" 2>"$T/slurm.err"); then
