@@ -16,7 +16,7 @@
 #                                          when the namespaces cannot be made here, 1 when they
 #                                          can but a host's set-up failed
 #   tests/hosts/hosts.sh down DIR          every process of every host SIGKILLed, the namespaces gone
-#   tests/hosts/hosts.sh exec DIR HOST CMD...   CMD on HOST (its network, hostname and /tmp), in this folder
+#   tests/hosts/hosts.sh exec DIR HOST CMD...   CMD on HOST (its network, hostname and /tmp, TMPDIR=/tmp), in this folder
 #   tests/hosts/hosts.sh cut DIR HOST      HOST's cable pulled at the switch: its packets vanish, no error
 #   tests/hosts/hosts.sh mend DIR HOST     and plugged back
 #   tests/hosts/hosts.sh refuse DIR HOST PORTS   HOST refuses TCP connections to PORTS (iptables, "A:B"),
@@ -119,7 +119,8 @@ down() {
 case $cmd in
   up) : "${4:?hosts.sh up DIR N SHARED...}"; up "${@:3}" ;;
   down) down ;;
-  exec) h=$3; shift 3; exec nsenter -t "$(keeper "$h")" --net --uts --mount --wd="$PWD" -- "$@" ;;
+  # (TMPDIR: the host's own /tmp, a node's local disk, whatever folder the user's TMPDIR names)
+  exec) h=$3; shift 3; exec nsenter -t "$(keeper "$h")" --net --uts --mount --wd="$PWD" -- env TMPDIR=/tmp "$@" ;;
   cut) ip -n "$(switch)" link set "port-$3" down ;;
   mend) ip -n "$(switch)" link set "port-$3" up ;;
   refuse)
