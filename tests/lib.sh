@@ -10,6 +10,10 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # (under TMPDIR where the user set one, as on a cluster whose /tmp is small)
 T=$(mktemp -d "${TMPDIR:-/tmp}/nstbatch-$SUITE.XXXXXX") || { echo "$SUITE: cannot make a folder in ${TMPDIR:-/tmp}: set TMPDIR to a writable folder"; exit 1; }
 trap 'rm -rf "$T"' EXIT
+# every process this suite starts carries it, so that `ours` tells them from another run's beside it
+export NST_SUITE_T=$T
+# ours PATTERN: the pids matching PATTERN (pgrep -f) that this suite started
+ours() { local p; for p in $(pgrep -f "$1"); do tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "NST_SUITE_T=$T" && echo "$p"; done; }
 . "$ROOT/tests/idle.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 pass=0 fail=0 skipped=0

@@ -179,7 +179,7 @@ out=$(DEVICE=cpu SIZES=48x32 ITERS=2 FIND_MAX=0 PROFILE=0 VARIANTS=eager VARIANT
       "$IDLE" 300 "$ROOT/bench/gpu_iteration.sh" "$T/hang" 2>&1); status=$?
 cell=$(grep -E '^\| 48 x 32 \| not run: over VARIANT_TIMEOUT=2 s for all sizes \|$' "$T/hang/gpu_iteration.md" 2>/dev/null)
 conv=$(grep -E '^conv_layers --precision fp32 --algorithms heuristic failed \(exit 3\): conv_layers: planted failure \(--device cpu .*\)$' "$T/hang/gpu_iteration.md" 2>/dev/null)
-left=$(pgrep -f 'sleep 31[78]' || true)
+left=$(ours 'sleep 31[78]')
 if [ $status -eq 0 ] && [ -n "$cell" ] && [ -z "$left" ]; then
   ok "gpu_iteration.sh: a variant over VARIANT_TIMEOUT is named in its cell, and its whole session is gone"
 else
@@ -195,7 +195,7 @@ wait "$budget_pid"
 status=$(cat "$T/budget.status" 2>/dev/null || echo none) out=$(cat "$T/budget.out" 2>/dev/null)
 spent="not run: the bench's budget \(BENCH_SECONDS=24\) was spent"
 cells=$(grep -E "^\| 48 x 32 \| not run: (over the [0-9]+ s left of the bench's budget \(BENCH_SECONDS=24\)|the bench's budget \(BENCH_SECONDS=24\) was spent) \| $spent \|\$" "$T/budget/gpu_iteration.md" 2>/dev/null)
-left=$(pgrep -f 'sleep 32[78]' || true)
+left=$(ours 'sleep 32[78]')
 if [ "$status" = 0 ] && [ -n "$cells" ] && grep -qE '^\| 48 x 32 \| [0-9.]+ \|' "$T/budget/gpu_iteration.md" &&
    grep -qE "^Where an iteration's time goes \(NSTBATCH_PROFILE=1\): $spent\.\$" "$T/budget/gpu_iteration.md" && [ -z "$left" ]; then
   ok "gpu_iteration.sh under BENCH_SECONDS=24: nstbatch's row, then $(cut -d'|' -f3 <<<"$cells" | sed 's/^ *//' | cut -c1-60)...; the late variant and the profile named as not run"

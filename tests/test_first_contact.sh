@@ -69,7 +69,7 @@ else bad "a failing step" "exit $rc" "$(cat "$T/planted.log")"; fi
 wait $fh_pid
 rc=$(cat "$T/framehang.rc" 2>/dev/null)
 if [ "$rc" = 1 ] && line framehang bench | grep -q 'FAIL .*exit 1' && grep -q '^Not finished within [0-9]* s, its share of the bench step' "$T/framehang/bench.md" &&
-   grep -q '^| 128 x 96 | [0-9.]* |' "$T/framehang/bench.md" && [ -z "$(pgrep -f '^sleep 1000$')" ]; then
+   grep -q '^| 128 x 96 | [0-9.]* |' "$T/framehang/bench.md" && [ -z "$(ours '^sleep 1000$')" ]; then
   ok "a frame that never ends: stopped at its share of the bench step, the iteration's tables still written, exit 1, $(line framehang bench | cut -c1-40)"
 else bad "a frame that never ends" "exit $rc" "$(cat "$T/framehang.log")"; fi
 

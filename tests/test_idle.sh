@@ -21,7 +21,7 @@ else bad "a talking command" "exit $rc after $secs s" "$(cat "$T/o" "$T/e")"; fi
 
 out=$("$IDLE" 1 sh -c 'echo started; sleep 331 & sleep 332' 2>&1); rc=$?
 sleep 0.3
-left=$(pgrep -f 'sleep 33[12]' || true)
+left=$(ours 'sleep 33[12]')
 if [ $rc -eq 124 ] && grep -q '^started$' <<<"$out" && grep -q '^idle_timeout: no output for 1 s from sh: ending it (exit 124)$' <<<"$out" && [ -z "$left" ]; then
   ok "a command silent for 1 s: ended with 124, one line saying so, nothing of its group left"
 else bad "a silent command" "exit $rc, left running: ${left:-none}" "$out"; [ -n "$left" ] && kill $left; fi

@@ -2,7 +2,8 @@
 # tests/hosts/hosts.sh: several "hosts" on this machine for the multi-node tests. Each host is a
 # network namespace (its own loopback and one link, eth0, to a bridge in a switch namespace of its
 # own), a UTS namespace (its own hostname) and a mount namespace whose /tmp is its own scratch
-# (Open MPI's and PMIx's session files, a node's local disk), with the shared folder at its usual
+# (Open MPI's and PMIx's session files, a node's local disk) and whose /dev/shm is its own (Open
+# MPI's shared-memory segments), with the shared folder at its usual
 # path in every host, as a cluster's parallel file system is. A keeper process (sleep) holds each
 # host's namespaces: it stands for the host's kernel, and `kill` spares it. Nothing is added to
 # the machine's own namespaces but the namespaces' names in /run/netns, which carry this run's
@@ -41,10 +42,13 @@ host_pids() {
 }
 
 # a host's mounts, run by sh in the host's new namespaces with HOST SCRATCH SHARED...: its hostname,
-# each shared folder bound into SCRATCH at its path under /tmp, SCRATCH over /tmp; the keeper then
+# a /dev/shm of its own (Open MPI's shared-memory segments are named by host and job: two runs'
+# nsth-a, each with its Slurm's job 3, met in the machine's), each shared folder bound into
+# SCRATCH at its path under /tmp, SCRATCH over /tmp; the keeper then
 # writes its pid to its fd 3 (opened before the mounts hid the folder it is in) and holds them
 MOUNTS='h=$1 scratch=$2; shift 2
   hostname "$h" || exit 1
+  mount -t tmpfs -o mode=1777 nsth-shm /dev/shm || exit 1
   for shared; do mount --bind "$shared" "$scratch/${shared#/tmp/}" || exit 1; done
   mount --rbind "$scratch" /tmp'
 
