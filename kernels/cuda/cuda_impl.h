@@ -88,11 +88,13 @@ static inline cuda_impl *cuda_of(nst_backend *be) { return (cuda_impl *)be->impl
 /* Record "<call>: <library message> (file:line)" and return NST_ERUNTIME. */
 nst_status cuda_fail(const char *lib, const char *call, const char *what, const char *file, int line);
 
-#define CUDA_TRY(call)                                                                                          \
+/* CUDA_TRY(call); CUDA_TRY_AS(call, lib, what): the failure named as lib and what */
+#define CUDA_TRY_AS(call, lib, what)                                                                            \
     do {                                                                                                        \
         cudaError_t e_ = (call);                                                                                \
-        if (e_ != cudaSuccess) return cuda_fail("CUDA", #call, cudaGetErrorString(e_), __FILE__, __LINE__);      \
+        if (e_ != cudaSuccess) return cuda_fail(lib, what, cudaGetErrorString(e_), __FILE__, __LINE__);         \
     } while (0)
+#define CUDA_TRY(call) CUDA_TRY_AS(call, "CUDA", #call)
 #define CUDNN_TRY(call)                                                                                         \
     do {                                                                                                        \
         cudnnStatus_t e_ = (call);                                                                              \
@@ -104,11 +106,7 @@ nst_status cuda_fail(const char *lib, const char *call, const char *what, const 
         if (e_ != CUBLAS_STATUS_SUCCESS) return cuda_fail("cuBLAS", #call, cuda_of(be)->cb->status_string(e_), __FILE__, __LINE__); \
     } while (0)
 /* after every kernel launch, naming it: a bad configuration shows here, a fault at the next sync */
-#define LAUNCH_TRY(name)                                                                                        \
-    do {                                                                                                        \
-        cudaError_t e_ = cudaGetLastError();                                                                    \
-        if (e_ != cudaSuccess) return cuda_fail("CUDA launch of", (name), cudaGetErrorString(e_), __FILE__, __LINE__); \
-    } while (0)
+#define LAUNCH_TRY(name) CUDA_TRY_AS(cudaGetLastError(), "CUDA launch of", (name))
 
 /* The stream and cuBLAS handle of the Gram sums: the side's between side(1) and side(0) */
 static inline cudaStream_t cuda_gram_stream(const cuda_impl *im) { return im->on_side ? im->side : im->stream; }

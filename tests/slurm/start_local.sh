@@ -65,12 +65,13 @@ if [ -z "$HD" ]; then
   command -v flock >/dev/null && { flock -w 600 "$lock" || skip "another run held the lock on the ports for 600 s"; }
   for port in $(seq 16817 10 17807) none; do ! listening "$port" && ! listening $((port + 1)) && break; done
   [ "$port" != none ] || skip "no free pair of ports for slurmctld and slurmd from 16817 to 17808"
-else port=16917; fi # (in the hosts' own network namespaces: no other run's daemons there)
+fi
 nodes="NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN" list=$host
 if [ -n "$HD" ]; then
   [ -s "$HD/hosts" ] || skip "no hosts in $HD"
   n=$(wc -l <"$HD/hosts") mem=$((mem / n))
-  name=nstbatch-hosts ctl="$(awk 'NR == 1 { print $1 "(" $3 ")" }' "$HD/hosts")"
+  # (port: in the hosts' own network namespaces, where no other run's daemons are)
+  name=nstbatch-hosts ctl="$(awk 'NR == 1 { print $1 "(" $3 ")" }' "$HD/hosts")" port=16917
   pidfile=$D/slurmd-%n.pid logfile=$D/log/slurmd-%n.log
   # two GPUs in name only per node (Slurm wants a device file for each: /dev/null and /dev/zero),
   # so that the GPU templates' --gpus-per-task is granted; the tests render on the CPU
