@@ -100,8 +100,9 @@ suites=(
 )
 # (the beside suites in chains, each one suite after another; "--" starts the next chain)
 beside=(
-  "test_slurm|tests/test_slurm.sh ./nstbatch $B/tests/image_diff"
   "test_hosts|tests/test_hosts.sh ./nstbatch $B/tests/image_diff $B"
+  "--"
+  "test_slurm|tests/test_slurm.sh ./nstbatch $B/tests/image_diff"
   "--"
   "test_watchdog|tests/test_watchdog.sh ./nstbatch $B/tests/image_diff"
 )
@@ -110,8 +111,8 @@ beside=(
 # Each suite's mpiruns keep their sessions under a base of the suite's own (OMPI_MCA_orte_tmpdir_base,
 # unless set): Open MPI 4 removes the shared one (TMPDIR/ompi.HOST.UID) under another mpirun
 # starting beside it, whose start then fails ("orte_session_dir failed": once in 7 runs of the
-# suite, at 76b65be). Not for the Slurm suites, whose jobs and namespaced hosts take the default
-# (the two run one after the other)
+# suite, at 76b65be). Not for the Slurm suites, whose jobs take the default: test_slurm's on this
+# machine, test_hosts' in the hosts, each with a /tmp of its own
 run_suite() {
   local start cpu0 status me=$BASHPID base="" # this lane's shell: its finished children's CPU time in its stat
   case $1 in test_slurm | test_hosts) ;; *) [ -n "${OMPI_MCA_orte_tmpdir_base:-}" ] || { base=$R/ompi.$1; mkdir -p "$base"; } ;; esac
@@ -157,8 +158,11 @@ worker() {
   done
 }
 echo 0 >"$R/next"
-# the beside chains: test_slurm and test_hosts both start Slurm daemons, so one after the other;
-# test_watchdog, which only waits out its stopped ranks, in a chain of its own. A chain that has
+# the beside chains, each suite in its own: test_hosts, the longest (its Slurm in the hosts' network
+# namespaces), test_slurm (its Slurm on ports no other run holds, tests/slurm/start_local.sh) and
+# test_watchdog, which only waits out its stopped ranks. One after the other, test_slurm and
+# test_hosts were the run's length on a machine at a third of this Zen 4's pace (docs/TESTS.md,
+# "The Skylake-SP's pace"): 1165 of its 1378 s. A chain that has
 # ended works on as a lane: the list's tail is short suites that wait on mpirun's start and on
 # their renders' ends, which the cores can overlap (the last 5 minutes of a run at 765d183 left
 # the cores 10 to 45 % idle with two lanes)

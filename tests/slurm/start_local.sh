@@ -39,14 +39,22 @@ host=$(hostname -s)
 cpus=$(nproc --all)  # not plain nproc: it honours OMP_NUM_THREADS (1 on many login nodes)
 mem=$(awk '/MemTotal/ { printf "%d", $2 / 1024 * 0.9 }' /proc/meminfo)
 
+# one start at a time on this machine (test_slurm and test_hosts run side by side, as do two
+# checkouts' make test): the munge daemon that every run shares is started once, and each
+# one-node cluster takes its ports while no other is choosing (the hosts' Slurm lets go after
+# munge: its ports are in the hosts' own network namespaces)
+exec {lock}>"$(if [ -w /run/lock ]; then echo /run/lock; else echo /tmp; fi)/nstbatch-test-slurm.lock"
+command -v flock >/dev/null && { flock -w 600 "$lock" || skip "another run held the lock on Slurm's start for 600 s"; }
+
 # munge: the key and the daemon (shared by every test run on this machine)
 if ! munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; then
   mkdir -p /etc/munge /var/lib/munge /var/log/munge /run/munge
   [ -s /etc/munge/munge.key ] || dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 status=none
   chown -R munge:munge /etc/munge /var/lib/munge /var/log/munge /run/munge 2>/dev/null
   chmod 0400 /etc/munge/munge.key; chmod 0700 /etc/munge
-  if id munge >/dev/null 2>&1; then su -s /bin/sh munge -c /usr/sbin/munged 2>"$D/log/munged.err" || /usr/sbin/munged --force 2>>"$D/log/munged.err"
-  else /usr/sbin/munged --force 2>"$D/log/munged.err"; fi
+  # (the daemon does not inherit the lock)
+  if id munge >/dev/null 2>&1; then su -s /bin/sh munge -c /usr/sbin/munged 2>"$D/log/munged.err" {lock}>&- || /usr/sbin/munged --force 2>>"$D/log/munged.err" {lock}>&-
+  else /usr/sbin/munged --force 2>"$D/log/munged.err" {lock}>&-; fi
   # (a daemon's start has no progress to follow: 60 s, hundreds of times its usual tenth of a second)
   for _ in $(seq 600); do munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1 && break; sleep 0.1; done
   munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1 || skip "munged did not start ($(tail -n 1 "$D/log/munged.err" 2>/dev/null))"
@@ -59,15 +67,14 @@ name=nstbatch-test ctl="$host(127.0.0.1)" pidfile=$D/slurmd.pid logfile=$D/log/s
 if [ -z "$HD" ]; then
   # two runs on one machine side by side (two checkouts, a suite run by hand beside make test):
   # each its own controller, on the first pair of ports free from 16817 (one run's sinfo and jobs
-  # went to the other's controller, which went away with it), chosen under a lock held until this
-  # run's daemons listen (this script's end; the daemons do not inherit it)
-  exec {lock}>"$(if [ -w /run/lock ]; then echo /run/lock; else echo /tmp; fi)/nstbatch-test-slurm.lock"
-  command -v flock >/dev/null && { flock -w 600 "$lock" || skip "another run held the lock on the ports for 600 s"; }
+  # went to the other's controller, which went away with it), chosen under the lock, held until
+  # this run's daemons listen (this script's end; the daemons do not inherit it)
   for port in $(seq 16817 10 17807) none; do ! listening "$port" && ! listening $((port + 1)) && break; done
   [ "$port" != none ] || skip "no free pair of ports for slurmctld and slurmd from 16817 to 17808"
 fi
 nodes="NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN" list=$host
 if [ -n "$HD" ]; then
+  exec {lock}>&-
   [ -s "$HD/hosts" ] || skip "no hosts in $HD"
   n=$(wc -l <"$HD/hosts") mem=$((mem / n))
   # (port: in the hosts' own network namespaces, where no other run's daemons are)
