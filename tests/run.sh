@@ -148,9 +148,14 @@ if [ "$lanes" = 1 ]; then
   for entry in "${beside[@]}"; do [ "$entry" = -- ] || suites+=("$entry"); done
   beside=()
 fi
-# worker: take the next suite's number from R/next (under a lock) until none is left
+# worker: take the next suite's number from R/next (under a lock) until none is left. The lanes
+# run at a lower priority (5 nice levels below) than the beside chains: those wait on daemons, jobs and hosts,
+# with little CPU, but each of their waits ends only when their processes get the CPU, and the
+# longest of them (test_hosts) is the run's length where the cores are short (docs/TESTS.md, "The
+# Skylake-SP's pace"). The lanes' suites fill the CPU the chains leave.
 worker() {
   local i
+  renice -n $(($(nice) + 5)) -p $BASHPID >/dev/null 2>&1
   while :; do
     i=$(flock "$R/next" sh -c 'read -r i <"$0"; echo $((i + 1)) >"$0"; echo "$i"' "$R/next")
     [ "$i" -lt ${#suites[@]} ] || return 0
