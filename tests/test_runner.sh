@@ -137,4 +137,18 @@ if [ "$(LOCPATH=$T/loc LC_ALL=de_DE.UTF-8 awk 'BEGIN { printf "%.1f", 0.5 }' 2>/
   [ "$out" = "$want" ] && ok "suite_times.sh under LC_ALL=de_DE.UTF-8 (0.5 written 0,5 there): the same table" ||
     bad "suite_times.sh under LC_ALL=de_DE.UTF-8" "its table differs" "$out"
 else skip "suite_times.sh under a locale with a decimal comma: none could be made (localedef and Debian's locales package: scripts/install-deps.sh --test installs it)"; fi
+# tests/slow_machine.sh (the stand-in for a slower machine, docs/TESTS.md): a factor below 1 refused
+# in one line; where a CPU control group can be made, the command runs in it (its /proc/self/cgroup
+# names the group) and its exit status comes back, and the group is gone afterwards
+SLOW=$ROOT/tests/slow_machine.sh
+out=$("$SLOW" 0.5 true 2>&1); rc=$?
+if [ $rc -eq 2 ] && [ "$out" = "tests/slow_machine.sh: FACTOR '0.5': give a number 1 or more (how many times slower)" ]; then
+  ok "slow_machine.sh 0.5: exit 2, one line"
+else bad "slow_machine.sh 0.5" "exit $rc" "$out"; fi
+out=$("$SLOW" 3 sh -c 'grep -o "nstbatch-slow-[0-9]*" /proc/self/cgroup | head -n 1; exit 7' 2>"$T/slow.err"); rc=$?
+if [ $rc -eq 2 ] && grep -q 'cannot\|no CPU controller' "$T/slow.err"; then skip "slow_machine.sh 3: $(tail -n 1 "$T/slow.err")"
+elif [ $rc -eq 7 ] && [ -n "$out" ] && [ ! -e "/sys/fs/cgroup/cpu/$out" ] && [ ! -e "/sys/fs/cgroup/$out" ] &&
+     grep -q 'at 1/3 of [0-9]* cores' "$T/slow.err"; then
+  ok "slow_machine.sh 3: the command in its group ($out), its exit status 7 passed on, the group removed"
+else bad "slow_machine.sh 3" "exit $rc, group '$out'" "$(cat "$T/slow.err")"; fi
 finish
