@@ -166,7 +166,7 @@ echo 0 >"$R/next"
 # the beside chains, each suite in its own: test_hosts, the longest (its Slurm in the hosts' network
 # namespaces), test_slurm (its Slurm on ports no other run holds, tests/slurm/start_local.sh) and
 # test_watchdog, which only waits out its stopped ranks. One after the other, test_slurm and
-# test_hosts were the run's length on a machine at a third of this Zen 4's pace (docs/TESTS.md,
+# test_hosts were the run's length at the Skylake-SP's pace, 1/2.35 of this Zen 4's (docs/TESTS.md,
 # "The Skylake-SP's pace"): 1165 of its 1378 s. A chain that has
 # ended works on as a lane: the list's tail is short suites that wait on mpirun's start and on
 # their renders' ends, which the cores can overlap (the last 5 minutes of a run at 765d183 left

@@ -129,7 +129,7 @@ mv "$T/out/p.tif" "$T/out/p.h5" "$T/ref/" || bad "the one-rank reference" "exit 
 # rank 1 computes twice the watchdog's limit at iteration 20 (x2: derived from the measured
 # iterations, 20x the slowest so far, at least the floor of 3 s), however slow the machine is: the
 # limit does not grow while no iteration ends, and rank 0 asks every 0.25 s, so the warning comes a
-# whole limit before the rank is done (x3 waited a third limit for nothing: 25 s at a third of
+# whole limit before the rank is done (x3 waited a third limit for nothing: 25 s at 1/2.35 of
 # this Zen 4's pace, on the run's longest suite)
 NSTBATCH_STALL_FLOOR=3 NSTBATCH_SLOW=1:20:x2 across tiled "$NST" job.ini --set output.path=out/p.tif --set output.format=tiff,hdf5 --set output.tile_size=32
 levels=$(/usr/bin/python3 -c '
