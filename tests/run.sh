@@ -149,10 +149,10 @@ if [ "$lanes" = 1 ]; then
   beside=()
 fi
 # worker: take the next suite's number from R/next (under a lock) until none is left. The lanes
-# run at a lower priority (5 nice levels below) than the beside chains: those wait on daemons, jobs and hosts,
-# with little CPU, but each of their waits ends only when their processes get the CPU, and the
-# longest of them (test_hosts) is the run's length where the cores are short (docs/TESTS.md, "The
-# Skylake-SP's pace"). The lanes' suites fill the CPU the chains leave.
+# run 5 nice levels below the beside chains, which wait on daemons, jobs and hosts with little
+# CPU, but each of whose waits ends only when their processes get the CPU: the longest of them
+# (test_hosts) is the run's length where the cores are short (docs/TESTS.md, "The Skylake-SP's
+# pace"). The lanes' suites fill the CPU the chains leave.
 worker() {
   local i
   renice -n $(($(nice) + 5)) -p $BASHPID >/dev/null 2>&1

@@ -28,12 +28,12 @@ if grep -qw cpu /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then # v2
   G=/sys/fs/cgroup/$name
   mkdir "$G" 2>/dev/null || die "cannot make $G (run as root)"
   echo "$quota $period" >"$G/cpu.max" || die "cannot write $G/cpu.max"
-  stat() { awk '/throttled_usec/ { printf "%.1f s throttled", $2 / 1e6 }' "$G/cpu.stat"; }
+  throttled() { awk '/throttled_usec/ { printf "%.1f s throttled", $2 / 1e6 }' "$G/cpu.stat"; }
 elif [ -d /sys/fs/cgroup/cpu ]; then # v1
   G=/sys/fs/cgroup/cpu/$name
   mkdir "$G" 2>/dev/null || die "cannot make $G (run as root)"
   { echo $period >"$G/cpu.cfs_period_us" && echo "$quota" >"$G/cpu.cfs_quota_us"; } || die "cannot set $G's quota"
-  stat() { awk '/throttled_time/ { printf "%.1f s throttled", $2 / 1e9 }' "$G/cpu.stat"; }
+  throttled() { awk '/throttled_time/ { printf "%.1f s throttled", $2 / 1e9 }' "$G/cpu.stat"; }
 else
   die "no CPU controller under /sys/fs/cgroup (cgroup v2 with cpu enabled, or v1's cpu)"
 fi
@@ -44,6 +44,6 @@ echo "tests/slow_machine.sh: $* at 1/$factor of $(nproc --all) cores ($quota us 
 status=$?
 parent=$(dirname "$G")
 echo $$ >"$parent/cgroup.procs" 2>/dev/null
-echo "tests/slow_machine.sh: done, exit $status, $(stat)" >&2
+echo "tests/slow_machine.sh: done, exit $status, $(throttled)" >&2
 rmdir "$G" 2>/dev/null # (left where a process of the command's still runs)
 exit $status
