@@ -146,7 +146,7 @@ int main(int argc, char **argv)
     nst_net_shapes(be, &w, spec.deepest, spec.pool, &shapes);
     if (nst_layout_plan(&cfg, &spec, &shapes, 320, 240, size, rank, (size_t)1 << 34, &L) != NST_OK)
         nst_comm_abort(1, nst_fail_message());
-    nst_collectives coll = {NULL, sum_doubles, sum_doubles, check, NULL, sum_int64, max_ints, check};
+    nst_collectives coll = {NULL, sum_doubles, sum_doubles, check, NULL, sum_int64, max_ints, check, NULL}; /* exchange: through the host */
     const nst_guides two = {2, {1, 1}, 0};
     /* a low-contrast version of the image: its features are smaller, so the image's own exceed
      * the bounds it leaves (the sums must run again with the new ones, and equal a fresh start) */

@@ -60,24 +60,28 @@
 /* Chains of the tile's 8 x 16 entries over the block's n positions, CHAIN at a time, their integers
  * added to k (8 x 16 int64). Without `left` (a constant where inlined), only the right 8 columns:
  * for a tile whose left half lies wholly below the diagonal (j0 + 8 <= i0, left of the diagonal's
- * odd row blocks), half the multiply-adds, the same chains for the rest; k's left half stays 0. */
+ * odd row blocks). Without `right`, only the left 8: for a tile whose right half lies wholly past
+ * the matrix's edge (j0 + 8 >= c: every tile of a layer of 8 channels). Half the multiply-adds, the
+ * same chains for the rest; k's other half stays 0. A tile at the edge reads the rows' zero padding
+ * past c (zero_pad): those lanes' products are 0 and their entries are not added (tile_into_lo). */
 #define RD512 (_MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
 #define ROWF512(r)                                                                                 \
     do {                                                                                           \
         const __m512d b = _mm512_set1_pd(fa[(r)]);                                                 \
         if (left) c##r##0 = _mm512_fmadd_round_pd(b, x0, c##r##0, RD512);                          \
-        c##r##1 = _mm512_fmadd_round_pd(b, x1, c##r##1, RD512);                                    \
+        if (right) c##r##1 = _mm512_fmadd_round_pd(b, x1, c##r##1, RD512);                         \
     } while (0)
 #define START512(r) __m512d c##r##0 = three, c##r##1 = three
 #define FLUSH512(r)                                                                                \
     do {                                                                                           \
         int64_t *kr = k + (r) * GB_TJ;                                                             \
         if (left) _mm512_storeu_si512(kr, _mm512_add_epi64(_mm512_loadu_si512(kr), _mm512_sub_epi64(_mm512_castpd_si512(c##r##0), tb))); \
-        _mm512_storeu_si512(kr + 8, _mm512_add_epi64(_mm512_loadu_si512(kr + 8), _mm512_sub_epi64(_mm512_castpd_si512(c##r##1), tb))); \
+        if (right) _mm512_storeu_si512(kr + 8, _mm512_add_epi64(_mm512_loadu_si512(kr + 8), _mm512_sub_epi64(_mm512_castpd_si512(c##r##1), tb))); \
     } while (0)
 
 __attribute__((target("avx512f,fma"), always_inline)) static inline void chains_avx512_cols(const double *a, const double *d, int n, size_t PS,
-                                                                                          int i0, int j0, int64_t *k, const int left)
+                                                                                          int i0, int j0, int64_t *k, const int left,
+                                                                                          const int right)
 {
     const __m512d three = _mm512_set1_pd(3.0);
     const __m512i tb = _mm512_set1_epi64(THREE_BITS);
@@ -86,7 +90,7 @@ __attribute__((target("avx512f,fma"), always_inline)) static inline void chains_
         START512(0); START512(1); START512(2); START512(3); START512(4); START512(5); START512(6); START512(7);
         for (int p = p0; p < p1; p++) {
             const double *f = &GB_AT(d, p, j0), *fa = &GB_AT(a, p, i0);
-            const __m512d x0 = left ? _mm512_loadu_pd(f) : three, x1 = _mm512_loadu_pd(f + 8);
+            const __m512d x0 = left ? _mm512_loadu_pd(f) : three, x1 = right ? _mm512_loadu_pd(f + 8) : three;
             ROWF512(0); ROWF512(1); ROWF512(2); ROWF512(3); ROWF512(4); ROWF512(5); ROWF512(6); ROWF512(7);
         }
         FLUSH512(0); FLUSH512(1); FLUSH512(2); FLUSH512(3); FLUSH512(4); FLUSH512(5); FLUSH512(6); FLUSH512(7);
@@ -95,16 +99,23 @@ __attribute__((target("avx512f,fma"), always_inline)) static inline void chains_
 
 __attribute__((target("avx512f,fma"))) static void chains_avx512(const double *a, const double *d, int n, size_t PS, int i0, int j0, int64_t *k)
 {
-    chains_avx512_cols(a, d, n, PS, i0, j0, k, 1);
+    chains_avx512_cols(a, d, n, PS, i0, j0, k, 1, 1);
 }
 
 __attribute__((target("avx512f,fma"))) static void chains_avx512_right(const double *a, const double *d, int n, size_t PS, int i0, int j0,
                                                                        int64_t *k)
 {
-    chains_avx512_cols(a, d, n, PS, i0, j0, k, 0);
+    chains_avx512_cols(a, d, n, PS, i0, j0, k, 0, 1);
 }
 
-/* AVX2: four sub-tiles of 4 x 8, each chain as above under MXCSR's round-down mode. */
+__attribute__((target("avx512f,fma"))) static void chains_avx512_left(const double *a, const double *d, int n, size_t PS, int i0, int j0,
+                                                                      int64_t *k)
+{
+    chains_avx512_cols(a, d, n, PS, i0, j0, k, 1, 0);
+}
+
+/* AVX2: four sub-tiles of 4 x 8, each chain as above under MXCSR's round-down mode; those wholly
+ * below the diagonal or past the matrix's edge left out (the rest read zero padding as above). */
 #define ROWF256(r)                                                                                 \
     do {                                                                                           \
         const __m256d b = _mm256_broadcast_sd(fa + (r));                                           \
@@ -120,13 +131,13 @@ __attribute__((target("avx512f,fma"))) static void chains_avx512_right(const dou
         _mm256_storeu_si256(k1, _mm256_add_epi64(_mm256_loadu_si256(k1), _mm256_sub_epi64(_mm256_castpd_si256(c##r##1), tb))); \
     } while (0)
 
-__attribute__((target("avx2,fma"))) static void chains_avx2(const double *a, const double *d, int n, size_t PS, int i0, int j0,
+__attribute__((target("avx2,fma"))) static void chains_avx2(const double *a, const double *d, int n, size_t PS, int c, int i0, int j0,
                                                             int64_t *k)
 {
     const __m256d three = _mm256_set1_pd(3.0);
     const __m256i tb = _mm256_set1_epi64x(THREE_BITS);
-    for (int si = i0; si < i0 + GB_TI; si += 4)
-        for (int sj = j0; sj < j0 + GB_TJ; sj += 8) {
+    for (int si = i0; si < i0 + GB_TI && si < c; si += 4)
+        for (int sj = j0; sj < j0 + GB_TJ && sj < c; sj += 8) {
             if (sj + 8 <= si) continue; /* wholly below the diagonal */
             for (int p0 = 0; p0 < n; p0 += CHAIN) {
                 const int p1 = p0 + CHAIN < n ? p0 + CHAIN : n;
@@ -149,8 +160,8 @@ static inline double fma_down(double x, double y, double q)
     return fma(x, y, q - s) < 0 ? s - FIXQ : s;
 }
 
-/* one entry's chains, for any tile (the matrix's edge) and the portable path */
-static inline __attribute__((always_inline)) void chains_each(const double *a, const double *d, int n, size_t PS, int c, int i0, int j0,
+/* the portable path (below AVX2): one entry's chains at a time, the matrix's edge left out */
+static void chains_scalar(const double *a, const double *d, int n, size_t PS, int c, int i0, int j0,
                                                               int64_t *k)
 {
     for (int i = i0; i < i0 + GB_TI && i < c; i++)
@@ -162,20 +173,6 @@ static inline __attribute__((always_inline)) void chains_each(const double *a, c
                 memcpy(&bits, &q, sizeof bits);
                 k[(i - i0) * GB_TJ + (j - j0)] += bits - THREE_BITS;
             }
-}
-
-static void chains_scalar(const double *a, const double *d, int n, size_t PS, int c, int i0, int j0, int64_t *k)
-{
-    chains_each(a, d, n, PS, c, i0, j0, k);
-}
-
-/* The same where the level has the FMA instruction (AVX2 and up): fma() inline instead of libm's
- * call per product (the edge tiles of narrow layers, the suites' random networks of width 1/8,
- * spent most of their Gram time in those calls). fma is exactly rounded either way: the same bits. */
-__attribute__((target("fma"))) static void chains_scalar_fma(const double *a, const double *d, int n, size_t PS, int c, int i0, int j0,
-                                                            int64_t *k)
-{
-    chains_each(a, d, n, PS, c, i0, j0, k);
 }
 
 /* lo += the tile's block sums k (entries past the matrix's edge left out; those below the diagonal,
@@ -209,23 +206,20 @@ __attribute__((target_clones("avx512f", "default"))) static void fold_tile(int64
 static void tile_fixed(const double *a, const double *d, int n, size_t PS, int c, int i0, int j0, cpu_isa_level isa, int fold, int64_t *acc)
 {
     int64_t k[GB_TI * GB_TJ] = {0};
-    const int full = i0 + GB_TI <= c && j0 + GB_TJ <= c;
-    unsigned csr = 0;
-    if (full && isa == CPU_ISA_AVX2) {
-        csr = _mm_getcsr();
+    if (isa >= CPU_ISA_AVX512) {
+        if (j0 + GB_TJ / 2 <= i0)
+            chains_avx512_right(a, d, n, PS, i0, j0, k); /* the left half wholly below the diagonal */
+        else if (j0 + GB_TJ / 2 >= c)
+            chains_avx512_left(a, d, n, PS, i0, j0, k); /* the right half wholly past the edge */
+        else
+            chains_avx512(a, d, n, PS, i0, j0, k);
+    } else if (isa == CPU_ISA_AVX2) {
+        const unsigned csr = _mm_getcsr();
         _mm_setcsr((csr & ~0x6000u) | 0x2000u); /* round toward minus infinity */
-    }
-    if (full && isa >= CPU_ISA_AVX512 && j0 + GB_TJ / 2 <= i0)
-        chains_avx512_right(a, d, n, PS, i0, j0, k); /* the left half wholly below the diagonal */
-    else if (full && isa >= CPU_ISA_AVX512)
-        chains_avx512(a, d, n, PS, i0, j0, k);
-    else if (full && isa == CPU_ISA_AVX2)
-        chains_avx2(a, d, n, PS, i0, j0, k);
-    else if (isa >= CPU_ISA_AVX2)
-        chains_scalar_fma(a, d, n, PS, c, i0, j0, k);
-    else
+        chains_avx2(a, d, n, PS, c, i0, j0, k);
+        _mm_setcsr(csr);
+    } else
         chains_scalar(a, d, n, PS, c, i0, j0, k);
-    if (full && isa == CPU_ISA_AVX2) _mm_setcsr(csr);
     tile_into_lo(k, c, i0, j0, acc);
     if (fold) fold_tile(acc, c, i0, j0);
 }
@@ -242,6 +236,15 @@ static inline __attribute__((always_inline)) void row_rest(const void *data, siz
         *mb = ab > *mb ? ab : *mb;
         o[i] = (double)v * scale;
     }
+}
+
+/* Columns c up to the tiles' edge (c rounded up to 16, inside the row's padding) of a converted row
+ * set to 0. An edge tile reads them (chains_avx512_cols, chains_avx2), in lanes whose entries are
+ * past c and never added: any values there leave the bits alone, zeros keep stale doubles of
+ * another layer (a NaN, a subnormal's slow path) out of the chains and the reads defined. */
+static inline void zero_pad(double *o, int c)
+{
+    for (int j = c; j < (c + GB_TJ - 1) / GB_TJ * GB_TJ; j++) o[j] = 0;
 }
 
 /* a conversion's checks on the largest magnitude's bits mb: not finite (*bad), or at the bound lim
@@ -270,11 +273,13 @@ static inline __attribute__((always_inline)) void convert_scaled(const nst_tenso
     int i = 0;
     if (wide) i = gb_row_avx512(cpu_at(f->data, src, bf), f->c, scale, &GB_AT(d, k, 0), &mb, bf);
     row_rest(f->data, src, i, f->c, scale, &GB_AT(d, k, 0), &mb, bf);
+    zero_pad(&GB_AT(d, k, 0), f->c);
     *big = mb;
     if (m) {
         double w = ((const float *)m->data)[at];
         if (!(w >= 0 && w <= 1)) *bad = 1; /* a weight out of [0, 1] would break |m a| < 1/16 */
         for (int j = 0; j < f->c; j++) GB_AT(a, k, j) = w * GB_AT(d, k, j);
+        zero_pad(&GB_AT(a, k, 0), f->c);
     }
     check_bound(mb, lim, bad, over);
 }
@@ -315,6 +320,7 @@ __attribute__((target("avx512f"))) static void rows_avx512(const fx_src *s, size
         const void *row = cpu_at(f->data, src, bf);
         double *o = &GB_AT(d, k, 0);
         row_rest(f->data, src, gb_row_max_avx512(row, c, s->scale, o, &m, bf), c, s->scale, o, &mb, bf);
+        zero_pad(o, c);
         if (++x == s->own.x + s->own.w) x = s->own.x, y++;
     }
     const uint32_t vm = (uint32_t)_mm512_reduce_max_epu32(m);
