@@ -172,7 +172,8 @@ elif awk -v s="$secs" 'BEGIN { exit !(s >= 1) }'; then skip "a short job's utili
 elif ! grep -q "utilisation under" "$T/gpushort.err" && grep -q "GPU temperature over 85 C: 91 C" "$T/gpushort.err"; then
   ok "a level shorter than NVML's 1 s window ($secs s): no utilisation verdict, the temperature warned"
 else bad "a short job's GPU warnings" "$secs s" "$(cat "$T/gpushort.err")"; fi
-nst nogpu env LD_LIBRARY_PATH=/nonexistent "$NST" m.ini --set output.path=nogpu.png --set metrics.gpu=on
+# (2 iterations of one level: the notice comes at the start, the run going on is its end)
+nst nogpu env LD_LIBRARY_PATH=/nonexistent "$NST" m.ini --set output.path=nogpu.png --set metrics.gpu=on --set pyramid.levels=1 --set optim.iterations=2
 [ $rc -eq 0 ] && grep -q "metrics.gpu = on: no GPU monitoring on rank 0: NVML not loaded" "$T/nogpu.err" && ok "metrics.gpu = on without NVML: one notice, the run goes on" \
   || bad "metrics.gpu = on without NVML" "exit $rc" "$(cat "$T/nogpu.err")"
 
@@ -206,7 +207,8 @@ if command -v script >/dev/null; then
 else
   skip "the live line on a terminal" "no script(1) to make one"
 fi
-nst quiet "$NST" m.ini --set output.path=quiet.png --quiet
+# (2 iterations of one level: without --quiet they print the header, the rows and the closing lines)
+nst quiet "$NST" m.ini --set output.path=quiet.png --quiet --set pyramid.levels=1 --set optim.iterations=2 --set run.print_every=1
 [ $rc -eq 0 ] && [ ! -s "$T/quiet.log" ] && ok "--quiet: nothing on stdout" || bad "--quiet" "exit $rc" "$(head -n 5 "$T/quiet.log")"
 
 # ---- plots ---------------------------------------------------------------------------------------------

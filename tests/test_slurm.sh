@@ -48,9 +48,9 @@ preview = 0
 random_width_divisor = 8
 [optim]
 method = adam
-iterations = 100
+iterations = 50
 [tiling]
-tile_size = 64
+tile_size = 96
 [run]
 device = cpu
 threads = 1
