@@ -13,7 +13,8 @@
 # the roundings), for each model.pooling in POOLINGS (max: the default; "max avg" or max,avg adds average
 # pooling, under which renders that round differently stay close: docs/PRECISION.md). Knobs: W, H,
 # TILE, ITERATIONS, PRECISION, POOLINGS, DEVICE (cuda; cpu runs the plumbing at
-# small sizes, as tests/test_bench.sh does), GRAPHS (gpu.graphs: true), CONV_ALGOS (gpu.conv_algorithms:
+# small sizes, as tests/test_bench.sh does), MODEL_WIDTH (1: full width; N divides every layer's
+# width, for that plumbing), GRAPHS (gpu.graphs: true), CONV_ALGOS (gpu.conv_algorithms:
 # timed; the choices kept in one gpu.conv_choices file for both renders, so a render's seconds include
 # the timing of its tile shapes' algorithms once), NST (./nstbatch), DIFF (build/tests/image_diff).
 set -euo pipefail
@@ -29,6 +30,8 @@ PRECISION=${PRECISION:-bf16}
 GRAPHS=${GRAPHS:-true}
 POOLINGS=${POOLINGS:-max}
 CONV_ALGOS=${CONV_ALGOS:-timed}
+MODEL_WIDTH=${MODEL_WIDTH:-1}
+case $MODEL_WIDTH in 1 | 2 | 4 | 8 | 16 | 32 | 64) ;; *) echo "gpu_frame: MODEL_WIDTH=$MODEL_WIDTH: give 1, 2, 4, 8, 16, 32 or 64 (the width divisor)" >&2; exit 2 ;; esac
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -38,7 +41,7 @@ frame() {
   local t0 t1
   t0=$(date +%s.%N)
   (cd "$ROOT/configs" && "$NST" demo.ini --set run.device="$DEVICE" --set run.precision="$PRECISION" --set model.pooling="$3" \
-     --set output.width="$W" --set output.height="$H" --set tiling.tile_size="$2" --set model.random_width_divisor=1 \
+     --set output.width="$W" --set output.height="$H" --set tiling.tile_size="$2" --set model.random_width_divisor="$MODEL_WIDTH" \
      --set optim.method=adam --set optim.iterations="$ITERATIONS" --set run.print_every=50 --set output.preview=0 --set gpu.graphs="$GRAPHS" \
      --set gpu.conv_algorithms="$CONV_ALGOS" --set gpu.conv_choices="$T/conv_choices.txt" --set output.path="$T/$1.tif" --set output.overwrite=true) >"$T/$1.log" 2>&1 ||
     { echo "gpu_frame: the $1 render failed:" >&2; tail -n 5 "$T/$1.log" >&2; exit 1; }
@@ -69,13 +72,13 @@ done
 {
   echo "# One frame on one GPU: tiled and in one tile"
   echo
-  echo "Command: \`bench/gpu_frame.sh\`, $(date -u +%Y-%m-%d), W=$W H=$H TILE=$TILE ITERATIONS=$ITERATIONS PRECISION=$PRECISION POOLINGS=\"$POOLINGS\" DEVICE=$DEVICE GRAPHS=$GRAPHS CONV_ALGOS=$CONV_ALGOS."
+  echo "Command: \`bench/gpu_frame.sh\`, $(date -u +%Y-%m-%d), W=$W H=$H TILE=$TILE ITERATIONS=$ITERATIONS PRECISION=$PRECISION POOLINGS=\"$POOLINGS\" DEVICE=$DEVICE GRAPHS=$GRAPHS CONV_ALGOS=$CONV_ALGOS$([ "$MODEL_WIDTH" = 1 ] || echo " MODEL_WIDTH=$MODEL_WIDTH")."
   echo
   echo '```'
   "$NST" --version 2>&1 | head -n 3
   echo '```'
   echo
-  echo "The demo's pictures at ${W}x${H}, full-width VGG-19 (seeded random weights), Adam, $ITERATIONS iterations, one rank."
+  echo "The demo's pictures at ${W}x${H}, $([ "$MODEL_WIDTH" = 1 ] && echo full-width || echo "1/$MODEL_WIDTH-width") VGG-19 (seeded random weights), Adam, $ITERATIONS iterations, one rank."
   echo
   echo "| pooling | tiling | whole command s | s/iter | MP-it/s |"
   echo "|---|---|---|---|---|"

@@ -35,7 +35,9 @@
 #      iterations, their difference: bench/profile_table.sh);
 #   4. the largest single tile nstbatch renders (doubling from 4096, then bisection to 256 px; a
 #      try that needed its tiles halved does not count) against the largest image PyTorch fits.
-# Both sides use the full-width VGG-19 with seeded random weights (the FLOPs of the real one).
+# Both sides use the full-width VGG-19 with seeded random weights (the FLOPs of the real one);
+# MODEL_WIDTH=N (1) divides every layer's width on both sides, for the script's plumbing on a CPU
+# (tests/test_bench.sh, scripts/gpu-first-contact.sh --cpu: 8): the MFU is then not given.
 # BENCH_SECONDS (a budget, as a GPU lease's minutes): the parts run in the order of what they decide,
 # each only where enough of the budget is left, and the tables are written whatever was skipped
 # (a cell or line says "not run: the bench's budget"): nstbatch at every size (with graphs, then
@@ -65,6 +67,8 @@ LAUNCH=${LAUNCH:-} # e.g. "mpirun -np 1" where a singleton MPI start is not poss
 SIZES=$(for S in ${SIZES:-1024 2048 4096}; do case $S in *x*) echo "$S" ;; *) echo "${S}x$S" ;; esac; done) # S: S x S
 ITERS=${ITERS:-10}
 DEVICE=${DEVICE:-cuda}
+MODEL_WIDTH=${MODEL_WIDTH:-1}
+case $MODEL_WIDTH in 1 | 2 | 4 | 8 | 16 | 32 | 64) ;; *) echo "gpu_iteration: MODEL_WIDTH=$MODEL_WIDTH: give 1, 2, 4, 8, 16, 32 or 64 (the width divisor)" >&2; exit 2 ;; esac
 PRECISION=${PRECISION:-$([ "$DEVICE" = cpu ] && echo fp32 || echo bf16)}
 FIND_MAX=${FIND_MAX:-1}
 PROFILE=${PROFILE:-1}
@@ -125,7 +129,7 @@ path = $T/out.tiff
 overwrite = true
 preview = 0
 [model]
-random_width_divisor = 1
+random_width_divisor = $MODEL_WIDTH
 [run]
 device = $DEVICE
 precision = $PRECISION
@@ -168,7 +172,7 @@ in_group() {
   return $st
 }
 # PyTorch's side: bench/torch_gatys.py --variant V --size S1,S2,... --iters N, one JSON line a size
-TORCH=($PY_ENV "$PY" "$ROOT/bench/torch_gatys.py" --random --device "$DEVICE" $([ "$PRECISION" != bf16 ] || echo --bf16) --channels-last --cudnn-benchmark)
+TORCH=($PY_ENV "$PY" "$ROOT/bench/torch_gatys.py" --random --width-divisor "$MODEL_WIDTH" --device "$DEVICE" $([ "$PRECISION" != bf16 ] || echo --bf16) --channels-last --cudnn-benchmark)
 # why_not STATUS OUTPUT: a table cell saying why a variant has no time (its last error line, cut short)
 why_not() {
   case $1 in
@@ -355,7 +359,7 @@ rows=() vrows=()
 f() { [ -n "$1" ] && awk "BEGIN { printf \"$2\", ($3) }" || echo "-"; }
 for S in $SIZES; do
   W=${S%x*} H=${S#*x} nst=${NSTS[$S]} pt=${PT[$S]:-} ptpeak=${PTPEAK[$S]:-} mp=$(mp_of "$S")
-  rows+=("| $W x $H | $(f "$nst" %.4f "$nst") | $(f "$nst" %.1f "$mp / ${nst:-1}") | $(f "$nst" %.1f%% "$PEAK_TFLOPS > 0 ? 100 * $mp * 1.514 / ${nst:-1} / $PEAK_TFLOPS : 0") | ${GBMP[$S]} | ${PTVAR[$S]:--} | $(f "$pt" %.4f "$pt") | $(f "$pt" %.1f "$mp / ${pt:-1}") | $(f "$ptpeak" %.3f "${ptpeak:-0} / 1e9 / $mp") | $([ -n "$nst" ] && [ -n "$pt" ] && f 1 **%.2fx** "$pt / $nst" || echo "-") |")
+  rows+=("| $W x $H | $(f "$nst" %.4f "$nst") | $(f "$nst" %.1f "$mp / ${nst:-1}") | $([ "$MODEL_WIDTH" = 1 ] && f "$nst" %.1f%% "$PEAK_TFLOPS > 0 ? 100 * $mp * 1.514 / ${nst:-1} / $PEAK_TFLOPS : 0" || echo "-") | ${GBMP[$S]} | ${PTVAR[$S]:--} | $(f "$pt" %.4f "$pt") | $(f "$pt" %.1f "$mp / ${pt:-1}") | $(f "$ptpeak" %.3f "${ptpeak:-0} / 1e9 / $mp") | $([ -n "$nst" ] && [ -n "$pt" ] && f 1 **%.2fx** "$pt / $nst" || echo "-") |")
   vrow="| $W x $H |"
   for V in $ALL_VARIANTS; do vrow+=" ${CELL[$V.$S]} |"; done
   vrows+=("$vrow")
@@ -382,7 +386,7 @@ fi
 {
   echo "# One GPU: nstbatch against PyTorch"
   echo
-  echo "Command: \`bench/gpu_iteration.sh\` (make bench-gpu), $(date -u +%Y-%m-%d), SIZES=\"$SIZES\" ITERS=$ITERS PRECISION=$PRECISION DEVICE=$DEVICE$([ "$BENCH_SECONDS" -gt 0 ] && echo " BENCH_SECONDS=$BENCH_SECONDS (the budget: what did not fit says so)")."
+  echo "Command: \`bench/gpu_iteration.sh\` (make bench-gpu), $(date -u +%Y-%m-%d), SIZES=\"$SIZES\" ITERS=$ITERS PRECISION=$PRECISION DEVICE=$DEVICE$([ "$MODEL_WIDTH" = 1 ] || echo " MODEL_WIDTH=$MODEL_WIDTH")$([ "$BENCH_SECONDS" -gt 0 ] && echo " BENCH_SECONDS=$BENCH_SECONDS (the budget: what did not fit says so)")."
   echo
   echo "GPU: $gpu, driver $driver. MFU against $PEAK_TFLOPS TFLOP/s (bf16 dense)."
   echo
@@ -393,7 +397,7 @@ fi
   echo
   echo "Network: full-width VGG-19 to relu5_1, seeded random weights, on both sides; content relu4_2, style relu1_1..relu5_1, TV, Adam."
   echo "nstbatch: one tile of S x S (no halo), run.precision = $PRECISION. PyTorch: $([ "$PRECISION" = bf16 ] && echo "bf16 autocast" || echo fp32), channels_last, cudnn.benchmark, the fastest of its variants that ran (table below)."
-  echo "s/iter: nstbatch with rows every $ITERS iterations (run.print_every), the mean of the $ITERS iterations before the rows at $((2 * ITERS)) and at $((3 * ITERS)) (one in $ITERS reads its loss for its row), their median; PyTorch, the median of $ITERS iterations after 2 warm-ups. MFU: 1.514 MFLOP/px/iteration (docs/PERFORMANCE.md) x MP-it/s over the peak."
+  echo "s/iter: nstbatch with rows every $ITERS iterations (run.print_every), the mean of the $ITERS iterations before the rows at $((2 * ITERS)) and at $((3 * ITERS)) (one in $ITERS reads its loss for its row), their median; PyTorch, the median of $ITERS iterations after 2 warm-ups. MFU: 1.514 MFLOP/px/iteration (docs/PERFORMANCE.md) x MP-it/s over the peak.$([ "$MODEL_WIDTH" = 1 ] || echo " Both sides at 1/$MODEL_WIDTH of VGG-19's width (MODEL_WIDTH): no MFU.")"
   echo "GB/MP: peak device bytes (nstbatch: its arena's peak use, run record, and in brackets the layout's memory model for the tile, docs/PERFORMANCE.md; PyTorch: max_memory_allocated) over the tile's megapixels."
   echo
   echo "| tile | nstbatch s/iter | MP-it/s | MFU | GB/MP | fastest PyTorch | s/iter | MP-it/s | GB/MP | PyTorch / nstbatch |"

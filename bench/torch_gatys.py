@@ -11,7 +11,8 @@
         python3 bench/torch_gatys.py --random --device cuda --bf16 --channels-last --find-max
 
 Same network (the nstbatch-layout weights file, read with h5py, or random weights of the same
-shapes), same layers (content relu4_2; style relu1_1, relu2_1, relu3_1, relu4_1, relu5_1), same
+shapes; --width-divisor N, each layer 1/N as wide, as nstbatch's model.random_width_divisor, for
+the benchmarks' plumbing on a CPU), same layers (content relu4_2; style relu1_1, relu2_1, relu3_1, relu4_1, relu5_1), same
 relative losses and TV, Adam on the pixels, max pooling; fp32, or bf16 autocast (--bf16: the
 convolutions and Gram matmuls in bf16 with fp32 accumulation, as nstbatch's bf16 precision).
 Timing: per iteration (forward, losses, backward, Adam step), after warm-up iterations (2 eager, 3
@@ -52,13 +53,14 @@ def load(path, size):
     return torch.from_numpy(np.asarray(img, dtype=np.float32) / 255.0).permute(2, 0, 1).unsqueeze(0)
 
 
-def random_net(seed):
-    """VGG-19 to conv5_1 with He-initialised random weights; Caffe-style preprocessing."""
+def random_net(seed, divisor=1):
+    """VGG-19 to conv5_1 with He-initialised random weights, each layer's width over divisor (as
+    nstbatch's model.random_width_divisor); Caffe-style preprocessing."""
     g = torch.Generator().manual_seed(seed)
     convs, cin = {}, 3
     for n in LAYERS:
         if n.startswith("conv"):
-            cout = WIDTH[n[:5]]
+            cout = WIDTH[n[:5]] // divisor
             w = torch.randn(cout, cin, 3, 3, generator=g) * (2.0 / (9 * cin)) ** 0.5
             convs[n] = (w, torch.zeros(cout))
             cin = cout
@@ -230,6 +232,8 @@ def main():
     ap.add_argument("--content")
     ap.add_argument("--style")
     ap.add_argument("--random", action="store_true", help="seeded random full-width weights and random images: no files")
+    ap.add_argument("--width-divisor", type=int, default=1, choices=[1, 2, 4, 8, 16, 32, 64],
+                    help="with --random: every layer's width over this (nstbatch's model.random_width_divisor; a script's plumbing)")
     ap.add_argument("--size", default="512x512", help="WxH, or several: 512x384,1024x768 (one JSON line each)")
     ap.add_argument("--style-size")
     ap.add_argument("--iters", type=int, default=10)
@@ -245,6 +249,8 @@ def main():
     a = ap.parse_args()
     if not a.random and not (a.weights and a.content and a.style):
         ap.error("give --weights, --content and --style, or --random")
+    if a.width_divisor != 1 and not a.random:
+        ap.error("--width-divisor needs --random (a weights file has its own widths)")
     if a.find_max and a.device != "cuda":
         ap.error("--find-max needs --device cuda")
     if a.variant != "eager" and a.device != "cuda":
@@ -252,8 +258,8 @@ def main():
     if a.threads:
         torch.set_num_threads(a.threads)
     torch.backends.cudnn.benchmark = a.cudnn_benchmark
-    net = random_net(1) if a.random else file_net(a.weights)
-    info = {"variant": a.variant, "device": a.device, "bf16": a.bf16, "channels_last": a.channels_last, "cudnn_benchmark": a.cudnn_benchmark,
+    net = random_net(1, a.width_divisor) if a.random else file_net(a.weights)
+    info = {"variant": a.variant, "width_divisor": a.width_divisor, "device": a.device, "bf16": a.bf16, "channels_last": a.channels_last, "cudnn_benchmark": a.cudnn_benchmark,
             "torch": torch.__version__}
     if a.device == "cuda":
         info.update(gpu=torch.cuda.get_device_name(), cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version())

@@ -4,8 +4,9 @@
 #
 #   OUT=DIR scripts/gpu-first-contact.sh          on a GPU node, from the unpacked `make gpu-bundle`
 #                                                 (or a checkout built there)
-#   OUT=DIR scripts/gpu-first-contact.sh --cpu    every step on the CPU at small sizes (its plumbing,
-#                                                 in make test: tests/test_first_contact.sh)
+#   OUT=DIR scripts/gpu-first-contact.sh --cpu    every step on the CPU at small sizes, the bench's
+#                                                 VGG-19 at 1/8 of its width (its plumbing, in
+#                                                 make test: tests/test_first_contact.sh)
 #
 # Steps, in order, each under its own time cap and skipped when too little of the whole budget
 # (FIRST_CONTACT_SECONDS, 450 s; --cpu 4500 s) is left; a step stopped at its cap while still
@@ -141,9 +142,9 @@ renders_step() {
 # PyTorch under what is left of the step's cap, less 15 s for its tables; both into bench.md
 bench_step() {
   local sizes="512x384 1024x768 2048x1536 4096x4096" iters=10 dev=cuda conv=2048 prec=bf16 frame="W=3840 H=2160 TILE=1024 ITERATIONS=250 POOLINGS=max,avg"
-  local variants="eager graph compile" late=compile-max
-  if [ "$MODE" = cpu ]; then
-    sizes="96x64 128x96" iters=3 dev=cpu conv=64 prec=fp32 frame="W=96 H=64 TILE=48 ITERATIONS=4" variants=eager late=
+  local variants="eager graph compile" late=compile-max width=1
+  if [ "$MODE" = cpu ]; then # (the plumbing: VGG-19 at 1/8 of its width on both sides, an eighth of the CPU)
+    sizes="96x64 128x96" iters=3 dev=cpu conv=64 prec=fp32 frame="W=96 H=64 TILE=48 ITERATIONS=4 MODEL_WIDTH=8" variants=eager late= width=8
   fi
   local st=0 budget fcap=$(((STEP_END - $(date +%s)) * 2 / 5)) # (the frame at most 2/5 of the step: the iteration's tables come after it)
   local framer=(env $frame DEVICE=$dev PRECISION=$prec bench/gpu_frame.sh "$OUT/.bench")
@@ -156,7 +157,7 @@ bench_step() {
   fi
   budget=$((STEP_END - $(date +%s) - 15))
   [ "$budget" -ge 1 ] || budget=1 # (0 would be no bound)
-  SIZES=$sizes ITERS=$iters DEVICE=$dev FIND_MAX=0 CONV_TILE=$conv VARIANTS=$variants LATE_VARIANTS=$late \
+  SIZES=$sizes ITERS=$iters DEVICE=$dev FIND_MAX=0 CONV_TILE=$conv VARIANTS=$variants LATE_VARIANTS=$late MODEL_WIDTH=$width \
     PRECOMPILE_S=60 VARIANT_TIMEOUT=90 BENCH_SECONDS=$budget \
     PY=$PY PY_ENV="env LD_LIBRARY_PATH=$ORIG_LD" \
     KEEP_RECORD="$OUT/record.json" bench/gpu_iteration.sh "$OUT/.bench" || st=$?

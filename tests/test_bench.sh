@@ -19,7 +19,8 @@
 #   stand-ins of PyTorch that never answer (no PyTorch needed), a variant cut at VARIANT_TIMEOUT
 #   and one cut at what is left of BENCH_SECONDS, nothing of either left running; a conv_layers
 #   that fails, its table a line saying so, the rest written;
-# - bench/gpu_frame.sh with DEVICE=cpu: its rows, SSIM 1 on exact tiles, a refused pooling named;
+# - bench/gpu_frame.sh with DEVICE=cpu at 1/8 width: its rows, SSIM 1 on exact tiles, a refused pooling named, a
+#   MODEL_WIDTH that is no divisor refused;
 # - bench/quality.sh at 96x64, nstbatch for 30 iterations: its snapshots scored, the float64 scorer
 #   within 1e-4 of nstbatch's own final loss terms (the 16-bit output's quantisation); exit 2 and one
 #   line without its peers (SKIP without PyTorch, which its scorer runs on); with them in PEERS
@@ -122,12 +123,14 @@ else
   # PyTorch's bf16 convolutions are oneDNN's too: none where oneDNN has no bf16 (AVX2), as nstbatch says
   nobf16=$(cd "$T" && "$NST" "$ROOT/configs/demo.ini" --set run.device=cpu --set run.precision=bf16 --set optim.iterations=0 \
            --set output.path="$T/probe.png" 2>&1 | grep -m1 'run.precision = bf16 on this CPU')
-  for flags in "" "--bf16 --channels-last"; do
+  # (the bf16 run at 1/8 of the width, as the first contact's plumbing runs it: the JSON says so)
+  for flags in "" "--bf16 --channels-last --width-divisor 8"; do
     if [ -n "$flags" ] && [ -n "$nobf16" ]; then skip "torch_gatys.py --random $flags" "${nobf16#nstbatch: error: }"; continue; fi
     out=$(/usr/bin/python3 "$ROOT/bench/torch_gatys.py" --random --size 64x48 --iters 2 --threads 1 $flags 2>&1); status=$?
     med=$(sed -n 's/.*"s_per_iter_median": \([0-9.eE+-]*\).*/\1/p' <<<"$out")
-    if [ $status -eq 0 ] && [ -n "$med" ] && awk -v m="$med" 'BEGIN { exit !(m > 0) }'; then
-      ok "torch_gatys.py --random ${flags:-(fp32)}: one JSON line, median $med s"
+    div=$(sed -n 's/.*"width_divisor": \([0-9]*\).*/\1/p' <<<"$out")
+    if [ $status -eq 0 ] && [ -n "$med" ] && awk -v m="$med" 'BEGIN { exit !(m > 0) }' && [ "$div" = "$([ -n "$flags" ] && echo 8 || echo 1)" ]; then
+      ok "torch_gatys.py --random ${flags:-(fp32)}: one JSON line, median $med s, width divisor $div"
     else
       bad "torch_gatys.py --random $flags" "exit $status" "$out"
     fi
@@ -160,15 +163,18 @@ fi
 # bench/gpu_frame.sh's plumbing on the CPU, where tiles are exact: the tiled frame's SSIM against
 # the one-tile frame is 1 with either pooling, and the four rows have their numbers; a pooling
 # whose renders fail (one nstbatch refuses) is a row saying so, the others' table is still
-# written, and the exit status is 1
-out=$(DEVICE=cpu W=96 H=64 TILE=48 ITERATIONS=4 PRECISION=fp32 POOLINGS="max,avg,none" NST="$NST" DIFF="$(dirname "$CONV")/../tests/image_diff" \
+# written, and the exit status is 1. VGG-19 at 1/8 of its width (MODEL_WIDTH): the plumbing's is
+# the same, at an eighth of the CPU; a width that is no divisor is refused
+out=$(DEVICE=cpu W=96 H=64 TILE=48 ITERATIONS=4 PRECISION=fp32 POOLINGS="max,avg,none" MODEL_WIDTH=8 NST="$NST" DIFF="$(dirname "$CONV")/../tests/image_diff" \
       "$IDLE" 300 "$ROOT/bench/gpu_frame.sh" "$T/frame" 2>&1); status=$?
 rows=$(grep -cE '^\| (max|avg) \| exact mode, .* \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' "$T/frame/gpu_frame.md" 2>/dev/null)
 ssims=$(grep -cE '^SSIM of the tiled frame against the one-tile frame \(image_diff --ssim, luminance\), model.pooling = (max|avg): 1.000000\.$' "$T/frame/gpu_frame.md" 2>/dev/null)
+wout=$(MODEL_WIDTH=3 "$ROOT/bench/gpu_frame.sh" "$T/frame3" 2>&1); wst=$?
 if [ $status -eq 1 ] && [ "$rows" = 4 ] && [ "$ssims" = 2 ] && grep -q '^| none | a render failed' "$T/frame/gpu_frame.md" &&
-   grep -q "model.pooling = 'none': expected one of max, avg" <<<"$out"; then
-  ok "gpu_frame.sh (DEVICE=cpu, 96x64 in 48 px tiles, max and avg pooling): 4 rows, SSIM 1.000000 each (exact tiles); a refused pooling's row says so, exit 1"
-else bad "gpu_frame.sh" "exit $status, $rows rows, $ssims SSIM lines of 1" "$out"; fi
+   grep -q "model.pooling = 'none': expected one of max, avg" <<<"$out" && grep -q ', 1/8-width VGG-19 ' "$T/frame/gpu_frame.md" &&
+   [ $wst -eq 2 ] && [ "$wout" = "gpu_frame: MODEL_WIDTH=3: give 1, 2, 4, 8, 16, 32 or 64 (the width divisor)" ]; then
+  ok "gpu_frame.sh (DEVICE=cpu, 96x64 in 48 px tiles, max and avg pooling, 1/8 width): 4 rows, SSIM 1.000000 each (exact tiles); a refused pooling's row says so, exit 1; MODEL_WIDTH=3 refused in one line, exit 2"
+else bad "gpu_frame.sh" "exit $status, $rows rows, $ssims SSIM lines of 1; MODEL_WIDTH=3: exit $wst" "$out$wout"; fi
 # a variant that hangs (a stand-in python that never answers and leaves a child behind, as a stuck
 # compile leaves its workers): its cell says so, and nothing of its session is left running; in the
 # same run a conv_layers that fails (a stand-in, as a GPU's bf16 or timed runs might): a line with

@@ -7,7 +7,8 @@
 # - --cpu: the steps run and pass (env, selftest, ops, bench; the renders with the CPU stand-in
 #   are test_gpu_standin's), summary.txt has a line per step (name, status, seconds) and the
 #   verdict, at most 8 files; bench.md holds the iteration's tables, run under a budget taken from
-#   the step's cap (BENCH_SECONDS), and the frame's (SSIM 1: the CPU's tiles are exact);
+#   the step's cap (BENCH_SECONDS), and the frame's (SSIM 1: the CPU's tiles are exact), both with
+#   VGG-19 at 1/8 of its width (MODEL_WIDTH=8);
 # - a budget too small for any step: each is skipped, named, and nothing fails;
 # - a step stopped at its cap while still printing is CAPPED (not a failure, the cause named), one
 #   silent at its cap a TIMEOUT (a failure);
@@ -31,10 +32,10 @@ files=$(ls "$T/all" | wc -l)
 steps=$(grep -cE '^(env|selftest|ops|bench) +ok +[0-9]+ ' "$T/all/summary.txt" 2>/dev/null)
 if [ $rc -eq 0 ] && [ "$steps" -eq 4 ] && [ "$((files + 1))" -le 8 ] && grep -q '^total .* no step failed' "$T/all/summary.txt" &&
    grep -q '^| 128 x 96 | [0-9.]* |' "$T/all/bench.md" && grep -q '"device_diagnostics"' "$T/all/record.json" &&
-   grep -q ' BENCH_SECONDS=[0-9]* (the budget' "$T/all/bench.md" &&
+   grep -q ' DEVICE=cpu MODEL_WIDTH=8 BENCH_SECONDS=[0-9]* (the budget' "$T/all/bench.md" && grep -q ', 1/8-width VGG-19 ' "$T/all/bench.md" &&
    grep -q '^SSIM of the tiled frame against the one-tile frame (image_diff --ssim, luminance), model.pooling = max: 1.000000\.$' "$T/all/bench.md" &&
    grep -q '^bench: SSIM of the tiled frame' "$T/all/summary.txt" && grep -q '^bench: | max | exact mode, ' "$T/all/summary.txt"; then
-  ok "--cpu: env, selftest, ops, bench ok (the iteration under the step's budget, the frame's SSIM 1 on exact tiles), $files files (and renders.txt: at most 8), $(tail -n 1 "$T/all/summary.txt")"
+  ok "--cpu: env, selftest, ops, bench ok (VGG-19 at 1/8 width; the iteration under the step's budget, the frame's SSIM 1 on exact tiles), $files files (and renders.txt: at most 8), $(tail -n 1 "$T/all/summary.txt")"
 else bad "--cpu" "exit $rc, $steps steps ok, $files files" "$(cat "$T/all.log")"; fi
 sed 's/^/    | /' "$T/all/summary.txt"
 
