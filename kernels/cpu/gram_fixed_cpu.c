@@ -161,8 +161,7 @@ static inline double fma_down(double x, double y, double q)
 }
 
 /* the portable path (below AVX2): one entry's chains at a time, the matrix's edge left out */
-static void chains_scalar(const double *a, const double *d, int n, size_t PS, int c, int i0, int j0,
-                                                              int64_t *k)
+static void chains_scalar(const double *a, const double *d, int n, size_t PS, int c, int i0, int j0, int64_t *k)
 {
     for (int i = i0; i < i0 + GB_TI && i < c; i++)
         for (int j = j0 > i ? j0 : i; j < j0 + GB_TJ && j < c; j++)
