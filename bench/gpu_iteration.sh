@@ -395,9 +395,9 @@ fi
   echo "PyTorch $torch_ver"
   echo '```'
   echo
-  echo "Network: full-width VGG-19 to relu5_1, seeded random weights, on both sides; content relu4_2, style relu1_1..relu5_1, TV, Adam."
+  echo "Network: $([ "$MODEL_WIDTH" = 1 ] && echo full-width || echo "1/$MODEL_WIDTH-width") VGG-19 to relu5_1, seeded random weights, on both sides; content relu4_2, style relu1_1..relu5_1, TV, Adam."
   echo "nstbatch: one tile of S x S (no halo), run.precision = $PRECISION. PyTorch: $([ "$PRECISION" = bf16 ] && echo "bf16 autocast" || echo fp32), channels_last, cudnn.benchmark, the fastest of its variants that ran (table below)."
-  echo "s/iter: nstbatch with rows every $ITERS iterations (run.print_every), the mean of the $ITERS iterations before the rows at $((2 * ITERS)) and at $((3 * ITERS)) (one in $ITERS reads its loss for its row), their median; PyTorch, the median of $ITERS iterations after 2 warm-ups. MFU: 1.514 MFLOP/px/iteration (docs/PERFORMANCE.md) x MP-it/s over the peak.$([ "$MODEL_WIDTH" = 1 ] || echo " Both sides at 1/$MODEL_WIDTH of VGG-19's width (MODEL_WIDTH): no MFU.")"
+  echo "s/iter: nstbatch with rows every $ITERS iterations (run.print_every), the mean of the $ITERS iterations before the rows at $((2 * ITERS)) and at $((3 * ITERS)) (one in $ITERS reads its loss for its row), their median; PyTorch, the median of $ITERS iterations after 2 warm-ups. MFU: 1.514 MFLOP/px/iteration (docs/PERFORMANCE.md) x MP-it/s over the peak$([ "$MODEL_WIDTH" = 1 ] || echo ", the full network's: none at 1/$MODEL_WIDTH width (MODEL_WIDTH)")."
   echo "GB/MP: peak device bytes (nstbatch: its arena's peak use, run record, and in brackets the layout's memory model for the tile, docs/PERFORMANCE.md; PyTorch: max_memory_allocated) over the tile's megapixels."
   echo
   echo "| tile | nstbatch s/iter | MP-it/s | MFU | GB/MP | fastest PyTorch | s/iter | MP-it/s | GB/MP | PyTorch / nstbatch |"

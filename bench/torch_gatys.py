@@ -12,8 +12,8 @@
 
 Same network (the nstbatch-layout weights file, read with h5py, or random weights of the same
 shapes; --width-divisor N, each layer 1/N as wide, as nstbatch's model.random_width_divisor, for
-the benchmarks' plumbing on a CPU), same layers (content relu4_2; style relu1_1, relu2_1, relu3_1, relu4_1, relu5_1), same
-relative losses and TV, Adam on the pixels, max pooling; fp32, or bf16 autocast (--bf16: the
+the benchmarks' plumbing on a CPU), same layers (content relu4_2; style relu1_1, relu2_1,
+relu3_1, relu4_1, relu5_1), same relative losses and TV, Adam on the pixels, max pooling; fp32, or bf16 autocast (--bf16: the
 convolutions and Gram matmuls in bf16 with fp32 accumulation, as nstbatch's bf16 precision).
 Timing: per iteration (forward, losses, backward, Adam step), after warm-up iterations (2 eager, 3
 for the others: compile, then record), each ended by a device synchronize, median of the timed ones.
@@ -231,7 +231,7 @@ def main():
     ap.add_argument("--weights")
     ap.add_argument("--content")
     ap.add_argument("--style")
-    ap.add_argument("--random", action="store_true", help="seeded random full-width weights and random images: no files")
+    ap.add_argument("--random", action="store_true", help="seeded random weights (full width unless --width-divisor) and random images: no files")
     ap.add_argument("--width-divisor", type=int, default=1, choices=[1, 2, 4, 8, 16, 32, 64],
                     help="with --random: every layer's width over this (nstbatch's model.random_width_divisor; a script's plumbing)")
     ap.add_argument("--size", default="512x512", help="WxH, or several: 512x384,1024x768 (one JSON line each)")

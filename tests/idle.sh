@@ -28,12 +28,13 @@ export OMPI_MCA_odls_base_sigkill_timeout=${OMPI_MCA_odls_base_sigkill_timeout:-
 bytes() { local n=0 f; for f in $1; do [ -f "$f" ] && n=$((n + $(stat -c %s "$f"))); done; echo "$n"; }
 # grown_wait N FILE CMD...: waits, 0.1 s at a time, until CMD succeeds (0), or until FILE (a
 # render's log, say; a glob adds its files up) has not grown for N seconds (1): a wait bounded by
-# the work's progress
+# the work's progress. CMD's complaints meanwhile are not shown: what it reads may not exist yet
+# (a log its command has still to create)
 grown_wait() {
   local n=$1 f=$2 size s last=$SECONDS
   shift 2
   size=$(bytes "$f")
-  until "$@"; do
+  until "$@" 2>/dev/null; do
     s=$(bytes "$f")
     [ "$s" != "$size" ] && size=$s last=$SECONDS
     [ $((SECONDS - last)) -ge "$n" ] && return 1

@@ -16,9 +16,9 @@
 # which for a 50 MP image is far below the image itself (577 MiB as floats, what the renderer
 # works in); the peak also falls with more ranks. (At 100.8 MP, until 2026-12, the same checks took
 # twice the CPU: the image is 3 times the fixed part at this size, which is all the checks need to
-# tell a peak that follows the ranks' share from one that follows the image.) F, what does not grow with the image (libraries,
-# MPI, the network, fixed buffers), is each rank count's peak on a 512x512 input with the same
-# settings. Level 0 of both files must equal the input.
+# tell a peak that follows the ranks' share from one that follows the image.) F, what does not
+# grow with the image (libraries, MPI, the network, fixed buffers), is each rank count's peak on a
+# 512x512 input with the same settings. Level 0 of both files must equal the input.
 . "$(dirname "$0")/lib.sh" test_bigio
 NST=$(readlink -f "$1") MKTIFF=$(readlink -f "$2") RSS=$(readlink -f "$3")
 

@@ -96,7 +96,7 @@ wait_for() {
   grown_wait 120 "$2" exists "$1"
 }
 # paused LOG: until the render of LOG waits for its signal (NSTBATCH_SLOW=*:N:signal, render.c)
-paused() { grown_wait 120 "$T/$1.log" grep -qs "until a signal comes" "$T/$1.log"; } # (bounded by the log's growth)
+paused() { grown_wait 120 "$T/$1.log" grep -q "until a signal comes" "$T/$1.log"; } # (bounded by the log's growth)
 
 # ---- resume equality -----------------------------------------------------------------------------
 # interrupted NAME SETS...: stop a render 3 times (SIGTERM at iteration STOP_AT, 20 unless set;
@@ -211,7 +211,7 @@ said=$(grep -c "Ctrl-C: stopping at the next iteration's end" "$T/rint.log")
 # same Ctrl-C passed on twice: the terminal's and a wrapper's) does not: here while the rank
 # computes 300 s before iteration 5 (the hook), where nothing acts on the first
 SINGLE=1 NSTBATCH_SLOW='*:5:300' nst_bg sint2 ck.ini --set output.path=out/sint2.tif --set checkpoint.path=ck_sint2
-grown_wait 120 "$T/sint2.log" grep -qs "NSTBATCH_SLOW: rank 0 computes" "$T/sint2.log"
+grown_wait 120 "$T/sint2.log" grep -q "NSTBATCH_SLOW: rank 0 computes" "$T/sint2.log"
 t1=$(date +%s.%N)
 kill -INT $bg
 said() { grep -q "Ctrl-C again (a second later) stops at once" "$T/sint2.log" || ! kill -0 $bg 2>/dev/null; } # (or ended by the first)
@@ -299,7 +299,7 @@ nst bref batch.ini --set checkpoint.path=ck_bref
 for n in a b c d; do mv "$T/out/b_$n.tif" "$T/out/bref_$n.tif" 2>/dev/null; done
 [ $rc -eq 0 ] || bad "batch reference" "exit $rc" "$(tail -n 8 "$T/bref.log")"
 nst_bg b1 batch.ini
-grown_wait 120 "$T/b1.log" grep -qs "^\[[cd]\] checkpoint:" "$T/b1.log"
+grown_wait 120 "$T/b1.log" grep -q "^\[[cd]\] checkpoint:" "$T/b1.log"
 pkill -USR1 -P $bg; wait $bg; r=$?
 ndone=$(grep -c '"status": "done"' "$T/out/bsum.json" 2>/dev/null) nstop=$(grep -c '"status": "stopped"' "$T/out/bsum.json" 2>/dev/null)
 [ $r -eq 75 ] && [ "${nstop:-0}" -ge 1 ] && ok "a batch signalled: exit 75, $ndone done, $nstop stopped and checkpointed" || bad "batch signal" "exit $r" "$(tail -n 10 "$T/b1.log")"

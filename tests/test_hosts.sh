@@ -281,7 +281,7 @@ if conf=$("$ROOT/tests/slurm/start_local.sh" "$T/slurm" --hosts "$HD" 2>"$T/slur
   fi
   t0=$SECONDS
   [ -n "$frozen" ] && kill -STOP "$frozen"
-  grown_wait 180 "$T/frozen.out" grep -qs 'requeueing job' "$T/frozen.out" # (bounded by the job's output growing)
+  grown_wait 180 "$T/frozen.out" grep -q 'requeueing job' "$T/frozen.out" # (bounded by the job's output growing)
   took=$((SECONDS - t0))
   wait_job "$J"
   if [ -n "$frozen" ] && [ "$state" = COMPLETED ] && [ "${restarts:-0}" -ge 1 ] && grep -q 'no answer from rank 3 on nsth-b: stopped' "$T/frozen.out" &&
@@ -350,7 +350,7 @@ else bad "the rerun after a cut" "exit $rc" "$(grep -v '^ *[0-9]' "$T/cut2.log" 
 on nsth-a "$IDLE" 300 "$ROOT/tools/nstbatch-mpirun" --hostfile "$T/hostfile" -np 4 --bind-to none -x NSTBATCH_FREEZE=2:setup:15 \
   -x NSTBATCH_STALL_FLOOR=5 "$NST" job.ini --set output.path=out/cutsetup.tif >"$T/cutsetup.log" 2>&1 &
 pid=$!
-grown_wait 180 "$T/cutsetup.log" grep -qs 'NSTBATCH_FREEZE: rank 2 computes' "$T/cutsetup.log"
+grown_wait 180 "$T/cutsetup.log" grep -q 'NSTBATCH_FREEZE: rank 2 computes' "$T/cutsetup.log"
 t0=$SECONDS
 cut_b
 wait $pid; rc=$? took=$((SECONDS - t0))

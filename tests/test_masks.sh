@@ -173,7 +173,7 @@ run ck_ref 2 "${ck[@]}"
 (cd "$T" && exec "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 2 -x NSTBATCH_SLOW='*:20:signal' "$NST" masks.ini "${ck[@]}" \
    --set output.path=ck.tif --set checkpoint.path=ck) >"$T/ck_1.log" 2>&1 &
 bg=$!
-grown_wait 120 "$T/ck_1.log" grep -qs "until a signal comes" "$T/ck_1.log" # (bounded by the render's log growing)
+grown_wait 120 "$T/ck_1.log" grep -q "until a signal comes" "$T/ck_1.log" # (bounded by the render's log growing)
 pkill -TERM -f "^$NST masks.ini .*checkpoint.path=ck" 2>/dev/null
 wait $bg
 r1=$?

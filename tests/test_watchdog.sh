@@ -91,7 +91,7 @@ stalled "every rank waiting inside MPI at iteration 10 (rank 1 for ever): a stop
 (cd "$T" && NSTBATCH_STALL_FLOOR=3 "$IDLE" 180 mpirun --oversubscribe --bind-to none -np 3 "$NST" w.ini --set optim.iterations=300 \
   --set run.print_every=10 --set output.path=susp.png) >"$T/susp.log" 2>&1 &
 pid=$!
-grown_wait 120 "$T/susp.log" grep -qs '^ *50 ' "$T/susp.log" # (bounded by the log's growth)
+grown_wait 120 "$T/susp.log" grep -q '^ *50 ' "$T/susp.log" # (bounded by the log's growth)
 # the job's processes: nstbatch and mpirun running in T (read from /proc: procps may be absent)
 ours=$(for d in /proc/[0-9]*; do case $(cat "$d/comm" 2>/dev/null) in nstbatch | mpirun) [ "$(readlink "$d/cwd")" = "$T" ] && echo "${d#/proc/}" ;; esac; done)
 kill -STOP $ours
