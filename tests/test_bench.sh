@@ -12,13 +12,14 @@
 #   with positive GFLOP/s both ways, a total row, a JSON line per layer; its usage on a bad size;
 # - bench/torch_gatys.py --random (no files) on the CPU in fp32 and bf16 autocast, channels_last:
 #   one JSON line with a positive median (SKIP without PyTorch in /usr/bin/python3);
-# - bench/gpu_iteration.sh with DEVICE=cpu at a 64 px tile: its table has a row with numbers from
-#   both sides and the convolution table; with SWITCHES=1, the runs a GPU lease makes of the CUDA
-#   switches (the own Gram sums, without graphs, VEC8=0, OVERLAP=1, CONV1=own) with numbers on the
-#   line below the table, and the Gram ops per style layer both ways (SKIP without PyTorch); with
-#   stand-ins of PyTorch that never answer (no PyTorch needed), a variant cut at VARIANT_TIMEOUT
-#   and one cut at what is left of BENCH_SECONDS, nothing of either left running; a conv_layers
-#   that fails, its table a line saying so, the rest written;
+# - bench/gpu_iteration.sh with DEVICE=cpu at a 64 px tile and 1/8 width: its table has a row with
+#   numbers from both sides (no MFU at that width) and the convolution table; with SWITCHES=1, the
+#   runs a GPU lease makes of the CUDA switches (the own Gram sums, without graphs, VEC8=0,
+#   OVERLAP=1, CONV1=own) with numbers on the line below the table, and the Gram ops per style
+#   layer both ways (SKIP without PyTorch); with stand-ins of PyTorch that never answer (no
+#   PyTorch needed), at full width, a variant cut at VARIANT_TIMEOUT and one cut at what is left of
+#   BENCH_SECONDS, nothing of either left running; a conv_layers that fails, its table a line
+#   saying so, the rest written;
 # - bench/gpu_frame.sh with DEVICE=cpu at 1/8 width: its rows, SSIM 1 on exact tiles, a refused pooling named, a
 #   MODEL_WIDTH that is no divisor refused;
 # - bench/quality.sh at 96x64, nstbatch for 30 iterations: its snapshots scored, the float64 scorer
@@ -137,16 +138,18 @@ else
   done
   # VARIANTS: graph needs CUDA, so on the CPU its cell must say why it has no time, and eager is the peer
   # SWITCHES=1: the runs of the CUDA backend's switches and the Gram ops per layer, which change
-  # nothing on the CPU, run all the same: the plumbing a GPU lease would otherwise be first to run
-  out=$(DEVICE=cpu SIZES=64 ITERS=2 FIND_MAX=0 CONV_TILE=32 VARIANTS="eager graph" SWITCHES=1 GRAM_SIZE=64x48 PY=/usr/bin/python3 \
+  # nothing on the CPU, run all the same: the plumbing a GPU lease would otherwise be first to run.
+  # Both sides at 1/8 of VGG-19's width (MODEL_WIDTH), as the first contact's plumbing: 5.8 CPU
+  # seconds, where the full width took 20; the budget and hang cases run the full width.
+  out=$(MODEL_WIDTH=8 DEVICE=cpu SIZES=64 ITERS=2 FIND_MAX=0 CONV_TILE=32 VARIANTS="eager graph" SWITCHES=1 GRAM_SIZE=64x48 PY=/usr/bin/python3 \
         NST="$NST" CONV="$CONV" GRAM="$GRAM" "$IDLE" 600 "$ROOT/bench/gpu_iteration.sh" "$T/results" 2>"$T/stderr"); status=$?
   quiet=$(grep -oE '64x64: [0-9]+ of [0-9]+ replayed, [0-9]+ host waits, [0-9.]+ s/iter with the own Gram sums, [0-9.]+ without graphs, [0-9.]+ with the element passes one element a thread, [0-9.]+ with the Gram sums beside the next layers, [0-9.]+ with conv1_1 on our own kernels;' "$T/results/gpu_iteration.md" 2>/dev/null)
   grams=$(grep -cE '^# Gram ops, image 64x48, .*\(NSTBATCH_CUDA_GRAM=(cublas|own)\)$' "$T/results/gpu_iteration.md" 2>/dev/null)
-  row=$(grep -E '^\| 64 x 64 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+% \| [0-9.]+ \(model [0-9.]+\) \| eager \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| \*\*[0-9.]+x\*\* \|$' "$T/results/gpu_iteration.md" 2>/dev/null)
+  row=$(grep -E '^\| 64 x 64 \| [0-9.]+ \| [0-9.]+ \| - \| [0-9.]+ \(model [0-9.]+\) \| eager \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| \*\*[0-9.]+x\*\* \|$' "$T/results/gpu_iteration.md" 2>/dev/null)
   vrow=$(grep -E '^\| 64 x 64 \| [0-9.]+ \([0-9]+ s\) \| failed \(exit 2\): .*needs --device cuda.* \|$' "$T/results/gpu_iteration.md" 2>/dev/null)
   if [ $status -eq 0 ] && [ -n "$row" ] && [ -n "$vrow" ] && grep -q '^| \*\*all 13\*\*' "$T/results/gpu_iteration.md" && [ -s "$T/results/gpu_iteration.log" ] &&
      [ -n "$quiet" ] && [ "$grams" = 2 ] && grep -q '^## The Gram ops per style layer' "$T/results/gpu_iteration.md"; then
-    ok "gpu_iteration.sh (DEVICE=cpu, 64 px): $row; variants $vrow; the switches' line: $quiet; the Gram ops per layer both ways"
+    ok "gpu_iteration.sh (DEVICE=cpu, 64 px, 1/8 width): $row; variants $vrow; the switches' line: $quiet; the Gram ops per layer both ways"
   else
     bad "gpu_iteration.sh" "exit $status" "$out$(tail -n 20 "$T/stderr")"
   fi

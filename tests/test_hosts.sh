@@ -5,7 +5,7 @@
 #
 #   tests/test_hosts.sh NSTBATCH IMAGE_DIFF BUILD
 #
-# One start of the hosts for every check (small renders: 192x128, the random VGG-19 at width 1/8,
+# One start of the hosts for every check (small renders: 256x64, the random VGG-19 at width 1/8,
 # one thread per rank, fp32, 16-bit outputs); every wait polls with a generous bound:
 # - mpirun starts ranks on both hosts, each with its own hostname and /tmp, and each sees the
 #   checkout, the build and the test's folder at their own paths, also where they are under /tmp;
@@ -86,8 +86,8 @@ wait_iter() { grown_wait 180 "$T/$1" reached "$1" "$2"; }
 mkdir -p "$T/out" "$T/ref"
 { demo_pair; cat <<EOF
 [output]
-width = 192
-height = 128
+width = 256
+height = 64
 bits = 16
 overwrite = true
 preview = 0
@@ -215,8 +215,12 @@ if one_error unmet 75 "rank 0 (nsth-a): no exchange over MPI with rank 3 on nsth
   ok "a rank that never answers the first exchange (planted): rank 0 names it and its host, exit 75, no image"
 else bad "a rank not met at the start" "exit $rc" "$(grep -v '^ *[0-9]' "$T/unmet.log" | grep -v '^ *$' | tail -n 8)"; fi
 
-# the uninterrupted reference of the interrupted renders below (120 iterations, one rank)
-sed 's/^iterations = 40$/iterations = 120/' "$T/job.ini" >"$T/long.ini"
+# the uninterrupted reference of the interrupted renders below (120 iterations, one rank), at
+# 192x128 in 6 tiles: a node is lost, cut off or frozen once iteration 40 is seen, and the
+# render's 80 more iterations (about 2 s on a 2-core Zen 4, 4 ranks on its cores) must outlast
+# the action. The other renders take 256x64, 4 tiles (one a rank at 4), each window the whole
+# image: half the CPU (1.0 s against 2.0 for one rank's 40 iterations).
+sed 's/^iterations = 40$/iterations = 120/; s/^width = 256$/width = 192/; s/^height = 64$/height = 128/' "$T/job.ini" >"$T/long.ini"
 run_nst long.ini longref --set output.path=ref/long.tif
 [ $rc -eq 0 ] || bad "the long reference" "exit $rc" "$(tail -n 5 "$T/longref.log")"
 LONG=(long.ini --set checkpoint.every=20)
