@@ -5,11 +5,11 @@
  * pairs (a firewall between nodes, an interface they cannot reach each other on, a connection
  * refused on a loaded node) shows only then: Open MPI prints a warning, and the collective or the
  * halo exchange then waits forever, often before the watchdog is armed. So nst_comm_init makes the
- * pairs meet at once: after its own exchanges (the node split, the lifeline), every rank exchanges
- * one message with every other (up to PAIRS_ALL ranks; beyond, with the ranks at distances +-1,
- * +-2, +-4, ...: a socket per peer would not scale). A timer thread ends the job if that has not
- * completed within the watchdog's floor (5 minutes; more where this rank's MPI_Init was slow
- * enough, INIT_TIMES): a few bytes per pair, with nothing computed in
+ * pairs meet at once: after its own exchanges (a barrier, the node split, the lifeline), every
+ * rank exchanges one message with every other (up to PAIRS_ALL ranks; beyond, with the ranks at
+ * distances +-1, +-2, +-4, ...: a socket per peer would not scale). A timer thread ends the job if
+ * that has not completed within the watchdog's floor (5 minutes; more where this rank's MPI_Init
+ * was slow enough, INIT_TIMES): a few bytes per pair, with nothing computed in
  * between, take milliseconds where the network works, so the bound only ever cuts a wait that
  * cannot end. Its line names the ranks this rank has not heard from, by host. Rank 0 speaks first;
  * another rank only if the job is still alive a while later (rank 0 got through, it did not). */
