@@ -5,8 +5,9 @@
 #
 #   tests/test_hosts.sh NSTBATCH IMAGE_DIFF BUILD
 #
-# One start of the hosts for every check (small renders: 256x64, the random VGG-19 at width 1/8,
-# one thread per rank, fp32, 16-bit outputs); every wait polls with a generous bound:
+# One start of the hosts for every check (small renders: 256x64, the interrupted ones 192x128, the
+# random VGG-19 at width 1/8, one thread per rank, fp32, 16-bit outputs); every wait polls with a
+# generous bound:
 # - mpirun starts ranks on both hosts, each with its own hostname and /tmp, and each sees the
 #   checkout, the build and the test's folder at their own paths, also where they are under /tmp;
 # - 2 hosts x 2 ranks: the tiled render's TIFF pyramid (every level) and HDF5 (h5diff), written by
