@@ -13,8 +13,9 @@
 Same network (the nstbatch-layout weights file, read with h5py, or random weights of the same
 shapes; --width-divisor N, each layer 1/N as wide, as nstbatch's model.random_width_divisor, for
 the benchmarks' plumbing on a CPU), same layers (content relu4_2; style relu1_1, relu2_1,
-relu3_1, relu4_1, relu5_1), same relative losses and TV, Adam on the pixels, max pooling; fp32, or bf16 autocast (--bf16: the
-convolutions and Gram matmuls in bf16 with fp32 accumulation, as nstbatch's bf16 precision).
+relu3_1, relu4_1, relu5_1), same relative losses and TV, Adam on the pixels, max pooling; fp32,
+or bf16 autocast (--bf16: the convolutions and Gram matmuls in bf16 with fp32 accumulation, as
+nstbatch's bf16 precision).
 Timing: per iteration (forward, losses, backward, Adam step), after warm-up iterations (2 eager, 3
 for the others: compile, then record), each ended by a device synchronize, median of the timed ones.
 Prints one JSON line with the peak memory (peak_bytes: the device allocator's peak on CUDA, the

@@ -178,7 +178,7 @@ nst v1 ck.ini --set output.path=out/v1.tif --set checkpoint.path=ck_v1
 # do (twice: after its SIGTERM and after its SIGKILL), idle seconds, no CPU.
 grace=$(awk '$1 ~ /^[0-9]+$/ && NF >= 8 && $6 ~ /^[0-9.]+$/ && $6 + 0 > it { it = $6 + 0 }
              /^checkpoint: level .* s\)$/ && match($0, /[0-9.]+ s\)$/) { c = substr($0, RSTART, RLENGTH - 3) + 0; if (c > ck) ck = c }
-             END { g = int(20 * (it + ck)) + 1; print (g > 1 ? g : 1) }' "$T/adam_4.log" 2>/dev/null)
+             END { print int(20 * (it + ck)) + 1 }' "$T/adam_4.log" 2>/dev/null)
 (cd "$T" && OMPI_MCA_odls_base_sigkill_timeout=${grace:-1} NSTBATCH_SLOW='*:20:signal' exec "$IDLE" 300 mpirun --oversubscribe --bind-to none -np 2 "$NST" ck.ini --set output.path=out/int.tif \
     --set checkpoint.path=ck_int) >"$T/int.log" 2>&1 &
 bg=$!
