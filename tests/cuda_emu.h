@@ -1,17 +1,23 @@
 /* tests/cuda_emu.h: a host stand-in for the CUDA names our own kernels use, so that their device
  * code (the kernels/cuda/ files named _kernels.cuh, which include nothing) compiles with g++ and runs on the CPU:
- * a launch runs its blocks one after another, each block's threads as host threads that meet at
- * a real barrier (__syncthreads), each warp's 32 at a barrier of their own (the FP64 MMA's model
- * of its fragments), with threadIdx per thread; dynamic shared memory is one global
- * array (emu_shared), filled with NaN before each block, so a read of anything the block did not
- * write shows in the results, and AddressSanitizer catches a read past its end; bf16 and fp16 round
- * to nearest even, as __float2bfloat16_rn and __float2half_rn; the vector types are structs of
- * the same layout, their 16-byte accesses copies (vec8.cuh). Only for tests. */
+ * a launch runs its blocks one after another, each block's threads as fibers on the launching
+ * thread (a stack and a context each) that meet at a barrier (__syncthreads), each warp's 32 at a
+ * barrier of their own (the FP64 MMA's model of its fragments), with threadIdx per fiber. Between
+ * two barriers each thread runs alone to the next one, in rising thread order in even blocks and
+ * falling order in odd ones, so a read of a value that another thread writes before the same
+ * barrier sees it unwritten in one of the two; barriers that never fill stop the test, named.
+ * Dynamic shared memory is one global array (emu_shared), filled with NaN before each block, so a
+ * read of anything the block did not write shows in the results, and AddressSanitizer catches a
+ * read past its end (the switches are annotated for it; it still warns once that it does not
+ * fully support swapcontext); bf16 and fp16 round to nearest even, as
+ * __float2bfloat16_rn and __float2half_rn; the vector types are structs of the same layout, their
+ * 16-byte accesses copies (vec8.cuh). Only for tests. */
 #ifndef NST_CUDA_EMU_H
 #define NST_CUDA_EMU_H
 
 #include <math.h>
-#include <pthread.h>
+#include <sys/mman.h>
+#include <ucontext.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +25,11 @@
 
 #include <functional>
 #include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define EMU_ASAN 1
+#endif
 
 #define __global__
 #define __device__
@@ -34,21 +45,97 @@ struct dim3 {
     unsigned x = 1, y = 1, z = 1;
 };
 static dim3 gridDim, blockDim, blockIdx;
-static thread_local dim3 threadIdx;
-static pthread_barrier_t emu_barrier;
+static dim3 threadIdx; /* the running fiber's */
 static bool emu_sequential; /* emu_launch_sequential's threads, one after another: no barrier may be met */
+
+/* ---- a block's threads as fibers ---------------------------------------------------------------
+ * Each has a stack of its own (mapped once, reused by every block) and a context; emu_launch's
+ * loop resumes them in turn, and a fiber that waits at a barrier not yet full goes back to it. */
+#define EMU_MAX_THREADS 1024
+#define EMU_STACK_BYTES ((size_t)256 << 10)
+struct emu_fiber {
+    ucontext_t ctx;
+    char *stack;
+    bool done;
+};
+static emu_fiber emu_fibers[EMU_MAX_THREADS];
+static ucontext_t emu_loop_ctx;                     /* emu_launch's, where a fiber goes back to */
+static const std::function<void()> *emu_body;      /* the kernel call every fiber runs */
+static unsigned long emu_progress;                  /* arrivals and ends: a round of fibers without one is a deadlock */
+static const void *emu_loop_stack;                  /* the launching thread's stack, for ASan */
+static size_t emu_loop_stack_bytes;
+
+/* this fiber back to emu_launch's loop; for good (its kernel returned) or to be resumed */
+static inline void emu_yield(bool for_good)
+{
+#ifdef EMU_ASAN
+    void *fake = NULL;
+    __sanitizer_start_switch_fiber(for_good ? NULL : &fake, emu_loop_stack, emu_loop_stack_bytes);
+#endif
+    if (for_good) setcontext(&emu_loop_ctx);
+    swapcontext(&emu_fibers[threadIdx.x].ctx, &emu_loop_ctx);
+#ifdef EMU_ASAN
+    __sanitizer_finish_switch_fiber(fake, &emu_loop_stack, &emu_loop_stack_bytes);
+#endif
+}
+
+static void emu_fiber_main(void)
+{
+#ifdef EMU_ASAN
+    __sanitizer_finish_switch_fiber(NULL, &emu_loop_stack, &emu_loop_stack_bytes);
+#endif
+    (*emu_body)();
+    emu_fibers[threadIdx.x].done = true;
+    emu_progress++;
+    emu_yield(true);
+}
+
+/* emu_launch's loop into fiber t, until it waits or ends */
+static inline void emu_resume(unsigned t)
+{
+#ifdef EMU_ASAN
+    void *fake = NULL;
+    __sanitizer_start_switch_fiber(&fake, emu_fibers[t].stack, EMU_STACK_BYTES);
+#endif
+    threadIdx.x = t;
+    swapcontext(&emu_loop_ctx, &emu_fibers[t].ctx);
+#ifdef EMU_ASAN
+    __sanitizer_finish_switch_fiber(fake, NULL, NULL);
+#endif
+}
+
+struct emu_barrier_t {
+    unsigned n, arrived, gen;
+};
+static emu_barrier_t emu_barrier;
+/* the last of the n to arrive opens it and runs on; the others go back to the loop until then */
+static inline void emu_barrier_wait(emu_barrier_t *b, const char *what)
+{
+    if (b->n == 0) {
+        fprintf(stderr, "cuda_emu: %s in a block whose threads do not make it (%u threads)\n", what, blockDim.x);
+        abort();
+    }
+    const unsigned gen = b->gen;
+    emu_progress++;
+    if (++b->arrived == b->n) {
+        b->arrived = 0, b->gen++;
+        return;
+    }
+    while (b->gen == gen) emu_yield(false);
+}
+
 static inline void __syncthreads()
 {
     if (emu_sequential) {
         fprintf(stderr, "cuda_emu: __syncthreads in a kernel run by emu_launch_sequential: launch it with emu_launch\n");
         abort();
     }
-    pthread_barrier_wait(&emu_barrier);
+    emu_barrier_wait(&emu_barrier, "__syncthreads");
 }
 
 /* the warps of a block (32 threads each, from thread 0): their own barriers, for the warp-wide
  * instructions below, which a warp's threads meet alone */
-static pthread_barrier_t emu_warp_barrier[32];
+static emu_barrier_t emu_warp_barrier[32];
 static double emu_warp_a[1024 * 4], emu_warp_b[1024 * 2];
 
 /* which of the FP64 MMA paths the kernels take on the stand-in: sm_90's one m16n8k8, or (true)
@@ -62,7 +149,7 @@ static inline void emu_warp_meet(void)
         fprintf(stderr, "cuda_emu: a warp-wide MMA in a kernel run by emu_launch_sequential: launch it with emu_launch\n");
         abort();
     }
-    pthread_barrier_wait(&emu_warp_barrier[threadIdx.x / 32]);
+    emu_barrier_wait(&emu_warp_barrier[threadIdx.x / 32], "a warp-wide MMA");
 }
 
 /* mma.sync.aligned.m8n8k4.row.col.f64 (PTX ISA, "Matrix Fragments for mma.m8n8k4 with .f64"):
@@ -193,31 +280,42 @@ static inline void emu_launch_sequential(unsigned grid, unsigned threads, const 
 /* kernel<<<grid, threads, shared_bytes>>>, with body() calling the kernel */
 static inline void emu_launch(unsigned grid, unsigned threads, size_t shared_bytes, const std::function<void()> &body)
 {
-    if (shared_bytes > sizeof emu_shared) abort();
+    if (shared_bytes > sizeof emu_shared || threads == 0 || threads > EMU_MAX_THREADS) abort();
     gridDim.x = grid, blockDim.x = threads;
+    emu_body = &body;
+    for (unsigned t = 0; t < threads; t++)
+        if (!emu_fibers[t].stack) {
+            void *p = mmap(NULL, EMU_STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+            if (p == MAP_FAILED) abort();
+            mprotect(p, 4096, PROT_NONE); /* a guard page: an overflow faults */
+            emu_fibers[t].stack = (char *)p;
+        }
     for (unsigned b = 0; b < grid; b++) {
         blockIdx.x = b;
         for (size_t i = 0; i < EMU_SHARED_FLOATS; i++) emu_shared[i] = NAN;
-        pthread_barrier_init(&emu_barrier, NULL, threads);
-        const unsigned warps = threads % 32 == 0 && threads <= 1024 ? threads / 32 : 0;
-        for (unsigned w = 0; w < warps; w++) pthread_barrier_init(&emu_warp_barrier[w], NULL, 32);
-        std::vector<pthread_t> th(threads);
-        struct arg {
-            unsigned t;
-            const std::function<void()> *body;
-        };
-        std::vector<arg> args(threads);
+        emu_barrier = {threads, 0, 0};
+        const unsigned warps = threads % 32 == 0 ? threads / 32 : 0;
+        for (unsigned w = 0; w < 32; w++) emu_warp_barrier[w] = {w < warps ? 32u : 0u, 0, 0};
         for (unsigned t = 0; t < threads; t++) {
-            args[t] = {t, &body};
-            pthread_create(&th[t], NULL, [](void *a) -> void * {
-                threadIdx.x = ((arg *)a)->t;
-                (*((arg *)a)->body)();
-                return NULL;
-            }, &args[t]);
+            emu_fiber *f = &emu_fibers[t];
+            f->done = false;
+            getcontext(&f->ctx);
+            f->ctx.uc_stack.ss_sp = f->stack, f->ctx.uc_stack.ss_size = EMU_STACK_BYTES, f->ctx.uc_link = NULL;
+            makecontext(&f->ctx, emu_fiber_main, 0);
         }
-        for (unsigned t = 0; t < threads; t++) pthread_join(th[t], NULL);
-        pthread_barrier_destroy(&emu_barrier);
-        for (unsigned w = 0; w < warps; w++) pthread_barrier_destroy(&emu_warp_barrier[w]);
+        for (unsigned left = threads; left;) {
+            const unsigned long before = emu_progress;
+            for (unsigned i = 0; i < threads; i++) {
+                const unsigned t = b % 2 ? threads - 1 - i : i;
+                if (emu_fibers[t].done) continue;
+                emu_resume(t);
+                left -= emu_fibers[t].done;
+            }
+            if (emu_progress == before) {
+                fprintf(stderr, "cuda_emu: block %u of %u: %u of its %u threads wait at barriers that never fill\n", b, grid, left, threads);
+                abort();
+            }
+        }
     }
 }
 

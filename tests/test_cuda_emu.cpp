@@ -1,5 +1,5 @@
 /* tests/test_cuda_emu.cpp: our own CUDA kernels, their very device code, run on the CPU through
- * tests/cuda_emu.h (blocks of host threads with a real barrier).
+ * tests/cuda_emu.h (a block's threads as fibers meeting at barriers, in both orders).
  *
  * The element passes (kernels/cuda/eltwise_kernels.cuh) against the CPU backend's semantics
  * (kernels/backend.h, kernels/cpu/pool_cpu.c), bit for bit: ReLU backward; 2x2 floor pooling, max
@@ -142,7 +142,7 @@ template <typename T> static int conv_case(int H, int W, int cout, int cp, int r
 static const int shapes[][2] = {{1, 1}, {1, 5}, {5, 1}, {2, 2}, {7, 9}, {17, 33}};
 
 /* every shape, width and ReLU; fp32 (full) with both weight paddings, the 16-bit types with the
- * padding they take (8). Grids of a thread a pixel up to 64 pixels (a host thread each costs), and
+ * padding they take (8). Grids of a thread a pixel up to 64 pixels (a fiber each costs), and
  * of 1 or 3 blocks striding over every shape. */
 template <typename T> static void every_shape(const char *tn, int full)
 {
