@@ -28,12 +28,17 @@ run_nst() {
   (cd "$T" && "$IDLE" 300 "$NST" "$ini" "$@") >"$T/$log.log" 2>&1
   rc=$?
 }
-# render_ranks INI PATH RANKS [ARGS...]: RANKS ranks of $NST under mpirun render T/INI with
+# ranks N: in the array RANKS, the words that start N ranks of the command after them: mpirun's,
+# or for one rank none, a singleton (a one-rank job without a launcher): mpirun's own start cost
+# each of some 250 one-rank runs 0.06 CPU seconds more
+ranks() { if [ "$1" = 1 ]; then RANKS=(); else RANKS=(mpirun --oversubscribe --bind-to none -np "$1"); fi; }
+# render_ranks INI PATH RANKS [ARGS...]: RANKS ranks of $NST (ranks above) render T/INI with
 # output.path = PATH, in T; the output in T/NAME.log (NAME: PATH less its extension), and a failed
 # run one bad "NAME renders" with its status
 render_ranks() {
   local ini=$1 path=$2 ranks=$3 out status; shift 3
-  out=$(cd "$T" && "$IDLE" 300 mpirun --oversubscribe --bind-to none -np "$ranks" "$NST" "$ini" --set output.path="$path" "$@" 2>&1); status=$?
+  ranks "$ranks"
+  out=$(cd "$T" && "$IDLE" 300 "${RANKS[@]}" "$NST" "$ini" --set output.path="$path" "$@" 2>&1); status=$?
   echo "$out" >"$T/${path%.*}.log"
   [ $status -eq 0 ] || { bad "${path%.*} renders" "exit status $status" "$out"; return 1; }
 }

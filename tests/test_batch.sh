@@ -47,7 +47,8 @@ EOF
 # nst LOG RANKS ARGS...: run nstbatch in T, output to T/LOG.log, exit status in $rc
 nst() {
   local log=$1 ranks=$2; shift 2
-  (cd "$T" && "$IDLE" 300 mpirun --oversubscribe --bind-to none -np "$ranks" "$NST" "$@") >"$T/$log.log" 2>&1
+  ranks "$ranks"
+  (cd "$T" && "$IDLE" 300 "${RANKS[@]}" "$NST" "$@") >"$T/$log.log" 2>&1
   rc=$?
 }
 

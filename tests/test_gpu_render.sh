@@ -90,7 +90,8 @@ SHALLOW=(--set style.layers=relu1_1,relu2_1,relu3_1 --set content.layers=relu2_2
 # nst LOG RANKS ARGS...: nstbatch on T/g.ini, writing LOG.tif and LOG.grad; status in rc, output in T/LOG.log
 nst() {
   local log=$1 ranks=$2; shift 2
-  (cd "$T" && "$IDLE" 300 mpirun --oversubscribe --bind-to none -np "$ranks" "$NST" g.ini \
+  ranks "$ranks"
+  (cd "$T" && "$IDLE" 300 "${RANKS[@]}" "$NST" g.ini \
      --set output.path="$log.tif" --set run.first_gradient="$log.grad" "$@") >"$T/$log.log" 2>&1
   rc=$?
 }

@@ -85,7 +85,8 @@ suite() {
 # render NAME RANKS ARGS...: T/NAME.tif at the level
 render() {
   local name=$1 ranks=$2; shift 2
-  (cd "$T" && ONEDNN_MAX_CPU_ISA=$isa "$IDLE" 600 mpirun --oversubscribe --bind-to none -np "$ranks" "$NST" r.ini \
+  ranks "$ranks"
+  (cd "$T" && ONEDNN_MAX_CPU_ISA=$isa "$IDLE" 600 "${RANKS[@]}" "$NST" r.ini \
      --set output.path="$name.tif" "$@") >"$T/$name.log" 2>&1
 }
 # same NAME A B: two renders' files hold the same image, bit for bit

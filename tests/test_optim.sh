@@ -42,7 +42,8 @@ NST=$(readlink -f "$1") DIFF=$(readlink -f "$2")
 # nst NAME RANKS ARGS...: the demo into NAME.png with a run record NAME.json; log NAME.log, status rc
 nst() {
   local name=$1 np=$2; shift 2
-  (cd "$T" && "$IDLE" 300 mpirun --oversubscribe --bind-to none -np "$np" "$NST" o.ini --set output.path="$name.png" \
+  ranks "$np"
+  (cd "$T" && "$IDLE" 300 "${RANKS[@]}" "$NST" o.ini --set output.path="$name.png" \
       --set run.record="$name.json" "$@") >"$T/$name.log" 2>&1
   rc=$?
 }
