@@ -360,7 +360,7 @@ TESTS += $(BUILD)/tests/test_cuda_emu
 $(BUILD)/tests/test_cuda_emu: tests/test_cuda_emu.cpp tests/cuda_emu.h tests/test.h $(wildcard kernels/cuda/*.cuh) kernels/xsum_core.h $(LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CXX   $<")
-	$(Q)$(CXX) -std=c++17 -O0 -g1 -Wall -Wextra -Wno-unknown-pragmas -fsanitize=address,undefined -fno-sanitize-recover=undefined -pthread -I. -o $@ $< $(LIB) -lm
+	$(Q)$(CXX) -std=c++17 -O0 -g1 -Wall -Wextra -Wno-unknown-pragmas -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. -o $@ $< $(LIB) -lm
 
 $(BUILD)/tests/%: tests/%.c tests/test.h tests/naive.h tests/kernel_paths.h $(LIB)
 	@mkdir -p $(dir $@)

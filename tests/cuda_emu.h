@@ -24,7 +24,6 @@
 #include <string.h>
 
 #include <functional>
-#include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>

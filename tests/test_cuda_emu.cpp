@@ -58,6 +58,7 @@ extern "C" {
 #include "test.h"
 
 #include <random>
+#include <vector>
 
 static std::mt19937 rng(7);
 
