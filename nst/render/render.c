@@ -50,7 +50,10 @@ static nst_status injected_fault(long long it)
 
 /* The test hook NSTBATCH_SLOW=RANK:ITERATION:SECONDS: that rank spends that long computing (not
  * waiting in MPI) before that iteration's step, as a slow but moving rank would, so that the tests
- * can check that the stall watchdog waits for it. RANK:ITERATION:xK spends K times the watchdog's
+ * can check that the stall watchdog waits for it. RANK:ITERATION+:SECONDS does so before that
+ * iteration's step and every later one: a render paced by the clock, not by this machine's speed,
+ * for a test that watches a render move (a scraper's) without the CPU to make it long.
+ * RANK:ITERATION:xK spends K times the watchdog's
  * limit at that moment (20x the slowest iteration so far, at least the floor), so that the delay
  * outlasts the limit however slow a loaded machine makes the iterations. RANK:ITERATION:hang
  * waits there as if inside MPI, for ever: to the watchdog, a network that stopped under the job.
@@ -60,10 +63,12 @@ static nst_status injected_fault(long long it)
 static void injected_delay(long long it, int resumed)
 {
     const char *f = getenv("NSTBATCH_SLOW");
-    int rank = -1;
+    int rank = -1, n = 0;
     long long at;
     double secs;
-    if (!f || (f[0] == '*' ? sscanf(f, "*:%lld:", &at) != 1 : sscanf(f, "%d:%lld:", &rank, &at) != 2) || at != it) return;
+    if (!f || (f[0] == '*' ? sscanf(f, "*:%lld%n", &at, &n) != 1 : sscanf(f, "%d:%lld%n", &rank, &at, &n) != 2)) return;
+    const int every = f[n] == '+';
+    if (f[n + every] != ':' || (every ? it < at : it != at)) return;
     if (rank >= 0 && rank != nst_comm_rank()) return;
     const char *v = strrchr(f, ':') + 1;
     if (strcmp(v, "hang") == 0) {
@@ -78,7 +83,9 @@ static void injected_delay(long long it, int resumed)
     }
     if (sscanf(v, "x%lf", &secs) == 1) secs *= nst_watchdog_limit_now();
     else if (sscanf(v, "%lf", &secs) != 1) return;
-    fprintf(stderr, "nstbatch: test hook NSTBATCH_SLOW: rank %d computes %.1f s before iteration %lld\n", nst_comm_rank(), secs, it);
+    if (it == at)
+        fprintf(stderr, "nstbatch: test hook NSTBATCH_SLOW: rank %d computes %.1f s before iteration %lld%s\n", nst_comm_rank(), secs, it,
+                every ? " and every later one" : "");
     nst_sleep(secs);
 }
 
