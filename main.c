@@ -259,11 +259,28 @@ static nst_status run_jobs(const nst_cli *cli, const nst_config *cfg, const nst_
     return s;
 }
 
-/* The exit status after MPI: every rank agrees, rank 0 prints, MPI ends. */
+/* Rank 0's exit status (the launcher's rank before MPI starts) into NSTBATCH_END_MARK, a file slurm/launch.sh names under the checkpoint
+ * folder (shared, so rank 0 reaches it on any node): the wrapper can then tell a step whose ranks
+ * ran from one whose launcher reported 0 without starting any (srun does, when its tasks fail to
+ * launch). Written whole (io/atomic_file.h); a failure to write is said, as the wrapper will fail. */
+static void mark_end(int code)
+{
+    const char *path = getenv("NSTBATCH_END_MARK");
+    if (!path || !*path || !nst_log_is_root()) return;
+    char text[16];
+    snprintf(text, sizeof text, "%d\n", code);
+    if (nst_atomic_write_text(path, text) != NST_OK) {
+        nst_warn("cannot write NSTBATCH_END_MARK (%s) for slurm/launch.sh: %s\n", path, nst_fail_message());
+        nst_fail_clear();
+    }
+}
+
+/* The exit status after MPI: every rank agrees, rank 0 prints and marks it, MPI ends. */
 static int finish(nst_status s)
 {
     s = nst_comm_agree(s);
     int code = s == NST_OK ? 0 : fail_exit(s);
+    mark_end(code);
     nst_comm_finalize();
     return code;
 }
@@ -275,7 +292,10 @@ int main(int argc, char **argv)
     nst_status s = nst_cli_parse(argc, argv, &cli);
     if (s != NST_OK) return fail_exit(s);
     int code;
-    if (answer_without_mpi(&cli, &code)) return code;
+    if (answer_without_mpi(&cli, &code)) {
+        mark_end(code);
+        return code;
+    }
     nst_log_set_quiet(cli.quiet);
 
     const int launched_as = launch_rank();
@@ -295,6 +315,7 @@ int main(int argc, char **argv)
     s = check_world(&cli, nst_comm_size(), launched_as);
     if (s != NST_OK) {
         code = fail_exit(s);
+        mark_end(code);
         nst_comm_finalize();
         return code;
     }
@@ -311,6 +332,7 @@ int main(int argc, char **argv)
         s = self_test(&cli, &cfg, threads, argc, argv, &failed);
         nst_jobset_free(&jobs);
         code = s != NST_OK ? fail_exit(s) : failed ? 1 : 0;
+        mark_end(code);
         nst_comm_finalize();
         return code;
     }

@@ -19,7 +19,10 @@
 #      ranks wrote "75 LINE" to NSTBATCH_END_NOTE (set here): the step counts as exit 75, whatever
 #      srun or mpirun reported, and a step still running 60 s after the verdict (a launcher
 #      waiting for a node it cannot reach) is ended;
-#   4. otherwise exits with nstbatch's status.
+#   4. otherwise exits with nstbatch's status. Rank 0 writes that status to NSTBATCH_END_MARK (set
+#      here: a file in CHECKPOINT_DIR, which every node reaches); a launcher that reports 0 with no
+#      mark started no rank (srun exits 0 when its tasks fail to launch) and the job fails, exit 1,
+#      instead of ending COMPLETED with no image.
 # With --self-test REPORT, the job's first start (not a requeued one, whose allocation was checked
 # when it began) runs the same step with `--self-test --report REPORT` before the render, and
 # stops with its status when it fails: a bad GPU, driver or NCCL is found in a minute, not an hour
@@ -50,12 +53,15 @@ trap 'forward USR1' USR1
 trap 'forward TERM' TERM
 NSTBATCH_END_NOTE=$(mktemp "${TMPDIR:-/tmp}/nstbatch-end.XXXXXX") || exit 1
 export NSTBATCH_END_NOTE
-trap 'rm -f "$NSTBATCH_END_NOTE"' EXIT
+mkdir -p "$ckpt" || { echo "slurm/launch.sh: cannot make the checkpoint folder $ckpt: give a writable CHECKPOINT_DIR" >&2; exit 2; }
+NSTBATCH_END_MARK=$(cd "$ckpt" && pwd)/.ranks-ended-$SLURM_JOB_ID
+export NSTBATCH_END_MARK
+trap 'rm -f "$NSTBATCH_END_NOTE" "$NSTBATCH_END_MARK"' EXIT
 # step CMD...: run one step in the background, forwarding signals to it, until it is gone; rc
 # (75 when the watchdog's verdict is in NSTBATCH_END_NOTE)
 step() {
   local verdict=""
-  rm -f "$NSTBATCH_END_NOTE" # the first rank to end the job makes it
+  rm -f "$NSTBATCH_END_NOTE" "$NSTBATCH_END_MARK" # the first rank to end the job makes the note; rank 0 the mark
   "$@" &
   child=$!
   while kill -0 "$child" 2>/dev/null; do
@@ -73,6 +79,9 @@ step() {
   if [ -s "$NSTBATCH_END_NOTE" ]; then
     echo "slurm/launch.sh: $(date -Is) the step reported exit $rc; nstbatch's watchdog ended it: $(cut -d' ' -f2- "$NSTBATCH_END_NOTE" | head -c 300)" >&2
     rc=$(cut -d' ' -f1 "$NSTBATCH_END_NOTE")
+  elif [ "$rc" -eq 0 ] && [ ! -s "$NSTBATCH_END_MARK" ]; then
+    echo "slurm/launch.sh: $(date -Is) the launcher reported 0 but nstbatch's rank 0 never reported its end: no rank ran (srun exits 0 when its tasks fail to launch: see its lines above); the job fails (exit 1)" >&2
+    rc=1
   fi
   child=""
 }
@@ -83,7 +92,7 @@ requeue() {
     exit 75
   fi
   echo "slurm/launch.sh: $(date -Is) $1: requeueing job $SLURM_JOB_ID" >&2
-  rm -f "$NSTBATCH_END_NOTE" # (read already; Slurm's TERM below ends this shell without its EXIT trap)
+  rm -f "$NSTBATCH_END_NOTE" "$NSTBATCH_END_MARK" # (read already; Slurm's TERM below ends this shell without its EXIT trap)
   trap - USR1 TERM
   local err restarts
   if ! err=$(scontrol requeue "$SLURM_JOB_ID" 2>&1); then

@@ -105,6 +105,20 @@ if grep -q '^scontrol requeue 78$' "$T/requeued" 2>/dev/null && [ -z "$(ls -A "$
   ok "slurm/launch.sh: a step the watchdog ended (75) requeues the job, and leaves nothing in its TMPDIR once Slurm ends it"
 else bad "a step the watchdog ended" "$(cat "$T/requeued" 2>/dev/null); left in its TMPDIR: $(ls -A "$T/note-tmp")" "$(cat "$T/note.log")"; fi
 
+# a launcher that reports 0 having started no rank (srun does when its tasks fail to launch: "task
+# launch failed", exit 0) leaves no mark of rank 0's end in CHECKPOINT_DIR (NSTBATCH_END_MARK): the
+# job fails with one line, exit 1, instead of ending COMPLETED without an image; with the mark (a
+# stand-in rank 0 writes it) the step's 0 stands, and the mark is gone when launch.sh ends
+(cd "$T" && exec env PATH="$T/fakebin:$PATH" SLURM_JOB_ID=79 SLURM_RESTART_COUNT=0 "$ROOT/slurm/launch.sh" ck-nomark true) >"$T/nomark.log" 2>&1
+r=$?
+(cd "$T" && exec env PATH="$T/fakebin:$PATH" SLURM_JOB_ID=80 SLURM_RESTART_COUNT=0 "$ROOT/slurm/launch.sh" ck-mark \
+   sh -c 'echo 0 >"$NSTBATCH_END_MARK"') >"$T/mark.log" 2>&1
+r2=$?
+if [ $r -eq 1 ] && [ "$(grep -c "the launcher reported 0 but nstbatch's rank 0 never reported its end: no rank ran" "$T/nomark.log")" = 1 ] &&
+   [ $r2 -eq 0 ] && [ -d "$T/ck-mark" ] && [ -z "$(ls -A "$T/ck-mark")" ]; then
+  ok "slurm/launch.sh: a launcher's 0 with no rank started (no mark from rank 0) fails the job, exit 1, one line; with the mark, 0, and no mark left"
+else bad "a launcher's 0 without ranks" "exit $r, with the mark $r2; left in ck-mark: $(ls -A "$T/ck-mark" 2>/dev/null)" "$(cat "$T/nomark.log" "$T/mark.log")"; fi
+
 # ---- a real Slurm ------------------------------------------------------------------------------------
 if ! conf=$("$ROOT/tests/slurm/start_local.sh" "$T/slurm" 2>"$T/slurm.err"); then
   skip "real Slurm" "$(tail -n 1 "$T/slurm.err")"
