@@ -259,10 +259,11 @@ static nst_status run_jobs(const nst_cli *cli, const nst_config *cfg, const nst_
     return s;
 }
 
-/* Rank 0's exit status (the launcher's rank before MPI starts) into NSTBATCH_END_MARK, a file slurm/launch.sh names under the checkpoint
- * folder (shared, so rank 0 reaches it on any node): the wrapper can then tell a step whose ranks
- * ran from one whose launcher reported 0 without starting any (srun does, when its tasks fail to
- * launch). Written whole (io/atomic_file.h); a failure to write is said, as the wrapper will fail. */
+/* Rank 0's exit status (the launcher's rank 0 before MPI starts) into NSTBATCH_END_MARK, a file
+ * slurm/launch.sh names in the checkpoint folder, beside the manifest rank 0 writes: the wrapper
+ * can then tell a step whose ranks ran from one whose launcher reported 0 without starting any
+ * (srun does, when its tasks fail to launch). Written whole (io/atomic_file.h); a failure to
+ * write it is said, as the wrapper will then fail the job. */
 static void mark_end(int code)
 {
     const char *path = getenv("NSTBATCH_END_MARK");

@@ -53,13 +53,13 @@ static nst_status injected_fault(long long it)
  * can check that the stall watchdog waits for it. RANK:ITERATION+:SECONDS does so before that
  * iteration's step and every later one: a render paced by the clock, not by this machine's speed,
  * for a test that watches a render move (a scraper's) without the CPU to make it long.
- * RANK:ITERATION:xK spends K times the watchdog's
- * limit at that moment (20x the slowest iteration so far, at least the floor), so that the delay
- * outlasts the limit however slow a loaded machine makes the iterations. RANK:ITERATION:hang
- * waits there as if inside MPI, for ever: to the watchdog, a network that stopped under the job.
- * RANK:ITERATION:signal computes there until a signal asks for a stop (10 minutes at most), in a
- * run that did not resume a checkpoint: the run a time limit stops, with no CPU spent to make it
- * long (the resumed run goes on past it). RANK * is every rank. */
+ * RANK:ITERATION:xK spends K times the watchdog's limit at that moment (20x the slowest iteration
+ * so far, at least the floor), so that the delay outlasts the limit however slow a loaded machine
+ * makes the iterations. RANK:ITERATION:hang waits there as if inside MPI, for ever: to the
+ * watchdog, a network that stopped under the job. RANK:ITERATION:signal computes there until a
+ * signal asks for a stop (10 minutes at most), in a run that did not resume a checkpoint: the run
+ * a time limit stops, with no CPU spent to make it long (the resumed run goes on past it).
+ * RANK * is every rank. */
 static void injected_delay(long long it, int resumed)
 {
     const char *f = getenv("NSTBATCH_SLOW");
