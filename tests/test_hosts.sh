@@ -249,15 +249,15 @@ wait_job() {
 if conf=$("$ROOT/tests/slurm/start_local.sh" "$T/slurm" --hosts "$HD" 2>"$T/slurm.err"); then
   eval "$conf"
   slurm_up=1
-  # slurm/multi-node.sbatch as it is; its sizes for these nodes (2 CPUs each) on sbatch's command line
-  sb() { on nsth-a sbatch --parsable --nodes=2 --ntasks-per-node=2 --cpus-per-task=1 --partition=test "$@"; }
-  # the job, its output in T/mn.out (the first exchange bounded at 30 s). Its self-test (and the
-  # frozen job's) with the time budget spent at once: it runs on every rank and passes before the
-  # render, its op harness left out, rows marked late (1.4 of its 1.5 CPU seconds a rank; the
-  # harness is test_selftest's)
+  # slurm/multi-node.sbatch as it is; its sizes for these nodes (2 CPUs each) on sbatch's command
+  # line. Its self-test with the time budget spent at once: it runs on every rank and passes
+  # before the render, its op harness left out, rows marked late (1.4 of its 1.5 CPU seconds a
+  # rank; the harness is test_selftest's)
+  sb() { NSTBATCH_HOME="$ROOT" NSTBATCH_SELFTEST_SECONDS=0.001 on nsth-a sbatch --parsable --nodes=2 --ntasks-per-node=2 --cpus-per-task=1 --partition=test "$@"; }
+  # the job, its output in T/mn.out (the first exchange bounded at 30 s)
   # (the job's variables from sbatch's environment, not inlined in --export, whose values Slurm
   # splits at commas and reads quotes in: a checkout under /home/o'brien/ would not reach the job)
-  J=$(CKPT="$T/ck-mn" NSTBATCH_HOME="$ROOT" NSTBATCH_STALL_FLOOR=30 NSTBATCH_SELFTEST_SECONDS=0.001 sb -o "$T/mn.out" --export=ALL "$ROOT/slurm/multi-node.sbatch" job.ini \
+  J=$(CKPT="$T/ck-mn" NSTBATCH_STALL_FLOOR=30 sb -o "$T/mn.out" --export=ALL "$ROOT/slurm/multi-node.sbatch" job.ini \
         --set output.path=out/mn.tif)
   wait_job "$J"
   # (no second job: Open MPI's "failed to TCP connect to a peer" with a task's segmentation fault,
@@ -279,7 +279,7 @@ if conf=$("$ROOT/tests/slurm/start_local.sh" "$T/slurm" --hosts "$HD" 2>"$T/slur
 
   # a rank frozen in the middle of the render: the watchdog (auto, floor 5 s) ends the step with 75,
   # slurm/launch.sh requeues the job, and it resumes to the uninterrupted image
-  J=$(CKPT="$T/ck-frozen" NSTBATCH_HOME="$ROOT" NSTBATCH_STALL_FLOOR=5 NSTBATCH_SELFTEST_SECONDS=0.001 sb -o "$T/frozen.out" --export=ALL "$ROOT/slurm/multi-node.sbatch" "${LONG[@]}" \
+  J=$(CKPT="$T/ck-frozen" NSTBATCH_STALL_FLOOR=5 sb -o "$T/frozen.out" --export=ALL "$ROOT/slurm/multi-node.sbatch" "${LONG[@]}" \
       --set output.path=out/frozen.tif)
   frozen=""
   if wait_iter frozen.out 40; then

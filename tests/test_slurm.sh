@@ -83,7 +83,10 @@ out=$(env -u SLURM_JOB_ID "$ROOT/slurm/launch.sh" ck mpirun "$NST" 2>&1); r=$?
 mkdir -p "$T/fakebin"
 printf '#!/bin/sh\necho "scontrol $*" >>"%s/requeued"\n' "$T" >"$T/fakebin/scontrol"
 chmod +x "$T/fakebin/scontrol"
-(cd "$T" && exec env PATH="$T/fakebin:$PATH" SLURM_JOB_ID=77 SLURM_RESTART_COUNT=0 "$ROOT/slurm/launch.sh" ck-early sleep 30) >"$T/early.log" 2>&1 &
+# in_job ID ARGS...: slurm/launch.sh ARGS in T, in place of this shell, as in Slurm job ID's first
+# start, the stand-in scontrol first on PATH
+in_job() { local id=$1; shift; cd "$T" && exec env PATH="$T/fakebin:$PATH" SLURM_JOB_ID="$id" SLURM_RESTART_COUNT=0 "$ROOT/slurm/launch.sh" "$@"; }
+(in_job 77 ck-early sleep 30) >"$T/early.log" 2>&1 &
 lp=$!
 grown_wait 10 "$T/early.log" pgrep -P $lp -x sleep >/dev/null # the step has started (bounded by the log's growth)
 kill -USR1 $lp
@@ -96,7 +99,7 @@ else bad "a USR1 before the ranks' handler" "$(cat "$T/requeued" 2>/dev/null)" "
 # requeued, and once Slurm ends launch.sh (TERM), nothing is left in its TMPDIR (each requeue left
 # the note there, on the node)
 mkdir -p "$T/note-tmp" && rm -f "$T/requeued"
-(cd "$T" && exec env PATH="$T/fakebin:$PATH" SLURM_JOB_ID=78 SLURM_RESTART_COUNT=0 TMPDIR="$T/note-tmp" "$ROOT/slurm/launch.sh" ck-note \
+(TMPDIR="$T/note-tmp" in_job 78 ck-note \
    sh -c 'echo "75 stalled (a stand-in verdict)" >"$NSTBATCH_END_NOTE"; exit 1') >"$T/note.log" 2>&1 &
 lp=$!
 grown_wait 10 "$T/note.log" test -s "$T/requeued"
@@ -109,9 +112,9 @@ else bad "a step the watchdog ended" "$(cat "$T/requeued" 2>/dev/null); left in 
 # launch failed", exit 0) leaves no mark of rank 0's end in CHECKPOINT_DIR (NSTBATCH_END_MARK): the
 # job fails with one line, exit 1, instead of ending COMPLETED without an image; with the mark (a
 # stand-in rank 0 writes it) the step's 0 stands, and the mark is gone when launch.sh ends
-(cd "$T" && exec env PATH="$T/fakebin:$PATH" SLURM_JOB_ID=79 SLURM_RESTART_COUNT=0 "$ROOT/slurm/launch.sh" ck-nomark true) >"$T/nomark.log" 2>&1
+(in_job 79 ck-nomark true) >"$T/nomark.log" 2>&1
 r=$?
-(cd "$T" && exec env PATH="$T/fakebin:$PATH" SLURM_JOB_ID=80 SLURM_RESTART_COUNT=0 "$ROOT/slurm/launch.sh" ck-mark \
+(in_job 80 ck-mark \
    sh -c 'echo 0 >"$NSTBATCH_END_MARK"') >"$T/mark.log" 2>&1
 r2=$?
 if [ $r -eq 1 ] && [ "$(grep -c "the launcher reported 0 but nstbatch's rank 0 never reported its end: no rank ran" "$T/nomark.log")" = 1 ] &&
